@@ -1,0 +1,76 @@
+//! The application contract (seed 004 §4.2.2 and appendix B), in Rust.
+//!
+//! The library delivers a linearized sequence of *batches*; the application must execute them
+//! deterministically (APPS2), take deterministic checkpoints (APPS3) and load them back to the
+//! same state (APPS4). Time and randomness are the library's gift: use [`NonDeterminism`],
+//! never the system clock or an entropy source. Replicas compare reply and checkpoint digests,
+//! so an application that breaks determinism is caught and reported with the batch number.
+
+use plumb_crypto::Digest;
+use plumb_wire::{ClientId, Micros, ReqNo, Seq};
+
+/// Agreed time and PRNG seed of a batch: identical on every replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NonDeterminism {
+    /// Strictly increasing from batch to batch (LS7).
+    pub time: Micros,
+    pub seed: u64,
+}
+
+/// One request of a batch.
+#[derive(Clone, Copy, Debug)]
+pub struct Command<'a> {
+    pub client: ClientId,
+    pub nc: ReqNo,
+    pub op: &'a [u8],
+}
+
+/// What executing a batch produced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BatchOutput {
+    /// One reply per command, in the batch's order.
+    pub replies: Vec<Vec<u8>>,
+    /// Spontaneous events for clients (watches and the like): an unreliable channel.
+    pub pushes: Vec<(ClientId, Vec<u8>)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// The checkpoint refers to state this replica does not hold; fetch these tokens from
+    /// peers ([`Application::fetch_state`] on them) and retry.
+    #[error("checkpoint needs {} piece(s) of state this replica does not hold", .0.len())]
+    MissingState(Vec<Digest>),
+    #[error("checkpoint does not decode: {0}")]
+    Corrupt(String),
+}
+
+pub trait Application {
+    /// Execute batch `seq`. Called exactly once per batch, in order, with `seq` increasing by
+    /// one (after a checkpoint load, from the checkpoint's successor).
+    fn execute(&mut self, seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput;
+
+    /// Execute a read-only operation against the current state. Must not change state.
+    fn execute_read_only(&self, client: ClientId, op: &[u8]) -> Vec<u8>;
+
+    /// A deterministic checkpoint of the state after the last executed batch: either the whole
+    /// state, or a token that names state the application keeps itself (then implement
+    /// `fetch_state` / `load_state`).
+    fn take_checkpoint(&mut self) -> Vec<u8>;
+
+    /// Set the state to the one `checkpoint` describes.
+    fn load_checkpoint(&mut self, checkpoint: &[u8]) -> Result<(), LoadError>;
+
+    /// The library no longer needs `checkpoint`.
+    fn release_checkpoint(&mut self, _checkpoint: &[u8]) {}
+
+    /// A piece of state named by `token`, for a peer that is loading a checkpoint.
+    fn fetch_state(&self, _token: &Digest) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// A piece of state fetched from a peer; the library has checked `data` hashes to `token`.
+    fn load_state(&mut self, _token: &Digest, _data: &[u8]) {}
+
+    /// Digest of the current state, for divergence detection in tests and the simulator.
+    fn state_digest(&self) -> Digest;
+}

@@ -1,0 +1,276 @@
+//! Configuration and quorum arithmetic.
+//!
+//! Every replica count and quorum size in plumb comes from two numbers (seed 004 ch. 2, §6.1,
+//! §6.2.1, Table 6.1): `u`, how many nodes may fail in any way while the service stays up, and
+//! `r`, how many of those may fail by commission while every answer stays right.
+
+use serde::{Deserialize, Serialize};
+
+/// The failure model: live despite `u` failures of any kind, safe despite `r` commission
+/// failures. `r <= u` is not required: `u = 0, r = 1` is safe-but-not-live-under-failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Faults {
+    pub u: u16,
+    pub r: u16,
+}
+
+impl Faults {
+    pub fn new(u: u16, r: u16) -> Faults {
+        Faults { u, r }
+    }
+
+    fn uz(self) -> usize {
+        self.u as usize
+    }
+    fn rz(self) -> usize {
+        self.r as usize
+    }
+    fn max_ur(self) -> usize {
+        self.uz().max(self.rz())
+    }
+
+    /// Authentication replicas: `u + max(u, r) + r + 1` (Table 6.1): indirect learning plus
+    /// one-step transferability under MACs.
+    pub fn min_auth(self) -> usize {
+        self.uz() + self.max_ur() + self.rz() + 1
+    }
+    /// Order replicas: `2u + r + 1` (Table 6.1).
+    pub fn min_order(self) -> usize {
+        2 * self.uz() + self.rz() + 1
+    }
+    /// Execution replicas: `u + max(u, r) + 1` (Table 6.1): a single correct proposer plus
+    /// indirect learning of checkpoints.
+    pub fn min_exec(self) -> usize {
+        self.uz() + self.max_ur() + 1
+    }
+}
+
+/// Role counts of a concrete cluster, and every quorum derived from them and the fault model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quorums {
+    pub faults: Faults,
+    pub auth: usize,
+    pub order: usize,
+    pub exec: usize,
+}
+
+/// A role of a replica, used in error messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Authentication,
+    Order,
+    Execution,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Role::Authentication => "authentication",
+            Role::Order => "order",
+            Role::Execution => "execution",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("the {role} role has {given} replica(s) but u={u}, r={r} requires at least {required}; add {missing} more {role} replica(s) or lower u or r", missing = required - given)]
+    TooFewReplicas { role: Role, given: usize, required: usize, u: u16, r: u16 },
+    #[error("{field} must be {requirement}, got {value}")]
+    BadValue { field: &'static str, requirement: &'static str, value: u64 },
+}
+
+impl Quorums {
+    /// Check the role counts against the fault model.
+    pub fn new(faults: Faults, auth: usize, order: usize, exec: usize) -> Result<Quorums, ConfigError> {
+        for (role, given, required) in [
+            (Role::Authentication, auth, faults.min_auth()),
+            (Role::Order, order, faults.min_order()),
+            (Role::Execution, exec, faults.min_exec()),
+        ] {
+            if given < required {
+                return Err(ConfigError::TooFewReplicas { role, given, required, u: faults.u, r: faults.r });
+            }
+        }
+        Ok(Quorums { faults, auth, order, exec })
+    }
+
+    /// The smallest cluster for `faults`.
+    pub fn minimal(faults: Faults) -> Quorums {
+        Quorums { faults, auth: faults.min_auth(), order: faults.min_order(), exec: faults.min_exec() }
+    }
+
+    /// Small quorum, `r + 1`: contains at least one correct replica.
+    pub fn small(&self) -> usize {
+        self.faults.rz() + 1
+    }
+    /// Order medium quorum, `n - u`: the most one may wait for; any two intersect in `r + 1`.
+    pub fn order_medium(&self) -> usize {
+        self.order - self.faults.uz()
+    }
+    /// AUTH-REQs the primary gathers before it proposes a request: `n_auth - u`
+    /// (`max(u,r) + r + 1` in a minimal cluster, seed 004 §6.4.2).
+    pub fn auth_gather(&self) -> usize {
+        self.auth - self.faults.uz()
+    }
+    /// Valid matrix-signature rows a backup needs to accept a request: `r + 1`.
+    pub fn matrix_valid(&self) -> usize {
+        self.small()
+    }
+    /// Matching AUTH-REQs that make an order replica forward a retransmission: `r + 1`.
+    pub fn retransmit_auth(&self) -> usize {
+        self.small()
+    }
+    /// Matching CP-TOKENs for the order stage to learn an execution checkpoint:
+    /// `max(u, r) + 1` (indirect learning: correct *and* fetchable, seed 004 §6.1).
+    pub fn exec_checkpoint(&self) -> usize {
+        self.faults.max_ur() + 1
+    }
+    /// Matching committed NEXT-BATCH, LOAD-CP or RETRANSMIT messages an execution replica
+    /// acts on: `r + 1`.
+    pub fn exec_learn(&self) -> usize {
+        self.small()
+    }
+    /// Matching replies a client accepts: `r + 1`.
+    pub fn reply(&self) -> usize {
+        self.small()
+    }
+    /// Matching read-only replies a client accepts without ordering: all execution replicas
+    /// (see docs/protocol.md: a smaller quorum can miss a completed write).
+    pub fn read_only(&self) -> usize {
+        self.exec
+    }
+    /// Preferred authentication quorum a client sends a first transmission to: `n_auth - u`.
+    pub fn auth_preferred(&self) -> usize {
+        self.auth - self.faults.uz()
+    }
+}
+
+/// Protocol parameters. Times are in microseconds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolConfig {
+    pub quorums: Quorums,
+    /// Batches between checkpoints (`CP_interval`).
+    pub checkpoint_interval: u64,
+    /// Most requests in one batch.
+    pub batch_max: usize,
+    /// How long the primary waits to fill a batch.
+    pub batch_timeout_us: u64,
+    /// Requests with an operation up to this many bytes travel inline through the order stage
+    /// (seed 004 §5.5: "small requests", 100 B there); larger ones as a digest.
+    pub inline_max_bytes: usize,
+    /// Client retransmission timeout: initial, and the cap it doubles up to (§5.7.1).
+    pub client_retry_us: u64,
+    pub client_retry_max_us: u64,
+    /// Order replicas start a view change when a request they forwarded is not ordered, or no
+    /// PRE-PREPARE arrives, within this time (doubling on each consecutive view change).
+    pub view_change_timeout_us: u64,
+    /// Authentication replicas resend a request to the order stage at most this often (4 s).
+    pub auth_resend_us: u64,
+    /// Execution and order replicas ask peers to fill gaps this often while behind.
+    pub catch_up_us: u64,
+    /// A primary's proposed batch time may lead a backup's clock by at most this much.
+    pub max_clock_lead_us: u64,
+}
+
+impl ProtocolConfig {
+    pub fn new(quorums: Quorums) -> ProtocolConfig {
+        ProtocolConfig {
+            quorums,
+            checkpoint_interval: 128,
+            batch_max: 64,
+            batch_timeout_us: 1_000,
+            inline_max_bytes: 100,
+            client_retry_us: 500_000,
+            client_retry_max_us: 4_000_000,
+            view_change_timeout_us: 1_000_000,
+            auth_resend_us: 4_000_000,
+            catch_up_us: 200_000,
+            max_clock_lead_us: 2_000_000,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        Quorums::new(self.quorums.faults, self.quorums.auth, self.quorums.order, self.quorums.exec)?;
+        let checks: [(&'static str, &'static str, u64, bool); 4] = [
+            ("checkpoint_interval", "at least 2", self.checkpoint_interval, self.checkpoint_interval >= 2),
+            ("batch_max", "at least 1", self.batch_max as u64, self.batch_max >= 1),
+            ("client_retry_us", "at least 1", self.client_retry_us, self.client_retry_us >= 1),
+            (
+                "client_retry_max_us",
+                "at least client_retry_us",
+                self.client_retry_max_us,
+                self.client_retry_max_us >= self.client_retry_us,
+            ),
+        ];
+        for (field, requirement, value, ok) in checks {
+            if !ok {
+                return Err(ConfigError::BadValue { field, requirement, value });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Seed 004 Table 2.1(d) / Table 6.1: the classic configurations.
+    #[test]
+    fn table_6_1_counts() {
+        let cft = Faults::new(1, 0);
+        assert_eq!((cft.min_auth(), cft.min_order(), cft.min_exec()), (3, 3, 3));
+        let bft = Faults::new(1, 1);
+        assert_eq!((bft.min_auth(), bft.min_order(), bft.min_exec()), (4, 4, 3));
+        let hybrid = Faults::new(2, 1);
+        assert_eq!((hybrid.min_auth(), hybrid.min_order(), hybrid.min_exec()), (6, 6, 5));
+        let safe_only = Faults::new(0, 1);
+        assert_eq!((safe_only.min_auth(), safe_only.min_order(), safe_only.min_exec()), (3, 2, 2));
+    }
+
+    #[test]
+    fn too_few_order_replicas_names_role_and_counts() {
+        let e = Quorums::new(Faults::new(1, 1), 4, 3, 3).unwrap_err();
+        assert_eq!(
+            e,
+            ConfigError::TooFewReplicas { role: Role::Order, given: 3, required: 4, u: 1, r: 1 }
+        );
+        let text = e.to_string();
+        assert!(text.contains("order role has 3"), "{text}");
+        assert!(text.contains("at least 4"), "{text}");
+    }
+
+    #[test]
+    fn bad_parameter_is_named() {
+        let mut c = ProtocolConfig::new(Quorums::minimal(Faults::new(1, 1)));
+        c.checkpoint_interval = 1;
+        let e = c.validate().unwrap_err();
+        assert!(e.to_string().contains("checkpoint_interval"));
+    }
+
+    proptest::proptest! {
+        /// Two medium order quorums intersect in at least r+1 replicas, and a medium quorum is
+        /// reachable with u replicas down, for every u, r and every legal cluster size.
+        #[test]
+        fn order_quorums_intersect(u in 0u16..6, r in 0u16..6, extra in 0usize..4) {
+            let f = Faults::new(u, r);
+            let q = Quorums::new(f, f.min_auth(), f.min_order() + extra, f.min_exec()).unwrap();
+            let m = q.order_medium();
+            proptest::prop_assert!(2 * m >= q.order + q.small());
+            proptest::prop_assert!(m + u as usize <= q.order);
+        }
+
+        /// The primary's AUTH-REQ gathering leaves at least max(u,r)+1 correct vouchers
+        /// (bodies fetchable despite u failures and right despite r) and each backup can find
+        /// r+1 valid rows even if r of the gathered rows are bogus.
+        #[test]
+        fn auth_quorums(u in 0u16..6, r in 0u16..6, extra in 0usize..4) {
+            let f = Faults::new(u, r);
+            let q = Quorums::new(f, f.min_auth() + extra, f.min_order(), f.min_exec()).unwrap();
+            let g = q.auth_gather();
+            proptest::prop_assert!(g >= r as usize + (u.max(r) as usize) + 1);
+            proptest::prop_assert!(g - r as usize >= q.matrix_valid());
+        }
+    }
+}

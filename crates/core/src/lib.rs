@@ -1,0 +1,80 @@
+//! The shape every plumb stage shares.
+//!
+//! A stage (authentication, order, execution replica, or client) is a deterministic state
+//! machine: [`Stage::handle`] takes the current time and one [`Event`] and appends
+//! [`Action`]s. It never touches sockets, files, clocks, threads or an entropy source; time
+//! arrives with each event and randomness through the seed it was built with. Drivers (the
+//! production node, the simulator) carry out the actions *in order*: in particular every
+//! [`StoreOp::Sync`] completes before any action after it, so "persist, sync, then send" in
+//! an action list means the message leaves only once the record is durable.
+
+pub mod keys;
+pub mod observe;
+pub mod rng;
+#[cfg(feature = "sabotage")]
+pub mod sabotage;
+pub mod storage;
+
+pub use keys::KeyRing;
+pub use observe::{Counters, Observation};
+pub use plumb_wire::Micros;
+pub use rng::Rng;
+pub use storage::{Recovered, StoreOp};
+
+use plumb_wire::{ClientId, Principal, ReqNo};
+
+/// A stage-defined timer name. Setting a timer that is already set re-arms it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TimerId(pub u32);
+
+#[derive(Debug)]
+pub enum Event {
+    /// Delivered once, right after the stage is built or recovered: set initial timers.
+    Start,
+    /// A frame from the network, not yet authenticated.
+    Receive(Vec<u8>),
+    Timer(TimerId),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send an already sealed frame.
+    Send { to: Principal, frame: Vec<u8> },
+    SetTimer { id: TimerId, after: Micros },
+    CancelTimer { id: TimerId },
+    Store(StoreOp),
+    /// Something a checker or a metrics exporter wants to know. No protocol effect.
+    Observe(Observation),
+    /// Client only: the reply to request `nc`, voted by the required quorum.
+    Complete { nc: ReqNo, result: Vec<u8> },
+    /// Client only: a push event from the service.
+    Pushed { event: u64, payload: Vec<u8> },
+}
+
+pub trait Stage {
+    fn principal(&self) -> Principal;
+    fn handle(&mut self, now: Micros, event: Event, out: &mut Vec<Action>);
+    /// Dropped messages by reason, and other counts.
+    fn counters(&self) -> &Counters;
+}
+
+/// Convenience for tests and drivers.
+pub fn run(stage: &mut dyn Stage, now: Micros, event: Event) -> Vec<Action> {
+    let mut out = Vec::new();
+    stage.handle(now, event, &mut out);
+    out
+}
+
+/// A client's identity as a principal.
+pub fn client(c: ClientId) -> Principal {
+    Principal::Client(c)
+}
+
+/// What every stage is built from.
+#[derive(Clone)]
+pub struct StageContext {
+    pub config: std::sync::Arc<plumb_config::ProtocolConfig>,
+    pub keys: KeyRing,
+    /// Seed of the stage's deterministic PRNG.
+    pub seed: u64,
+}

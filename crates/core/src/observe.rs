@@ -1,0 +1,45 @@
+use plumb_crypto::Digest;
+use plumb_wire::{ClientId, Micros, ReqNo, Seq, View};
+use std::collections::BTreeMap;
+
+/// Facts a stage reports for checkers and metrics. They have no protocol effect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observation {
+    /// An execution replica delivered batch `seq` to the application (a null batch, filler
+    /// from a view change, has no requests and is not given to the application).
+    Delivered {
+        seq: Seq,
+        digest: Digest,
+        agreed_time: Micros,
+        requests: Vec<(ClientId, ReqNo, Digest)>,
+        null: bool,
+    },
+    /// An execution replica took checkpoint `seq` with token `token`.
+    CheckpointTaken { seq: Seq, token: Digest },
+    /// An execution replica loaded checkpoint `seq`: its next batch is `seq + 1`.
+    CheckpointLoaded { seq: Seq, token: Digest },
+    /// An order replica committed batch `seq`.
+    Committed { seq: Seq, view: View, digest: Digest },
+    /// An order replica entered view `view` (as a participant in it).
+    ViewEntered { view: View },
+    /// An order replica's checkpoint at `seq` became stable.
+    StableCheckpoint { seq: Seq },
+    /// A client accepted a reply.
+    ClientAccepted { client: ClientId, nc: ReqNo },
+}
+
+/// Named counters (dropped messages by reason and so on).
+#[derive(Debug, Clone, Default)]
+pub struct Counters(BTreeMap<&'static str, u64>);
+
+impl Counters {
+    pub fn add(&mut self, name: &'static str) {
+        *self.0.entry(name).or_insert(0) += 1;
+    }
+    pub fn get(&self, name: &str) -> u64 {
+        self.0.get(name).copied().unwrap_or(0)
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.0.iter().map(|(k, v)| (*k, *v))
+    }
+}

@@ -1,0 +1,43 @@
+//! Deliberate protocol breakages, compiled only with the `sabotage` feature. Each is a named
+//! switch that one place in a stage consults; the simulator turns one on and must then report
+//! violations. This is how we know the simulator's checks are not vacuous.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sabotage {
+    /// Order replicas prepare and commit with one vote fewer than the medium quorum.
+    CommitQuorumMinusOne,
+    /// Execution replicas load a transferred checkpoint without checking it against its token.
+    UncheckedCheckpoint,
+    /// Order replicas skip the per-client sequence check on proposed requests.
+    SkipRequestSequenceCheck,
+    /// Execution replicas deliver a batch learned from a single NEXT-BATCH instead of r+1.
+    ExecLearnBelowQuorum,
+}
+
+pub const ALL: [(Sabotage, &str); 4] = [
+    (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
+    (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
+    (Sabotage::SkipRequestSequenceCheck, "skip-request-sequence-check"),
+    (Sabotage::ExecLearnBelowQuorum, "exec-learn-below-quorum"),
+];
+
+// The active sabotage is process-wide: the simulator runs one seed at a time in one thread.
+static ACTIVE: AtomicU32 = AtomicU32::new(0);
+
+fn code(s: Sabotage) -> u32 {
+    ALL.iter().position(|(x, _)| *x == s).map(|i| i as u32 + 1).unwrap_or(0)
+}
+
+pub fn by_name(name: &str) -> Option<Sabotage> {
+    ALL.iter().find(|(_, n)| *n == name).map(|(s, _)| *s)
+}
+
+pub fn set(s: Option<Sabotage>) {
+    ACTIVE.store(s.map(code).unwrap_or(0), Ordering::SeqCst);
+}
+
+pub fn on(s: Sabotage) -> bool {
+    ACTIVE.load(Ordering::Relaxed) == code(s)
+}

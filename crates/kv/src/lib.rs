@@ -1,0 +1,1 @@
+//! Key-value application. (in progress)

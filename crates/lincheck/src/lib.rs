@@ -1,0 +1,1 @@
+//! Linearizability checker. (in progress)

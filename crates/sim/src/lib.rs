@@ -1,0 +1,1 @@
+//! Deterministic simulator. (in progress)

@@ -1,0 +1,259 @@
+//! Every message exchanged between clients and stages (seed 004 Table 5.1, 6.3, plus the
+//! order stage's internal agreement messages).
+
+use plumb_crypto::{Digest, Mac, Signature};
+use serde::{Deserialize, Serialize};
+
+pub type ClientId = u32;
+/// A client's request number `n_c`, from 1.
+pub type ReqNo = u64;
+/// A batch number `n_o`, from 1.
+pub type Seq = u64;
+pub type View = u64;
+/// Microseconds of agreed (batch) time.
+pub type Micros = u64;
+
+/// A request's operation as the order stage sees it: small bodies travel whole, large ones as
+/// a digest that execution replicas fetch from the authentication stage.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Body {
+    Inline(Vec<u8>),
+    Digest(Digest),
+}
+
+/// `REQ-CORE`: client, request number and operation (or its digest).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ReqCore {
+    pub client: ClientId,
+    pub nc: ReqNo,
+    pub body: Body,
+}
+
+impl ReqCore {
+    /// Digest of the operation bytes, whichever form the body travels in.
+    pub fn op_digest(&self) -> Digest {
+        match &self.body {
+            Body::Inline(op) => Digest::of(op),
+            Body::Digest(d) => *d,
+        }
+    }
+
+    /// Identity of the request: what authenticators cover and what batch digests include.
+    /// Equal for the inline and the digest form of the same request.
+    pub fn id_digest(&self) -> Digest {
+        Digest::of_parts(&[
+            b"req-core",
+            &self.client.to_le_bytes(),
+            &self.nc.to_le_bytes(),
+            &self.op_digest().0,
+        ])
+    }
+}
+
+/// One authentication replica's row of a matrix signature: `macs[o]` is its MAC over the
+/// request's id digest for order replica `o`.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct MatrixRow {
+    pub auth: u16,
+    pub macs: Vec<Mac>,
+}
+
+/// A request as the primary proposes it: the core and the matrix signature that makes its
+/// authentication one-step transferable to every order replica (seed 004 §6.4).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct SignedRequest {
+    pub core: ReqCore,
+    pub matrix: Vec<MatrixRow>,
+}
+
+/// The value the order stage agrees on for one sequence number.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Batch {
+    pub requests: Vec<ReqCore>,
+    /// Time proposed by the primary. The agreed time of batch `n` is
+    /// `max(time_n, agreed_time_{n-1} + 1)`, so it increases strictly (LS7) whatever a view
+    /// change stitches together.
+    pub time: Micros,
+    /// PRNG seed handed to the application with the batch.
+    pub seed: u64,
+}
+
+impl Batch {
+    pub fn digest(&self, seq: Seq) -> Digest {
+        let mut ids = Vec::with_capacity(self.requests.len() * 32);
+        for r in &self.requests {
+            ids.extend_from_slice(&r.id_digest().0);
+        }
+        Digest::of_parts(&[
+            b"batch",
+            &seq.to_le_bytes(),
+            &self.time.to_le_bytes(),
+            &self.seed.to_le_bytes(),
+            &ids,
+        ])
+    }
+}
+
+/// The history hash chain `H_n = hash(H_{n-1}, B_n, t_n)` over agreed batches.
+pub fn chain_history(prev: Digest, seq: Seq, batch_digest: Digest, agreed_time: Micros) -> Digest {
+    Digest::of_parts(&[
+        b"history",
+        &prev.0,
+        &seq.to_le_bytes(),
+        &batch_digest.0,
+        &agreed_time.to_le_bytes(),
+    ])
+}
+
+/// A batch a replica prepared, reported in a view change (PBFT's P set).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct PreparedEntry {
+    pub seq: Seq,
+    pub view: View,
+    pub batch: Batch,
+}
+
+/// A batch digest a replica accepted a PRE-PREPARE for (PBFT's Q set).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct PrePreparedEntry {
+    pub seq: Seq,
+    pub view: View,
+    pub digest: Digest,
+}
+
+/// VIEW-CHANGE contents; signed so that the new primary can forward it in NEW-VIEW.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ViewChange {
+    pub new_view: View,
+    pub replica: u16,
+    /// The replica's last stable order checkpoint.
+    pub stable_seq: Seq,
+    pub stable_digest: Digest,
+    pub prepared: Vec<PreparedEntry>,
+    pub pre_prepared: Vec<PrePreparedEntry>,
+}
+
+impl ViewChange {
+    pub fn signing_bytes(&self) -> Vec<u8> {
+        let mut v = b"plumb view-change v1".to_vec();
+        v.extend_from_slice(&postcard::to_stdvec(self).unwrap_or_default());
+        v
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct SignedViewChange {
+    pub vc: ViewChange,
+    pub signature: Signature,
+}
+
+/// A request number executed for a client, as reported to the authentication stage.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Executed {
+    pub client: ClientId,
+    pub nc: ReqNo,
+}
+
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Message {
+    // ---- client -> authentication
+    /// `CLIENT-REQ`. The client is the envelope's sender.
+    Request { nc: ReqNo, op: Vec<u8> },
+
+    // ---- client -> execution (read-only optimisation, seed 004 §5.5)
+    ReadOnly { nc: ReqNo, op: Vec<u8> },
+
+    // ---- authentication -> order
+    /// `AUTH-REQ`: `macs[o]` authenticates `core.id_digest()` for order replica `o`.
+    AuthReq { core: ReqCore, macs: Vec<Mac> },
+
+    // ---- order <-> order (Zyzzyvark agreement, checkpoints, view change, catch-up)
+    PrePrepare {
+        view: View,
+        seq: Seq,
+        requests: Vec<SignedRequest>,
+        time: Micros,
+        seed: u64,
+    },
+    Prepare { view: View, seq: Seq, digest: Digest },
+    Commit { view: View, seq: Seq, digest: Digest },
+    /// Order-stage checkpoint: digest of the order state after committing `seq`.
+    Checkpoint { seq: Seq, digest: Digest },
+    ViewChange(SignedViewChange),
+    NewView { view: View, proofs: Vec<SignedViewChange> },
+    /// Ask a peer for committed batches from `from` on.
+    FetchCommitted { from: Seq },
+    /// A batch the sender committed, for a lagging peer (accepted on r+1 matching).
+    Committed { seq: Seq, batch: Batch },
+    /// Ask a peer for the order state of its stable checkpoint `seq`.
+    FetchOrderState { seq: Seq },
+    OrderState { seq: Seq, state: Vec<u8> },
+
+    // ---- order -> execution
+    /// Committed `NEXT-BATCH`: executed on r+1 matching.
+    NextBatch { view: View, seq: Seq, batch: Batch },
+    /// `RETRANSMIT`: client `client` retransmitted; `next_seq` is the order stage's next batch.
+    Retransmit { client: ClientId, next_seq: Seq },
+    /// `LOAD-CP`: load execution checkpoint `seq` whose token is `token`.
+    LoadCp { seq: Seq, token: Digest },
+
+    // ---- execution -> order
+    /// `LAST-EXEC`: the sender has executed every batch below `next`.
+    LastExec { next: Seq },
+    /// `CP-TOKEN`: digest of the execution checkpoint taken after batch `seq`.
+    CpToken { seq: Seq, token: Digest },
+
+    // ---- execution -> authentication
+    BatchComplete { seq: Seq, executed: Vec<Executed> },
+    Fetch { seq: Seq, client: ClientId, nc: ReqNo, digest: Digest },
+
+    // ---- authentication -> execution
+    Command { seq: Seq, client: ClientId, nc: ReqNo, op: Vec<u8> },
+
+    // ---- execution -> client
+    Reply { nc: ReqNo, result: Vec<u8> },
+    ReadOnlyReply { nc: ReqNo, result: Vec<u8>, executed: Seq },
+    /// Spontaneous server event (unreliable channel, seed 004 §5.5).
+    Push { event: u64, payload: Vec<u8> },
+
+    // ---- execution <-> execution (Figure 6.6)
+    FetchExecCp { seq: Seq },
+    ExecCpState { seq: Seq, state: Vec<u8> },
+    FetchState { token: Digest },
+    State { token: Digest, data: Vec<u8> },
+}
+
+impl Message {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Message::Request { .. } => "request",
+            Message::ReadOnly { .. } => "read-only",
+            Message::AuthReq { .. } => "auth-req",
+            Message::PrePrepare { .. } => "pre-prepare",
+            Message::Prepare { .. } => "prepare",
+            Message::Commit { .. } => "commit",
+            Message::Checkpoint { .. } => "checkpoint",
+            Message::ViewChange(_) => "view-change",
+            Message::NewView { .. } => "new-view",
+            Message::FetchCommitted { .. } => "fetch-committed",
+            Message::Committed { .. } => "committed",
+            Message::FetchOrderState { .. } => "fetch-order-state",
+            Message::OrderState { .. } => "order-state",
+            Message::NextBatch { .. } => "next-batch",
+            Message::Retransmit { .. } => "retransmit",
+            Message::LoadCp { .. } => "load-cp",
+            Message::LastExec { .. } => "last-exec",
+            Message::CpToken { .. } => "cp-token",
+            Message::BatchComplete { .. } => "batch-complete",
+            Message::Fetch { .. } => "fetch",
+            Message::Command { .. } => "command",
+            Message::Reply { .. } => "reply",
+            Message::ReadOnlyReply { .. } => "read-only-reply",
+            Message::Push { .. } => "push",
+            Message::FetchExecCp { .. } => "fetch-exec-cp",
+            Message::ExecCpState { .. } => "exec-cp-state",
+            Message::FetchState { .. } => "fetch-state",
+            Message::State { .. } => "state",
+        }
+    }
+}
