@@ -1,19 +1,274 @@
-//! The order stage (seed 004 §5.7.3, §6.2). See docs/protocol.md.
+//! The order stage (seed 004 §5.7.3, §6.2): PBFT-style three-phase agreement with quorums from
+//! `u` and `r`, order checkpoints that carry the learned execution checkpoint token, catch-up of
+//! lagging replicas, and a view change with Ed25519-signed VIEW-CHANGE messages and the PBFT
+//! selection rule for MAC-authenticated prepare certificates. docs/protocol.md has the argument.
+//!
+//! One file per concern: `agreement.rs` (requests, proposals, PRE-PREPARE/PREPARE/COMMIT),
+//! `checkpoint.rs` (execution tokens, order checkpoints, garbage collection, catch-up, state
+//! transfer, the execution-stage link), `view_change.rs` (triggers, VIEW-CHANGE, the decision,
+//! NEW-VIEW), `recovery.rs` (restart from durable records).
 
-use plumb_core::{Action, Counters, Event, Micros, Recovered, Stage, StageContext};
-use plumb_wire::{Principal, View};
+mod agreement;
+mod checkpoint;
+mod recovery;
+mod slot;
+mod state;
+mod view_change;
+
+pub use state::OrderState;
+pub use view_change::{decide, Decision};
+
+use plumb_config::{ProtocolConfig, Quorums};
+use plumb_core::{Action, Counters, Event, Micros, Recovered, Rng, Stage, StageContext, StoreOp, TimerId};
+use plumb_crypto::{Digest, Mac};
+use plumb_wire::{ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, SignedViewChange, View};
+use slot::Slot;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+const TICK: TimerId = TimerId(1);
+const BATCH: TimerId = TimerId(2);
+
+/// AUTH-REQs collected for a client's latest request.
+#[derive(Debug, Default)]
+struct Collected {
+    nc: ReqNo,
+    /// By request id digest: the core and the rows (auth replica -> its MAC authenticator).
+    by_id: BTreeMap<Digest, (ReqCore, BTreeMap<u16, Vec<Mac>>)>,
+    /// When r+1 auth replicas first vouched for it: the request is known to be pending.
+    pending_since: Option<Micros>,
+}
+
+/// The last stable order checkpoint.
+#[derive(Debug, Clone)]
+struct Stable {
+    seq: Seq,
+    digest: Digest,
+    state: Vec<u8>,
+    exec_token: Digest,
+}
 
 pub struct OrderReplica {
     ctx: StageContext,
+    cfg: Arc<ProtocolConfig>,
+    q: Quorums,
+    me: u16,
+    rng: Rng,
     counters: Counters,
+
+    // --- view
+    view: View,
+    /// False while changing to `view`.
+    active: bool,
+    consecutive_view_changes: u32,
+    view_change_started: Micros,
+    last_progress: Micros,
+    /// The NEW-VIEW proofs of the current view (forwardable: they are signed).
+    new_view_proofs: Option<Vec<SignedViewChange>>,
+    /// Each replica's highest-view VIEW-CHANGE.
+    view_changes: HashMap<u16, SignedViewChange>,
+    new_view_forwarded: HashMap<u16, Micros>,
+
+    // --- agreement
+    slots: BTreeMap<Seq, Slot>,
+    /// Applied state: every committed batch through `state.seq`.
+    state: OrderState,
+    /// Highest sequence with a contiguous accepted pre-prepare in the current view.
+    accepted_upto: Seq,
+    buffered: BTreeMap<Seq, (Vec<SignedRequest>, Micros, u64)>,
+    next_propose: Seq,
+    last_proposed_time: Micros,
+    batch_timer_armed: bool,
+    batch_timer_fired: bool,
+    requests: HashMap<ClientId, Collected>,
+    retransmitted: HashMap<ClientId, Micros>,
+    /// Auth replicas that re-sent an already ordered request, per client.
+    retransmit_vouchers: HashMap<ClientId, (ReqNo, BTreeSet<u16>)>,
+
+    // --- checkpoints and catch-up
+    stable: Stable,
+    /// Order state right after applying each checkpoint sequence, waiting for its exec token.
+    snapshots: BTreeMap<Seq, OrderState>,
+    /// Own finished checkpoints not yet stable: seq -> (digest, bytes).
+    own_checkpoints: BTreeMap<Seq, (Digest, Vec<u8>)>,
+    checkpoint_votes: BTreeMap<Seq, HashMap<u16, Digest>>,
+    exec_votes: BTreeMap<Seq, HashMap<u16, Digest>>,
+    exec_tokens: BTreeMap<Seq, Digest>,
+    committed_votes: BTreeMap<Seq, HashMap<u16, (Digest, plumb_wire::Batch)>>,
+    awaiting_state: Option<(Seq, Digest)>,
+    last_exec_served: HashMap<u16, Micros>,
+    applied_at_last_tick: Seq,
+    /// Highest sequence number any peer's message mentioned: evidence of being behind.
+    highest_heard: Seq,
+    /// Highest view each peer's agreement messages carried.
+    peer_views: HashMap<u16, View>,
+
+    recovered: Option<Recovered>,
 }
 
 impl OrderReplica {
-    pub fn new(ctx: StageContext, _recovered: Recovered) -> OrderReplica {
-        OrderReplica { ctx, counters: Counters::default() }
+    pub fn new(ctx: StageContext, recovered: Recovered) -> OrderReplica {
+        let me = match ctx.keys.me() {
+            Principal::Order(i) => i,
+            _ => u16::MAX,
+        };
+        let cfg = ctx.config.clone();
+        let genesis = OrderState::default();
+        let genesis_bytes = genesis.encode();
+        let mut replica = OrderReplica {
+            rng: Rng::new(ctx.seed),
+            q: cfg.quorums,
+            cfg,
+            me,
+            counters: Counters::default(),
+            view: 0,
+            active: true,
+            consecutive_view_changes: 0,
+            view_change_started: 0,
+            last_progress: 0,
+            new_view_proofs: None,
+            view_changes: HashMap::new(),
+            new_view_forwarded: HashMap::new(),
+            slots: BTreeMap::new(),
+            state: genesis,
+            accepted_upto: 0,
+            buffered: BTreeMap::new(),
+            next_propose: 1,
+            last_proposed_time: 0,
+            batch_timer_armed: false,
+            batch_timer_fired: false,
+            requests: HashMap::new(),
+            retransmitted: HashMap::new(),
+            retransmit_vouchers: HashMap::new(),
+            stable: Stable { seq: 0, digest: Digest::of(&genesis_bytes), state: genesis_bytes, exec_token: Digest::ZERO },
+            snapshots: BTreeMap::new(),
+            own_checkpoints: BTreeMap::new(),
+            checkpoint_votes: BTreeMap::new(),
+            exec_votes: BTreeMap::new(),
+            exec_tokens: BTreeMap::new(),
+            committed_votes: BTreeMap::new(),
+            awaiting_state: None,
+            last_exec_served: HashMap::new(),
+            applied_at_last_tick: 0,
+            highest_heard: 0,
+            peer_views: HashMap::new(),
+            recovered: None,
+            ctx,
+        };
+        if !recovered.is_empty() {
+            replica.recovered = Some(recovered);
+        }
+        replica
     }
+
     pub fn view(&self) -> View {
-        0
+        self.view
+    }
+
+    pub fn primary(&self) -> u16 {
+        (self.view % self.q.order as u64) as u16
+    }
+
+    /// Last batch applied (committed in order).
+    pub fn last_committed(&self) -> Seq {
+        self.state.seq
+    }
+
+    pub fn stable_checkpoint(&self) -> Seq {
+        self.stable.seq
+    }
+
+    pub fn is_view_active(&self) -> bool {
+        self.active
+    }
+
+    fn is_primary(&self) -> bool {
+        self.active && self.primary() == self.me && !self.behind_checkpoint()
+    }
+
+    /// Waiting for the state of a stable checkpoint beyond what this replica has applied.
+    fn behind_checkpoint(&self) -> bool {
+        self.awaiting_state.is_some_and(|(s, _)| s > self.state.seq)
+    }
+
+    fn window_top(&self) -> Seq {
+        self.stable.seq + 2 * self.cfg.checkpoint_interval
+    }
+
+    fn send(&self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
+        if let Some(frame) = self.ctx.keys.seal(to, msg) {
+            out.push(Action::Send { to, frame });
+        }
+    }
+
+    fn send_to_peers(&self, msg: &Message, out: &mut Vec<Action>) {
+        for j in 0..self.q.order as u16 {
+            if j != self.me {
+                self.send(Principal::Order(j), msg, out);
+            }
+        }
+    }
+
+    fn send_to_exec(&self, msg: &Message, out: &mut Vec<Action>) {
+        for e in 0..self.q.exec as u16 {
+            self.send(Principal::Exec(e), msg, out);
+        }
+    }
+
+    fn put(&self, key: String, value: Vec<u8>, out: &mut Vec<Action>) {
+        out.push(Action::Store(StoreOp::Put { key, value }));
+    }
+
+    fn sync(&self, out: &mut Vec<Action>) {
+        out.push(Action::Store(StoreOp::Sync));
+    }
+
+    fn on_message(&mut self, now: Micros, from: Principal, msg: Message, out: &mut Vec<Action>) {
+        if let (Principal::Order(_), Message::PrePrepare { seq, .. } | Message::Prepare { seq, .. } | Message::Commit { seq, .. } | Message::Checkpoint { seq, .. } | Message::Committed { seq, .. }) = (from, &msg) {
+            self.highest_heard = self.highest_heard.max(*seq);
+        }
+        if let (Principal::Order(j), Message::PrePrepare { view, .. } | Message::Prepare { view, .. } | Message::Commit { view, .. }) = (from, &msg) {
+            self.note_peer_view(now, j, *view, out);
+        }
+        match (from, msg) {
+            (Principal::Auth(f), Message::AuthReq { core, macs }) => self.on_auth_req(now, f, core, macs, out),
+            (Principal::Order(j), Message::PrePrepare { view, seq, requests, time, seed }) => {
+                self.on_pre_prepare(now, j, view, seq, requests, time, seed, out)
+            }
+            (Principal::Order(j), Message::Prepare { view, seq, digest }) => self.on_prepare(now, j, view, seq, digest, out),
+            (Principal::Order(j), Message::Commit { view, seq, digest }) => self.on_commit(now, j, view, seq, digest, out),
+            (Principal::Order(j), Message::Checkpoint { seq, digest }) => self.on_checkpoint(now, j, seq, digest, out),
+            (Principal::Order(j), Message::ViewChange(vc)) => self.on_view_change(now, j, vc, out),
+            (Principal::Order(_), Message::NewView { view, proofs }) => self.on_new_view(now, view, proofs, out),
+            (Principal::Order(j), Message::FetchCommitted { from }) => self.on_fetch_committed(j, from, out),
+            (Principal::Order(j), Message::Committed { seq, batch }) => self.on_committed(now, j, seq, batch, out),
+            (Principal::Order(j), Message::FetchOrderState { seq }) => self.on_fetch_order_state(j, seq, out),
+            (Principal::Order(_), Message::OrderState { seq, state }) => self.on_order_state(now, seq, state, out),
+            (Principal::Exec(e), Message::CpToken { seq, token }) => self.on_cp_token(now, e, seq, token, out),
+            (Principal::Exec(e), Message::LastExec { next }) => self.on_last_exec(now, e, next, out),
+            _ => self.counters.add("drop-unexpected"),
+        }
+    }
+
+    fn on_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
+        out.push(Action::SetTimer { id: TICK, after: self.cfg.catch_up_us });
+        let stalled = self.state.seq == self.applied_at_last_tick;
+        self.applied_at_last_tick = self.state.seq;
+        if self.active {
+            if stalled {
+                self.resend_agreement(out);
+            }
+            self.maybe_suspect_primary(now, out);
+            if self.is_primary() {
+                self.batch_timer_fired = true;
+                self.try_propose(now, out);
+            }
+        } else {
+            self.view_change_tick(now, out);
+        }
+        if stalled {
+            self.catch_up_tick(out);
+        }
     }
 }
 
@@ -21,8 +276,43 @@ impl Stage for OrderReplica {
     fn principal(&self) -> Principal {
         self.ctx.keys.me()
     }
-    fn handle(&mut self, _now: Micros, _event: Event, _out: &mut Vec<Action>) {}
+
+    fn handle(&mut self, now: Micros, event: Event, out: &mut Vec<Action>) {
+        match event {
+            Event::Start => {
+                self.last_progress = now;
+                if let Some(rec) = self.recovered.take() {
+                    self.recover(now, rec, out);
+                }
+                // We may have missed anything while down: ask.
+                self.send_to_peers(&Message::FetchCommitted { from: self.state.seq + 1 }, out);
+                out.push(Action::SetTimer { id: TICK, after: self.cfg.catch_up_us });
+            }
+            Event::Timer(TICK) => self.on_tick(now, out),
+            Event::Timer(BATCH) => {
+                self.batch_timer_armed = false;
+                self.batch_timer_fired = true;
+                self.try_propose(now, out);
+            }
+            Event::Timer(_) => {}
+            Event::Receive(frame) => match self.ctx.keys.open(&frame) {
+                Ok((from, msg)) => self.on_message(now, from, msg, out),
+                Err(e) => self.counters.add(drop_reason(&e)),
+            },
+        }
+    }
+
     fn counters(&self) -> &Counters {
         &self.counters
+    }
+}
+
+fn drop_reason(e: &plumb_wire::WireError) -> &'static str {
+    match e.reason() {
+        "bad-mac" => "drop-bad-mac",
+        "unknown-sender" => "drop-unknown-sender",
+        "malformed" => "drop-malformed",
+        "wrong-receiver" => "drop-wrong-receiver",
+        _ => "drop-bad-frame",
     }
 }

@@ -126,9 +126,12 @@ pub struct PrePreparedEntry {
 pub struct ViewChange {
     pub new_view: View,
     pub replica: u16,
-    /// The replica's last stable order checkpoint.
+    /// The replica's last stable order checkpoint (its low water mark).
     pub stable_seq: Seq,
     pub stable_digest: Digest,
+    /// Every order checkpoint the replica holds, stable or not: (seq, digest). Vouching for a
+    /// later checkpoint lets a view change start from it even if few saw it become stable.
+    pub checkpoints: Vec<(Seq, Digest)>,
     pub prepared: Vec<PreparedEntry>,
     pub pre_prepared: Vec<PrePreparedEntry>,
 }

@@ -1,0 +1,423 @@
+//! Requests in, batches proposed, PRE-PREPARE / PREPARE / COMMIT, committed batches applied and
+//! handed to the execution stage.
+
+use crate::slot::{slot_key, Slot};
+use crate::{Collected, OrderReplica, BATCH};
+use plumb_core::{Action, Micros, Observation};
+use plumb_crypto::{Digest, Mac};
+use plumb_wire::{Batch, ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, View};
+use std::collections::{BTreeMap, BTreeSet};
+
+impl OrderReplica {
+    // ---------------------------------------------------------------- requests
+
+    pub(crate) fn on_auth_req(&mut self, now: Micros, f: u16, core: ReqCore, macs: Vec<Mac>, out: &mut Vec<Action>) {
+        if macs.len() != self.q.order || f as usize >= self.q.auth {
+            self.counters.add("drop-bad-authenticator");
+            return;
+        }
+        let id = core.id_digest();
+        let mine = macs.get(self.me as usize).copied().unwrap_or_default();
+        if !self.ctx.keys.verify_from(Principal::Auth(f), &id.0, &mine) {
+            // The envelope is authentic, so auth replica f itself sent a bad authenticator.
+            self.counters.add("drop-bad-authenticator");
+            return;
+        }
+        let c = core.client;
+        if core.nc <= self.last_ordered(c) && !sabotaged_sequence_check() {
+            self.on_already_ordered(now, f, c, core.nc, out);
+            return;
+        }
+        let needed = self.last_ordered(c) + 1;
+        let entry = self.requests.entry(c).or_default();
+        // Keep the newest request, except that the one the order needs next always wins over
+        // a later one that cannot be proposed yet (a faulty client sending out of order).
+        if core.nc < entry.nc && !(core.nc == needed && entry.nc != needed) {
+            return;
+        }
+        if core.nc != entry.nc {
+            *entry = Collected { nc: core.nc, ..Default::default() };
+        }
+        let rows = &mut entry.by_id.entry(id).or_insert_with(|| (core, BTreeMap::new())).1;
+        rows.insert(f, macs);
+        if rows.len() >= self.q.retransmit_auth() && entry.pending_since.is_none() {
+            entry.pending_since = Some(now);
+        }
+        if self.is_primary() {
+            self.try_propose(now, out);
+        }
+    }
+
+    /// OL2: a request that is already ordered came again: the client missed its reply, or the
+    /// execution stage missed batches. Tell execution replicas once r+1 auth replicas vouch.
+    fn on_already_ordered(&mut self, now: Micros, f: u16, c: ClientId, nc: ReqNo, out: &mut Vec<Action>) {
+        let entry = self.retransmit_vouchers.entry(c).or_default();
+        if entry.0 != nc {
+            *entry = (nc, BTreeSet::new());
+        }
+        entry.1.insert(f);
+        if entry.1.len() < self.q.retransmit_auth() {
+            return;
+        }
+        let last = self.retransmitted.get(&c).copied();
+        if last.is_some_and(|t| now < t + self.cfg.catch_up_us) {
+            return;
+        }
+        self.retransmitted.insert(c, now);
+        let msg = Message::Retransmit { client: c, next_seq: self.state.seq + 1 };
+        self.send_to_exec(&msg, out);
+    }
+
+    pub(crate) fn last_ordered(&self, c: ClientId) -> ReqNo {
+        self.state.last_ordered.get(&c).copied().unwrap_or(0)
+    }
+
+    /// Last request number per client counting batches accepted but not yet committed.
+    fn tentative_last_ordered(&self) -> BTreeMap<ClientId, ReqNo> {
+        let mut t = self.state.last_ordered.clone();
+        for (_, slot) in self.slots.range(self.state.seq + 1..self.accepted_upto.max(self.state.seq) + 1) {
+            if let Some((_, b)) = &slot.record.accepted {
+                for r in &b.requests {
+                    let e = t.entry(r.client).or_insert(0);
+                    *e = (*e).max(r.nc);
+                }
+            }
+        }
+        t
+    }
+
+    // ---------------------------------------------------------------- proposing
+
+    pub(crate) fn try_propose(&mut self, now: Micros, out: &mut Vec<Action>) {
+        while self.is_primary() && self.next_propose <= self.window_top() {
+            let candidates = self.ready_requests();
+            if candidates.is_empty() {
+                self.batch_timer_fired = false;
+                return;
+            }
+            let in_flight = self.next_propose > self.state.seq + 1;
+            if candidates.len() < self.cfg.batch_max && in_flight && !self.batch_timer_fired {
+                if !self.batch_timer_armed {
+                    self.batch_timer_armed = true;
+                    out.push(Action::SetTimer { id: BATCH, after: self.cfg.batch_timeout_us });
+                }
+                return;
+            }
+            self.batch_timer_fired = false;
+            let seq = self.next_propose;
+            let time = now.max(self.last_proposed_time + 1);
+            self.last_proposed_time = time;
+            let seed = self.rng.next_u64();
+            let batch = Batch { requests: candidates.iter().map(|r| r.core.clone()).collect(), time, seed };
+            self.next_propose += 1;
+            let view = self.view;
+            self.accept_and_prepare(seq, view, batch, out);
+            let pp = Message::PrePrepare { view, seq, requests: candidates, time, seed };
+            self.send_to_peers(&pp, out);
+            self.check_prepared(now, seq, out);
+        }
+    }
+
+    /// Requests the primary can propose now, oldest first: vouched for by `n_auth - u` auth
+    /// replicas and next in their client's sequence.
+    fn ready_requests(&self) -> Vec<SignedRequest> {
+        let tentative = self.tentative_last_ordered();
+        let mut ready: Vec<(Micros, ClientId, SignedRequest)> = Vec::new();
+        for (c, entry) in &self.requests {
+            let next = tentative.get(c).copied().unwrap_or(0) + 1;
+            if entry.nc != next && !sabotaged_sequence_check() {
+                continue;
+            }
+            for (core, rows) in entry.by_id.values() {
+                if rows.len() < self.q.auth_gather() {
+                    continue;
+                }
+                let matrix = rows
+                    .iter()
+                    .map(|(a, macs)| plumb_wire::MatrixRow { auth: *a, macs: macs.clone() })
+                    .collect();
+                ready.push((entry.pending_since.unwrap_or(0), *c, SignedRequest { core: core.clone(), matrix }));
+                break;
+            }
+        }
+        ready.sort_by_key(|(t, c, _)| (*t, *c));
+        ready.into_iter().take(self.cfg.batch_max).map(|(_, _, r)| r).collect()
+    }
+
+    // ---------------------------------------------------------------- pre-prepare
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_pre_prepare(
+        &mut self,
+        now: Micros,
+        from: u16,
+        view: View,
+        seq: Seq,
+        requests: Vec<SignedRequest>,
+        time: Micros,
+        seed: u64,
+        out: &mut Vec<Action>,
+    ) {
+        if view != self.view || !self.active || from != self.primary() || from == self.me {
+            self.counters.add("drop-pre-prepare-view");
+            return;
+        }
+        if seq <= self.state.seq || self.behind_checkpoint() {
+            return;
+        }
+        if seq > self.window_top() {
+            self.counters.add("drop-beyond-window");
+            return;
+        }
+        let batch = Batch { requests: requests.iter().map(|r| r.core.clone()).collect(), time, seed };
+        if seq <= self.accepted_upto {
+            let same = self
+                .slots
+                .get(&seq)
+                .and_then(|s| s.accepted_digest(seq))
+                .is_some_and(|(v, d)| v == view && d == batch.digest(seq));
+            if !same {
+                // Two different pre-prepares for one (view, seq): a provable commission failure.
+                self.counters.add("primary-equivocated");
+                self.start_view_change(now, self.view + 1, out);
+            }
+            return;
+        }
+        if seq > self.accepted_upto + 1 {
+            self.buffered.insert(seq, (requests, time, seed));
+            return;
+        }
+        if let Err(reason) = self.validate(now, seq, &requests, time) {
+            self.counters.add(reason);
+            self.start_view_change(now, self.view + 1, out);
+            return;
+        }
+        self.accept_and_prepare(seq, view, batch, out);
+        self.check_prepared(now, seq, out);
+        if let Some((requests, time, seed)) = self.buffered.remove(&(seq + 1)) {
+            self.on_pre_prepare(now, from, view, seq + 1, requests, time, seed, out);
+        }
+    }
+
+    /// Well-formedness of a proposed batch (seed 004 §6.2.1): a failure is the primary's fault.
+    fn validate(&self, now: Micros, seq: Seq, requests: &[SignedRequest], time: Micros) -> Result<(), &'static str> {
+        let _ = seq;
+        if requests.is_empty() || requests.len() > self.cfg.batch_max {
+            return Err("bad-batch-size");
+        }
+        if time > now.saturating_add(self.cfg.max_clock_lead_us) {
+            return Err("bad-batch-time");
+        }
+        let tentative = self.tentative_last_ordered();
+        let mut clients = BTreeSet::new();
+        for r in requests {
+            let c = r.core.client;
+            if !clients.insert(c) {
+                return Err("bad-batch-duplicate-client");
+            }
+            let next = tentative.get(&c).copied().unwrap_or(0) + 1;
+            if r.core.nc != next && !sabotaged_sequence_check() {
+                return Err("bad-batch-sequence");
+            }
+            if !self.matrix_valid(r) {
+                return Err("bad-batch-matrix");
+            }
+        }
+        Ok(())
+    }
+
+    /// At least r+1 rows from distinct auth replicas carry a valid MAC for this replica.
+    fn matrix_valid(&self, r: &SignedRequest) -> bool {
+        let id = r.core.id_digest();
+        let mut valid = BTreeSet::new();
+        for row in &r.matrix {
+            if row.auth as usize >= self.q.auth || row.macs.len() != self.q.order {
+                continue;
+            }
+            let Some(mac) = row.macs.get(self.me as usize) else { continue };
+            if self.ctx.keys.verify_from(Principal::Auth(row.auth), &id.0, mac) {
+                valid.insert(row.auth);
+            }
+        }
+        valid.len() >= self.q.matrix_valid()
+    }
+
+    /// Accept `batch` at `(view, seq)`: persist before voting, then PREPARE (backups) — the
+    /// primary's pre-prepare counts as its own prepare.
+    pub(crate) fn accept_and_prepare(&mut self, seq: Seq, view: View, batch: Batch, out: &mut Vec<Action>) {
+        let d = batch.digest(seq);
+        let primary = self.primary();
+        let me = self.me;
+        let slot = self.slots.entry(seq).or_default();
+        slot.accept(seq, view, batch);
+        slot.prepares.insert(primary, d);
+        slot.prepares.insert(me, d);
+        let record = plumb_core::storage::encode(&slot.record);
+        self.accepted_upto = self.accepted_upto.max(seq);
+        self.put(slot_key(seq), record, out);
+        self.sync(out);
+        if me != primary {
+            self.send_to_peers(&Message::Prepare { view, seq, digest: d }, out);
+        }
+    }
+
+    // ---------------------------------------------------------------- votes
+
+    pub(crate) fn on_prepare(&mut self, now: Micros, j: u16, view: View, seq: Seq, d: Digest, out: &mut Vec<Action>) {
+        if !self.vote_in_range(view, seq) || j == self.primary() {
+            return;
+        }
+        self.slots.entry(seq).or_default().prepares.insert(j, d);
+        self.check_prepared(now, seq, out);
+    }
+
+    pub(crate) fn on_commit(&mut self, now: Micros, j: u16, view: View, seq: Seq, d: Digest, out: &mut Vec<Action>) {
+        if !self.vote_in_range(view, seq) {
+            return;
+        }
+        self.slots.entry(seq).or_default().commits.insert(j, d);
+        self.check_committed(now, seq, out);
+    }
+
+    fn vote_in_range(&mut self, view: View, seq: Seq) -> bool {
+        if view != self.view || !self.active {
+            self.counters.add("drop-vote-view");
+            return false;
+        }
+        seq > self.state.seq && seq <= self.window_top()
+    }
+
+    fn medium(&self) -> usize {
+        let m = self.q.order_medium();
+        if sabotaged_commit_quorum() {
+            m.saturating_sub(1).max(1)
+        } else {
+            m
+        }
+    }
+
+    pub(crate) fn check_prepared(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
+        let medium = self.medium();
+        let view = self.view;
+        let Some(slot) = self.slots.get_mut(&seq) else { return };
+        let Some((v, d)) = slot.accepted_digest(seq) else { return };
+        if v != view || slot.sent_commit || Slot::count(&slot.prepares, &d) < medium {
+            return;
+        }
+        slot.sent_commit = true;
+        slot.record.prepared = slot.record.accepted.clone();
+        slot.commits.insert(self.me, d);
+        let record = plumb_core::storage::encode(&slot.record);
+        self.put(slot_key(seq), record, out);
+        self.sync(out);
+        self.send_to_peers(&Message::Commit { view, seq, digest: d }, out);
+        self.check_committed(now, seq, out);
+    }
+
+    pub(crate) fn check_committed(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
+        let medium = self.medium();
+        let Some(slot) = self.slots.get_mut(&seq) else { return };
+        if slot.record.committed.is_some() {
+            return;
+        }
+        let Some((_, d)) = slot.accepted_digest(seq) else { return };
+        if Slot::count(&slot.commits, &d) < medium {
+            return;
+        }
+        slot.record.committed = slot.record.accepted.as_ref().map(|(_, b)| b.clone());
+        let record = plumb_core::storage::encode(&slot.record);
+        self.put(slot_key(seq), record, out);
+        self.apply_committed(now, out);
+    }
+
+    /// Apply committed batches in sequence order and hand each to the execution stage.
+    pub(crate) fn apply_committed(&mut self, now: Micros, out: &mut Vec<Action>) {
+        if self.behind_checkpoint() {
+            return;
+        }
+        let mut progressed = false;
+        loop {
+            let seq = self.state.seq + 1;
+            let Some(batch) = self.slots.get(&seq).and_then(|s| s.record.committed.clone()) else { break };
+            self.state.apply(seq, &batch);
+            progressed = true;
+            let digest = batch.digest(seq);
+            out.push(Action::Observe(Observation::Committed { seq, view: self.view, digest }));
+            self.send_to_exec(&Message::NextBatch { view: self.view, seq, batch }, out);
+            if seq % self.cfg.checkpoint_interval == 0 {
+                self.snapshots.insert(seq, self.state.clone());
+                self.finish_checkpoint(seq, out);
+            }
+        }
+        if progressed {
+            self.last_progress = now;
+            self.consecutive_view_changes = 0;
+            self.accepted_upto = self.accepted_upto.max(self.state.seq);
+            self.next_propose = self.next_propose.max(self.state.seq + 1);
+            let last_ordered = &self.state.last_ordered;
+            self.requests.retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
+            self.committed_votes = self.committed_votes.split_off(&(self.state.seq + 1));
+            self.try_propose(now, out);
+        }
+    }
+
+    /// Messages get lost: while stalled, say again what we said about unfinished slots.
+    pub(crate) fn resend_agreement(&mut self, out: &mut Vec<Action>) {
+        let view = self.view;
+        let primary = self.primary();
+        let mut msgs = Vec::new();
+        for (seq, slot) in self.slots.range(self.state.seq + 1..self.accepted_upto.max(self.state.seq) + 1) {
+            if slot.record.committed.is_some() {
+                continue;
+            }
+            let Some((v, b)) = &slot.record.accepted else { continue };
+            if *v != view {
+                continue;
+            }
+            let d = b.digest(*seq);
+            if primary == self.me {
+                // Backups need the matrix rows again; rebuild them from collected AUTH-REQs
+                // where we still have them, else resend the commit-path votes only.
+                if let Some(requests) = self.signed_requests_for(b) {
+                    msgs.push(Message::PrePrepare { view, seq: *seq, requests, time: b.time, seed: b.seed });
+                }
+            } else {
+                msgs.push(Message::Prepare { view, seq: *seq, digest: d });
+            }
+            if slot.sent_commit {
+                msgs.push(Message::Commit { view, seq: *seq, digest: d });
+            }
+        }
+        for m in msgs {
+            self.send_to_peers(&m, out);
+        }
+    }
+
+    fn signed_requests_for(&self, b: &Batch) -> Option<Vec<SignedRequest>> {
+        let mut v = Vec::with_capacity(b.requests.len());
+        for core in &b.requests {
+            let entry = self.requests.get(&core.client)?;
+            let (_, rows) = entry.by_id.get(&core.id_digest())?;
+            let matrix = rows.iter().map(|(a, macs)| plumb_wire::MatrixRow { auth: *a, macs: macs.clone() }).collect();
+            v.push(SignedRequest { core: core.clone(), matrix });
+        }
+        Some(v)
+    }
+}
+
+#[cfg(feature = "sabotage")]
+fn sabotaged_sequence_check() -> bool {
+    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::SkipRequestSequenceCheck)
+}
+#[cfg(not(feature = "sabotage"))]
+fn sabotaged_sequence_check() -> bool {
+    false
+}
+#[cfg(feature = "sabotage")]
+fn sabotaged_commit_quorum() -> bool {
+    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::CommitQuorumMinusOne)
+}
+#[cfg(not(feature = "sabotage"))]
+fn sabotaged_commit_quorum() -> bool {
+    false
+}

@@ -1,0 +1,269 @@
+//! Execution checkpoint tokens, order checkpoints and garbage collection, catch-up of lagging
+//! order replicas, order-state transfer, and the LAST-EXEC / LOAD-CP link to execution.
+
+use crate::slot::slot_key;
+use crate::state::OrderState;
+use crate::{OrderReplica, Stable};
+use plumb_core::{Action, Micros, Observation, StoreOp};
+use plumb_crypto::Digest;
+use plumb_wire::{Batch, Message, Principal, Seq};
+use serde::{Deserialize, Serialize};
+
+/// Durable record of the stable checkpoint.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct StableRecord {
+    pub seq: Seq,
+    pub state: Vec<u8>,
+}
+
+pub(crate) const STABLE_KEY: &str = "order/stable";
+
+pub(crate) fn token_key(seq: Seq) -> String {
+    format!("order/token/{seq:020}")
+}
+
+impl OrderReplica {
+    // ---------------------------------------------------------------- execution tokens
+
+    pub(crate) fn on_cp_token(&mut self, _now: Micros, e: u16, seq: Seq, token: Digest, out: &mut Vec<Action>) {
+        let cp = self.cfg.checkpoint_interval;
+        if seq % cp != 0 || seq <= self.stable.seq || seq > self.stable.seq + 4 * cp || self.exec_tokens.contains_key(&seq) {
+            return;
+        }
+        let votes = self.exec_votes.entry(seq).or_default();
+        votes.insert(e, token);
+        // Indirect learning (seed 004 §6.1): max(u,r)+1 matching tokens mean the checkpoint is
+        // right (one correct replica made it) and fetchable (one correct replica holds it).
+        if votes.values().filter(|t| **t == token).count() < self.q.exec_checkpoint() {
+            return;
+        }
+        self.exec_tokens.insert(seq, token);
+        self.exec_votes.remove(&seq);
+        self.put(token_key(seq), token.0.to_vec(), out);
+        self.sync(out);
+        self.finish_checkpoint(seq, out);
+    }
+
+    /// Once batch `seq` is applied and its execution token learned, the order checkpoint at
+    /// `seq` exists: persist it, then announce its digest.
+    pub(crate) fn finish_checkpoint(&mut self, seq: Seq, out: &mut Vec<Action>) {
+        let Some(token) = self.exec_tokens.get(&seq).copied() else { return };
+        let Some(mut snapshot) = self.snapshots.remove(&seq) else { return };
+        snapshot.exec_token = token;
+        let bytes = snapshot.encode();
+        let digest = Digest::of(&bytes);
+        self.put(format!("order/cp/{seq:020}"), bytes.clone(), out);
+        self.sync(out);
+        self.own_checkpoints.insert(seq, (digest, bytes));
+        self.send_to_peers(&Message::Checkpoint { seq, digest }, out);
+        self.checkpoint_votes.entry(seq).or_default().insert(self.me, digest);
+        self.check_stable(seq, out);
+    }
+
+    // ---------------------------------------------------------------- order checkpoints
+
+    pub(crate) fn on_checkpoint(&mut self, now: Micros, j: u16, seq: Seq, digest: Digest, out: &mut Vec<Action>) {
+        let cp = self.cfg.checkpoint_interval;
+        if seq % cp != 0 || seq <= self.stable.seq {
+            return;
+        }
+        // Bound memory: one vote per replica per checkpoint, checkpoints within reach only,
+        // except that a far-ahead claim still counts toward catching up (kept below).
+        if seq > self.stable.seq + 64 * cp {
+            self.counters.add("drop-checkpoint-far");
+            return;
+        }
+        self.checkpoint_votes.entry(seq).or_default().insert(j, digest);
+        self.check_stable(seq, out);
+        let _ = now;
+    }
+
+    /// A checkpoint is stable once n-u replicas report the same digest. If it is ahead of what
+    /// this replica has applied, fetch the state it describes from a peer.
+    pub(crate) fn check_stable(&mut self, seq: Seq, out: &mut Vec<Action>) {
+        if seq <= self.stable.seq {
+            return;
+        }
+        let Some(votes) = self.checkpoint_votes.get(&seq) else { return };
+        let medium = self.q.order_medium();
+        let Some(digest) = votes
+            .values()
+            .find(|d| votes.values().filter(|x| x == d).count() >= medium)
+            .copied()
+        else {
+            return;
+        };
+        match self.own_checkpoints.get(&seq) {
+            Some((mine, bytes)) if *mine == digest => {
+                let bytes = bytes.clone();
+                self.make_stable(seq, digest, bytes, out);
+            }
+            Some(_) => self.counters.add("checkpoint-diverged"),
+            // Behind it, or our own execution token never arrived: take the state from a peer.
+            None if self.awaiting_state.is_none() => {
+                self.awaiting_state = Some((seq, digest));
+                self.send_to_peers(&Message::FetchOrderState { seq }, out);
+            }
+            None => {}
+        }
+    }
+
+    /// Garbage-collect everything the stable checkpoint at `seq` makes obsolete.
+    pub(crate) fn make_stable(&mut self, seq: Seq, digest: Digest, bytes: Vec<u8>, out: &mut Vec<Action>) {
+        let Some(state) = OrderState::decode(&bytes) else {
+            self.counters.add("checkpoint-undecodable");
+            return;
+        };
+        let record = plumb_core::storage::encode(&StableRecord { seq, state: bytes.clone() });
+        self.put(STABLE_KEY.to_string(), record, out);
+        self.sync(out);
+        let old = self.stable.seq;
+        for s in self.slots.range(..=seq).map(|(s, _)| *s).collect::<Vec<_>>() {
+            self.slots.remove(&s);
+            out.push(Action::Store(StoreOp::Delete { key: slot_key(s) }));
+        }
+        for s in self.own_checkpoints.range(..=seq).map(|(s, _)| *s).collect::<Vec<_>>() {
+            if s != seq {
+                out.push(Action::Store(StoreOp::Delete { key: format!("order/cp/{s:020}") }));
+            }
+        }
+        for s in self.exec_tokens.range(..seq).map(|(s, _)| *s).collect::<Vec<_>>() {
+            out.push(Action::Store(StoreOp::Delete { key: token_key(s) }));
+        }
+        if old > 0 && old != seq {
+            out.push(Action::Store(StoreOp::Delete { key: format!("order/cp/{old:020}") }));
+        }
+        self.own_checkpoints = self.own_checkpoints.split_off(&(seq + 1));
+        self.snapshots = self.snapshots.split_off(&(seq + 1));
+        self.checkpoint_votes = self.checkpoint_votes.split_off(&(seq + 1));
+        self.exec_votes = self.exec_votes.split_off(&(seq + 1));
+        self.exec_tokens = self.exec_tokens.split_off(&seq);
+        self.buffered = self.buffered.split_off(&(seq + 1));
+        let exec_token = state.exec_token;
+        if state.seq > self.state.seq {
+            // Adopt a state we did not compute ourselves (checked against the digest).
+            self.state = state;
+            self.accepted_upto = self.accepted_upto.max(seq);
+            self.next_propose = self.next_propose.max(seq + 1);
+            let last_ordered = &self.state.last_ordered;
+            self.requests.retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
+        }
+        self.stable = Stable { seq, digest, state: bytes, exec_token };
+        if self.awaiting_state.is_some_and(|(s, _)| s <= seq) {
+            self.awaiting_state = None;
+        }
+        out.push(Action::Observe(Observation::StableCheckpoint { seq }));
+    }
+
+    // ---------------------------------------------------------------- state transfer
+
+    pub(crate) fn on_fetch_order_state(&mut self, j: u16, seq: Seq, out: &mut Vec<Action>) {
+        let bytes = if self.stable.seq == seq {
+            Some(self.stable.state.clone())
+        } else {
+            self.own_checkpoints.get(&seq).map(|(_, b)| b.clone())
+        };
+        if let Some(state) = bytes {
+            self.send(Principal::Order(j), &Message::OrderState { seq, state }, out);
+        }
+    }
+
+    pub(crate) fn on_order_state(&mut self, now: Micros, seq: Seq, state: Vec<u8>, out: &mut Vec<Action>) {
+        let Some((want, digest)) = self.awaiting_state else { return };
+        if want != seq || Digest::of(&state) != digest {
+            self.counters.add("drop-order-state-mismatch");
+            return;
+        }
+        self.awaiting_state = None;
+        if seq > self.stable.seq {
+            self.make_stable(seq, digest, state, out);
+        }
+        self.apply_committed(now, out);
+        if self.active {
+            self.check_all_prepared(now, out);
+        }
+    }
+
+    pub(crate) fn check_all_prepared(&mut self, now: Micros, out: &mut Vec<Action>) {
+        let seqs: Vec<Seq> = self.slots.range(self.state.seq + 1..).map(|(s, _)| *s).collect();
+        for s in seqs {
+            self.check_prepared(now, s, out);
+            self.check_committed(now, s, out);
+        }
+    }
+
+    // ---------------------------------------------------------------- catch-up among order replicas
+
+    /// While stalled with evidence of being behind, ask peers for committed batches (and, through
+    /// their Checkpoint answers, for a stable checkpoint to transfer).
+    pub(crate) fn catch_up_tick(&mut self, out: &mut Vec<Action>) {
+        if let Some((seq, _)) = self.awaiting_state {
+            self.send_to_peers(&Message::FetchOrderState { seq }, out);
+            return;
+        }
+        let ahead_votes = self.slots.range(self.state.seq + 1..).any(|(_, s)| !s.commits.is_empty() || s.record.committed.is_some());
+        let ahead_checkpoints = self.checkpoint_votes.range(self.state.seq + 1..).next().is_some();
+        if ahead_votes || ahead_checkpoints || !self.active || self.highest_heard > self.state.seq {
+            self.send_to_peers(&Message::FetchCommitted { from: self.state.seq + 1 }, out);
+        }
+    }
+
+    pub(crate) fn on_fetch_committed(&mut self, j: u16, from: Seq, out: &mut Vec<Action>) {
+        let to = Principal::Order(j);
+        if from <= self.stable.seq && self.stable.seq > 0 {
+            self.send(to, &Message::Checkpoint { seq: self.stable.seq, digest: self.stable.digest }, out);
+        }
+        let start = from.max(self.stable.seq + 1);
+        let end = self.state.seq.min(start + 2 * self.cfg.checkpoint_interval);
+        for s in start..=end {
+            if let Some(batch) = self.slots.get(&s).and_then(|x| x.record.committed.clone()) {
+                self.send(to, &Message::Committed { seq: s, batch }, out);
+            }
+        }
+    }
+
+    pub(crate) fn on_committed(&mut self, now: Micros, j: u16, seq: Seq, batch: Batch, out: &mut Vec<Action>) {
+        if seq <= self.state.seq || seq > self.window_top() {
+            return;
+        }
+        let d = batch.digest(seq);
+        let votes = self.committed_votes.entry(seq).or_default();
+        votes.insert(j, (d, batch));
+        // r+1 replicas saying "committed" include a correct one: the batch is the committed one.
+        let Some((_, b)) = votes.values().find(|(x, _)| *x == d).cloned() else { return };
+        if votes.values().filter(|(x, _)| *x == d).count() < self.q.small() {
+            return;
+        }
+        let slot = self.slots.entry(seq).or_default();
+        if slot.record.committed.is_none() {
+            slot.record.committed = Some(b);
+            let record = plumb_core::storage::encode(&slot.record);
+            self.put(slot_key(seq), record, out);
+        }
+        self.apply_committed(now, out);
+    }
+
+    // ---------------------------------------------------------------- execution stage link
+
+    /// LAST-EXEC: resend committed batches from `next` (OL3), or tell the replica to load the
+    /// stable checkpoint when we no longer hold them (OL4).
+    pub(crate) fn on_last_exec(&mut self, now: Micros, e: u16, next: Seq, out: &mut Vec<Action>) {
+        let last = self.last_exec_served.get(&e).copied();
+        if last.is_some_and(|t| now < t + self.cfg.catch_up_us / 2) {
+            return;
+        }
+        self.last_exec_served.insert(e, now);
+        let to = Principal::Exec(e);
+        if next <= self.stable.seq && self.stable.seq > 0 {
+            let msg = Message::LoadCp { seq: self.stable.seq, token: self.stable.exec_token };
+            self.send(to, &msg, out);
+            return;
+        }
+        let end = self.state.seq.min(next + 2 * self.cfg.checkpoint_interval);
+        for s in next..=end {
+            if let Some(batch) = self.slots.get(&s).and_then(|x| x.record.committed.clone()) {
+                self.send(to, &Message::NextBatch { view: self.view, seq: s, batch }, out);
+            }
+        }
+    }
+}

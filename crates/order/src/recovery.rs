@@ -1,0 +1,86 @@
+//! Restart from durable records (seed 004 §5.3.1): the view, the stable checkpoint, the slots
+//! above it and learned execution tokens. Committed slots are re-applied; the rest of what was
+//! in memory is re-learned from peers through the normal resend and catch-up paths.
+
+use crate::checkpoint::{StableRecord, STABLE_KEY};
+use crate::slot::{Slot, SlotRecord};
+use crate::state::OrderState;
+use crate::view_change::VIEW_KEY;
+use crate::{OrderReplica, Stable};
+use plumb_core::{storage, Action, Micros, Recovered};
+use plumb_crypto::Digest;
+use plumb_wire::{Message, Seq, View};
+
+impl OrderReplica {
+    pub(crate) fn recover(&mut self, now: Micros, rec: Recovered, out: &mut Vec<Action>) {
+        for _ in &rec.corrupt {
+            self.counters.add("recovered-corrupt");
+        }
+        if let Some(r) = rec.records.get(STABLE_KEY).and_then(|b| storage::decode::<StableRecord>(b)) {
+            if let Some(state) = OrderState::decode(&r.state) {
+                self.stable = Stable { seq: r.seq, digest: Digest::of(&r.state), state: r.state, exec_token: state.exec_token };
+                self.state = state;
+            }
+        }
+        for (key, value) in rec.records.range("order/slot/".to_string()..) {
+            let Some(seq) = key.strip_prefix("order/slot/").and_then(|s| s.parse::<Seq>().ok()) else { break };
+            if seq <= self.stable.seq {
+                continue;
+            }
+            match storage::decode::<SlotRecord>(value) {
+                Some(record) => {
+                    self.slots.insert(seq, Slot { record, ..Default::default() });
+                }
+                None => self.counters.add("recovered-corrupt"),
+            }
+        }
+        for (key, value) in rec.records.range("order/token/".to_string()..) {
+            let Some(seq) = key.strip_prefix("order/token/").and_then(|s| s.parse::<Seq>().ok()) else { break };
+            if let Ok(bytes) = <[u8; 32]>::try_from(value.as_slice()) {
+                if seq > self.stable.seq {
+                    self.exec_tokens.insert(seq, Digest(bytes));
+                }
+            }
+        }
+        if let Some((view, active)) = rec.records.get(VIEW_KEY).and_then(|b| storage::decode::<(View, bool)>(b)) {
+            self.view = view;
+            self.active = active;
+        }
+        // Contiguous accepted pre-prepares of the current view continue where they left off.
+        self.accepted_upto = self.state.seq;
+        while let Some(slot) = self.slots.get(&(self.accepted_upto + 1)) {
+            match &slot.record.accepted {
+                Some((v, _)) if *v == self.view => self.accepted_upto += 1,
+                _ => break,
+            }
+        }
+        self.next_propose = self.accepted_upto + 1;
+        if let Some((_, slot)) = self.slots.range(..=self.accepted_upto).next_back() {
+            if let Some((_, b)) = &slot.record.accepted {
+                self.last_proposed_time = b.time;
+            }
+        }
+        // Our own prepares and commits stand: re-count them so resends carry them.
+        let (view, me, primary) = (self.view, self.me, self.primary());
+        for (seq, slot) in self.slots.iter_mut() {
+            if let Some((v, b)) = &slot.record.accepted {
+                if *v == view {
+                    let d = b.digest(*seq);
+                    slot.prepares.insert(me, d);
+                    slot.prepares.insert(primary, d);
+                    if slot.record.prepared.as_ref().is_some_and(|(pv, _)| *pv == view) {
+                        slot.commits.insert(me, d);
+                        slot.sent_commit = true;
+                    }
+                }
+            }
+        }
+        self.apply_committed(now, out);
+        if !self.active {
+            let vc = self.own_view_change();
+            self.view_changes.insert(self.me, vc.clone());
+            self.view_change_started = now;
+            self.send_to_peers(&Message::ViewChange(vc), out);
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! One sequence number's agreement state, and what of it is persisted.
+
+use plumb_crypto::Digest;
+use plumb_wire::{Batch, Seq, View};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// The durable part of a slot: enough to never contradict what this replica said before a
+/// crash (no second PREPARE in a view, honest P and Q sets in VIEW-CHANGE).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotRecord {
+    /// The pre-prepare accepted in the latest view: (view, batch).
+    pub accepted: Option<(View, Batch)>,
+    /// The batch prepared in the highest view (PBFT's P set entry).
+    pub prepared: Option<(View, Batch)>,
+    /// Every digest this replica accepted a pre-prepare for, with the latest view (Q set).
+    pub pre_prepared: BTreeMap<Digest, View>,
+    /// Committed batch, once known (by agreement or r+1 catch-up answers).
+    pub committed: Option<Batch>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Slot {
+    pub record: SlotRecord,
+    /// Votes in the slot's accepted view: replica -> digest.
+    pub prepares: HashMap<u16, Digest>,
+    pub commits: HashMap<u16, Digest>,
+    pub sent_commit: bool,
+}
+
+impl Slot {
+    pub fn accepted_digest(&self, seq: Seq) -> Option<(View, Digest)> {
+        self.record.accepted.as_ref().map(|(v, b)| (*v, b.digest(seq)))
+    }
+
+    /// Accept a pre-prepare (or a NEW-VIEW choice) for `view`: votes of older views are void.
+    pub fn accept(&mut self, seq: Seq, view: View, batch: Batch) {
+        let d = batch.digest(seq);
+        let prior = self.record.pre_prepared.get(&d).copied().unwrap_or(0);
+        self.record.pre_prepared.insert(d, prior.max(view));
+        if self.record.accepted.as_ref().map(|(v, _)| *v) != Some(view) {
+            self.prepares.clear();
+            self.commits.clear();
+            self.sent_commit = false;
+        }
+        self.record.accepted = Some((view, batch));
+    }
+
+    pub fn count(votes: &HashMap<u16, Digest>, d: &Digest) -> usize {
+        votes.values().filter(|x| *x == d).count()
+    }
+}
+
+pub fn slot_key(seq: Seq) -> String {
+    format!("order/slot/{seq:020}")
+}

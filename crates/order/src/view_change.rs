@@ -1,0 +1,418 @@
+//! View change: triggers, signed VIEW-CHANGE messages, the deterministic NEW-VIEW decision, and
+//! installing a new view. The safety argument is in docs/protocol.md ("View change").
+
+use crate::slot::slot_key;
+use crate::OrderReplica;
+use plumb_config::Quorums;
+use plumb_core::{Action, Micros, Observation};
+use plumb_crypto::Digest;
+use plumb_wire::{Batch, Message, PrePreparedEntry, PreparedEntry, Principal, Seq, SignedViewChange, View, ViewChange};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What a NEW-VIEW establishes: the start checkpoint and a batch (or null) for every sequence
+/// number after it that may have committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub checkpoint_seq: Seq,
+    pub checkpoint_digest: Digest,
+    /// Consecutive from `checkpoint_seq + 1`; `None` is a null batch.
+    pub slots: Vec<(Seq, Option<Batch>)>,
+}
+
+pub(crate) const VIEW_KEY: &str = "order/view";
+
+/// The NEW-VIEW decision over a set of view-change messages for one view (distinct replicas,
+/// already authenticated). `None`: not enough information yet, wait for more messages.
+pub fn decide(vcs: &[&ViewChange], q: &Quorums, checkpoint_interval: u64) -> Option<Decision> {
+    let medium = q.order_medium();
+    let small = q.small();
+    if vcs.len() < medium {
+        return None;
+    }
+    // 1. Start checkpoint: the highest one that r+1 replicas hold with the same digest (one is
+    //    correct, so the digest is right and the state fetchable) and that is at or above the
+    //    low water mark of n-u replicas (so nothing after it was garbage-collected by them).
+    let holds = |m: &ViewChange, s: Seq, d: Digest| {
+        (m.stable_seq == s && m.stable_digest == d) || m.checkpoints.contains(&(s, d))
+    };
+    let (h, h_digest) = vcs
+        .iter()
+        .flat_map(|m| std::iter::once((m.stable_seq, m.stable_digest)).chain(m.checkpoints.iter().copied()))
+        .filter(|(s, d)| {
+            vcs.iter().filter(|m| holds(m, *s, *d)).count() >= small
+                && vcs.iter().filter(|m| m.stable_seq <= *s).count() >= medium
+        })
+        .max_by_key(|(s, d)| (*s, *d))?;
+    let top = h + 2 * checkpoint_interval;
+    let max_s = vcs
+        .iter()
+        .flat_map(|m| m.prepared.iter().map(|p| p.seq))
+        .filter(|s| *s > h && *s <= top)
+        .max()
+        .unwrap_or(h);
+    let mut slots = Vec::new();
+    for s in h + 1..=max_s {
+        slots.push((s, choose(vcs, s, medium, small)?));
+    }
+    while matches!(slots.last(), Some((_, None))) {
+        slots.pop();
+    }
+    Some(Decision { checkpoint_seq: h, checkpoint_digest: h_digest, slots })
+}
+
+/// The choice for one sequence number: `Some(Some(batch))`, `Some(None)` for null, `None` when
+/// undecidable with these messages.
+fn choose(vcs: &[&ViewChange], s: Seq, medium: usize, small: usize) -> Option<Option<Batch>> {
+    let prepared_at = |m: &ViewChange| m.prepared.iter().find(|p| p.seq == s).map(|p| (p.view, p.batch.digest(s)));
+    let mut candidates: Vec<&PreparedEntry> = vcs.iter().flat_map(|m| m.prepared.iter().filter(|p| p.seq == s)).collect();
+    // Highest view first, then by digest, so every replica tries candidates in the same order.
+    candidates.sort_by_key(|p| (std::cmp::Reverse(p.view), p.batch.digest(s)));
+    for cand in candidates {
+        let (v, d) = (cand.view, cand.batch.digest(s));
+        let a1 = vcs
+            .iter()
+            .filter(|m| m.stable_seq < s)
+            .filter(|m| match prepared_at(m) {
+                None => true,
+                Some((pv, pd)) => pv < v || (pv == v && pd == d),
+            })
+            .count()
+            >= medium;
+        let a2 = vcs
+            .iter()
+            .filter(|m| m.pre_prepared.iter().any(|q| q.seq == s && q.digest == d && q.view >= v))
+            .count()
+            >= small;
+        if a1 && a2 {
+            return Some(Some(cand.batch.clone()));
+        }
+    }
+    let null_ok = vcs.iter().filter(|m| m.stable_seq < s && prepared_at(m).is_none()).count() >= medium;
+    if null_ok {
+        Some(None)
+    } else {
+        None
+    }
+}
+
+fn null_batch() -> Batch {
+    Batch { requests: Vec::new(), time: 0, seed: 0 }
+}
+
+impl OrderReplica {
+    pub(crate) fn view_change_timeout(&self) -> Micros {
+        self.cfg.view_change_timeout_us << self.consecutive_view_changes.min(6)
+    }
+
+    /// Suspect the primary when a request r+1 auth replicas vouched for has waited too long and
+    /// nothing has committed meanwhile.
+    pub(crate) fn maybe_suspect_primary(&mut self, now: Micros, out: &mut Vec<Action>) {
+        let timeout = self.view_change_timeout();
+        if now < self.last_progress + timeout {
+            return;
+        }
+        let waiting = self.requests.values().any(|e| e.pending_since.is_some_and(|t| now >= t + timeout));
+        if waiting {
+            self.counters.add("view-change-timeout");
+            self.start_view_change(now, self.view + 1, out);
+        }
+    }
+
+    pub(crate) fn start_view_change(&mut self, now: Micros, new_view: View, out: &mut Vec<Action>) {
+        if new_view <= self.view {
+            return;
+        }
+        self.view = new_view;
+        self.active = false;
+        self.view_change_started = now;
+        self.consecutive_view_changes = self.consecutive_view_changes.saturating_add(1);
+        self.buffered.clear();
+        self.batch_timer_armed = false;
+        self.put(VIEW_KEY.to_string(), plumb_core::storage::encode(&(self.view, false)), out);
+        self.sync(out);
+        let vc = self.own_view_change();
+        self.view_changes.insert(self.me, vc.clone());
+        self.send_to_peers(&Message::ViewChange(vc), out);
+        self.try_new_view(now, out);
+    }
+
+    pub(crate) fn own_view_change(&self) -> SignedViewChange {
+        let mut prepared = Vec::new();
+        let mut pre_prepared = Vec::new();
+        for (seq, slot) in self.slots.range(self.stable.seq + 1..) {
+            if let Some((v, b)) = &slot.record.prepared {
+                prepared.push(PreparedEntry { seq: *seq, view: *v, batch: b.clone() });
+            }
+            for (d, v) in &slot.record.pre_prepared {
+                pre_prepared.push(PrePreparedEntry { seq: *seq, view: *v, digest: *d });
+            }
+        }
+        let vc = ViewChange {
+            new_view: self.view,
+            replica: self.me,
+            stable_seq: self.stable.seq,
+            stable_digest: self.stable.digest,
+            checkpoints: self.own_checkpoints.iter().map(|(s, (d, _))| (*s, *d)).collect(),
+            prepared,
+            pre_prepared,
+        };
+        let signature = self.ctx.keys.sign(&vc.signing_bytes());
+        SignedViewChange { vc, signature }
+    }
+
+    fn valid_signature(&self, s: &SignedViewChange) -> bool {
+        (s.vc.replica as usize) < self.q.order
+            && self.ctx.keys.verify_signature(Principal::Order(s.vc.replica), &s.vc.signing_bytes(), &s.signature)
+    }
+
+    pub(crate) fn on_view_change(&mut self, now: Micros, j: u16, vc: SignedViewChange, out: &mut Vec<Action>) {
+        if vc.vc.replica != j || !self.valid_signature(&vc) {
+            self.counters.add("drop-bad-view-change");
+            return;
+        }
+        let v = vc.vc.new_view;
+        if v < self.view || (v == self.view && self.active) {
+            self.help_stale_peer(now, j, out);
+            return;
+        }
+        let newer = self.view_changes.get(&j).is_none_or(|old| old.vc.new_view < v);
+        if newer {
+            self.view_changes.insert(j, vc);
+        }
+        // Join: r+1 replicas want a view above ours, so at least one correct replica does.
+        let mut higher: Vec<View> = self
+            .view_changes
+            .values()
+            .map(|s| s.vc.new_view)
+            .filter(|x| *x > self.view)
+            .collect();
+        if higher.len() >= self.q.small() {
+            higher.sort_unstable();
+            let target = higher[higher.len() - self.q.small()];
+            self.start_view_change(now, target, out);
+        }
+        if !self.active && v == self.view {
+            self.try_new_view(now, out);
+        }
+    }
+
+    /// r+1 peers work in a view above ours (we missed the view change, e.g. behind a
+    /// partition): ask to change to it; peers already there answer with their NEW-VIEW.
+    pub(crate) fn note_peer_view(&mut self, now: Micros, j: u16, view: View, out: &mut Vec<Action>) {
+        if view <= self.view {
+            return;
+        }
+        let e = self.peer_views.entry(j).or_insert(0);
+        *e = (*e).max(view);
+        let mut higher: Vec<View> = self.peer_views.values().copied().filter(|v| *v > self.view).collect();
+        if higher.len() >= self.q.small() {
+            higher.sort_unstable();
+            let target = higher[higher.len() - self.q.small()];
+            self.start_view_change(now, target, out);
+        }
+    }
+
+    /// A peer is still changing to a view we have already entered: hand it our NEW-VIEW.
+    fn help_stale_peer(&mut self, now: Micros, j: u16, out: &mut Vec<Action>) {
+        let Some(proofs) = &self.new_view_proofs else { return };
+        if self.new_view_forwarded.get(&j).is_some_and(|t| now < t + self.cfg.catch_up_us) {
+            return;
+        }
+        self.new_view_forwarded.insert(j, now);
+        let msg = Message::NewView { view: self.view, proofs: proofs.clone() };
+        self.send(Principal::Order(j), &msg, out);
+    }
+
+    fn try_new_view(&mut self, now: Micros, out: &mut Vec<Action>) {
+        if self.active || self.primary() != self.me {
+            return;
+        }
+        let proofs: Vec<SignedViewChange> =
+            self.view_changes.values().filter(|s| s.vc.new_view == self.view).cloned().collect();
+        let refs: Vec<&ViewChange> = proofs.iter().map(|s| &s.vc).collect();
+        let Some(decision) = decide(&refs, &self.q, self.cfg.checkpoint_interval) else { return };
+        self.send_to_peers(&Message::NewView { view: self.view, proofs: proofs.clone() }, out);
+        self.install(now, self.view, decision, proofs, out);
+    }
+
+    pub(crate) fn on_new_view(&mut self, now: Micros, view: View, proofs: Vec<SignedViewChange>, out: &mut Vec<Action>) {
+        if view < self.view || (view == self.view && self.active) {
+            return;
+        }
+        let mut seen = BTreeSet::new();
+        for p in &proofs {
+            if p.vc.new_view != view || !seen.insert(p.vc.replica) || !self.valid_signature(p) {
+                self.counters.add("drop-bad-new-view");
+                return;
+            }
+        }
+        let refs: Vec<&ViewChange> = proofs.iter().map(|s| &s.vc).collect();
+        let Some(decision) = decide(&refs, &self.q, self.cfg.checkpoint_interval) else {
+            self.counters.add("drop-bad-new-view");
+            return;
+        };
+        self.install(now, view, decision, proofs, out);
+    }
+
+    /// Enter `view` with the slots the decision fixes: each is pre-prepared in the new view (the
+    /// NEW-VIEW stands for the primary's pre-prepares) and backups prepare it.
+    fn install(&mut self, now: Micros, view: View, d: Decision, proofs: Vec<SignedViewChange>, out: &mut Vec<Action>) {
+        self.view = view;
+        self.active = true;
+        self.last_progress = now;
+        self.new_view_proofs = Some(proofs);
+        self.buffered.clear();
+        self.view_changes.retain(|_, s| s.vc.new_view > view);
+        self.put(VIEW_KEY.to_string(), plumb_core::storage::encode(&(view, true)), out);
+        self.sync(out);
+        out.push(Action::Observe(Observation::ViewEntered { view }));
+        for slot in self.slots.values_mut() {
+            slot.prepares.clear();
+            slot.commits.clear();
+            slot.sent_commit = false;
+        }
+        if d.checkpoint_seq > self.stable.seq {
+            let own = self.own_checkpoints.get(&d.checkpoint_seq).filter(|(dg, _)| *dg == d.checkpoint_digest);
+            if let Some((dg, bytes)) = own.cloned() {
+                self.make_stable(d.checkpoint_seq, dg, bytes, out);
+            } else {
+                self.awaiting_state = Some((d.checkpoint_seq, d.checkpoint_digest));
+                self.send_to_peers(&Message::FetchOrderState { seq: d.checkpoint_seq }, out);
+            }
+        }
+        let mut top = self.state.seq.max(d.checkpoint_seq);
+        for (seq, choice) in d.slots {
+            top = top.max(seq);
+            if seq <= self.state.seq {
+                continue;
+            }
+            let batch = choice.unwrap_or_else(null_batch);
+            self.accept_and_prepare(seq, view, batch, out);
+        }
+        // Pre-prepares of the old view above the decision are void in this view.
+        self.accepted_upto = top;
+        self.next_propose = top + 1;
+        self.batch_timer_fired = false;
+        for seq in self.slots.range(self.state.seq + 1..top.max(self.state.seq) + 1).map(|(s, _)| *s).collect::<Vec<_>>() {
+            self.check_prepared(now, seq, out);
+        }
+        let void: Vec<Seq> = self.slots.range(top + 1..).map(|(s, _)| *s).collect();
+        for s in void {
+            if let Some(slot) = self.slots.get_mut(&s) {
+                if slot.record.accepted.take().is_some() {
+                    let record = plumb_core::storage::encode(&slot.record);
+                    self.put(slot_key(s), record, out);
+                }
+            }
+        }
+        self.try_propose(now, out);
+    }
+
+    /// While a view change is in progress: resend our VIEW-CHANGE (messages get lost) and give
+    /// up on the new primary after a timeout.
+    pub(crate) fn view_change_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
+        if now >= self.view_change_started + self.view_change_timeout() {
+            self.start_view_change(now, self.view + 1, out);
+            return;
+        }
+        if let Some(vc) = self.view_changes.get(&self.me).cloned() {
+            self.send_to_peers(&Message::ViewChange(vc), out);
+        }
+        self.try_new_view(now, out);
+    }
+}
+
+/// Used by tests and the recovery path.
+#[allow(dead_code)]
+pub(crate) fn prepared_map(vc: &ViewChange) -> BTreeMap<Seq, (View, Digest)> {
+    vc.prepared.iter().map(|p| (p.seq, (p.view, p.batch.digest(p.seq)))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plumb_config::Faults;
+    use plumb_wire::{Body, ReqCore};
+
+    fn batch(tag: u8) -> Batch {
+        Batch { requests: vec![ReqCore { client: 1, nc: 1, body: Body::Inline(vec![tag]) }], time: 10, seed: 0 }
+    }
+
+    fn vc(replica: u16, prepared: &[(Seq, View, u8)], pre: &[(Seq, View, u8)]) -> ViewChange {
+        ViewChange {
+            new_view: 1,
+            replica,
+            stable_seq: 0,
+            stable_digest: Digest::ZERO,
+            checkpoints: Vec::new(),
+            prepared: prepared.iter().map(|(s, v, t)| PreparedEntry { seq: *s, view: *v, batch: batch(*t) }).collect(),
+            pre_prepared: pre.iter().map(|(s, v, t)| PrePreparedEntry { seq: *s, view: *v, digest: batch(*t).digest(*s) }).collect(),
+        }
+    }
+
+    fn q() -> Quorums {
+        Quorums::minimal(Faults::new(1, 1))
+    }
+
+    #[test]
+    fn committed_batch_is_chosen() {
+        // A, B prepared batch 7 at seq 1 in view 0 (with the primary, a commit quorum); C did not.
+        let a = vc(0, &[(1, 0, 7)], &[(1, 0, 7)]);
+        let b = vc(1, &[(1, 0, 7)], &[(1, 0, 7)]);
+        let c = vc(2, &[], &[]);
+        let d = decide(&[&a, &b, &c], &q(), 8).unwrap();
+        assert_eq!(d.slots, vec![(1, Some(batch(7)))]);
+    }
+
+    #[test]
+    fn a_lying_replica_cannot_replace_a_committed_batch() {
+        // The liar claims it prepared batch 9 at seq 1 in a higher view; only it pre-prepared 9.
+        let liar = vc(3, &[(1, 5, 9)], &[(1, 5, 9)]);
+        let a = vc(0, &[(1, 0, 7)], &[(1, 0, 7)]);
+        let b = vc(1, &[(1, 0, 7)], &[(1, 0, 7)]);
+        // With only three messages the decision must wait rather than pick 9 or null.
+        assert_eq!(decide(&[&liar, &a, &b], &q(), 8), None);
+        // A fourth (honest) message settles it, for batch 7.
+        let c = vc(2, &[], &[]);
+        let d = decide(&[&liar, &a, &b, &c], &q(), 8).unwrap();
+        assert_eq!(d.slots, vec![(1, Some(batch(7)))]);
+    }
+
+    #[test]
+    fn nothing_prepared_gives_nulls_and_trailing_nulls_are_dropped() {
+        let a = vc(0, &[(2, 0, 7)], &[(2, 0, 7)]);
+        let b = vc(1, &[(2, 0, 7)], &[(2, 0, 7)]);
+        let c = vc(2, &[], &[]);
+        let d = decide(&[&a, &b, &c], &q(), 8).unwrap();
+        assert_eq!(d.slots, vec![(1, None), (2, Some(batch(7)))]);
+        let empty = decide(&[&c, &vc(0, &[], &[]), &vc(1, &[], &[])], &q(), 8).unwrap();
+        assert!(empty.slots.is_empty());
+    }
+
+    #[test]
+    fn too_few_messages_decide_nothing() {
+        assert_eq!(decide(&[&vc(0, &[], &[]), &vc(1, &[], &[])], &q(), 8), None);
+    }
+
+    #[test]
+    fn start_checkpoint_needs_r_plus_1_vouchers() {
+        let cp8 = Digest::of(b"cp8");
+        let mut a = vc(0, &[], &[]);
+        let mut b = vc(1, &[], &[]);
+        let c = vc(2, &[], &[]);
+        // Only replica a (possibly lying) claims checkpoint 8, and it is past the low water mark
+        // of too few replicas for 0 to be a safe start either: wait.
+        a.stable_seq = 8;
+        a.stable_digest = cp8;
+        assert_eq!(decide(&[&a, &b, &c], &q(), 8), None);
+        // b holds checkpoint 8 too (not yet stable there): r+1 vouch, start from 8.
+        b.checkpoints.push((8, cp8));
+        let d = decide(&[&a, &b, &c], &q(), 8).unwrap();
+        assert_eq!((d.checkpoint_seq, d.checkpoint_digest), (8, cp8));
+        // A lone liar claiming an unstable checkpoint 16 does not move the start.
+        let mut liar = vc(3, &[], &[]);
+        liar.checkpoints.push((16, Digest::of(b"forged")));
+        let d = decide(&[&a, &b, &c, &liar], &q(), 8).unwrap();
+        assert_eq!(d.checkpoint_seq, 8);
+    }
+}

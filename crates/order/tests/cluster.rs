@@ -1,0 +1,329 @@
+//! Order replicas in a tiny deterministic network, with auth and execution replicas played by
+//! the test: agreement, checkpoints, view change and catch-up, checked by property name.
+
+use plumb_config::{Faults, ProtocolConfig, Quorums};
+use plumb_core::{Action, Event, KeyRing, Observation, Stage, StageContext, StoreOp};
+use plumb_crypto::{Digest, Identity, PublicIdentity};
+use plumb_order::OrderReplica;
+use plumb_wire::{Body, Message, Principal, ReqCore, Seq};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+struct Harness {
+    cfg: Arc<ProtocolConfig>,
+    rings: HashMap<Principal, KeyRing>,
+    replicas: Vec<Option<OrderReplica>>,
+    disks: Vec<BTreeMap<String, Vec<u8>>>,
+    queue: VecDeque<(Principal, Vec<u8>)>,
+    now: u64,
+    timers: Vec<BTreeMap<u32, u64>>,
+    /// (replica, seq) -> digest of committed NextBatch
+    next_batches: BTreeMap<(u16, Seq), Digest>,
+    committed: BTreeMap<Seq, Digest>,
+    down: Vec<bool>,
+    /// Drop every message to or from these replicas.
+    cut: Vec<bool>,
+    exec_seen: BTreeMap<Seq, plumb_wire::Batch>,
+}
+
+fn principals(q: &Quorums) -> Vec<Principal> {
+    let mut v = Vec::new();
+    v.extend((0..q.auth as u16).map(Principal::Auth));
+    v.extend((0..q.order as u16).map(Principal::Order));
+    v.extend((0..q.exec as u16).map(Principal::Exec));
+    v.extend((0..8u32).map(Principal::Client));
+    v
+}
+
+impl Harness {
+    fn new(u: u16, r: u16, cp: u64) -> Harness {
+        let q = Quorums::minimal(Faults::new(u, r));
+        let mut cfg = ProtocolConfig::new(q);
+        cfg.checkpoint_interval = cp;
+        cfg.batch_max = 4;
+        cfg.view_change_timeout_us = 200_000;
+        cfg.catch_up_us = 20_000;
+        let cfg = Arc::new(cfg);
+        let ids: HashMap<Principal, Arc<Identity>> = principals(&q)
+            .into_iter()
+            .map(|p| (p, Arc::new(Identity::from_seed(*Digest::of(&p.label().to_le_bytes()).0.first_chunk::<32>().unwrap()))))
+            .collect();
+        let dir: Arc<HashMap<Principal, PublicIdentity>> = Arc::new(ids.iter().map(|(p, i)| (*p, i.public())).collect());
+        let rings: HashMap<Principal, KeyRing> = ids.iter().map(|(p, i)| (*p, KeyRing::new(*p, i.clone(), dir.clone()))).collect();
+        let mut h = Harness {
+            cfg,
+            rings,
+            replicas: Vec::new(),
+            disks: vec![BTreeMap::new(); q.order],
+            queue: VecDeque::new(),
+            now: 1_000,
+            timers: vec![BTreeMap::new(); q.order],
+            next_batches: BTreeMap::new(),
+            committed: BTreeMap::new(),
+            down: vec![false; q.order],
+            cut: vec![false; q.order],
+            exec_seen: BTreeMap::new(),
+        };
+        for i in 0..q.order {
+            let r = h.build(i as u16);
+            h.replicas.push(Some(r));
+            h.step(i as u16, Event::Start);
+        }
+        h
+    }
+
+    fn build(&self, i: u16) -> OrderReplica {
+        let ctx = StageContext { config: self.cfg.clone(), keys: self.rings[&Principal::Order(i)].clone(), seed: i as u64 };
+        let rec = plumb_core::Recovered { records: self.disks[i as usize].clone(), corrupt: vec![] };
+        OrderReplica::new(ctx, rec)
+    }
+
+    fn q(&self) -> Quorums {
+        self.cfg.quorums
+    }
+
+    fn step(&mut self, i: u16, ev: Event) {
+        let Some(r) = self.replicas[i as usize].as_mut() else { return };
+        let mut out = Vec::new();
+        r.handle(self.now, ev, &mut out);
+        for a in out {
+            match a {
+                Action::Send { to, frame } => {
+                    if !self.cut[i as usize] {
+                        self.queue.push_back((to, frame));
+                    }
+                }
+                Action::SetTimer { id, after } => {
+                    self.timers[i as usize].insert(id.0, self.now + after);
+                }
+                Action::CancelTimer { id } => {
+                    self.timers[i as usize].remove(&id.0);
+                }
+                Action::Store(StoreOp::Put { key, value }) => {
+                    self.disks[i as usize].insert(key, value);
+                }
+                Action::Store(StoreOp::Delete { key }) => {
+                    self.disks[i as usize].remove(&key);
+                }
+                Action::Store(_) => {}
+                Action::Observe(Observation::Committed { seq, digest, .. }) => {
+                    let prev = self.committed.insert(seq, digest);
+                    assert!(prev.is_none_or(|p| p == digest), "OS-agreement: two digests committed at {seq}");
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn deliver_all(&mut self) {
+        let mut budget = 200_000;
+        while let Some((to, frame)) = self.queue.pop_front() {
+            budget -= 1;
+            assert!(budget > 0, "message storm");
+            match to {
+                Principal::Order(i) => {
+                    if !self.down[i as usize] && !self.cut[i as usize] {
+                        self.step(i, Event::Receive(frame));
+                    }
+                }
+                Principal::Exec(e) => self.exec_receive(e, frame),
+                _ => {}
+            }
+        }
+    }
+
+    /// Execution replicas: record NextBatch; the test sends CP-TOKENs itself.
+    fn exec_receive(&mut self, e: u16, frame: Vec<u8>) {
+        let ring = &self.rings[&Principal::Exec(e)];
+        let Ok((Principal::Order(o), msg)) = ring.open(&frame) else { return };
+        if let Message::NextBatch { seq, batch, .. } = msg {
+            let d = batch.digest(seq);
+            self.next_batches.insert((o, seq), d);
+            self.exec_seen.insert(seq, batch);
+        }
+    }
+
+    fn advance(&mut self, dt: u64) {
+        let end = self.now + dt;
+        loop {
+            self.deliver_all();
+            let next = self
+                .timers
+                .iter()
+                .enumerate()
+                .flat_map(|(i, t)| t.iter().map(move |(id, at)| (*at, i, *id)))
+                .filter(|(at, i, _)| *at <= end && !self.down[*i])
+                .min();
+            let Some((at, i, id)) = next else { break };
+            self.now = self.now.max(at);
+            self.timers[i].remove(&id);
+            self.step(i as u16, Event::Timer(plumb_core::TimerId(id)));
+        }
+        self.now = end;
+    }
+
+    /// Every auth replica authenticates client c's request nc and sends AUTH-REQ to every order replica.
+    fn request(&mut self, c: u32, nc: u64, op: &[u8]) {
+        let q = self.q();
+        let core = ReqCore { client: c, nc, body: Body::Inline(op.to_vec()) };
+        for a in 0..q.auth as u16 {
+            let ring = &self.rings[&Principal::Auth(a)];
+            let macs = (0..q.order as u16).map(|o| ring.mac_for(Principal::Order(o), &core.id_digest().0).unwrap()).collect();
+            let msg = Message::AuthReq { core: core.clone(), macs };
+            for o in 0..q.order as u16 {
+                let frame = ring.seal(Principal::Order(o), &msg).unwrap();
+                self.queue.push_back((Principal::Order(o), frame));
+            }
+        }
+    }
+
+    fn cp_tokens(&mut self, seq: Seq) {
+        let q = self.q();
+        for e in 0..q.exec as u16 {
+            let ring = &self.rings[&Principal::Exec(e)];
+            let msg = Message::CpToken { seq, token: Digest::of(&seq.to_le_bytes()) };
+            for o in 0..q.order as u16 {
+                self.queue.push_back((Principal::Order(o), ring.seal(Principal::Order(o), &msg).unwrap()));
+            }
+        }
+    }
+
+    fn crash(&mut self, i: u16) {
+        self.down[i as usize] = true;
+        self.replicas[i as usize] = None;
+        self.timers[i as usize].clear();
+    }
+
+    fn restart(&mut self, i: u16) {
+        self.down[i as usize] = false;
+        let r = self.build(i);
+        self.replicas[i as usize] = Some(r);
+        self.step(i, Event::Start);
+    }
+
+    fn replica(&self, i: u16) -> &OrderReplica {
+        self.replicas[i as usize].as_ref().unwrap()
+    }
+
+    /// Execution learns seq once r+1 replicas sent the same NextBatch digest.
+    fn exec_learned(&self, seq: Seq) -> Option<Digest> {
+        let mut counts: HashMap<Digest, usize> = HashMap::new();
+        for ((_, s), d) in &self.next_batches {
+            if *s == seq {
+                *counts.entry(*d).or_default() += 1;
+            }
+        }
+        counts.into_iter().find(|(_, n)| *n >= self.q().small()).map(|(d, _)| d)
+    }
+}
+
+#[test]
+fn ol1_requests_are_ordered_and_sent_to_execution() {
+    let mut h = Harness::new(1, 1, 8);
+    for c in 0..4 {
+        h.request(c, 1, b"op");
+    }
+    h.advance(50_000);
+    let total: usize = h.exec_seen.values().map(|b| b.requests.len()).sum();
+    assert_eq!(total, 4, "all four requests ordered: {:?}", h.exec_seen);
+    for seq in h.exec_seen.keys() {
+        assert!(h.exec_learned(*seq).is_some(), "batch {seq} reaches r+1 NextBatch");
+    }
+    for i in 0..4 {
+        assert_eq!(h.replica(i).last_committed(), *h.exec_seen.keys().last().unwrap());
+    }
+}
+
+#[test]
+fn os3_next_request_only_after_previous() {
+    let mut h = Harness::new(1, 1, 8);
+    h.request(0, 2, b"second first");
+    h.advance(50_000);
+    assert!(h.exec_seen.is_empty(), "nc=2 without nc=1 must not be ordered");
+    h.request(0, 1, b"first");
+    h.advance(50_000);
+    h.request(0, 2, b"second");
+    h.advance(50_000);
+    let ncs: Vec<u64> = h.exec_seen.values().flat_map(|b| b.requests.iter().map(|r| r.nc)).collect();
+    assert_eq!(ncs, vec![1, 2]);
+}
+
+#[test]
+fn os4_checkpoints_become_stable_and_bound_the_log() {
+    let mut h = Harness::new(1, 1, 4);
+    let mut nc = vec![0u64; 8];
+    for round in 0..12 {
+        for c in 0..2u32 {
+            nc[c as usize] += 1;
+            h.request(c, nc[c as usize], format!("op{round}").as_bytes());
+        }
+        h.advance(20_000);
+        let last = h.replica(0).last_committed();
+        for s in (4..=last).step_by(4) {
+            h.cp_tokens(s);
+        }
+        h.advance(20_000);
+    }
+    let last = h.replica(0).last_committed();
+    assert!(last >= 8, "progress: {last}");
+    for i in 0..4 {
+        let r = h.replica(i);
+        assert!(r.stable_checkpoint() >= last.saturating_sub(8), "replica {i} stable {} last {last}", r.stable_checkpoint());
+        assert!(r.last_committed() <= r.stable_checkpoint() + 8, "two-interval bound");
+    }
+}
+
+#[test]
+fn primary_crash_view_change_keeps_committed_batches() {
+    let mut h = Harness::new(1, 1, 8);
+    h.request(0, 1, b"a");
+    h.advance(50_000);
+    let before = h.committed.clone();
+    assert_eq!(before.len(), 1);
+    h.crash(0);
+    h.request(1, 1, b"b");
+    h.advance(2_000_000);
+    assert!(h.replica(1).view() >= 1, "view changed");
+    let ncs: Vec<(u32, u64)> = h.exec_seen.values().flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc))).collect();
+    assert!(ncs.contains(&(1, 1)), "request ordered in the new view: {ncs:?}");
+    for (s, d) in before {
+        assert_eq!(h.committed[&s], d);
+    }
+}
+
+#[test]
+fn restarted_replica_catches_up() {
+    let mut h = Harness::new(1, 1, 4);
+    h.crash(3);
+    let mut nc = 0;
+    for _ in 0..20 {
+        nc += 1;
+        h.request(0, nc, b"x");
+        h.advance(20_000);
+        let last = h.replica(0).last_committed();
+        for s in (4..=last).step_by(4) {
+            h.cp_tokens(s);
+        }
+        h.advance(20_000);
+    }
+    let target = h.replica(0).last_committed();
+    h.restart(3);
+    h.advance(1_000_000);
+    let r = h.replica(3);
+    assert_eq!(r.last_committed(), target, "lagging replica caught up (stable {}, counters {:?})", r.stable_checkpoint(), r.counters().iter().collect::<Vec<_>>());
+}
+
+#[test]
+fn partitioned_primary_is_replaced_and_rejoins() {
+    let mut h = Harness::new(1, 1, 8);
+    h.cut[0] = true;
+    h.request(0, 1, b"a");
+    h.advance(2_000_000);
+    assert!(h.committed.len() == 1);
+    h.cut[0] = false;
+    h.request(0, 2, b"b");
+    h.advance(2_000_000);
+    assert_eq!(h.committed.len(), 2);
+    h.advance(2_000_000);
+    assert_eq!(h.replica(0).view(), h.replica(1).view(), "old primary learned the new view");
+}
