@@ -268,6 +268,12 @@ impl OrderReplica {
         }
         if stalled {
             self.catch_up_tick(out);
+            // Checkpoint messages get lost too, and the window cannot move without them.
+            for (seq, (digest, _)) in &self.own_checkpoints {
+                if *seq > self.stable.seq {
+                    self.send_to_peers(&Message::Checkpoint { seq: *seq, digest: *digest }, out);
+                }
+            }
         }
     }
 }
