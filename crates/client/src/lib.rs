@@ -1,26 +1,381 @@
-//! The client's protocol core (seed 004 §5.7.1, §6.4.2). See docs/protocol.md.
+//! The client's protocol core (seed 004 §5.3.4, §5.4.1, §5.5, §5.7.1, §6.4.2). See
+//! docs/protocol.md.
+//!
+//! A correct client numbers its ordered requests 1, 2, 3, ... (CS1), has at most one
+//! outstanding (CS2), persists each before sending it (CS3) and resends it until it is answered
+//! (CL1). The first transmission goes to the client's preferred quorum of authentication
+//! replicas, retransmissions to all of them, with a timeout that doubles up to a cap and adapts
+//! to the latency last observed (§5.7.1). A reply is accepted once `r + 1` execution replicas
+//! sent the same bytes.
+//!
+//! Read-only operations go straight to every execution replica and are accepted only when all of
+//! them answer alike; otherwise they are reissued as ordered requests (`read_only.rs`). Push
+//! events are delivered once `r + 1` execution replicas agree on them (`push.rs`). What the
+//! client keeps on disk is in `record.rs`.
 
-use plumb_core::{Action, Counters, Event, Micros, Recovered, Stage, StageContext};
-use plumb_wire::Principal;
+mod push;
+mod read_only;
+mod record;
+#[cfg(test)]
+mod tests;
 
+use plumb_config::{ProtocolConfig, Quorums};
+use plumb_core::{
+    Action, Counters, Event, Micros, Observation, Recovered, Stage, StageContext, StoreOp, TimerId,
+};
+use plumb_wire::{ClientId, Message, Principal, ReqNo, WireError};
+use push::{PushVote, PushVotes};
+use read_only::ReadOnly;
+use record::OutRecord;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Fires when an ordered request has waited its current timeout: retransmit to everyone.
+const RETRANSMIT: TimerId = TimerId(1);
+/// Fires when a read-only request was not answered unanimously in time: order it instead.
+const READ_ONLY_DEADLINE: TimerId = TimerId(2);
+
+/// Returned by [`Client::submit`] while a request is outstanding (CS2: closed loop).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientBusy;
 
+/// The outstanding ordered request.
+#[derive(Debug)]
+struct Ordered {
+    nc: ReqNo,
+    op: Vec<u8>,
+    /// When it was first sent: its latency sets the next request's base timeout.
+    first_sent: Micros,
+    /// Current retransmission timeout.
+    timeout: Micros,
+    /// Execution replica -> the result it last sent for `nc`.
+    votes: HashMap<u16, Vec<u8>>,
+    /// Execution replica -> the highest request number above `nc` it answered for this
+    /// client: evidence that `nc` is already used (see [`Client::on_reply_ahead`]).
+    ahead: HashMap<u16, ReqNo>,
+}
+
+#[derive(Debug)]
+enum Outstanding {
+    Ordered(Ordered),
+    ReadOnly(ReadOnly),
+}
+
 pub struct Client {
     ctx: StageContext,
+    cfg: Arc<ProtocolConfig>,
+    q: Quorums,
+    me: ClientId,
     counters: Counters,
+    /// Number of the next ordered request (CS1).
+    next_nc: ReqNo,
+    /// Number of the next read-only request; separate from `next_nc` because read-only
+    /// requests bypass the authentication and order stages.
+    next_ro: ReqNo,
+    /// Read-only numbers below this are reserved on disk (see `record::RO_LEASE`).
+    ro_reserved: ReqNo,
+    /// Timeout of a new request's first transmission (§5.7.1).
+    base_timeout: Micros,
+    outstanding: Option<Outstanding>,
+    push: PushVotes,
 }
 
 impl Client {
-    pub fn new(ctx: StageContext, _recovered: Recovered) -> Client {
-        Client { ctx, counters: Counters::default() }
+    /// Build a client, resuming from its records if it ran before (CS3).
+    pub fn new(ctx: StageContext, recovered: Recovered) -> Client {
+        let cfg = ctx.config.clone();
+        let me = match ctx.keys.me() {
+            Principal::Client(c) => c,
+            _ => 0,
+        };
+        let mut counters = Counters::default();
+        let resumed = record::resume(&recovered, &mut counters);
+        let base_timeout = cfg.client_retry_us;
+        let outstanding = resumed.outstanding.map(|(nc, op)| {
+            Outstanding::Ordered(Ordered {
+                nc,
+                op,
+                first_sent: 0,
+                timeout: base_timeout,
+                votes: HashMap::new(),
+                ahead: HashMap::new(),
+            })
+        });
+        Client {
+            ctx,
+            q: cfg.quorums,
+            cfg,
+            me,
+            counters,
+            next_nc: resumed.next_nc,
+            next_ro: resumed.next_ro,
+            ro_reserved: resumed.next_ro,
+            base_timeout,
+            outstanding,
+            push: PushVotes::default(),
+        }
     }
+
     /// Issue an operation. Closed loop (CS2): refused while a request is outstanding.
-    pub fn submit(&mut self, _now: Micros, _op: Vec<u8>, _read_only: bool, _out: &mut Vec<Action>) -> Result<(), ClientBusy> {
-        Err(ClientBusy)
+    ///
+    /// The answer arrives as [`Action::Complete`]. Its `nc` is the request number the operation
+    /// was ordered under, or `0` when a read-only operation was answered unanimously without
+    /// being ordered (request numbers start at 1, so 0 is never an ordered number). A read-only
+    /// operation that falls back to the ordered path completes with its ordered number. Only
+    /// one operation is ever outstanding, so the caller always knows which one completed.
+    pub fn submit(
+        &mut self,
+        now: Micros,
+        op: Vec<u8>,
+        read_only: bool,
+        out: &mut Vec<Action>,
+    ) -> Result<(), ClientBusy> {
+        if self.outstanding.is_some() {
+            return Err(ClientBusy);
+        }
+        if read_only {
+            self.start_read_only(op, out);
+        } else {
+            self.start_ordered(now, op, out);
+        }
+        Ok(())
     }
+
     pub fn outstanding(&self) -> bool {
-        false
+        self.outstanding.is_some()
+    }
+
+    /// The number the next ordered request will carry.
+    pub fn next_request_number(&self) -> ReqNo {
+        self.next_nc
+    }
+
+    /// The timeout a new ordered request's first transmission waits before retransmitting.
+    pub fn base_timeout(&self) -> Micros {
+        self.base_timeout
+    }
+
+    // ---- ordered path
+
+    /// Persist (CS3), then send to the preferred quorum and arm the retransmission timer.
+    fn start_ordered(&mut self, now: Micros, op: Vec<u8>, out: &mut Vec<Action>) {
+        let nc = self.next_nc;
+        self.next_nc = nc.saturating_add(1);
+        out.push(Action::Store(
+            OutRecord::Outstanding { nc, op: op.clone() }.put(),
+        ));
+        out.push(Action::Store(StoreOp::Sync));
+        let msg = Message::Request { nc, op: op.clone() };
+        for to in self.preferred_auth() {
+            self.send(to, &msg, out);
+        }
+        out.push(Action::SetTimer {
+            id: RETRANSMIT,
+            after: self.base_timeout,
+        });
+        self.outstanding = Some(Outstanding::Ordered(Ordered {
+            nc,
+            op,
+            first_sent: now,
+            timeout: self.base_timeout,
+            votes: HashMap::new(),
+            ahead: HashMap::new(),
+        }));
+    }
+
+    /// The preferred quorum (§6.4.2): `auth_preferred()` replicas from `c mod n_auth` on.
+    fn preferred_auth(&self) -> Vec<Principal> {
+        let n = self.q.auth;
+        if n == 0 {
+            return Vec::new();
+        }
+        let first = self.me as usize % n;
+        (0..self.q.auth_preferred().min(n))
+            .filter_map(|i| u16::try_from((first + i) % n).ok())
+            .map(Principal::Auth)
+            .collect()
+    }
+
+    fn all_auth(&self) -> Vec<Principal> {
+        (0..self.q.auth)
+            .filter_map(|i| u16::try_from(i).ok())
+            .map(Principal::Auth)
+            .collect()
+    }
+
+    /// After a restart: resend the recovered request to everyone (it may have reached only
+    /// some authentication replicas before the crash).
+    fn on_start(&mut self, now: Micros, out: &mut Vec<Action>) {
+        let base = self.base_timeout;
+        let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
+            return;
+        };
+        o.first_sent = now;
+        o.timeout = base;
+        let msg = Message::Request {
+            nc: o.nc,
+            op: o.op.clone(),
+        };
+        self.send_to_all_auth(&msg, out);
+        out.push(Action::SetTimer {
+            id: RETRANSMIT,
+            after: base,
+        });
+    }
+
+    /// CL1 with exponential back-off capped at `client_retry_max_us` (§5.7.1).
+    fn on_retransmit_timer(&mut self, out: &mut Vec<Action>) {
+        let cap = self.cfg.client_retry_max_us;
+        let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
+            return;
+        };
+        o.timeout = o.timeout.saturating_mul(2).min(cap).max(1);
+        let timeout = o.timeout;
+        let msg = Message::Request {
+            nc: o.nc,
+            op: o.op.clone(),
+        };
+        self.counters.add("retransmit");
+        self.send_to_all_auth(&msg, out);
+        out.push(Action::SetTimer {
+            id: RETRANSMIT,
+            after: timeout,
+        });
+    }
+
+    fn on_reply(
+        &mut self,
+        now: Micros,
+        exec: u16,
+        nc: ReqNo,
+        result: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
+        let quorum = self.q.reply();
+        let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
+            self.counters.add("stale-reply");
+            return;
+        };
+        if nc < o.nc {
+            self.counters.add("stale-reply");
+            return;
+        }
+        if nc > o.nc {
+            self.on_reply_ahead(now, exec, nc, out);
+            return;
+        }
+        // A later reply from the same replica replaces its earlier vote: one replica, one vote.
+        o.votes.insert(exec, result);
+        let agreeing = o
+            .votes
+            .get(&exec)
+            .map_or(0, |r| o.votes.values().filter(|v| *v == r).count());
+        if agreeing >= quorum {
+            self.accept_ordered(now, exec, out);
+        }
+    }
+
+    /// Complete the outstanding request with the result `exec` voted for.
+    fn accept_ordered(&mut self, now: Micros, exec: u16, out: &mut Vec<Action>) {
+        let Some(Outstanding::Ordered(mut o)) = self.outstanding.take() else {
+            return;
+        };
+        let result = o.votes.remove(&exec).unwrap_or_default();
+        let latency = now.saturating_sub(o.first_sent);
+        // §5.7.1: max(initial timeout, observed latency); capped like every timeout.
+        self.base_timeout = latency
+            .max(self.cfg.client_retry_us)
+            .min(self.cfg.client_retry_max_us);
+        out.push(Action::CancelTimer { id: RETRANSMIT });
+        out.push(Action::Store(OutRecord::Completed { nc: o.nc }.put()));
+        out.push(Action::Complete { nc: o.nc, result });
+        out.push(Action::Observe(Observation::ClientAccepted {
+            client: self.me,
+            nc: o.nc,
+        }));
+    }
+
+    /// An execution replica answered a *higher* number than the outstanding one. A correct
+    /// client only sees that after losing its record (a corrupt or lost disk, see
+    /// `record::resume`): the outstanding number is then already used, and the authentication
+    /// stage would treat the request as a retransmission forever. Once `r + 1` replicas report
+    /// numbers at least `y`, one of them is correct, so every number up to `y` is used: reissue
+    /// the operation as `y + 1`. Fewer reports (at most `r` faulty replicas) change nothing.
+    fn on_reply_ahead(&mut self, now: Micros, exec: u16, nc: ReqNo, out: &mut Vec<Action>) {
+        let quorum = self.q.reply();
+        let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
+            return;
+        };
+        self.counters.add("reply-ahead");
+        let seen = o.ahead.entry(exec).or_insert(nc);
+        *seen = (*seen).max(nc);
+        let mut reported: Vec<ReqNo> = o.ahead.values().copied().collect();
+        reported.sort_unstable_by(|a, b| b.cmp(a));
+        let Some(&used_upto) = reported.get(quorum.saturating_sub(1)) else {
+            return;
+        };
+        let op = std::mem::take(&mut o.op);
+        self.outstanding = None;
+        self.next_nc = self.next_nc.max(used_upto.saturating_add(1));
+        self.counters.add("renumbered");
+        self.start_ordered(now, op, out);
+    }
+
+    // ---- receiving
+
+    fn on_receive(&mut self, now: Micros, frame: &[u8], out: &mut Vec<Action>) {
+        let (from, msg) = match self.ctx.keys.open(frame) {
+            Ok(opened) => opened,
+            Err(e) => {
+                self.counters.add(drop_reason(&e));
+                return;
+            }
+        };
+        let exec = self.exec_index(from);
+        match (msg, exec) {
+            (Message::Reply { nc, result }, Some(e)) => self.on_reply(now, e, nc, result, out),
+            (Message::ReadOnlyReply { nc, result, .. }, Some(e)) => {
+                self.on_read_only_reply(now, e, nc, result, out)
+            }
+            (Message::Push { event, payload }, Some(e)) => self.on_push(e, event, payload, out),
+            (Message::Reply { .. } | Message::ReadOnlyReply { .. }, None) => {
+                self.counters.add("drop-reply-not-exec")
+            }
+            (Message::Push { .. }, None) => self.counters.add("drop-push-not-exec"),
+            _ => self.counters.add("drop-unexpected"),
+        }
+    }
+
+    /// The index of an execution replica of this cluster, if `p` is one.
+    fn exec_index(&self, p: Principal) -> Option<u16> {
+        match p {
+            Principal::Exec(i) if (i as usize) < self.q.exec => Some(i),
+            _ => None,
+        }
+    }
+
+    fn on_push(&mut self, exec: u16, event: u64, payload: Vec<u8>, out: &mut Vec<Action>) {
+        match self.push.vote(exec, event, payload, self.q.reply()) {
+            PushVote::Deliver(payload) => out.push(Action::Pushed { event, payload }),
+            PushVote::Pending => {}
+            PushVote::Duplicate => self.counters.add("push-duplicate"),
+            PushVote::Stale => self.counters.add("stale-push"),
+        }
+    }
+
+    // ---- sending
+
+    fn send(&mut self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
+        match self.ctx.keys.seal(to, msg) {
+            Some(frame) => out.push(Action::Send { to, frame }),
+            None => self.counters.add("send-no-key"),
+        }
+    }
+
+    fn send_to_all_auth(&mut self, msg: &Message, out: &mut Vec<Action>) {
+        for to in self.all_auth() {
+            self.send(to, msg, out);
+        }
     }
 }
 
@@ -28,8 +383,29 @@ impl Stage for Client {
     fn principal(&self) -> Principal {
         self.ctx.keys.me()
     }
-    fn handle(&mut self, _now: Micros, _event: Event, _out: &mut Vec<Action>) {}
+
+    fn handle(&mut self, now: Micros, event: Event, out: &mut Vec<Action>) {
+        match event {
+            Event::Start => self.on_start(now, out),
+            Event::Receive(frame) => self.on_receive(now, &frame, out),
+            Event::Timer(RETRANSMIT) => self.on_retransmit_timer(out),
+            Event::Timer(READ_ONLY_DEADLINE) => self.on_read_only_deadline(now, out),
+            Event::Timer(_) => self.counters.add("unknown-timer"),
+        }
+    }
+
     fn counters(&self) -> &Counters {
         &self.counters
+    }
+}
+
+/// Counter name for a frame that failed to open.
+fn drop_reason(e: &WireError) -> &'static str {
+    match e {
+        WireError::BadMac(_) => "drop-bad-mac",
+        WireError::UnknownSender(_) => "drop-unknown-sender",
+        WireError::Malformed(..) => "drop-malformed",
+        WireError::WrongReceiver(_) => "drop-wrong-receiver",
+        _ => "drop-bad-frame",
     }
 }

@@ -1,0 +1,104 @@
+//! What the client keeps on disk (CS3) and how it reads it back after a restart.
+
+use plumb_core::storage::{decode, encode};
+use plumb_core::{Counters, Recovered, StoreOp};
+use plumb_wire::ReqNo;
+use serde::{Deserialize, Serialize};
+
+/// The most recently issued ordered request.
+pub(crate) const OUT_KEY: &str = "client/out";
+/// The first read-only number not yet handed out (see [`RO_LEASE`]).
+pub(crate) const RO_KEY: &str = "client/ro";
+/// Read-only numbers are reserved on disk this many at a time, so that a restarted client never
+/// reuses one: a delayed reply to a read issued before the crash must not be counted for a
+/// different read issued after it. One put+sync per lease keeps reads cheap.
+pub(crate) const RO_LEASE: ReqNo = 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum OutRecord {
+    /// Issued and not yet answered: resent on restart (CL1 survives a crash).
+    Outstanding { nc: ReqNo, op: Vec<u8> },
+    /// Answered. Kept rather than deleted because the number must never be reused (AS1 at the
+    /// authentication stage rejects it). Written without a sync: if it is lost, the restarted
+    /// client merely resends the answered request and gets its cached reply again.
+    Completed { nc: ReqNo },
+}
+
+impl OutRecord {
+    pub(crate) fn put(&self) -> StoreOp {
+        StoreOp::Put {
+            key: OUT_KEY.to_string(),
+            value: encode(self),
+        }
+    }
+}
+
+pub(crate) fn put_ro_reserved(upto: ReqNo) -> StoreOp {
+    StoreOp::Put {
+        key: RO_KEY.to_string(),
+        value: encode(&upto),
+    }
+}
+
+/// What the client resumes from.
+#[derive(Debug, Default)]
+pub(crate) struct Resumed {
+    pub next_nc: ReqNo,
+    /// An issued but unanswered request, to resend on start.
+    pub outstanding: Option<(ReqNo, Vec<u8>)>,
+    pub next_ro: ReqNo,
+}
+
+/// Read the client's records.
+///
+/// Limitation: a corrupt or undecodable `client/out` record loses the last request number. The
+/// client then starts again at 1, which the authentication replicas treat as a retransmission of
+/// an old request, so a new request cannot get through by itself. The client recovers from that
+/// at run time: once `r + 1` execution replicas answer with a higher number for this client, the
+/// client knows every number up to the `(r+1)`-th highest of them is used and renumbers its
+/// request above it (see `Client::on_reply_ahead`). The same covers a client whose disk was
+/// lost entirely. The operation outstanding at the crash is lost with the record.
+pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed {
+    let mut resumed = Resumed {
+        next_nc: 1,
+        outstanding: None,
+        next_ro: 1,
+    };
+    match read::<OutRecord>(recovered, OUT_KEY) {
+        Read::Absent => {}
+        Read::Corrupt => counters.add("recovered-corrupt"),
+        Read::Valid(OutRecord::Outstanding { nc, op }) if nc >= 1 => {
+            resumed.next_nc = nc.saturating_add(1);
+            resumed.outstanding = Some((nc, op));
+        }
+        Read::Valid(OutRecord::Completed { nc }) if nc >= 1 => {
+            resumed.next_nc = nc.saturating_add(1)
+        }
+        Read::Valid(_) => counters.add("recovered-corrupt"),
+    }
+    match read::<ReqNo>(recovered, RO_KEY) {
+        Read::Absent => {}
+        Read::Valid(upto) if upto >= 1 => resumed.next_ro = upto,
+        // Limitation: numbers may now repeat ones used before the crash. A reply to such an
+        // old read counts only if it was still in flight across the restart and every
+        // execution replica's reply to it arrives first: counted, not prevented.
+        Read::Valid(_) | Read::Corrupt => counters.add("recovered-corrupt-ro"),
+    }
+    resumed
+}
+
+enum Read<T> {
+    Absent,
+    Corrupt,
+    Valid(T),
+}
+
+fn read<T: serde::de::DeserializeOwned>(recovered: &Recovered, key: &str) -> Read<T> {
+    if recovered.corrupt.iter().any(|k| k == key) {
+        return Read::Corrupt;
+    }
+    match recovered.records.get(key) {
+        None => Read::Absent,
+        Some(bytes) => decode(bytes).map_or(Read::Corrupt, Read::Valid),
+    }
+}

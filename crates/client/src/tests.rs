@@ -1,0 +1,768 @@
+//! The client state machine driven directly with sealed frames, in a `u = r = 1` cluster
+//! (4 authentication, 4 order, 3 execution replicas).
+
+use super::*;
+use crate::push::{DELIVERED_WINDOW, OPEN_PER_REPLICA};
+use crate::record::{OUT_KEY, RO_KEY, RO_LEASE};
+use plumb_config::Faults;
+use plumb_core::storage::decode;
+use plumb_core::{run, KeyRing};
+use plumb_crypto::{Identity, PublicIdentity};
+use std::collections::BTreeSet;
+
+const C: u32 = 7;
+const ME: Principal = Principal::Client(C);
+
+fn identity(p: Principal) -> Identity {
+    let mut seed = [0u8; 32];
+    seed[..8].copy_from_slice(&p.label().to_le_bytes());
+    Identity::from_seed(seed)
+}
+
+struct World {
+    cfg: Arc<ProtocolConfig>,
+    rings: HashMap<Principal, KeyRing>,
+}
+
+impl World {
+    fn new() -> World {
+        let cfg = ProtocolConfig::new(Quorums::minimal(Faults::new(1, 1)));
+        let q = cfg.quorums;
+        assert_eq!((q.auth, q.order, q.exec), (4, 4, 3));
+        let mut principals = vec![ME];
+        principals.extend((0..4).map(Principal::Auth));
+        principals.extend((0..4).map(Principal::Order));
+        principals.extend((0..3).map(Principal::Exec));
+        let ids: HashMap<Principal, Arc<Identity>> = principals
+            .iter()
+            .map(|p| (*p, Arc::new(identity(*p))))
+            .collect();
+        let dir: Arc<HashMap<Principal, PublicIdentity>> =
+            Arc::new(ids.iter().map(|(p, id)| (*p, id.public())).collect());
+        let rings = ids
+            .iter()
+            .map(|(p, id)| (*p, KeyRing::new(*p, id.clone(), dir.clone())))
+            .collect();
+        World {
+            cfg: Arc::new(cfg),
+            rings,
+        }
+    }
+
+    fn ring(&self, p: Principal) -> &KeyRing {
+        &self.rings[&p]
+    }
+
+    fn client(&self, recovered: Recovered) -> Client {
+        let ctx = StageContext {
+            config: self.cfg.clone(),
+            keys: self.ring(ME).clone(),
+            seed: 1,
+        };
+        let mut c = Client::new(ctx, recovered);
+        assert!(run(&mut c, 0, Event::Start).is_empty() || c.outstanding());
+        c
+    }
+
+    fn frame(&self, from: Principal, msg: &Message) -> Vec<u8> {
+        self.ring(from)
+            .seal(ME, msg)
+            .expect("test principals share keys")
+    }
+
+    fn from(&self, from: Principal, msg: Message) -> Event {
+        Event::Receive(self.frame(from, &msg))
+    }
+
+    fn reply(&self, exec: u16, nc: ReqNo, result: &[u8]) -> Event {
+        self.from(
+            Principal::Exec(exec),
+            Message::Reply {
+                nc,
+                result: result.to_vec(),
+            },
+        )
+    }
+
+    fn ro_reply(&self, exec: u16, nc: ReqNo, result: &[u8], executed: u64) -> Event {
+        let msg = Message::ReadOnlyReply {
+            nc,
+            result: result.to_vec(),
+            executed,
+        };
+        self.from(Principal::Exec(exec), msg)
+    }
+
+    fn push(&self, exec: u16, event: u64, payload: &[u8]) -> Event {
+        self.from(
+            Principal::Exec(exec),
+            Message::Push {
+                event,
+                payload: payload.to_vec(),
+            },
+        )
+    }
+
+    /// Open every sent frame as its receiver would.
+    fn sent(&self, actions: &[Action]) -> Vec<(Principal, Message)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send { to, frame } => {
+                    let (from, msg) = self.ring(*to).open(frame).expect("client frames open");
+                    assert_eq!(from, ME);
+                    Some((*to, msg))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn submit(c: &mut Client, now: Micros, op: &[u8], read_only: bool) -> Vec<Action> {
+    let mut out = Vec::new();
+    c.submit(now, op.to_vec(), read_only, &mut out)
+        .expect("client idle");
+    out
+}
+
+fn completes(actions: &[Action]) -> Vec<(ReqNo, Vec<u8>)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Complete { nc, result } => Some((*nc, result.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn timer_set(actions: &[Action], id: TimerId) -> Option<Micros> {
+    actions.iter().find_map(|a| match a {
+        Action::SetTimer { id: i, after } if *i == id => Some(*after),
+        _ => None,
+    })
+}
+
+fn receivers(sent: &[(Principal, Message)]) -> BTreeSet<Principal> {
+    sent.iter().map(|(to, _)| *to).collect()
+}
+
+fn auths(ids: &[u16]) -> BTreeSet<Principal> {
+    ids.iter().map(|i| Principal::Auth(*i)).collect()
+}
+
+/// Every sent message is `Request{nc, op}`; returns `nc`.
+fn request_number(sent: &[(Principal, Message)], op: &[u8]) -> ReqNo {
+    let ncs: BTreeSet<ReqNo> = sent
+        .iter()
+        .map(|(_, m)| match m {
+            Message::Request { nc, op: o } if o == op => *nc,
+            other => panic!("expected a request for {op:?}, got {other:?}"),
+        })
+        .collect();
+    assert_eq!(ncs.len(), 1, "one request number per transmission");
+    ncs.into_iter().next().unwrap_or(0)
+}
+
+/// Deliver replies from execution replicas `0..votes` and return all actions.
+fn answer(w: &World, c: &mut Client, now: Micros, nc: ReqNo, result: &[u8]) -> Vec<Action> {
+    let mut out = Vec::new();
+    for e in 0..c.q.reply() as u16 {
+        c.handle(now, w.reply(e, nc, result), &mut out);
+    }
+    out
+}
+
+/// A disk after the given actions: later puts win, syncs are implied.
+fn disk(actions: &[Action]) -> Recovered {
+    let mut recovered = Recovered::default();
+    for a in actions {
+        if let Action::Store(StoreOp::Put { key, value }) = a {
+            recovered.records.insert(key.clone(), value.clone());
+        }
+    }
+    recovered
+}
+
+// ---- CS1, CS2
+
+#[test]
+fn cs1_cs2_numbers_start_at_one_and_submit_is_refused_while_outstanding() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    let out = submit(&mut c, 0, b"a", false);
+    assert_eq!(request_number(&w.sent(&out), b"a"), 1);
+    assert!(c.outstanding());
+    assert_eq!(
+        c.submit(1, b"b".to_vec(), false, &mut Vec::new()),
+        Err(ClientBusy)
+    );
+    assert_eq!(
+        c.submit(1, b"b".to_vec(), true, &mut Vec::new()),
+        Err(ClientBusy)
+    );
+
+    let out = answer(&w, &mut c, 10, 1, b"ra");
+    assert_eq!(completes(&out), vec![(1, b"ra".to_vec())]);
+    assert!(out.contains(&Action::Observe(Observation::ClientAccepted {
+        client: C,
+        nc: 1
+    })));
+    assert!(!c.outstanding());
+
+    for (nc, op) in [(2, b"b"), (3, b"c")] {
+        let out = submit(&mut c, 20, op, false);
+        assert_eq!(request_number(&w.sent(&out), op), nc);
+        assert_eq!(
+            completes(&answer(&w, &mut c, 30, nc, op)),
+            vec![(nc, op.to_vec())]
+        );
+    }
+}
+
+// ---- transmission and retransmission (§6.4.2, §5.7.1)
+
+#[test]
+fn first_transmission_goes_to_preferred_quorum_retransmissions_to_all() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    let out = submit(&mut c, 0, b"op", false);
+    // n_auth - u = 3 replicas starting at 7 mod 4 = 3, wrapping.
+    assert_eq!(receivers(&w.sent(&out)), auths(&[3, 0, 1]));
+    assert_eq!(w.sent(&out).len(), 3);
+
+    let out = run(&mut c, 500_000, Event::Timer(RETRANSMIT));
+    let sent = w.sent(&out);
+    assert_eq!(receivers(&sent), auths(&[0, 1, 2, 3]));
+    assert_eq!(request_number(&sent, b"op"), 1);
+    assert_eq!(c.counters().get("retransmit"), 1);
+}
+
+#[test]
+fn cl1_retransmission_timeout_doubles_up_to_the_cap() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    let out = submit(&mut c, 0, b"op", false);
+    assert_eq!(timer_set(&out, RETRANSMIT), Some(500_000));
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let out = run(&mut c, 0, Event::Timer(RETRANSMIT));
+        seen.push(timer_set(&out, RETRANSMIT).unwrap_or(0));
+    }
+    assert_eq!(
+        seen,
+        vec![1_000_000, 2_000_000, 4_000_000, 4_000_000, 4_000_000]
+    );
+}
+
+#[test]
+fn base_timeout_follows_observed_latency_within_bounds() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    // Slow: 1.7 s from first send to acceptance.
+    submit(&mut c, 1_000_000, b"a", false);
+    run(&mut c, 1_500_000, Event::Timer(RETRANSMIT));
+    answer(&w, &mut c, 2_700_000, 1, b"r");
+    assert_eq!(c.base_timeout(), 1_700_000);
+    let out = submit(&mut c, 3_000_000, b"b", false);
+    assert_eq!(timer_set(&out, RETRANSMIT), Some(1_700_000));
+    // Fast: back to the initial timeout, never below it.
+    answer(&w, &mut c, 3_000_100, 2, b"r");
+    assert_eq!(c.base_timeout(), 500_000);
+    // Very slow: capped.
+    submit(&mut c, 4_000_000, b"c", false);
+    answer(&w, &mut c, 20_000_000, 3, b"r");
+    assert_eq!(c.base_timeout(), 4_000_000);
+}
+
+#[test]
+fn accepted_request_cancels_its_timer_and_a_late_timer_does_nothing() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"a", false);
+    let out = answer(&w, &mut c, 5, 1, b"r");
+    assert!(out.contains(&Action::CancelTimer { id: RETRANSMIT }));
+    assert!(run(&mut c, 500_000, Event::Timer(RETRANSMIT)).is_empty());
+}
+
+// ---- reply voting
+
+#[test]
+fn reply_needs_r_plus_1_matching_results() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"a", false);
+    assert!(completes(&run(&mut c, 1, w.reply(0, 1, b"x"))).is_empty());
+    assert!(completes(&run(&mut c, 2, w.reply(1, 1, b"y"))).is_empty());
+    assert_eq!(
+        completes(&run(&mut c, 3, w.reply(2, 1, b"x"))),
+        vec![(1, b"x".to_vec())]
+    );
+}
+
+#[test]
+fn one_faulty_replica_repeating_a_result_counts_once() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"a", false);
+    assert!(completes(&run(&mut c, 1, w.reply(0, 1, b"evil"))).is_empty());
+    assert!(completes(&run(&mut c, 2, w.reply(0, 1, b"evil"))).is_empty());
+    assert!(completes(&run(&mut c, 3, w.reply(1, 1, b"good"))).is_empty());
+    assert_eq!(
+        completes(&run(&mut c, 4, w.reply(2, 1, b"good"))),
+        vec![(1, b"good".to_vec())]
+    );
+}
+
+#[test]
+fn a_later_reply_replaces_the_replicas_earlier_vote() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"a", false);
+    run(&mut c, 1, w.reply(0, 1, b"good"));
+    run(&mut c, 2, w.reply(0, 1, b"evil"));
+    // Replica 0 no longer votes "good": one vote is not r + 1.
+    assert!(completes(&run(&mut c, 3, w.reply(1, 1, b"good"))).is_empty());
+    assert_eq!(
+        completes(&run(&mut c, 4, w.reply(2, 1, b"good"))),
+        vec![(1, b"good".to_vec())]
+    );
+}
+
+#[test]
+fn stale_and_non_exec_replies_are_dropped_and_counted() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    assert!(run(&mut c, 0, w.reply(0, 1, b"r")).is_empty());
+    assert_eq!(c.counters().get("stale-reply"), 1);
+
+    submit(&mut c, 0, b"a", false);
+    answer(&w, &mut c, 1, 1, b"r");
+    submit(&mut c, 2, b"b", false);
+    let mut out = Vec::new();
+    for e in 0..3 {
+        c.handle(3, w.reply(e, 1, b"r"), &mut out);
+    }
+    for p in [Principal::Auth(0), Principal::Order(1)] {
+        c.handle(
+            3,
+            w.from(
+                p,
+                Message::Reply {
+                    nc: 2,
+                    result: b"r".to_vec(),
+                },
+            ),
+            &mut out,
+        );
+    }
+    c.handle(
+        3,
+        w.from(Principal::Exec(0), Message::LastExec { next: 4 }),
+        &mut out,
+    );
+    assert!(completes(&out).is_empty());
+    assert_eq!(c.counters().get("stale-reply"), 4);
+    assert_eq!(c.counters().get("drop-reply-not-exec"), 2);
+    assert_eq!(c.counters().get("drop-unexpected"), 1);
+    assert!(c.outstanding());
+}
+
+// ---- CS3 and recovery
+
+#[test]
+fn cs3_request_is_persisted_and_synced_before_it_is_sent() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    let out = submit(&mut c, 0, b"op", false);
+    let put = out
+        .iter()
+        .position(|a| matches!(a, Action::Store(StoreOp::Put { key, .. }) if key == OUT_KEY));
+    let sync = out.iter().position(|a| *a == Action::Store(StoreOp::Sync));
+    let first_send = out.iter().position(|a| matches!(a, Action::Send { .. }));
+    assert!(put.is_some() && sync.is_some() && first_send.is_some());
+    assert!(
+        put < sync && sync < first_send,
+        "put, sync, then send: {out:?}"
+    );
+    let record = disk(&out)
+        .records
+        .get(OUT_KEY)
+        .and_then(|v| decode::<OutRecord>(v));
+    assert_eq!(
+        record,
+        Some(OutRecord::Outstanding {
+            nc: 1,
+            op: b"op".to_vec()
+        })
+    );
+}
+
+#[test]
+fn cs3_recovered_client_resends_its_outstanding_request_on_start() {
+    let w = World::new();
+    let mut before = w.client(Recovered::default());
+    let mut actions = submit(&mut before, 0, b"x", false);
+    actions.extend(answer(&w, &mut before, 1, 1, b"r"));
+    actions.extend(submit(&mut before, 2, b"op", false));
+
+    let ctx = StageContext {
+        config: w.cfg.clone(),
+        keys: w.ring(ME).clone(),
+        seed: 1,
+    };
+    let mut after = Client::new(ctx, disk(&actions));
+    assert!(after.outstanding());
+    assert_eq!(
+        after.submit(0, b"new".to_vec(), false, &mut Vec::new()),
+        Err(ClientBusy)
+    );
+    let out = run(&mut after, 100, Event::Start);
+    let sent = w.sent(&out);
+    assert_eq!(receivers(&sent), auths(&[0, 1, 2, 3]));
+    assert_eq!(request_number(&sent, b"op"), 2);
+    assert_eq!(timer_set(&out, RETRANSMIT), Some(500_000));
+
+    assert_eq!(
+        completes(&answer(&w, &mut after, 200, 2, b"done")),
+        vec![(2, b"done".to_vec())]
+    );
+    let out = submit(&mut after, 300, b"next", false);
+    assert_eq!(request_number(&w.sent(&out), b"next"), 3);
+}
+
+#[test]
+fn cs3_recovered_after_completion_continues_numbering_without_resending() {
+    let w = World::new();
+    let mut before = w.client(Recovered::default());
+    let mut actions = submit(&mut before, 0, b"x", false);
+    actions.extend(answer(&w, &mut before, 1, 1, b"r"));
+
+    let mut after = w.client(disk(&actions));
+    assert!(!after.outstanding());
+    assert!(run(&mut after, 5, Event::Start).is_empty());
+    let out = submit(&mut after, 10, b"y", false);
+    assert_eq!(request_number(&w.sent(&out), b"y"), 2);
+}
+
+#[test]
+fn corrupt_record_starts_at_one_and_is_counted() {
+    let w = World::new();
+    let corrupt = Recovered {
+        corrupt: vec![OUT_KEY.to_string()],
+        ..Recovered::default()
+    };
+    let mut c = w.client(corrupt);
+    assert_eq!(c.counters().get("recovered-corrupt"), 1);
+    assert_eq!(c.next_request_number(), 1);
+
+    let mut garbage = Recovered::default();
+    garbage.records.insert(OUT_KEY.to_string(), vec![0xff; 3]);
+    let c2 = w.client(garbage);
+    assert_eq!(c2.counters().get("recovered-corrupt"), 1);
+    assert!(!c2.outstanding());
+    let out = submit(&mut c, 0, b"op", false);
+    assert_eq!(request_number(&w.sent(&out), b"op"), 1);
+}
+
+#[test]
+fn lost_record_client_renumbers_above_what_r_plus_1_replicas_report() {
+    let w = World::new();
+    let mut c = w.client(Recovered {
+        corrupt: vec![OUT_KEY.to_string()],
+        ..Recovered::default()
+    });
+    submit(&mut c, 0, b"new", false);
+    // One (possibly faulty) replica claiming a high number changes nothing, however often.
+    for _ in 0..3 {
+        assert!(w.sent(&run(&mut c, 1, w.reply(0, 100, b"old"))).is_empty());
+    }
+    // A second replica vouches for 5: one of the two is correct, so 1..=5 are used.
+    let out = run(&mut c, 2, w.reply(1, 5, b"old"));
+    let sync = out.iter().position(|a| *a == Action::Store(StoreOp::Sync));
+    let first_send = out.iter().position(|a| matches!(a, Action::Send { .. }));
+    assert!(sync.is_some() && sync < first_send);
+    assert_eq!(request_number(&w.sent(&out), b"new"), 6);
+    assert_eq!(c.counters().get("renumbered"), 1);
+    assert_eq!(
+        completes(&answer(&w, &mut c, 3, 6, b"ok")),
+        vec![(6, b"ok".to_vec())]
+    );
+    assert_eq!(c.next_request_number(), 7);
+}
+
+// ---- read-only requests
+
+fn read_only_numbers(sent: &[(Principal, Message)], op: &[u8]) -> BTreeSet<ReqNo> {
+    sent.iter()
+        .map(|(_, m)| match m {
+            Message::ReadOnly { nc, op: o } if o == op => *nc,
+            other => panic!("expected a read-only request, got {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn read_only_is_accepted_only_when_every_exec_replica_agrees() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    let out = submit(&mut c, 0, b"get", true);
+    let sent = w.sent(&out);
+    let execs: BTreeSet<Principal> = (0..3).map(Principal::Exec).collect();
+    assert_eq!(receivers(&sent), execs);
+    assert_eq!(read_only_numbers(&sent, b"get"), BTreeSet::from([1]));
+    assert_eq!(timer_set(&out, READ_ONLY_DEADLINE), Some(500_000));
+    assert!(
+        !disk(&out).records.contains_key(OUT_KEY),
+        "read-only uses no ordered number"
+    );
+
+    // r + 1 matching answers would do for an ordered request, not here.
+    assert!(completes(&run(&mut c, 1, w.ro_reply(0, 1, b"v", 5))).is_empty());
+    assert!(completes(&run(&mut c, 2, w.ro_reply(1, 1, b"v", 6))).is_empty());
+    let out = run(&mut c, 3, w.ro_reply(2, 1, b"v", 7));
+    assert_eq!(completes(&out), vec![(0, b"v".to_vec())]);
+    assert!(out.contains(&Action::CancelTimer {
+        id: READ_ONLY_DEADLINE
+    }));
+    assert!(!c.outstanding());
+
+    // The ordered numbering is untouched, the read-only one moves on.
+    let out = submit(&mut c, 4, b"get", true);
+    assert_eq!(
+        read_only_numbers(&w.sent(&out), b"get"),
+        BTreeSet::from([2])
+    );
+    assert!(
+        !out.iter().any(|a| matches!(a, Action::Store(_))),
+        "still within the lease"
+    );
+    answer_read_only(&w, &mut c, 2);
+    let out = submit(&mut c, 5, b"set", false);
+    assert_eq!(request_number(&w.sent(&out), b"set"), 1);
+}
+
+fn answer_read_only(w: &World, c: &mut Client, ro: ReqNo) {
+    for e in 0..3 {
+        run(c, 0, w.ro_reply(e, ro, b"v", 1));
+    }
+}
+
+#[test]
+fn read_only_mismatch_falls_back_to_an_ordered_request() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"get", true);
+    run(&mut c, 1, w.ro_reply(0, 1, b"v", 5));
+    let out = run(&mut c, 2, w.ro_reply(1, 1, b"w", 5));
+    assert!(out.contains(&Action::CancelTimer {
+        id: READ_ONLY_DEADLINE
+    }));
+    let put = out
+        .iter()
+        .position(|a| matches!(a, Action::Store(StoreOp::Put { key, .. }) if key == OUT_KEY));
+    let first_send = out.iter().position(|a| matches!(a, Action::Send { .. }));
+    assert!(
+        put.is_some() && put < first_send,
+        "CS3 holds on the fallback path too"
+    );
+    let sent = w.sent(&out);
+    assert_eq!(receivers(&sent), auths(&[3, 0, 1]));
+    assert_eq!(request_number(&sent, b"get"), 1);
+    assert_eq!(c.counters().get("read-only-mismatch"), 1);
+
+    assert!(completes(&run(&mut c, 3, w.ro_reply(2, 1, b"v", 5))).is_empty());
+    assert_eq!(c.counters().get("stale-read-only-reply"), 1);
+    assert_eq!(
+        completes(&answer(&w, &mut c, 4, 1, b"v")),
+        vec![(1, b"v".to_vec())]
+    );
+}
+
+#[test]
+fn read_only_timeout_falls_back_to_an_ordered_request() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"get", true);
+    run(&mut c, 1, w.ro_reply(0, 1, b"v", 5));
+    run(&mut c, 2, w.ro_reply(1, 1, b"v", 5));
+    let out = run(&mut c, 500_000, Event::Timer(READ_ONLY_DEADLINE));
+    assert_eq!(request_number(&w.sent(&out), b"get"), 1);
+    assert_eq!(timer_set(&out, RETRANSMIT), Some(500_000));
+    assert_eq!(c.counters().get("read-only-timeout"), 1);
+    // A late read-only deadline on the ordered request is ignored.
+    assert!(run(&mut c, 600_000, Event::Timer(READ_ONLY_DEADLINE)).is_empty());
+    assert_eq!(
+        completes(&answer(&w, &mut c, 700_000, 1, b"v")),
+        vec![(1, b"v".to_vec())]
+    );
+}
+
+#[test]
+fn read_only_numbers_are_not_reused_after_a_restart() {
+    let w = World::new();
+    let mut before = w.client(Recovered::default());
+    let out = submit(&mut before, 0, b"get", true);
+    let sync = out.iter().position(|a| *a == Action::Store(StoreOp::Sync));
+    let first_send = out.iter().position(|a| matches!(a, Action::Send { .. }));
+    assert!(
+        sync.is_some() && sync < first_send,
+        "the lease is durable before use"
+    );
+    let recovered = disk(&out);
+    assert!(recovered.records.contains_key(RO_KEY));
+
+    let mut after = w.client(recovered);
+    let out = submit(&mut after, 10, b"get", true);
+    assert_eq!(
+        read_only_numbers(&w.sent(&out), b"get"),
+        BTreeSet::from([1 + RO_LEASE])
+    );
+    // A reply to the read issued before the crash does not count for the new one.
+    run(&mut after, 11, w.ro_reply(0, 1, b"old", 1));
+    assert_eq!(after.counters().get("stale-read-only-reply"), 1);
+}
+
+// ---- push events
+
+#[test]
+fn push_event_is_delivered_once_after_r_plus_1_matching() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    assert!(run(&mut c, 0, w.push(0, 1, b"p")).is_empty());
+    assert!(run(&mut c, 0, w.push(1, 1, b"q")).is_empty());
+    let out = run(&mut c, 0, w.push(2, 1, b"p"));
+    assert_eq!(
+        out,
+        vec![Action::Pushed {
+            event: 1,
+            payload: b"p".to_vec()
+        }]
+    );
+    assert!(run(&mut c, 0, w.push(1, 1, b"p")).is_empty());
+    assert_eq!(c.counters().get("push-duplicate"), 1);
+}
+
+#[test]
+fn push_from_one_faulty_replica_or_a_non_exec_principal_is_not_delivered() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    for _ in 0..3 {
+        assert!(run(&mut c, 0, w.push(0, 5, b"fake")).is_empty());
+    }
+    let msg = Message::Push {
+        event: 5,
+        payload: b"fake".to_vec(),
+    };
+    assert!(run(&mut c, 0, w.from(Principal::Auth(1), msg)).is_empty());
+    assert_eq!(c.counters().get("drop-push-not-exec"), 1);
+}
+
+#[test]
+fn push_memory_stays_bounded_under_a_flood() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    for event in 0..5_000u64 {
+        run(&mut c, 0, w.push(0, event * 7 + 1_000_000, b"junk"));
+    }
+    assert!(c.push.held() <= OPEN_PER_REPLICA);
+    let mut delivered = 0;
+    for event in 0..3_000u64 {
+        run(&mut c, 0, w.push(1, event, b"e"));
+        delivered += run(&mut c, 0, w.push(2, event, b"e")).len();
+    }
+    assert_eq!(delivered, 3_000);
+    assert!(c.push.held() <= DELIVERED_WINDOW as usize + 1 + 3 * OPEN_PER_REPLICA);
+    // An id far below what was delivered may have been delivered and forgotten: refused.
+    assert!(run(&mut c, 0, w.push(1, 3, b"e")).is_empty());
+    assert!(run(&mut c, 0, w.push(2, 3, b"e")).is_empty());
+    assert_eq!(c.counters().get("stale-push"), 2);
+}
+
+// ---- hostile frames
+
+#[test]
+fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"a", false);
+
+    let mut tampered = w.frame(
+        Principal::Exec(0),
+        &Message::Reply {
+            nc: 1,
+            result: b"r".to_vec(),
+        },
+    );
+    let n = tampered.len();
+    tampered[n - 20] ^= 1;
+    assert!(run(&mut c, 1, Event::Receive(tampered)).is_empty());
+    assert_eq!(c.counters().get("drop-bad-mac"), 1);
+
+    // A principal the client shares no key with.
+    let stranger = Principal::Client(99);
+    let id = Arc::new(identity(stranger));
+    let dir = Arc::new(HashMap::from([
+        (stranger, id.public()),
+        (ME, identity(ME).public()),
+    ]));
+    let frame = KeyRing::new(stranger, id, dir)
+        .seal(
+            ME,
+            &Message::Reply {
+                nc: 1,
+                result: b"r".to_vec(),
+            },
+        )
+        .expect("stranger knows the client");
+    assert!(run(&mut c, 1, Event::Receive(frame)).is_empty());
+    assert_eq!(c.counters().get("drop-unknown-sender"), 1);
+
+    // Addressed to someone else.
+    let other = w
+        .ring(Principal::Exec(0))
+        .seal(Principal::Auth(0), &Message::LastExec { next: 1 });
+    assert!(run(&mut c, 1, Event::Receive(other.unwrap_or_default())).is_empty());
+    assert_eq!(c.counters().get("drop-wrong-receiver"), 1);
+
+    assert!(run(&mut c, 1, Event::Receive(vec![1, 2, 3])).is_empty());
+    assert_eq!(c.counters().get("drop-bad-frame"), 1);
+
+    // None of those counted as a vote: one genuine reply is still not enough.
+    assert!(completes(&run(&mut c, 2, w.reply(1, 1, b"r"))).is_empty());
+    assert_eq!(
+        completes(&run(&mut c, 3, w.reply(2, 1, b"r"))),
+        vec![(1, b"r".to_vec())]
+    );
+}
+
+/// Key derivation is the slow part of building a world: share one across proptest cases.
+fn shared_world() -> &'static World {
+    static WORLD: std::sync::OnceLock<World> = std::sync::OnceLock::new();
+    WORLD.get_or_init(World::new)
+}
+
+proptest::proptest! {
+    #[test]
+    fn arbitrary_bytes_never_panic_or_act(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+        let w = shared_world();
+        let mut c = w.client(Recovered::default());
+        submit(&mut c, 0, b"a", false);
+        proptest::prop_assert!(run(&mut c, 1, Event::Receive(bytes)).is_empty());
+    }
+
+    #[test]
+    fn arbitrary_recovered_records_never_panic(out in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+                                               ro in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12)) {
+        let mut recovered = Recovered::default();
+        recovered.records.insert(OUT_KEY.to_string(), out);
+        recovered.records.insert(RO_KEY.to_string(), ro);
+        let w = shared_world();
+        let mut c = Client::new(
+            StageContext { config: w.cfg.clone(), keys: w.ring(ME).clone(), seed: 1 },
+            recovered,
+        );
+        run(&mut c, 0, Event::Start);
+        proptest::prop_assert!(c.next_request_number() >= 1);
+    }
+}
