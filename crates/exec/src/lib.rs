@@ -1,34 +1,386 @@
-//! The execution stage (seed 004 §5.7.4, §6.3, Figure 6.6). See docs/protocol.md.
+//! The execution stage (seed 004 §5.3.2, §5.7.4 Figure 5.9, §6.3 Figure 6.6). See
+//! docs/protocol.md.
+//!
+//! An execution replica learns each batch from `r + 1` matching committed NEXT-BATCH messages
+//! (one correct order replica among them), fetches the bodies of large requests from the
+//! authentication stage, delivers batches to the application strictly in sequence order with
+//! the agreed time and seed, caches and sends the last reply per client, checkpoints every
+//! `CP_interval` batches (persisted before its token leaves), and loads a checkpoint named by
+//! `r + 1` matching LOAD-CPs, from its disk or from a peer, verified against the token.
+//!
+//! One file per concern: `learn.rs` (NEXT-BATCH votes, bodies), `execute.rs` (delivery,
+//! replies, checkpoints taken), `transfer.rs` (LOAD-CP, state transfer, serving peers),
+//! `checkpoint.rs` (the execution checkpoint and its encoding), `recovery.rs` (restart).
+
+mod checkpoint;
+mod execute;
+mod learn;
+mod recovery;
+mod transfer;
+
+#[cfg(test)]
+mod tests;
+
+pub use checkpoint::{checkpoint_key, ExecCheckpoint, CHECKPOINT_PREFIX};
 
 use plumb_app::Application;
-use plumb_core::{Action, Counters, Event, Micros, Recovered, Stage, StageContext};
-use plumb_wire::{Principal, Seq};
+use plumb_config::{ProtocolConfig, Quorums};
+use plumb_core::{
+    Action, Counters, Event, Micros, Observation, Recovered, Stage, StageContext, StoreOp, TimerId,
+};
+use plumb_crypto::Digest;
+use plumb_wire::{ClientId, Message, Principal, ReqNo, Seq, WireError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Periodic catch-up: ask the order stage for missed batches, re-ask peers during a transfer.
+const CATCH_UP: TimerId = TimerId(1);
+/// Re-fetch missing request bodies from every authentication replica.
+const FETCH: TimerId = TimerId(2);
+
+/// A checkpoint this replica holds (on disk and in memory), to load or to serve to peers.
+#[derive(Debug, Clone)]
+struct Held {
+    token: Digest,
+    bytes: Vec<u8>,
+}
 
 pub struct ExecReplica<A: Application> {
     ctx: StageContext,
+    cfg: Arc<ProtocolConfig>,
+    q: Quorums,
+    me: u16,
     app: A,
     counters: Counters,
+    now: Micros,
+
+    // --- the execution state a checkpoint captures (with the application's)
+    next_seq: Seq,
+    /// Agreed time of the last executed non-null batch.
+    agreed_time: Micros,
+    /// Last reply per client: (request number, result).
+    replies: BTreeMap<ClientId, (ReqNo, Vec<u8>)>,
+    /// Next push event id per client.
+    next_push: BTreeMap<ClientId, u64>,
+
+    // --- learning
+    votes: BTreeMap<Seq, learn::SeqVotes>,
+    /// Bytes of batches each order replica's current votes hold: bounds what a faulty one can pin.
+    vote_bytes: BTreeMap<u16, usize>,
+    learned: BTreeMap<Seq, learn::Learned>,
+    learned_total: u64,
+    learned_at_last_tick: u64,
+    fetch_armed: bool,
+
+    // --- checkpoints and state transfer
+    checkpoints: BTreeMap<Seq, Held>,
+    /// Each order replica's latest LOAD-CP.
+    load_votes: BTreeMap<u16, (Seq, Digest)>,
+    loading: Option<transfer::Loading>,
+
+    // --- rate limits
+    retransmit_served: BTreeMap<ClientId, Micros>,
+    checkpoint_served: BTreeMap<u16, (Seq, Micros)>,
+
+    // --- recovery, reported on Start
+    recovered_checkpoint: Option<(Seq, Digest)>,
+    unusable_keys: Vec<String>,
 }
 
 impl<A: Application> ExecReplica<A> {
-    pub fn new(ctx: StageContext, app: A, _recovered: Recovered) -> ExecReplica<A> {
-        ExecReplica { ctx, app, counters: Counters::default() }
+    pub fn new(ctx: StageContext, app: A, recovered: Recovered) -> ExecReplica<A> {
+        let me = match ctx.keys.me() {
+            Principal::Exec(i) => i,
+            _ => u16::MAX,
+        };
+        let cfg = ctx.config.clone();
+        let mut replica = ExecReplica {
+            q: cfg.quorums,
+            cfg,
+            me,
+            app,
+            counters: Counters::default(),
+            now: 0,
+            next_seq: 1,
+            agreed_time: 0,
+            replies: BTreeMap::new(),
+            next_push: BTreeMap::new(),
+            votes: BTreeMap::new(),
+            vote_bytes: BTreeMap::new(),
+            learned: BTreeMap::new(),
+            learned_total: 0,
+            learned_at_last_tick: 0,
+            fetch_armed: false,
+            checkpoints: BTreeMap::new(),
+            load_votes: BTreeMap::new(),
+            loading: None,
+            retransmit_served: BTreeMap::new(),
+            checkpoint_served: BTreeMap::new(),
+            recovered_checkpoint: None,
+            unusable_keys: Vec::new(),
+            ctx,
+        };
+        if !recovered.is_empty() {
+            replica.recover(recovered);
+        }
+        replica
     }
+
     pub fn app(&self) -> &A {
         &self.app
     }
+
     /// The next batch this replica will execute.
     pub fn next_seq(&self) -> Seq {
-        1
+        self.next_seq
+    }
+
+    /// Agreed time of the last executed non-null batch (0 before any).
+    pub fn agreed_time(&self) -> Micros {
+        self.agreed_time
+    }
+
+    /// Sequence numbers of the checkpoints this replica holds.
+    pub fn held_checkpoints(&self) -> Vec<Seq> {
+        self.checkpoints.keys().copied().collect()
+    }
+
+    fn interval(&self) -> Seq {
+        self.cfg.checkpoint_interval.max(1)
+    }
+
+    fn send(&mut self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
+        match self.ctx.keys.seal(to, msg) {
+            Some(frame) => out.push(Action::Send { to, frame }),
+            None => self.counters.add("drop-send-unknown-peer"),
+        }
+    }
+
+    fn send_to_order(&mut self, msg: &Message, out: &mut Vec<Action>) {
+        for o in 0..self.q.order as u16 {
+            self.send(Principal::Order(o), msg, out);
+        }
+    }
+
+    fn send_to_auth(&mut self, msg: &Message, out: &mut Vec<Action>) {
+        for a in 0..self.q.auth as u16 {
+            self.send(Principal::Auth(a), msg, out);
+        }
+    }
+
+    fn send_to_exec_peers(&mut self, msg: &Message, out: &mut Vec<Action>) {
+        for e in 0..self.q.exec as u16 {
+            if e != self.me {
+                self.send(Principal::Exec(e), msg, out);
+            }
+        }
+    }
+
+    fn persist(&mut self, key: String, value: Vec<u8>, out: &mut Vec<Action>) {
+        out.push(Action::Store(StoreOp::Put { key, value }));
+        out.push(Action::Store(StoreOp::Sync));
+    }
+
+    /// LAST-EXEC: tell every order replica which batch we need next (EL4, OL3/OL4).
+    fn send_last_exec(&mut self, out: &mut Vec<Action>) {
+        let msg = Message::LastExec {
+            next: self.next_seq,
+        };
+        self.send_to_order(&msg, out);
+    }
+
+    fn on_start(&mut self, out: &mut Vec<Action>) {
+        for key in std::mem::take(&mut self.unusable_keys) {
+            out.push(Action::Store(StoreOp::Delete { key }));
+        }
+        if let Some((seq, token)) = self.recovered_checkpoint.take() {
+            out.push(Action::Observe(Observation::CheckpointLoaded {
+                seq,
+                token,
+            }));
+        }
+        // Replay from the checkpoint (ES5) happens through the normal catch-up path.
+        self.send_last_exec(out);
+        out.push(Action::SetTimer {
+            id: CATCH_UP,
+            after: self.cfg.catch_up_us,
+        });
+    }
+
+    /// Ask again for whatever we are missing: batches (a gap, or votes that never reach a
+    /// quorum), and checkpoint state during a transfer.
+    fn on_catch_up_tick(&mut self, out: &mut Vec<Action>) {
+        out.push(Action::SetTimer {
+            id: CATCH_UP,
+            after: self.cfg.catch_up_us,
+        });
+        if self.loading.is_some() {
+            self.request_transfer(out);
+        }
+        let stalled = !self.votes.is_empty() && self.learned_total == self.learned_at_last_tick;
+        self.learned_at_last_tick = self.learned_total;
+        if self.has_gap() || stalled {
+            self.send_last_exec(out);
+        }
+    }
+
+    /// Something above `next_seq` is known while `next_seq` itself is not learned.
+    fn has_gap(&self) -> bool {
+        let next = self.next_seq;
+        !self.learned.contains_key(&next)
+            && (self.votes.range(next + 1..).next().is_some()
+                || self.learned.range(next + 1..).next().is_some())
+    }
+
+    fn on_frame(&mut self, frame: &[u8], out: &mut Vec<Action>) {
+        match self.ctx.keys.open(frame) {
+            Ok((from, msg)) => self.on_message(from, msg, out),
+            Err(e) => self.counters.add(drop_reason(&e)),
+        }
+    }
+
+    fn on_message(&mut self, from: Principal, msg: Message, out: &mut Vec<Action>) {
+        let q = self.q;
+        match (from, msg) {
+            (Principal::Order(o), msg) if (o as usize) < q.order => {
+                self.on_order_message(o, msg, out)
+            }
+            (
+                Principal::Auth(a),
+                Message::Command {
+                    seq,
+                    client,
+                    nc,
+                    op,
+                },
+            ) if (a as usize) < q.auth => self.on_command(seq, client, nc, op, out),
+            (Principal::Exec(e), msg) if (e as usize) < q.exec && e != self.me => {
+                self.on_peer_message(e, msg, out)
+            }
+            (Principal::Client(c), Message::ReadOnly { nc, op }) => {
+                self.on_read_only(c, nc, op, out)
+            }
+            _ => self.counters.add("drop-unexpected"),
+        }
+    }
+
+    fn on_order_message(&mut self, o: u16, msg: Message, out: &mut Vec<Action>) {
+        match msg {
+            Message::NextBatch { seq, batch, .. } => self.on_next_batch(o, seq, batch, out),
+            Message::Retransmit { client, next_seq } => self.on_retransmit(client, next_seq, out),
+            Message::LoadCp { seq, token } => self.on_load_cp(o, seq, token, out),
+            _ => self.counters.add("drop-unexpected"),
+        }
+    }
+
+    fn on_peer_message(&mut self, e: u16, msg: Message, out: &mut Vec<Action>) {
+        match msg {
+            Message::FetchExecCp { seq } => self.on_fetch_exec_cp(e, seq, out),
+            Message::ExecCpState { seq, state } => self.on_exec_cp_state(seq, state, out),
+            Message::FetchState { token } => self.on_fetch_state(e, token, out),
+            Message::State { token, data } => self.on_state(token, data, out),
+            _ => self.counters.add("drop-unexpected"),
+        }
+    }
+
+    /// Read-only optimisation (§5.5): answer from the current state, saying how far it is.
+    fn on_read_only(&mut self, c: ClientId, nc: ReqNo, op: Vec<u8>, out: &mut Vec<Action>) {
+        let result = self.app.execute_read_only(c, &op);
+        let msg = Message::ReadOnlyReply {
+            nc,
+            result,
+            executed: self.next_seq.saturating_sub(1),
+        };
+        self.send(Principal::Client(c), &msg, out);
+    }
+
+    /// RETRANSMIT: the order stage saw client `client` retransmit. Catch up if the order stage
+    /// is ahead (EL4); resend the cached reply and tell the authentication stage the request is
+    /// done (EL3).
+    fn on_retransmit(&mut self, client: ClientId, order_next: Seq, out: &mut Vec<Action>) {
+        if !self.retransmit_allowed(client) {
+            self.counters.add("retransmit-rate-limited");
+            return;
+        }
+        if order_next > self.next_seq {
+            self.send_last_exec(out);
+        }
+        let Some((nc, result)) = self.replies.get(&client).cloned() else {
+            return;
+        };
+        self.send(
+            Principal::Client(client),
+            &Message::Reply { nc, result },
+            out,
+        );
+        let done = Message::BatchComplete {
+            seq: self.next_seq.saturating_sub(1),
+            executed: vec![plumb_wire::Executed { client, nc }],
+        };
+        self.send_to_auth(&done, out);
+    }
+
+    /// At most one RETRANSMIT per client per `catch_up_us`. The table is pruned of expired
+    /// entries when it grows, so a faulty order replica naming many clients cannot grow it
+    /// without bound.
+    fn retransmit_allowed(&mut self, client: ClientId) -> bool {
+        let now = self.now;
+        let period = self.cfg.catch_up_us;
+        if self
+            .retransmit_served
+            .get(&client)
+            .is_some_and(|t| now < t.saturating_add(period))
+        {
+            return false;
+        }
+        let limit = RETRANSMIT_TABLE_MIN.max(2 * self.replies.len());
+        if self.retransmit_served.len() >= limit {
+            self.retransmit_served
+                .retain(|_, t| now < t.saturating_add(period));
+            if self.retransmit_served.len() >= limit {
+                return false;
+            }
+        }
+        self.retransmit_served.insert(client, now);
+        true
     }
 }
+
+/// The retransmission rate-limit table may always hold this many clients.
+const RETRANSMIT_TABLE_MIN: usize = 1024;
 
 impl<A: Application> Stage for ExecReplica<A> {
     fn principal(&self) -> Principal {
         self.ctx.keys.me()
     }
-    fn handle(&mut self, _now: Micros, _event: Event, _out: &mut Vec<Action>) {}
+
+    fn handle(&mut self, now: Micros, event: Event, out: &mut Vec<Action>) {
+        self.now = now;
+        match event {
+            Event::Start => self.on_start(out),
+            Event::Timer(CATCH_UP) => self.on_catch_up_tick(out),
+            Event::Timer(FETCH) => self.on_fetch_tick(out),
+            Event::Timer(_) => self.counters.add("drop-unknown-timer"),
+            Event::Receive(frame) => self.on_frame(&frame, out),
+        }
+    }
+
     fn counters(&self) -> &Counters {
         &self.counters
+    }
+}
+
+fn drop_reason(e: &WireError) -> &'static str {
+    match e {
+        WireError::Short(_) => "drop-short",
+        WireError::TooLarge(_) => "drop-too-large",
+        WireError::BadMagic => "drop-bad-magic",
+        WireError::BadVersion(_) => "drop-bad-version",
+        WireError::BadLength { .. } => "drop-bad-length",
+        WireError::BadSender(_) => "drop-bad-sender",
+        WireError::WrongReceiver(_) => "drop-wrong-receiver",
+        WireError::UnknownSender(_) => "drop-unknown-sender",
+        WireError::BadMac(_) => "drop-bad-mac",
+        WireError::Malformed(..) => "drop-malformed",
     }
 }

@@ -1,0 +1,94 @@
+//! The execution checkpoint (seed 004 §5.3.2, Figure 5.5): everything an execution replica
+//! needs to continue after batch `seq`. Its token is the BLAKE3 digest of its canonical bytes.
+
+use plumb_crypto::Digest;
+use plumb_wire::{ClientId, Micros, ReqNo, Seq};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Storage keys of execution checkpoints: `exec/cp/<seq, 20 digits>`, so they sort by seq.
+pub const CHECKPOINT_PREFIX: &str = "exec/cp/";
+
+pub fn checkpoint_key(seq: Seq) -> String {
+    format!("{CHECKPOINT_PREFIX}{seq:020}")
+}
+
+pub(crate) fn parse_checkpoint_key(key: &str) -> Option<Seq> {
+    let digits = key.strip_prefix(CHECKPOINT_PREFIX)?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// State after executing every batch up to and including `seq`.
+///
+/// The encoding is canonical: postcard of fixed-order fields and `BTreeMap`s, so correct
+/// replicas that executed the same batches produce the same bytes and the same token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecCheckpoint {
+    pub seq: Seq,
+    /// The application's checkpoint (its whole state, or a token naming state it keeps).
+    pub app: Vec<u8>,
+    /// Last reply per client: (request number, result).
+    pub replies: BTreeMap<ClientId, (ReqNo, Vec<u8>)>,
+    /// Agreed time of the last non-null batch at or before `seq`.
+    pub agreed_time: Micros,
+    /// Next push event id per client.
+    pub next_push: BTreeMap<ClientId, u64>,
+}
+
+impl ExecCheckpoint {
+    pub fn encode(&self) -> Vec<u8> {
+        // Encoding an in-memory value into a Vec cannot fail (no unsupported types).
+        postcard::to_stdvec(self).unwrap_or_default()
+    }
+
+    /// Decode bytes that passed the token check (or came from our own disk). Trailing bytes
+    /// are refused so that one token names exactly one encoding.
+    pub fn decode(bytes: &[u8]) -> Option<ExecCheckpoint> {
+        match postcard::take_from_bytes::<ExecCheckpoint>(bytes) {
+            Ok((cp, [])) => Some(cp),
+            _ => None,
+        }
+    }
+
+    pub fn token(bytes: &[u8]) -> Digest {
+        Digest::of(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_sort_by_seq() {
+        assert_eq!(parse_checkpoint_key(&checkpoint_key(42)), Some(42));
+        assert!(checkpoint_key(9) < checkpoint_key(10));
+        assert_eq!(parse_checkpoint_key("exec/cp/12"), None);
+        assert_eq!(parse_checkpoint_key("order/cp/00000000000000000001"), None);
+        assert_eq!(parse_checkpoint_key("exec/cp/+0000000000000000001"), None);
+    }
+
+    #[test]
+    fn encoding_is_canonical_and_rejects_trailing_bytes() {
+        let mut a = ExecCheckpoint {
+            seq: 4,
+            app: b"state".to_vec(),
+            replies: BTreeMap::new(),
+            agreed_time: 9,
+            next_push: BTreeMap::new(),
+        };
+        let mut b = a.clone();
+        a.replies.insert(2, (1, b"x".to_vec()));
+        a.replies.insert(1, (5, b"y".to_vec()));
+        b.replies.insert(1, (5, b"y".to_vec()));
+        b.replies.insert(2, (1, b"x".to_vec()));
+        assert_eq!(a.encode(), b.encode());
+        let mut bytes = a.encode();
+        assert_eq!(ExecCheckpoint::decode(&bytes), Some(a));
+        bytes.push(0);
+        assert_eq!(ExecCheckpoint::decode(&bytes), None);
+    }
+}

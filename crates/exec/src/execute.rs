@@ -1,0 +1,142 @@
+//! Delivering batches to the application (EL1b, ES1-ES3, EL2) and taking checkpoints (ES4).
+
+use crate::checkpoint::{checkpoint_key, ExecCheckpoint};
+use crate::learn::Learned;
+use crate::{ExecReplica, Held};
+use plumb_app::{Application, Command, NonDeterminism};
+use plumb_core::{Action, Observation, StoreOp};
+use plumb_crypto::Digest;
+use plumb_wire::{ClientId, Message, Principal, ReqNo, Seq};
+
+impl<A: Application> ExecReplica<A> {
+    /// Deliver every batch from `next_seq` on that is learned and has all its bodies, in order:
+    /// batch `n` only ever follows batch `n - 1` (ES1).
+    pub(crate) fn execute_ready(&mut self, out: &mut Vec<Action>) {
+        while self
+            .learned
+            .get(&self.next_seq)
+            .is_some_and(Learned::complete)
+        {
+            let Some(learned) = self.learned.remove(&self.next_seq) else {
+                break;
+            };
+            self.execute_batch(learned, out);
+        }
+        self.forget_below(self.next_seq);
+        self.drop_overtaken_load();
+    }
+
+    fn execute_batch(&mut self, learned: Learned, out: &mut Vec<Action>) {
+        let seq = self.next_seq;
+        let batch = &learned.batch;
+        let null = batch.requests.is_empty();
+        let requests: Vec<(ClientId, ReqNo, Digest)> = batch
+            .requests
+            .iter()
+            .map(|r| (r.client, r.nc, r.op_digest()))
+            .collect();
+        if !null {
+            // docs/protocol.md "Agreed time": strictly increasing whatever the batch times are.
+            let agreed = batch.time.max(self.agreed_time.saturating_add(1));
+            let commands: Vec<Command<'_>> = batch
+                .requests
+                .iter()
+                .zip(&learned.bodies)
+                .filter_map(|(r, body)| {
+                    body.as_deref().map(|op| Command {
+                        client: r.client,
+                        nc: r.nc,
+                        op,
+                    })
+                })
+                .collect();
+            let output = self.app.execute(
+                seq,
+                &commands,
+                NonDeterminism {
+                    time: agreed,
+                    seed: batch.seed,
+                },
+            );
+            self.agreed_time = agreed;
+            if output.replies.len() != commands.len() {
+                self.counters.add("app-reply-count-mismatch");
+            }
+            for (command, result) in commands.iter().zip(output.replies) {
+                self.reply(command.client, command.nc, result, out);
+            }
+            for (client, payload) in output.pushes {
+                self.push(client, payload, out);
+            }
+        }
+        // A null batch (view-change filler) is not given to the application (LS2) and leaves
+        // the agreed time unchanged.
+        out.push(Action::Observe(Observation::Delivered {
+            seq,
+            digest: learned.digest,
+            agreed_time: self.agreed_time,
+            requests,
+            null,
+        }));
+        self.next_seq = seq + 1;
+        if seq % self.interval() == 0 {
+            self.take_checkpoint(seq, out);
+        }
+    }
+
+    /// Cache the reply, then send it (EL2, ES3).
+    fn reply(&mut self, client: ClientId, nc: ReqNo, result: Vec<u8>, out: &mut Vec<Action>) {
+        let msg = Message::Reply {
+            nc,
+            result: result.clone(),
+        };
+        self.replies.insert(client, (nc, result));
+        self.send(Principal::Client(client), &msg, out);
+    }
+
+    fn push(&mut self, client: ClientId, payload: Vec<u8>, out: &mut Vec<Action>) {
+        let id = self.next_push.entry(client).or_insert(1);
+        let event = *id;
+        *id += 1;
+        self.send(
+            Principal::Client(client),
+            &Message::Push { event, payload },
+            out,
+        );
+    }
+
+    /// ES4: the checkpoint is durable before its token leaves, so the order stage never learns
+    /// a token that no correct replica can produce after a power loss.
+    fn take_checkpoint(&mut self, seq: Seq, out: &mut Vec<Action>) {
+        let cp = ExecCheckpoint {
+            seq,
+            app: self.app.take_checkpoint(),
+            replies: self.replies.clone(),
+            agreed_time: self.agreed_time,
+            next_push: self.next_push.clone(),
+        };
+        let bytes = cp.encode();
+        let token = ExecCheckpoint::token(&bytes);
+        self.persist(checkpoint_key(seq), bytes.clone(), out);
+        self.send_to_order(&Message::CpToken { seq, token }, out);
+        out.push(Action::Observe(Observation::CheckpointTaken { seq, token }));
+        self.checkpoints.insert(seq, Held { token, bytes });
+        self.collect_checkpoints(seq, out);
+    }
+
+    /// Keep checkpoints back to `latest - 2 * CP_interval`: the order stage may still name
+    /// those in a LOAD-CP (seed 004 §5.3.2 garbage collection).
+    pub(crate) fn collect_checkpoints(&mut self, latest: Seq, out: &mut Vec<Action>) {
+        let keep_from = latest.saturating_sub(2 * self.interval());
+        let kept = self.checkpoints.split_off(&keep_from);
+        let old = std::mem::replace(&mut self.checkpoints, kept);
+        for (seq, held) in old {
+            out.push(Action::Store(StoreOp::Delete {
+                key: checkpoint_key(seq),
+            }));
+            if let Some(cp) = ExecCheckpoint::decode(&held.bytes) {
+                self.app.release_checkpoint(&cp.app);
+            }
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! Learning batches (execution consensus, seed 004 §6.3.1) and fetching their bodies (EL1a).
+//!
+//! A batch is learned when `r + 1` distinct order replicas sent the same digest for its
+//! sequence number: at least one of them is correct, so the batch is the committed one (ES2).
+//! Each order replica has at most one vote per sequence number; a later one replaces it.
+
+use crate::{ExecReplica, FETCH};
+use plumb_app::Application;
+use plumb_core::Action;
+use plumb_crypto::Digest;
+use plumb_wire::{Batch, Body, ClientId, Executed, Message, Principal, ReqNo, Seq};
+use std::collections::BTreeMap;
+
+/// Fixed per-request cost counted against a sender's vote budget (identity, digest, framing).
+const REQUEST_OVERHEAD: usize = 96;
+
+/// Votes for one not-yet-learned sequence number.
+#[derive(Debug, Default)]
+pub(crate) struct SeqVotes {
+    /// Order replica -> (digest it sent, bytes its batch weighs).
+    by_replica: BTreeMap<u16, (Digest, usize)>,
+    /// One copy of each proposed batch.
+    batches: BTreeMap<Digest, Batch>,
+}
+
+impl SeqVotes {
+    fn count(&self, digest: &Digest) -> usize {
+        self.by_replica
+            .values()
+            .filter(|(d, _)| d == digest)
+            .count()
+    }
+}
+
+/// A learned batch and the request bodies gathered so far (inline ones at once).
+#[derive(Debug)]
+pub(crate) struct Learned {
+    pub(crate) batch: Batch,
+    pub(crate) digest: Digest,
+    pub(crate) bodies: Vec<Option<Vec<u8>>>,
+}
+
+impl Learned {
+    pub(crate) fn complete(&self) -> bool {
+        self.bodies.iter().all(Option::is_some)
+    }
+
+    /// Requests whose bodies are still missing: (client, nc, digest).
+    fn missing(&self) -> impl Iterator<Item = (ClientId, ReqNo, Digest)> + '_ {
+        self.batch
+            .requests
+            .iter()
+            .zip(&self.bodies)
+            .filter_map(|(r, b)| match (&r.body, b) {
+                (Body::Digest(d), None) => Some((r.client, r.nc, *d)),
+                _ => None,
+            })
+    }
+}
+
+fn batch_weight(batch: &Batch) -> usize {
+    batch
+        .requests
+        .iter()
+        .map(|r| match &r.body {
+            Body::Inline(op) => op.len() + REQUEST_OVERHEAD,
+            Body::Digest(_) => REQUEST_OVERHEAD,
+        })
+        .sum::<usize>()
+        + REQUEST_OVERHEAD
+}
+
+impl<A: Application> ExecReplica<A> {
+    /// Highest sequence number we keep votes for: the order stage runs at most two intervals
+    /// ahead of its stable checkpoint; one more interval absorbs messages in flight while that
+    /// checkpoint moves. A replica further behind is told to load a checkpoint instead.
+    fn vote_horizon(&self) -> Seq {
+        self.next_seq.saturating_add(3 * self.interval())
+    }
+
+    /// Bytes of unlearned batches one order replica may pin: twice what full batches of
+    /// inline requests over the whole window weigh.
+    fn vote_budget(&self) -> usize {
+        let per_batch = self
+            .cfg
+            .batch_max
+            .saturating_mul(self.cfg.inline_max_bytes + REQUEST_OVERHEAD)
+            + REQUEST_OVERHEAD;
+        (3 * self.interval() as usize + 1)
+            .saturating_mul(per_batch)
+            .saturating_mul(2)
+    }
+
+    fn learn_quorum(&self) -> usize {
+        #[cfg(feature = "sabotage")]
+        if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::ExecLearnBelowQuorum) {
+            return 1;
+        }
+        self.q.exec_learn()
+    }
+
+    pub(crate) fn on_next_batch(&mut self, o: u16, seq: Seq, batch: Batch, out: &mut Vec<Action>) {
+        if seq < self.next_seq {
+            self.counters.add("next-batch-already-executed");
+            return;
+        }
+        if seq > self.vote_horizon() {
+            self.counters.add("drop-next-batch-beyond-window");
+            return;
+        }
+        if self.learned.contains_key(&seq) {
+            self.counters.add("next-batch-already-learned");
+            return;
+        }
+        if batch.requests.len() > self.cfg.batch_max {
+            // The order stage never commits such a batch: only a faulty replica sends it.
+            self.counters.add("drop-next-batch-oversized");
+            return;
+        }
+        let digest = batch.digest(seq);
+        if !self.record_vote(o, seq, digest, batch) {
+            self.counters.add("drop-next-batch-over-budget");
+            return;
+        }
+        let votes = self.votes.get(&seq).map_or(0, |v| v.count(&digest));
+        if votes >= self.learn_quorum() {
+            self.learn(seq, digest, out);
+            self.execute_ready(out);
+        }
+    }
+
+    /// Record `o`'s vote for `digest` at `seq`, replacing its earlier one. False if it would
+    /// push `o` over its budget (its earlier vote is then gone too).
+    fn record_vote(&mut self, o: u16, seq: Seq, digest: Digest, batch: Batch) -> bool {
+        let budget = self.vote_budget();
+        let weight = batch_weight(&batch);
+        let entry = self.votes.entry(seq).or_default();
+        if let Some((old, old_weight)) = entry.by_replica.remove(&o) {
+            sub_weight(&mut self.vote_bytes, o, old_weight);
+            if entry.count(&old) == 0 {
+                entry.batches.remove(&old);
+            }
+        }
+        let used = self.vote_bytes.get(&o).copied().unwrap_or(0);
+        if used.saturating_add(weight) > budget {
+            if entry.by_replica.is_empty() {
+                self.votes.remove(&seq);
+            }
+            return false;
+        }
+        entry.by_replica.insert(o, (digest, weight));
+        entry.batches.entry(digest).or_insert(batch);
+        *self.vote_bytes.entry(o).or_insert(0) += weight;
+        true
+    }
+
+    /// Forget the votes for `seq`, returning the batch with `digest` if one was proposed.
+    fn take_votes(&mut self, seq: Seq, digest: Option<Digest>) -> Option<Batch> {
+        let mut entry = self.votes.remove(&seq)?;
+        for (o, (_, weight)) in &entry.by_replica {
+            sub_weight(&mut self.vote_bytes, *o, *weight);
+        }
+        digest.and_then(|d| entry.batches.remove(&d))
+    }
+
+    /// Drop votes and learned batches that can no longer be executed.
+    pub(crate) fn forget_below(&mut self, next: Seq) {
+        let stale: Vec<Seq> = self.votes.range(..next).map(|(s, _)| *s).collect();
+        for s in stale {
+            self.take_votes(s, None);
+        }
+        self.learned = self.learned.split_off(&next);
+    }
+
+    /// Batch `seq` is learned: tell the authentication stage its requests are ordered and
+    /// fetch the bodies we lack (EL1a).
+    fn learn(&mut self, seq: Seq, digest: Digest, out: &mut Vec<Action>) {
+        let Some(batch) = self.take_votes(seq, Some(digest)) else {
+            return;
+        };
+        self.learned_total += 1;
+        let executed = batch
+            .requests
+            .iter()
+            .map(|r| Executed {
+                client: r.client,
+                nc: r.nc,
+            })
+            .collect();
+        self.send_to_auth(&Message::BatchComplete { seq, executed }, out);
+        let bodies = batch
+            .requests
+            .iter()
+            .map(|r| match &r.body {
+                Body::Inline(op) => Some(op.clone()),
+                Body::Digest(_) => None,
+            })
+            .collect();
+        let learned = Learned {
+            batch,
+            digest,
+            bodies,
+        };
+        let fetches: Vec<(ClientId, ReqNo, Digest)> = learned.missing().collect();
+        self.learned.insert(seq, learned);
+        if fetches.is_empty() {
+            return;
+        }
+        let n_auth = self.q.auth.max(1) as u64;
+        for (client, nc, digest) in fetches {
+            // First ask one replica, chosen by client to spread load; all of them on the timer.
+            let to = Principal::Auth((client as u64 % n_auth) as u16);
+            self.send(
+                to,
+                &Message::Fetch {
+                    seq,
+                    client,
+                    nc,
+                    digest,
+                },
+                out,
+            );
+        }
+        self.arm_fetch_timer(out);
+    }
+
+    fn arm_fetch_timer(&mut self, out: &mut Vec<Action>) {
+        if !self.fetch_armed {
+            self.fetch_armed = true;
+            out.push(Action::SetTimer {
+                id: FETCH,
+                after: self.cfg.catch_up_us,
+            });
+        }
+    }
+
+    /// Bodies still missing after a timeout: ask every authentication replica.
+    pub(crate) fn on_fetch_tick(&mut self, out: &mut Vec<Action>) {
+        self.fetch_armed = false;
+        let fetches: Vec<Message> = self
+            .learned
+            .iter()
+            .flat_map(|(seq, l)| {
+                l.missing().map(|(client, nc, digest)| Message::Fetch {
+                    seq: *seq,
+                    client,
+                    nc,
+                    digest,
+                })
+            })
+            .collect();
+        if fetches.is_empty() {
+            return;
+        }
+        for msg in &fetches {
+            self.send_to_auth(msg, out);
+        }
+        self.arm_fetch_timer(out);
+    }
+
+    /// COMMAND: a body for a learned batch, accepted only if it hashes to the digest the batch
+    /// carries (a faulty authentication replica cannot substitute an operation).
+    pub(crate) fn on_command(
+        &mut self,
+        seq: Seq,
+        client: ClientId,
+        nc: ReqNo,
+        op: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(learned) = self.learned.get_mut(&seq) else {
+            self.counters.add("drop-command-unknown-batch");
+            return;
+        };
+        let got = Digest::of(&op);
+        let slot = learned
+            .batch
+            .requests
+            .iter()
+            .zip(learned.bodies.iter_mut())
+            .find(|(r, b)| r.client == client && r.nc == nc && b.is_none());
+        match slot {
+            Some((r, body)) if matches!(r.body, Body::Digest(d) if d == got) => *body = Some(op),
+            Some(_) => {
+                self.counters.add("drop-command-bad-digest");
+                return;
+            }
+            None => {
+                self.counters.add("command-not-needed");
+                return;
+            }
+        }
+        self.execute_ready(out);
+    }
+}
+
+fn sub_weight(bytes: &mut BTreeMap<u16, usize>, o: u16, weight: usize) {
+    if let Some(b) = bytes.get_mut(&o) {
+        *b = b.saturating_sub(weight);
+        if *b == 0 {
+            bytes.remove(&o);
+        }
+    }
+}

@@ -1,0 +1,1155 @@
+//! Execution replica tests, named after the property they check (seed 004 §5.4.4, §6.3.4).
+//! Order, authentication and client principals are played by the test.
+
+use super::*;
+use plumb_app::{BatchOutput, Command, LoadError, NonDeterminism};
+use plumb_config::{Faults, ProtocolConfig, Quorums};
+use plumb_core::{Action, Event, KeyRing, Observation, Recovered, Stage, StoreOp};
+use plumb_crypto::{Digest, Identity, PublicIdentity};
+use plumb_wire::{Batch, Body, Executed, Message, Principal, ReqCore, Seq};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// A register map. Operations (text): `put k v` -> "ok", `get k` -> value, `push c text` ->
+/// a push event for client `c`.
+#[derive(Default)]
+struct Registers {
+    map: BTreeMap<String, String>,
+    /// Instrumentation, not state: every `execute` call.
+    calls: Vec<(Seq, NonDeterminism, usize)>,
+    /// Token mode: the checkpoint is the digest of the map, kept in `blobs` and moved by
+    /// `fetch_state` / `load_state`.
+    by_token: bool,
+    blobs: BTreeMap<Digest, Vec<u8>>,
+    released: Vec<Vec<u8>>,
+}
+
+impl Registers {
+    fn by_token() -> Registers {
+        Registers {
+            by_token: true,
+            ..Registers::default()
+        }
+    }
+
+    fn map_bytes(&self) -> Vec<u8> {
+        postcard::to_stdvec(&self.map).unwrap()
+    }
+
+    fn set_map(&mut self, bytes: &[u8]) -> Result<(), LoadError> {
+        self.map = postcard::from_bytes(bytes).map_err(|e| LoadError::Corrupt(e.to_string()))?;
+        Ok(())
+    }
+}
+
+impl Application for Registers {
+    fn execute(&mut self, seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput {
+        self.calls.push((seq, nd, batch.len()));
+        let mut out = BatchOutput::default();
+        for c in batch {
+            let text = String::from_utf8_lossy(c.op).to_string();
+            let words: Vec<&str> = text.split_whitespace().collect();
+            let reply = match words.as_slice() {
+                ["put", k, v] => {
+                    self.map.insert(k.to_string(), v.to_string());
+                    "ok".to_string()
+                }
+                ["get", k] => self.map.get(*k).cloned().unwrap_or_default(),
+                ["push", to, payload] => {
+                    out.pushes
+                        .push((to.parse().unwrap(), payload.as_bytes().to_vec()));
+                    "pushed".to_string()
+                }
+                _ => "?".to_string(),
+            };
+            out.replies.push(reply.into_bytes());
+        }
+        out
+    }
+
+    fn execute_read_only(&self, _client: ClientId, op: &[u8]) -> Vec<u8> {
+        let text = String::from_utf8_lossy(op).to_string();
+        match text.split_whitespace().collect::<Vec<_>>().as_slice() {
+            ["get", k] => self.map.get(*k).cloned().unwrap_or_default().into_bytes(),
+            _ => b"?".to_vec(),
+        }
+    }
+
+    fn take_checkpoint(&mut self) -> Vec<u8> {
+        let bytes = self.map_bytes();
+        if !self.by_token {
+            return bytes;
+        }
+        let token = Digest::of(&bytes);
+        self.blobs.insert(token, bytes);
+        token.0.to_vec()
+    }
+
+    fn load_checkpoint(&mut self, checkpoint: &[u8]) -> Result<(), LoadError> {
+        if !self.by_token {
+            return self.set_map(checkpoint);
+        }
+        let token = Digest(
+            checkpoint
+                .try_into()
+                .map_err(|_| LoadError::Corrupt("token size".into()))?,
+        );
+        match self.blobs.get(&token).cloned() {
+            Some(bytes) => self.set_map(&bytes),
+            None => Err(LoadError::MissingState(vec![token])),
+        }
+    }
+
+    fn release_checkpoint(&mut self, checkpoint: &[u8]) {
+        self.released.push(checkpoint.to_vec());
+    }
+
+    fn fetch_state(&self, token: &Digest) -> Option<Vec<u8>> {
+        self.blobs.get(token).cloned()
+    }
+
+    fn load_state(&mut self, token: &Digest, data: &[u8]) {
+        self.blobs.insert(*token, data.to_vec());
+    }
+
+    fn state_digest(&self) -> Digest {
+        Digest::of(&self.map_bytes())
+    }
+}
+
+type Replica = ExecReplica<Registers>;
+
+const NOW: Micros = 1_000_000;
+
+struct Net {
+    cfg: Arc<ProtocolConfig>,
+    rings: HashMap<Principal, KeyRing>,
+}
+
+impl Net {
+    /// u = r = 1: 4 auth, 4 order, 3 exec replicas; r + 1 = 2.
+    fn new(checkpoint_interval: u64) -> Net {
+        let q = Quorums::minimal(Faults::new(1, 1));
+        let mut cfg = ProtocolConfig::new(q);
+        cfg.checkpoint_interval = checkpoint_interval;
+        cfg.catch_up_us = 10_000;
+        let mut all: Vec<Principal> = Vec::new();
+        all.extend((0..q.auth as u16).map(Principal::Auth));
+        all.extend((0..q.order as u16).map(Principal::Order));
+        all.extend((0..q.exec as u16).map(Principal::Exec));
+        all.extend((0..4u32).map(Principal::Client));
+        let ids: HashMap<Principal, Arc<Identity>> = all
+            .iter()
+            .map(|p| {
+                (
+                    *p,
+                    Arc::new(Identity::from_seed(Digest::of(&p.label().to_le_bytes()).0)),
+                )
+            })
+            .collect();
+        let dir: Arc<HashMap<Principal, PublicIdentity>> =
+            Arc::new(ids.iter().map(|(p, i)| (*p, i.public())).collect());
+        let rings = ids
+            .iter()
+            .map(|(p, i)| (*p, KeyRing::new(*p, i.clone(), dir.clone())))
+            .collect();
+        Net {
+            cfg: Arc::new(cfg),
+            rings,
+        }
+    }
+
+    fn q(&self) -> Quorums {
+        self.cfg.quorums
+    }
+
+    fn replica(&self, i: u16, app: Registers, recovered: Recovered) -> Replica {
+        let ctx = StageContext {
+            config: self.cfg.clone(),
+            keys: self.rings[&Principal::Exec(i)].clone(),
+            seed: i as u64,
+        };
+        ExecReplica::new(ctx, app, recovered)
+    }
+
+    fn deliver_at(
+        &self,
+        r: &mut Replica,
+        now: Micros,
+        from: Principal,
+        msg: &Message,
+    ) -> Vec<Action> {
+        let frame = self.rings[&from].seal(r.principal(), msg).unwrap();
+        plumb_core::run(r, now, Event::Receive(frame))
+    }
+
+    fn deliver(&self, r: &mut Replica, from: Principal, msg: &Message) -> Vec<Action> {
+        self.deliver_at(r, NOW, from, msg)
+    }
+
+    /// NEXT-BATCH for `seq` from each of `orders`.
+    fn next_batch(&self, r: &mut Replica, seq: Seq, batch: &Batch, orders: &[u16]) -> Vec<Action> {
+        let msg = Message::NextBatch {
+            view: 0,
+            seq,
+            batch: batch.clone(),
+        };
+        orders
+            .iter()
+            .flat_map(|o| self.deliver(r, Principal::Order(*o), &msg))
+            .collect()
+    }
+
+    /// Learn batches `seq, seq+1, ...` from r + 1 order replicas.
+    fn learn_all(&self, r: &mut Replica, first: Seq, batches: &[Batch]) -> Vec<Action> {
+        let quorum: Vec<u16> = (0..self.q().exec_learn() as u16).collect();
+        let mut out = Vec::new();
+        for (i, b) in batches.iter().enumerate() {
+            out.extend(self.next_batch(r, first + i as Seq, b, &quorum));
+        }
+        out
+    }
+
+    /// Every message in `actions`, opened by its receiver.
+    fn sent(&self, actions: &[Action]) -> Vec<(Principal, Message)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send { to, frame } => Some((*to, self.rings[to].open(frame).unwrap().1)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn sent_to(&self, actions: &[Action], to: Principal) -> Vec<Message> {
+        self.sent(actions)
+            .into_iter()
+            .filter(|(p, _)| *p == to)
+            .map(|(_, m)| m)
+            .collect()
+    }
+
+    /// Receivers of every message matching `pred`.
+    fn receivers(&self, actions: &[Action], pred: impl Fn(&Message) -> bool) -> Vec<Principal> {
+        self.sent(actions)
+            .into_iter()
+            .filter(|(_, m)| pred(m))
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    fn orders(&self) -> Vec<Principal> {
+        (0..self.q().order as u16).map(Principal::Order).collect()
+    }
+
+    fn auths(&self) -> Vec<Principal> {
+        (0..self.q().auth as u16).map(Principal::Auth).collect()
+    }
+}
+
+fn inline(client: ClientId, nc: u64, op: &str) -> ReqCore {
+    ReqCore {
+        client,
+        nc,
+        body: Body::Inline(op.as_bytes().to_vec()),
+    }
+}
+
+fn by_digest(client: ClientId, nc: u64, op: &str) -> ReqCore {
+    ReqCore {
+        client,
+        nc,
+        body: Body::Digest(Digest::of(op.as_bytes())),
+    }
+}
+
+fn batch(requests: Vec<ReqCore>, time: Micros) -> Batch {
+    Batch {
+        requests,
+        time,
+        seed: 7,
+    }
+}
+
+/// `put k<seq> v<seq>` from client `seq % 4`, one batch per seq, times 100 apart.
+fn puts(first: Seq, count: u64) -> Vec<Batch> {
+    (first..first + count)
+        .map(|s| {
+            batch(
+                vec![inline((s % 4) as u32, s, &format!("put k{s} v{s}"))],
+                100 * s,
+            )
+        })
+        .collect()
+}
+
+fn delivered(actions: &[Action]) -> Vec<(Seq, Micros, bool)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Observe(Observation::Delivered {
+                seq,
+                agreed_time,
+                null,
+                ..
+            }) => Some((*seq, *agreed_time, *null)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn checkpoint_taken(actions: &[Action]) -> Vec<(Seq, Digest)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Observe(Observation::CheckpointTaken { seq, token }) => Some((*seq, *token)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn puts_of(actions: &[Action]) -> Vec<(String, Vec<u8>)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Store(StoreOp::Put { key, value }) => Some((key.clone(), value.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn fresh(net: &Net, i: u16) -> Replica {
+    net.replica(i, Registers::default(), Recovered::default())
+}
+
+#[test]
+fn es2_executes_only_after_r_plus_1_matching_next_batches() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let b = batch(vec![inline(1, 1, "put x 1")], 10);
+    let out = net.next_batch(&mut r, 1, &b, &[0]);
+    assert!(delivered(&out).is_empty());
+    // The same order replica again does not count twice.
+    let out = net.next_batch(&mut r, 1, &b, &[0]);
+    assert!(delivered(&out).is_empty());
+    assert!(r.app().calls.is_empty());
+    assert_eq!(r.next_seq(), 1);
+    let out = net.next_batch(&mut r, 1, &b, &[1]);
+    assert_eq!(delivered(&out), vec![(1, 10, false)]);
+    assert_eq!(r.app().calls.len(), 1);
+    assert_eq!(r.next_seq(), 2);
+}
+
+#[test]
+fn es2_single_faulty_order_replica_cannot_make_it_execute_its_batch() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let bad = batch(vec![inline(1, 1, "put x evil")], 10);
+    let good = batch(vec![inline(1, 1, "put x good")], 10);
+    // Faulty order replica 3 pushes its batch repeatedly; one correct replica sends the truth.
+    for _ in 0..5 {
+        assert!(delivered(&net.next_batch(&mut r, 1, &bad, &[3])).is_empty());
+    }
+    assert!(delivered(&net.next_batch(&mut r, 1, &good, &[0])).is_empty());
+    assert!(r.app().calls.is_empty());
+    // A second correct replica completes the quorum for the true batch.
+    let out = net.next_batch(&mut r, 1, &good, &[1]);
+    assert_eq!(delivered(&out).len(), 1);
+    assert_eq!(r.app().map.get("x").map(String::as_str), Some("good"));
+}
+
+#[test]
+fn later_next_batch_from_a_replica_replaces_its_earlier_vote() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let a = batch(vec![inline(1, 1, "put x a")], 10);
+    let b = batch(vec![inline(1, 1, "put x b")], 10);
+    net.next_batch(&mut r, 1, &a, &[0]);
+    net.next_batch(&mut r, 1, &b, &[1]);
+    // Replica 0 switches to b: b now has two votes, a none.
+    let out = net.next_batch(&mut r, 1, &b, &[0]);
+    assert_eq!(delivered(&out).len(), 1);
+    assert_eq!(r.app().map.get("x").map(String::as_str), Some("b"));
+}
+
+#[test]
+fn es1_batches_are_delivered_in_sequence_order_only() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let bs = puts(1, 3);
+    let out = net.learn_all(&mut r, 2, &bs[1..]);
+    assert!(
+        delivered(&out).is_empty(),
+        "batches 2 and 3 must wait for 1"
+    );
+    assert_eq!(r.next_seq(), 1);
+    let out = net.learn_all(&mut r, 1, &bs[..1]);
+    let seqs: Vec<Seq> = delivered(&out).iter().map(|d| d.0).collect();
+    assert_eq!(seqs, vec![1, 2, 3]);
+    let called: Vec<Seq> = r.app().calls.iter().map(|c| c.0).collect();
+    assert_eq!(called, vec![1, 2, 3]);
+}
+
+#[test]
+fn already_executed_and_far_future_batches_are_dropped() {
+    let net = Net::new(4);
+    let mut r = fresh(&net, 0);
+    net.learn_all(&mut r, 1, &puts(1, 1));
+    let out = net.learn_all(&mut r, 1, &puts(1, 1));
+    assert!(delivered(&out).is_empty());
+    assert_eq!(r.counters().get("next-batch-already-executed"), 2);
+    // Window: next_seq + 3 intervals.
+    net.next_batch(&mut r, 2 + 12 + 1, &puts(1, 1)[0], &[0]);
+    assert_eq!(r.counters().get("drop-next-batch-beyond-window"), 1);
+}
+
+#[test]
+fn el4_gap_or_stall_sends_last_exec_on_catch_up_timer() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let out = plumb_core::run(&mut r, NOW, Event::Start);
+    assert_eq!(
+        net.receivers(&out, |m| *m == Message::LastExec { next: 1 }),
+        net.orders()
+    );
+    assert!(out.contains(&Action::SetTimer {
+        id: CATCH_UP,
+        after: net.cfg.catch_up_us
+    }));
+    // Nothing known, nothing missing: quiet.
+    let out = plumb_core::run(&mut r, NOW, Event::Timer(CATCH_UP));
+    assert!(net
+        .receivers(&out, |m| matches!(m, Message::LastExec { .. }))
+        .is_empty());
+    assert!(out.contains(&Action::SetTimer {
+        id: CATCH_UP,
+        after: net.cfg.catch_up_us
+    }));
+    // Batch 3 learned, 1 missing: a gap.
+    net.learn_all(&mut r, 3, &puts(3, 1));
+    let out = plumb_core::run(&mut r, NOW, Event::Timer(CATCH_UP));
+    assert_eq!(
+        net.receivers(&out, |m| *m == Message::LastExec { next: 1 }),
+        net.orders()
+    );
+}
+
+#[test]
+fn el4_votes_that_never_reach_a_quorum_send_last_exec() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    net.next_batch(&mut r, 1, &puts(1, 1)[0], &[2]);
+    let out = plumb_core::run(&mut r, NOW, Event::Timer(CATCH_UP));
+    assert_eq!(
+        net.receivers(&out, |m| *m == Message::LastExec { next: 1 }),
+        net.orders()
+    );
+}
+
+#[test]
+fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let op = "put big value";
+    let b = batch(vec![by_digest(2, 1, op)], 10);
+    let out = net.next_batch(&mut r, 1, &b, &[0, 1]);
+    let complete = Message::BatchComplete {
+        seq: 1,
+        executed: vec![Executed { client: 2, nc: 1 }],
+    };
+    assert_eq!(net.receivers(&out, |m| *m == complete), net.auths());
+    let fetch = Message::Fetch {
+        seq: 1,
+        client: 2,
+        nc: 1,
+        digest: Digest::of(op.as_bytes()),
+    };
+    // First to the preferred replica, client mod n_auth.
+    assert_eq!(
+        net.receivers(&out, |m| *m == fetch),
+        vec![Principal::Auth(2)]
+    );
+    assert!(out.contains(&Action::SetTimer {
+        id: FETCH,
+        after: net.cfg.catch_up_us
+    }));
+    assert!(delivered(&out).is_empty());
+    // Timeout: ask all.
+    let out = plumb_core::run(&mut r, NOW, Event::Timer(FETCH));
+    assert_eq!(net.receivers(&out, |m| *m == fetch), net.auths());
+    // A faulty auth replica sends a different body: rejected.
+    let wrong = Message::Command {
+        seq: 1,
+        client: 2,
+        nc: 1,
+        op: b"put big evil".to_vec(),
+    };
+    let out = net.deliver(&mut r, Principal::Auth(1), &wrong);
+    assert!(delivered(&out).is_empty());
+    assert_eq!(r.counters().get("drop-command-bad-digest"), 1);
+    assert!(r.app().calls.is_empty());
+    let right = Message::Command {
+        seq: 1,
+        client: 2,
+        nc: 1,
+        op: op.as_bytes().to_vec(),
+    };
+    let out = net.deliver(&mut r, Principal::Auth(3), &right);
+    assert_eq!(delivered(&out).len(), 1);
+    assert_eq!(r.app().map.get("big").map(String::as_str), Some("value"));
+    assert_eq!(
+        net.sent_to(&out, Principal::Client(2)),
+        vec![Message::Reply {
+            nc: 1,
+            result: b"ok".to_vec()
+        }]
+    );
+    // Nothing left to fetch: the timer is not re-armed.
+    let out = plumb_core::run(&mut r, NOW, Event::Timer(FETCH));
+    assert!(out.is_empty());
+}
+
+#[test]
+fn command_for_an_unlearned_batch_is_dropped() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let msg = Message::Command {
+        seq: 1,
+        client: 2,
+        nc: 1,
+        op: b"x".to_vec(),
+    };
+    net.deliver(&mut r, Principal::Auth(0), &msg);
+    assert_eq!(r.counters().get("drop-command-unknown-batch"), 1);
+}
+
+#[test]
+fn el2_reply_sent_and_cached_then_el3_retransmit_resends_it() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let out = net.learn_all(&mut r, 1, &[batch(vec![inline(1, 1, "put x 1")], 10)]);
+    let reply = Message::Reply {
+        nc: 1,
+        result: b"ok".to_vec(),
+    };
+    assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply.clone()]);
+
+    let rt = Message::Retransmit {
+        client: 1,
+        next_seq: 2,
+    };
+    let out = net.deliver(&mut r, Principal::Order(2), &rt);
+    assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply.clone()]);
+    let complete = Message::BatchComplete {
+        seq: 1,
+        executed: vec![Executed { client: 1, nc: 1 }],
+    };
+    assert_eq!(net.receivers(&out, |m| *m == complete), net.auths());
+    assert!(net
+        .receivers(&out, |m| matches!(m, Message::LastExec { .. }))
+        .is_empty());
+    // Rate limited per client.
+    let out = net.deliver(&mut r, Principal::Order(3), &rt);
+    assert!(out.is_empty());
+    let out = net.deliver_at(&mut r, NOW + net.cfg.catch_up_us, Principal::Order(3), &rt);
+    assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply]);
+}
+
+#[test]
+fn el4_retransmit_from_an_order_stage_ahead_sends_last_exec() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let out = net.deliver(
+        &mut r,
+        Principal::Order(0),
+        &Message::Retransmit {
+            client: 3,
+            next_seq: 5,
+        },
+    );
+    assert_eq!(
+        net.receivers(&out, |m| *m == Message::LastExec { next: 1 }),
+        net.orders()
+    );
+    // No reply cached for client 3: nothing to resend.
+    assert!(net.sent_to(&out, Principal::Client(3)).is_empty());
+}
+
+#[test]
+fn es4_checkpoint_persisted_and_synced_before_cp_token() {
+    let net = Net::new(2);
+    let mut r = fresh(&net, 0);
+    let out = net.learn_all(&mut r, 1, &puts(1, 1));
+    assert!(checkpoint_taken(&out).is_empty());
+    let out = net.learn_all(&mut r, 2, &puts(2, 1));
+    let key = checkpoint_key(2);
+    let put_at = out
+        .iter()
+        .position(|a| matches!(a, Action::Store(StoreOp::Put { key: k, .. }) if *k == key))
+        .expect("checkpoint put");
+    let sync_at = out
+        .iter()
+        .position(|a| *a == Action::Store(StoreOp::Sync))
+        .expect("sync");
+    let sent = net.sent(&out);
+    let token_at = out
+        .iter()
+        .position(|a| {
+            matches!(
+                a,
+                Action::Send {
+                    to: Principal::Order(_),
+                    ..
+                }
+            )
+        })
+        .expect("cp-token sent");
+    assert!(
+        put_at < sync_at && sync_at < token_at,
+        "put {put_at}, sync {sync_at}, token {token_at}"
+    );
+    let value = &puts_of(&out)[0].1;
+    let token = Digest::of(value);
+    let cp_token = Message::CpToken { seq: 2, token };
+    assert_eq!(
+        sent.iter()
+            .filter(|(_, m)| *m == cp_token)
+            .map(|(p, _)| *p)
+            .collect::<Vec<_>>(),
+        net.orders()
+    );
+    assert_eq!(checkpoint_taken(&out), vec![(2, token)]);
+    let cp = ExecCheckpoint::decode(value).unwrap();
+    assert_eq!(cp.seq, 2);
+    assert_eq!(cp.agreed_time, 200);
+    assert_eq!(cp.replies.len(), 2);
+}
+
+#[test]
+fn correct_replicas_produce_identical_checkpoint_tokens() {
+    let net = Net::new(2);
+    let mut a = fresh(&net, 0);
+    let mut b = fresh(&net, 1);
+    let ta = checkpoint_taken(&net.learn_all(&mut a, 1, &puts(1, 4)));
+    let tb = checkpoint_taken(&net.learn_all(&mut b, 1, &puts(1, 4)));
+    assert_eq!(ta.len(), 2);
+    assert_eq!(ta, tb);
+}
+
+#[test]
+fn checkpoints_older_than_two_intervals_are_deleted_and_released() {
+    let net = Net::new(2);
+    let mut r = fresh(&net, 0);
+    let out = net.learn_all(&mut r, 1, &puts(1, 8));
+    assert_eq!(r.held_checkpoints(), vec![4, 6, 8]);
+    assert!(out.contains(&Action::Store(StoreOp::Delete {
+        key: checkpoint_key(2)
+    })));
+    assert!(!out.contains(&Action::Store(StoreOp::Delete {
+        key: checkpoint_key(4)
+    })));
+    assert_eq!(r.app().released.len(), 1);
+}
+
+/// Replica 0 executes `count` put batches and reports its checkpoint tokens.
+fn leader(net: &Net, app: Registers, count: u64) -> (Replica, Vec<Action>) {
+    let mut a = net.replica(0, app, Recovered::default());
+    let out = net.learn_all(&mut a, 1, &puts(1, count));
+    (a, out)
+}
+
+fn load_cp(net: &Net, r: &mut Replica, seq: Seq, token: Digest, orders: &[u16]) -> Vec<Action> {
+    let msg = Message::LoadCp { seq, token };
+    orders
+        .iter()
+        .flat_map(|o| net.deliver(r, Principal::Order(*o), &msg))
+        .collect()
+}
+
+#[test]
+fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
+    let net = Net::new(2);
+    let (mut a, out) = leader(&net, Registers::default(), 4);
+    let (seq, token) = *checkpoint_taken(&out).last().unwrap();
+    assert_eq!(seq, 4);
+    let mut b = net.replica(1, Registers::default(), Recovered::default());
+    let fetch = Message::FetchExecCp { seq: 4 };
+    // One order replica is not enough: it may be the faulty one.
+    let out = load_cp(&net, &mut b, 4, token, &[3]);
+    assert!(net.receivers(&out, |m| *m == fetch).is_empty());
+    let out = load_cp(&net, &mut b, 4, token, &[0]);
+    assert_eq!(
+        net.receivers(&out, |m| *m == fetch),
+        vec![Principal::Exec(0), Principal::Exec(2)]
+    );
+
+    // A faulty peer sends a checkpoint that does not match the token.
+    let mut forged = ExecCheckpoint::decode(&a.checkpoints[&4].bytes).unwrap();
+    forged.replies.insert(1, (99, b"forged".to_vec()));
+    let forged = Message::ExecCpState {
+        seq: 4,
+        state: forged.encode(),
+    };
+    let out = net.deliver(&mut b, Principal::Exec(2), &forged);
+    assert_eq!(b.counters().get("drop-exec-cp-bad-token"), 1);
+    assert_eq!(b.next_seq(), 1);
+    assert!(out.is_empty());
+
+    // A correct peer answers the fetch.
+    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    let state = net.sent_to(&served, Principal::Exec(1));
+    assert_eq!(state.len(), 1);
+    let out = net.deliver(&mut b, Principal::Exec(0), &state[0]);
+    assert_eq!(b.next_seq(), 5);
+    assert!(
+        out.contains(&Action::Observe(Observation::CheckpointLoaded {
+            seq: 4,
+            token
+        }))
+    );
+    let put_at = out
+        .iter()
+        .position(
+            |x| matches!(x, Action::Store(StoreOp::Put { key, .. }) if *key == checkpoint_key(4)),
+        )
+        .expect("loaded checkpoint persisted");
+    assert_eq!(out.get(put_at + 1), Some(&Action::Store(StoreOp::Sync)));
+    assert_eq!(b.app().state_digest(), a.app().state_digest());
+    assert_eq!(b.agreed_time(), a.agreed_time());
+    // The reply cache came along: a retransmission is answered like the leader would.
+    let rt = Message::Retransmit {
+        client: 3,
+        next_seq: 5,
+    };
+    let from_a = net.sent_to(
+        &net.deliver(&mut a, Principal::Order(0), &rt),
+        Principal::Client(3),
+    );
+    let from_b = net.sent_to(
+        &net.deliver(&mut b, Principal::Order(0), &rt),
+        Principal::Client(3),
+    );
+    assert_eq!(from_a, from_b);
+    assert_eq!(from_b.len(), 1);
+    // Execution continues from 5 with a strictly later agreed time.
+    let out = net.learn_all(&mut b, 5, &[batch(vec![inline(1, 5, "put y 1")], 1)]);
+    assert_eq!(delivered(&out), vec![(5, 401, false)]);
+}
+
+#[test]
+fn load_cp_for_a_checkpoint_not_ahead_is_ignored() {
+    let net = Net::new(2);
+    let (_, out) = leader(&net, Registers::default(), 4);
+    let (_, token) = *checkpoint_taken(&out).last().unwrap();
+    let mut b = net.replica(1, Registers::default(), Recovered::default());
+    net.learn_all(&mut b, 1, &puts(1, 4));
+    let out = load_cp(&net, &mut b, 4, token, &[0, 1]);
+    assert!(net
+        .receivers(&out, |m| matches!(m, Message::FetchExecCp { .. }))
+        .is_empty());
+    assert_eq!(b.counters().get("load-cp-not-behind"), 2);
+}
+
+#[test]
+fn state_transfer_fetches_missing_application_state_by_token() {
+    let net = Net::new(2);
+    let (mut a, out) = leader(&net, Registers::by_token(), 2);
+    let (seq, token) = *checkpoint_taken(&out).last().unwrap();
+    assert_eq!(seq, 2);
+    let mut b = net.replica(1, Registers::by_token(), Recovered::default());
+    load_cp(&net, &mut b, 2, token, &[1, 2]);
+    let served = net.deliver(&mut a, Principal::Exec(1), &Message::FetchExecCp { seq: 2 });
+    let out = net.deliver(
+        &mut b,
+        Principal::Exec(0),
+        &net.sent_to(&served, Principal::Exec(1))[0],
+    );
+    // The application reports the state it lacks; the replica asks its peers.
+    let asks = net.sent(&out);
+    assert_eq!(asks.len(), 2);
+    let Message::FetchState { token: piece } = asks[0].1.clone() else {
+        panic!("expected FETCH-STATE, got {asks:?}")
+    };
+    assert_eq!(b.next_seq(), 1);
+    // A faulty peer sends the wrong bytes: rejected.
+    net.deliver(
+        &mut b,
+        Principal::Exec(2),
+        &Message::State {
+            token: piece,
+            data: b"junk".to_vec(),
+        },
+    );
+    assert_eq!(b.counters().get("drop-state-bad-digest"), 1);
+    assert_eq!(b.next_seq(), 1);
+    // The catch-up timer re-asks while waiting.
+    let out = plumb_core::run(&mut b, NOW, Event::Timer(CATCH_UP));
+    assert_eq!(
+        net.receivers(&out, |m| *m == Message::FetchState { token: piece }),
+        vec![Principal::Exec(0), Principal::Exec(2)]
+    );
+    let served = net.deliver(
+        &mut a,
+        Principal::Exec(1),
+        &Message::FetchState { token: piece },
+    );
+    let out = net.deliver(
+        &mut b,
+        Principal::Exec(0),
+        &net.sent_to(&served, Principal::Exec(1))[0],
+    );
+    assert!(
+        out.contains(&Action::Observe(Observation::CheckpointLoaded {
+            seq: 2,
+            token
+        }))
+    );
+    assert_eq!(b.next_seq(), 3);
+    assert_eq!(b.app().state_digest(), a.app().state_digest());
+}
+
+#[test]
+fn load_cp_uses_a_local_checkpoint_when_it_holds_one() {
+    let net = Net::new(2);
+    let (a, out) = leader(&net, Registers::default(), 4);
+    let (_, token) = *checkpoint_taken(&out).last().unwrap();
+    // Replica holding checkpoint 4 on disk but (artificially) behind it.
+    let records: BTreeMap<String, Vec<u8>> =
+        [(checkpoint_key(4), a.checkpoints[&4].bytes.clone())].into();
+    let mut b = net.replica(
+        1,
+        Registers::default(),
+        Recovered {
+            records,
+            corrupt: vec![],
+        },
+    );
+    b.next_seq = 1;
+    let out = load_cp(&net, &mut b, 4, token, &[0, 1]);
+    assert!(net
+        .receivers(&out, |m| matches!(m, Message::FetchExecCp { .. }))
+        .is_empty());
+    assert!(
+        out.contains(&Action::Observe(Observation::CheckpointLoaded {
+            seq: 4,
+            token
+        }))
+    );
+    assert_eq!(b.next_seq(), 5);
+}
+
+#[test]
+fn es5_recovery_loads_newest_checkpoint_that_decodes() {
+    let net = Net::new(2);
+    let (a, out) = leader(&net, Registers::default(), 5);
+    let mut records: BTreeMap<String, Vec<u8>> = puts_of(&out).into_iter().collect();
+    assert_eq!(records.len(), 2);
+    // A newer record that does not decode, and one whose checksum failed.
+    records.insert(checkpoint_key(6), b"torn write".to_vec());
+    let corrupt = vec![checkpoint_key(8)];
+    let mut r = net.replica(0, Registers::default(), Recovered { records, corrupt });
+    assert_eq!(r.next_seq(), 5);
+    assert_eq!(r.held_checkpoints(), vec![2, 4]);
+    assert_eq!(r.counters().get("recovery-undecodable-checkpoint"), 1);
+    assert_eq!(r.counters().get("recovery-corrupt-record"), 1);
+    let token4 = a.checkpoints[&4].token;
+    let out = plumb_core::run(&mut r, NOW, Event::Start);
+    assert!(
+        out.contains(&Action::Observe(Observation::CheckpointLoaded {
+            seq: 4,
+            token: token4
+        }))
+    );
+    assert!(out.contains(&Action::Store(StoreOp::Delete {
+        key: checkpoint_key(6)
+    })));
+    assert!(out.contains(&Action::Store(StoreOp::Delete {
+        key: checkpoint_key(8)
+    })));
+    assert_eq!(
+        net.receivers(&out, |m| *m == Message::LastExec { next: 5 }),
+        net.orders()
+    );
+    // State at 4 differs from the leader's at 5; replaying 5 brings them together.
+    assert_ne!(r.app().state_digest(), a.app().state_digest());
+    net.learn_all(&mut r, 5, &puts(5, 1));
+    assert_eq!(r.app().state_digest(), a.app().state_digest());
+    assert_eq!(r.agreed_time(), a.agreed_time());
+}
+
+#[test]
+fn fresh_start_emits_no_checkpoint_loaded() {
+    let net = Net::new(2);
+    let mut r = fresh(&net, 0);
+    let out = plumb_core::run(&mut r, NOW, Event::Start);
+    assert!(!out.iter().any(|a| matches!(a, Action::Observe(_))));
+    assert_eq!(r.next_seq(), 1);
+}
+
+#[test]
+fn read_only_reply_reports_the_last_executed_batch() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    net.learn_all(&mut r, 1, &[batch(vec![inline(1, 1, "put x 42")], 10)]);
+    let out = net.deliver(
+        &mut r,
+        Principal::Client(3),
+        &Message::ReadOnly {
+            nc: 9,
+            op: b"get x".to_vec(),
+        },
+    );
+    assert_eq!(
+        net.sent_to(&out, Principal::Client(3)),
+        vec![Message::ReadOnlyReply {
+            nc: 9,
+            result: b"42".to_vec(),
+            executed: 1
+        }]
+    );
+    assert_eq!(
+        r.app().calls.len(),
+        1,
+        "read-only requests are not executed as batches"
+    );
+}
+
+#[test]
+fn null_batch_advances_without_calling_the_application() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let out = net.learn_all(&mut r, 1, &[batch(vec![], 500)]);
+    assert_eq!(delivered(&out), vec![(1, 0, true)]);
+    assert!(r.app().calls.is_empty());
+    assert_eq!(r.next_seq(), 2);
+    net.learn_all(&mut r, 2, &[batch(vec![inline(1, 1, "put x 1")], 10)]);
+    assert_eq!(
+        r.app().calls.iter().map(|c| c.0).collect::<Vec<_>>(),
+        vec![2]
+    );
+}
+
+#[test]
+fn ls7_agreed_time_strictly_increases_even_if_batch_times_do_not() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let bs = vec![
+        batch(vec![inline(1, 1, "put a 1")], 100),
+        batch(vec![inline(1, 2, "put a 2")], 50),
+        batch(vec![], 500),
+        batch(vec![inline(1, 3, "put a 3")], 100),
+        batch(vec![inline(1, 4, "put a 4")], 900),
+    ];
+    let out = net.learn_all(&mut r, 1, &bs);
+    let times: Vec<Micros> = delivered(&out).iter().map(|d| d.1).collect();
+    assert_eq!(times, vec![100, 101, 101, 102, 900]);
+    let app_times: Vec<Micros> = r.app().calls.iter().map(|c| c.1.time).collect();
+    assert_eq!(app_times, vec![100, 101, 102, 900]);
+    assert!(r.app().calls.iter().all(|c| c.1.seed == 7));
+}
+
+#[test]
+fn push_events_get_increasing_ids_per_client() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let out = net.learn_all(
+        &mut r,
+        1,
+        &[
+            batch(vec![inline(1, 1, "push 2 a")], 1),
+            batch(vec![inline(1, 2, "push 2 b")], 2),
+        ],
+    );
+    let pushes: Vec<Message> = net
+        .sent_to(&out, Principal::Client(2))
+        .into_iter()
+        .filter(|m| matches!(m, Message::Push { .. }))
+        .collect();
+    assert_eq!(
+        pushes,
+        vec![
+            Message::Push {
+                event: 1,
+                payload: b"a".to_vec()
+            },
+            Message::Push {
+                event: 2,
+                payload: b"b".to_vec()
+            }
+        ]
+    );
+}
+
+#[test]
+fn serving_peers_only_what_is_held() {
+    let net = Net::new(2);
+    let (mut a, _) = leader(&net, Registers::by_token(), 2);
+    let out = net.deliver(&mut a, Principal::Exec(1), &Message::FetchExecCp { seq: 6 });
+    assert!(out.is_empty());
+    let out = net.deliver(
+        &mut a,
+        Principal::Exec(1),
+        &Message::FetchState {
+            token: Digest::of(b"nothing"),
+        },
+    );
+    assert!(out.is_empty());
+    // Unrequested state and checkpoints are dropped.
+    net.deliver(
+        &mut a,
+        Principal::Exec(2),
+        &Message::ExecCpState {
+            seq: 2,
+            state: vec![1, 2, 3],
+        },
+    );
+    net.deliver(
+        &mut a,
+        Principal::Exec(2),
+        &Message::State {
+            token: Digest::ZERO,
+            data: vec![],
+        },
+    );
+    assert_eq!(a.counters().get("drop-exec-cp-unrequested"), 1);
+    assert_eq!(a.counters().get("drop-state-unrequested"), 1);
+}
+
+#[test]
+fn unauthenticated_and_misdirected_input_is_dropped_and_counted() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    plumb_core::run(&mut r, NOW, Event::Receive(vec![1, 2, 3]));
+    assert_eq!(r.counters().get("drop-short"), 1);
+    // A frame for another exec replica.
+    let frame = net.rings[&Principal::Order(0)]
+        .seal(Principal::Exec(1), &Message::LastExec { next: 1 })
+        .unwrap();
+    plumb_core::run(&mut r, NOW, Event::Receive(frame));
+    assert_eq!(r.counters().get("drop-wrong-receiver"), 1);
+    // A client cannot send NEXT-BATCH, an auth replica cannot send LOAD-CP.
+    net.deliver(
+        &mut r,
+        Principal::Client(1),
+        &Message::NextBatch {
+            view: 0,
+            seq: 1,
+            batch: puts(1, 1)[0].clone(),
+        },
+    );
+    net.deliver(
+        &mut r,
+        Principal::Auth(1),
+        &Message::LoadCp {
+            seq: 4,
+            token: Digest::ZERO,
+        },
+    );
+    assert_eq!(r.counters().get("drop-unexpected"), 2);
+    assert_eq!(r.next_seq(), 1);
+}
+
+#[test]
+fn oversized_batches_are_dropped() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let many = (0..net.cfg.batch_max as u32 + 1)
+        .map(|c| inline(c, 1, "put a 1"))
+        .collect();
+    net.next_batch(&mut r, 1, &batch(many, 1), &[0, 1]);
+    assert_eq!(r.counters().get("drop-next-batch-oversized"), 2);
+    assert_eq!(r.next_seq(), 1);
+}
+
+proptest! {
+    /// ES1/ES2 under any arrival order of the r + 1 votes for each of a run of batches, with a
+    /// faulty replica voting for other batches: every batch is delivered once, in order, and
+    /// it is the true one.
+    #[test]
+    fn es1_es2_any_arrival_order_delivers_each_true_batch_once_in_order(
+        order in Just((1..=6u64).flat_map(|s| [(s, 0u16), (s, 1u16), (s, 3u16)]).collect::<Vec<_>>()).prop_shuffle()
+    ) {
+        let net = Net::new(4);
+        let mut r = fresh(&net, 0);
+        let truth = puts(1, 6);
+        let mut seqs = Vec::new();
+        for (s, o) in order {
+            let b = if o == 3 { batch(vec![inline(0, s, "put evil 1")], 1) } else { truth[(s - 1) as usize].clone() };
+            let out = net.next_batch(&mut r, s, &b, &[o]);
+            seqs.extend(delivered(&out).into_iter().map(|d| d.0));
+        }
+        prop_assert_eq!(seqs, (1..=6).collect::<Vec<_>>());
+        prop_assert!(!r.app().map.contains_key("evil"));
+    }
+
+    #[test]
+    fn arbitrary_frames_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let net = Net::new(4);
+        let mut r = fresh(&net, 0);
+        plumb_core::run(&mut r, NOW, Event::Receive(bytes));
+    }
+
+    /// Authenticated but arbitrary peer messages never panic and never execute anything.
+    #[test]
+    fn arbitrary_authenticated_peer_messages_never_panic(
+        seq in 0u64..40, body in proptest::collection::vec(any::<u8>(), 0..64), token in any::<[u8; 32]>()
+    ) {
+        let net = Net::new(4);
+        let mut r = fresh(&net, 0);
+        let token = Digest(token);
+        for msg in [
+            Message::ExecCpState { seq, state: body.clone() },
+            Message::State { token, data: body.clone() },
+            Message::FetchExecCp { seq },
+            Message::FetchState { token },
+        ] {
+            net.deliver(&mut r, Principal::Exec(1), &msg);
+        }
+        net.deliver(&mut r, Principal::Auth(0), &Message::Command { seq, client: 0, nc: seq, op: body.clone() });
+        net.deliver(&mut r, Principal::Order(0), &Message::LoadCp { seq, token });
+        prop_assert_eq!(r.next_seq(), 1);
+    }
+}
+
+#[test]
+fn load_overtaken_by_normal_execution_is_abandoned() {
+    let net = Net::new(2);
+    let (_, out) = leader(&net, Registers::default(), 2);
+    let (_, token) = *checkpoint_taken(&out).last().unwrap();
+    let mut b = fresh(&net, 1);
+    load_cp(&net, &mut b, 2, token, &[0, 1]);
+    net.learn_all(&mut b, 1, &puts(1, 3));
+    assert_eq!(b.next_seq(), 4);
+    assert_eq!(b.counters().get("load-cp-overtaken"), 1);
+    // The checkpoint arriving late must not move the replica backwards.
+    let cp = ExecCheckpoint::decode(&b.checkpoints[&2].bytes).unwrap();
+    net.deliver(
+        &mut b,
+        Principal::Exec(0),
+        &Message::ExecCpState {
+            seq: 2,
+            state: cp.encode(),
+        },
+    );
+    assert_eq!(b.next_seq(), 4);
+}
+
+#[test]
+fn a_faulty_order_replica_cannot_pin_unbounded_vote_memory() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let big = "x".repeat(100_000);
+    for s in 2..=20 {
+        net.next_batch(
+            &mut r,
+            s,
+            &batch(vec![inline(0, s, &format!("put k {big}"))], 1),
+            &[3],
+        );
+    }
+    assert!(r.counters().get("drop-next-batch-over-budget") > 0);
+    // Correct replicas are unaffected.
+    let out = net.learn_all(&mut r, 1, &puts(1, 2));
+    assert_eq!(delivered(&out).len(), 2);
+}

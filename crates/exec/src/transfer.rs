@@ -1,0 +1,239 @@
+//! Loading checkpoints (EL5) and state transfer between execution replicas (seed 004 §6.3.2,
+//! Figure 6.6, Table 6.3).
+//!
+//! A LOAD-CP is acted on once `r + 1` order replicas name the same (seq, token): one of them
+//! is correct, so the token is that of a checkpoint the order stage learned from
+//! `max(u,r) + 1` execution replicas, at least one correct one of which holds it. Whatever a
+//! peer sends is checked against that token before it is loaded.
+
+use crate::checkpoint::{checkpoint_key, ExecCheckpoint};
+use crate::{ExecReplica, Held};
+use plumb_app::{Application, LoadError};
+use plumb_core::{Action, Observation};
+use plumb_crypto::Digest;
+use plumb_wire::{Message, Principal, Seq};
+use std::collections::BTreeSet;
+
+/// A checkpoint load in progress.
+#[derive(Debug)]
+pub(crate) struct Loading {
+    seq: Seq,
+    token: Digest,
+    /// The verified checkpoint, once we have it (bytes kept to persist after the load).
+    fetched: Option<(ExecCheckpoint, Vec<u8>)>,
+    /// Application state the checkpoint needs that we are fetching from peers.
+    missing: BTreeSet<Digest>,
+}
+
+impl<A: Application> ExecReplica<A> {
+    pub(crate) fn on_load_cp(&mut self, o: u16, seq: Seq, token: Digest, out: &mut Vec<Action>) {
+        self.load_votes.insert(o, (seq, token));
+        if seq < self.next_seq {
+            self.counters.add("load-cp-not-behind");
+            return;
+        }
+        let votes = self
+            .load_votes
+            .values()
+            .filter(|v| **v == (seq, token))
+            .count();
+        if votes < self.q.exec_learn() {
+            return;
+        }
+        if self.loading.as_ref().is_some_and(|l| l.seq >= seq) {
+            return;
+        }
+        self.loading = Some(Loading {
+            seq,
+            token,
+            fetched: None,
+            missing: BTreeSet::new(),
+        });
+        let local = self
+            .checkpoints
+            .get(&seq)
+            .filter(|h| h.token == token)
+            .cloned();
+        match local.and_then(|h| ExecCheckpoint::decode(&h.bytes).map(|cp| (cp, h.bytes))) {
+            Some((cp, bytes)) if cp.seq == seq => self.accept_checkpoint(cp, bytes, out),
+            _ => self.request_transfer(out),
+        }
+    }
+
+    /// Normal execution got past the checkpoint being loaded: loading it would go backwards.
+    pub(crate) fn drop_overtaken_load(&mut self) {
+        if self.loading.as_ref().is_some_and(|l| l.seq < self.next_seq) {
+            self.loading = None;
+            self.counters.add("load-cp-overtaken");
+        }
+    }
+
+    /// Ask peers for what the load in progress still lacks: the checkpoint itself, or pieces
+    /// of application state. Re-sent on the catch-up timer.
+    pub(crate) fn request_transfer(&mut self, out: &mut Vec<Action>) {
+        let Some(loading) = &self.loading else { return };
+        let msgs: Vec<Message> = if loading.fetched.is_none() {
+            vec![Message::FetchExecCp { seq: loading.seq }]
+        } else {
+            loading
+                .missing
+                .iter()
+                .map(|token| Message::FetchState { token: *token })
+                .collect()
+        };
+        for msg in &msgs {
+            self.send_to_exec_peers(msg, out);
+        }
+    }
+
+    fn token_matches(&self, bytes: &[u8], token: Digest) -> bool {
+        #[cfg(feature = "sabotage")]
+        if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::UncheckedCheckpoint) {
+            return true;
+        }
+        ExecCheckpoint::token(bytes) == token
+    }
+
+    /// EXEC-CP-STATE: the checkpoint we asked for, loaded only if it matches the token.
+    pub(crate) fn on_exec_cp_state(&mut self, seq: Seq, state: Vec<u8>, out: &mut Vec<Action>) {
+        let Some(loading) = &self.loading else {
+            self.counters.add("drop-exec-cp-unrequested");
+            return;
+        };
+        if loading.seq != seq || loading.fetched.is_some() {
+            self.counters.add("drop-exec-cp-unrequested");
+            return;
+        }
+        if !self.token_matches(&state, loading.token) {
+            self.counters.add("drop-exec-cp-bad-token");
+            return;
+        }
+        match ExecCheckpoint::decode(&state) {
+            Some(cp) if cp.seq == seq => self.accept_checkpoint(cp, state, out),
+            _ => self.counters.add("drop-exec-cp-malformed"),
+        }
+    }
+
+    fn accept_checkpoint(&mut self, cp: ExecCheckpoint, bytes: Vec<u8>, out: &mut Vec<Action>) {
+        if let Some(loading) = self.loading.as_mut() {
+            loading.fetched = Some((cp, bytes));
+            self.try_load(out);
+        }
+    }
+
+    /// Hand the application its checkpoint; fetch the state it reports missing, or finish.
+    fn try_load(&mut self, out: &mut Vec<Action>) {
+        let Some(loading) = self.loading.as_mut() else {
+            return;
+        };
+        let Some((cp, _)) = &loading.fetched else {
+            return;
+        };
+        match self.app.load_checkpoint(&cp.app) {
+            Ok(()) => {
+                if let Some(Loading {
+                    seq,
+                    token,
+                    fetched: Some((cp, bytes)),
+                    ..
+                }) = self.loading.take()
+                {
+                    self.finish_load(seq, token, cp, bytes, out);
+                }
+            }
+            Err(LoadError::MissingState(tokens)) if !tokens.is_empty() => {
+                loading.missing = tokens.into_iter().collect();
+                self.request_transfer(out);
+            }
+            Err(_) => {
+                // The bytes match the token, so every correct replica holds the same ones: the
+                // application cannot load its own checkpoint. Wait for a later LOAD-CP.
+                self.counters.add("load-cp-app-rejected");
+                loading.fetched = None;
+            }
+        }
+    }
+
+    /// STATE: a piece of application state, accepted only if it hashes to its token.
+    pub(crate) fn on_state(&mut self, token: Digest, data: Vec<u8>, out: &mut Vec<Action>) {
+        let Some(loading) = self.loading.as_mut() else {
+            self.counters.add("drop-state-unrequested");
+            return;
+        };
+        if !loading.missing.contains(&token) {
+            self.counters.add("drop-state-unrequested");
+            return;
+        }
+        if Digest::of(&data) != token {
+            self.counters.add("drop-state-bad-digest");
+            return;
+        }
+        self.app.load_state(&token, &data);
+        loading.missing.remove(&token);
+        if loading.missing.is_empty() {
+            self.try_load(out);
+        }
+    }
+
+    /// The application holds the checkpoint's state: adopt the rest of the execution state,
+    /// make the checkpoint durable here too, and carry on from `seq + 1`.
+    fn finish_load(
+        &mut self,
+        seq: Seq,
+        token: Digest,
+        cp: ExecCheckpoint,
+        bytes: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
+        self.replies = cp.replies;
+        self.agreed_time = cp.agreed_time;
+        self.next_push = cp.next_push;
+        self.next_seq = seq + 1;
+        self.persist(checkpoint_key(seq), bytes.clone(), out);
+        self.checkpoints.insert(seq, Held { token, bytes });
+        self.collect_checkpoints(seq, out);
+        self.load_votes.clear();
+        self.forget_below(self.next_seq);
+        out.push(Action::Observe(Observation::CheckpointLoaded {
+            seq,
+            token,
+        }));
+        self.execute_ready(out);
+        if !self.learned.contains_key(&self.next_seq) {
+            self.send_last_exec(out);
+        }
+    }
+
+    /// FETCH-EXEC-CP from a peer: send the checkpoint if we hold it. The same request from the
+    /// same peer is served at most once per half catch-up period: checkpoints can be large.
+    pub(crate) fn on_fetch_exec_cp(&mut self, e: u16, seq: Seq, out: &mut Vec<Action>) {
+        let Some(held) = self.checkpoints.get(&seq) else {
+            self.counters.add("fetch-exec-cp-not-held");
+            return;
+        };
+        let now = self.now;
+        let period = self.cfg.catch_up_us / 2;
+        if self
+            .checkpoint_served
+            .get(&e)
+            .is_some_and(|(s, t)| *s == seq && now < t.saturating_add(period))
+        {
+            self.counters.add("fetch-exec-cp-rate-limited");
+            return;
+        }
+        let msg = Message::ExecCpState {
+            seq,
+            state: held.bytes.clone(),
+        };
+        self.checkpoint_served.insert(e, (seq, now));
+        self.send(Principal::Exec(e), &msg, out);
+    }
+
+    /// FETCH-STATE from a peer: a piece of application state, if the application has it.
+    pub(crate) fn on_fetch_state(&mut self, e: u16, token: Digest, out: &mut Vec<Action>) {
+        match self.app.fetch_state(&token) {
+            Some(data) => self.send(Principal::Exec(e), &Message::State { token, data }, out),
+            None => self.counters.add("fetch-state-not-held"),
+        }
+    }
+}
