@@ -217,10 +217,19 @@ impl<A: Application> ExecReplica<A> {
         if self.loading.is_some() {
             self.request_transfer(out);
         }
-        let stalled = !self.votes.is_empty() && self.learned_total == self.learned_at_last_tick;
+        let idle = self.learned_total == self.learned_at_last_tick;
+        let stalled = !self.votes.is_empty() && idle;
         self.learned_at_last_tick = self.learned_total;
         if self.has_gap() || stalled {
             self.send_last_exec(out);
+        }
+        if idle {
+            // A lost CP-TOKEN can hold the order stage's window shut: repeat the newest one
+            // while nothing moves. Order replicas ignore tokens they already learned.
+            if let Some((seq, held)) = self.checkpoints.iter().next_back() {
+                let msg = Message::CpToken { seq: *seq, token: held.token };
+                self.send_to_order(&msg, out);
+            }
         }
     }
 
