@@ -1,16 +1,142 @@
-//! The authentication stage (seed 004 §5.7.2, §5.3.3, §6.4). See docs/protocol.md.
+//! The authentication stage (seed 004 §5.7.2 Figure 5.7, §5.3.3, §6.4). See docs/protocol.md.
+//!
+//! An authentication replica filters client requests, authenticates each accepted one to every
+//! order replica with a MAC authenticator over its id digest (one row of the matrix signature,
+//! AS1), persists the body before the AUTH-REQ leaves, and keeps bodies fetchable for the
+//! execution stage until three checkpoint intervals of batches have passed (AS2, AL2). It keeps
+//! at most one request per client identifier (AS3) and at most one pending request per client
+//! (AS4). Replicas do not talk to each other: their states may diverge (§6.4.1).
+//!
+//! One file per concern: `request.rs` (the client-request filter pipeline and authentication),
+//! `ordered.rs` (BATCH-COMPLETE votes, the command cache's garbage collection, FETCH),
+//! `cache.rs` (the pending table and the command cache), `recovery.rs` (records and restart).
 
-use plumb_core::{Action, Counters, Event, Micros, Recovered, Stage, StageContext};
-use plumb_wire::Principal;
+mod cache;
+mod ordered;
+mod recovery;
+mod request;
+
+#[cfg(test)]
+mod tests;
+
+use cache::{CommandCache, Pending};
+use ordered::CompletionVotes;
+use plumb_config::{ProtocolConfig, Quorums};
+use plumb_core::{Action, Counters, Event, Micros, Recovered, Stage, StageContext, StoreOp};
+use plumb_wire::{ClientId, Message, Principal, Seq, WireError};
+use request::LastSent;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+pub use recovery::{cached_key, cached_prefix, request_key, CACHE_PREFIX, REQUEST_PREFIX};
 
 pub struct AuthReplica {
     ctx: StageContext,
+    cfg: Arc<ProtocolConfig>,
+    q: Quorums,
     counters: Counters,
+    now: Micros,
+
+    /// `lastSent[c]`: the last AUTH-REQ built for each client, resent on retransmissions.
+    last_sent: BTreeMap<ClientId, LastSent>,
+    /// `pending[c]`: the body of the request authenticated but not known to be ordered.
+    pending: BTreeMap<ClientId, Pending>,
+    /// Bodies of ordered requests, by checkpoint interval of the batch that ordered them.
+    cache: CommandCache,
+    /// The highest batch number this replica acted on a BATCH-COMPLETE for.
+    highest_ordered: Option<Seq>,
+    votes: CompletionVotes,
+    /// Cache intervals found on disk at recovery that are already outside the kept window:
+    /// deleted on `Event::Start` (the constructor cannot emit actions).
+    stale_on_disk: Vec<u64>,
 }
 
 impl AuthReplica {
-    pub fn new(ctx: StageContext, _recovered: Recovered) -> AuthReplica {
-        AuthReplica { ctx, counters: Counters::default() }
+    pub fn new(ctx: StageContext, recovered: Recovered) -> AuthReplica {
+        let cfg = ctx.config.clone();
+        let q = cfg.quorums;
+        let mut replica = AuthReplica {
+            ctx,
+            cfg,
+            q,
+            counters: Counters::default(),
+            now: 0,
+            last_sent: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            cache: CommandCache::default(),
+            highest_ordered: None,
+            votes: CompletionVotes::default(),
+            stale_on_disk: Vec::new(),
+        };
+        replica.recover(recovered);
+        replica
+    }
+
+    /// Clients with a request authenticated but not yet known to be ordered.
+    pub fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Bodies of ordered requests held for the execution stage.
+    pub fn cached_bodies(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// The request number of the last request authenticated for `client`, if any.
+    pub fn last_sent_nc(&self, client: ClientId) -> Option<u64> {
+        self.last_sent.get(&client).map(|l| l.core.nc)
+    }
+
+    /// Step 1 of the filter pipeline (seed 004 Figure 3.4: cheapest checks first): `open`
+    /// parses the header, checks the receiver, looks up the sender's key (an unknown client
+    /// fails here, LS6), checks the MAC, and only then decodes the body. Then dispatch on who
+    /// sent what: each stage sends this replica exactly one kind of message per role.
+    fn on_frame(&mut self, frame: &[u8], out: &mut Vec<Action>) {
+        let (from, msg) = match self.ctx.keys.open(frame) {
+            Ok(opened) => opened,
+            Err(e) => {
+                self.counters.add(drop_reason(&e));
+                return;
+            }
+        };
+        match (from, msg) {
+            (Principal::Client(c), Message::Request { nc, op }) => self.on_request(c, nc, op, out),
+            (Principal::Exec(e), Message::BatchComplete { seq, executed }) => {
+                self.on_batch_complete(e, seq, executed, out)
+            }
+            (
+                Principal::Exec(e),
+                Message::Fetch {
+                    seq,
+                    client,
+                    nc,
+                    digest,
+                },
+            ) => self.on_fetch(e, seq, client, nc, digest, out),
+            _ => self.counters.add("drop-unexpected"),
+        }
+    }
+
+    fn send(&mut self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
+        match self.ctx.keys.seal(to, msg) {
+            Some(frame) => out.push(Action::Send { to, frame }),
+            None => self.counters.add("send-no-key"),
+        }
+    }
+
+    fn send_to_order(&mut self, msg: &Message, out: &mut Vec<Action>) {
+        for o in 0..self.q.order {
+            self.send(Principal::Order(o as u16), msg, out);
+        }
+    }
+
+    /// Delete cache intervals recovery found already outside the kept window.
+    fn on_start(&mut self, out: &mut Vec<Action>) {
+        for interval in std::mem::take(&mut self.stale_on_disk) {
+            out.push(Action::Store(StoreOp::DeletePrefix {
+                prefix: cached_prefix(interval),
+            }));
+        }
     }
 }
 
@@ -18,8 +144,34 @@ impl Stage for AuthReplica {
     fn principal(&self) -> Principal {
         self.ctx.keys.me()
     }
-    fn handle(&mut self, _now: Micros, _event: Event, _out: &mut Vec<Action>) {}
+
+    fn handle(&mut self, now: Micros, event: Event, out: &mut Vec<Action>) {
+        self.now = now;
+        match event {
+            Event::Start => self.on_start(out),
+            Event::Receive(frame) => self.on_frame(&frame, out),
+            // The stage sets no timers: retransmissions are driven by clients (§5.7.2).
+            Event::Timer(_) => self.counters.add("unexpected-timer"),
+        }
+    }
+
     fn counters(&self) -> &Counters {
         &self.counters
+    }
+}
+
+/// Metric label of an envelope error.
+fn drop_reason(e: &WireError) -> &'static str {
+    match e {
+        WireError::Short(_) => "drop-short",
+        WireError::TooLarge(_) => "drop-too-large",
+        WireError::BadMagic => "drop-bad-magic",
+        WireError::BadVersion(_) => "drop-bad-version",
+        WireError::BadLength { .. } => "drop-bad-length",
+        WireError::BadSender(_) => "drop-bad-sender",
+        WireError::WrongReceiver(_) => "drop-wrong-receiver",
+        WireError::UnknownSender(_) => "drop-unknown-sender",
+        WireError::BadMac(_) => "drop-bad-mac",
+        WireError::Malformed(..) => "drop-malformed",
     }
 }

@@ -1,0 +1,75 @@
+//! The bodies an authentication replica holds (seed 004 §5.3.3): the pending table (at most
+//! one authenticated, not-yet-ordered request per client) and the command cache (bodies of
+//! ordered requests, by checkpoint interval of the batch that ordered them).
+
+use plumb_crypto::Digest;
+use plumb_wire::{ClientId, ReqNo, Seq};
+use std::collections::BTreeMap;
+
+/// An authenticated request body not yet known to be ordered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Pending {
+    pub nc: ReqNo,
+    pub op: Vec<u8>,
+    /// `H(op)`, kept so that FETCH costs a lookup, not a hash of a possibly large body.
+    pub digest: Digest,
+}
+
+/// A body of an ordered request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cached {
+    pub op: Vec<u8>,
+    pub digest: Digest,
+    /// The batch it was reported ordered in (no earlier than the one that ordered it).
+    pub seq: Seq,
+}
+
+/// `commandCache{0,1,2}` as one map from checkpoint interval (`seq / CP_interval`) to bodies.
+/// The figure's `i mod 3` ring becomes explicit interval numbers, so garbage collection can
+/// say exactly which intervals it drops even when batches jump several intervals at once.
+#[derive(Debug, Default)]
+pub(crate) struct CommandCache {
+    intervals: BTreeMap<u64, BTreeMap<(ClientId, ReqNo), Cached>>,
+}
+
+impl CommandCache {
+    pub fn insert(&mut self, interval: u64, client: ClientId, nc: ReqNo, body: Cached) {
+        self.intervals
+            .entry(interval)
+            .or_default()
+            .insert((client, nc), body);
+    }
+
+    /// The body of `(client, nc)`, newest interval first.
+    pub fn get(&self, client: ClientId, nc: ReqNo) -> Option<&Cached> {
+        self.intervals
+            .values()
+            .rev()
+            .find_map(|bodies| bodies.get(&(client, nc)))
+    }
+
+    /// The highest request number held for `client`.
+    pub fn highest_nc(&self, client: ClientId) -> Option<ReqNo> {
+        self.intervals
+            .values()
+            .filter_map(|bodies| bodies.range((client, 0)..=(client, ReqNo::MAX)).next_back())
+            .map(|((_, nc), _)| *nc)
+            .max()
+    }
+
+    /// Drop every interval below `keep_from`; returns the dropped interval numbers.
+    pub fn drop_below(&mut self, keep_from: u64) -> Vec<u64> {
+        let kept = self.intervals.split_off(&keep_from);
+        let dropped = std::mem::replace(&mut self.intervals, kept);
+        dropped.into_keys().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.intervals.values().map(BTreeMap::len).sum()
+    }
+
+    #[cfg(test)]
+    pub fn intervals(&self) -> Vec<u64> {
+        self.intervals.keys().copied().collect()
+    }
+}

@@ -1,0 +1,275 @@
+//! What the execution stage tells and asks an authentication replica (seed 004 Figure 5.7
+//! lines 25-46, §5.3.3): BATCH-COMPLETE (requests ordered: clear pending entries, move their
+//! bodies to the command cache, garbage-collect old intervals) and FETCH (serve a body, AL2).
+//!
+//! A BATCH-COMPLETE value `(seq, executed)` is acted on only once `r + 1` distinct execution
+//! replicas reported the identical value, so at least one correct replica vouches for it: a
+//! faulty execution replica alone can neither clear pending entries (which would let a client
+//! get a second request pending, against AS4) nor push garbage collection ahead (which would
+//! drop bodies still needed, against AS2).
+
+use crate::cache::Cached;
+use crate::recovery::{cached_key, cached_prefix, CachedRecord};
+use crate::AuthReplica;
+use plumb_core::{storage, Action, StoreOp};
+use plumb_crypto::Digest;
+use plumb_wire::{ClientId, Executed, Message, Principal, ReqNo, Seq};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Values already acted on remembered per batch number, so late votes for them are ignored
+/// cheaply. Forgetting one only means a late vote may be acted on again, which is idempotent.
+const ACTED_MEMORY: usize = 8;
+
+/// Votes of execution replicas on BATCH-COMPLETE values, bounded: one outstanding vote per
+/// replica per batch number (a newer report replaces an older one), at most
+/// `per_replica_cap` outstanding batch numbers per replica (its oldest vote goes first), and
+/// nothing for batches whose bodies are already garbage-collected.
+#[derive(Debug, Default)]
+pub(crate) struct CompletionVotes {
+    by_seq: BTreeMap<Seq, SeqVotes>,
+    /// The batch numbers each execution replica has an outstanding vote for.
+    outstanding: BTreeMap<u16, BTreeSet<Seq>>,
+}
+
+#[derive(Debug, Default)]
+struct SeqVotes {
+    votes: BTreeMap<u16, Vec<Executed>>,
+    acted: Vec<Digest>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Vote {
+    /// The value reached its quorum now: act on it.
+    Quorum,
+    Waiting,
+    AlreadyActed,
+}
+
+fn value_digest(executed: &[Executed]) -> Digest {
+    Digest::of(&storage::encode(&executed))
+}
+
+impl CompletionVotes {
+    pub fn vote(
+        &mut self,
+        replica: u16,
+        seq: Seq,
+        executed: &[Executed],
+        quorum: usize,
+        per_replica_cap: usize,
+    ) -> Vote {
+        let digest = value_digest(executed);
+        let entry = self.by_seq.entry(seq).or_default();
+        if entry.acted.contains(&digest) {
+            return Vote::AlreadyActed;
+        }
+        entry.votes.insert(replica, executed.to_vec());
+        let matching: Vec<u16> = entry
+            .votes
+            .iter()
+            .filter(|(_, v)| v.as_slice() == executed)
+            .map(|(r, _)| *r)
+            .collect();
+        if matching.len() >= quorum {
+            for r in &matching {
+                entry.votes.remove(r);
+                if let Some(seqs) = self.outstanding.get_mut(r) {
+                    seqs.remove(&seq);
+                }
+            }
+            entry.acted.push(digest);
+            if entry.acted.len() > ACTED_MEMORY {
+                entry.acted.remove(0);
+            }
+            return Vote::Quorum;
+        }
+        let mine = self.outstanding.entry(replica).or_default();
+        mine.insert(seq);
+        if mine.len() > per_replica_cap {
+            if let Some(oldest) = mine.pop_first() {
+                self.remove_vote(replica, oldest);
+            }
+        }
+        Vote::Waiting
+    }
+
+    fn remove_vote(&mut self, replica: u16, seq: Seq) {
+        if let Some(entry) = self.by_seq.get_mut(&seq) {
+            entry.votes.remove(&replica);
+            if entry.votes.is_empty() && entry.acted.is_empty() {
+                self.by_seq.remove(&seq);
+            }
+        }
+    }
+
+    /// Forget everything about batches below `floor`.
+    pub fn forget_below(&mut self, floor: Seq) {
+        self.by_seq = self.by_seq.split_off(&floor);
+        for seqs in self.outstanding.values_mut() {
+            *seqs = seqs.split_off(&floor);
+        }
+        self.outstanding.retain(|_, seqs| !seqs.is_empty());
+    }
+
+    /// Outstanding votes held (for tests: memory stays bounded).
+    #[cfg(test)]
+    pub fn outstanding(&self) -> usize {
+        self.by_seq.values().map(|e| e.votes.len()).sum()
+    }
+}
+
+impl AuthReplica {
+    /// The first batch number whose bodies are still kept: the start of interval `k - 2`, where
+    /// `k` is the interval of the highest batch acted on. Three intervals are kept (§5.3.3).
+    pub(crate) fn kept_floor(&self) -> Seq {
+        let cp = self.cfg.checkpoint_interval.max(1);
+        self.highest_ordered
+            .map_or(0, |h| (h / cp).saturating_sub(2) * cp)
+    }
+
+    /// Outstanding BATCH-COMPLETE votes an execution replica may have: enough for the three
+    /// kept intervals, so a correct replica's votes are not pushed out in normal operation.
+    fn vote_cap(&self) -> usize {
+        usize::try_from(self.cfg.checkpoint_interval.saturating_mul(3))
+            .unwrap_or(usize::MAX)
+            .max(1)
+    }
+
+    pub(crate) fn on_batch_complete(
+        &mut self,
+        e: u16,
+        seq: Seq,
+        executed: Vec<Executed>,
+        out: &mut Vec<Action>,
+    ) {
+        if e as usize >= self.q.exec {
+            self.counters.add("drop-unexpected");
+            return;
+        }
+        // A correct replica reports at most one batch's requests (or one client on the
+        // retransmission path); anything larger is a faulty replica trying to pin memory.
+        if executed.len() > self.cfg.batch_max {
+            self.counters.add("drop-oversized-batch-complete");
+            return;
+        }
+        if seq < self.kept_floor() {
+            // Its bodies would land in an interval already collected; a stale pending entry
+            // it might clear is cleared by the retransmission path instead.
+            self.counters.add("batch-complete-stale");
+            return;
+        }
+        let quorum = self.q.exec_learn();
+        let cap = self.vote_cap();
+        if self.votes.vote(e, seq, &executed, quorum, cap) == Vote::Quorum {
+            self.act_on_ordered(seq, &executed, out);
+        }
+    }
+
+    /// Requests `executed` are ordered no later than batch `seq`: clear their pending entries,
+    /// moving each body into the cache under the interval of `seq`, then garbage-collect.
+    ///
+    /// A pending entry is cleared when the executed number is at least the pending one (Figure
+    /// 5.7 line 37). Unlike line 38, the body moves to the cache even when the executed number
+    /// is *higher*: the order stage orders a client's requests in sequence (OS3), so the pending
+    /// request was ordered in some batch before `seq` whose BATCH-COMPLETE this replica missed,
+    /// and that batch may still need the body fetched (AS2). Filing it under `seq`'s interval
+    /// keeps it at least as long as its real batch needs it.
+    fn act_on_ordered(&mut self, seq: Seq, executed: &[Executed], out: &mut Vec<Action>) {
+        let interval = seq / self.cfg.checkpoint_interval.max(1);
+        for &Executed { client, nc } in executed {
+            if !matches!(self.pending.get(&client), Some(p) if nc >= p.nc) {
+                continue;
+            }
+            let Some(p) = self.pending.remove(&client) else {
+                continue;
+            };
+            // No sync: the body stays in `auth/req/{c}` until a later request of the client
+            // overwrites it with put + sync, and that sync makes this put durable first.
+            // `auth/req/{c}` is not deleted: it is the durable lastSent[c] (AS3 across
+            // restarts), and recovery tells pending from ordered by this cache record.
+            let record = CachedRecord {
+                client,
+                nc: p.nc,
+                seq,
+                op: p.op,
+            };
+            out.push(Action::Store(StoreOp::Put {
+                key: cached_key(interval, client, p.nc),
+                value: storage::encode(&record),
+            }));
+            self.cache.insert(
+                interval,
+                client,
+                p.nc,
+                Cached {
+                    op: record.op,
+                    digest: p.digest,
+                    seq,
+                },
+            );
+            self.counters.add("ordered");
+        }
+        self.advance_highest(seq, out);
+    }
+
+    /// The first time a batch of a new checkpoint interval `k` is acted on, drop the cache
+    /// intervals below `k - 2` from memory and disk (§5.3.3).
+    fn advance_highest(&mut self, seq: Seq, out: &mut Vec<Action>) {
+        let previous = self.highest_ordered;
+        if previous.is_some_and(|h| seq <= h) {
+            return;
+        }
+        self.highest_ordered = Some(seq);
+        let cp = self.cfg.checkpoint_interval.max(1);
+        if previous.is_some_and(|h| h / cp == seq / cp) {
+            return;
+        }
+        let floor = self.kept_floor();
+        for interval in self.cache.drop_below(floor / cp) {
+            out.push(Action::Store(StoreOp::DeletePrefix {
+                prefix: cached_prefix(interval),
+            }));
+            self.counters.add("gc-interval");
+        }
+        self.votes.forget_below(floor);
+    }
+
+    /// FETCH (AL2): serve the body of `(client, nc)` if this replica holds one matching
+    /// `digest`, from the pending table or the command cache.
+    pub(crate) fn on_fetch(
+        &mut self,
+        e: u16,
+        seq: Seq,
+        client: ClientId,
+        nc: ReqNo,
+        digest: Digest,
+        out: &mut Vec<Action>,
+    ) {
+        let pending = self
+            .pending
+            .get(&client)
+            .filter(|p| p.nc == nc && p.digest == digest)
+            .map(|p| &p.op);
+        let cached = || {
+            self.cache
+                .get(client, nc)
+                .filter(|c| c.digest == digest)
+                .map(|c| &c.op)
+        };
+        let Some(op) = pending.or_else(cached).cloned() else {
+            self.counters.add("fetch-miss");
+            return;
+        };
+        self.send(
+            Principal::Exec(e),
+            &Message::Command {
+                seq,
+                client,
+                nc,
+                op,
+            },
+            out,
+        );
+        self.counters.add("fetch-served");
+    }
+}

@@ -1,0 +1,157 @@
+//! CLIENT-REQ processing (seed 004 Figure 5.7 lines 16-23, §5.3.3 rate limiting).
+//!
+//! The filter pipeline runs cheapest checks first (seed 004 Figure 3.4):
+//! 1. MAC check and sender lookup, in `KeyRing::open` (see `AuthReplica::on_frame`): a forged
+//!    frame or an unknown client costs one keyed hash and no parsing;
+//! 2. sequence check: `nc` against `lastSent[c]`, a table lookup (AS3);
+//! 3. redundancy and pending checks: a retransmission is answered by resending `lastSent[c]`,
+//!    a new request while one is pending is dropped (AS4);
+//! 4. only then the expensive work: digest, one MAC per order replica, a synced write.
+
+use crate::cache::Pending;
+use crate::recovery::{request_key, StoredRequest};
+use crate::AuthReplica;
+use plumb_config::ProtocolConfig;
+use plumb_core::{storage, Action, KeyRing, StoreOp};
+use plumb_crypto::{Digest, Mac};
+use plumb_wire::{Body, ClientId, Message, Principal, ReqCore, ReqNo};
+
+/// `lastSent[c]`: the AUTH-REQ this replica built for the client's latest request.
+#[derive(Debug, Clone)]
+pub(crate) struct LastSent {
+    pub core: ReqCore,
+    pub macs: Vec<Mac>,
+    /// When it was last *re*sent (the first send does not count): retransmissions go out at
+    /// most once per `auth_resend_us` per client (§5.7.2).
+    pub resent_at: Option<plumb_core::Micros>,
+}
+
+impl LastSent {
+    fn message(&self) -> Message {
+        Message::AuthReq {
+            core: self.core.clone(),
+            macs: self.macs.clone(),
+        }
+    }
+}
+
+/// Build the AUTH-REQ contents for `(client, nc, op)`: the core (inline body if small, its
+/// digest otherwise) and this replica's MAC over the id digest for each order replica, the
+/// row of the matrix signature that makes the request one-step transferable (AS1, §6.4).
+/// `None` if a key for some order replica is missing (a configuration error).
+pub(crate) fn authenticate_core(
+    keys: &KeyRing,
+    cfg: &ProtocolConfig,
+    client: ClientId,
+    nc: ReqNo,
+    op: &[u8],
+    op_digest: Digest,
+) -> Option<LastSent> {
+    let body = if op.len() <= cfg.inline_max_bytes {
+        Body::Inline(op.to_vec())
+    } else {
+        Body::Digest(op_digest)
+    };
+    let core = ReqCore { client, nc, body };
+    let id = core.id_digest();
+    let macs = (0..cfg.quorums.order)
+        .map(|o| keys.mac_for(Principal::Order(o as u16), &id.0))
+        .collect::<Option<Vec<Mac>>>()?;
+    Some(LastSent {
+        core,
+        macs,
+        resent_at: None,
+    })
+}
+
+impl AuthReplica {
+    /// A CLIENT-REQ whose envelope `open` has already authenticated (filter step 1).
+    pub(crate) fn on_request(
+        &mut self,
+        client: ClientId,
+        nc: ReqNo,
+        op: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
+        // Step 2: sequence check against lastSent[c].
+        match self.last_sent.get(&client) {
+            Some(last) if nc <= last.core.nc => {
+                // Step 3a: redundancy. Same number, different operation: the client is faulty
+                // (AS3 forbids authenticating both). Otherwise a retransmission of this or an
+                // older request: answer with lastSent[c] (AL1 turns old requests into the
+                // latest one).
+                if nc == last.core.nc && Digest::of(&op) != last.core.op_digest() {
+                    self.counters.add("conflicting-request");
+                    return;
+                }
+                self.counters.add("retransmission");
+                self.resend_last(client, out);
+                return;
+            }
+            None if nc == 0 => {
+                // Request numbers start at 1 (CS1).
+                self.counters.add("drop-bad-nc");
+                return;
+            }
+            _ => {}
+        }
+        // Step 3b: at most one pending request per client (AS4). Resending lastSent[c] makes
+        // the order stage ask execution to re-report it (RETRANSMIT -> BATCH-COMPLETE), which
+        // clears a stale pending entry (AL1b).
+        if self.pending.contains_key(&client) {
+            self.counters.add("pending");
+            self.resend_last(client, out);
+            return;
+        }
+        // Step 4: authenticate.
+        self.authenticate(client, nc, op, out);
+    }
+
+    /// Persist `(c, nc, op)` (put + sync) before the AUTH-REQ leaves: after a crash this
+    /// replica still holds every body it vouched for (AS2) and remembers `lastSent[c]` (AS3).
+    fn authenticate(&mut self, client: ClientId, nc: ReqNo, op: Vec<u8>, out: &mut Vec<Action>) {
+        let digest = Digest::of(&op);
+        let Some(last) = authenticate_core(&self.ctx.keys, &self.cfg, client, nc, &op, digest)
+        else {
+            self.counters.add("drop-missing-order-key");
+            return;
+        };
+        let record = StoredRequest { client, nc, op };
+        out.push(Action::Store(StoreOp::Put {
+            key: request_key(client),
+            value: storage::encode(&record),
+        }));
+        out.push(Action::Store(StoreOp::Sync));
+        self.send_to_order(&last.message(), out);
+        self.counters.add("authenticated");
+        self.last_sent.insert(client, last);
+        self.pending.insert(
+            client,
+            Pending {
+                nc,
+                op: record.op,
+                digest,
+            },
+        );
+    }
+
+    /// Resend lastSent[c] to every order replica, at most once per `auth_resend_us`.
+    pub(crate) fn resend_last(&mut self, client: ClientId, out: &mut Vec<Action>) {
+        let now = self.now;
+        let period = self.cfg.auth_resend_us;
+        let Some(last) = self.last_sent.get_mut(&client) else {
+            return;
+        };
+        if last
+            .resent_at
+            .is_some_and(|t| now < t.saturating_add(period))
+        {
+            self.counters.add("resend-limited");
+            return;
+        }
+        last.resent_at = Some(now);
+        let msg = last.message();
+        self.send_to_order(&msg, out);
+        self.counters.add("resend");
+    }
+}

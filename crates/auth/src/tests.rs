@@ -1,0 +1,789 @@
+//! Authentication replica tests, named after the property they check (seed 004 §5.4.2,
+//! §6.4.3). The replica under test is `Auth(0)` of a u = r = 1 cluster (4 auth, 4 order,
+//! 3 exec); clients, order and execution replicas are played by the test, each sealing frames
+//! with its own key ring.
+
+use super::*;
+use plumb_config::{Faults, ProtocolConfig, Quorums};
+use plumb_core::{run, Action, Event, KeyRing, Recovered, Stage, StoreOp};
+use plumb_crypto::{Digest, Identity, Mac, PublicIdentity};
+use plumb_wire::{Body, Executed, Message, Principal, ReqCore, ReqNo, Seq};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+const ME: Principal = Principal::Auth(0);
+const CLIENTS: u32 = 3;
+/// Not in the directory: no replica shares a key with it.
+const STRANGER: Principal = Principal::Client(99);
+const CP: u64 = 4;
+
+fn identity_of(p: Principal) -> Identity {
+    Identity::from_seed(Digest::of(&p.label().to_le_bytes()).0)
+}
+
+struct Net {
+    cfg: Arc<ProtocolConfig>,
+    rings: HashMap<Principal, KeyRing>,
+}
+
+impl Net {
+    fn new() -> Net {
+        let q = Quorums::minimal(Faults::new(1, 1));
+        let mut cfg = ProtocolConfig::new(q);
+        cfg.checkpoint_interval = CP;
+        let mut all: Vec<Principal> = Vec::new();
+        all.extend((0..q.auth as u16).map(Principal::Auth));
+        all.extend((0..q.order as u16).map(Principal::Order));
+        all.extend((0..q.exec as u16).map(Principal::Exec));
+        all.extend((0..CLIENTS).map(Principal::Client));
+        let directory: Arc<HashMap<Principal, PublicIdentity>> =
+            Arc::new(all.iter().map(|p| (*p, identity_of(*p).public())).collect());
+        let mut rings: HashMap<Principal, KeyRing> = all
+            .iter()
+            .map(|p| {
+                (
+                    *p,
+                    KeyRing::new(*p, Arc::new(identity_of(*p)), directory.clone()),
+                )
+            })
+            .collect();
+        // The stranger knows the replica's public key, but the replica does not know it.
+        let mut its_view = (*directory).clone();
+        its_view.insert(STRANGER, identity_of(STRANGER).public());
+        rings.insert(
+            STRANGER,
+            KeyRing::new(
+                STRANGER,
+                Arc::new(identity_of(STRANGER)),
+                Arc::new(its_view),
+            ),
+        );
+        Net {
+            cfg: Arc::new(cfg),
+            rings,
+        }
+    }
+
+    fn ring(&self, p: Principal) -> &KeyRing {
+        &self.rings[&p]
+    }
+
+    fn replica(&self, recovered: Recovered) -> AuthReplica {
+        let ctx = StageContext {
+            config: self.cfg.clone(),
+            keys: self.ring(ME).clone(),
+            seed: 7,
+        };
+        AuthReplica::new(ctx, recovered)
+    }
+
+    fn deliver(
+        &self,
+        r: &mut AuthReplica,
+        now: u64,
+        from: Principal,
+        msg: &Message,
+    ) -> Vec<Action> {
+        let frame = self
+            .ring(from)
+            .seal(ME, msg)
+            .expect("sender knows the replica");
+        run(r, now, Event::Receive(frame))
+    }
+
+    fn request(&self, r: &mut AuthReplica, now: u64, c: u32, nc: ReqNo, op: &[u8]) -> Vec<Action> {
+        self.deliver(
+            r,
+            now,
+            Principal::Client(c),
+            &Message::Request {
+                nc,
+                op: op.to_vec(),
+            },
+        )
+    }
+
+    /// BATCH-COMPLETE `(seq, executed)` from each of `from`.
+    fn complete(
+        &self,
+        r: &mut AuthReplica,
+        from: &[u16],
+        seq: Seq,
+        executed: &[(u32, ReqNo)],
+    ) -> Vec<Action> {
+        let executed: Vec<Executed> = executed
+            .iter()
+            .map(|&(client, nc)| Executed { client, nc })
+            .collect();
+        let msg = Message::BatchComplete { seq, executed };
+        from.iter()
+            .flat_map(|e| self.deliver(r, 0, Principal::Exec(*e), &msg))
+            .collect()
+    }
+
+    /// Every AUTH-REQ in `actions`, opened by the order replica it is addressed to.
+    fn auth_reqs(&self, actions: &[Action]) -> Vec<(u16, ReqCore, Vec<Mac>)> {
+        self.opened(actions)
+            .into_iter()
+            .filter_map(|(to, msg)| match (to, msg) {
+                (Principal::Order(o), Message::AuthReq { core, macs }) => Some((o, core, macs)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn opened(&self, actions: &[Action]) -> Vec<(Principal, Message)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send { to, frame } => {
+                    let (from, msg) = self
+                        .ring(*to)
+                        .open(frame)
+                        .expect("frames of the replica open");
+                    assert_eq!(from, ME);
+                    Some((*to, msg))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn sends(actions: &[Action]) -> usize {
+    actions
+        .iter()
+        .filter(|a| matches!(a, Action::Send { .. }))
+        .count()
+}
+
+fn stores(actions: &[Action]) -> Vec<&StoreOp> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Store(op) => Some(op),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A disk that keeps every write (crash-consistent enough for these tests: each test's
+/// restart happens after its writes were synced or did not matter).
+#[derive(Default)]
+struct Disk(BTreeMap<String, Vec<u8>>);
+
+impl Disk {
+    fn apply(&mut self, actions: &[Action]) {
+        for op in stores(actions) {
+            match op {
+                StoreOp::Put { key, value } => {
+                    self.0.insert(key.clone(), value.clone());
+                }
+                StoreOp::Delete { key } => {
+                    self.0.remove(key);
+                }
+                StoreOp::DeletePrefix { prefix } => {
+                    self.0.retain(|k, _| !k.starts_with(prefix.as_str()))
+                }
+                StoreOp::Sync => {}
+            }
+        }
+    }
+
+    fn recovered(&self) -> Recovered {
+        Recovered {
+            records: self.0.clone(),
+            corrupt: Vec::new(),
+        }
+    }
+}
+
+fn big_op(tag: u8) -> Vec<u8> {
+    vec![tag; 500]
+}
+
+#[test]
+fn as1_unknown_client_is_dropped() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let actions = net.deliver(
+        &mut r,
+        0,
+        STRANGER,
+        &Message::Request {
+            nc: 1,
+            op: b"put a 1".to_vec(),
+        },
+    );
+    assert!(actions.is_empty(), "{actions:?}");
+    assert_eq!(r.counters().get("drop-unknown-sender"), 1);
+    assert_eq!(r.pending_count(), 0);
+}
+
+#[test]
+fn as1_tampered_frame_is_dropped_before_parsing() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let mut frame = net
+        .ring(Principal::Client(1))
+        .seal(
+            ME,
+            &Message::Request {
+                nc: 1,
+                op: b"x".to_vec(),
+            },
+        )
+        .unwrap();
+    let n = frame.len();
+    frame[n - 20] ^= 1;
+    assert!(run(&mut r, 0, Event::Receive(frame)).is_empty());
+    assert_eq!(r.counters().get("drop-bad-mac"), 1);
+}
+
+#[test]
+fn only_clients_send_requests_and_only_exec_replicas_report() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let req = Message::Request {
+        nc: 1,
+        op: b"x".to_vec(),
+    };
+    assert!(net.deliver(&mut r, 0, Principal::Order(1), &req).is_empty());
+    let done = Message::BatchComplete {
+        seq: 1,
+        executed: vec![],
+    };
+    assert!(net
+        .deliver(&mut r, 0, Principal::Client(0), &done)
+        .is_empty());
+    assert!(net.deliver(&mut r, 0, Principal::Exec(0), &req).is_empty());
+    assert_eq!(r.counters().get("drop-unexpected"), 3);
+    assert_eq!(r.pending_count(), 0);
+}
+
+#[test]
+fn as1_authenticator_verifies_at_each_order_replica_and_only_there() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let actions = net.request(&mut r, 0, 1, 1, b"put a 1");
+    let reqs = net.auth_reqs(&actions);
+    let order = net.cfg.quorums.order;
+    assert_eq!(
+        reqs.iter().map(|(o, ..)| *o).collect::<Vec<_>>(),
+        (0..order as u16).collect::<Vec<_>>()
+    );
+    for (o, core, macs) in &reqs {
+        assert_eq!(macs.len(), order);
+        let id = core.id_digest();
+        let ring = net.ring(Principal::Order(*o));
+        for (i, mac) in macs.iter().enumerate() {
+            // Each entry verifies for its own order replica only: pairwise keys differ.
+            assert_eq!(
+                ring.verify_from(ME, &id.0, mac),
+                i == *o as usize,
+                "order {o}, entry {i}"
+            );
+        }
+        // Another auth replica cannot claim this row.
+        assert!(!ring.verify_from(Principal::Auth(1), &id.0, &macs[*o as usize]));
+    }
+}
+
+#[test]
+fn persist_and_sync_precede_the_auth_req() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let actions = net.request(&mut r, 0, 2, 1, b"put b 2");
+    let put = actions
+        .iter()
+        .position(
+            |a| matches!(a, Action::Store(StoreOp::Put { key, .. }) if *key == request_key(2)),
+        )
+        .expect("request persisted");
+    let sync = actions
+        .iter()
+        .position(|a| matches!(a, Action::Store(StoreOp::Sync)))
+        .expect("synced");
+    let first_send = actions
+        .iter()
+        .position(|a| matches!(a, Action::Send { .. }))
+        .expect("sent");
+    assert!(put < sync && sync < first_send, "{actions:?}");
+}
+
+#[test]
+fn as3_one_request_per_identifier() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let first = net.request(&mut r, 0, 1, 1, b"put a 1");
+    let again = net.request(&mut r, 10, 1, 1, b"put a 1");
+    // The repeat is answered with the same AUTH-REQ, not a second authentication.
+    assert_eq!(net.auth_reqs(&first), net.auth_reqs(&again));
+    assert!(stores(&again).is_empty());
+    assert_eq!(r.counters().get("authenticated"), 1);
+
+    let other = net.request(&mut r, 20, 1, 1, b"put a 666");
+    assert!(other.is_empty(), "{other:?}");
+    assert_eq!(r.counters().get("conflicting-request"), 1);
+    assert_eq!(r.last_sent_nc(1), Some(1));
+}
+
+#[test]
+fn al1_older_request_is_answered_with_the_latest() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    net.request(&mut r, 0, 1, 1, b"one");
+    net.complete(&mut r, &[0, 1], 1, &[(1, 1)]);
+    let second = net.request(&mut r, 1, 1, 2, b"two");
+    let old = net.request(&mut r, 2, 1, 1, b"one");
+    assert_eq!(net.auth_reqs(&old), net.auth_reqs(&second));
+    assert_eq!(net.auth_reqs(&old)[0].1.nc, 2);
+}
+
+#[test]
+fn as4_no_second_pending_request() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let first = net.request(&mut r, 0, 0, 1, b"one");
+    let second = net.request(&mut r, 1, 0, 2, b"two");
+    assert_eq!(r.counters().get("pending"), 1);
+    assert!(
+        stores(&second).is_empty(),
+        "nothing authenticated: {second:?}"
+    );
+    // It resends the pending request's AUTH-REQ so that a stale entry gets re-reported.
+    assert_eq!(net.auth_reqs(&second), net.auth_reqs(&first));
+    assert_eq!((r.pending_count(), r.last_sent_nc(0)), (1, Some(1)));
+}
+
+#[test]
+fn retransmission_is_rate_limited_per_client() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let period = net.cfg.auth_resend_us;
+    let order = net.cfg.quorums.order;
+    net.request(&mut r, 0, 1, 1, b"x");
+    net.request(&mut r, 0, 2, 1, b"y");
+    assert_eq!(sends(&net.request(&mut r, 100, 1, 1, b"x")), order);
+    assert_eq!(sends(&net.request(&mut r, 200, 1, 1, b"x")), 0);
+    assert_eq!(
+        sends(&net.request(&mut r, 99 + period, 1, 2, b"x2")),
+        0,
+        "the pending path shares the limit"
+    );
+    assert_eq!(r.counters().get("resend-limited"), 2);
+    // Another client has its own budget.
+    assert_eq!(sends(&net.request(&mut r, 200, 2, 1, b"y")), order);
+    assert_eq!(sends(&net.request(&mut r, 100 + period, 1, 1, b"x")), order);
+}
+
+#[test]
+fn small_ops_travel_inline_large_ones_as_digests() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let small = vec![7u8; net.cfg.inline_max_bytes];
+    let large = vec![7u8; net.cfg.inline_max_bytes + 1];
+    let a = net.auth_reqs(&net.request(&mut r, 0, 0, 1, &small));
+    let b = net.auth_reqs(&net.request(&mut r, 0, 1, 1, &large));
+    assert_eq!(a[0].1.body, Body::Inline(small));
+    assert_eq!(b[0].1.body, Body::Digest(Digest::of(&large)));
+}
+
+#[test]
+fn al2_fetch_serves_matching_bodies_only() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let op = big_op(3);
+    net.request(&mut r, 0, 1, 1, &op);
+    let fetch = Message::Fetch {
+        seq: 5,
+        client: 1,
+        nc: 1,
+        digest: Digest::of(&op),
+    };
+    let served = net.opened(&net.deliver(&mut r, 0, Principal::Exec(2), &fetch));
+    assert_eq!(
+        served,
+        vec![(
+            Principal::Exec(2),
+            Message::Command {
+                seq: 5,
+                client: 1,
+                nc: 1,
+                op: op.clone()
+            }
+        )]
+    );
+
+    let wrong = Message::Fetch {
+        seq: 5,
+        client: 1,
+        nc: 1,
+        digest: Digest::of(b"other"),
+    };
+    assert!(net
+        .deliver(&mut r, 0, Principal::Exec(2), &wrong)
+        .is_empty());
+    let unknown = Message::Fetch {
+        seq: 5,
+        client: 1,
+        nc: 2,
+        digest: Digest::of(&op),
+    };
+    assert!(net
+        .deliver(&mut r, 0, Principal::Exec(2), &unknown)
+        .is_empty());
+    assert_eq!(r.counters().get("fetch-miss"), 2);
+
+    // Once ordered, the body is served from the command cache.
+    net.complete(&mut r, &[0, 1], 5, &[(1, 1)]);
+    assert_eq!((r.pending_count(), r.cached_bodies()), (0, 1));
+    assert_eq!(
+        net.opened(&net.deliver(&mut r, 0, Principal::Exec(2), &fetch))
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn batch_complete_needs_r_plus_one_matching_exec_replicas() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    net.request(&mut r, 0, 1, 1, &big_op(1));
+    // One faulty execution replica, however often it repeats itself, changes nothing.
+    assert!(net.complete(&mut r, &[0, 0, 0], 1, &[(1, 1)]).is_empty());
+    // Another replica reporting a different value does not make a quorum either.
+    assert!(net.complete(&mut r, &[1], 2, &[(1, 1)]).is_empty());
+    assert!(net.complete(&mut r, &[2], 1, &[(1, 1), (0, 1)]).is_empty());
+    assert_eq!((r.pending_count(), r.cached_bodies()), (1, 0));
+
+    let acted = net.complete(&mut r, &[2], 2, &[(1, 1)]);
+    assert_eq!((r.pending_count(), r.cached_bodies()), (0, 1));
+    let cached = cached_key(2 / CP, 1, 1);
+    assert!(stores(&acted)
+        .iter()
+        .any(|op| matches!(op, StoreOp::Put { key, .. } if *key == cached)));
+    // A new request of the client is authenticated now.
+    assert_eq!(
+        net.auth_reqs(&net.request(&mut r, 0, 1, 2, b"next")).len(),
+        net.cfg.quorums.order
+    );
+}
+
+#[test]
+fn pending_clears_on_a_later_executed_request_and_stays_fetchable() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let op = big_op(4);
+    net.request(&mut r, 0, 1, 3, &op);
+    // This replica missed batch 3 (which ordered 3); batch 6 ordered the client's 4.
+    net.complete(&mut r, &[0, 2], 6, &[(1, 4)]);
+    assert_eq!(r.pending_count(), 0);
+    let fetch = Message::Fetch {
+        seq: 3,
+        client: 1,
+        nc: 3,
+        digest: Digest::of(&op),
+    };
+    assert_eq!(
+        net.opened(&net.deliver(&mut r, 0, Principal::Exec(1), &fetch))
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn batch_complete_for_an_older_request_keeps_the_pending_one() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    net.request(&mut r, 0, 1, 5, b"five");
+    net.complete(&mut r, &[0, 1], 2, &[(1, 4)]);
+    assert_eq!(r.pending_count(), 1);
+}
+
+#[test]
+fn garbage_collection_keeps_three_intervals() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let mut deleted = Vec::new();
+    for interval in 0..6u64 {
+        let nc = interval + 1;
+        net.request(&mut r, 0, 0, nc, &big_op(nc as u8));
+        let actions = net.complete(&mut r, &[0, 1], interval * CP + 1, &[(0, nc)]);
+        deleted.extend(stores(&actions).into_iter().filter_map(|op| match op {
+            StoreOp::DeletePrefix { prefix } => Some(prefix.clone()),
+            _ => None,
+        }));
+        let lowest = interval.saturating_sub(2);
+        assert_eq!(r.cache.intervals(), (lowest..=interval).collect::<Vec<_>>());
+    }
+    assert_eq!(deleted, (0..3).map(cached_prefix).collect::<Vec<_>>());
+    assert_eq!(r.cached_bodies(), 3);
+    let fetch = |nc: u64| Message::Fetch {
+        seq: 0,
+        client: 0,
+        nc,
+        digest: Digest::of(&big_op(nc as u8)),
+    };
+    assert!(
+        net.deliver(&mut r, 0, Principal::Exec(0), &fetch(3))
+            .is_empty(),
+        "collected"
+    );
+    assert_eq!(
+        net.opened(&net.deliver(&mut r, 0, Principal::Exec(0), &fetch(4)))
+            .len(),
+        1
+    );
+    // Reports about collected batches are ignored.
+    assert!(net.complete(&mut r, &[0, 1], 2, &[(0, 1)]).is_empty());
+    assert_eq!(r.counters().get("batch-complete-stale"), 2);
+}
+
+#[test]
+fn garbage_collection_after_a_jump_drops_every_old_interval() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    for (nc, seq) in [(1, 1), (2, CP + 1)] {
+        net.request(&mut r, 0, 0, nc, b"op");
+        net.complete(&mut r, &[0, 1], seq, &[(0, nc)]);
+    }
+    let actions = net.complete(&mut r, &[0, 1], 20 * CP, &[]);
+    let prefixes: Vec<&StoreOp> = stores(&actions);
+    assert_eq!(
+        prefixes,
+        vec![
+            &StoreOp::DeletePrefix {
+                prefix: cached_prefix(0)
+            },
+            &StoreOp::DeletePrefix {
+                prefix: cached_prefix(1)
+            }
+        ]
+    );
+    assert_eq!(r.cached_bodies(), 0);
+}
+
+#[test]
+fn vote_memory_is_bounded_against_a_faulty_exec_replica() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    for seq in 0..2_000 {
+        net.complete(&mut r, &[2], seq, &[(0, seq)]);
+    }
+    assert!(
+        r.votes.outstanding() <= 3 * CP as usize,
+        "{}",
+        r.votes.outstanding()
+    );
+    let huge: Vec<Executed> = (0..net.cfg.batch_max as u32 + 1)
+        .map(|client| Executed { client, nc: 1 })
+        .collect();
+    net.deliver(
+        &mut r,
+        0,
+        Principal::Exec(2),
+        &Message::BatchComplete {
+            seq: 1,
+            executed: huge,
+        },
+    );
+    assert_eq!(r.counters().get("drop-oversized-batch-complete"), 1);
+}
+
+#[test]
+fn recovery_restores_pending_last_sent_and_cache() {
+    let net = Net::new();
+    let mut disk = Disk::default();
+    let mut r = net.replica(Recovered::default());
+    let op0 = big_op(10);
+    let op1 = big_op(11);
+    let first = net.request(&mut r, 0, 0, 1, &op0);
+    disk.apply(&first);
+    disk.apply(&net.request(&mut r, 0, 1, 1, &op1));
+    disk.apply(&net.complete(&mut r, &[0, 1], 3, &[(1, 1)]));
+
+    let mut r = net.replica(disk.recovered());
+    let start = run(&mut r, 0, Event::Start);
+    assert_eq!(sends(&start), 0);
+    assert_eq!((r.pending_count(), r.cached_bodies()), (1, 1));
+    assert_eq!((r.last_sent_nc(0), r.last_sent_nc(1)), (Some(1), Some(1)));
+
+    // lastSent is the same AUTH-REQ as before the crash; the pending one still blocks.
+    assert_eq!(
+        net.auth_reqs(&net.request(&mut r, 0, 0, 1, &op0)),
+        net.auth_reqs(&first)
+    );
+    assert!(net.request(&mut r, 1, 0, 1, b"different").is_empty());
+    net.request(&mut r, 2, 0, 2, b"two");
+    assert_eq!(r.counters().get("pending"), 1);
+    // Client 1's request was ordered: its next one is authenticated.
+    assert_eq!(
+        net.auth_reqs(&net.request(&mut r, 3, 1, 2, b"next")).len(),
+        net.cfg.quorums.order
+    );
+
+    for (client, op) in [(0, &op0), (1, &op1)] {
+        let fetch = Message::Fetch {
+            seq: 3,
+            client,
+            nc: 1,
+            digest: Digest::of(op),
+        };
+        let served = net.opened(&net.deliver(&mut r, 0, Principal::Exec(1), &fetch));
+        assert_eq!(
+            served,
+            vec![(
+                Principal::Exec(1),
+                Message::Command {
+                    seq: 3,
+                    client,
+                    nc: 1,
+                    op: op.clone()
+                }
+            )]
+        );
+    }
+}
+
+#[test]
+fn recovery_drops_intervals_outside_the_window_on_start() {
+    let net = Net::new();
+    let mut disk = Disk::default();
+    let mut r = net.replica(Recovered::default());
+    for (nc, seq) in [(1, 1), (2, 3 * CP + 1)] {
+        disk.apply(&net.request(&mut r, 0, 0, nc, b"op"));
+        disk.apply(&net.complete(&mut r, &[0, 1], seq, &[(0, nc)]));
+    }
+    // Simulate a crash before the deletion reached the disk.
+    let stale = StoredRecordForTest::cached(0, 0, 1, 1, b"op");
+    disk.0.insert(stale.0, stale.1);
+    let mut r = net.replica(disk.recovered());
+    assert_eq!(r.cached_bodies(), 1);
+    let start = run(&mut r, 0, Event::Start);
+    assert_eq!(
+        stores(&start),
+        vec![&StoreOp::DeletePrefix {
+            prefix: cached_prefix(0)
+        }]
+    );
+}
+
+struct StoredRecordForTest;
+
+impl StoredRecordForTest {
+    fn cached(interval: u64, client: u32, nc: u64, seq: u64, op: &[u8]) -> (String, Vec<u8>) {
+        let record = recovery::CachedRecord {
+            client,
+            nc,
+            seq,
+            op: op.to_vec(),
+        };
+        (
+            cached_key(interval, client, nc),
+            plumb_core::storage::encode(&record),
+        )
+    }
+
+    fn request(client: u32, nc: u64, op: &[u8]) -> (String, Vec<u8>) {
+        let record = recovery::StoredRequest {
+            client,
+            nc,
+            op: op.to_vec(),
+        };
+        (request_key(client), plumb_core::storage::encode(&record))
+    }
+}
+
+#[test]
+fn corrupt_records_are_ignored_and_counted() {
+    let net = Net::new();
+    let mut records = BTreeMap::new();
+    let good = StoredRecordForTest::request(0, 4, b"good");
+    records.insert(good.0, good.1);
+    // Does not decode.
+    records.insert(request_key(1), vec![0xff; 3]);
+    // Decodes, but under another client's key.
+    records.insert(
+        request_key(2),
+        StoredRecordForTest::request(1, 1, b"moved").1,
+    );
+    // A cache record filed under the wrong interval.
+    let misfiled = StoredRecordForTest::cached(0, 1, 1, 9 * CP, b"x");
+    records.insert(misfiled.0, misfiled.1);
+    let corrupt = vec![cached_key(0, 2, 1)];
+    let r = net.replica(Recovered { records, corrupt });
+    assert_eq!(r.counters().get("recovered-corrupt"), 4);
+    assert_eq!((r.pending_count(), r.cached_bodies()), (1, 0));
+    assert_eq!(
+        (r.last_sent_nc(0), r.last_sent_nc(1), r.last_sent_nc(2)),
+        (Some(4), None, None)
+    );
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_frames_never_panic(frames in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..120), 1..20)) {
+        let net = Net::new();
+        let mut r = net.replica(Recovered::default());
+        for f in frames {
+            prop_assert!(run(&mut r, 0, Event::Receive(f)).is_empty());
+        }
+    }
+
+    #[test]
+    fn arbitrary_records_never_panic(entries in proptest::collection::vec((0u8..3, any::<u32>(), proptest::collection::vec(any::<u8>(), 0..40)), 0..10)) {
+        let net = Net::new();
+        let records = entries
+            .into_iter()
+            .map(|(kind, n, bytes)| {
+                let key = match kind {
+                    0 => request_key(n % 4),
+                    1 => cached_key(u64::from(n % 3), n % 4, 1),
+                    _ => format!("auth/other/{n}"),
+                };
+                (key, bytes)
+            })
+            .collect();
+        let mut r = net.replica(Recovered { records, corrupt: Vec::new() });
+        let _ = run(&mut r, 0, Event::Start);
+    }
+
+    /// AS3 and AS4 under any interleaving of requests (repeats, conflicts, gaps) and
+    /// BATCH-COMPLETE quorums: one authenticated core per (client, nc), and a request is
+    /// authenticated only when the client has none pending and none with a higher number.
+    #[test]
+    fn as3_as4_hold_for_any_request_stream(
+        steps in proptest::collection::vec((0u32..CLIENTS, 1u64..6, 0u8..2, any::<bool>()), 1..60)
+    ) {
+        let net = Net::new();
+        let mut r = net.replica(Recovered::default());
+        let mut cores: BTreeMap<(u32, u64), ReqCore> = BTreeMap::new();
+        let mut seq = 0;
+        for (i, (c, nc, variant, ordered)) in steps.into_iter().enumerate() {
+            if ordered {
+                // The execution stage reports the client's latest authenticated request.
+                if let Some(last) = r.last_sent_nc(c) {
+                    seq += 1;
+                    net.complete(&mut r, &[0, 1], seq, &[(c, last)]);
+                }
+                continue;
+            }
+            let had_pending = r.pending.contains_key(&c);
+            let last_before = r.last_sent_nc(c);
+            let op = vec![variant; 1 + nc as usize];
+            let actions = net.request(&mut r, i as u64, c, nc, &op);
+            let authenticated = !stores(&actions).is_empty();
+            if authenticated {
+                prop_assert!(!had_pending, "AS4: authenticated while pending");
+                prop_assert!(last_before.unwrap_or(0) < nc, "AS4: a higher one was authenticated");
+            }
+            for (_, core, _) in net.auth_reqs(&actions) {
+                let seen = cores.entry((core.client, core.nc)).or_insert_with(|| core.clone());
+                prop_assert_eq!(&*seen, &core, "AS3: two cores for one identifier");
+            }
+            prop_assert!(r.pending_count() <= CLIENTS as usize);
+        }
+    }
+}
