@@ -46,6 +46,12 @@ pub struct AuthReplica {
     /// The highest batch number this replica acted on a BATCH-COMPLETE for.
     highest_ordered: Option<Seq>,
     votes: CompletionVotes,
+    /// Per client: execution replicas that reported its pending request (or a later one)
+    /// executed, whatever batch they attached it to.
+    executed_votes: std::collections::BTreeMap<
+        plumb_wire::ClientId,
+        (plumb_wire::ReqNo, std::collections::BTreeSet<u16>),
+    >,
     /// Cache intervals found on disk at recovery that are already outside the kept window:
     /// deleted on `Event::Start` (the constructor cannot emit actions).
     stale_on_disk: Vec<u64>,
@@ -66,6 +72,7 @@ impl AuthReplica {
             cache: CommandCache::default(),
             highest_ordered: None,
             votes: CompletionVotes::default(),
+            executed_votes: Default::default(),
             stale_on_disk: Vec::new(),
         };
         replica.recover(recovered);

@@ -163,6 +163,40 @@ impl AuthReplica {
         if self.votes.vote(e, seq, &executed, quorum, cap) == Vote::Quorum {
             self.act_on_ordered(seq, &executed, out);
         }
+        self.count_executed(e, &executed, quorum, out);
+    }
+
+    /// Execution replicas at different points report retransmission-path completions with
+    /// different batch numbers, so whole values may never match. For clearing a pending entry
+    /// only "(c, nc) executed" matters: r+1 distinct replicas saying so include a correct one.
+    /// Garbage collection still waits for matching whole values.
+    fn count_executed(
+        &mut self,
+        e: u16,
+        executed: &[Executed],
+        quorum: usize,
+        out: &mut Vec<Action>,
+    ) {
+        for &Executed { client, nc } in executed {
+            let Some(pending_nc) = self.pending.get(&client).map(|p| p.nc) else {
+                continue;
+            };
+            if nc < pending_nc {
+                continue;
+            }
+            let votes = self.executed_votes.entry(client).or_default();
+            if votes.0 != pending_nc {
+                *votes = (pending_nc, BTreeSet::new());
+            }
+            votes.1.insert(e);
+            if votes.1.len() >= quorum {
+                self.executed_votes.remove(&client);
+                // File the body under the newest interval acted on: kept at least as long as
+                // the batch it was really ordered in needs it.
+                let seq = self.highest_ordered.unwrap_or(0);
+                self.clear_pending(seq, &[Executed { client, nc }], out);
+            }
+        }
     }
 
     /// Requests `executed` are ordered no later than batch `seq`: clear their pending entries,
@@ -175,6 +209,11 @@ impl AuthReplica {
     /// and that batch may still need the body fetched (AS2). Filing it under `seq`'s interval
     /// keeps it at least as long as its real batch needs it.
     fn act_on_ordered(&mut self, seq: Seq, executed: &[Executed], out: &mut Vec<Action>) {
+        self.clear_pending(seq, executed, out);
+        self.advance_highest(seq, out);
+    }
+
+    fn clear_pending(&mut self, seq: Seq, executed: &[Executed], out: &mut Vec<Action>) {
         let interval = seq / self.cfg.checkpoint_interval.max(1);
         for &Executed { client, nc } in executed {
             if !matches!(self.pending.get(&client), Some(p) if nc >= p.nc) {
@@ -208,8 +247,8 @@ impl AuthReplica {
                 },
             );
             self.counters.add("ordered");
+            self.executed_votes.remove(&client);
         }
-        self.advance_highest(seq, out);
     }
 
     /// The first time a batch of a new checkpoint interval `k` is acted on, drop the cache

@@ -227,7 +227,10 @@ impl<A: Application> ExecReplica<A> {
             // A lost CP-TOKEN can hold the order stage's window shut: repeat the newest one
             // while nothing moves. Order replicas ignore tokens they already learned.
             if let Some((seq, held)) = self.checkpoints.iter().next_back() {
-                let msg = Message::CpToken { seq: *seq, token: held.token };
+                let msg = Message::CpToken {
+                    seq: *seq,
+                    token: held.token,
+                };
                 self.send_to_order(&msg, out);
             }
         }

@@ -11,7 +11,14 @@ use std::collections::{BTreeMap, BTreeSet};
 impl OrderReplica {
     // ---------------------------------------------------------------- requests
 
-    pub(crate) fn on_auth_req(&mut self, now: Micros, f: u16, core: ReqCore, macs: Vec<Mac>, out: &mut Vec<Action>) {
+    pub(crate) fn on_auth_req(
+        &mut self,
+        now: Micros,
+        f: u16,
+        core: ReqCore,
+        macs: Vec<Mac>,
+        out: &mut Vec<Action>,
+    ) {
         if macs.len() != self.q.order || f as usize >= self.q.auth {
             self.counters.add("drop-bad-authenticator");
             return;
@@ -36,9 +43,16 @@ impl OrderReplica {
             return;
         }
         if core.nc != entry.nc {
-            *entry = Collected { nc: core.nc, ..Default::default() };
+            *entry = Collected {
+                nc: core.nc,
+                ..Default::default()
+            };
         }
-        let rows = &mut entry.by_id.entry(id).or_insert_with(|| (core, BTreeMap::new())).1;
+        let rows = &mut entry
+            .by_id
+            .entry(id)
+            .or_insert_with(|| (core, BTreeMap::new()))
+            .1;
         rows.insert(f, macs);
         if rows.len() >= self.q.retransmit_auth() && entry.pending_since.is_none() {
             entry.pending_since = Some(now);
@@ -50,7 +64,14 @@ impl OrderReplica {
 
     /// OL2: a request that is already ordered came again: the client missed its reply, or the
     /// execution stage missed batches. Tell execution replicas once r+1 auth replicas vouch.
-    fn on_already_ordered(&mut self, now: Micros, f: u16, c: ClientId, nc: ReqNo, out: &mut Vec<Action>) {
+    fn on_already_ordered(
+        &mut self,
+        now: Micros,
+        f: u16,
+        c: ClientId,
+        nc: ReqNo,
+        out: &mut Vec<Action>,
+    ) {
         let entry = self.retransmit_vouchers.entry(c).or_default();
         if entry.0 != nc {
             *entry = (nc, BTreeSet::new());
@@ -64,7 +85,10 @@ impl OrderReplica {
             return;
         }
         self.retransmitted.insert(c, now);
-        let msg = Message::Retransmit { client: c, next_seq: self.state.seq + 1 };
+        let msg = Message::Retransmit {
+            client: c,
+            next_seq: self.state.seq + 1,
+        };
         self.send_to_exec(&msg, out);
     }
 
@@ -75,7 +99,10 @@ impl OrderReplica {
     /// Last request number per client counting batches accepted but not yet committed.
     fn tentative_last_ordered(&self) -> BTreeMap<ClientId, ReqNo> {
         let mut t = self.state.last_ordered.clone();
-        for (_, slot) in self.slots.range(self.state.seq + 1..self.accepted_upto.max(self.state.seq) + 1) {
+        for (_, slot) in self
+            .slots
+            .range(self.state.seq + 1..self.accepted_upto.max(self.state.seq) + 1)
+        {
             if let Some((_, b)) = &slot.record.accepted {
                 for r in &b.requests {
                     let e = t.entry(r.client).or_insert(0);
@@ -99,7 +126,10 @@ impl OrderReplica {
             if candidates.len() < self.cfg.batch_max && in_flight && !self.batch_timer_fired {
                 if !self.batch_timer_armed {
                     self.batch_timer_armed = true;
-                    out.push(Action::SetTimer { id: BATCH, after: self.cfg.batch_timeout_us });
+                    out.push(Action::SetTimer {
+                        id: BATCH,
+                        after: self.cfg.batch_timeout_us,
+                    });
                 }
                 return;
             }
@@ -108,11 +138,21 @@ impl OrderReplica {
             let time = now.max(self.last_proposed_time + 1);
             self.last_proposed_time = time;
             let seed = self.rng.next_u64();
-            let batch = Batch { requests: candidates.iter().map(|r| r.core.clone()).collect(), time, seed };
+            let batch = Batch {
+                requests: candidates.iter().map(|r| r.core.clone()).collect(),
+                time,
+                seed,
+            };
             self.next_propose += 1;
             let view = self.view;
             self.accept_and_prepare(seq, view, batch, out);
-            let pp = Message::PrePrepare { view, seq, requests: candidates, time, seed };
+            let pp = Message::PrePrepare {
+                view,
+                seq,
+                requests: candidates,
+                time,
+                seed,
+            };
             self.send_to_peers(&pp, out);
             self.check_prepared(now, seq, out);
         }
@@ -134,14 +174,28 @@ impl OrderReplica {
                 }
                 let matrix = rows
                     .iter()
-                    .map(|(a, macs)| plumb_wire::MatrixRow { auth: *a, macs: macs.clone() })
+                    .map(|(a, macs)| plumb_wire::MatrixRow {
+                        auth: *a,
+                        macs: macs.clone(),
+                    })
                     .collect();
-                ready.push((entry.pending_since.unwrap_or(0), *c, SignedRequest { core: core.clone(), matrix }));
+                ready.push((
+                    entry.pending_since.unwrap_or(0),
+                    *c,
+                    SignedRequest {
+                        core: core.clone(),
+                        matrix,
+                    },
+                ));
                 break;
             }
         }
         ready.sort_by_key(|(t, c, _)| (*t, *c));
-        ready.into_iter().take(self.cfg.batch_max).map(|(_, _, r)| r).collect()
+        ready
+            .into_iter()
+            .take(self.cfg.batch_max)
+            .map(|(_, _, r)| r)
+            .collect()
     }
 
     // ---------------------------------------------------------------- pre-prepare
@@ -169,7 +223,11 @@ impl OrderReplica {
             self.counters.add("drop-beyond-window");
             return;
         }
-        let batch = Batch { requests: requests.iter().map(|r| r.core.clone()).collect(), time, seed };
+        let batch = Batch {
+            requests: requests.iter().map(|r| r.core.clone()).collect(),
+            time,
+            seed,
+        };
         if seq <= self.accepted_upto {
             let same = self
                 .slots
@@ -200,7 +258,13 @@ impl OrderReplica {
     }
 
     /// Well-formedness of a proposed batch (seed 004 §6.2.1): a failure is the primary's fault.
-    fn validate(&self, now: Micros, seq: Seq, requests: &[SignedRequest], time: Micros) -> Result<(), &'static str> {
+    fn validate(
+        &self,
+        now: Micros,
+        seq: Seq,
+        requests: &[SignedRequest],
+        time: Micros,
+    ) -> Result<(), &'static str> {
         let _ = seq;
         if requests.is_empty() || requests.len() > self.cfg.batch_max {
             return Err("bad-batch-size");
@@ -234,8 +298,14 @@ impl OrderReplica {
             if row.auth as usize >= self.q.auth || row.macs.len() != self.q.order {
                 continue;
             }
-            let Some(mac) = row.macs.get(self.me as usize) else { continue };
-            if self.ctx.keys.verify_from(Principal::Auth(row.auth), &id.0, mac) {
+            let Some(mac) = row.macs.get(self.me as usize) else {
+                continue;
+            };
+            if self
+                .ctx
+                .keys
+                .verify_from(Principal::Auth(row.auth), &id.0, mac)
+            {
                 valid.insert(row.auth);
             }
         }
@@ -244,7 +314,13 @@ impl OrderReplica {
 
     /// Accept `batch` at `(view, seq)`: persist before voting, then PREPARE (backups) — the
     /// primary's pre-prepare counts as its own prepare.
-    pub(crate) fn accept_and_prepare(&mut self, seq: Seq, view: View, batch: Batch, out: &mut Vec<Action>) {
+    pub(crate) fn accept_and_prepare(
+        &mut self,
+        seq: Seq,
+        view: View,
+        batch: Batch,
+        out: &mut Vec<Action>,
+    ) {
         let d = batch.digest(seq);
         let primary = self.primary();
         let me = self.me;
@@ -257,13 +333,28 @@ impl OrderReplica {
         self.put(slot_key(seq), record, out);
         self.sync(out);
         if me != primary {
-            self.send_to_peers(&Message::Prepare { view, seq, digest: d }, out);
+            self.send_to_peers(
+                &Message::Prepare {
+                    view,
+                    seq,
+                    digest: d,
+                },
+                out,
+            );
         }
     }
 
     // ---------------------------------------------------------------- votes
 
-    pub(crate) fn on_prepare(&mut self, now: Micros, j: u16, view: View, seq: Seq, d: Digest, out: &mut Vec<Action>) {
+    pub(crate) fn on_prepare(
+        &mut self,
+        now: Micros,
+        j: u16,
+        view: View,
+        seq: Seq,
+        d: Digest,
+        out: &mut Vec<Action>,
+    ) {
         if !self.vote_in_range(view, seq) || j == self.primary() {
             return;
         }
@@ -271,7 +362,15 @@ impl OrderReplica {
         self.check_prepared(now, seq, out);
     }
 
-    pub(crate) fn on_commit(&mut self, now: Micros, j: u16, view: View, seq: Seq, d: Digest, out: &mut Vec<Action>) {
+    pub(crate) fn on_commit(
+        &mut self,
+        now: Micros,
+        j: u16,
+        view: View,
+        seq: Seq,
+        d: Digest,
+        out: &mut Vec<Action>,
+    ) {
         if !self.vote_in_range(view, seq) {
             return;
         }
@@ -299,8 +398,12 @@ impl OrderReplica {
     pub(crate) fn check_prepared(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
         let medium = self.medium();
         let view = self.view;
-        let Some(slot) = self.slots.get_mut(&seq) else { return };
-        let Some((v, d)) = slot.accepted_digest(seq) else { return };
+        let Some(slot) = self.slots.get_mut(&seq) else {
+            return;
+        };
+        let Some((v, d)) = slot.accepted_digest(seq) else {
+            return;
+        };
         if v != view || slot.sent_commit || Slot::count(&slot.prepares, &d) < medium {
             return;
         }
@@ -310,17 +413,28 @@ impl OrderReplica {
         let record = plumb_core::storage::encode(&slot.record);
         self.put(slot_key(seq), record, out);
         self.sync(out);
-        self.send_to_peers(&Message::Commit { view, seq, digest: d }, out);
+        self.send_to_peers(
+            &Message::Commit {
+                view,
+                seq,
+                digest: d,
+            },
+            out,
+        );
         self.check_committed(now, seq, out);
     }
 
     pub(crate) fn check_committed(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
         let medium = self.medium();
-        let Some(slot) = self.slots.get_mut(&seq) else { return };
+        let Some(slot) = self.slots.get_mut(&seq) else {
+            return;
+        };
         if slot.record.committed.is_some() {
             return;
         }
-        let Some((_, d)) = slot.accepted_digest(seq) else { return };
+        let Some((_, d)) = slot.accepted_digest(seq) else {
+            return;
+        };
         if Slot::count(&slot.commits, &d) < medium {
             return;
         }
@@ -338,12 +452,29 @@ impl OrderReplica {
         let mut progressed = false;
         loop {
             let seq = self.state.seq + 1;
-            let Some(batch) = self.slots.get(&seq).and_then(|s| s.record.committed.clone()) else { break };
+            let Some(batch) = self
+                .slots
+                .get(&seq)
+                .and_then(|s| s.record.committed.clone())
+            else {
+                break;
+            };
             self.state.apply(seq, &batch);
             progressed = true;
             let digest = batch.digest(seq);
-            out.push(Action::Observe(Observation::Committed { seq, view: self.view, digest }));
-            self.send_to_exec(&Message::NextBatch { view: self.view, seq, batch }, out);
+            out.push(Action::Observe(Observation::Committed {
+                seq,
+                view: self.view,
+                digest,
+            }));
+            self.send_to_exec(
+                &Message::NextBatch {
+                    view: self.view,
+                    seq,
+                    batch,
+                },
+                out,
+            );
             if seq % self.cfg.checkpoint_interval == 0 {
                 self.snapshots.insert(seq, self.state.clone());
                 self.finish_checkpoint(seq, out);
@@ -355,7 +486,8 @@ impl OrderReplica {
             self.accepted_upto = self.accepted_upto.max(self.state.seq);
             self.next_propose = self.next_propose.max(self.state.seq + 1);
             let last_ordered = &self.state.last_ordered;
-            self.requests.retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
+            self.requests
+                .retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
             self.committed_votes = self.committed_votes.split_off(&(self.state.seq + 1));
             self.try_propose(now, out);
         }
@@ -366,11 +498,16 @@ impl OrderReplica {
         let view = self.view;
         let primary = self.primary();
         let mut msgs = Vec::new();
-        for (seq, slot) in self.slots.range(self.state.seq + 1..self.accepted_upto.max(self.state.seq) + 1) {
+        for (seq, slot) in self
+            .slots
+            .range(self.state.seq + 1..self.accepted_upto.max(self.state.seq) + 1)
+        {
             if slot.record.committed.is_some() {
                 continue;
             }
-            let Some((v, b)) = &slot.record.accepted else { continue };
+            let Some((v, b)) = &slot.record.accepted else {
+                continue;
+            };
             if *v != view {
                 continue;
             }
@@ -379,13 +516,27 @@ impl OrderReplica {
                 // Backups need the matrix rows again; rebuild them from collected AUTH-REQs
                 // where we still have them, else resend the commit-path votes only.
                 if let Some(requests) = self.signed_requests_for(b) {
-                    msgs.push(Message::PrePrepare { view, seq: *seq, requests, time: b.time, seed: b.seed });
+                    msgs.push(Message::PrePrepare {
+                        view,
+                        seq: *seq,
+                        requests,
+                        time: b.time,
+                        seed: b.seed,
+                    });
                 }
             } else {
-                msgs.push(Message::Prepare { view, seq: *seq, digest: d });
+                msgs.push(Message::Prepare {
+                    view,
+                    seq: *seq,
+                    digest: d,
+                });
             }
             if slot.sent_commit {
-                msgs.push(Message::Commit { view, seq: *seq, digest: d });
+                msgs.push(Message::Commit {
+                    view,
+                    seq: *seq,
+                    digest: d,
+                });
             }
         }
         for m in msgs {
@@ -398,8 +549,17 @@ impl OrderReplica {
         for core in &b.requests {
             let entry = self.requests.get(&core.client)?;
             let (_, rows) = entry.by_id.get(&core.id_digest())?;
-            let matrix = rows.iter().map(|(a, macs)| plumb_wire::MatrixRow { auth: *a, macs: macs.clone() }).collect();
-            v.push(SignedRequest { core: core.clone(), matrix });
+            let matrix = rows
+                .iter()
+                .map(|(a, macs)| plumb_wire::MatrixRow {
+                    auth: *a,
+                    macs: macs.clone(),
+                })
+                .collect();
+            v.push(SignedRequest {
+                core: core.clone(),
+                matrix,
+            });
         }
         Some(v)
     }

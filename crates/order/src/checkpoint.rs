@@ -25,9 +25,20 @@ pub(crate) fn token_key(seq: Seq) -> String {
 impl OrderReplica {
     // ---------------------------------------------------------------- execution tokens
 
-    pub(crate) fn on_cp_token(&mut self, _now: Micros, e: u16, seq: Seq, token: Digest, out: &mut Vec<Action>) {
+    pub(crate) fn on_cp_token(
+        &mut self,
+        _now: Micros,
+        e: u16,
+        seq: Seq,
+        token: Digest,
+        out: &mut Vec<Action>,
+    ) {
         let cp = self.cfg.checkpoint_interval;
-        if seq % cp != 0 || seq <= self.stable.seq || seq > self.stable.seq + 4 * cp || self.exec_tokens.contains_key(&seq) {
+        if seq % cp != 0
+            || seq <= self.stable.seq
+            || seq > self.stable.seq + 4 * cp
+            || self.exec_tokens.contains_key(&seq)
+        {
             return;
         }
         let votes = self.exec_votes.entry(seq).or_default();
@@ -47,8 +58,12 @@ impl OrderReplica {
     /// Once batch `seq` is applied and its execution token learned, the order checkpoint at
     /// `seq` exists: persist it, then announce its digest.
     pub(crate) fn finish_checkpoint(&mut self, seq: Seq, out: &mut Vec<Action>) {
-        let Some(token) = self.exec_tokens.get(&seq).copied() else { return };
-        let Some(mut snapshot) = self.snapshots.remove(&seq) else { return };
+        let Some(token) = self.exec_tokens.get(&seq).copied() else {
+            return;
+        };
+        let Some(mut snapshot) = self.snapshots.remove(&seq) else {
+            return;
+        };
         snapshot.exec_token = token;
         let bytes = snapshot.encode();
         let digest = Digest::of(&bytes);
@@ -56,13 +71,23 @@ impl OrderReplica {
         self.sync(out);
         self.own_checkpoints.insert(seq, (digest, bytes));
         self.send_to_peers(&Message::Checkpoint { seq, digest }, out);
-        self.checkpoint_votes.entry(seq).or_default().insert(self.me, digest);
+        self.checkpoint_votes
+            .entry(seq)
+            .or_default()
+            .insert(self.me, digest);
         self.check_stable(seq, out);
     }
 
     // ---------------------------------------------------------------- order checkpoints
 
-    pub(crate) fn on_checkpoint(&mut self, now: Micros, j: u16, seq: Seq, digest: Digest, out: &mut Vec<Action>) {
+    pub(crate) fn on_checkpoint(
+        &mut self,
+        now: Micros,
+        j: u16,
+        seq: Seq,
+        digest: Digest,
+        out: &mut Vec<Action>,
+    ) {
         let cp = self.cfg.checkpoint_interval;
         if seq % cp != 0 || seq <= self.stable.seq {
             return;
@@ -73,7 +98,10 @@ impl OrderReplica {
             self.counters.add("drop-checkpoint-far");
             return;
         }
-        self.checkpoint_votes.entry(seq).or_default().insert(j, digest);
+        self.checkpoint_votes
+            .entry(seq)
+            .or_default()
+            .insert(j, digest);
         self.check_stable(seq, out);
         let _ = now;
     }
@@ -84,7 +112,9 @@ impl OrderReplica {
         if seq <= self.stable.seq {
             return;
         }
-        let Some(votes) = self.checkpoint_votes.get(&seq) else { return };
+        let Some(votes) = self.checkpoint_votes.get(&seq) else {
+            return;
+        };
         let medium = self.q.order_medium();
         let Some(digest) = votes
             .values()
@@ -109,29 +139,57 @@ impl OrderReplica {
     }
 
     /// Garbage-collect everything the stable checkpoint at `seq` makes obsolete.
-    pub(crate) fn make_stable(&mut self, seq: Seq, digest: Digest, bytes: Vec<u8>, out: &mut Vec<Action>) {
+    pub(crate) fn make_stable(
+        &mut self,
+        seq: Seq,
+        digest: Digest,
+        bytes: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
         let Some(state) = OrderState::decode(&bytes) else {
             self.counters.add("checkpoint-undecodable");
             return;
         };
-        let record = plumb_core::storage::encode(&StableRecord { seq, state: bytes.clone() });
+        let record = plumb_core::storage::encode(&StableRecord {
+            seq,
+            state: bytes.clone(),
+        });
         self.put(STABLE_KEY.to_string(), record, out);
         self.sync(out);
         let old = self.stable.seq;
-        for s in self.slots.range(..=seq).map(|(s, _)| *s).collect::<Vec<_>>() {
+        for s in self
+            .slots
+            .range(..=seq)
+            .map(|(s, _)| *s)
+            .collect::<Vec<_>>()
+        {
             self.slots.remove(&s);
             out.push(Action::Store(StoreOp::Delete { key: slot_key(s) }));
         }
-        for s in self.own_checkpoints.range(..=seq).map(|(s, _)| *s).collect::<Vec<_>>() {
+        for s in self
+            .own_checkpoints
+            .range(..=seq)
+            .map(|(s, _)| *s)
+            .collect::<Vec<_>>()
+        {
             if s != seq {
-                out.push(Action::Store(StoreOp::Delete { key: format!("order/cp/{s:020}") }));
+                out.push(Action::Store(StoreOp::Delete {
+                    key: format!("order/cp/{s:020}"),
+                }));
             }
         }
-        for s in self.exec_tokens.range(..seq).map(|(s, _)| *s).collect::<Vec<_>>() {
+        for s in self
+            .exec_tokens
+            .range(..seq)
+            .map(|(s, _)| *s)
+            .collect::<Vec<_>>()
+        {
             out.push(Action::Store(StoreOp::Delete { key: token_key(s) }));
         }
         if old > 0 && old != seq {
-            out.push(Action::Store(StoreOp::Delete { key: format!("order/cp/{old:020}") }));
+            out.push(Action::Store(StoreOp::Delete {
+                key: format!("order/cp/{old:020}"),
+            }));
         }
         self.own_checkpoints = self.own_checkpoints.split_off(&(seq + 1));
         self.snapshots = self.snapshots.split_off(&(seq + 1));
@@ -146,9 +204,15 @@ impl OrderReplica {
             self.accepted_upto = self.accepted_upto.max(seq);
             self.next_propose = self.next_propose.max(seq + 1);
             let last_ordered = &self.state.last_ordered;
-            self.requests.retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
+            self.requests
+                .retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
         }
-        self.stable = Stable { seq, digest, state: bytes, exec_token };
+        self.stable = Stable {
+            seq,
+            digest,
+            state: bytes,
+            exec_token,
+        };
         if self.awaiting_state.is_some_and(|(s, _)| s <= seq) {
             self.awaiting_state = None;
         }
@@ -164,12 +228,24 @@ impl OrderReplica {
             self.own_checkpoints.get(&seq).map(|(_, b)| b.clone())
         };
         if let Some(state) = bytes {
-            self.send(Principal::Order(j), &Message::OrderState { seq, state }, out);
+            self.send(
+                Principal::Order(j),
+                &Message::OrderState { seq, state },
+                out,
+            );
         }
     }
 
-    pub(crate) fn on_order_state(&mut self, now: Micros, seq: Seq, state: Vec<u8>, out: &mut Vec<Action>) {
-        let Some((want, digest)) = self.awaiting_state else { return };
+    pub(crate) fn on_order_state(
+        &mut self,
+        now: Micros,
+        seq: Seq,
+        state: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some((want, digest)) = self.awaiting_state else {
+            return;
+        };
         if want != seq || Digest::of(&state) != digest {
             self.counters.add("drop-order-state-mismatch");
             return;
@@ -185,7 +261,11 @@ impl OrderReplica {
     }
 
     pub(crate) fn check_all_prepared(&mut self, now: Micros, out: &mut Vec<Action>) {
-        let seqs: Vec<Seq> = self.slots.range(self.state.seq + 1..).map(|(s, _)| *s).collect();
+        let seqs: Vec<Seq> = self
+            .slots
+            .range(self.state.seq + 1..)
+            .map(|(s, _)| *s)
+            .collect();
         for s in seqs {
             self.check_prepared(now, s, out);
             self.check_committed(now, s, out);
@@ -201,17 +281,36 @@ impl OrderReplica {
             self.send_to_peers(&Message::FetchOrderState { seq }, out);
             return;
         }
-        let ahead_votes = self.slots.range(self.state.seq + 1..).any(|(_, s)| !s.commits.is_empty() || s.record.committed.is_some());
-        let ahead_checkpoints = self.checkpoint_votes.range(self.state.seq + 1..).next().is_some();
+        let ahead_votes = self
+            .slots
+            .range(self.state.seq + 1..)
+            .any(|(_, s)| !s.commits.is_empty() || s.record.committed.is_some());
+        let ahead_checkpoints = self
+            .checkpoint_votes
+            .range(self.state.seq + 1..)
+            .next()
+            .is_some();
         if ahead_votes || ahead_checkpoints || !self.active || self.highest_heard > self.state.seq {
-            self.send_to_peers(&Message::FetchCommitted { from: self.state.seq + 1 }, out);
+            self.send_to_peers(
+                &Message::FetchCommitted {
+                    from: self.state.seq + 1,
+                },
+                out,
+            );
         }
     }
 
     pub(crate) fn on_fetch_committed(&mut self, j: u16, from: Seq, out: &mut Vec<Action>) {
         let to = Principal::Order(j);
         if from <= self.stable.seq && self.stable.seq > 0 {
-            self.send(to, &Message::Checkpoint { seq: self.stable.seq, digest: self.stable.digest }, out);
+            self.send(
+                to,
+                &Message::Checkpoint {
+                    seq: self.stable.seq,
+                    digest: self.stable.digest,
+                },
+                out,
+            );
         }
         let start = from.max(self.stable.seq + 1);
         let end = self.state.seq.min(start + 2 * self.cfg.checkpoint_interval);
@@ -222,7 +321,14 @@ impl OrderReplica {
         }
     }
 
-    pub(crate) fn on_committed(&mut self, now: Micros, j: u16, seq: Seq, batch: Batch, out: &mut Vec<Action>) {
+    pub(crate) fn on_committed(
+        &mut self,
+        now: Micros,
+        j: u16,
+        seq: Seq,
+        batch: Batch,
+        out: &mut Vec<Action>,
+    ) {
         if seq <= self.state.seq || seq > self.window_top() {
             return;
         }
@@ -230,7 +336,9 @@ impl OrderReplica {
         let votes = self.committed_votes.entry(seq).or_default();
         votes.insert(j, (d, batch));
         // r+1 replicas saying "committed" include a correct one: the batch is the committed one.
-        let Some((_, b)) = votes.values().find(|(x, _)| *x == d).cloned() else { return };
+        let Some((_, b)) = votes.values().find(|(x, _)| *x == d).cloned() else {
+            return;
+        };
         if votes.values().filter(|(x, _)| *x == d).count() < self.q.small() {
             return;
         }
@@ -255,14 +363,25 @@ impl OrderReplica {
         self.last_exec_served.insert(e, now);
         let to = Principal::Exec(e);
         if next <= self.stable.seq && self.stable.seq > 0 {
-            let msg = Message::LoadCp { seq: self.stable.seq, token: self.stable.exec_token };
+            let msg = Message::LoadCp {
+                seq: self.stable.seq,
+                token: self.stable.exec_token,
+            };
             self.send(to, &msg, out);
             return;
         }
         let end = self.state.seq.min(next + 2 * self.cfg.checkpoint_interval);
         for s in next..=end {
             if let Some(batch) = self.slots.get(&s).and_then(|x| x.record.committed.clone()) {
-                self.send(to, &Message::NextBatch { view: self.view, seq: s, batch }, out);
+                self.send(
+                    to,
+                    &Message::NextBatch {
+                        view: self.view,
+                        seq: s,
+                        batch,
+                    },
+                    out,
+                );
             }
         }
     }

@@ -19,9 +19,13 @@ pub use state::OrderState;
 pub use view_change::{decide, Decision};
 
 use plumb_config::{ProtocolConfig, Quorums};
-use plumb_core::{Action, Counters, Event, Micros, Recovered, Rng, Stage, StageContext, StoreOp, TimerId};
+use plumb_core::{
+    Action, Counters, Event, Micros, Recovered, Rng, Stage, StageContext, StoreOp, TimerId,
+};
 use plumb_crypto::{Digest, Mac};
-use plumb_wire::{ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, SignedViewChange, View};
+use plumb_wire::{
+    ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, SignedViewChange, View,
+};
 use slot::Slot;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -140,7 +144,12 @@ impl OrderReplica {
             requests: HashMap::new(),
             retransmitted: HashMap::new(),
             retransmit_vouchers: HashMap::new(),
-            stable: Stable { seq: 0, digest: Digest::of(&genesis_bytes), state: genesis_bytes, exec_token: Digest::ZERO },
+            stable: Stable {
+                seq: 0,
+                digest: Digest::of(&genesis_bytes),
+                state: genesis_bytes,
+                exec_token: Digest::ZERO,
+            },
             snapshots: BTreeMap::new(),
             own_checkpoints: BTreeMap::new(),
             checkpoint_votes: BTreeMap::new(),
@@ -224,34 +233,80 @@ impl OrderReplica {
     }
 
     fn on_message(&mut self, now: Micros, from: Principal, msg: Message, out: &mut Vec<Action>) {
-        if let (Principal::Order(_), Message::PrePrepare { seq, .. } | Message::Prepare { seq, .. } | Message::Commit { seq, .. } | Message::Checkpoint { seq, .. } | Message::Committed { seq, .. }) = (from, &msg) {
+        if let (
+            Principal::Order(_),
+            Message::PrePrepare { seq, .. }
+            | Message::Prepare { seq, .. }
+            | Message::Commit { seq, .. }
+            | Message::Checkpoint { seq, .. }
+            | Message::Committed { seq, .. },
+        ) = (from, &msg)
+        {
             self.highest_heard = self.highest_heard.max(*seq);
         }
-        if let (Principal::Order(j), Message::PrePrepare { view, .. } | Message::Prepare { view, .. } | Message::Commit { view, .. }) = (from, &msg) {
+        if let (
+            Principal::Order(j),
+            Message::PrePrepare { view, .. }
+            | Message::Prepare { view, .. }
+            | Message::Commit { view, .. },
+        ) = (from, &msg)
+        {
             self.note_peer_view(now, j, *view, out);
         }
         match (from, msg) {
-            (Principal::Auth(f), Message::AuthReq { core, macs }) => self.on_auth_req(now, f, core, macs, out),
-            (Principal::Order(j), Message::PrePrepare { view, seq, requests, time, seed }) => {
-                self.on_pre_prepare(now, j, view, seq, requests, time, seed, out)
+            (Principal::Auth(f), Message::AuthReq { core, macs }) => {
+                self.on_auth_req(now, f, core, macs, out)
             }
-            (Principal::Order(j), Message::Prepare { view, seq, digest }) => self.on_prepare(now, j, view, seq, digest, out),
-            (Principal::Order(j), Message::Commit { view, seq, digest }) => self.on_commit(now, j, view, seq, digest, out),
-            (Principal::Order(j), Message::Checkpoint { seq, digest }) => self.on_checkpoint(now, j, seq, digest, out),
+            (
+                Principal::Order(j),
+                Message::PrePrepare {
+                    view,
+                    seq,
+                    requests,
+                    time,
+                    seed,
+                },
+            ) => self.on_pre_prepare(now, j, view, seq, requests, time, seed, out),
+            (Principal::Order(j), Message::Prepare { view, seq, digest }) => {
+                self.on_prepare(now, j, view, seq, digest, out)
+            }
+            (Principal::Order(j), Message::Commit { view, seq, digest }) => {
+                self.on_commit(now, j, view, seq, digest, out)
+            }
+            (Principal::Order(j), Message::Checkpoint { seq, digest }) => {
+                self.on_checkpoint(now, j, seq, digest, out)
+            }
             (Principal::Order(j), Message::ViewChange(vc)) => self.on_view_change(now, j, vc, out),
-            (Principal::Order(_), Message::NewView { view, proofs }) => self.on_new_view(now, view, proofs, out),
-            (Principal::Order(j), Message::FetchCommitted { from }) => self.on_fetch_committed(j, from, out),
-            (Principal::Order(j), Message::Committed { seq, batch }) => self.on_committed(now, j, seq, batch, out),
-            (Principal::Order(j), Message::FetchOrderState { seq }) => self.on_fetch_order_state(j, seq, out),
-            (Principal::Order(_), Message::OrderState { seq, state }) => self.on_order_state(now, seq, state, out),
-            (Principal::Exec(e), Message::CpToken { seq, token }) => self.on_cp_token(now, e, seq, token, out),
-            (Principal::Exec(e), Message::LastExec { next }) => self.on_last_exec(now, e, next, out),
+            (Principal::Order(_), Message::NewView { view, proofs }) => {
+                self.on_new_view(now, view, proofs, out)
+            }
+            (Principal::Order(j), Message::FetchCommitted { from }) => {
+                self.on_fetch_committed(j, from, out)
+            }
+            (Principal::Order(j), Message::Committed { seq, batch }) => {
+                self.on_committed(now, j, seq, batch, out)
+            }
+            (Principal::Order(j), Message::FetchOrderState { seq }) => {
+                self.on_fetch_order_state(j, seq, out)
+            }
+            (Principal::Order(_), Message::OrderState { seq, state }) => {
+                self.on_order_state(now, seq, state, out)
+            }
+            (Principal::Exec(e), Message::CpToken { seq, token }) => {
+                self.on_cp_token(now, e, seq, token, out)
+            }
+            (Principal::Exec(e), Message::LastExec { next }) => {
+                self.on_last_exec(now, e, next, out)
+            }
             _ => self.counters.add("drop-unexpected"),
         }
     }
 
     fn on_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
-        out.push(Action::SetTimer { id: TICK, after: self.cfg.catch_up_us });
+        out.push(Action::SetTimer {
+            id: TICK,
+            after: self.cfg.catch_up_us,
+        });
         let stalled = self.state.seq == self.applied_at_last_tick;
         self.applied_at_last_tick = self.state.seq;
         if self.active {
@@ -271,7 +326,13 @@ impl OrderReplica {
             // Checkpoint messages get lost too, and the window cannot move without them.
             for (seq, (digest, _)) in &self.own_checkpoints {
                 if *seq > self.stable.seq {
-                    self.send_to_peers(&Message::Checkpoint { seq: *seq, digest: *digest }, out);
+                    self.send_to_peers(
+                        &Message::Checkpoint {
+                            seq: *seq,
+                            digest: *digest,
+                        },
+                        out,
+                    );
                 }
             }
         }
@@ -291,8 +352,16 @@ impl Stage for OrderReplica {
                     self.recover(now, rec, out);
                 }
                 // We may have missed anything while down: ask.
-                self.send_to_peers(&Message::FetchCommitted { from: self.state.seq + 1 }, out);
-                out.push(Action::SetTimer { id: TICK, after: self.cfg.catch_up_us });
+                self.send_to_peers(
+                    &Message::FetchCommitted {
+                        from: self.state.seq + 1,
+                    },
+                    out,
+                );
+                out.push(Action::SetTimer {
+                    id: TICK,
+                    after: self.cfg.catch_up_us,
+                });
             }
             Event::Timer(TICK) => self.on_tick(now, out),
             Event::Timer(BATCH) => {

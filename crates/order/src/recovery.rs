@@ -16,33 +16,62 @@ impl OrderReplica {
         for _ in &rec.corrupt {
             self.counters.add("recovered-corrupt");
         }
-        if let Some(r) = rec.records.get(STABLE_KEY).and_then(|b| storage::decode::<StableRecord>(b)) {
+        if let Some(r) = rec
+            .records
+            .get(STABLE_KEY)
+            .and_then(|b| storage::decode::<StableRecord>(b))
+        {
             if let Some(state) = OrderState::decode(&r.state) {
-                self.stable = Stable { seq: r.seq, digest: Digest::of(&r.state), state: r.state, exec_token: state.exec_token };
+                self.stable = Stable {
+                    seq: r.seq,
+                    digest: Digest::of(&r.state),
+                    state: r.state,
+                    exec_token: state.exec_token,
+                };
                 self.state = state;
             }
         }
         for (key, value) in rec.records.range("order/slot/".to_string()..) {
-            let Some(seq) = key.strip_prefix("order/slot/").and_then(|s| s.parse::<Seq>().ok()) else { break };
+            let Some(seq) = key
+                .strip_prefix("order/slot/")
+                .and_then(|s| s.parse::<Seq>().ok())
+            else {
+                break;
+            };
             if seq <= self.stable.seq {
                 continue;
             }
             match storage::decode::<SlotRecord>(value) {
                 Some(record) => {
-                    self.slots.insert(seq, Slot { record, ..Default::default() });
+                    self.slots.insert(
+                        seq,
+                        Slot {
+                            record,
+                            ..Default::default()
+                        },
+                    );
                 }
                 None => self.counters.add("recovered-corrupt"),
             }
         }
         for (key, value) in rec.records.range("order/token/".to_string()..) {
-            let Some(seq) = key.strip_prefix("order/token/").and_then(|s| s.parse::<Seq>().ok()) else { break };
+            let Some(seq) = key
+                .strip_prefix("order/token/")
+                .and_then(|s| s.parse::<Seq>().ok())
+            else {
+                break;
+            };
             if let Ok(bytes) = <[u8; 32]>::try_from(value.as_slice()) {
                 if seq > self.stable.seq {
                     self.exec_tokens.insert(seq, Digest(bytes));
                 }
             }
         }
-        if let Some((view, active)) = rec.records.get(VIEW_KEY).and_then(|b| storage::decode::<(View, bool)>(b)) {
+        if let Some((view, active)) = rec
+            .records
+            .get(VIEW_KEY)
+            .and_then(|b| storage::decode::<(View, bool)>(b))
+        {
             self.view = view;
             self.active = active;
         }
@@ -68,7 +97,12 @@ impl OrderReplica {
                     let d = b.digest(*seq);
                     slot.prepares.insert(me, d);
                     slot.prepares.insert(primary, d);
-                    if slot.record.prepared.as_ref().is_some_and(|(pv, _)| *pv == view) {
+                    if slot
+                        .record
+                        .prepared
+                        .as_ref()
+                        .is_some_and(|(pv, _)| *pv == view)
+                    {
                         slot.commits.insert(me, d);
                         slot.sent_commit = true;
                     }

@@ -30,7 +30,10 @@ pub struct Slot {
 
 impl Slot {
     pub fn accepted_digest(&self, seq: Seq) -> Option<(View, Digest)> {
-        self.record.accepted.as_ref().map(|(v, b)| (*v, b.digest(seq)))
+        self.record
+            .accepted
+            .as_ref()
+            .map(|(v, b)| (*v, b.digest(seq)))
     }
 
     /// Accept a pre-prepare (or a NEW-VIEW choice) for `view`: votes of older views are void.

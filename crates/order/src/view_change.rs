@@ -6,7 +6,10 @@ use crate::OrderReplica;
 use plumb_config::Quorums;
 use plumb_core::{Action, Micros, Observation};
 use plumb_crypto::Digest;
-use plumb_wire::{Batch, Message, PrePreparedEntry, PreparedEntry, Principal, Seq, SignedViewChange, View, ViewChange};
+use plumb_wire::{
+    Batch, Message, PrePreparedEntry, PreparedEntry, Principal, Seq, SignedViewChange, View,
+    ViewChange,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What a NEW-VIEW establishes: the start checkpoint and a batch (or null) for every sequence
@@ -37,7 +40,9 @@ pub fn decide(vcs: &[&ViewChange], q: &Quorums, checkpoint_interval: u64) -> Opt
     };
     let (h, h_digest) = vcs
         .iter()
-        .flat_map(|m| std::iter::once((m.stable_seq, m.stable_digest)).chain(m.checkpoints.iter().copied()))
+        .flat_map(|m| {
+            std::iter::once((m.stable_seq, m.stable_digest)).chain(m.checkpoints.iter().copied())
+        })
         .filter(|(s, d)| {
             vcs.iter().filter(|m| holds(m, *s, *d)).count() >= small
                 && vcs.iter().filter(|m| m.stable_seq <= *s).count() >= medium
@@ -57,14 +62,26 @@ pub fn decide(vcs: &[&ViewChange], q: &Quorums, checkpoint_interval: u64) -> Opt
     while matches!(slots.last(), Some((_, None))) {
         slots.pop();
     }
-    Some(Decision { checkpoint_seq: h, checkpoint_digest: h_digest, slots })
+    Some(Decision {
+        checkpoint_seq: h,
+        checkpoint_digest: h_digest,
+        slots,
+    })
 }
 
 /// The choice for one sequence number: `Some(Some(batch))`, `Some(None)` for null, `None` when
 /// undecidable with these messages.
 fn choose(vcs: &[&ViewChange], s: Seq, medium: usize, small: usize) -> Option<Option<Batch>> {
-    let prepared_at = |m: &ViewChange| m.prepared.iter().find(|p| p.seq == s).map(|p| (p.view, p.batch.digest(s)));
-    let mut candidates: Vec<&PreparedEntry> = vcs.iter().flat_map(|m| m.prepared.iter().filter(|p| p.seq == s)).collect();
+    let prepared_at = |m: &ViewChange| {
+        m.prepared
+            .iter()
+            .find(|p| p.seq == s)
+            .map(|p| (p.view, p.batch.digest(s)))
+    };
+    let mut candidates: Vec<&PreparedEntry> = vcs
+        .iter()
+        .flat_map(|m| m.prepared.iter().filter(|p| p.seq == s))
+        .collect();
     // Highest view first, then by digest, so every replica tries candidates in the same order.
     candidates.sort_by_key(|p| (std::cmp::Reverse(p.view), p.batch.digest(s)));
     for cand in candidates {
@@ -80,14 +97,22 @@ fn choose(vcs: &[&ViewChange], s: Seq, medium: usize, small: usize) -> Option<Op
             >= medium;
         let a2 = vcs
             .iter()
-            .filter(|m| m.pre_prepared.iter().any(|q| q.seq == s && q.digest == d && q.view >= v))
+            .filter(|m| {
+                m.pre_prepared
+                    .iter()
+                    .any(|q| q.seq == s && q.digest == d && q.view >= v)
+            })
             .count()
             >= small;
         if a1 && a2 {
             return Some(Some(cand.batch.clone()));
         }
     }
-    let null_ok = vcs.iter().filter(|m| m.stable_seq < s && prepared_at(m).is_none()).count() >= medium;
+    let null_ok = vcs
+        .iter()
+        .filter(|m| m.stable_seq < s && prepared_at(m).is_none())
+        .count()
+        >= medium;
     if null_ok {
         Some(None)
     } else {
@@ -96,7 +121,11 @@ fn choose(vcs: &[&ViewChange], s: Seq, medium: usize, small: usize) -> Option<Op
 }
 
 fn null_batch() -> Batch {
-    Batch { requests: Vec::new(), time: 0, seed: 0 }
+    Batch {
+        requests: Vec::new(),
+        time: 0,
+        seed: 0,
+    }
 }
 
 impl OrderReplica {
@@ -111,7 +140,10 @@ impl OrderReplica {
         if now < self.last_progress + timeout {
             return;
         }
-        let waiting = self.requests.values().any(|e| e.pending_since.is_some_and(|t| now >= t + timeout));
+        let waiting = self
+            .requests
+            .values()
+            .any(|e| e.pending_since.is_some_and(|t| now >= t + timeout));
         if waiting {
             self.counters.add("view-change-timeout");
             self.start_view_change(now, self.view + 1, out);
@@ -128,7 +160,11 @@ impl OrderReplica {
         self.consecutive_view_changes = self.consecutive_view_changes.saturating_add(1);
         self.buffered.clear();
         self.batch_timer_armed = false;
-        self.put(VIEW_KEY.to_string(), plumb_core::storage::encode(&(self.view, false)), out);
+        self.put(
+            VIEW_KEY.to_string(),
+            plumb_core::storage::encode(&(self.view, false)),
+            out,
+        );
         self.sync(out);
         let vc = self.own_view_change();
         self.view_changes.insert(self.me, vc.clone());
@@ -141,10 +177,18 @@ impl OrderReplica {
         let mut pre_prepared = Vec::new();
         for (seq, slot) in self.slots.range(self.stable.seq + 1..) {
             if let Some((v, b)) = &slot.record.prepared {
-                prepared.push(PreparedEntry { seq: *seq, view: *v, batch: b.clone() });
+                prepared.push(PreparedEntry {
+                    seq: *seq,
+                    view: *v,
+                    batch: b.clone(),
+                });
             }
             for (d, v) in &slot.record.pre_prepared {
-                pre_prepared.push(PrePreparedEntry { seq: *seq, view: *v, digest: *d });
+                pre_prepared.push(PrePreparedEntry {
+                    seq: *seq,
+                    view: *v,
+                    digest: *d,
+                });
             }
         }
         let vc = ViewChange {
@@ -152,7 +196,11 @@ impl OrderReplica {
             replica: self.me,
             stable_seq: self.stable.seq,
             stable_digest: self.stable.digest,
-            checkpoints: self.own_checkpoints.iter().map(|(s, (d, _))| (*s, *d)).collect(),
+            checkpoints: self
+                .own_checkpoints
+                .iter()
+                .map(|(s, (d, _))| (*s, *d))
+                .collect(),
             prepared,
             pre_prepared,
         };
@@ -162,10 +210,20 @@ impl OrderReplica {
 
     fn valid_signature(&self, s: &SignedViewChange) -> bool {
         (s.vc.replica as usize) < self.q.order
-            && self.ctx.keys.verify_signature(Principal::Order(s.vc.replica), &s.vc.signing_bytes(), &s.signature)
+            && self.ctx.keys.verify_signature(
+                Principal::Order(s.vc.replica),
+                &s.vc.signing_bytes(),
+                &s.signature,
+            )
     }
 
-    pub(crate) fn on_view_change(&mut self, now: Micros, j: u16, vc: SignedViewChange, out: &mut Vec<Action>) {
+    pub(crate) fn on_view_change(
+        &mut self,
+        now: Micros,
+        j: u16,
+        vc: SignedViewChange,
+        out: &mut Vec<Action>,
+    ) {
         if vc.vc.replica != j || !self.valid_signature(&vc) {
             self.counters.add("drop-bad-view-change");
             return;
@@ -175,7 +233,10 @@ impl OrderReplica {
             self.help_stale_peer(now, j, out);
             return;
         }
-        let newer = self.view_changes.get(&j).is_none_or(|old| old.vc.new_view < v);
+        let newer = self
+            .view_changes
+            .get(&j)
+            .is_none_or(|old| old.vc.new_view < v);
         if newer {
             self.view_changes.insert(j, vc);
         }
@@ -198,13 +259,24 @@ impl OrderReplica {
 
     /// r+1 peers work in a view above ours (we missed the view change, e.g. behind a
     /// partition): ask to change to it; peers already there answer with their NEW-VIEW.
-    pub(crate) fn note_peer_view(&mut self, now: Micros, j: u16, view: View, out: &mut Vec<Action>) {
+    pub(crate) fn note_peer_view(
+        &mut self,
+        now: Micros,
+        j: u16,
+        view: View,
+        out: &mut Vec<Action>,
+    ) {
         if view <= self.view {
             return;
         }
         let e = self.peer_views.entry(j).or_insert(0);
         *e = (*e).max(view);
-        let mut higher: Vec<View> = self.peer_views.values().copied().filter(|v| *v > self.view).collect();
+        let mut higher: Vec<View> = self
+            .peer_views
+            .values()
+            .copied()
+            .filter(|v| *v > self.view)
+            .collect();
         if higher.len() >= self.q.small() {
             higher.sort_unstable();
             let target = higher[higher.len() - self.q.small()];
@@ -214,12 +286,21 @@ impl OrderReplica {
 
     /// A peer is still changing to a view we have already entered: hand it our NEW-VIEW.
     fn help_stale_peer(&mut self, now: Micros, j: u16, out: &mut Vec<Action>) {
-        let Some(proofs) = &self.new_view_proofs else { return };
-        if self.new_view_forwarded.get(&j).is_some_and(|t| now < t + self.cfg.catch_up_us) {
+        let Some(proofs) = &self.new_view_proofs else {
+            return;
+        };
+        if self
+            .new_view_forwarded
+            .get(&j)
+            .is_some_and(|t| now < t + self.cfg.catch_up_us)
+        {
             return;
         }
         self.new_view_forwarded.insert(j, now);
-        let msg = Message::NewView { view: self.view, proofs: proofs.clone() };
+        let msg = Message::NewView {
+            view: self.view,
+            proofs: proofs.clone(),
+        };
         self.send(Principal::Order(j), &msg, out);
     }
 
@@ -227,15 +308,33 @@ impl OrderReplica {
         if self.active || self.primary() != self.me {
             return;
         }
-        let proofs: Vec<SignedViewChange> =
-            self.view_changes.values().filter(|s| s.vc.new_view == self.view).cloned().collect();
+        let proofs: Vec<SignedViewChange> = self
+            .view_changes
+            .values()
+            .filter(|s| s.vc.new_view == self.view)
+            .cloned()
+            .collect();
         let refs: Vec<&ViewChange> = proofs.iter().map(|s| &s.vc).collect();
-        let Some(decision) = decide(&refs, &self.q, self.cfg.checkpoint_interval) else { return };
-        self.send_to_peers(&Message::NewView { view: self.view, proofs: proofs.clone() }, out);
+        let Some(decision) = decide(&refs, &self.q, self.cfg.checkpoint_interval) else {
+            return;
+        };
+        self.send_to_peers(
+            &Message::NewView {
+                view: self.view,
+                proofs: proofs.clone(),
+            },
+            out,
+        );
         self.install(now, self.view, decision, proofs, out);
     }
 
-    pub(crate) fn on_new_view(&mut self, now: Micros, view: View, proofs: Vec<SignedViewChange>, out: &mut Vec<Action>) {
+    pub(crate) fn on_new_view(
+        &mut self,
+        now: Micros,
+        view: View,
+        proofs: Vec<SignedViewChange>,
+        out: &mut Vec<Action>,
+    ) {
         if view < self.view || (view == self.view && self.active) {
             return;
         }
@@ -256,14 +355,25 @@ impl OrderReplica {
 
     /// Enter `view` with the slots the decision fixes: each is pre-prepared in the new view (the
     /// NEW-VIEW stands for the primary's pre-prepares) and backups prepare it.
-    fn install(&mut self, now: Micros, view: View, d: Decision, proofs: Vec<SignedViewChange>, out: &mut Vec<Action>) {
+    fn install(
+        &mut self,
+        now: Micros,
+        view: View,
+        d: Decision,
+        proofs: Vec<SignedViewChange>,
+        out: &mut Vec<Action>,
+    ) {
         self.view = view;
         self.active = true;
         self.last_progress = now;
         self.new_view_proofs = Some(proofs);
         self.buffered.clear();
         self.view_changes.retain(|_, s| s.vc.new_view > view);
-        self.put(VIEW_KEY.to_string(), plumb_core::storage::encode(&(view, true)), out);
+        self.put(
+            VIEW_KEY.to_string(),
+            plumb_core::storage::encode(&(view, true)),
+            out,
+        );
         self.sync(out);
         out.push(Action::Observe(Observation::ViewEntered { view }));
         for slot in self.slots.values_mut() {
@@ -272,12 +382,20 @@ impl OrderReplica {
             slot.sent_commit = false;
         }
         if d.checkpoint_seq > self.stable.seq {
-            let own = self.own_checkpoints.get(&d.checkpoint_seq).filter(|(dg, _)| *dg == d.checkpoint_digest);
+            let own = self
+                .own_checkpoints
+                .get(&d.checkpoint_seq)
+                .filter(|(dg, _)| *dg == d.checkpoint_digest);
             if let Some((dg, bytes)) = own.cloned() {
                 self.make_stable(d.checkpoint_seq, dg, bytes, out);
             } else {
                 self.awaiting_state = Some((d.checkpoint_seq, d.checkpoint_digest));
-                self.send_to_peers(&Message::FetchOrderState { seq: d.checkpoint_seq }, out);
+                self.send_to_peers(
+                    &Message::FetchOrderState {
+                        seq: d.checkpoint_seq,
+                    },
+                    out,
+                );
             }
         }
         let mut top = self.state.seq.max(d.checkpoint_seq);
@@ -293,7 +411,12 @@ impl OrderReplica {
         self.accepted_upto = top;
         self.next_propose = top + 1;
         self.batch_timer_fired = false;
-        for seq in self.slots.range(self.state.seq + 1..top.max(self.state.seq) + 1).map(|(s, _)| *s).collect::<Vec<_>>() {
+        for seq in self
+            .slots
+            .range(self.state.seq + 1..top.max(self.state.seq) + 1)
+            .map(|(s, _)| *s)
+            .collect::<Vec<_>>()
+        {
             self.check_prepared(now, seq, out);
         }
         let void: Vec<Seq> = self.slots.range(top + 1..).map(|(s, _)| *s).collect();
@@ -325,7 +448,10 @@ impl OrderReplica {
 /// Used by tests and the recovery path.
 #[allow(dead_code)]
 pub(crate) fn prepared_map(vc: &ViewChange) -> BTreeMap<Seq, (View, Digest)> {
-    vc.prepared.iter().map(|p| (p.seq, (p.view, p.batch.digest(p.seq)))).collect()
+    vc.prepared
+        .iter()
+        .map(|p| (p.seq, (p.view, p.batch.digest(p.seq))))
+        .collect()
 }
 
 #[cfg(test)]
@@ -335,7 +461,15 @@ mod tests {
     use plumb_wire::{Body, ReqCore};
 
     fn batch(tag: u8) -> Batch {
-        Batch { requests: vec![ReqCore { client: 1, nc: 1, body: Body::Inline(vec![tag]) }], time: 10, seed: 0 }
+        Batch {
+            requests: vec![ReqCore {
+                client: 1,
+                nc: 1,
+                body: Body::Inline(vec![tag]),
+            }],
+            time: 10,
+            seed: 0,
+        }
     }
 
     fn vc(replica: u16, prepared: &[(Seq, View, u8)], pre: &[(Seq, View, u8)]) -> ViewChange {
@@ -345,8 +479,22 @@ mod tests {
             stable_seq: 0,
             stable_digest: Digest::ZERO,
             checkpoints: Vec::new(),
-            prepared: prepared.iter().map(|(s, v, t)| PreparedEntry { seq: *s, view: *v, batch: batch(*t) }).collect(),
-            pre_prepared: pre.iter().map(|(s, v, t)| PrePreparedEntry { seq: *s, view: *v, digest: batch(*t).digest(*s) }).collect(),
+            prepared: prepared
+                .iter()
+                .map(|(s, v, t)| PreparedEntry {
+                    seq: *s,
+                    view: *v,
+                    batch: batch(*t),
+                })
+                .collect(),
+            pre_prepared: pre
+                .iter()
+                .map(|(s, v, t)| PrePreparedEntry {
+                    seq: *s,
+                    view: *v,
+                    digest: batch(*t).digest(*s),
+                })
+                .collect(),
         }
     }
 

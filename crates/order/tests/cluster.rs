@@ -46,10 +46,24 @@ impl Harness {
         let cfg = Arc::new(cfg);
         let ids: HashMap<Principal, Arc<Identity>> = principals(&q)
             .into_iter()
-            .map(|p| (p, Arc::new(Identity::from_seed(*Digest::of(&p.label().to_le_bytes()).0.first_chunk::<32>().unwrap()))))
+            .map(|p| {
+                (
+                    p,
+                    Arc::new(Identity::from_seed(
+                        *Digest::of(&p.label().to_le_bytes())
+                            .0
+                            .first_chunk::<32>()
+                            .unwrap(),
+                    )),
+                )
+            })
             .collect();
-        let dir: Arc<HashMap<Principal, PublicIdentity>> = Arc::new(ids.iter().map(|(p, i)| (*p, i.public())).collect());
-        let rings: HashMap<Principal, KeyRing> = ids.iter().map(|(p, i)| (*p, KeyRing::new(*p, i.clone(), dir.clone()))).collect();
+        let dir: Arc<HashMap<Principal, PublicIdentity>> =
+            Arc::new(ids.iter().map(|(p, i)| (*p, i.public())).collect());
+        let rings: HashMap<Principal, KeyRing> = ids
+            .iter()
+            .map(|(p, i)| (*p, KeyRing::new(*p, i.clone(), dir.clone())))
+            .collect();
         let mut h = Harness {
             cfg,
             rings,
@@ -73,8 +87,15 @@ impl Harness {
     }
 
     fn build(&self, i: u16) -> OrderReplica {
-        let ctx = StageContext { config: self.cfg.clone(), keys: self.rings[&Principal::Order(i)].clone(), seed: i as u64 };
-        let rec = plumb_core::Recovered { records: self.disks[i as usize].clone(), corrupt: vec![] };
+        let ctx = StageContext {
+            config: self.cfg.clone(),
+            keys: self.rings[&Principal::Order(i)].clone(),
+            seed: i as u64,
+        };
+        let rec = plumb_core::Recovered {
+            records: self.disks[i as usize].clone(),
+            corrupt: vec![],
+        };
         OrderReplica::new(ctx, rec)
     }
 
@@ -83,7 +104,9 @@ impl Harness {
     }
 
     fn step(&mut self, i: u16, ev: Event) {
-        let Some(r) = self.replicas[i as usize].as_mut() else { return };
+        let Some(r) = self.replicas[i as usize].as_mut() else {
+            return;
+        };
         let mut out = Vec::new();
         r.handle(self.now, ev, &mut out);
         for a in out {
@@ -108,7 +131,10 @@ impl Harness {
                 Action::Store(_) => {}
                 Action::Observe(Observation::Committed { seq, digest, .. }) => {
                     let prev = self.committed.insert(seq, digest);
-                    assert!(prev.is_none_or(|p| p == digest), "OS-agreement: two digests committed at {seq}");
+                    assert!(
+                        prev.is_none_or(|p| p == digest),
+                        "OS-agreement: two digests committed at {seq}"
+                    );
                 }
                 _ => {}
             }
@@ -135,7 +161,9 @@ impl Harness {
     /// Execution replicas: record NextBatch; the test sends CP-TOKENs itself.
     fn exec_receive(&mut self, e: u16, frame: Vec<u8>) {
         let ring = &self.rings[&Principal::Exec(e)];
-        let Ok((Principal::Order(o), msg)) = ring.open(&frame) else { return };
+        let Ok((Principal::Order(o), msg)) = ring.open(&frame) else {
+            return;
+        };
         if let Message::NextBatch { seq, batch, .. } = msg {
             let d = batch.digest(seq);
             self.next_batches.insert((o, seq), d);
@@ -165,11 +193,23 @@ impl Harness {
     /// Every auth replica authenticates client c's request nc and sends AUTH-REQ to every order replica.
     fn request(&mut self, c: u32, nc: u64, op: &[u8]) {
         let q = self.q();
-        let core = ReqCore { client: c, nc, body: Body::Inline(op.to_vec()) };
+        let core = ReqCore {
+            client: c,
+            nc,
+            body: Body::Inline(op.to_vec()),
+        };
         for a in 0..q.auth as u16 {
             let ring = &self.rings[&Principal::Auth(a)];
-            let macs = (0..q.order as u16).map(|o| ring.mac_for(Principal::Order(o), &core.id_digest().0).unwrap()).collect();
-            let msg = Message::AuthReq { core: core.clone(), macs };
+            let macs = (0..q.order as u16)
+                .map(|o| {
+                    ring.mac_for(Principal::Order(o), &core.id_digest().0)
+                        .unwrap()
+                })
+                .collect();
+            let msg = Message::AuthReq {
+                core: core.clone(),
+                macs,
+            };
             for o in 0..q.order as u16 {
                 let frame = ring.seal(Principal::Order(o), &msg).unwrap();
                 self.queue.push_back((Principal::Order(o), frame));
@@ -181,9 +221,15 @@ impl Harness {
         let q = self.q();
         for e in 0..q.exec as u16 {
             let ring = &self.rings[&Principal::Exec(e)];
-            let msg = Message::CpToken { seq, token: Digest::of(&seq.to_le_bytes()) };
+            let msg = Message::CpToken {
+                seq,
+                token: Digest::of(&seq.to_le_bytes()),
+            };
             for o in 0..q.order as u16 {
-                self.queue.push_back((Principal::Order(o), ring.seal(Principal::Order(o), &msg).unwrap()));
+                self.queue.push_back((
+                    Principal::Order(o),
+                    ring.seal(Principal::Order(o), &msg).unwrap(),
+                ));
             }
         }
     }
@@ -213,7 +259,10 @@ impl Harness {
                 *counts.entry(*d).or_default() += 1;
             }
         }
-        counts.into_iter().find(|(_, n)| *n >= self.q().small()).map(|(d, _)| d)
+        counts
+            .into_iter()
+            .find(|(_, n)| *n >= self.q().small())
+            .map(|(d, _)| d)
     }
 }
 
@@ -227,10 +276,16 @@ fn ol1_requests_are_ordered_and_sent_to_execution() {
     let total: usize = h.exec_seen.values().map(|b| b.requests.len()).sum();
     assert_eq!(total, 4, "all four requests ordered: {:?}", h.exec_seen);
     for seq in h.exec_seen.keys() {
-        assert!(h.exec_learned(*seq).is_some(), "batch {seq} reaches r+1 NextBatch");
+        assert!(
+            h.exec_learned(*seq).is_some(),
+            "batch {seq} reaches r+1 NextBatch"
+        );
     }
     for i in 0..4 {
-        assert_eq!(h.replica(i).last_committed(), *h.exec_seen.keys().last().unwrap());
+        assert_eq!(
+            h.replica(i).last_committed(),
+            *h.exec_seen.keys().last().unwrap()
+        );
     }
 }
 
@@ -239,12 +294,19 @@ fn os3_next_request_only_after_previous() {
     let mut h = Harness::new(1, 1, 8);
     h.request(0, 2, b"second first");
     h.advance(50_000);
-    assert!(h.exec_seen.is_empty(), "nc=2 without nc=1 must not be ordered");
+    assert!(
+        h.exec_seen.is_empty(),
+        "nc=2 without nc=1 must not be ordered"
+    );
     h.request(0, 1, b"first");
     h.advance(50_000);
     h.request(0, 2, b"second");
     h.advance(50_000);
-    let ncs: Vec<u64> = h.exec_seen.values().flat_map(|b| b.requests.iter().map(|r| r.nc)).collect();
+    let ncs: Vec<u64> = h
+        .exec_seen
+        .values()
+        .flat_map(|b| b.requests.iter().map(|r| r.nc))
+        .collect();
     assert_eq!(ncs, vec![1, 2]);
 }
 
@@ -268,8 +330,15 @@ fn os4_checkpoints_become_stable_and_bound_the_log() {
     assert!(last >= 8, "progress: {last}");
     for i in 0..4 {
         let r = h.replica(i);
-        assert!(r.stable_checkpoint() >= last.saturating_sub(8), "replica {i} stable {} last {last}", r.stable_checkpoint());
-        assert!(r.last_committed() <= r.stable_checkpoint() + 8, "two-interval bound");
+        assert!(
+            r.stable_checkpoint() >= last.saturating_sub(8),
+            "replica {i} stable {} last {last}",
+            r.stable_checkpoint()
+        );
+        assert!(
+            r.last_committed() <= r.stable_checkpoint() + 8,
+            "two-interval bound"
+        );
     }
 }
 
@@ -284,8 +353,15 @@ fn primary_crash_view_change_keeps_committed_batches() {
     h.request(1, 1, b"b");
     h.advance(2_000_000);
     assert!(h.replica(1).view() >= 1, "view changed");
-    let ncs: Vec<(u32, u64)> = h.exec_seen.values().flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc))).collect();
-    assert!(ncs.contains(&(1, 1)), "request ordered in the new view: {ncs:?}");
+    let ncs: Vec<(u32, u64)> = h
+        .exec_seen
+        .values()
+        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc)))
+        .collect();
+    assert!(
+        ncs.contains(&(1, 1)),
+        "request ordered in the new view: {ncs:?}"
+    );
     for (s, d) in before {
         assert_eq!(h.committed[&s], d);
     }
@@ -310,7 +386,13 @@ fn restarted_replica_catches_up() {
     h.restart(3);
     h.advance(1_000_000);
     let r = h.replica(3);
-    assert_eq!(r.last_committed(), target, "lagging replica caught up (stable {}, counters {:?})", r.stable_checkpoint(), r.counters().iter().collect::<Vec<_>>());
+    assert_eq!(
+        r.last_committed(),
+        target,
+        "lagging replica caught up (stable {}, counters {:?})",
+        r.stable_checkpoint(),
+        r.counters().iter().collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -325,5 +407,9 @@ fn partitioned_primary_is_replaced_and_rejoins() {
     h.advance(2_000_000);
     assert_eq!(h.committed.len(), 2);
     h.advance(2_000_000);
-    assert_eq!(h.replica(0).view(), h.replica(1).view(), "old primary learned the new view");
+    assert_eq!(
+        h.replica(0).view(),
+        h.replica(1).view(),
+        "old primary learned the new view"
+    );
 }
