@@ -23,7 +23,7 @@ use cache::{CommandCache, Pending};
 use ordered::CompletionVotes;
 use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{Action, Counters, Event, Micros, Recovered, Stage, StageContext, StoreOp};
-use plumb_wire::{ClientId, Message, Principal, Seq, WireError};
+use plumb_wire::{ClientId, Message, Principal, Seq};
 use request::LastSent;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -102,7 +102,7 @@ impl AuthReplica {
         let (from, msg) = match self.ctx.keys.open(frame) {
             Ok(opened) => opened,
             Err(e) => {
-                self.counters.add(drop_reason(&e));
+                self.counters.add(e.drop_counter());
                 return;
             }
         };
@@ -164,21 +164,5 @@ impl Stage for AuthReplica {
 
     fn counters(&self) -> &Counters {
         &self.counters
-    }
-}
-
-/// Metric label of an envelope error.
-fn drop_reason(e: &WireError) -> &'static str {
-    match e {
-        WireError::Short(_) => "drop-short",
-        WireError::TooLarge(_) => "drop-too-large",
-        WireError::BadMagic => "drop-bad-magic",
-        WireError::BadVersion(_) => "drop-bad-version",
-        WireError::BadLength { .. } => "drop-bad-length",
-        WireError::BadSender(_) => "drop-bad-sender",
-        WireError::WrongReceiver(_) => "drop-wrong-receiver",
-        WireError::UnknownSender(_) => "drop-unknown-sender",
-        WireError::BadMac(_) => "drop-bad-mac",
-        WireError::Malformed(..) => "drop-malformed",
     }
 }

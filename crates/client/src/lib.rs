@@ -23,7 +23,7 @@ use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
     Action, Counters, Event, Micros, Observation, Recovered, Stage, StageContext, StoreOp, TimerId,
 };
-use plumb_wire::{ClientId, Message, Principal, ReqNo, WireError};
+use plumb_wire::{ClientId, Message, Principal, ReqNo};
 use push::{PushVote, PushVotes};
 use read_only::ReadOnly;
 use record::OutRecord;
@@ -327,7 +327,7 @@ impl Client {
         let (from, msg) = match self.ctx.keys.open(frame) {
             Ok(opened) => opened,
             Err(e) => {
-                self.counters.add(drop_reason(&e));
+                self.counters.add(e.drop_counter());
                 return;
             }
         };
@@ -396,16 +396,5 @@ impl Stage for Client {
 
     fn counters(&self) -> &Counters {
         &self.counters
-    }
-}
-
-/// Counter name for a frame that failed to open.
-fn drop_reason(e: &WireError) -> &'static str {
-    match e {
-        WireError::BadMac(_) => "drop-bad-mac",
-        WireError::UnknownSender(_) => "drop-unknown-sender",
-        WireError::Malformed(..) => "drop-malformed",
-        WireError::WrongReceiver(_) => "drop-wrong-receiver",
-        _ => "drop-bad-frame",
     }
 }

@@ -726,7 +726,7 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
     assert_eq!(c.counters().get("drop-wrong-receiver"), 1);
 
     assert!(run(&mut c, 1, Event::Receive(vec![1, 2, 3])).is_empty());
-    assert_eq!(c.counters().get("drop-bad-frame"), 1);
+    assert_eq!(c.counters().get("drop-short"), 1);
 
     // None of those counted as a vote: one genuine reply is still not enough.
     assert!(completes(&run(&mut c, 2, w.reply(1, 1, b"r"))).is_empty());

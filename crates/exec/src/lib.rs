@@ -29,7 +29,7 @@ use plumb_core::{
     Action, Counters, Event, Micros, Observation, Recovered, Stage, StageContext, StoreOp, TimerId,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Message, Principal, ReqNo, Seq, WireError};
+use plumb_wire::{ClientId, Message, Principal, ReqNo, Seq};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -247,7 +247,7 @@ impl<A: Application> ExecReplica<A> {
     fn on_frame(&mut self, frame: &[u8], out: &mut Vec<Action>) {
         match self.ctx.keys.open(frame) {
             Ok((from, msg)) => self.on_message(from, msg, out),
-            Err(e) => self.counters.add(drop_reason(&e)),
+            Err(e) => self.counters.add(e.drop_counter()),
         }
     }
 
@@ -379,20 +379,5 @@ impl<A: Application> Stage for ExecReplica<A> {
 
     fn counters(&self) -> &Counters {
         &self.counters
-    }
-}
-
-fn drop_reason(e: &WireError) -> &'static str {
-    match e {
-        WireError::Short(_) => "drop-short",
-        WireError::TooLarge(_) => "drop-too-large",
-        WireError::BadMagic => "drop-bad-magic",
-        WireError::BadVersion(_) => "drop-bad-version",
-        WireError::BadLength { .. } => "drop-bad-length",
-        WireError::BadSender(_) => "drop-bad-sender",
-        WireError::WrongReceiver(_) => "drop-wrong-receiver",
-        WireError::UnknownSender(_) => "drop-unknown-sender",
-        WireError::BadMac(_) => "drop-bad-mac",
-        WireError::Malformed(..) => "drop-malformed",
     }
 }

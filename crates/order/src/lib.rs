@@ -372,22 +372,12 @@ impl Stage for OrderReplica {
             Event::Timer(_) => {}
             Event::Receive(frame) => match self.ctx.keys.open(&frame) {
                 Ok((from, msg)) => self.on_message(now, from, msg, out),
-                Err(e) => self.counters.add(drop_reason(&e)),
+                Err(e) => self.counters.add(e.drop_counter()),
             },
         }
     }
 
     fn counters(&self) -> &Counters {
         &self.counters
-    }
-}
-
-fn drop_reason(e: &plumb_wire::WireError) -> &'static str {
-    match e.reason() {
-        "bad-mac" => "drop-bad-mac",
-        "unknown-sender" => "drop-unknown-sender",
-        "malformed" => "drop-malformed",
-        "wrong-receiver" => "drop-wrong-receiver",
-        _ => "drop-bad-frame",
     }
 }
