@@ -75,29 +75,60 @@ impl std::fmt::Display for Role {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     #[error("the {role} role has {given} replica(s) but u={u}, r={r} requires at least {required}; add {missing} more {role} replica(s) or lower u or r", missing = required - given)]
-    TooFewReplicas { role: Role, given: usize, required: usize, u: u16, r: u16 },
+    TooFewReplicas {
+        role: Role,
+        given: usize,
+        required: usize,
+        u: u16,
+        r: u16,
+    },
     #[error("{field} must be {requirement}, got {value}")]
-    BadValue { field: &'static str, requirement: &'static str, value: u64 },
+    BadValue {
+        field: &'static str,
+        requirement: &'static str,
+        value: u64,
+    },
 }
 
 impl Quorums {
     /// Check the role counts against the fault model.
-    pub fn new(faults: Faults, auth: usize, order: usize, exec: usize) -> Result<Quorums, ConfigError> {
+    pub fn new(
+        faults: Faults,
+        auth: usize,
+        order: usize,
+        exec: usize,
+    ) -> Result<Quorums, ConfigError> {
         for (role, given, required) in [
             (Role::Authentication, auth, faults.min_auth()),
             (Role::Order, order, faults.min_order()),
             (Role::Execution, exec, faults.min_exec()),
         ] {
             if given < required {
-                return Err(ConfigError::TooFewReplicas { role, given, required, u: faults.u, r: faults.r });
+                return Err(ConfigError::TooFewReplicas {
+                    role,
+                    given,
+                    required,
+                    u: faults.u,
+                    r: faults.r,
+                });
             }
         }
-        Ok(Quorums { faults, auth, order, exec })
+        Ok(Quorums {
+            faults,
+            auth,
+            order,
+            exec,
+        })
     }
 
     /// The smallest cluster for `faults`.
     pub fn minimal(faults: Faults) -> Quorums {
-        Quorums { faults, auth: faults.min_auth(), order: faults.min_order(), exec: faults.min_exec() }
+        Quorums {
+            faults,
+            auth: faults.min_auth(),
+            order: faults.min_order(),
+            exec: faults.min_exec(),
+        }
     }
 
     /// Small quorum, `r + 1`: contains at least one correct replica.
@@ -115,10 +146,6 @@ impl Quorums {
     }
     /// Valid matrix-signature rows a backup needs to accept a request: `r + 1`.
     pub fn matrix_valid(&self) -> usize {
-        self.small()
-    }
-    /// Matching AUTH-REQs that make an order replica forward a retransmission: `r + 1`.
-    pub fn retransmit_auth(&self) -> usize {
         self.small()
     }
     /// Matching CP-TOKENs for the order stage to learn an execution checkpoint:
@@ -191,11 +218,31 @@ impl ProtocolConfig {
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
-        Quorums::new(self.quorums.faults, self.quorums.auth, self.quorums.order, self.quorums.exec)?;
+        Quorums::new(
+            self.quorums.faults,
+            self.quorums.auth,
+            self.quorums.order,
+            self.quorums.exec,
+        )?;
         let checks: [(&'static str, &'static str, u64, bool); 4] = [
-            ("checkpoint_interval", "at least 2", self.checkpoint_interval, self.checkpoint_interval >= 2),
-            ("batch_max", "at least 1", self.batch_max as u64, self.batch_max >= 1),
-            ("client_retry_us", "at least 1", self.client_retry_us, self.client_retry_us >= 1),
+            (
+                "checkpoint_interval",
+                "at least 2",
+                self.checkpoint_interval,
+                self.checkpoint_interval >= 2,
+            ),
+            (
+                "batch_max",
+                "at least 1",
+                self.batch_max as u64,
+                self.batch_max >= 1,
+            ),
+            (
+                "client_retry_us",
+                "at least 1",
+                self.client_retry_us,
+                self.client_retry_us >= 1,
+            ),
             (
                 "client_retry_max_us",
                 "at least client_retry_us",
@@ -205,7 +252,11 @@ impl ProtocolConfig {
         ];
         for (field, requirement, value, ok) in checks {
             if !ok {
-                return Err(ConfigError::BadValue { field, requirement, value });
+                return Err(ConfigError::BadValue {
+                    field,
+                    requirement,
+                    value,
+                });
             }
         }
         Ok(())
@@ -224,9 +275,19 @@ mod tests {
         let bft = Faults::new(1, 1);
         assert_eq!((bft.min_auth(), bft.min_order(), bft.min_exec()), (4, 4, 3));
         let hybrid = Faults::new(2, 1);
-        assert_eq!((hybrid.min_auth(), hybrid.min_order(), hybrid.min_exec()), (6, 6, 5));
+        assert_eq!(
+            (hybrid.min_auth(), hybrid.min_order(), hybrid.min_exec()),
+            (6, 6, 5)
+        );
         let safe_only = Faults::new(0, 1);
-        assert_eq!((safe_only.min_auth(), safe_only.min_order(), safe_only.min_exec()), (3, 2, 2));
+        assert_eq!(
+            (
+                safe_only.min_auth(),
+                safe_only.min_order(),
+                safe_only.min_exec()
+            ),
+            (3, 2, 2)
+        );
     }
 
     #[test]
@@ -234,7 +295,13 @@ mod tests {
         let e = Quorums::new(Faults::new(1, 1), 4, 3, 3).unwrap_err();
         assert_eq!(
             e,
-            ConfigError::TooFewReplicas { role: Role::Order, given: 3, required: 4, u: 1, r: 1 }
+            ConfigError::TooFewReplicas {
+                role: Role::Order,
+                given: 3,
+                required: 4,
+                u: 1,
+                r: 1
+            }
         );
         let text = e.to_string();
         assert!(text.contains("order role has 3"), "{text}");

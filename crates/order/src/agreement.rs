@@ -32,7 +32,7 @@ impl OrderReplica {
         }
         let c = core.client;
         if core.nc <= self.last_ordered(c) && !sabotaged_sequence_check() {
-            self.on_already_ordered(now, f, c, core.nc, out);
+            self.on_already_ordered(now, c, out);
             return;
         }
         let needed = self.last_ordered(c) + 1;
@@ -54,7 +54,11 @@ impl OrderReplica {
             .or_insert_with(|| (core, BTreeMap::new()))
             .1;
         rows.insert(f, macs);
-        if rows.len() >= self.q.retransmit_auth() && entry.pending_since.is_none() {
+        // Pending (and grounds to suspect the primary) only once the primary could propose it:
+        // next in its client's sequence and vouched for by n_auth - u auth replicas. A faulty
+        // client that splits its request across auth replicas never gets there.
+        if rows.len() >= self.q.auth_gather() && entry.nc == needed && entry.pending_since.is_none()
+        {
             entry.pending_since = Some(now);
         }
         if self.is_primary() {
@@ -62,24 +66,12 @@ impl OrderReplica {
         }
     }
 
-    /// OL2: a request that is already ordered came again: the client missed its reply, or the
-    /// execution stage missed batches. Tell execution replicas once r+1 auth replicas vouch.
-    fn on_already_ordered(
-        &mut self,
-        now: Micros,
-        f: u16,
-        c: ClientId,
-        nc: ReqNo,
-        out: &mut Vec<Action>,
-    ) {
-        let entry = self.retransmit_vouchers.entry(c).or_default();
-        if entry.0 != nc {
-            *entry = (nc, BTreeSet::new());
-        }
-        entry.1.insert(f);
-        if entry.1.len() < self.q.retransmit_auth() {
-            return;
-        }
+    /// OL2: a request that is already ordered came again: the client missed its reply, an auth
+    /// replica missed that it was ordered (its pending entry is stale), or the execution stage
+    /// missed batches. One authenticated AUTH-REQ is enough (a stale auth replica may be alone
+    /// in resending the old number); RETRANSMIT only makes execution replicas resend cached
+    /// replies, and it is rate-limited per client, so a faulty auth replica gains little.
+    fn on_already_ordered(&mut self, now: Micros, c: ClientId, out: &mut Vec<Action>) {
         let last = self.retransmitted.get(&c).copied();
         if last.is_some_and(|t| now < t + self.cfg.catch_up_us) {
             return;
@@ -384,6 +376,29 @@ impl OrderReplica {
             return false;
         }
         seq > self.state.seq && seq <= self.window_top()
+    }
+
+    /// Our COMMIT for a slot we committed in the current view, for a peer that lost some: once
+    /// committed we would never say it again otherwise.
+    pub(crate) fn repeat_commit(&self, j: u16, seq: Seq, out: &mut Vec<Action>) {
+        let view = self.view;
+        let Some(slot) = self.slots.get(&seq) else {
+            return;
+        };
+        let Some((v, d)) = slot.accepted_digest(seq) else {
+            return;
+        };
+        if self.active && v == view && slot.sent_commit {
+            self.send(
+                Principal::Order(j),
+                &Message::Commit {
+                    view,
+                    seq,
+                    digest: d,
+                },
+                out,
+            );
+        }
     }
 
     fn medium(&self) -> usize {

@@ -317,6 +317,9 @@ impl OrderReplica {
         for s in start..=end {
             if let Some(batch) = self.slots.get(&s).and_then(|x| x.record.committed.clone()) {
                 self.send(to, &Message::Committed { seq: s, batch }, out);
+                // r+1 Committed answers may not exist (faulty or lagging peers), but our votes
+                // in this view let the peer finish the agreement itself.
+                self.repeat_commit(j, s, out);
             }
         }
     }

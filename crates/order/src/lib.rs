@@ -27,7 +27,7 @@ use plumb_wire::{
     ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, SignedViewChange, View,
 };
 use slot::Slot;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 const TICK: TimerId = TimerId(1);
@@ -86,8 +86,6 @@ pub struct OrderReplica {
     batch_timer_fired: bool,
     requests: HashMap<ClientId, Collected>,
     retransmitted: HashMap<ClientId, Micros>,
-    /// Auth replicas that re-sent an already ordered request, per client.
-    retransmit_vouchers: HashMap<ClientId, (ReqNo, BTreeSet<u16>)>,
 
     // --- checkpoints and catch-up
     stable: Stable,
@@ -143,7 +141,6 @@ impl OrderReplica {
             batch_timer_fired: false,
             requests: HashMap::new(),
             retransmitted: HashMap::new(),
-            retransmit_vouchers: HashMap::new(),
             stable: Stable {
                 seq: 0,
                 digest: Digest::of(&genesis_bytes),

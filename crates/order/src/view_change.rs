@@ -130,7 +130,9 @@ fn null_batch() -> Batch {
 
 impl OrderReplica {
     pub(crate) fn view_change_timeout(&self) -> Micros {
-        self.cfg.view_change_timeout_us << self.consecutive_view_changes.min(6)
+        // Doubling with each consecutive view change (PBFT), capped at 8x so that a run of
+        // faulty primaries cannot push recovery out by minutes.
+        self.cfg.view_change_timeout_us << self.consecutive_view_changes.min(3)
     }
 
     /// Suspect the primary when a request r+1 auth replicas vouched for has waited too long and
@@ -401,7 +403,9 @@ impl OrderReplica {
         let mut top = self.state.seq.max(d.checkpoint_seq);
         for (seq, choice) in d.slots {
             top = top.max(seq);
-            if seq <= self.state.seq {
+            // Slots we already committed are voted on again: peers that did not commit them
+            // need our votes in this view.
+            if seq <= self.stable.seq {
                 continue;
             }
             let batch = choice.unwrap_or_else(null_batch);
@@ -413,7 +417,7 @@ impl OrderReplica {
         self.batch_timer_fired = false;
         for seq in self
             .slots
-            .range(self.state.seq + 1..top.max(self.state.seq) + 1)
+            .range(self.stable.seq + 1..top.max(self.stable.seq) + 1)
             .map(|(s, _)| *s)
             .collect::<Vec<_>>()
         {
