@@ -65,7 +65,9 @@ pub struct OrderReplica {
     /// False while changing to `view`.
     active: bool,
     consecutive_view_changes: u32,
-    view_change_started: Micros,
+    /// When n-u VIEW-CHANGEs for the view we are changing to were in hand: only from then does
+    /// the new primary get a deadline (PBFT), so no replica races ahead alone.
+    view_change_quorum_at: Option<Micros>,
     last_progress: Micros,
     /// The NEW-VIEW proofs of the current view (forwardable: they are signed).
     new_view_proofs: Option<Vec<SignedViewChange>>,
@@ -126,7 +128,7 @@ impl OrderReplica {
             view: 0,
             active: true,
             consecutive_view_changes: 0,
-            view_change_started: 0,
+            view_change_quorum_at: None,
             last_progress: 0,
             new_view_proofs: None,
             view_changes: HashMap::new(),

@@ -113,7 +113,6 @@ impl OrderReplica {
         if !self.active {
             let vc = self.own_view_change();
             self.view_changes.insert(self.me, vc.clone());
-            self.view_change_started = now;
             self.send_to_peers(&Message::ViewChange(vc), out);
         }
     }

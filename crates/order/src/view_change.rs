@@ -158,7 +158,7 @@ impl OrderReplica {
         }
         self.view = new_view;
         self.active = false;
-        self.view_change_started = now;
+        self.view_change_quorum_at = None;
         self.consecutive_view_changes = self.consecutive_view_changes.saturating_add(1);
         self.buffered.clear();
         self.batch_timer_armed = false;
@@ -438,7 +438,11 @@ impl OrderReplica {
     /// While a view change is in progress: resend our VIEW-CHANGE (messages get lost) and give
     /// up on the new primary after a timeout.
     pub(crate) fn view_change_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
-        if now >= self.view_change_started + self.view_change_timeout() {
+        let wanting = self.view_changes.values().filter(|s| s.vc.new_view == self.view).count();
+        if wanting >= self.q.order_medium() && self.view_change_quorum_at.is_none() {
+            self.view_change_quorum_at = Some(now);
+        }
+        if self.view_change_quorum_at.is_some_and(|t| now >= t + self.view_change_timeout()) {
             self.start_view_change(now, self.view + 1, out);
             return;
         }
@@ -446,8 +450,7 @@ impl OrderReplica {
             self.send_to_peers(&Message::ViewChange(vc), out);
         }
         self.try_new_view(now, out);
-    }
-}
+    }}
 
 /// Used by tests and the recovery path.
 #[allow(dead_code)]
