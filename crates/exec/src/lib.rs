@@ -220,7 +220,9 @@ impl<A: Application> ExecReplica<A> {
         let idle = self.learned_total == self.learned_at_last_tick;
         let stalled = !self.votes.is_empty() && idle;
         self.learned_at_last_tick = self.learned_total;
-        if self.has_gap() || stalled {
+        // Idle too: batches sent while this replica was cut off leave no trace here, and the
+        // order stage answers a LAST-EXEC only with what we lack.
+        if self.has_gap() || stalled || idle {
             self.send_last_exec(out);
         }
         if idle {
