@@ -254,6 +254,7 @@ impl OrderReplica {
             let target = higher[higher.len() - self.q.small()];
             self.start_view_change(now, target, out);
         }
+        self.note_view_change_quorum(now);
         if !self.active && v == self.view {
             self.try_new_view(now, out);
         }
@@ -437,11 +438,17 @@ impl OrderReplica {
 
     /// While a view change is in progress: resend our VIEW-CHANGE (messages get lost) and give
     /// up on the new primary after a timeout.
-    pub(crate) fn view_change_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
-        let wanting = self.view_changes.values().filter(|s| s.vc.new_view == self.view).count();
-        if wanting >= self.q.order_medium() && self.view_change_quorum_at.is_none() {
+    /// Start the new primary's deadline once n-u replicas want this view or a later one: a
+    /// VIEW-CHANGE for a later view abandons this one's predecessor just the same.
+    fn note_view_change_quorum(&mut self, now: Micros) {
+        let wanting = self.view_changes.values().filter(|s| s.vc.new_view >= self.view).count();
+        if !self.active && wanting >= self.q.order_medium() && self.view_change_quorum_at.is_none() {
             self.view_change_quorum_at = Some(now);
         }
+    }
+
+    pub(crate) fn view_change_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
+        self.note_view_change_quorum(now);
         if self.view_change_quorum_at.is_some_and(|t| now >= t + self.view_change_timeout()) {
             self.start_view_change(now, self.view + 1, out);
             return;
