@@ -375,7 +375,9 @@ impl OrderReplica {
             self.counters.add("drop-vote-view");
             return false;
         }
-        seq > self.state.seq && seq <= self.window_top()
+        // Above the stable checkpoint, not above what we committed: after a view change we vote
+        // again on slots we committed before, for peers that did not.
+        seq > self.stable.seq && seq <= self.window_top()
     }
 
     /// Our COMMIT for a slot we committed in the current view, for a peer that lost some: once
