@@ -148,6 +148,12 @@ impl Quorums {
     pub fn matrix_valid(&self) -> usize {
         self.small()
     }
+    /// VIEW-CHANGEs (or agreement messages) for higher views that make an order replica join
+    /// a view change: `r + 1` include a correct replica; `u + 1` mean the current view can no
+    /// longer gather `n - u` votes. Whichever comes first: `min(u, r) + 1`.
+    pub fn view_change_join(&self) -> usize {
+        self.faults.uz().min(self.faults.rz()) + 1
+    }
     /// Matching CP-TOKENs for the order stage to learn an execution checkpoint:
     /// `max(u, r) + 1` (indirect learning: correct *and* fetchable, seed 004 §6.1).
     pub fn exec_checkpoint(&self) -> usize {

@@ -242,16 +242,18 @@ impl OrderReplica {
         if newer {
             self.view_changes.insert(j, vc);
         }
-        // Join: r+1 replicas want a view above ours, so at least one correct replica does.
+        // Join: r+1 replicas want a view above ours (one of them correct), or u+1 do (ours can
+        // no longer gather n-u votes).
         let mut higher: Vec<View> = self
             .view_changes
             .values()
             .map(|s| s.vc.new_view)
             .filter(|x| *x > self.view)
             .collect();
-        if higher.len() >= self.q.small() {
+        let join = self.q.view_change_join();
+        if higher.len() >= join {
             higher.sort_unstable();
-            let target = higher[higher.len() - self.q.small()];
+            let target = higher[higher.len() - join];
             self.start_view_change(now, target, out);
         }
         self.note_view_change_quorum(now);
@@ -260,7 +262,7 @@ impl OrderReplica {
         }
     }
 
-    /// r+1 peers work in a view above ours (we missed the view change, e.g. behind a
+    /// min(u,r)+1 peers work in a view above ours (we missed the view change, e.g. behind a
     /// partition): ask to change to it; peers already there answer with their NEW-VIEW.
     pub(crate) fn note_peer_view(
         &mut self,
@@ -280,9 +282,10 @@ impl OrderReplica {
             .copied()
             .filter(|v| *v > self.view)
             .collect();
-        if higher.len() >= self.q.small() {
+        let join = self.q.view_change_join();
+        if higher.len() >= join {
             higher.sort_unstable();
-            let target = higher[higher.len() - self.q.small()];
+            let target = higher[higher.len() - join];
             self.start_view_change(now, target, out);
         }
     }
@@ -441,15 +444,23 @@ impl OrderReplica {
     /// Start the new primary's deadline once n-u replicas want this view or a later one: a
     /// VIEW-CHANGE for a later view abandons this one's predecessor just the same.
     fn note_view_change_quorum(&mut self, now: Micros) {
-        let wanting = self.view_changes.values().filter(|s| s.vc.new_view >= self.view).count();
-        if !self.active && wanting >= self.q.order_medium() && self.view_change_quorum_at.is_none() {
+        let wanting = self
+            .view_changes
+            .values()
+            .filter(|s| s.vc.new_view >= self.view)
+            .count();
+        if !self.active && wanting >= self.q.order_medium() && self.view_change_quorum_at.is_none()
+        {
             self.view_change_quorum_at = Some(now);
         }
     }
 
     pub(crate) fn view_change_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
         self.note_view_change_quorum(now);
-        if self.view_change_quorum_at.is_some_and(|t| now >= t + self.view_change_timeout()) {
+        if self
+            .view_change_quorum_at
+            .is_some_and(|t| now >= t + self.view_change_timeout())
+        {
             self.start_view_change(now, self.view + 1, out);
             return;
         }
@@ -457,7 +468,8 @@ impl OrderReplica {
             self.send_to_peers(&Message::ViewChange(vc), out);
         }
         self.try_new_view(now, out);
-    }}
+    }
+}
 
 /// Used by tests and the recovery path.
 #[allow(dead_code)]
