@@ -15,13 +15,22 @@ pub struct KeyRing {
 
 impl KeyRing {
     /// Derive pairwise keys with every principal in `directory` (except `me`).
-    pub fn new(me: Principal, identity: Arc<Identity>, directory: Arc<HashMap<Principal, PublicIdentity>>) -> KeyRing {
+    pub fn new(
+        me: Principal,
+        identity: Arc<Identity>,
+        directory: Arc<HashMap<Principal, PublicIdentity>>,
+    ) -> KeyRing {
         let macs = directory
             .iter()
             .filter(|(p, _)| **p != me)
             .map(|(p, pk)| (*p, identity.pairwise_key(me.label(), p.label(), pk)))
             .collect();
-        KeyRing { me, identity, macs, publics: directory }
+        KeyRing {
+            me,
+            identity,
+            macs,
+            publics: directory,
+        }
     }
 
     /// Build from precomputed pairwise keys (the simulator derives them once for all seeds).
@@ -31,7 +40,12 @@ impl KeyRing {
         macs: HashMap<Principal, MacKey>,
         publics: Arc<HashMap<Principal, PublicIdentity>>,
     ) -> KeyRing {
-        KeyRing { me, identity, macs, publics }
+        KeyRing {
+            me,
+            identity,
+            macs,
+            publics,
+        }
     }
 
     pub fn me(&self) -> Principal {
@@ -68,6 +82,8 @@ impl KeyRing {
     }
 
     pub fn verify_signature(&self, signer: Principal, bytes: &[u8], sig: &Signature) -> bool {
-        self.publics.get(&signer).is_some_and(|pk| pk.verify(bytes, sig))
+        self.publics
+            .get(&signer)
+            .is_some_and(|pk| pk.verify(bytes, sig))
     }
 }

@@ -39,16 +39,30 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// Send an already sealed frame.
-    Send { to: Principal, frame: Vec<u8> },
-    SetTimer { id: TimerId, after: Micros },
-    CancelTimer { id: TimerId },
+    Send {
+        to: Principal,
+        frame: Vec<u8>,
+    },
+    SetTimer {
+        id: TimerId,
+        after: Micros,
+    },
+    CancelTimer {
+        id: TimerId,
+    },
     Store(StoreOp),
     /// Something a checker or a metrics exporter wants to know. No protocol effect.
     Observe(Observation),
     /// Client only: the reply to request `nc`, voted by the required quorum.
-    Complete { nc: ReqNo, result: Vec<u8> },
+    Complete {
+        nc: ReqNo,
+        result: Vec<u8>,
+    },
     /// Client only: a push event from the service.
-    Pushed { event: u64, payload: Vec<u8> },
+    Pushed {
+        event: u64,
+        payload: Vec<u8>,
+    },
 }
 
 pub trait Stage {

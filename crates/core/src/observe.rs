@@ -19,7 +19,11 @@ pub enum Observation {
     /// An execution replica loaded checkpoint `seq`: its next batch is `seq + 1`.
     CheckpointLoaded { seq: Seq, token: Digest },
     /// An order replica committed batch `seq`.
-    Committed { seq: Seq, view: View, digest: Digest },
+    Committed {
+        seq: Seq,
+        view: View,
+        digest: Digest,
+    },
     /// An order replica entered view `view` (as a participant in it).
     ViewEntered { view: View },
     /// An order replica's checkpoint at `seq` became stable.

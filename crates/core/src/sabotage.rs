@@ -19,7 +19,10 @@ pub enum Sabotage {
 pub const ALL: [(Sabotage, &str); 4] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
-    (Sabotage::SkipRequestSequenceCheck, "skip-request-sequence-check"),
+    (
+        Sabotage::SkipRequestSequenceCheck,
+        "skip-request-sequence-check",
+    ),
     (Sabotage::ExecLearnBelowQuorum, "exec-learn-below-quorum"),
 ];
 
@@ -27,7 +30,10 @@ pub const ALL: [(Sabotage, &str); 4] = [
 static ACTIVE: AtomicU32 = AtomicU32::new(0);
 
 fn code(s: Sabotage) -> u32 {
-    ALL.iter().position(|(x, _)| *x == s).map(|i| i as u32 + 1).unwrap_or(0)
+    ALL.iter()
+        .position(|(x, _)| *x == s)
+        .map(|i| i as u32 + 1)
+        .unwrap_or(0)
 }
 
 pub fn by_name(name: &str) -> Option<Sabotage> {

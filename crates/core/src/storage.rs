@@ -6,10 +6,17 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreOp {
-    Put { key: String, value: Vec<u8> },
-    Delete { key: String },
+    Put {
+        key: String,
+        value: Vec<u8>,
+    },
+    Delete {
+        key: String,
+    },
     /// Delete every key starting with `prefix`.
-    DeletePrefix { prefix: String },
+    DeletePrefix {
+        prefix: String,
+    },
     /// Make every earlier write durable before any later action is carried out.
     Sync,
 }

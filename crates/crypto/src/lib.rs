@@ -204,6 +204,9 @@ mod tests {
 
     #[test]
     fn digest_parts_are_unambiguous() {
-        assert_ne!(Digest::of_parts(&[b"ab", b"c"]), Digest::of_parts(&[b"a", b"bc"]));
+        assert_ne!(
+            Digest::of_parts(&[b"ab", b"c"]),
+            Digest::of_parts(&[b"a", b"bc"])
+        );
     }
 }

@@ -105,11 +105,15 @@ impl<'a> Envelope<'a> {
         let len = u32::from_le_bytes([frame[19], frame[20], frame[21], frame[22]]) as usize;
         let actual = frame.len() - HEADER - MAC_LEN;
         if len != actual {
-            return Err(WireError::BadLength { declared: len, actual });
+            return Err(WireError::BadLength {
+                declared: len,
+                actual,
+            });
         }
-        let sender = Principal::from_label(sender_label).ok_or(WireError::BadSender(sender_label))?;
-        let receiver = Principal::from_label(receiver_label)
-            .ok_or(WireError::WrongReceiver(None))?;
+        let sender =
+            Principal::from_label(sender_label).ok_or(WireError::BadSender(sender_label))?;
+        let receiver =
+            Principal::from_label(receiver_label).ok_or(WireError::WrongReceiver(None))?;
         let mut mac = [0u8; MAC_LEN];
         mac.copy_from_slice(&frame[HEADER + len..]);
         Ok(Envelope {
@@ -126,7 +130,8 @@ impl<'a> Envelope<'a> {
         if !key.verify(self.authed, &self.mac) {
             return Err(WireError::BadMac(self.sender));
         }
-        postcard::from_bytes(self.body).map_err(|e| WireError::Malformed(self.sender, e.to_string()))
+        postcard::from_bytes(self.body)
+            .map_err(|e| WireError::Malformed(self.sender, e.to_string()))
     }
 }
 
@@ -185,7 +190,11 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let m = Message::Prepare { view: 3, seq: 9, digest: plumb_crypto::Digest::of(b"x") };
+        let m = Message::Prepare {
+            view: 3,
+            seq: 9,
+            digest: plumb_crypto::Digest::of(b"x"),
+        };
         let f = seal(Principal::Order(1), Principal::Order(2), &m, &key());
         let k = key();
         let (s, got) = open(&f, Principal::Order(2), |_| Some(&k)).unwrap();
@@ -195,7 +204,10 @@ mod tests {
 
     #[test]
     fn tampering_is_detected_as_bad_mac() {
-        let m = Message::Request { nc: 1, op: b"set a 1".to_vec() };
+        let m = Message::Request {
+            nc: 1,
+            op: b"set a 1".to_vec(),
+        };
         let mut f = seal(Principal::Client(4), Principal::Auth(0), &m, &key());
         let n = f.len();
         f[n - 20] ^= 1;
@@ -209,8 +221,14 @@ mod tests {
         let m = Message::LastExec { next: 4 };
         let f = seal(Principal::Exec(0), Principal::Order(1), &m, &key());
         let k = key();
-        assert!(matches!(open(&f, Principal::Order(2), |_| Some(&k)), Err(WireError::WrongReceiver(_))));
-        assert_eq!(open(&f, Principal::Order(1), |_| None), Err(WireError::UnknownSender(Principal::Exec(0))));
+        assert!(matches!(
+            open(&f, Principal::Order(2), |_| Some(&k)),
+            Err(WireError::WrongReceiver(_))
+        ));
+        assert_eq!(
+            open(&f, Principal::Order(1), |_| None),
+            Err(WireError::UnknownSender(Principal::Exec(0)))
+        );
     }
 
     #[test]

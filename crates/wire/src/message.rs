@@ -161,14 +161,23 @@ pub struct Executed {
 pub enum Message {
     // ---- client -> authentication
     /// `CLIENT-REQ`. The client is the envelope's sender.
-    Request { nc: ReqNo, op: Vec<u8> },
+    Request {
+        nc: ReqNo,
+        op: Vec<u8>,
+    },
 
     // ---- client -> execution (read-only optimisation, seed 004 §5.5)
-    ReadOnly { nc: ReqNo, op: Vec<u8> },
+    ReadOnly {
+        nc: ReqNo,
+        op: Vec<u8>,
+    },
 
     // ---- authentication -> order
     /// `AUTH-REQ`: `macs[o]` authenticates `core.id_digest()` for order replica `o`.
-    AuthReq { core: ReqCore, macs: Vec<Mac> },
+    AuthReq {
+        core: ReqCore,
+        macs: Vec<Mac>,
+    },
 
     // ---- order <-> order (Zyzzyvark agreement, checkpoints, view change, catch-up)
     PrePrepare {
@@ -178,52 +187,124 @@ pub enum Message {
         time: Micros,
         seed: u64,
     },
-    Prepare { view: View, seq: Seq, digest: Digest },
-    Commit { view: View, seq: Seq, digest: Digest },
+    Prepare {
+        view: View,
+        seq: Seq,
+        digest: Digest,
+    },
+    Commit {
+        view: View,
+        seq: Seq,
+        digest: Digest,
+    },
     /// Order-stage checkpoint: digest of the order state after committing `seq`.
-    Checkpoint { seq: Seq, digest: Digest },
+    Checkpoint {
+        seq: Seq,
+        digest: Digest,
+    },
     ViewChange(SignedViewChange),
-    NewView { view: View, proofs: Vec<SignedViewChange> },
+    NewView {
+        view: View,
+        proofs: Vec<SignedViewChange>,
+    },
     /// Ask a peer for committed batches from `from` on.
-    FetchCommitted { from: Seq },
+    FetchCommitted {
+        from: Seq,
+    },
     /// A batch the sender committed, for a lagging peer (accepted on r+1 matching).
-    Committed { seq: Seq, batch: Batch },
+    Committed {
+        seq: Seq,
+        batch: Batch,
+    },
     /// Ask a peer for the order state of its stable checkpoint `seq`.
-    FetchOrderState { seq: Seq },
-    OrderState { seq: Seq, state: Vec<u8> },
+    FetchOrderState {
+        seq: Seq,
+    },
+    OrderState {
+        seq: Seq,
+        state: Vec<u8>,
+    },
 
     // ---- order -> execution
     /// Committed `NEXT-BATCH`: executed on r+1 matching.
-    NextBatch { view: View, seq: Seq, batch: Batch },
+    NextBatch {
+        view: View,
+        seq: Seq,
+        batch: Batch,
+    },
     /// `RETRANSMIT`: client `client` retransmitted; `next_seq` is the order stage's next batch.
-    Retransmit { client: ClientId, next_seq: Seq },
+    Retransmit {
+        client: ClientId,
+        next_seq: Seq,
+    },
     /// `LOAD-CP`: load execution checkpoint `seq` whose token is `token`.
-    LoadCp { seq: Seq, token: Digest },
+    LoadCp {
+        seq: Seq,
+        token: Digest,
+    },
 
     // ---- execution -> order
     /// `LAST-EXEC`: the sender has executed every batch below `next`.
-    LastExec { next: Seq },
+    LastExec {
+        next: Seq,
+    },
     /// `CP-TOKEN`: digest of the execution checkpoint taken after batch `seq`.
-    CpToken { seq: Seq, token: Digest },
+    CpToken {
+        seq: Seq,
+        token: Digest,
+    },
 
     // ---- execution -> authentication
-    BatchComplete { seq: Seq, executed: Vec<Executed> },
-    Fetch { seq: Seq, client: ClientId, nc: ReqNo, digest: Digest },
+    BatchComplete {
+        seq: Seq,
+        executed: Vec<Executed>,
+    },
+    Fetch {
+        seq: Seq,
+        client: ClientId,
+        nc: ReqNo,
+        digest: Digest,
+    },
 
     // ---- authentication -> execution
-    Command { seq: Seq, client: ClientId, nc: ReqNo, op: Vec<u8> },
+    Command {
+        seq: Seq,
+        client: ClientId,
+        nc: ReqNo,
+        op: Vec<u8>,
+    },
 
     // ---- execution -> client
-    Reply { nc: ReqNo, result: Vec<u8> },
-    ReadOnlyReply { nc: ReqNo, result: Vec<u8>, executed: Seq },
+    Reply {
+        nc: ReqNo,
+        result: Vec<u8>,
+    },
+    ReadOnlyReply {
+        nc: ReqNo,
+        result: Vec<u8>,
+        executed: Seq,
+    },
     /// Spontaneous server event (unreliable channel, seed 004 §5.5).
-    Push { event: u64, payload: Vec<u8> },
+    Push {
+        event: u64,
+        payload: Vec<u8>,
+    },
 
     // ---- execution <-> execution (Figure 6.6)
-    FetchExecCp { seq: Seq },
-    ExecCpState { seq: Seq, state: Vec<u8> },
-    FetchState { token: Digest },
-    State { token: Digest, data: Vec<u8> },
+    FetchExecCp {
+        seq: Seq,
+    },
+    ExecCpState {
+        seq: Seq,
+        state: Vec<u8>,
+    },
+    FetchState {
+        token: Digest,
+    },
+    State {
+        token: Digest,
+        data: Vec<u8>,
+    },
 }
 
 impl Message {
