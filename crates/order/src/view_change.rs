@@ -314,12 +314,14 @@ impl OrderReplica {
         if self.active || self.primary() != self.me {
             return;
         }
-        let proofs: Vec<SignedViewChange> = self
+        let mut proofs: Vec<SignedViewChange> = self
             .view_changes
             .values()
             .filter(|s| s.vc.new_view == self.view)
             .cloned()
             .collect();
+        // Replay must be exact: no HashMap order may reach the wire.
+        proofs.sort_by_key(|s| s.vc.replica);
         let refs: Vec<&ViewChange> = proofs.iter().map(|s| &s.vc).collect();
         let Some(decision) = decide(&refs, &self.q, self.cfg.checkpoint_interval) else {
             return;

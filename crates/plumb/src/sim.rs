@@ -1,0 +1,208 @@
+//! `plumb sim`: run many seeds (or replay one) and report every violated property.
+
+use clap::Args;
+use plumb_sim::{run_seed, seed_config, SeedReport, SimOptions};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    /// Number of seeds to run.
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// First seed of the range.
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+    /// Replay this one seed, printing every violation and warning.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Failures tolerated while staying live.
+    #[arg(long, default_value_t = 1)]
+    u: u16,
+    /// Commission failures tolerated while staying safe.
+    #[arg(long, default_value_t = 1)]
+    r: u16,
+    /// With --seed: print the seed's configuration and a compact event log.
+    #[arg(long)]
+    trace: bool,
+    /// Run without any fault (a baseline).
+    #[arg(long)]
+    no_faults: bool,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Break the protocol on purpose (`list` prints the names); requires the `sabotage` feature.
+    #[arg(long)]
+    sabotage: Option<String>,
+}
+
+pub fn run(args: SimArgs) -> ExitCode {
+    if let Some(name) = &args.sabotage {
+        match sabotage::enable(name) {
+            Ok(true) => {}
+            Ok(false) => return ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("plumb sim: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if let Some(seed) = args.seed {
+        return replay(&args, seed);
+    }
+    run_many(&args)
+}
+
+fn options(args: &SimArgs, seed: u64) -> SimOptions {
+    SimOptions {
+        trace: args.trace,
+        faults: !args.no_faults,
+        ..SimOptions::new(seed, args.u, args.r)
+    }
+}
+
+fn replay(args: &SimArgs, seed: u64) -> ExitCode {
+    let opts = options(args, seed);
+    if !args.trace {
+        print!("{}", seed_config(&opts));
+        out!("");
+    }
+    let started = Instant::now();
+    let report = run_seed(&opts);
+    for v in &report.violations {
+        out!("{v}");
+    }
+    if report.suppressed_violations > 0 {
+        out!("(+{} more violations)", report.suppressed_violations);
+    }
+    for w in &report.warnings {
+        out!("warning: {w}");
+    }
+    let s = &report.stats;
+    out!(
+        "stats: {} events, {} frames sent ({} delivered, {} lost, {} lies), {} crashes, {} operations completed, {} batches agreed{}",
+        s.events,
+        s.sent,
+        s.delivered,
+        s.lost,
+        s.byzantine_lies,
+        s.crashes,
+        s.completed,
+        s.agreed_batches,
+        if report.liveness_checked { "" } else { "; safety-only seed: liveness not checked" }
+    );
+    out!("trace digest {:016x}", report.trace_digest);
+    summary(1, report.violation_count(), started);
+    exit_code(report.violation_count())
+}
+
+fn run_many(args: &SimArgs) -> ExitCode {
+    let started = Instant::now();
+    let next = AtomicU64::new(args.start);
+    let end = args.start + args.seeds;
+    let violations = AtomicU64::new(0);
+    let safety_only = AtomicU64::new(0);
+    let failing = Mutex::new(Vec::new());
+    let jobs = args.jobs.max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::SeqCst);
+                if seed >= end {
+                    break;
+                }
+                let report = run_seed(&options(args, seed));
+                if !report.liveness_checked {
+                    safety_only.fetch_add(1, Ordering::SeqCst);
+                }
+                if !report.ok() {
+                    violations.fetch_add(report.violation_count() as u64, Ordering::SeqCst);
+                    out!("{}", failure_line(&report));
+                    if let Ok(mut f) = failing.lock() {
+                        f.push(seed);
+                    }
+                }
+            });
+        }
+    });
+    let total = violations.load(Ordering::SeqCst) as usize;
+    let failed = failing.lock().map(|f| f.len()).unwrap_or(0);
+    out!(
+        "{failed} failing seeds; {} of {} seeds were safety-only (more than u failures: liveness not judged)",
+        safety_only.load(Ordering::SeqCst),
+        args.seeds
+    );
+    summary(args.seeds, total, started);
+    exit_code(total)
+}
+
+/// `seed 42 (u=1 r=1): LS3 violated: ... — replay: plumb sim --seed 42 --u 1 --r 1`
+fn failure_line(report: &SeedReport) -> String {
+    let first = report
+        .violations
+        .first()
+        .map_or("?".to_string(), |v| v.to_string());
+    let more = report.violation_count().saturating_sub(1);
+    let more = if more > 0 {
+        format!(" (+{more} more)")
+    } else {
+        String::new()
+    };
+    format!(
+        "seed {} (u={} r={}): {first}{more} — replay: {}",
+        report.seed,
+        report.u,
+        report.r,
+        report.replay_command()
+    )
+}
+
+fn summary(runs: u64, violations: usize, started: Instant) {
+    let elapsed = started.elapsed().as_secs_f64();
+    out!("sim: {runs} runs, {violations} violations");
+    out!(
+        "elapsed {elapsed:.1} s, {:.1} ms per seed",
+        elapsed * 1000.0 / runs.max(1) as f64
+    );
+}
+
+fn exit_code(violations: usize) -> ExitCode {
+    if violations == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+#[cfg(feature = "sabotage")]
+mod sabotage {
+    use plumb_sim::sabotage::{set, ALL};
+
+    /// Turn on the named sabotage. `Ok(false)`: the names were listed, nothing to run.
+    pub fn enable(name: &str) -> Result<bool, String> {
+        if name == "list" {
+            for (_, n) in ALL {
+                out!("{n}");
+            }
+            return Ok(false);
+        }
+        match ALL.iter().find(|(_, n)| *n == name) {
+            Some((s, _)) => {
+                set(Some(*s));
+                Ok(true)
+            }
+            None => Err(format!(
+                "unknown sabotage {name:?}; `plumb sim --sabotage list` names them"
+            )),
+        }
+    }
+}
+
+#[cfg(not(feature = "sabotage"))]
+mod sabotage {
+    pub fn enable(_name: &str) -> Result<bool, String> {
+        Err("this build has no sabotage switches (build with --features sabotage)".to_string())
+    }
+}

@@ -1,0 +1,659 @@
+//! Byzantine replicas as message mutators. A Byzantine principal runs the correct stage code;
+//! the simulator intercepts each frame it sends, opens it (it holds every principal's keys),
+//! alters the message as the principal's [`Behaviour`] says, and reseals it. The result is
+//! indistinguishable on the wire from a replica whose code lies: the MACs are valid.
+
+use crate::faults::Behaviour;
+use crate::keys::KeySet;
+use crate::rng::SimRng;
+use plumb_crypto::{Digest, Mac};
+use plumb_exec::ExecCheckpoint;
+use plumb_kv::{KvOp, KvResult, KvStore};
+use plumb_wire::{
+    Batch, Body, Message, PrePreparedEntry, PreparedEntry, Principal, Seq, SignedRequest,
+    SignedViewChange, View, ViewChange,
+};
+use std::collections::HashMap;
+
+/// What the adversary does with one outgoing frame.
+pub enum Outgoing {
+    Drop,
+    Keep(Vec<u8>),
+    Replace(Vec<u8>),
+}
+
+/// An equivocation of the batch proposed at one `(view, seq)`.
+struct Equivocation {
+    requests: Vec<SignedRequest>,
+    time: u64,
+    digest: Digest,
+    /// Per backup: whether it gets the altered batch.
+    victims: HashMap<Principal, bool>,
+}
+
+pub struct Adversary {
+    behaviour: Behaviour,
+    /// Order medium quorum `n - u`: how many VIEW-CHANGE proofs a NEW-VIEW needs.
+    medium: usize,
+    /// Probability of lying in a given message.
+    rate: f64,
+    rng: SimRng,
+    equivocations: HashMap<(View, Seq), Option<Equivocation>>,
+}
+
+impl Adversary {
+    pub fn new(behaviour: Behaviour, rate: f64, medium: usize, rng: SimRng) -> Adversary {
+        Adversary {
+            behaviour,
+            medium,
+            rate,
+            rng,
+            equivocations: HashMap::new(),
+        }
+    }
+
+    pub fn outgoing(
+        &mut self,
+        keys: &KeySet,
+        from: Principal,
+        to: Principal,
+        frame: Vec<u8>,
+    ) -> Outgoing {
+        if self.behaviour == Behaviour::Silent {
+            return Outgoing::Drop;
+        }
+        let (Some(sender), Some(receiver)) = (keys.ring(from), keys.ring(to)) else {
+            return Outgoing::Keep(frame);
+        };
+        let Ok((_, msg)) = receiver.open(&frame) else {
+            return Outgoing::Keep(frame);
+        };
+        match self.mutate(keys, from, to, msg) {
+            Some(lie) => match sender.seal(to, &lie) {
+                Some(f) => Outgoing::Replace(f),
+                None => Outgoing::Keep(frame),
+            },
+            None => Outgoing::Keep(frame),
+        }
+    }
+
+    fn lie(&mut self) -> bool {
+        self.rng.chance(self.rate)
+    }
+
+    /// The altered message, or `None` to send the original.
+    fn mutate(
+        &mut self,
+        keys: &KeySet,
+        from: Principal,
+        to: Principal,
+        msg: Message,
+    ) -> Option<Message> {
+        match (self.behaviour, msg) {
+            (Behaviour::BadMacs, Message::AuthReq { core, macs }) if self.lie() => {
+                let macs = macs
+                    .into_iter()
+                    .map(|m| if self.rng.chance(0.7) { flip_mac(m) } else { m })
+                    .collect();
+                Some(Message::AuthReq { core, macs })
+            }
+            (Behaviour::ForgedRequests, Message::AuthReq { mut core, macs }) if self.lie() => {
+                let forged = forged_op(core.nc);
+                core.body = match core.body {
+                    Body::Inline(_) => Body::Inline(forged),
+                    Body::Digest(_) => Body::Digest(Digest::of(&forged)),
+                };
+                let id = core.id_digest();
+                let ring = keys.ring(from)?;
+                let macs = (0..macs.len())
+                    .map(|o| {
+                        ring.mac_for(Principal::Order(o as u16), &id.0)
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                Some(Message::AuthReq { core, macs })
+            }
+            (
+                Behaviour::ForgedRequests,
+                Message::Command {
+                    seq, client, nc, ..
+                },
+            ) if self.lie() => Some(Message::Command {
+                seq,
+                client,
+                nc,
+                op: forged_op(nc),
+            }),
+            (
+                Behaviour::Equivocate,
+                Message::PrePrepare {
+                    view,
+                    seq,
+                    requests,
+                    time,
+                    seed,
+                },
+            ) => Some(self.equivocate(to, view, seq, requests, time, seed)),
+            (Behaviour::Equivocate, Message::Prepare { view, seq, digest }) => {
+                Some(Message::Prepare {
+                    view,
+                    seq,
+                    digest: self.equivocated_digest(to, view, seq, digest),
+                })
+            }
+            (Behaviour::Equivocate, Message::NewView { view, mut proofs })
+                if proofs.len() > self.medium =>
+            {
+                // Each backup gets its own valid subset of the proofs: different, legitimate
+                // inputs to the decision.
+                proofs.remove(self.rng.index(proofs.len()));
+                Some(Message::NewView { view, proofs })
+            }
+            (Behaviour::ForgedViewChange, Message::ViewChange(signed)) if self.lie() => {
+                let forged = self.forge_view_change(signed.vc);
+                let signature = keys.ring(from)?.sign(&forged.signing_bytes());
+                Some(Message::ViewChange(SignedViewChange {
+                    vc: forged,
+                    signature,
+                }))
+            }
+            (Behaviour::Equivocate, Message::Commit { view, seq, digest }) => {
+                Some(Message::Commit {
+                    view,
+                    seq,
+                    digest: self.equivocated_digest(to, view, seq, digest),
+                })
+            }
+            (Behaviour::ConflictingVotes, Message::Prepare { view, seq, digest })
+                if self.half() =>
+            {
+                Some(Message::Prepare {
+                    view,
+                    seq,
+                    digest: other_digest(digest),
+                })
+            }
+            (Behaviour::ConflictingVotes, Message::Commit { view, seq, digest }) if self.half() => {
+                Some(Message::Commit {
+                    view,
+                    seq,
+                    digest: other_digest(digest),
+                })
+            }
+            (Behaviour::ConflictingVotes, Message::Checkpoint { seq, digest }) if self.half() => {
+                Some(Message::Checkpoint {
+                    seq,
+                    digest: other_digest(digest),
+                })
+            }
+            (Behaviour::WrongNextBatch, Message::NextBatch { view, seq, batch }) if self.lie() => {
+                Some(Message::NextBatch {
+                    view,
+                    seq,
+                    batch: self.alter_batch(batch),
+                })
+            }
+            (Behaviour::WrongNextBatch, Message::Committed { seq, batch }) if self.lie() => {
+                Some(Message::Committed {
+                    seq,
+                    batch: self.alter_batch(batch),
+                })
+            }
+            (Behaviour::WrongNextBatch, Message::LoadCp { seq, token }) if self.lie() => {
+                Some(Message::LoadCp {
+                    seq,
+                    token: other_digest(token),
+                })
+            }
+            (Behaviour::WrongNextBatch, Message::OrderState { seq, state }) if self.lie() => {
+                Some(Message::OrderState {
+                    seq,
+                    state: self.corrupt_bytes(state),
+                })
+            }
+            (Behaviour::WrongReplies, Message::Reply { nc, result }) if self.lie() => {
+                Some(Message::Reply {
+                    nc,
+                    result: self.wrong_result(result),
+                })
+            }
+            (
+                Behaviour::WrongReplies,
+                Message::ReadOnlyReply {
+                    nc,
+                    result,
+                    executed,
+                },
+            ) if self.lie() => Some(Message::ReadOnlyReply {
+                nc,
+                result: self.wrong_result(result),
+                executed,
+            }),
+            (Behaviour::WrongCheckpoint, Message::CpToken { seq, token }) if self.lie() => {
+                Some(Message::CpToken {
+                    seq,
+                    token: other_digest(token),
+                })
+            }
+            // State transfer is rare: lie in every answer.
+            (Behaviour::WrongCheckpoint, Message::ExecCpState { seq, state }) => {
+                Some(Message::ExecCpState {
+                    seq,
+                    state: self.wrong_checkpoint(state),
+                })
+            }
+            (Behaviour::WrongCheckpoint, Message::State { token, data }) => Some(Message::State {
+                token,
+                data: self.corrupt_bytes(data),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Lie to about half of the recipients (scaled by the lying rate).
+    fn half(&mut self) -> bool {
+        self.rng.chance(0.5) && self.lie()
+    }
+
+    /// The pre-prepare `to` gets: the original, or (for the victims of this `(view, seq)`) a
+    /// well-formed alternative, with a later time or one request fewer.
+    fn equivocate(
+        &mut self,
+        to: Principal,
+        view: View,
+        seq: Seq,
+        requests: Vec<SignedRequest>,
+        time: u64,
+        seed: u64,
+    ) -> Message {
+        let key = (view, seq);
+        if !self.equivocations.contains_key(&key) {
+            let plan = if self.lie() {
+                Some(self.plan_equivocation(seq, &requests, time, seed))
+            } else {
+                None
+            };
+            self.equivocations.insert(key, plan);
+        }
+        let victim_coin = self.rng.chance(0.5);
+        let Some(Some(eq)) = self.equivocations.get_mut(&key) else {
+            return Message::PrePrepare {
+                view,
+                seq,
+                requests,
+                time,
+                seed,
+            };
+        };
+        if *eq.victims.entry(to).or_insert(victim_coin) {
+            Message::PrePrepare {
+                view,
+                seq,
+                requests: eq.requests.clone(),
+                time: eq.time,
+                seed,
+            }
+        } else {
+            Message::PrePrepare {
+                view,
+                seq,
+                requests,
+                time,
+                seed,
+            }
+        }
+    }
+
+    fn plan_equivocation(
+        &mut self,
+        seq: Seq,
+        requests: &[SignedRequest],
+        time: u64,
+        seed: u64,
+    ) -> Equivocation {
+        let mut altered = requests.to_vec();
+        let mut new_time = time;
+        if altered.len() > 1 && self.rng.chance(0.5) {
+            // Dropping the last request keeps every remaining client's sequence intact.
+            altered.pop();
+        } else {
+            new_time = time + 1;
+        }
+        let batch = Batch {
+            requests: altered.iter().map(|r| r.core.clone()).collect(),
+            time: new_time,
+            seed,
+        };
+        Equivocation {
+            digest: batch.digest(seq),
+            requests: altered,
+            time: new_time,
+            victims: HashMap::new(),
+        }
+    }
+
+    /// A vote consistent with what `to` was told at `(view, seq)`.
+    fn equivocated_digest(
+        &mut self,
+        to: Principal,
+        view: View,
+        seq: Seq,
+        digest: Digest,
+    ) -> Digest {
+        match self.equivocations.get(&(view, seq)) {
+            Some(Some(eq)) if eq.victims.get(&to).copied().unwrap_or(false) => eq.digest,
+            _ => digest,
+        }
+    }
+
+    /// A VIEW-CHANGE that lies, validly signed: a batch prepared in a high view that no one
+    /// prepared, amnesia (nothing prepared at all), or a checkpoint no one took.
+    fn forge_view_change(&mut self, mut vc: ViewChange) -> ViewChange {
+        match self.rng.index(3) {
+            0 => {
+                let high = vc.new_view.saturating_sub(1);
+                let (seq, batch) = match vc.prepared.last() {
+                    Some(p) => (p.seq, self.alter_batch(p.batch.clone())),
+                    None => (
+                        vc.stable_seq + 1,
+                        Batch {
+                            requests: Vec::new(),
+                            time: 1,
+                            seed: 7,
+                        },
+                    ),
+                };
+                let digest = batch.digest(seq);
+                vc.prepared.retain(|p| p.seq != seq);
+                vc.prepared.push(PreparedEntry {
+                    seq,
+                    view: high,
+                    batch,
+                });
+                vc.pre_prepared.retain(|p| p.seq != seq);
+                vc.pre_prepared.push(PrePreparedEntry {
+                    seq,
+                    view: high,
+                    digest,
+                });
+            }
+            1 => {
+                vc.prepared.clear();
+                vc.pre_prepared.clear();
+            }
+            _ => {
+                let top = vc
+                    .checkpoints
+                    .iter()
+                    .map(|(s, _)| *s)
+                    .max()
+                    .unwrap_or(vc.stable_seq);
+                let seq = top + 1 + self.rng.range(0, 16);
+                vc.checkpoints.push((
+                    seq,
+                    Digest::of_parts(&[b"forged checkpoint", &seq.to_le_bytes()]),
+                ));
+            }
+        }
+        vc
+    }
+
+    fn alter_batch(&mut self, mut batch: Batch) -> Batch {
+        match self.rng.index(3) {
+            0 if batch.requests.len() > 1 => {
+                batch.requests.pop();
+            }
+            1 => batch.seed ^= 1,
+            _ => batch.time += 1,
+        }
+        batch
+    }
+
+    fn wrong_result(&mut self, result: Vec<u8>) -> Vec<u8> {
+        let plausible = [
+            KvResult::Value(Some(b"evil".to_vec())),
+            KvResult::Ok,
+            KvResult::Bool(true),
+            KvResult::Int(666),
+            KvResult::Value(None),
+        ];
+        let pick = self.rng.index(plausible.len());
+        let lie = plausible[pick].encode();
+        if lie != result {
+            lie
+        } else {
+            self.corrupt_bytes(result)
+        }
+    }
+
+    /// A well-formed execution checkpoint with the wrong contents: one key overwritten. Only
+    /// the token check can tell it apart from the real one.
+    fn wrong_checkpoint(&mut self, state: Vec<u8>) -> Vec<u8> {
+        let Some(mut cp) = ExecCheckpoint::decode(&state) else {
+            return self.corrupt_bytes(state);
+        };
+        let Ok(mut store) = KvStore::from_canonical_bytes(&cp.app) else {
+            return self.corrupt_bytes(state);
+        };
+        let lie = KvOp::Set {
+            key: b"k0".to_vec(),
+            value: b"wrong-checkpoint".to_vec(),
+            expire: None,
+        };
+        store.apply(&lie, cp.agreed_time);
+        cp.app = store.canonical_bytes();
+        cp.encode()
+    }
+
+    fn corrupt_bytes(&mut self, mut bytes: Vec<u8>) -> Vec<u8> {
+        if bytes.is_empty() {
+            bytes.push(1);
+        } else {
+            let at = self.rng.index(bytes.len());
+            bytes[at] ^= 1 << self.rng.index(8);
+        }
+        bytes
+    }
+}
+
+fn flip_mac(mut m: Mac) -> Mac {
+    m.0[0] ^= 0xff;
+    m
+}
+
+fn other_digest(d: Digest) -> Digest {
+    Digest::of_parts(&[b"byzantine", &d.0])
+}
+
+/// The operation a forging authentication replica substitutes for request `nc`: a write, so a
+/// forged request that got ordered would also show up in the clients' histories.
+pub fn forged_op(nc: u64) -> Vec<u8> {
+    KvOp::Set {
+        key: b"k0".to_vec(),
+        value: format!("forged-{nc}").into_bytes(),
+        expire: None,
+    }
+    .encode()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::key_set;
+    use plumb_config::{Faults, Quorums};
+    use plumb_wire::ReqCore;
+
+    fn signed(client: u32) -> SignedRequest {
+        SignedRequest {
+            core: ReqCore {
+                client,
+                nc: 1,
+                body: Body::Inline(vec![client as u8]),
+            },
+            matrix: vec![],
+        }
+    }
+
+    fn open(keys: &KeySet, to: Principal, out: Outgoing) -> Message {
+        let frame = match out {
+            Outgoing::Keep(f) | Outgoing::Replace(f) => f,
+            Outgoing::Drop => panic!("dropped"),
+        };
+        keys.ring(to).unwrap().open(&frame).unwrap().1
+    }
+
+    /// Each backup's COMMIT digest matches the batch the equivocating primary showed it, and at
+    /// least two backups were shown different batches.
+    #[test]
+    fn equivocating_primary_is_consistent_per_recipient() {
+        let keys = key_set(&Quorums::minimal(Faults::new(2, 1)));
+        let primary = Principal::Order(0);
+        let mut adv = Adversary::new(Behaviour::Equivocate, 1.0, 4, SimRng::new(5, "t"));
+        let requests = vec![signed(0), signed(1)];
+        let pp = Message::PrePrepare {
+            view: 0,
+            seq: 1,
+            requests: requests.clone(),
+            time: 100,
+            seed: 9,
+        };
+        let mut seen = Vec::new();
+        for b in 1..6u16 {
+            let to = Principal::Order(b);
+            let frame = keys.ring(primary).unwrap().seal(to, &pp).unwrap();
+            let Message::PrePrepare {
+                requests,
+                time,
+                seed,
+                ..
+            } = open(&keys, to, adv.outgoing(&keys, primary, to, frame))
+            else {
+                panic!("not a pre-prepare")
+            };
+            let batch = Batch {
+                requests: requests.into_iter().map(|r| r.core).collect(),
+                time,
+                seed,
+            };
+            let commit = Message::Commit {
+                view: 0,
+                seq: 1,
+                digest: Digest::ZERO,
+            };
+            let frame = keys.ring(primary).unwrap().seal(to, &commit).unwrap();
+            let Message::Commit { digest, .. } =
+                open(&keys, to, adv.outgoing(&keys, primary, to, frame))
+            else {
+                panic!("not a commit")
+            };
+            if digest != Digest::ZERO {
+                assert_eq!(
+                    digest,
+                    batch.digest(1),
+                    "commit to {to} does not match its batch"
+                );
+            }
+            seen.push(batch.digest(1));
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(
+            seen.len(),
+            2,
+            "expected two different batches among the backups"
+        );
+    }
+
+    #[test]
+    fn silent_replica_sends_nothing() {
+        let keys = key_set(&Quorums::minimal(Faults::new(1, 1)));
+        let mut adv = Adversary::new(Behaviour::Silent, 1.0, 3, SimRng::new(1, "t"));
+        let frame = keys
+            .ring(Principal::Exec(0))
+            .unwrap()
+            .seal(Principal::Order(0), &Message::LastExec { next: 1 })
+            .unwrap();
+        assert!(matches!(
+            adv.outgoing(&keys, Principal::Exec(0), Principal::Order(0), frame),
+            Outgoing::Drop
+        ));
+    }
+
+    #[test]
+    fn forged_auth_req_carries_valid_macs_for_another_operation() {
+        let keys = key_set(&Quorums::minimal(Faults::new(1, 1)));
+        let auth = Principal::Auth(0);
+        let mut adv = Adversary::new(Behaviour::ForgedRequests, 1.0, 3, SimRng::new(1, "t"));
+        let core = ReqCore {
+            client: 0,
+            nc: 3,
+            body: Body::Inline(b"real".to_vec()),
+        };
+        let msg = Message::AuthReq {
+            core: core.clone(),
+            macs: vec![Mac::default(); 4],
+        };
+        let frame = keys
+            .ring(auth)
+            .unwrap()
+            .seal(Principal::Order(1), &msg)
+            .unwrap();
+        let Message::AuthReq { core: forged, macs } = open(
+            &keys,
+            Principal::Order(1),
+            adv.outgoing(&keys, auth, Principal::Order(1), frame),
+        ) else {
+            panic!("not an auth-req")
+        };
+        assert_ne!(forged.op_digest(), core.op_digest());
+        let ring = keys.ring(Principal::Order(1)).unwrap();
+        assert!(ring.verify_from(auth, &forged.id_digest().0, &macs[1]));
+    }
+
+    /// A forged VIEW-CHANGE still carries a valid signature of its sender, so only the
+    /// view-change rule itself can defend against it.
+    #[test]
+    fn forged_view_change_is_validly_signed_and_differs() {
+        let keys = key_set(&Quorums::minimal(Faults::new(1, 1)));
+        let o1 = Principal::Order(1);
+        let ring = keys.ring(o1).unwrap();
+        let batch = Batch {
+            requests: vec![signed(0).core, signed(1).core],
+            time: 50,
+            seed: 1,
+        };
+        let vc = ViewChange {
+            new_view: 3,
+            replica: 1,
+            stable_seq: 0,
+            stable_digest: Digest::ZERO,
+            checkpoints: vec![],
+            prepared: vec![PreparedEntry {
+                seq: 1,
+                view: 0,
+                batch: batch.clone(),
+            }],
+            pre_prepared: vec![PrePreparedEntry {
+                seq: 1,
+                view: 0,
+                digest: batch.digest(1),
+            }],
+        };
+        let signature = ring.sign(&vc.signing_bytes());
+        let msg = Message::ViewChange(SignedViewChange {
+            vc: vc.clone(),
+            signature,
+        });
+        let mut adv = Adversary::new(Behaviour::ForgedViewChange, 1.0, 3, SimRng::new(3, "t"));
+        for _ in 0..12 {
+            let frame = ring.seal(Principal::Order(2), &msg).unwrap();
+            let out = adv.outgoing(&keys, o1, Principal::Order(2), frame);
+            let Message::ViewChange(got) = open(&keys, Principal::Order(2), out) else {
+                panic!("not a view change")
+            };
+            let checker = keys.ring(Principal::Order(2)).unwrap();
+            assert!(checker.verify_signature(o1, &got.vc.signing_bytes(), &got.signature));
+            assert_ne!(got.vc, vc);
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Checks made as correct replicas report what they did: the execution replicas agree on every
+//! delivered batch and checkpoint token, the order replicas agree on every committed batch, and
+//! each execution replica delivers batches one after another (LS2, LS3).
+
+use super::{Agreed, Checker};
+use plumb_core::Observation;
+use plumb_wire::{Micros, Principal};
+
+impl Checker {
+    /// A correct execution replica (re)started: a fresh incarnation delivers from batch 1 unless
+    /// it loads a checkpoint first.
+    pub fn exec_started(&mut self, p: Principal) {
+        self.exec_next.insert(p, 1);
+    }
+
+    /// Something a correct principal reported at global time `now`.
+    pub fn observe(&mut self, now: Micros, p: Principal, obs: &Observation) {
+        match obs {
+            Observation::Delivered {
+                seq,
+                digest,
+                agreed_time,
+                requests,
+                null,
+            } => {
+                self.delivered(
+                    p,
+                    *seq,
+                    Agreed {
+                        digest: *digest,
+                        agreed_time: *agreed_time,
+                        requests: requests.clone(),
+                        null: *null,
+                        by: p,
+                        at: now,
+                    },
+                );
+            }
+            Observation::CheckpointTaken { seq, token } => self.checkpoint_taken(p, *seq, *token),
+            Observation::CheckpointLoaded { seq, .. } => {
+                self.exec_next.insert(p, seq + 1);
+            }
+            Observation::Committed { seq, digest, .. } => self.committed_batch(p, *seq, *digest),
+            Observation::ViewEntered { .. }
+            | Observation::StableCheckpoint { .. }
+            | Observation::ClientAccepted { .. } => {}
+        }
+    }
+
+    fn delivered(&mut self, p: Principal, seq: u64, got: Agreed) {
+        // LS3 (ES1): batch n only after batch n - 1, per incarnation.
+        let expected = self.exec_next.get(&p).copied().unwrap_or(1);
+        if seq != expected {
+            self.violate(
+                "LS3",
+                format!("{p} delivered {seq} after {}", expected.saturating_sub(1)),
+            );
+        }
+        self.exec_next.insert(p, seq + 1);
+        // LS2: the application only sees non-empty batches; a null batch is not given to it.
+        if !got.null && got.requests.is_empty() {
+            self.violate(
+                "LS2",
+                format!("{p} delivered an empty non-null batch {seq}"),
+            );
+        }
+        if got.null && !got.requests.is_empty() {
+            self.violate(
+                "LS2",
+                format!(
+                    "{p} delivered null batch {seq} with {} requests",
+                    got.requests.len()
+                ),
+            );
+        }
+        match self.agreed.get(&seq) {
+            None => {
+                self.agreed.insert(seq, got);
+            }
+            Some(first) => {
+                if (first.digest, first.agreed_time, first.null)
+                    != (got.digest, got.agreed_time, got.null)
+                {
+                    let detail = format!(
+                        "batch {seq}: {} delivered {:?} at time {}{}, {p} delivered {:?} at time {}{}",
+                        first.by,
+                        first.digest,
+                        first.agreed_time,
+                        if first.null { " (null)" } else { "" },
+                        got.digest,
+                        got.agreed_time,
+                        if got.null { " (null)" } else { "" },
+                    );
+                    self.violate("ES-agreement", detail);
+                }
+            }
+        }
+    }
+
+    fn checkpoint_taken(&mut self, p: Principal, seq: u64, token: plumb_crypto::Digest) {
+        match self.tokens.get(&seq) {
+            None => {
+                self.tokens.insert(seq, (token, p));
+            }
+            Some((first, by)) if *first != token => {
+                let detail = format!("checkpoint {seq}: {by} took {first:?}, {p} took {token:?}");
+                self.violate("ES-checkpoint-agreement", detail);
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn committed_batch(&mut self, p: Principal, seq: u64, digest: plumb_crypto::Digest) {
+        match self.committed.get(&seq) {
+            None => {
+                self.committed.insert(seq, (digest, p));
+            }
+            Some((first, by)) if *first != digest => {
+                let detail =
+                    format!("batch {seq}: {by} committed {first:?}, {p} committed {digest:?}");
+                self.violate("OS-agreement", detail);
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plumb_crypto::Digest;
+
+    fn delivered(seq: u64, d: &[u8], t: u64) -> Observation {
+        Observation::Delivered {
+            seq,
+            digest: Digest::of(d),
+            agreed_time: t,
+            requests: vec![(1, seq, Digest::of(d))],
+            null: false,
+        }
+    }
+
+    #[test]
+    fn ls3_gap_after_restart_is_caught_and_checkpoint_load_resets() {
+        let mut c = Checker::default();
+        let e = Principal::Exec(0);
+        c.exec_started(e);
+        c.observe(0, e, &delivered(1, b"a", 1));
+        c.observe(0, e, &delivered(2, b"b", 2));
+        assert!(c.violations().is_empty());
+        c.exec_started(e);
+        c.observe(
+            0,
+            e,
+            &Observation::CheckpointLoaded {
+                seq: 2,
+                token: Digest::ZERO,
+            },
+        );
+        c.observe(0, e, &delivered(3, b"c", 3));
+        assert!(c.violations().is_empty());
+        c.observe(0, e, &delivered(5, b"e", 5));
+        assert_eq!(c.violations()[0].property, "LS3");
+        assert_eq!(c.violations()[0].detail, "e0 delivered 5 after 3");
+    }
+
+    #[test]
+    fn es_agreement_two_replicas_different_batches() {
+        let mut c = Checker::default();
+        c.exec_started(Principal::Exec(0));
+        c.exec_started(Principal::Exec(1));
+        c.observe(0, Principal::Exec(0), &delivered(1, b"a", 1));
+        c.observe(0, Principal::Exec(1), &delivered(1, b"b", 1));
+        assert_eq!(c.violations()[0].property, "ES-agreement");
+    }
+
+    #[test]
+    fn order_agreement_and_checkpoint_agreement() {
+        let mut c = Checker::default();
+        let commit = |d: &[u8]| Observation::Committed {
+            seq: 4,
+            view: 0,
+            digest: Digest::of(d),
+        };
+        c.observe(0, Principal::Order(0), &commit(b"x"));
+        c.observe(0, Principal::Order(1), &commit(b"x"));
+        assert!(c.violations().is_empty());
+        c.observe(0, Principal::Order(2), &commit(b"y"));
+        let cp = |d: &[u8]| Observation::CheckpointTaken {
+            seq: 8,
+            token: Digest::of(d),
+        };
+        c.observe(0, Principal::Exec(0), &cp(b"s"));
+        c.observe(0, Principal::Exec(1), &cp(b"t"));
+        let names: Vec<&str> = c.violations().iter().map(|v| v.property).collect();
+        assert_eq!(names, vec!["OS-agreement", "ES-checkpoint-agreement"]);
+    }
+}

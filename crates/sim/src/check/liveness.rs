@@ -1,0 +1,146 @@
+//! LL1 / LL2 once faults stop: at the end of the liveness window every correct client has no
+//! outstanding request and completed at least one after the network healed. An outstanding
+//! request that a correct execution replica delivered breaks LL2 (the response did not reach the
+//! client); one that was never delivered breaks LL1.
+
+use super::Checker;
+use crate::faults::secs;
+use crate::workload::Workload;
+use plumb_wire::{Micros, ReqNo};
+
+/// A client at the end of the run.
+pub struct ClientEnd {
+    pub id: u32,
+    /// What the client stage itself says.
+    pub outstanding: bool,
+}
+
+pub fn check_liveness(
+    checker: &mut Checker,
+    workload: &Workload,
+    clients: &[ClientEnd],
+    heal_at: Micros,
+    end_at: Micros,
+) {
+    for end in clients {
+        let Some(load) = workload.clients.get(end.id as usize) else {
+            continue;
+        };
+        if !load.correct {
+            continue;
+        }
+        let c = end.id;
+        if let Some(i) = load.pending {
+            let invoked = load.history.get(i).map_or(0, |r| r.invoke);
+            let nc = load.history.get(i).and_then(|r| r.ncs.last().copied());
+            match nc.and_then(|nc| delivered_in(checker, c, nc).map(|s| (nc, s))) {
+                Some((nc, seq)) => {
+                    let detail = format!(
+                        "c{c} request {nc} (invoked at {}) was delivered in batch {seq} but no reply was accepted by {}",
+                        secs(invoked),
+                        secs(end_at)
+                    );
+                    checker.violate("LL2", detail);
+                }
+                _ => {
+                    let detail = format!(
+                        "c{c}'s operation invoked at {} (request number {}) not completed by {}",
+                        secs(invoked),
+                        nc.map_or("none".to_string(), |n| n.to_string()),
+                        secs(end_at)
+                    );
+                    checker.violate("LL1", detail);
+                }
+            }
+        } else if workload.completed_since(c, heal_at) == 0 {
+            checker.violate(
+                "LL1",
+                format!(
+                    "c{c} completed no operation after faults stopped at {}",
+                    secs(heal_at)
+                ),
+            );
+        }
+        if end.outstanding != load.pending.is_some() {
+            let detail = format!(
+                "c{c} says outstanding={}, the workload has {:?} pending",
+                end.outstanding, load.pending
+            );
+            checker.violate("CS2", detail);
+        }
+    }
+}
+
+fn delivered_in(checker: &Checker, c: u32, nc: ReqNo) -> Option<u64> {
+    checker
+        .agreed
+        .iter()
+        .find(|(_, b)| b.requests.iter().any(|(rc, rn, _)| *rc == c && *rn == nc))
+        .map(|(s, _)| *s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Agreed;
+    use crate::config::WorkloadConfig;
+    use crate::rng::SimRng;
+    use plumb_crypto::Digest;
+    use plumb_kv::KvOp;
+    use plumb_wire::Principal;
+
+    fn workload() -> Workload {
+        let cfg = WorkloadConfig {
+            keys: vec![],
+            think_min_us: 1,
+            think_max_us: 2,
+            read_only_gets: 0.0,
+            stop_at: 0,
+        };
+        Workload::new(cfg, SimRng::new(0, "t"), 3, None)
+    }
+
+    fn get() -> KvOp {
+        KvOp::Get {
+            key: b"k0".to_vec(),
+        }
+    }
+
+    #[test]
+    fn ll1_ll2_and_no_progress_after_heal() {
+        let mut w = workload();
+        // c0: request 1 delivered but never answered (LL2).
+        w.invoked(0, get(), false, 10);
+        w.sent_request(0, 1, &get().encode());
+        // c1: request 1 never delivered (LL1).
+        w.invoked(1, get(), false, 10);
+        w.sent_request(1, 1, &get().encode());
+        // c2: idle, but its last completion was before the heal (LL1).
+        w.invoked(2, get(), false, 10);
+        w.completed(2, 1, b"r".to_vec(), 20).unwrap();
+        let mut c = Checker::default();
+        let op = Digest::of(&get().encode());
+        let batch = Agreed {
+            digest: op,
+            agreed_time: 1,
+            requests: vec![(0, 1, op)],
+            null: false,
+            by: Principal::Exec(0),
+            at: 0,
+        };
+        c.agreed.insert(1, batch);
+        let ends: Vec<ClientEnd> = (0..3)
+            .map(|id| ClientEnd {
+                id,
+                outstanding: id < 2,
+            })
+            .collect();
+        check_liveness(&mut c, &w, &ends, 100, 1_000);
+        let got: Vec<(&str, bool)> = c
+            .violations()
+            .iter()
+            .map(|v| (v.property, v.detail.starts_with("c0")))
+            .collect();
+        assert_eq!(got, vec![("LL2", true), ("LL1", false), ("LL1", false)]);
+    }
+}

@@ -1,0 +1,92 @@
+//! The checkers. Observations of correct principals are checked as they happen (agreement,
+//! LS2, LS3); the rest runs once at the end of a seed over what was recorded (LS4-LS7, ES2,
+//! LS1/ES3 by reference replay, linearizability, liveness). Every violation is named by the
+//! property it breaks.
+
+mod agreement;
+mod linear;
+mod liveness;
+mod replies;
+mod sequence;
+
+pub use linear::check_linearizability;
+pub use liveness::{check_liveness, ClientEnd};
+pub use replies::{check_replies, ExecEnd};
+pub use sequence::check_sequence;
+
+use plumb_crypto::Digest;
+use plumb_wire::{ClientId, Micros, Principal, ReqNo, Seq};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// One broken property.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The property's name: "LS3", "ES-agreement", "LL1", ...
+    pub property: &'static str,
+    pub detail: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} violated: {}", self.property, self.detail)
+    }
+}
+
+/// A batch of the agreed sequence, as the first correct execution replica reported it.
+#[derive(Clone, Debug)]
+pub struct Agreed {
+    pub digest: Digest,
+    pub agreed_time: Micros,
+    pub requests: Vec<(ClientId, ReqNo, Digest)>,
+    pub null: bool,
+    pub by: Principal,
+    /// When it was first delivered (global time).
+    pub at: Micros,
+}
+
+/// Violations are capped so that one broken property does not drown a run in output.
+const MAX_VIOLATIONS: usize = 100;
+
+#[derive(Default)]
+pub struct Checker {
+    violations: Vec<Violation>,
+    suppressed: usize,
+    pub warnings: Vec<String>,
+    /// The agreed sequence, by batch number.
+    pub agreed: BTreeMap<Seq, Agreed>,
+    /// Digest each batch was committed with by correct order replicas.
+    pub committed: BTreeMap<Seq, (Digest, Principal)>,
+    /// Execution checkpoint tokens of correct execution replicas.
+    tokens: BTreeMap<Seq, (Digest, Principal)>,
+    /// LS3: the batch each correct execution replica's current incarnation delivers next.
+    exec_next: HashMap<Principal, Seq>,
+}
+
+impl Checker {
+    pub fn violate(&mut self, property: &'static str, detail: String) {
+        if self.violations.len() < MAX_VIOLATIONS {
+            self.violations.push(Violation { property, detail });
+        } else {
+            self.suppressed += 1;
+        }
+    }
+
+    pub fn warn(&mut self, text: String) {
+        if self.warnings.len() < MAX_VIOLATIONS {
+            self.warnings.push(text);
+        }
+    }
+
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+
+    pub fn into_violations(self) -> (Vec<Violation>, usize, Vec<String>) {
+        (self.violations, self.suppressed, self.warnings)
+    }
+
+    pub fn violation_count(&self) -> usize {
+        self.violations.len() + self.suppressed
+    }
+}

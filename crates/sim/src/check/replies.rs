@@ -1,0 +1,236 @@
+//! LS1 / ES3: only responses the application generated reach correct clients. The agreed
+//! sequence is replayed on a reference `KvStore`; every ordered reply a correct client accepted
+//! must equal the reference reply to that request, and every correct execution replica's state
+//! must equal the reference state after the same number of batches.
+//!
+//! The replay passes seed 0: `KvStore` does not use the batch seed (its documentation says so),
+//! so the seed need not be recovered from the wire.
+
+use super::Checker;
+use crate::workload::Workload;
+use plumb_app::{Application, Command, NonDeterminism};
+use plumb_crypto::Digest;
+use plumb_kv::KvStore;
+use plumb_wire::{ClientId, Principal, ReqNo, Seq};
+use std::collections::{BTreeSet, HashMap};
+
+/// A correct execution replica at the end of the run.
+pub struct ExecEnd {
+    pub p: Principal,
+    /// Batches it has executed (its next batch minus one).
+    pub executed: Seq,
+    pub state: Digest,
+}
+
+struct Replay {
+    replies: HashMap<(ClientId, ReqNo), Vec<u8>>,
+    states: HashMap<Seq, Digest>,
+    /// Last batch replayed: the agreed sequence is known and replayable up to here.
+    upto: Seq,
+}
+
+fn replay(checker: &mut Checker, workload: &Workload, wanted: &BTreeSet<Seq>) -> Replay {
+    let mut store = KvStore::new();
+    let mut out = Replay {
+        replies: HashMap::new(),
+        states: HashMap::new(),
+        upto: 0,
+    };
+    if wanted.contains(&0) {
+        out.states.insert(0, store.state_digest());
+    }
+    let mut seq: Seq = 1;
+    while let Some(batch) = checker.agreed.get(&seq) {
+        if !batch.null {
+            let mut bodies = Vec::with_capacity(batch.requests.len());
+            for (c, nc, d) in &batch.requests {
+                match workload.bodies.get(d) {
+                    Some(op) => bodies.push((*c, *nc, op.as_slice())),
+                    None => {
+                        let text = format!("replay stops at batch {seq}: c{c} request {nc} has a body no client sent");
+                        checker.warn(text);
+                        return out;
+                    }
+                }
+            }
+            let commands: Vec<Command<'_>> = bodies
+                .iter()
+                .map(|(c, nc, op)| Command {
+                    client: *c,
+                    nc: *nc,
+                    op,
+                })
+                .collect();
+            let nd = NonDeterminism {
+                time: batch.agreed_time,
+                seed: 0,
+            };
+            let output = store.execute(seq, &commands, nd);
+            for ((c, nc, _), reply) in bodies.iter().zip(output.replies) {
+                out.replies.insert((*c, *nc), reply);
+            }
+        }
+        if wanted.contains(&seq) {
+            out.states.insert(seq, store.state_digest());
+        }
+        out.upto = seq;
+        seq += 1;
+    }
+    out
+}
+
+pub fn check_replies(checker: &mut Checker, workload: &Workload, execs: &[ExecEnd]) {
+    let wanted: BTreeSet<Seq> = execs.iter().map(|e| e.executed).collect();
+    let reference = replay(checker, workload, &wanted);
+    let placed: HashMap<(ClientId, ReqNo), Seq> = checker
+        .agreed
+        .iter()
+        .flat_map(|(s, b)| b.requests.iter().map(move |(c, nc, _)| ((*c, *nc), *s)))
+        .collect();
+    for (c, load) in workload
+        .clients
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.correct)
+    {
+        let c = c as ClientId;
+        for resp in load
+            .history
+            .iter()
+            .filter_map(|r| r.response.as_ref())
+            .filter(|r| r.nc > 0)
+        {
+            match (
+                reference.replies.get(&(c, resp.nc)),
+                placed.get(&(c, resp.nc)),
+            ) {
+                (Some(expected), _) if *expected != resp.result => {
+                    let detail = format!(
+                        "c{c} accepted {} for request {}, the application produced {}",
+                        show(&resp.result),
+                        resp.nc,
+                        show(expected)
+                    );
+                    checker.violate("LS1", detail);
+                }
+                (Some(_), _) => {}
+                (None, Some(seq)) if *seq <= reference.upto => {}
+                (None, Some(_)) => {}
+                (None, None) => {
+                    let detail = format!(
+                        "c{c} accepted a reply to request {} that no correct replica executed",
+                        resp.nc
+                    );
+                    checker.violate("LS1", detail);
+                }
+            }
+        }
+    }
+    for e in execs {
+        match reference.states.get(&e.executed) {
+            Some(d) if *d != e.state => {
+                let detail = format!(
+                    "{} state after {} batches is {:?}, the reference is {d:?}",
+                    e.p, e.executed, e.state
+                );
+                checker.violate("ES-state", detail);
+            }
+            Some(_) => {}
+            None => checker.warn(format!(
+                "{} executed {} batches, beyond the replayable sequence",
+                e.p, e.executed
+            )),
+        }
+    }
+}
+
+fn show(bytes: &[u8]) -> String {
+    match plumb_kv::KvResult::decode(bytes) {
+        Ok(r) => format!("{r:?}"),
+        Err(_) => format!("{} undecodable bytes", bytes.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Agreed;
+    use crate::config::WorkloadConfig;
+    use crate::rng::SimRng;
+    use plumb_kv::{KvOp, KvResult};
+
+    fn set(v: &[u8]) -> KvOp {
+        KvOp::Set {
+            key: b"k0".to_vec(),
+            value: v.to_vec(),
+            expire: None,
+        }
+    }
+
+    /// c0 sets k0, c1 reads it in the next batch; c1's accepted reply is checked against what
+    /// the reference application answers.
+    fn run(c1_saw: KvResult, exec_state: Option<Digest>) -> Vec<&'static str> {
+        let cfg = WorkloadConfig {
+            keys: vec![],
+            think_min_us: 1,
+            think_max_us: 2,
+            read_only_gets: 0.0,
+            stop_at: 0,
+        };
+        let mut w = Workload::new(cfg, SimRng::new(0, "t"), 2, None);
+        let get = KvOp::Get {
+            key: b"k0".to_vec(),
+        };
+        w.invoked(0, set(b"1"), false, 1);
+        w.sent_request(0, 1, &set(b"1").encode());
+        w.completed(0, 1, KvResult::Ok.encode(), 5).unwrap();
+        w.invoked(1, get.clone(), false, 6);
+        w.sent_request(1, 1, &get.encode());
+        w.completed(1, 1, c1_saw.encode(), 9).unwrap();
+        let mut c = Checker::default();
+        for (seq, client, op) in [(1, 0, set(b"1")), (2, 1, get)] {
+            let d = Digest::of(&op.encode());
+            let batch = Agreed {
+                digest: d,
+                agreed_time: seq,
+                requests: vec![(client, 1, d)],
+                null: false,
+                by: Principal::Exec(0),
+                at: 0,
+            };
+            c.agreed.insert(seq, batch);
+        }
+        let mut reference = KvStore::new();
+        reference.apply(&set(b"1"), 1);
+        let state = exec_state.unwrap_or_else(|| reference.state_digest());
+        check_replies(
+            &mut c,
+            &w,
+            &[ExecEnd {
+                p: Principal::Exec(1),
+                executed: 2,
+                state,
+            }],
+        );
+        c.violations().iter().map(|v| v.property).collect()
+    }
+
+    #[test]
+    fn accepted_replies_match_the_reference() {
+        assert!(run(KvResult::Value(Some(b"1".to_vec())), None).is_empty());
+    }
+
+    #[test]
+    fn ls1_wrong_reply_accepted() {
+        assert_eq!(run(KvResult::Value(None), None), vec!["LS1"]);
+    }
+
+    #[test]
+    fn es_state_diverged_replica() {
+        let wrong = Digest::of(b"not the state");
+        assert_eq!(
+            run(KvResult::Value(Some(b"1".to_vec())), Some(wrong)),
+            vec!["ES-state"]
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! Properties of the agreed sequence as a whole: LS4 (a request in at most one batch), LS5 and
+//! OS3 (a client's requests in order, none skipped), LS6 (only what a correct client issued),
+//! LS7 (agreed time strictly increases) and ES2 (only batches the order stage committed).
+
+use super::Checker;
+use crate::workload::Workload;
+use plumb_wire::{ClientId, ReqNo, Seq};
+use std::collections::HashMap;
+
+pub fn check_sequence(checker: &mut Checker, workload: &Workload) {
+    let agreed: Vec<(Seq, super::Agreed)> = checker
+        .agreed
+        .iter()
+        .map(|(s, a)| (*s, a.clone()))
+        .collect();
+    let mut placed: HashMap<(ClientId, ReqNo), Seq> = HashMap::new();
+    let mut last_of: HashMap<ClientId, (ReqNo, Seq)> = HashMap::new();
+    // LS7 is about batches the application sees: a null batch keeps the previous time.
+    let mut previous_time: Option<(Seq, u64)> = None;
+    let mut previous_seq: Seq = 0;
+    // OS3 is judged only on the gap-free prefix of the sequence seen by correct replicas.
+    let mut contiguous = true;
+    for (seq, batch) in &agreed {
+        contiguous &= *seq == previous_seq + 1;
+        previous_seq = *seq;
+        if !batch.null {
+            if let Some((prev_seq, prev_time)) = previous_time {
+                if batch.agreed_time <= prev_time {
+                    let detail = format!(
+                        "batch {seq} has time {} after batch {prev_seq} at {prev_time}",
+                        batch.agreed_time
+                    );
+                    checker.violate("LS7", detail);
+                }
+            }
+            previous_time = Some((*seq, batch.agreed_time));
+        }
+        if let Some((digest, by)) = checker.committed.get(seq).copied() {
+            if digest != batch.digest {
+                let detail = format!(
+                    "{} delivered batch {seq} as {:?}, {by} committed {digest:?}",
+                    batch.by, batch.digest
+                );
+                checker.violate("ES2", detail);
+            }
+        }
+        for &(c, nc, op) in &batch.requests {
+            if let Some(first) = placed.insert((c, nc), *seq) {
+                checker.violate(
+                    "LS4",
+                    format!("c{c} request {nc} in batches {first} and {seq}"),
+                );
+            }
+            match last_of.get(&c).copied() {
+                Some((prev_nc, prev_seq)) if nc <= prev_nc => {
+                    let detail = format!("c{c} request {nc} in batch {seq} after request {prev_nc} in batch {prev_seq}");
+                    checker.violate("LS5", detail);
+                }
+                Some((prev_nc, prev_seq)) if contiguous && nc != prev_nc + 1 => {
+                    let detail = format!("c{c} request {nc} in batch {seq} but its last was {prev_nc} in batch {prev_seq}");
+                    checker.violate("OS3", detail);
+                }
+                None if contiguous && nc != 1 => {
+                    checker.violate(
+                        "OS3",
+                        format!("c{c}'s first ordered request is {nc} (batch {seq})"),
+                    );
+                }
+                _ => {}
+            }
+            last_of.insert(c, (nc, *seq));
+            match workload.clients.get(c as usize) {
+                None => checker.violate(
+                    "LS6",
+                    format!("batch {seq} holds request {nc} of c{c}, no such client"),
+                ),
+                Some(load) if load.correct => {
+                    match load.sent.get(&nc) {
+                        Some(d) if *d == op => {}
+                        Some(d) => {
+                            let detail = format!("batch {seq} holds c{c} request {nc} as {op:?}, the client sent {d:?}");
+                            checker.violate("LS6", detail);
+                        }
+                        None => checker.violate(
+                            "LS6",
+                            format!("batch {seq} holds c{c} request {nc}, never sent"),
+                        ),
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    for (c, nc) in &workload.reused {
+        checker.violate(
+            "CS1",
+            format!("correct client c{c} sent two operations as request {nc}"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Agreed;
+    use crate::config::WorkloadConfig;
+    use crate::rng::SimRng;
+    use plumb_crypto::Digest;
+    use plumb_wire::Principal;
+
+    fn workload() -> Workload {
+        let cfg = WorkloadConfig {
+            keys: vec![],
+            think_min_us: 1,
+            think_max_us: 2,
+            read_only_gets: 0.0,
+            stop_at: 0,
+        };
+        let mut w = Workload::new(cfg, SimRng::new(0, "t"), 2, None);
+        w.sent_request(0, 1, b"op1");
+        w.sent_request(0, 2, b"op2");
+        w
+    }
+
+    fn batch(t: u64, requests: Vec<(u32, u64, &[u8])>) -> Agreed {
+        let requests = requests
+            .into_iter()
+            .map(|(c, nc, op)| (c, nc, Digest::of(op)))
+            .collect();
+        Agreed {
+            digest: Digest::of(&t.to_le_bytes()),
+            agreed_time: t,
+            requests,
+            null: false,
+            by: Principal::Exec(0),
+            at: 0,
+        }
+    }
+
+    fn names(c: &Checker) -> Vec<&'static str> {
+        c.violations().iter().map(|v| v.property).collect()
+    }
+
+    #[test]
+    fn well_formed_sequence_passes() {
+        let mut c = Checker::default();
+        c.agreed.insert(1, batch(10, vec![(0, 1, b"op1")]));
+        c.agreed.insert(2, batch(20, vec![(0, 2, b"op2")]));
+        check_sequence(&mut c, &workload());
+        assert!(c.violations().is_empty(), "{:?}", c.violations());
+    }
+
+    #[test]
+    fn ls4_ls6_ls7_are_caught() {
+        let mut c = Checker::default();
+        c.agreed.insert(1, batch(10, vec![(0, 1, b"op1")]));
+        // Same request again (LS4 and LS5), with a time that does not increase (LS7).
+        c.agreed.insert(2, batch(10, vec![(0, 1, b"op1")]));
+        // A body the client never sent for request 2 (LS6).
+        c.agreed.insert(3, batch(30, vec![(0, 2, b"forged")]));
+        check_sequence(&mut c, &workload());
+        let got = names(&c);
+        for p in ["LS4", "LS5", "LS6", "LS7"] {
+            assert!(got.contains(&p), "{p} not reported: {got:?}");
+        }
+    }
+
+    #[test]
+    fn es2_delivered_batch_differs_from_committed() {
+        let mut c = Checker::default();
+        c.agreed.insert(1, batch(10, vec![(0, 1, b"op1")]));
+        c.committed
+            .insert(1, (Digest::of(b"other"), Principal::Order(0)));
+        check_sequence(&mut c, &workload());
+        assert_eq!(names(&c), vec!["ES2"]);
+    }
+}

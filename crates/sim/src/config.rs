@@ -1,0 +1,188 @@
+//! Everything one seed runs with, in one place so that it can be printed whole: the cluster, the
+//! protocol parameters (randomised per seed), the network, the workload and the fault plan.
+
+use crate::faults::{self, secs, FaultPlan};
+use crate::rng::SimRng;
+use plumb_config::{Faults, ProtocolConfig, Quorums};
+use plumb_wire::Micros;
+use std::fmt;
+
+/// Most clients a seed runs (keys are derived once for this many).
+pub const MAX_CLIENTS: u32 = 6;
+
+#[derive(Clone, Debug)]
+pub struct NetConfig {
+    /// Per-message loss probability while faults are on.
+    pub loss: f64,
+    /// Per-message duplication probability while faults are on.
+    pub duplicate: f64,
+    /// One-way delay, uniform in this range.
+    pub delay_min_us: Micros,
+    pub delay_max_us: Micros,
+    /// Chance that a message takes a long detour (reordering), up to `tail_max_us`.
+    pub tail_chance: f64,
+    pub tail_max_us: Micros,
+}
+
+#[derive(Clone, Debug)]
+pub struct WorkloadConfig {
+    /// The keys every correct client works on.
+    pub keys: Vec<Vec<u8>>,
+    pub think_min_us: Micros,
+    pub think_max_us: Micros,
+    /// Fraction of `Get`s sent on the read-only path.
+    pub read_only_gets: f64,
+    /// Clients issue no new operation after this time.
+    pub stop_at: Micros,
+}
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub protocol: ProtocolConfig,
+    pub clients: u32,
+    pub net: NetConfig,
+    pub workload: WorkloadConfig,
+    /// Every network and crash fault stops here.
+    pub heal_at: Micros,
+    /// The run ends here; liveness is judged then.
+    pub end_at: Micros,
+    pub plan: FaultPlan,
+}
+
+impl SimConfig {
+    /// The configuration of seed `seed` for the fault model `faults`.
+    pub fn generate(seed: u64, faults: Faults, with_faults: bool) -> SimConfig {
+        let mut rng = SimRng::new(seed, &format!("config u={} r={}", faults.u, faults.r));
+        let quorums = Quorums::minimal(faults);
+        let protocol = protocol_config(&mut rng, quorums);
+        let clients = rng.range(3, MAX_CLIENTS as u64) as u32;
+        let heal_at = rng.range(8_000_000, 15_000_000);
+        let window = rng.range(20_000_000, 30_000_000);
+        let end_at = heal_at + window;
+        let net = NetConfig {
+            loss: if rng.chance(0.2) {
+                0.0
+            } else {
+                rng.float(0.0, 0.05)
+            },
+            duplicate: if rng.chance(0.3) {
+                0.0
+            } else {
+                rng.float(0.0, 0.03)
+            },
+            delay_min_us: rng.range(50, 300),
+            delay_max_us: rng.range(500, 3_000),
+            tail_chance: rng.float(0.0, 0.05),
+            tail_max_us: rng.range(10_000, 300_000),
+        };
+        let key_count = rng.range(3, 5);
+        let workload = WorkloadConfig {
+            keys: (0..key_count)
+                .map(|i| format!("k{i}").into_bytes())
+                .collect(),
+            think_min_us: rng.range(5_000, 50_000),
+            think_max_us: rng.range(100_000, 400_000),
+            read_only_gets: 0.2,
+            // Leave most of the window to drain: the liveness bound.
+            stop_at: heal_at + window / 3,
+        };
+        let plan = if with_faults {
+            faults::generate(&mut rng, &quorums, clients, heal_at)
+        } else {
+            FaultPlan {
+                liveness: true,
+                ..FaultPlan::default()
+            }
+        };
+        let net = if with_faults {
+            net
+        } else {
+            NetConfig {
+                loss: 0.0,
+                duplicate: 0.0,
+                tail_chance: 0.0,
+                ..net
+            }
+        };
+        SimConfig {
+            seed,
+            protocol,
+            clients,
+            net,
+            workload,
+            heal_at,
+            end_at,
+            plan,
+        }
+    }
+
+    pub fn faults(&self) -> Faults {
+        self.protocol.quorums.faults
+    }
+}
+
+fn protocol_config(rng: &mut SimRng, quorums: Quorums) -> ProtocolConfig {
+    let mut c = ProtocolConfig::new(quorums);
+    c.checkpoint_interval = rng.range(4, 16);
+    c.batch_max = rng.range(1, 8) as usize;
+    c.batch_timeout_us = rng.range(500, 2_000);
+    // 0 forces every body through FETCH/COMMAND.
+    c.inline_max_bytes = if rng.chance(0.3) { 0 } else { 100 };
+    c.client_retry_us = rng.range(50_000, 100_000);
+    c.client_retry_max_us = 1_000_000;
+    c.view_change_timeout_us = rng.range(200_000, 400_000);
+    c.auth_resend_us = 100_000;
+    c.catch_up_us = 50_000;
+    c.max_clock_lead_us = 2_000_000;
+    c
+}
+
+impl fmt::Display for SimConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let q = &self.protocol.quorums;
+        writeln!(
+            f,
+            "seed {} u={} r={}: {} auth, {} order, {} exec, {} clients",
+            self.seed, q.faults.u, q.faults.r, q.auth, q.order, q.exec, self.clients
+        )?;
+        let p = &self.protocol;
+        writeln!(
+            f,
+            "  protocol: cp_interval {}, batch_max {}, batch_timeout {}us, inline_max {}B, client_retry {}..{}us, view_change {}us, auth_resend {}us, catch_up {}us, clock_lead {}us",
+            p.checkpoint_interval,
+            p.batch_max,
+            p.batch_timeout_us,
+            p.inline_max_bytes,
+            p.client_retry_us,
+            p.client_retry_max_us,
+            p.view_change_timeout_us,
+            p.auth_resend_us,
+            p.catch_up_us,
+            p.max_clock_lead_us
+        )?;
+        let n = &self.net;
+        writeln!(
+            f,
+            "  network: loss {:.3}, dup {:.3}, delay {}..{}us, tail {:.3} up to {}us",
+            n.loss, n.duplicate, n.delay_min_us, n.delay_max_us, n.tail_chance, n.tail_max_us
+        )?;
+        let w = &self.workload;
+        writeln!(
+            f,
+            "  workload: {} keys, think {}..{}us, read-only gets {:.2}, stop at {}",
+            w.keys.len(),
+            w.think_min_us,
+            w.think_max_us,
+            w.read_only_gets,
+            secs(w.stop_at)
+        )?;
+        writeln!(
+            f,
+            "  heal at {}, end at {}",
+            secs(self.heal_at),
+            secs(self.end_at)
+        )?;
+        write!(f, "{}", self.plan)
+    }
+}

@@ -1,0 +1,455 @@
+//! The fault plan of one seed: who is Byzantine and how, who crashes when, which partitions
+//! come and go, and how every clock drifts. Drawn once, up front, so a seed's whole adversary is
+//! printable (`plumb sim --seed S --trace`).
+//!
+//! The budget follows the fault model (seed 004 ch. 2): at most `r` Byzantine replicas per
+//! stage. A *liveness* seed has at most `u` failed replicas per stage once faults stop (Byzantine
+//! ones count as failed; every other crashed replica restarts before `heal_at`). A *safety-only*
+//! seed may crash any number of replicas and leave them down: safety must hold however many
+//! nodes crash, only liveness needs at most `u` failures, so its liveness check is skipped.
+//!
+//! Clients never crash here: client crash recovery (CS3) is tested in the client crate, and a
+//! crashed client would make every liveness expectation about it conditional.
+
+use crate::rng::SimRng;
+use plumb_config::Quorums;
+use plumb_wire::{Micros, Principal};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// What a Byzantine replica does to its own (correctly computed) output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Behaviour {
+    /// Sends nothing at all.
+    Silent,
+    /// Authentication: AUTH-REQ authenticators with wrong MACs.
+    BadMacs,
+    /// Authentication: wrong request bodies in COMMAND, and AUTH-REQs (with valid MACs) for
+    /// operations the client never issued.
+    ForgedRequests,
+    /// Order primary: a different, well-formed batch to some backups, with PREPARE/COMMIT
+    /// digests matching what each recipient got; as a new primary, a different valid subset
+    /// of VIEW-CHANGE proofs to each backup.
+    Equivocate,
+    /// Order: PREPARE/COMMIT/CHECKPOINT with wrong digests to a random half of recipients.
+    ConflictingVotes,
+    /// Order: NEXT-BATCH and COMMITTED with an altered batch, LOAD-CP with a wrong token.
+    WrongNextBatch,
+    /// Order: validly signed VIEW-CHANGEs that lie (a batch prepared in a high view that no
+    /// one prepared, amnesia, a checkpoint no one took).
+    ForgedViewChange,
+    /// Execution: wrong results in REPLY and READ-ONLY-REPLY.
+    WrongReplies,
+    /// Execution: wrong CP-TOKENs, and corrupted checkpoint and state in state transfer.
+    WrongCheckpoint,
+}
+
+impl Behaviour {
+    pub fn for_stage(p: Principal) -> &'static [Behaviour] {
+        match p {
+            Principal::Auth(_) => &[
+                Behaviour::Silent,
+                Behaviour::BadMacs,
+                Behaviour::ForgedRequests,
+            ],
+            Principal::Order(_) => &[
+                Behaviour::Silent,
+                Behaviour::Equivocate,
+                Behaviour::ConflictingVotes,
+                Behaviour::WrongNextBatch,
+                Behaviour::ForgedViewChange,
+            ],
+            Principal::Exec(_) => &[
+                Behaviour::Silent,
+                Behaviour::WrongReplies,
+                Behaviour::WrongCheckpoint,
+            ],
+            Principal::Client(_) => &[],
+        }
+    }
+}
+
+/// A crash of a replica at `at`, restarted at `restart_at` (never, if `None`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Crash {
+    pub node: Principal,
+    pub at: Micros,
+    pub restart_at: Option<Micros>,
+    /// Flip a bit in one durable record before the restart (authentication and execution
+    /// replicas only: the order stage's corrupted-log recovery is not designed yet).
+    pub corrupt_disk: bool,
+}
+
+/// Between `from` and `until`, messages between `side` and everyone else are lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    pub from: Micros,
+    pub until: Micros,
+    pub side: Vec<Principal>,
+}
+
+/// A principal's local clock: `offset + global * (1 + drift_ppm / 10^6)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Clock {
+    pub offset_us: u64,
+    pub drift_ppm: i64,
+}
+
+impl Clock {
+    pub fn local(&self, global: Micros) -> Micros {
+        let skew = (global as i128 * self.drift_ppm as i128) / 1_000_000;
+        (self.offset_us as i128 + global as i128 + skew).max(0) as Micros
+    }
+
+    /// The global duration of a local one (a timer set for `after` local micros).
+    pub fn to_global(&self, after: Micros) -> Micros {
+        let rate = 1_000_000i128 + self.drift_ppm as i128;
+        ((after as i128 * 1_000_000 + rate - 1) / rate).max(0) as Micros
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct FaultPlan {
+    /// False for safety-only seeds: more than `u` failures, liveness is not checked.
+    pub liveness: bool,
+    pub byzantine: BTreeMap<Principal, Behaviour>,
+    /// Probability that a Byzantine replica (other than a silent one) corrupts a given message.
+    pub byzantine_rate: f64,
+    /// A client that reuses request numbers with other operations and sends garbage.
+    pub byzantine_client: Option<u32>,
+    pub crashes: Vec<Crash>,
+    pub partitions: Vec<Partition>,
+    pub clocks: BTreeMap<Principal, Clock>,
+}
+
+impl FaultPlan {
+    pub fn is_byzantine(&self, p: Principal) -> bool {
+        match p {
+            Principal::Client(c) => self.byzantine_client == Some(c),
+            _ => self.byzantine.contains_key(&p),
+        }
+    }
+
+    /// Replicas down at the end of the run.
+    pub fn down_at_end(&self) -> Vec<Principal> {
+        self.crashes
+            .iter()
+            .filter(|c| c.restart_at.is_none())
+            .map(|c| c.node)
+            .collect()
+    }
+}
+
+/// The replicas of each stage.
+pub fn stages(q: &Quorums) -> [Vec<Principal>; 3] {
+    [
+        (0..q.auth as u16).map(Principal::Auth).collect(),
+        (0..q.order as u16).map(Principal::Order).collect(),
+        (0..q.exec as u16).map(Principal::Exec).collect(),
+    ]
+}
+
+/// Draw the adversary of one seed. `heal_at`: when every network and crash fault stops.
+pub fn generate(rng: &mut SimRng, q: &Quorums, clients: u32, heal_at: Micros) -> FaultPlan {
+    let (u, r) = (q.faults.u as usize, q.faults.r as usize);
+    let mut plan = FaultPlan {
+        liveness: rng.chance(0.85),
+        ..FaultPlan::default()
+    };
+    let stage_lists = stages(q);
+    if r > 0 && rng.chance(0.75) {
+        // In a liveness seed Byzantine replicas use up the stage's `u` budget.
+        let per_stage_max = if plan.liveness { r.min(u) } else { r };
+        for list in &stage_lists {
+            if per_stage_max == 0 || !rng.chance(0.65) {
+                continue;
+            }
+            let count = rng.range(1, per_stage_max as u64) as usize;
+            for p in choose_byzantine(rng, list, count) {
+                let behaviour = *rng
+                    .pick(Behaviour::for_stage(p))
+                    .unwrap_or(&Behaviour::Silent);
+                plan.byzantine.insert(p, behaviour);
+            }
+        }
+    }
+    plan.byzantine_rate = if rng.chance(0.5) { 1.0 } else { 0.5 };
+    if clients >= 2 && rng.chance(0.25) {
+        plan.byzantine_client = Some(clients - 1);
+    }
+    plan.crashes = crashes(rng, &plan, &stage_lists, u, heal_at);
+    plan.partitions = partitions(rng, &plan, &stage_lists, clients, heal_at);
+    for p in stage_lists
+        .iter()
+        .flatten()
+        .copied()
+        .chain((0..clients).map(Principal::Client))
+    {
+        let clock = Clock {
+            offset_us: rng.range(0, 100_000),
+            drift_ppm: rng.range(0, 10_000) as i64 - 5_000,
+        };
+        plan.clocks.insert(p, clock);
+    }
+    plan
+}
+
+/// `count` replicas of `list`; an order replica that equivocates is most useful as the first
+/// primary, so replica 0 is favoured.
+fn choose_byzantine(rng: &mut SimRng, list: &[Principal], count: usize) -> Vec<Principal> {
+    let mut pool = list.to_vec();
+    let mut chosen = Vec::new();
+    while chosen.len() < count && !pool.is_empty() {
+        let i = if rng.chance(0.4) {
+            0
+        } else {
+            rng.index(pool.len())
+        };
+        chosen.push(pool.remove(i));
+    }
+    chosen
+}
+
+fn crashes(
+    rng: &mut SimRng,
+    plan: &FaultPlan,
+    stages: &[Vec<Principal>; 3],
+    u: usize,
+    heal_at: Micros,
+) -> Vec<Crash> {
+    let mut out = Vec::new();
+    // Per replica, when it is next free to crash (crash intervals never overlap).
+    let mut free_from: BTreeMap<Principal, Micros> = BTreeMap::new();
+    let mut permanently_down: Vec<Principal> = Vec::new();
+    let latest = heal_at.saturating_sub(300_000);
+
+    // Replicas that stay down: at most `u` failures per stage in a liveness seed.
+    for list in stages {
+        let byz = list
+            .iter()
+            .filter(|p| plan.byzantine.contains_key(p))
+            .count();
+        let allowed = if plan.liveness {
+            u.saturating_sub(byz)
+        } else {
+            list.len() - byz
+        };
+        let candidates: Vec<Principal> = list
+            .iter()
+            .copied()
+            .filter(|p| !plan.byzantine.contains_key(p))
+            .collect();
+        let want = if allowed == 0 {
+            0
+        } else if plan.liveness {
+            if rng.chance(0.3) {
+                rng.range(1, allowed as u64) as usize
+            } else {
+                0
+            }
+        } else {
+            rng.range(0, allowed as u64) as usize
+        };
+        let mut pool = candidates;
+        for _ in 0..want {
+            if pool.is_empty() {
+                break;
+            }
+            let p = pool.remove(rng.index(pool.len()));
+            permanently_down.push(p);
+        }
+    }
+    for p in &permanently_down {
+        let at = rng.range(200_000, latest);
+        out.push(Crash {
+            node: *p,
+            at,
+            restart_at: None,
+            corrupt_disk: false,
+        });
+    }
+
+    // A replica whose disk is corrupted has lost state until it fetches it from peers: in a
+    // liveness seed that counts against its stage's `u` budget.
+    let mut corrupt_budget: BTreeMap<usize, usize> = BTreeMap::new();
+    for (i, list) in stages.iter().enumerate() {
+        let failed = list
+            .iter()
+            .filter(|p| plan.byzantine.contains_key(p) || permanently_down.contains(p))
+            .count();
+        let budget = if plan.liveness {
+            u.saturating_sub(failed)
+        } else {
+            list.len()
+        };
+        corrupt_budget.insert(i, budget);
+    }
+
+    // Crash-and-restart faults: any replica but the Byzantine and the permanently down ones.
+    let restartable: Vec<Principal> = stages
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|p| !plan.byzantine.contains_key(p) && !permanently_down.contains(p))
+        .collect();
+    let events = if plan.liveness {
+        rng.range(0, 4)
+    } else {
+        rng.range(2, 8)
+    };
+    for _ in 0..events {
+        let Some(&node) = rng.pick(&restartable) else {
+            break;
+        };
+        let start = free_from.get(&node).copied().unwrap_or(200_000);
+        if start + 200_000 >= latest {
+            continue;
+        }
+        let at = rng.range(start, latest - 100_000);
+        let restart = (at + rng.range(50_000, 3_000_000)).min(latest);
+        free_from.insert(node, restart + 100_000);
+        let stage = match node {
+            Principal::Auth(_) => 0,
+            Principal::Exec(_) => 2,
+            _ => 1,
+        };
+        let budget = corrupt_budget.get(&stage).copied().unwrap_or(0);
+        let already = out.iter().any(|c: &Crash| c.node == node && c.corrupt_disk);
+        let corrupt_disk = stage != 1 && (already || budget > 0) && rng.chance(0.3);
+        if corrupt_disk && !already {
+            corrupt_budget.insert(stage, budget - 1);
+        }
+        out.push(Crash {
+            node,
+            at,
+            restart_at: Some(restart),
+            corrupt_disk,
+        });
+    }
+
+    // A power loss: every restartable replica goes down at once and comes back.
+    if rng.chance(if plan.liveness { 0.1 } else { 0.3 }) {
+        let at = rng.range(500_000, latest.saturating_sub(1_000_000).max(500_000));
+        let restart_base = at + rng.range(100_000, 1_000_000);
+        for &node in &restartable {
+            if free_from.get(&node).copied().unwrap_or(0) > at
+                || out
+                    .iter()
+                    .any(|c| c.node == node && overlaps(c, at, restart_base))
+            {
+                continue;
+            }
+            let restart = (restart_base + rng.range(0, 200_000)).min(latest);
+            out.push(Crash {
+                node,
+                at,
+                restart_at: Some(restart),
+                corrupt_disk: false,
+            });
+        }
+    }
+    out.sort_by_key(|c| (c.at, c.node));
+    out
+}
+
+fn overlaps(c: &Crash, from: Micros, until: Micros) -> bool {
+    let end = c.restart_at.unwrap_or(Micros::MAX);
+    c.at <= until && from <= end.saturating_add(100_000)
+}
+
+fn partitions(
+    rng: &mut SimRng,
+    plan: &FaultPlan,
+    stages: &[Vec<Principal>; 3],
+    clients: u32,
+    heal_at: Micros,
+) -> Vec<Partition> {
+    let everyone: Vec<Principal> = stages
+        .iter()
+        .flatten()
+        .copied()
+        .chain((0..clients).map(Principal::Client))
+        .collect();
+    let count = rng.range(0, 3);
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let from = rng.range(100_000, heal_at.saturating_sub(500_000));
+        let until = (from + rng.range(200_000, 4_000_000)).min(heal_at);
+        let size = rng.range(1, (everyone.len() / 2) as u64) as usize;
+        let mut pool = everyone.clone();
+        let mut side = Vec::new();
+        for _ in 0..size {
+            side.push(pool.remove(rng.index(pool.len())));
+        }
+        side.sort();
+        out.push(Partition { from, until, side });
+    }
+    // A correct execution replica cut off long enough to fall behind the order stage's stable
+    // checkpoint: it must catch up by state transfer (Figure 6.6), perhaps from a liar.
+    let correct_execs: Vec<Principal> = stages[2]
+        .iter()
+        .copied()
+        .filter(|p| !plan.byzantine.contains_key(p))
+        .collect();
+    if rng.chance(0.5) {
+        if let Some(&e) = rng.pick(&correct_execs) {
+            let from = rng.range(100_000, heal_at.saturating_sub(1_500_000));
+            let until = (from + rng.range(1_000_000, 4_000_000)).min(heal_at);
+            out.push(Partition {
+                from,
+                until,
+                side: vec![e],
+            });
+        }
+    }
+    out
+}
+
+impl fmt::Display for FaultPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "  kind: {}",
+            if self.liveness {
+                "liveness"
+            } else {
+                "safety-only"
+            }
+        )?;
+        for (p, b) in &self.byzantine {
+            writeln!(f, "  byzantine {p}: {b:?} (rate {})", self.byzantine_rate)?;
+        }
+        if let Some(c) = self.byzantine_client {
+            writeln!(f, "  byzantine client c{c}")?;
+        }
+        for c in &self.crashes {
+            let restart = c.restart_at.map_or("never".to_string(), secs);
+            let disk = if c.corrupt_disk {
+                ", disk bit flip"
+            } else {
+                ""
+            };
+            writeln!(
+                f,
+                "  crash {} at {}, restart {restart}{disk}",
+                c.node,
+                secs(c.at)
+            )?;
+        }
+        for p in &self.partitions {
+            writeln!(
+                f,
+                "  partition {}..{}: {:?} cut off",
+                secs(p.from),
+                secs(p.until),
+                p.side
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Micros as seconds, for humans.
+pub fn secs(t: Micros) -> String {
+    format!("{}.{:06}s", t / 1_000_000, t % 1_000_000)
+}

@@ -1,0 +1,193 @@
+//! The event trace: a running digest of every event (so two runs of one seed can be compared
+//! cheaply) and, on request, a compact human-readable log.
+
+use plumb_core::Observation;
+use plumb_kv::KvOp;
+use plumb_wire::{Message, Micros};
+use std::io::Write;
+
+pub struct Trace {
+    digest: u64,
+    pub verbose: bool,
+}
+
+impl Trace {
+    pub fn new(verbose: bool) -> Trace {
+        Trace {
+            digest: 0xcbf2_9ce4_8422_2325,
+            verbose,
+        }
+    }
+
+    /// Fold `values` into the digest (FNV-1a over 64-bit words, then mixed).
+    pub fn fold(&mut self, values: &[u64]) {
+        for v in values {
+            self.digest ^= *v;
+            self.digest = self.digest.wrapping_mul(0x0000_0100_0000_01b3);
+            self.digest ^= self.digest >> 29;
+        }
+    }
+
+    pub fn digest(&self) -> u64 {
+        self.digest
+    }
+
+    pub fn line(&self, now: Micros, text: std::fmt::Arguments<'_>) {
+        if self.verbose {
+            // A closed pipe (`| head`) must not turn into a panic report.
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "{:>4}.{:06} {}",
+                now / 1_000_000,
+                now % 1_000_000,
+                text
+            );
+        }
+    }
+}
+
+/// The last eight bytes of a frame (its MAC: a keyed hash of everything before it).
+pub fn frame_fingerprint(frame: &[u8]) -> u64 {
+    let tail = &frame[frame.len().saturating_sub(8)..];
+    let mut b = [0u8; 8];
+    b[..tail.len()].copy_from_slice(tail);
+    u64::from_le_bytes(b) ^ frame.len() as u64
+}
+
+/// A one-line summary of a message.
+pub fn describe(msg: &Message) -> String {
+    match msg {
+        Message::Request { nc, op } => format!("request nc={nc} {}", op_text(op)),
+        Message::ReadOnly { nc, op } => format!("read-only ro={nc} {}", op_text(op)),
+        Message::AuthReq { core, .. } => format!("auth-req c{} nc={}", core.client, core.nc),
+        Message::PrePrepare {
+            view,
+            seq,
+            requests,
+            time,
+            ..
+        } => {
+            let reqs: Vec<String> = requests
+                .iter()
+                .map(|r| format!("c{}/{}", r.core.client, r.core.nc))
+                .collect();
+            format!("pre-prepare v={view} n={seq} t={time} [{}]", reqs.join(" "))
+        }
+        Message::Prepare { view, seq, digest } => format!("prepare v={view} n={seq} {digest:?}"),
+        Message::Commit { view, seq, digest } => format!("commit v={view} n={seq} {digest:?}"),
+        Message::Checkpoint { seq, digest } => format!("checkpoint n={seq} {digest:?}"),
+        Message::ViewChange(vc) => format!(
+            "view-change v={} from o{} stable={} P={} Q={}",
+            vc.vc.new_view,
+            vc.vc.replica,
+            vc.vc.stable_seq,
+            vc.vc.prepared.len(),
+            vc.vc.pre_prepared.len()
+        ),
+        Message::NewView { view, proofs } => format!("new-view v={view} ({} proofs)", proofs.len()),
+        Message::FetchCommitted { from } => format!("fetch-committed from={from}"),
+        Message::Committed { seq, batch } => format!("committed n={seq} {:?}", batch.digest(*seq)),
+        Message::FetchOrderState { seq } => format!("fetch-order-state n={seq}"),
+        Message::OrderState { seq, state } => format!("order-state n={seq} {}B", state.len()),
+        Message::NextBatch { view, seq, batch } => {
+            let reqs: Vec<String> = batch
+                .requests
+                .iter()
+                .map(|r| format!("c{}/{}", r.client, r.nc))
+                .collect();
+            format!(
+                "next-batch v={view} n={seq} t={} [{}]",
+                batch.time,
+                reqs.join(" ")
+            )
+        }
+        Message::Retransmit { client, next_seq } => format!("retransmit c{client} next={next_seq}"),
+        Message::LoadCp { seq, token } => format!("load-cp n={seq} {token:?}"),
+        Message::LastExec { next } => format!("last-exec next={next}"),
+        Message::CpToken { seq, token } => format!("cp-token n={seq} {token:?}"),
+        Message::BatchComplete { seq, executed } => {
+            format!("batch-complete n={seq} ({} executed)", executed.len())
+        }
+        Message::Fetch {
+            seq, client, nc, ..
+        } => format!("fetch n={seq} c{client}/{nc}"),
+        Message::Command {
+            seq, client, nc, ..
+        } => format!("command n={seq} c{client}/{nc}"),
+        Message::Reply { nc, result } => format!("reply nc={nc} {}", result_text(result)),
+        Message::ReadOnlyReply {
+            nc,
+            result,
+            executed,
+        } => {
+            format!(
+                "read-only-reply ro={nc} at={executed} {}",
+                result_text(result)
+            )
+        }
+        Message::Push { event, .. } => format!("push {event}"),
+        Message::FetchExecCp { seq } => format!("fetch-exec-cp n={seq}"),
+        Message::ExecCpState { seq, state } => format!("exec-cp-state n={seq} {}B", state.len()),
+        Message::FetchState { token } => format!("fetch-state {token:?}"),
+        Message::State { token, data } => format!("state {token:?} {}B", data.len()),
+    }
+}
+
+pub fn describe_observation(obs: &Observation) -> String {
+    match obs {
+        Observation::Delivered {
+            seq,
+            digest,
+            agreed_time,
+            requests,
+            null,
+        } => {
+            let reqs: Vec<String> = requests
+                .iter()
+                .map(|(c, nc, _)| format!("c{c}/{nc}"))
+                .collect();
+            let kind = if *null { " null" } else { "" };
+            format!(
+                "delivered n={seq}{kind} {digest:?} t={agreed_time} [{}]",
+                reqs.join(" ")
+            )
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+pub fn op_text(op: &[u8]) -> String {
+    match KvOp::decode(op) {
+        Ok(op) => kv_op_text(&op),
+        Err(_) => format!("<{} bytes>", op.len()),
+    }
+}
+
+/// `set k1=7`, `cas k0 None->"a"`: keys and values as text.
+pub fn kv_op_text(op: &KvOp) -> String {
+    let t = |b: &[u8]| b.escape_ascii().to_string();
+    match op {
+        KvOp::Get { key } => format!("get {}", t(key)),
+        KvOp::Set { key, value, expire } => {
+            let exp = expire.map_or(String::new(), |e| format!(" expire {e}"));
+            format!("set {}={}{exp}", t(key), t(value))
+        }
+        KvOp::Delete { key } => format!("del {}", t(key)),
+        KvOp::CompareAndSet { key, expected, new } => {
+            let exp = expected
+                .as_ref()
+                .map_or("absent".to_string(), |e| format!("\"{}\"", t(e)));
+            format!("cas {} {exp}->\"{}\"", t(key), t(new))
+        }
+        KvOp::Increment { key, delta } => format!("incr {} {delta}", t(key)),
+        KvOp::Keys { prefix } => format!("keys {}*", t(prefix)),
+        KvOp::DbSize => "dbsize".to_string(),
+    }
+}
+
+pub fn result_text(result: &[u8]) -> String {
+    match plumb_kv::KvResult::decode(result) {
+        Ok(r) => format!("{r:?}"),
+        Err(_) => format!("<{} bytes>", result.len()),
+    }
+}

@@ -1,0 +1,170 @@
+//! The clients' workload and what it records for the checkers.
+//!
+//! Each correct client runs a closed loop with random think time: a random `KvOp` on the seed's
+//! few keys, a fifth of the `Get`s on the read-only path. Every operation is recorded with its
+//! invocation and response time (global time) for the linearizability checker. The ordered
+//! requests each client actually sent (read from its frames) are recorded for LS6, and every
+//! operation body seen on the wire is kept by digest so that the agreed sequence can be replayed.
+//!
+//! A Byzantine client issues only non-mutating operations through its (correct) client code, so
+//! the correct clients' histories do not depend on which of its conflicting requests won; its
+//! attacks are the frames the simulator injects (see `World::byzantine_client_tick`).
+
+use crate::config::WorkloadConfig;
+use crate::rng::SimRng;
+use plumb_crypto::Digest;
+use plumb_kv::KvOp;
+use plumb_wire::{Micros, ReqNo};
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(Clone, Debug)]
+pub struct Response {
+    pub at: Micros,
+    /// The ordered request number, or 0 for an unordered read-only answer.
+    pub nc: ReqNo,
+    pub result: Vec<u8>,
+}
+
+#[derive(Clone, Debug)]
+pub struct OpRecord {
+    pub op: KvOp,
+    pub read_only: bool,
+    pub invoke: Micros,
+    pub response: Option<Response>,
+    /// Ordered request numbers the client sent for this operation.
+    pub ncs: Vec<ReqNo>,
+}
+
+#[derive(Default)]
+pub struct ClientLoad {
+    pub correct: bool,
+    pub history: Vec<OpRecord>,
+    /// Index in `history` of the outstanding operation.
+    pub pending: Option<usize>,
+    /// Ordered request numbers the client sent, with the digest of the operation (LS6).
+    pub sent: BTreeMap<ReqNo, Digest>,
+    /// The last ordered request it sent: what a Byzantine client replays with another body.
+    pub last_request: Option<(ReqNo, Vec<u8>)>,
+}
+
+pub struct Workload {
+    cfg: WorkloadConfig,
+    rng: SimRng,
+    pub clients: Vec<ClientLoad>,
+    /// Every operation body seen in a client's request, by digest.
+    pub bodies: HashMap<Digest, Vec<u8>>,
+    /// Correct clients that sent two operations under one request number (CS1).
+    pub reused: Vec<(u32, ReqNo)>,
+}
+
+impl Workload {
+    pub fn new(cfg: WorkloadConfig, rng: SimRng, clients: u32, byzantine: Option<u32>) -> Workload {
+        let clients = (0..clients)
+            .map(|c| ClientLoad {
+                correct: byzantine != Some(c),
+                ..ClientLoad::default()
+            })
+            .collect();
+        Workload {
+            cfg,
+            rng,
+            clients,
+            bodies: HashMap::new(),
+            reused: Vec::new(),
+        }
+    }
+
+    pub fn stop_at(&self) -> Micros {
+        self.cfg.stop_at
+    }
+
+    pub fn think_time(&mut self) -> Micros {
+        self.rng.range(self.cfg.think_min_us, self.cfg.think_max_us)
+    }
+
+    /// The next operation of client `c` and whether it goes read-only.
+    pub fn next_op(&mut self, c: u32) -> (KvOp, bool) {
+        let correct = self.clients.get(c as usize).is_some_and(|l| l.correct);
+        let keys: Vec<&[u8]> = self.cfg.keys.iter().map(|k| k.as_slice()).collect();
+        let rng = &mut self.rng;
+        if !correct {
+            let key = rng.pick(&keys).map(|k| k.to_vec()).unwrap_or_default();
+            return (KvOp::Get { key }, false);
+        }
+        let op = plumb_kv::random_op(&mut || rng.next_u64(), &keys);
+        let read_only = matches!(op, KvOp::Get { .. }) && rng.chance(self.cfg.read_only_gets);
+        (op, read_only)
+    }
+
+    pub fn invoked(&mut self, c: u32, op: KvOp, read_only: bool, now: Micros) {
+        if let Some(load) = self.clients.get_mut(c as usize) {
+            load.pending = Some(load.history.len());
+            load.history.push(OpRecord {
+                op,
+                read_only,
+                invoke: now,
+                response: None,
+                ncs: Vec::new(),
+            });
+        }
+    }
+
+    /// Client `c` delivered a result. `Err` if it had nothing outstanding (a closed-loop client
+    /// completes each operation exactly once).
+    pub fn completed(
+        &mut self,
+        c: u32,
+        nc: ReqNo,
+        result: Vec<u8>,
+        now: Micros,
+    ) -> Result<(), String> {
+        let load = self.clients.get_mut(c as usize).ok_or("no such client")?;
+        let i = load
+            .pending
+            .take()
+            .ok_or_else(|| format!("c{c} completed nc {nc} with nothing outstanding"))?;
+        if let Some(rec) = load.history.get_mut(i) {
+            rec.response = Some(Response {
+                at: now,
+                nc,
+                result,
+            });
+        }
+        Ok(())
+    }
+
+    /// A client sent an ordered request `nc` with body `op`.
+    pub fn sent_request(&mut self, c: u32, nc: ReqNo, op: &[u8]) {
+        let digest = Digest::of(op);
+        self.bodies.entry(digest).or_insert_with(|| op.to_vec());
+        let Some(load) = self.clients.get_mut(c as usize) else {
+            return;
+        };
+        let previous = *load.sent.entry(nc).or_insert(digest);
+        if previous != digest && load.correct {
+            self.reused.push((c, nc));
+        }
+        load.last_request = Some((nc, op.to_vec()));
+        if let Some(rec) = load.pending.and_then(|i| load.history.get_mut(i)) {
+            if !rec.ncs.contains(&nc) {
+                rec.ncs.push(nc);
+            }
+        }
+    }
+
+    /// A body the simulator itself sent on a Byzantine client's behalf.
+    pub fn injected_body(&mut self, op: &[u8]) {
+        self.bodies
+            .entry(Digest::of(op))
+            .or_insert_with(|| op.to_vec());
+    }
+
+    pub fn completed_since(&self, c: u32, t: Micros) -> usize {
+        self.clients.get(c as usize).map_or(0, |l| {
+            l.history
+                .iter()
+                .filter(|r| r.response.as_ref().is_some_and(|x| x.at >= t))
+                .count()
+        })
+    }
+}

@@ -1,0 +1,185 @@
+//! The clients' side of the world: closed-loop operations, completions, and the Byzantine
+//! client's injected attacks.
+
+use super::{Ev, StageBox, World};
+use crate::trace;
+use plumb_kv::KvOp;
+use plumb_wire::{Message, Principal};
+
+impl World {
+    /// A client's think time is over: issue its next operation.
+    pub(super) fn wake(&mut self, i: usize) {
+        if self.now >= self.workload.stop_at() {
+            return;
+        }
+        let Principal::Client(c) = self.nodes[i].p else {
+            return;
+        };
+        let local = self.nodes[i].clock.local(self.now);
+        let (op, read_only) = self.workload.next_op(c);
+        let Some(StageBox::Client(client)) = self.nodes[i].stage.as_mut() else {
+            return;
+        };
+        let mut actions = std::mem::take(&mut self.actions);
+        actions.clear();
+        match client.submit(local, op.encode(), read_only, &mut actions) {
+            Ok(()) => {
+                self.trace.fold(&[self.now, 5, i as u64]);
+                self.trace.line(
+                    self.now,
+                    format_args!(
+                        "c{c} invokes {}{}",
+                        trace::kv_op_text(&op),
+                        if read_only { " (read-only)" } else { "" }
+                    ),
+                );
+                self.workload.invoked(c, op, read_only, self.now);
+                self.carry_out(i, &mut actions);
+            }
+            Err(_) => {
+                let at = self.now + self.workload.think_time();
+                self.push(at, Ev::Wake { node: i });
+            }
+        }
+        self.actions = actions;
+    }
+
+    pub(super) fn complete(&mut self, i: usize, nc: u64, result: Vec<u8>) {
+        let Principal::Client(c) = self.nodes[i].p else {
+            return;
+        };
+        self.stats.completed += 1;
+        self.trace.fold(&[self.now, 6, i as u64, nc]);
+        self.trace.line(
+            self.now,
+            format_args!("c{c} completes nc={nc}: {}", trace::result_text(&result)),
+        );
+        if let Err(e) = self.workload.completed(c, nc, result, self.now) {
+            if self.nodes[i].correct {
+                self.checker.violate("CS2", e);
+            }
+        }
+        let at = self.now + self.workload.think_time();
+        self.push(at, Ev::Wake { node: i });
+    }
+
+    /// The Byzantine client's own attacks, besides its (correct) client code: reuse its last
+    /// request number with another operation, skip request numbers, send a mutating operation
+    /// down the read-only path, and send garbage and badly MACed frames.
+    pub(super) fn byzantine_client_tick(&mut self, i: usize) {
+        if self.now >= self.cfg.heal_at {
+            return;
+        }
+        let Principal::Client(c) = self.nodes[i].p else {
+            return;
+        };
+        let q = self.cfg.protocol.quorums;
+        let key = format!("k{}", self.fault_rng.index(3)).into_bytes();
+        let other = if self.fault_rng.chance(0.5) {
+            KvOp::Get { key }
+        } else {
+            KvOp::DbSize
+        }
+        .encode();
+        let last = self
+            .workload
+            .clients
+            .get(c as usize)
+            .and_then(|l| l.last_request.clone());
+        let mut msgs: Vec<(Principal, Message)> = Vec::new();
+        match self.fault_rng.index(5) {
+            0 => {
+                if let Some((nc, op)) = last {
+                    if op != other {
+                        self.workload.injected_body(&other);
+                        for a in 0..q.auth {
+                            msgs.push((
+                                Principal::Auth(a as u16),
+                                Message::Request {
+                                    nc,
+                                    op: other.clone(),
+                                },
+                            ));
+                        }
+                    }
+                }
+            }
+            1 => {
+                let nc = last.map_or(1, |(nc, _)| nc) + 2;
+                self.workload.injected_body(&other);
+                for a in 0..q.auth {
+                    msgs.push((
+                        Principal::Auth(a as u16),
+                        Message::Request {
+                            nc,
+                            op: other.clone(),
+                        },
+                    ));
+                }
+            }
+            2 => {
+                let write = KvOp::Set {
+                    key: b"k0".to_vec(),
+                    value: b"read-only write".to_vec(),
+                    expire: None,
+                };
+                for e in 0..q.exec {
+                    msgs.push((
+                        Principal::Exec(e as u16),
+                        Message::ReadOnly {
+                            nc: 1 << 40,
+                            op: write.encode(),
+                        },
+                    ));
+                }
+            }
+            3 => self.send_garbage(i, false),
+            _ => self.send_garbage(i, true),
+        }
+        let me = self.nodes[i].p;
+        for (to, msg) in msgs {
+            let frame = self.keys.ring(me).and_then(|r| r.seal(to, &msg));
+            if let (Some(frame), Some(to_index)) = (frame, self.index(to)) {
+                self.trace.line(
+                    self.now,
+                    format_args!("{me} (byzantine) -> {to}: {}", trace::describe(&msg)),
+                );
+                self.transmit(i, to_index, frame);
+            }
+        }
+        let at = self.now + self.fault_rng.range(100_000, 300_000);
+        self.push(at, Ev::ByzantineClientTick { node: i });
+    }
+
+    /// Random bytes, or a well-formed request frame with a broken MAC, to a random replica.
+    fn send_garbage(&mut self, i: usize, bad_mac: bool) {
+        let replicas = self
+            .nodes
+            .iter()
+            .filter(|n| !matches!(n.p, Principal::Client(_)))
+            .count();
+        let to = self.fault_rng.index(replicas);
+        let me = self.nodes[i].p;
+        let frame = if bad_mac {
+            let msg = Message::Request {
+                nc: 1,
+                op: b"garbage".to_vec(),
+            };
+            let Some(mut f) = self
+                .keys
+                .ring(me)
+                .and_then(|r| r.seal(self.nodes[to].p, &msg))
+            else {
+                return;
+            };
+            if let Some(last) = f.last_mut() {
+                *last ^= 0x5a;
+            }
+            f
+        } else {
+            let len = self.fault_rng.index(80);
+            (0..len).map(|_| self.fault_rng.next_u64() as u8).collect()
+        };
+        self.transmit(i, to, frame);
+    }
+}

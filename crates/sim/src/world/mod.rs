@@ -1,0 +1,582 @@
+//! The seeded world: every replica and client of one cluster in one thread, driven by a
+//! deterministic event queue ordered by (simulated time, insertion number).
+//!
+//! Each principal has its stage, its simulated disk, its (drifting) clock, its timer table and
+//! possibly an adversary that rewrites what it sends. The world carries out each stage's
+//! actions in order: sends go to the network, storage writes to the disk's volatile buffer
+//! (`Sync` makes them durable), timers into the queue, observations to the checkers, client
+//! completions to the workload.
+//!
+//! `clients.rs` drives the workload and the Byzantine client; `report.rs` judges the run.
+
+mod clients;
+mod report;
+
+use crate::byzantine::{Adversary, Outgoing};
+use crate::check::Checker;
+use crate::config::SimConfig;
+use crate::disk::Disk;
+use crate::faults::{secs, Clock};
+use crate::keys::{self, KeySet};
+use crate::network::Network;
+use crate::rng::SimRng;
+use crate::trace::{self, Trace};
+use crate::workload::Workload;
+use crate::Stats;
+use plumb_auth::AuthReplica;
+use plumb_client::Client;
+use plumb_config::ProtocolConfig;
+use plumb_core::{Action, Event, Recovered, Stage, StageContext, TimerId};
+use plumb_exec::ExecReplica;
+use plumb_kv::KvStore;
+use plumb_order::OrderReplica;
+use plumb_wire::{Message, Micros, Principal};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::Arc;
+
+/// The stage a principal runs (boxed: the stages differ a lot in size).
+pub enum StageBox {
+    Auth(Box<AuthReplica>),
+    Order(Box<OrderReplica>),
+    Exec(Box<ExecReplica<KvStore>>),
+    Client(Box<Client>),
+}
+
+impl StageBox {
+    fn stage(&mut self) -> &mut dyn Stage {
+        match self {
+            StageBox::Auth(s) => s.as_mut(),
+            StageBox::Order(s) => s.as_mut(),
+            StageBox::Exec(s) => s.as_mut(),
+            StageBox::Client(s) => s.as_mut(),
+        }
+    }
+}
+
+struct Node {
+    p: Principal,
+    stage: Option<StageBox>,
+    disk: Disk,
+    clock: Clock,
+    /// Armed timers: id -> generation of the queue entry that fires it.
+    timers: HashMap<TimerId, u64>,
+    incarnation: u64,
+    adversary: Option<Adversary>,
+    /// Byzantine principals' observations are not evidence of anything.
+    correct: bool,
+    /// Flip a bit on the disk before the next restart.
+    corrupt_on_restart: bool,
+}
+
+enum Ev {
+    Deliver {
+        to: usize,
+        from: usize,
+        frame: Vec<u8>,
+    },
+    Timer {
+        node: usize,
+        id: TimerId,
+        generation: u64,
+    },
+    /// Build the stage from its disk and deliver `Event::Start` (first start or restart).
+    Start {
+        node: usize,
+    },
+    Crash {
+        node: usize,
+        corrupt_disk: bool,
+    },
+    Wake {
+        node: usize,
+    },
+    ByzantineClientTick {
+        node: usize,
+    },
+    PartitionStart(usize),
+    PartitionEnd(usize),
+    Heal,
+}
+
+struct Queued {
+    at: Micros,
+    order: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.order) == (other.at, other.order)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    /// Reversed: the heap pops the earliest (then first inserted) event.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.order).cmp(&(self.at, self.order))
+    }
+}
+
+pub struct World {
+    cfg: SimConfig,
+    keys: Arc<KeySet>,
+    protocol: Arc<ProtocolConfig>,
+    now: Micros,
+    queue: BinaryHeap<Queued>,
+    inserted: u64,
+    nodes: Vec<Node>,
+    net: Network,
+    fault_rng: SimRng,
+    workload: Workload,
+    checker: Checker,
+    trace: Trace,
+    stats: Stats,
+    /// Scratch buffers, reused to avoid allocation per event.
+    actions: Vec<Action>,
+    delays: Vec<Micros>,
+    /// The run hit its event budget: end-of-run checks that assume a finished run are skipped.
+    stormed: bool,
+    max_events: u64,
+}
+
+/// Events sampled to name the traffic of a storm.
+const STORM_SAMPLE: usize = 20_000;
+
+impl World {
+    pub fn new(cfg: SimConfig, verbose: bool, max_events: u64) -> World {
+        let q = cfg.protocol.quorums;
+        let keys = keys::key_set(&q);
+        let mut principals = keys::principals(&q);
+        principals.retain(|p| !matches!(p, Principal::Client(c) if *c >= cfg.clients));
+        let nodes = principals
+            .iter()
+            .map(|&p| {
+                let behaviour = cfg.plan.byzantine.get(&p).copied();
+                let adversary = behaviour.map(|b| {
+                    Adversary::new(
+                        b,
+                        cfg.plan.byzantine_rate,
+                        cfg.protocol.quorums.order_medium(),
+                        SimRng::new(cfg.seed, &format!("byzantine {p}")),
+                    )
+                });
+                Node {
+                    p,
+                    stage: None,
+                    disk: Disk::default(),
+                    clock: cfg.plan.clocks.get(&p).copied().unwrap_or_default(),
+                    timers: HashMap::new(),
+                    incarnation: 0,
+                    adversary,
+                    correct: !cfg.plan.is_byzantine(p),
+                    corrupt_on_restart: false,
+                }
+            })
+            .collect();
+        let net = Network::new(cfg.net.clone(), SimRng::new(cfg.seed, "network"));
+        let workload = Workload::new(
+            cfg.workload.clone(),
+            SimRng::new(cfg.seed, "workload"),
+            cfg.clients,
+            cfg.plan.byzantine_client,
+        );
+        let mut world = World {
+            protocol: Arc::new(cfg.protocol.clone()),
+            keys,
+            now: 0,
+            queue: BinaryHeap::new(),
+            inserted: 0,
+            nodes,
+            net,
+            fault_rng: SimRng::new(cfg.seed, "faults"),
+            workload,
+            checker: Checker::default(),
+            trace: Trace::new(verbose),
+            stats: Stats::default(),
+            actions: Vec::new(),
+            delays: Vec::new(),
+            stormed: false,
+            max_events,
+            cfg,
+        };
+        world.schedule_everything();
+        world
+    }
+
+    /// Dense index of a principal of this cluster.
+    fn index(&self, p: Principal) -> Option<usize> {
+        let q = &self.cfg.protocol.quorums;
+        let (base, i, len) = match p {
+            Principal::Auth(i) => (0, i as usize, q.auth),
+            Principal::Order(i) => (q.auth, i as usize, q.order),
+            Principal::Exec(i) => (q.auth + q.order, i as usize, q.exec),
+            Principal::Client(c) => (
+                q.auth + q.order + q.exec,
+                c as usize,
+                self.cfg.clients as usize,
+            ),
+        };
+        (i < len).then_some(base + i)
+    }
+
+    fn push(&mut self, at: Micros, ev: Ev) {
+        self.inserted += 1;
+        self.queue.push(Queued {
+            at,
+            order: self.inserted,
+            ev,
+        });
+    }
+
+    fn schedule_everything(&mut self) {
+        for node in 0..self.nodes.len() {
+            let at = self.fault_rng.range(0, 5_000);
+            self.push(at, Ev::Start { node });
+        }
+        let crashes = self.cfg.plan.crashes.clone();
+        for c in crashes {
+            let Some(node) = self.index(c.node) else {
+                continue;
+            };
+            self.push(
+                c.at,
+                Ev::Crash {
+                    node,
+                    corrupt_disk: c.corrupt_disk,
+                },
+            );
+            if let Some(t) = c.restart_at {
+                self.push(t, Ev::Start { node });
+            }
+        }
+        let partitions = self.cfg.plan.partitions.clone();
+        for (i, p) in partitions.iter().enumerate() {
+            self.push(p.from, Ev::PartitionStart(i));
+            self.push(p.until, Ev::PartitionEnd(i));
+        }
+        self.push(self.cfg.heal_at, Ev::Heal);
+        if let Some(c) = self.cfg.plan.byzantine_client {
+            if let Some(node) = self.index(Principal::Client(c)) {
+                self.push(200_000, Ev::ByzantineClientTick { node });
+            }
+        }
+    }
+
+    /// Run to the end of the liveness window, or until the event budget runs out.
+    pub fn run(&mut self) {
+        while let Some(next) = self.queue.pop() {
+            if next.at > self.cfg.end_at {
+                break;
+            }
+            self.now = next.at;
+            self.stats.events += 1;
+            if self.stats.events == self.max_events {
+                self.sample_storm();
+                return;
+            }
+            self.dispatch(next.ev);
+        }
+        self.now = self.cfg.end_at;
+    }
+
+    /// The run exceeded its event budget: a message storm (or a timer loop). Sample the next
+    /// events to name the traffic, and stop: the seed is reported, not run to its end.
+    fn sample_storm(&mut self) {
+        let mut tally: BTreeMap<(Principal, &'static str), u64> = BTreeMap::new();
+        for _ in 0..STORM_SAMPLE {
+            let Some(next) = self.queue.pop() else { break };
+            self.now = next.at;
+            if let Ev::Deliver { to, from, frame } = &next.ev {
+                let kind = match self.keys.ring(self.nodes[*to].p).map(|r| r.open(frame)) {
+                    Some(Ok((_, msg))) => msg.kind(),
+                    _ => "garbage",
+                };
+                *tally.entry((self.nodes[*from].p, kind)).or_insert(0) += 1;
+            }
+            self.dispatch(next.ev);
+        }
+        let mut top: Vec<((Principal, &'static str), u64)> = tally.into_iter().collect();
+        top.sort_by_key(|t| std::cmp::Reverse(t.1));
+        let named: Vec<String> = top
+            .iter()
+            .take(4)
+            .map(|((p, k), n)| format!("{n} {k} from {p}"))
+            .collect();
+        let detail = format!(
+            "{} events by {} (simulated), run stopped; of the next {STORM_SAMPLE}: {}",
+            self.max_events,
+            secs(self.now),
+            named.join(", ")
+        );
+        self.checker.violate("message-storm", detail);
+        self.stormed = true;
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::Deliver { to, from, frame } => self.deliver(to, from, frame),
+            Ev::Timer {
+                node,
+                id,
+                generation,
+            } => {
+                if self.nodes[node].timers.get(&id) == Some(&generation) {
+                    self.nodes[node].timers.remove(&id);
+                    self.trace.fold(&[self.now, 2, node as u64, id.0 as u64]);
+                    self.step(node, Event::Timer(id));
+                }
+            }
+            Ev::Start { node } => self.start(node),
+            Ev::Crash { node, corrupt_disk } => self.crash(node, corrupt_disk),
+            Ev::Wake { node } => self.wake(node),
+            Ev::ByzantineClientTick { node } => self.byzantine_client_tick(node),
+            Ev::PartitionStart(i) => {
+                let side = self.partition_side(i);
+                self.trace
+                    .line(self.now, format_args!("partition {i} starts"));
+                self.net.start_partition(i, side);
+            }
+            Ev::PartitionEnd(i) => {
+                self.trace
+                    .line(self.now, format_args!("partition {i} heals"));
+                self.net.end_partition(i);
+            }
+            Ev::Heal => {
+                self.trace.line(self.now, format_args!("faults stop"));
+                self.net.heal();
+            }
+        }
+    }
+
+    fn partition_side(&self, i: usize) -> Vec<bool> {
+        let side = &self.cfg.plan.partitions[i].side;
+        self.nodes.iter().map(|n| side.contains(&n.p)).collect()
+    }
+
+    fn deliver(&mut self, to: usize, from: usize, frame: Vec<u8>) {
+        if self.nodes[to].stage.is_none() {
+            self.stats.dropped_at_down_node += 1;
+            return;
+        }
+        self.stats.delivered += 1;
+        self.trace.fold(&[
+            self.now,
+            1,
+            to as u64,
+            from as u64,
+            trace::frame_fingerprint(&frame),
+        ]);
+        if self.trace.verbose {
+            let text = self.describe_frame(to, &frame);
+            self.trace.line(
+                self.now,
+                format_args!("{} <- {}: {text}", self.nodes[to].p, self.nodes[from].p),
+            );
+        }
+        self.step(to, Event::Receive(frame));
+    }
+
+    fn describe_frame(&self, to: usize, frame: &[u8]) -> String {
+        match self.keys.ring(self.nodes[to].p).map(|r| r.open(frame)) {
+            Some(Ok((_, msg))) => trace::describe(&msg),
+            Some(Err(e)) => format!("<{}>", e.reason()),
+            None => "<no key>".to_string(),
+        }
+    }
+
+    /// Hand `event` to node `i`'s stage at its local time and carry out what it asks for.
+    fn step(&mut self, i: usize, event: Event) {
+        let local = self.nodes[i].clock.local(self.now);
+        let mut actions = std::mem::take(&mut self.actions);
+        actions.clear();
+        let Some(stage) = self.nodes[i].stage.as_mut() else {
+            self.actions = actions;
+            return;
+        };
+        stage.stage().handle(local, event, &mut actions);
+        self.carry_out(i, &mut actions);
+        self.actions = actions;
+    }
+
+    fn carry_out(&mut self, i: usize, actions: &mut Vec<Action>) {
+        for action in actions.drain(..) {
+            match action {
+                Action::Send { to, frame } => self.send(i, to, frame),
+                Action::SetTimer { id, after } => {
+                    self.inserted += 1;
+                    let generation = self.inserted;
+                    self.nodes[i].timers.insert(id, generation);
+                    let at = self.now + self.nodes[i].clock.to_global(after);
+                    self.push(
+                        at,
+                        Ev::Timer {
+                            node: i,
+                            id,
+                            generation,
+                        },
+                    );
+                }
+                Action::CancelTimer { id } => {
+                    self.nodes[i].timers.remove(&id);
+                }
+                Action::Store(op) => self.nodes[i].disk.apply(op),
+                Action::Observe(obs) => {
+                    let p = self.nodes[i].p;
+                    if self.trace.verbose {
+                        self.trace.line(
+                            self.now,
+                            format_args!("{p} {}", trace::describe_observation(&obs)),
+                        );
+                    }
+                    if self.nodes[i].correct {
+                        self.checker.observe(self.now, p, &obs);
+                    }
+                }
+                Action::Complete { nc, result } => self.complete(i, nc, result),
+                Action::Pushed { .. } => self.stats.pushes += 1,
+            }
+        }
+    }
+
+    fn send(&mut self, from: usize, to: Principal, frame: Vec<u8>) {
+        self.stats.sent += 1;
+        let Some(to_index) = self.index(to) else {
+            self.stats.sent_to_nobody += 1;
+            return;
+        };
+        let sender = self.nodes[from].p;
+        if let Principal::Client(c) = sender {
+            self.record_client_frame(c, to, &frame);
+        }
+        let frame = match self.nodes[from].adversary.as_mut() {
+            None => frame,
+            Some(adv) => match adv.outgoing(&self.keys, sender, to, frame) {
+                Outgoing::Drop => return,
+                Outgoing::Keep(f) => f,
+                Outgoing::Replace(f) => {
+                    self.stats.byzantine_lies += 1;
+                    f
+                }
+            },
+        };
+        self.transmit(from, to_index, frame);
+    }
+
+    /// Put `frame` on the network from node `from` to node `to`.
+    fn transmit(&mut self, from: usize, to: usize, frame: Vec<u8>) {
+        let mut delays = std::mem::take(&mut self.delays);
+        self.net.deliveries(from, to, &mut delays);
+        if delays.is_empty() {
+            self.stats.lost += 1;
+        }
+        if let Some((&last, rest)) = delays.split_last() {
+            for &d in rest {
+                self.push(
+                    self.now + d,
+                    Ev::Deliver {
+                        to,
+                        from,
+                        frame: frame.clone(),
+                    },
+                );
+            }
+            self.push(self.now + last, Ev::Deliver { to, from, frame });
+        }
+        self.delays = delays;
+    }
+
+    /// LS6 needs what each client actually asked for: read its ordered requests off the wire.
+    fn record_client_frame(&mut self, c: u32, to: Principal, frame: &[u8]) {
+        let Some(ring) = self.keys.ring(to) else {
+            return;
+        };
+        if let Ok((_, Message::Request { nc, op })) = ring.open(frame) {
+            self.workload.sent_request(c, nc, &op);
+        }
+    }
+
+    fn build(&self, p: Principal, recovered: Recovered, incarnation: u64) -> Option<StageBox> {
+        let keys = self.keys.ring(p)?.clone();
+        let seed = plumb_crypto::Digest::of_parts(&[
+            b"stage seed",
+            &self.cfg.seed.to_le_bytes(),
+            &p.label().to_le_bytes(),
+            &incarnation.to_le_bytes(),
+        ]);
+        let seed = u64::from_le_bytes(*seed.0.first_chunk::<8>()?);
+        let ctx = StageContext {
+            config: self.protocol.clone(),
+            keys,
+            seed,
+        };
+        Some(match p {
+            Principal::Auth(_) => StageBox::Auth(Box::new(AuthReplica::new(ctx, recovered))),
+            Principal::Order(_) => StageBox::Order(Box::new(OrderReplica::new(ctx, recovered))),
+            Principal::Exec(_) => {
+                StageBox::Exec(Box::new(ExecReplica::new(ctx, KvStore::new(), recovered)))
+            }
+            Principal::Client(_) => StageBox::Client(Box::new(Client::new(ctx, recovered))),
+        })
+    }
+
+    fn start(&mut self, i: usize) {
+        if self.nodes[i].stage.is_some() {
+            return;
+        }
+        let p = self.nodes[i].p;
+        if std::mem::take(&mut self.nodes[i].corrupt_on_restart) {
+            if let Some(key) = self.nodes[i].disk.flip_bit(&mut self.fault_rng) {
+                self.trace
+                    .line(self.now, format_args!("{p}: bit flipped in record {key}"));
+            }
+        }
+        let recovered = self.nodes[i].disk.recover();
+        let incarnation = self.nodes[i].incarnation;
+        self.trace.fold(&[
+            self.now,
+            3,
+            i as u64,
+            recovered.records.len() as u64,
+            recovered.corrupt.len() as u64,
+        ]);
+        self.trace.line(
+            self.now,
+            format_args!(
+                "{p} starts (incarnation {incarnation}, {} records, {} corrupt)",
+                recovered.records.len(),
+                recovered.corrupt.len()
+            ),
+        );
+        self.nodes[i].stage = self.build(p, recovered, incarnation);
+        if matches!(p, Principal::Exec(_)) && self.nodes[i].correct {
+            self.checker.exec_started(p);
+        }
+        self.step(i, Event::Start);
+        if matches!(p, Principal::Client(_)) && incarnation == 0 {
+            let at = self.now + self.workload.think_time();
+            self.push(at, Ev::Wake { node: i });
+        }
+    }
+
+    fn crash(&mut self, i: usize, corrupt_disk: bool) {
+        if self.nodes[i].stage.is_none() {
+            return;
+        }
+        self.stats.crashes += 1;
+        let node = &mut self.nodes[i];
+        node.stage = None;
+        node.timers.clear();
+        node.incarnation += 1;
+        node.disk.crash(&mut self.fault_rng);
+        node.corrupt_on_restart = corrupt_disk;
+        self.trace.fold(&[self.now, 4, i as u64]);
+        self.trace
+            .line(self.now, format_args!("{} crashes", self.nodes[i].p));
+    }
+}

@@ -1,0 +1,141 @@
+//! The end of a run: the end-of-run checks, and the report.
+
+use super::{StageBox, World};
+use crate::check::{self, ClientEnd, ExecEnd};
+use crate::faults::secs;
+use crate::SeedReport;
+use plumb_app::Application;
+use plumb_wire::Principal;
+
+impl World {
+    /// Judge the run: the end-of-run checks and the report.
+    pub fn finish(mut self, u: u16, r: u16) -> SeedReport {
+        let execs = self.exec_ends();
+        let clients = self.client_ends();
+        check::check_sequence(&mut self.checker, &self.workload);
+        check::check_replies(&mut self.checker, &self.workload, &execs);
+        check::check_linearizability(&mut self.checker, &self.workload);
+        let liveness_checked = self.cfg.plan.liveness && !self.stormed;
+        if liveness_checked {
+            check::check_liveness(
+                &mut self.checker,
+                &self.workload,
+                &clients,
+                self.cfg.heal_at,
+                self.cfg.end_at,
+            );
+        }
+        if self
+            .checker
+            .violations()
+            .iter()
+            .any(|v| v.property.starts_with("LL"))
+        {
+            let text = self.progress_report();
+            self.checker.warn(text);
+        }
+        self.stats.agreed_batches = self.checker.agreed.len() as u64;
+        self.stats.sim_end = self.now;
+        let trace_digest = self.trace.digest();
+        let (violations, suppressed, warnings) = self.checker.into_violations();
+        SeedReport {
+            seed: self.cfg.seed,
+            u,
+            r,
+            liveness_checked,
+            violations,
+            suppressed_violations: suppressed,
+            warnings,
+            stats: self.stats,
+            trace_digest,
+        }
+    }
+
+    fn exec_ends(&self) -> Vec<ExecEnd> {
+        self.nodes
+            .iter()
+            .filter(|n| n.correct)
+            .filter_map(|n| match &n.stage {
+                Some(StageBox::Exec(e)) => Some(ExecEnd {
+                    p: n.p,
+                    executed: e.next_seq().saturating_sub(1),
+                    state: e.app().state_digest(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn client_ends(&self) -> Vec<ClientEnd> {
+        self.nodes
+            .iter()
+            .filter_map(|n| match (&n.stage, n.p) {
+                (Some(StageBox::Client(cl)), Principal::Client(id)) => Some(ClientEnd {
+                    id,
+                    outstanding: cl.outstanding(),
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Where every replica stands at the end: the first thing to look at when a run stalls.
+    fn progress_report(&self) -> String {
+        let mut parts = Vec::new();
+        match self.checker.agreed.iter().next_back() {
+            Some((seq, b)) => parts.push(format!(
+                "last agreed batch {seq} (first delivered at {})",
+                secs(b.at)
+            )),
+            None => parts.push("no batch agreed".to_string()),
+        }
+        for n in &self.nodes {
+            let tag = if n.correct { "" } else { " (byzantine)" };
+            let state = match &n.stage {
+                None => "down".to_string(),
+                Some(StageBox::Order(o)) => format!(
+                    "view {}{} committed {} stable {}",
+                    o.view(),
+                    if o.is_view_active() {
+                        ""
+                    } else {
+                        " (changing)"
+                    },
+                    o.last_committed(),
+                    o.stable_checkpoint()
+                ),
+                Some(StageBox::Exec(e)) => format!("next {}", e.next_seq()),
+                Some(StageBox::Auth(a)) => format!("{} pending", a.pending_count()),
+                Some(StageBox::Client(_)) => continue,
+            };
+            parts.push(format!("{}{tag}: {state}", n.p));
+        }
+        for (c, load) in self.workload.clients.iter().enumerate() {
+            let Some(nc) = load
+                .pending
+                .and_then(|i| load.history.get(i))
+                .and_then(|r| r.ncs.last())
+            else {
+                continue;
+            };
+            let auths: Vec<String> = self
+                .nodes
+                .iter()
+                .filter_map(|n| match &n.stage {
+                    Some(StageBox::Auth(a)) => Some(format!(
+                        "{} {}",
+                        n.p,
+                        a.last_sent_nc(c as u32)
+                            .map_or("-".to_string(), |x| x.to_string())
+                    )),
+                    _ => None,
+                })
+                .collect();
+            parts.push(format!(
+                "c{c} waits for request {nc}, auth last sent: {}",
+                auths.join(", ")
+            ));
+        }
+        format!("progress at end: {}", parts.join("; "))
+    }
+}
