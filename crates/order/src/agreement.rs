@@ -164,13 +164,7 @@ impl OrderReplica {
                 if rows.len() < self.q.auth_gather() {
                     continue;
                 }
-                let matrix = rows
-                    .iter()
-                    .map(|(a, macs)| plumb_wire::MatrixRow {
-                        auth: *a,
-                        macs: macs.clone(),
-                    })
-                    .collect();
+                let matrix = matrix_of(rows);
                 ready.push((
                     entry.pending_since.unwrap_or(0),
                     *c,
@@ -566,13 +560,7 @@ impl OrderReplica {
         for core in &b.requests {
             let entry = self.requests.get(&core.client)?;
             let (_, rows) = entry.by_id.get(&core.id_digest())?;
-            let matrix = rows
-                .iter()
-                .map(|(a, macs)| plumb_wire::MatrixRow {
-                    auth: *a,
-                    macs: macs.clone(),
-                })
-                .collect();
+            let matrix = matrix_of(rows);
             v.push(SignedRequest {
                 core: core.clone(),
                 matrix,
@@ -580,6 +568,16 @@ impl OrderReplica {
         }
         Some(v)
     }
+}
+
+/// The matrix signature of a request: one row per auth replica that vouched for it.
+fn matrix_of(rows: &BTreeMap<u16, Vec<Mac>>) -> Vec<plumb_wire::MatrixRow> {
+    rows.iter()
+        .map(|(a, macs)| plumb_wire::MatrixRow {
+            auth: *a,
+            macs: macs.clone(),
+        })
+        .collect()
 }
 
 #[cfg(feature = "sabotage")]

@@ -244,16 +244,8 @@ impl OrderReplica {
         }
         // Join: r+1 replicas want a view above ours (one of them correct), or u+1 do (ours can
         // no longer gather n-u votes).
-        let mut higher: Vec<View> = self
-            .view_changes
-            .values()
-            .map(|s| s.vc.new_view)
-            .filter(|x| *x > self.view)
-            .collect();
-        let join = self.q.view_change_join();
-        if higher.len() >= join {
-            higher.sort_unstable();
-            let target = higher[higher.len() - join];
+        let wanted: Vec<View> = self.view_changes.values().map(|s| s.vc.new_view).collect();
+        if let Some(target) = self.join_target(wanted) {
             self.start_view_change(now, target, out);
         }
         self.note_view_change_quorum(now);
@@ -276,18 +268,21 @@ impl OrderReplica {
         }
         let e = self.peer_views.entry(j).or_insert(0);
         *e = (*e).max(view);
-        let mut higher: Vec<View> = self
-            .peer_views
-            .values()
-            .copied()
-            .filter(|v| *v > self.view)
-            .collect();
-        let join = self.q.view_change_join();
-        if higher.len() >= join {
-            higher.sort_unstable();
-            let target = higher[higher.len() - join];
+        let seen: Vec<View> = self.peer_views.values().copied().collect();
+        if let Some(target) = self.join_target(seen) {
             self.start_view_change(now, target, out);
         }
+    }
+
+    /// The highest view that `min(u,r)+1` peers want or work in above ours, if any.
+    fn join_target(&self, mut views: Vec<View>) -> Option<View> {
+        views.retain(|v| *v > self.view);
+        let join = self.q.view_change_join();
+        if views.len() < join {
+            return None;
+        }
+        views.sort_unstable();
+        Some(views[views.len() - join])
     }
 
     /// A peer is still changing to a view we have already entered: hand it our NEW-VIEW.
