@@ -1,0 +1,300 @@
+//! The TOML layout of a cluster file and its validation.
+
+use crate::keys::public_from_hex;
+use crate::{Cluster, ClusterError, Gateway, Node};
+use plumb_config::{Faults, ProtocolConfig, Quorums};
+use plumb_crypto::PublicIdentity;
+use plumb_wire::Principal;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::Path;
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterFile {
+    /// Failures of any kind tolerated while the service stays up.
+    pub u: u16,
+    /// Commission failures tolerated while every answer stays right.
+    pub r: u16,
+    #[serde(default)]
+    pub protocol: ProtocolOverrides,
+    #[serde(rename = "node", default)]
+    pub nodes: Vec<NodeEntry>,
+    #[serde(rename = "client", default)]
+    pub clients: Vec<ClientEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewayEntry>,
+    /// Client identities for command-line tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cli_clients: Option<ClientRange>,
+}
+
+/// Protocol parameters; each one left out keeps its default.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolOverrides {
+    pub checkpoint_interval: Option<u64>,
+    pub batch_max: Option<usize>,
+    pub batch_timeout_us: Option<u64>,
+    pub inline_max_bytes: Option<usize>,
+    pub client_retry_us: Option<u64>,
+    pub client_retry_max_us: Option<u64>,
+    pub view_change_timeout_us: Option<u64>,
+    pub auth_resend_us: Option<u64>,
+    pub catch_up_us: Option<u64>,
+    pub max_clock_lead_us: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RoleName {
+    Auth,
+    Order,
+    Exec,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeEntry {
+    pub id: u16,
+    /// `host:port` peers and clients connect to.
+    pub address: String,
+    /// `host:port` of the admin HTTP endpoint.
+    pub admin: String,
+    pub roles: Vec<RoleName>,
+    /// Public key of each role principal, 128 hex digits, as `plumb init` writes them.
+    pub keys: RoleKeys,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleKeys {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientEntry {
+    pub id: u32,
+    pub key: String,
+}
+
+/// An inclusive range of client ids.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientRange {
+    pub first: u32,
+    pub last: u32,
+}
+
+impl ClientRange {
+    pub fn ids(&self) -> Vec<u32> {
+        (self.first..=self.last).collect()
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayEntry {
+    /// `host:port` where Redis clients connect.
+    pub resp: String,
+    /// `host:port` of the gateway's admin HTTP endpoint.
+    pub admin: String,
+    /// Client identities of the gateway's pool.
+    pub clients: ClientRange,
+    #[serde(default)]
+    pub fast_reads: bool,
+}
+
+fn address(path: &Path, field: &str, text: &str) -> Result<SocketAddr, ClusterError> {
+    text.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            ClusterError::new(
+                path,
+                format!("{field}: {text:?} is not a host:port address"),
+            )
+        })
+}
+
+fn protocol(
+    path: &Path,
+    q: Quorums,
+    o: &ProtocolOverrides,
+) -> Result<ProtocolConfig, ClusterError> {
+    let mut p = ProtocolConfig::new(q);
+    macro_rules! take {
+        ($($f:ident),*) => { $( if let Some(v) = o.$f { p.$f = v; } )* };
+    }
+    take!(
+        checkpoint_interval,
+        batch_max,
+        batch_timeout_us,
+        inline_max_bytes,
+        client_retry_us,
+        client_retry_max_us,
+        view_change_timeout_us,
+        auth_resend_us,
+        catch_up_us,
+        max_clock_lead_us
+    );
+    p.validate()
+        .map_err(|e| ClusterError::new(path, format!("[protocol] {e}")))?;
+    Ok(p)
+}
+
+pub(crate) fn validate(path: &Path, file: ClusterFile) -> Result<Cluster, ClusterError> {
+    let faults = Faults::new(file.u, file.r);
+    if file.nodes.is_empty() {
+        return Err(ClusterError::new(path, "no [[node]] entries"));
+    }
+    let mut ids = BTreeSet::new();
+    let mut addresses = HashMap::new();
+    let mut counts = [0u16; 3];
+    let mut nodes = Vec::new();
+    let mut directory: HashMap<Principal, PublicIdentity> = HashMap::new();
+    for entry in &file.nodes {
+        let id = entry.id;
+        if !ids.insert(id) {
+            return Err(ClusterError::new(
+                path,
+                format!("node {id} is listed twice"),
+            ));
+        }
+        let field = |f: &str| format!("node {id}: field `{f}`");
+        let addr = address(path, &field("address"), &entry.address)?;
+        let admin = address(path, &field("admin"), &entry.admin)?;
+        for (what, a) in [("address", addr), ("admin", admin)] {
+            if let Some(other) = addresses.insert(a, format!("node {id} {what}")) {
+                return Err(ClusterError::new(
+                    path,
+                    format!("node {id}: {what} {a} is also used as {other}"),
+                ));
+            }
+        }
+        if entry.roles.is_empty() {
+            return Err(ClusterError::new(
+                path,
+                format!(
+                    "{}: a node needs at least one role (auth, order, exec)",
+                    field("roles")
+                ),
+            ));
+        }
+        let roles: BTreeSet<RoleName> = entry.roles.iter().copied().collect();
+        let mut principals = Vec::new();
+        for role in roles {
+            let (slot, key, p) = match role {
+                RoleName::Auth => (0, &entry.keys.auth, Principal::Auth(counts[0])),
+                RoleName::Order => (1, &entry.keys.order, Principal::Order(counts[1])),
+                RoleName::Exec => (2, &entry.keys.exec, Principal::Exec(counts[2])),
+            };
+            counts[slot] += 1;
+            let name = format!("keys.{}", format!("{role:?}").to_lowercase());
+            let key = key.as_deref().ok_or_else(|| {
+                ClusterError::new(
+                    path,
+                    format!(
+                        "{}: missing; the node has this role, so it needs its public key",
+                        field(&name)
+                    ),
+                )
+            })?;
+            let public = public_from_hex(key).ok_or_else(|| {
+                ClusterError::new(
+                    path,
+                    format!("{}: not a 128-hex-digit public key", field(&name)),
+                )
+            })?;
+            directory.insert(p, public);
+            principals.push(p);
+        }
+        nodes.push(Node {
+            id,
+            address: addr,
+            admin,
+            principals,
+        });
+    }
+    let q = Quorums::new(
+        faults,
+        counts[0] as usize,
+        counts[1] as usize,
+        counts[2] as usize,
+    )
+    .map_err(|e| ClusterError::new(path, e.to_string()))?;
+    let protocol = protocol(path, q, &file.protocol)?;
+    let mut client_ids = BTreeSet::new();
+    for c in &file.clients {
+        if !client_ids.insert(c.id) {
+            return Err(ClusterError::new(
+                path,
+                format!("client {} is listed twice", c.id),
+            ));
+        }
+        let public = public_from_hex(&c.key).ok_or_else(|| {
+            ClusterError::new(
+                path,
+                format!(
+                    "client {}: field `key`: not a 128-hex-digit public key",
+                    c.id
+                ),
+            )
+        })?;
+        directory.insert(Principal::Client(c.id), public);
+    }
+    let listed = |range: &ClientRange, what: &str| -> Result<Vec<u32>, ClusterError> {
+        if range.first > range.last {
+            return Err(ClusterError::new(path, format!("{what}: first > last")));
+        }
+        let ids = range.ids();
+        if let Some(missing) = ids.iter().find(|c| !client_ids.contains(c)) {
+            return Err(ClusterError::new(
+                path,
+                format!("{what}: client {missing} has no [[client]] entry with its public key"),
+            ));
+        }
+        Ok(ids)
+    };
+    let gateway = match &file.gateway {
+        None => None,
+        Some(g) => {
+            let resp = address(path, "gateway: field `resp`", &g.resp)?;
+            let admin = address(path, "gateway: field `admin`", &g.admin)?;
+            for (what, a) in [("resp", resp), ("admin", admin)] {
+                if let Some(other) = addresses.insert(a, format!("gateway {what}")) {
+                    return Err(ClusterError::new(
+                        path,
+                        format!("gateway: {what} {a} is also used as {other}"),
+                    ));
+                }
+            }
+            Some(Gateway {
+                resp,
+                admin,
+                clients: listed(&g.clients, "gateway: field `clients`")?,
+                fast_reads: g.fast_reads,
+            })
+        }
+    };
+    let cli_clients = match &file.cli_clients {
+        Some(r) => listed(r, "field `cli_clients`")?,
+        None => Vec::new(),
+    };
+    Ok(Cluster {
+        path: path.to_path_buf(),
+        protocol: Arc::new(protocol),
+        nodes,
+        directory: Arc::new(directory),
+        gateway,
+        cli_clients,
+    })
+}

@@ -1,0 +1,198 @@
+//! `plumb init`: write a cluster configuration and every key file.
+
+use crate::file::{ClientEntry, ClientRange, ClusterFile, GatewayEntry, NodeEntry, RoleKeys};
+use crate::keys::{identity_for, public_to_hex, write_secret};
+use crate::{Cluster, ClusterError, RoleName};
+use plumb_config::Faults;
+use plumb_wire::Principal;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug)]
+pub struct InitOptions {
+    pub u: u16,
+    pub r: u16,
+    /// One host name or address per node; empty means every node on 127.0.0.1.
+    pub hosts: Vec<String>,
+    /// Node `i` listens on `base_port + 2i` and serves admin HTTP on `base_port + 2i + 1`;
+    /// the gateway's admin endpoint takes the next port after the nodes'.
+    pub base_port: u16,
+    /// Host and port where the gateway serves Redis clients.
+    pub gateway_host: String,
+    pub resp_port: u16,
+    pub gateway_clients: u32,
+    pub cli_clients: u32,
+}
+
+impl Default for InitOptions {
+    fn default() -> InitOptions {
+        InitOptions {
+            u: 1,
+            r: 1,
+            hosts: Vec::new(),
+            base_port: 7400,
+            gateway_host: "127.0.0.1".to_string(),
+            resp_port: 7379,
+            gateway_clients: 32,
+            cli_clients: 8,
+        }
+    }
+}
+
+/// Write `dir/cluster.toml` and `dir/keys/*.key`. Refuses to overwrite an existing
+/// configuration (its keys would no longer match the running nodes').
+pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
+    let path = dir.join("cluster.toml");
+    if path.exists() {
+        return Err(ClusterError::new(
+            &path,
+            "a cluster configuration already exists here; use another directory or remove it",
+        ));
+    }
+    let faults = Faults::new(o.u, o.r);
+    let (auth, order, exec) = (faults.min_auth(), faults.min_order(), faults.min_exec());
+    let needed = auth.max(order).max(exec);
+    let hosts: Vec<String> = if o.hosts.is_empty() {
+        vec!["127.0.0.1".to_string(); needed]
+    } else if o.hosts.len() == needed {
+        o.hosts.clone()
+    } else {
+        return Err(ClusterError::new(
+            &path,
+            format!(
+                "u={}, r={} needs {needed} nodes ({auth} authentication, {order} order, {exec} execution replicas, co-located); {} hosts were given",
+                o.u,
+                o.r,
+                o.hosts.len()
+            ),
+        ));
+    };
+    let port = |k: usize| -> Result<u16, ClusterError> {
+        u16::try_from(o.base_port as usize + k)
+            .map_err(|_| ClusterError::new(&path, "base port too high: ports run past 65535"))
+    };
+    let keys = dir.join("keys");
+    let mut nodes = Vec::new();
+    let mut rank = [0u16; 3];
+    for (i, host) in hosts.iter().enumerate() {
+        let id = i as u16;
+        let secret = write_secret(&keys.join(format!("node-{id}.key")))?;
+        let mut roles = Vec::new();
+        let mut role_keys = RoleKeys::default();
+        let mut public = |slot: usize, p: fn(u16) -> Principal| {
+            let principal = p(rank[slot]);
+            rank[slot] += 1;
+            Some(public_to_hex(&identity_for(&secret, principal).public()))
+        };
+        if i < auth {
+            roles.push(RoleName::Auth);
+            role_keys.auth = public(0, Principal::Auth);
+        }
+        if i < order {
+            roles.push(RoleName::Order);
+            role_keys.order = public(1, Principal::Order);
+        }
+        if i < exec {
+            roles.push(RoleName::Exec);
+            role_keys.exec = public(2, Principal::Exec);
+        }
+        nodes.push(NodeEntry {
+            id,
+            address: format!("{host}:{}", port(2 * i)?),
+            admin: format!("{host}:{}", port(2 * i + 1)?),
+            roles,
+            keys: role_keys,
+        });
+    }
+    let total = o.gateway_clients + o.cli_clients;
+    let mut clients = Vec::new();
+    for c in 0..total {
+        let secret = write_secret(&keys.join(format!("client-{c}.key")))?;
+        clients.push(ClientEntry {
+            id: c,
+            key: public_to_hex(&identity_for(&secret, Principal::Client(c)).public()),
+        });
+    }
+    let file = ClusterFile {
+        u: o.u,
+        r: o.r,
+        protocol: Default::default(),
+        nodes,
+        clients,
+        gateway: (o.gateway_clients > 0).then(|| GatewayEntry {
+            resp: format!("{}:{}", o.gateway_host, o.resp_port),
+            admin: format!(
+                "{}:{}",
+                o.gateway_host,
+                o.base_port as usize + 2 * hosts.len()
+            ),
+            clients: ClientRange {
+                first: 0,
+                last: o.gateway_clients - 1,
+            },
+            fast_reads: false,
+        }),
+        cli_clients: (o.cli_clients > 0).then(|| ClientRange {
+            first: o.gateway_clients,
+            last: total - 1,
+        }),
+    };
+    // Validate before writing, so a bad option never leaves a broken file behind.
+    Cluster::from_file(&path, file.clone())?;
+    let text = toml::to_string(&file)
+        .map_err(|e| ClusterError::new(&path, format!("cannot encode: {e}")))?;
+    let header = format!(
+        "# plumb cluster: u={} (failures tolerated while up), r={} (commission failures tolerated while right).\n# Field-by-field reference: docs/operations.md. Secret keys are in keys/ beside this file.\n\n",
+        o.u, o.r
+    );
+    std::fs::write(&path, header + &text)
+        .map_err(|e| ClusterError::new(&path, format!("cannot write: {e}")))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_writes_a_config_that_loads_with_matching_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = init(dir.path(), &InitOptions::default()).unwrap();
+        let c = Cluster::load(&path).unwrap();
+        assert_eq!(c.nodes.len(), 4);
+        let q = c.quorums();
+        assert_eq!((q.auth, q.order, q.exec), (4, 4, 3));
+        assert_eq!(c.gateway.as_ref().unwrap().clients.len(), 32);
+        assert_eq!(c.cli_clients.len(), 8);
+        for n in &c.nodes {
+            for p in &n.principals {
+                c.key_ring(*p, &c.node_secret_path(n.id)).unwrap();
+            }
+        }
+        c.key_ring(Principal::Client(33), &c.client_secret_path(33))
+            .unwrap();
+        // A key file of another principal is refused with a clear message.
+        let e = c
+            .key_ring(Principal::Order(1), &c.node_secret_path(0))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("does not match"), "{e}");
+        // A second init into the same directory is refused.
+        assert!(init(dir.path(), &InitOptions::default()).is_err());
+    }
+
+    #[test]
+    fn every_fault_model_initialises() {
+        for (u, r) in [(1, 0), (0, 1), (2, 1), (0, 0)] {
+            let dir = tempfile::tempdir().unwrap();
+            let o = InitOptions {
+                u,
+                r,
+                gateway_clients: 2,
+                cli_clients: 1,
+                ..InitOptions::default()
+            };
+            let c = Cluster::load(&init(dir.path(), &o).unwrap()).unwrap();
+            assert_eq!(c.faults(), Faults::new(u, r));
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! The client side of plumb over the network, and the gateway that serves unmodified Redis
+//! clients: [`pool`] runs library clients, [`resp_server`] speaks RESP to Redis clients and
+//! turns their commands into replicated key-value operations.
+
+pub mod pool;
+
+pub use pool::Pool;

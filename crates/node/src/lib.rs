@@ -1,0 +1,272 @@
+//! A plumb node process: the stages of the roles the configuration gives this node, each on its
+//! own thread with its own durable store, connected to the other nodes and to clients over TCP.
+//!
+//! Data directory layout: one store per role principal, `<data>/<principal>/` (for example
+//! `a0/`, `o0/`, `e0/`), each a checksummed log (crate `plumb-storage`).
+
+mod router;
+mod status;
+
+pub use status::Status;
+
+use futures_util::{SinkExt, StreamExt};
+use plumb_auth::AuthReplica;
+use plumb_cluster::Cluster;
+use plumb_core::{Stage, StageContext};
+use plumb_exec::ExecReplica;
+use plumb_kv::KvStore;
+use plumb_order::OrderReplica;
+use plumb_runtime::{admin, link, Link, Mailbox, OnFrame, Runner, StageShared};
+use plumb_storage::Store;
+use plumb_wire::Principal;
+use router::{ClientRoute, Drops, Router};
+use status::{Metrics, Observed, ReplicaHost};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+use tokio::net::TcpListener;
+
+/// Frames waiting per peer, and for all clients together, in a stage's mailbox.
+const PEER_QUEUE: usize = 4096;
+const CLIENT_QUEUE: usize = 8192;
+/// Frames waiting for an outgoing link or a client connection.
+const LINK_QUEUE: usize = 8192;
+
+pub struct RunningNode {
+    mailboxes: Vec<Arc<Mailbox<()>>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    pub address: SocketAddr,
+    pub admin: SocketAddr,
+}
+
+impl RunningNode {
+    /// Stop the stages (each syncs its store on the way out).
+    pub fn stop(self) {
+        for m in &self.mailboxes {
+            m.close();
+        }
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+fn err(what: impl Into<String>) -> String {
+    what.into()
+}
+
+/// Start node `id` of `cluster` with its stores under `data`. Must run inside a tokio
+/// runtime. Errors say what was wrong and what to do.
+pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNode, String> {
+    let node = cluster.node(id).ok_or_else(|| {
+        let ids: Vec<String> = cluster.nodes.iter().map(|n| n.id.to_string()).collect();
+        err(format!(
+            "node {id} is not in {} (its nodes are {})",
+            cluster.path.display(),
+            ids.join(", ")
+        ))
+    })?;
+    let secret = cluster.node_secret_path(id);
+    let mut rings = HashMap::new();
+    let mut stores = Vec::new();
+    for &p in &node.principals {
+        rings.insert(p, cluster.key_ring(p, &secret).map_err(|e| e.to_string())?);
+        let dir = data.join(p.to_string());
+        let (store, recovered) = Store::open(&dir).map_err(|e| {
+            format!(
+                "node {id}: cannot open the {p} store in {}: {e}",
+                dir.display()
+            )
+        })?;
+        stores.push((p, store, recovered));
+    }
+    let mailboxes: HashMap<Principal, Arc<Mailbox<()>>> = node
+        .principals
+        .iter()
+        .map(|p| (*p, Arc::new(Mailbox::new(PEER_QUEUE, CLIENT_QUEUE))))
+        .collect();
+    let mut remote = HashMap::new();
+    for n in &cluster.nodes {
+        if n.id != id {
+            for p in &n.principals {
+                remote.insert(*p, n.id);
+            }
+        }
+    }
+    let cell: Arc<OnceLock<Arc<Router>>> = Arc::new(OnceLock::new());
+    let mut links = BTreeMap::new();
+    for n in cluster.nodes.iter().filter(|n| n.id != id) {
+        let cell = cell.clone();
+        let on_frame: OnFrame = Arc::new(move |frame| {
+            if let Some(r) = cell.get() {
+                r.deliver(frame, None);
+            }
+        });
+        links.insert(n.id, Link::dial(n.address, LINK_QUEUE, on_frame));
+    }
+    let router = Arc::new(Router {
+        local: mailboxes.clone(),
+        rings: rings.clone(),
+        remote,
+        links,
+        clients: Mutex::new(HashMap::new()),
+        drops: Drops::default(),
+    });
+    let _ = cell.set(router.clone());
+
+    let listener = TcpListener::bind(node.address).await.map_err(|e| {
+        format!(
+            "node {id}: cannot listen on {} (the port peers and clients connect to): {e}; is another node or process using it?",
+            node.address
+        )
+    })?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
+    tokio::spawn(accept_loop(listener, router.clone()));
+
+    let shared: Vec<Arc<StageShared>> = node
+        .principals
+        .iter()
+        .map(|p| StageShared::new(*p))
+        .collect();
+    let order_nodes: Vec<u16> = (0..cluster.quorums().order as u16)
+        .filter_map(|i| cluster.node_of(Principal::Order(i)).map(|n| n.id))
+        .collect();
+    let observed = Arc::new(Observed {
+        status: Mutex::new(Status {
+            node: id,
+            principals: node.principals.iter().map(|p| p.to_string()).collect(),
+            u: cluster.faults().u,
+            r: cluster.faults().r,
+            ..Status::default()
+        }),
+        metrics: Metrics::new(&shared),
+        started: Instant::now(),
+        stages: shared.clone(),
+        mailboxes: node
+            .principals
+            .iter()
+            .map(|p| (p.to_string(), mailboxes[p].clone()))
+            .collect(),
+        order_replicas: cluster.quorums().order as u64,
+        order_nodes,
+    });
+    let admin_handler: admin::Handler = {
+        let observed = observed.clone();
+        let router = router.clone();
+        Arc::new(move |path: &str| match path {
+            "/metrics" => admin::Response::ok(
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                observed.metrics_text(&router),
+            ),
+            "/status" | "/" => {
+                admin::Response::ok("application/json", observed.status_json(&router))
+            }
+            _ => admin::Response::not_found(),
+        })
+    };
+    let admin = admin::serve(node.admin, admin_handler).await.map_err(|e| {
+        format!(
+            "node {id}: cannot listen on {} (the admin HTTP port for /metrics and /status): {e}",
+            node.admin
+        )
+    })?;
+
+    let mut threads = Vec::new();
+    for ((p, store, recovered), shared) in stores.into_iter().zip(shared) {
+        use rand::RngCore;
+        let ctx = StageContext {
+            config: cluster.protocol.clone(),
+            keys: rings[&p].clone(),
+            seed: rand::rngs::OsRng.next_u64(),
+        };
+        let mailbox = mailboxes[&p].clone();
+        let host = ReplicaHost(observed.clone());
+        let name = format!("plumb-{p}");
+        let outbox = router.clone();
+        let spawned = match p {
+            Principal::Auth(_) => spawn(
+                AuthReplica::new(ctx, recovered),
+                store,
+                mailbox,
+                outbox,
+                host,
+                shared,
+                name,
+            ),
+            Principal::Order(_) => {
+                let replica = OrderReplica::new(ctx, recovered);
+                observed.recovered_order(
+                    replica.view(),
+                    replica.last_committed(),
+                    replica.stable_checkpoint(),
+                );
+                spawn(replica, store, mailbox, outbox, host, shared, name)
+            }
+            Principal::Exec(_) => {
+                let replica = ExecReplica::new(ctx, KvStore::new(), recovered);
+                observed.recovered_exec(replica.next_seq().saturating_sub(1));
+                spawn(replica, store, mailbox, outbox, host, shared, name)
+            }
+            Principal::Client(_) => continue,
+        };
+        threads.push(spawned.map_err(|e| format!("node {id}: cannot start a thread: {e}"))?);
+    }
+    Ok(RunningNode {
+        mailboxes: mailboxes.into_values().collect(),
+        threads,
+        address,
+        admin,
+    })
+}
+
+fn spawn<S: Stage + Send + 'static>(
+    stage: S,
+    store: Store,
+    mailbox: Arc<Mailbox<()>>,
+    outbox: Arc<Router>,
+    host: ReplicaHost,
+    shared: Arc<StageShared>,
+    name: String,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    Runner::new(stage, store, mailbox, outbox, host, shared).spawn(name)
+}
+
+async fn accept_loop(listener: TcpListener, router: Arc<Router>) {
+    static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
+        let router = router.clone();
+        tokio::spawn(async move {
+            let (mut sink, mut frames) = link::framed(stream).split();
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(LINK_QUEUE);
+            let writer = tokio::spawn(async move {
+                while let Some(frame) = rx.recv().await {
+                    if sink.feed(frame).await.is_err() {
+                        return;
+                    }
+                    while let Ok(more) = rx.try_recv() {
+                        if sink.feed(more).await.is_err() {
+                            return;
+                        }
+                    }
+                    if sink.flush().await.is_err() {
+                        return;
+                    }
+                }
+            });
+            let route = ClientRoute { conn, tx };
+            while let Some(Ok(frame)) = frames.next().await {
+                router.deliver(frame.to_vec(), Some(&route));
+            }
+            router.connection_closed(conn);
+            drop(route);
+            writer.abort();
+        });
+    }
+}

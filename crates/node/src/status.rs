@@ -1,0 +1,335 @@
+//! What a node shows its operator: `/status` (JSON) and `/metrics` (Prometheus text), both fed
+//! by the stages' observations and counters.
+
+use crate::router::Router;
+use plumb_core::Observation;
+use plumb_runtime::{Host, Mailbox, StageShared};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Status {
+    pub node: u16,
+    pub principals: Vec<String>,
+    pub u: u16,
+    pub r: u16,
+    /// The order stage's current view, and the node hosting its primary.
+    pub view: Option<u64>,
+    pub primary: Option<String>,
+    pub primary_node: Option<u16>,
+    pub last_committed: Option<u64>,
+    pub last_executed: Option<u64>,
+    pub stable_checkpoint: Option<u64>,
+    pub exec_checkpoint: Option<u64>,
+    pub batches_ordered: u64,
+    pub requests_executed: u64,
+    pub uptime_s: u64,
+    /// Peer node id -> whether our link to it is up.
+    pub peers: Vec<(u16, bool)>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DropLabels {
+    pub principal: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabels {
+    pub queue: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PeerLabels {
+    pub node: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    batches_ordered: Counter,
+    batches_executed: Counter,
+    requests_executed: Counter,
+    view: Gauge,
+    last_committed: Gauge,
+    last_executed: Gauge,
+    stable_checkpoint: Gauge,
+    exec_checkpoint: Gauge,
+    dropped: Family<DropLabels, Counter>,
+    queue_depth: Family<QueueLabels, Gauge>,
+    peer_up: Family<PeerLabels, Gauge>,
+    /// Last value seen of each dropped-message count, so the counters advance by the delta.
+    seen: Mutex<HashMap<DropLabels, u64>>,
+}
+
+impl Metrics {
+    pub fn new(stages: &[Arc<StageShared>]) -> Metrics {
+        let mut registry = Registry::with_prefix("plumb");
+        let m = Metrics {
+            batches_ordered: Counter::default(),
+            batches_executed: Counter::default(),
+            requests_executed: Counter::default(),
+            view: Gauge::default(),
+            last_committed: Gauge::default(),
+            last_executed: Gauge::default(),
+            stable_checkpoint: Gauge::default(),
+            exec_checkpoint: Gauge::default(),
+            dropped: Family::default(),
+            queue_depth: Family::default(),
+            peer_up: Family::default(),
+            seen: Mutex::new(HashMap::new()),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "batches_ordered",
+            "Batches this node's order replica committed",
+            m.batches_ordered.clone(),
+        );
+        registry.register(
+            "batches_executed",
+            "Batches this node's execution replica executed (null batches included)",
+            m.batches_executed.clone(),
+        );
+        registry.register(
+            "requests_executed",
+            "Client requests this node's execution replica executed",
+            m.requests_executed.clone(),
+        );
+        registry.register("view", "Current view of the order replica", m.view.clone());
+        registry.register(
+            "last_committed_seq",
+            "Highest batch number the order replica committed",
+            m.last_committed.clone(),
+        );
+        registry.register(
+            "last_executed_seq",
+            "Highest batch number the execution replica executed",
+            m.last_executed.clone(),
+        );
+        registry.register(
+            "stable_checkpoint_seq",
+            "Batch number of the order stage's last stable checkpoint",
+            m.stable_checkpoint.clone(),
+        );
+        registry.register(
+            "exec_checkpoint_seq",
+            "Batch number of the execution replica's newest checkpoint",
+            m.exec_checkpoint.clone(),
+        );
+        registry.register(
+            "messages_dropped",
+            "Messages dropped, by receiving principal and reason",
+            m.dropped.clone(),
+        );
+        registry.register("queue_depth", "Frames waiting: per stage mailbox (mailbox-<principal>) and per outgoing peer link (link-node-<id>)", m.queue_depth.clone());
+        registry.register(
+            "peer_connected",
+            "1 if the link to the peer node is up",
+            m.peer_up.clone(),
+        );
+        for s in stages {
+            let sub = registry.sub_registry_with_label((
+                std::borrow::Cow::Borrowed("principal"),
+                std::borrow::Cow::Owned(s.principal.to_string()),
+            ));
+            sub.register(
+                "fsync_seconds",
+                "Time to make a stage's writes durable (fdatasync)",
+                s.fsync_seconds.clone(),
+            );
+        }
+        Metrics { registry, ..m }
+    }
+}
+
+/// Everything `/status` and `/metrics` read.
+pub struct Observed {
+    pub status: Mutex<Status>,
+    pub metrics: Metrics,
+    pub started: Instant,
+    pub stages: Vec<Arc<StageShared>>,
+    pub mailboxes: Vec<(String, Arc<Mailbox<()>>)>,
+    pub order_replicas: u64,
+    /// Node id hosting order replica `i`.
+    pub order_nodes: Vec<u16>,
+}
+
+impl Observed {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Status> {
+        self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn observe(&self, obs: &Observation) {
+        let m = &self.metrics;
+        let mut s = self.lock();
+        match obs {
+            Observation::Committed { seq, .. } => {
+                m.batches_ordered.inc();
+                s.batches_ordered += 1;
+                if s.last_committed.is_none_or(|x| *seq > x) {
+                    s.last_committed = Some(*seq);
+                    m.last_committed.set(*seq as i64);
+                }
+            }
+            Observation::Delivered { seq, requests, .. } => {
+                m.batches_executed.inc();
+                m.requests_executed.inc_by(requests.len() as u64);
+                s.requests_executed += requests.len() as u64;
+                s.last_executed = Some(*seq);
+                m.last_executed.set(*seq as i64);
+            }
+            Observation::CheckpointTaken { seq, .. }
+            | Observation::CheckpointLoaded { seq, .. } => {
+                s.exec_checkpoint = Some(*seq);
+                m.exec_checkpoint.set(*seq as i64);
+                if matches!(obs, Observation::CheckpointLoaded { .. }) {
+                    s.last_executed = Some(*seq);
+                    m.last_executed.set(*seq as i64);
+                }
+            }
+            Observation::ViewEntered { view } => {
+                s.view = Some(*view);
+                m.view.set(*view as i64);
+                let primary = (*view % self.order_replicas.max(1)) as usize;
+                s.primary = Some(format!("o{primary}"));
+                s.primary_node = self.order_nodes.get(primary).copied();
+            }
+            Observation::StableCheckpoint { seq } => {
+                s.stable_checkpoint = Some(*seq);
+                m.stable_checkpoint.set(*seq as i64);
+            }
+            Observation::ClientAccepted { .. } => {}
+        }
+    }
+
+    /// What the order replica resumed from its disk (the observations report changes only).
+    pub fn recovered_order(&self, view: u64, committed: u64, stable: u64) {
+        self.observe(&Observation::ViewEntered { view });
+        let mut s = self.lock();
+        s.last_committed = Some(committed);
+        s.stable_checkpoint = Some(stable);
+        self.metrics.last_committed.set(committed as i64);
+        self.metrics.stable_checkpoint.set(stable as i64);
+    }
+
+    pub fn recovered_exec(&self, executed: u64) {
+        self.lock().last_executed = Some(executed);
+        self.metrics.last_executed.set(executed as i64);
+    }
+
+    pub fn status_json(&self, router: &Router) -> String {
+        let mut s = self.lock().clone();
+        s.uptime_s = self.started.elapsed().as_secs();
+        s.peers = router
+            .links
+            .iter()
+            .map(|(n, l)| {
+                (
+                    *n,
+                    l.stats()
+                        .connected
+                        .load(std::sync::atomic::Ordering::Relaxed),
+                )
+            })
+            .collect();
+        serde_json::to_string_pretty(&s).unwrap_or_default() + "\n"
+    }
+
+    pub fn metrics_text(&self, router: &Router) -> String {
+        let m = &self.metrics;
+        let mut current: Vec<(DropLabels, u64)> = Vec::new();
+        for stage in &self.stages {
+            let counters = stage
+                .counters
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            for (name, v) in counters.iter() {
+                if let Some(reason) = name.strip_prefix("drop-") {
+                    current.push((
+                        DropLabels {
+                            principal: stage.principal.to_string(),
+                            reason: reason.to_string(),
+                        },
+                        v,
+                    ));
+                }
+            }
+            let _ = &stage.fsync_seconds;
+        }
+        for (reason, v) in router.drops.snapshot() {
+            current.push((
+                DropLabels {
+                    principal: "node".to_string(),
+                    reason: reason.to_string(),
+                },
+                v,
+            ));
+        }
+        for (name, mb) in &self.mailboxes {
+            current.push((
+                DropLabels {
+                    principal: name.clone(),
+                    reason: "mailbox-full".to_string(),
+                },
+                mb.dropped(),
+            ));
+            m.queue_depth
+                .get_or_create(&QueueLabels {
+                    queue: format!("mailbox-{name}"),
+                })
+                .set(mb.depth() as i64);
+        }
+        for (n, link) in &router.links {
+            let stats = link.stats();
+            current.push((
+                DropLabels {
+                    principal: format!("link-node-{n}"),
+                    reason: "link-queue-full".to_string(),
+                },
+                stats.dropped.load(std::sync::atomic::Ordering::Relaxed),
+            ));
+            m.queue_depth
+                .get_or_create(&QueueLabels {
+                    queue: format!("link-node-{n}"),
+                })
+                .set(link.depth() as i64);
+            m.peer_up
+                .get_or_create(&PeerLabels {
+                    node: n.to_string(),
+                })
+                .set(stats.connected.load(std::sync::atomic::Ordering::Relaxed) as i64);
+        }
+        {
+            let mut seen = m.seen.lock().unwrap_or_else(|p| p.into_inner());
+            for (labels, v) in current {
+                let before = seen.get(&labels).copied().unwrap_or(0);
+                let counter = m.dropped.get_or_create(&labels);
+                if v > before {
+                    counter.inc_by(v - before);
+                }
+                seen.insert(labels, v);
+            }
+        }
+        let mut text = String::new();
+        let _ = encode(&mut text, &m.registry);
+        text
+    }
+}
+
+/// The host of a replica stage: its observations feed the node's status and metrics.
+pub struct ReplicaHost(pub Arc<Observed>);
+
+impl<S> Host<S> for ReplicaHost {
+    type Job = ();
+    fn observe(&mut self, obs: &Observation) {
+        self.0.observe(obs);
+    }
+}

@@ -1,0 +1,339 @@
+//! `plumb up`: a whole cluster on this machine, one OS process per node plus the gateway, with
+//! progress while it starts, where to connect, a live one-line summary, and a clean stop on
+//! Ctrl-C or SIGTERM.
+
+use crate::cluster_cmd::{fetch_status, runtime, terminated, DEFAULT_DIR};
+use clap::Args;
+use plumb_cluster::{init, Cluster, InitOptions};
+use std::fs::OpenOptions;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    /// Failures tolerated while up [default: 1, or what the directory's cluster was made with].
+    #[arg(long)]
+    u: Option<u16>,
+    /// Commission failures tolerated while right [default: 1, or as above].
+    #[arg(long)]
+    r: Option<u16>,
+    /// Cluster directory: created if missing, reused (with its data) if it exists.
+    #[arg(long, default_value = DEFAULT_DIR)]
+    dir: PathBuf,
+    /// The gateway's Redis port (for a new cluster directory) [default: 7379].
+    #[arg(long)]
+    resp_port: Option<u16>,
+    /// Nodes take consecutive ports from here (for a new cluster directory) [default: 7400].
+    #[arg(long)]
+    base_port: Option<u16>,
+    /// Restart a node or the gateway that dies.
+    #[arg(long)]
+    restart: bool,
+}
+
+struct Proc {
+    name: String,
+    args: Vec<String>,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Proc {
+    fn spawn(&mut self) -> Result<(), String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the plumb executable: {e}"))?;
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| format!("cannot open {}: {e}", self.log.display()))?;
+        let err = log.try_clone().map_err(|e| e.to_string())?;
+        let child = Command::new(exe)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.name))?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    /// `Some(description)` if the process has exited.
+    fn exited(&mut self) -> Option<String> {
+        let child = self.child.as_mut()?;
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                self.child = None;
+                Some(format!(
+                    "{} exited ({status}); its log: {}",
+                    self.name,
+                    self.log.display()
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        if let Some(c) = &self.child {
+            // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+            unsafe {
+                libc::kill(c.id() as i32, sig);
+            }
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(5)..].join("\n")
+    }
+}
+
+fn prepare(a: &UpArgs) -> Result<Cluster, String> {
+    let path = a.dir.join("cluster.toml");
+    if !path.exists() {
+        let mut o = InitOptions::default();
+        o.u = a.u.unwrap_or(o.u);
+        o.r = a.r.unwrap_or(o.r);
+        o.resp_port = a.resp_port.unwrap_or(o.resp_port);
+        o.base_port = a.base_port.unwrap_or(o.base_port);
+        init(&a.dir, &o).map_err(|e| e.to_string())?;
+        out!(
+            "plumb up: new u={} r={} cluster in {}",
+            o.u,
+            o.r,
+            a.dir.display()
+        );
+    }
+    let cluster = Cluster::load(&path).map_err(|e| e.to_string())?;
+    let f = cluster.faults();
+    let gw_port = cluster.gateway.as_ref().map(|g| g.resp.port());
+    let base = cluster.nodes.first().map(|n| n.address.port());
+    let clashes = [
+        ("--u", a.u.is_some_and(|u| u != f.u)),
+        ("--r", a.r.is_some_and(|r| r != f.r)),
+        (
+            "--resp-port",
+            a.resp_port.is_some_and(|p| Some(p) != gw_port),
+        ),
+        ("--base-port", a.base_port.is_some_and(|p| Some(p) != base)),
+    ];
+    if let Some((flag, _)) = clashes.iter().find(|(_, c)| *c) {
+        return Err(format!(
+            "{} holds an existing u={} r={} cluster that {flag} does not match; use another --dir for a new cluster, or drop the flag to reuse this one",
+            a.dir.display(),
+            f.u,
+            f.r
+        ));
+    }
+    if cluster.gateway.is_none() {
+        return Err(format!(
+            "{}: the configuration has no [gateway] section",
+            path.display()
+        ));
+    }
+    Ok(cluster)
+}
+
+pub fn up_cmd(a: UpArgs) -> ExitCode {
+    let cluster = match prepare(&a) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("plumb up: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let logs = a.dir.join("logs");
+    if let Err(e) = std::fs::create_dir_all(&logs) {
+        eprintln!("plumb up: cannot create {}: {e}", logs.display());
+        return ExitCode::from(2);
+    }
+    let config = cluster.path.to_string_lossy().to_string();
+    let mut procs: Vec<Proc> = cluster
+        .nodes
+        .iter()
+        .map(|n| Proc {
+            name: format!("node {}", n.id),
+            args: vec![
+                "node".into(),
+                "--config".into(),
+                config.clone(),
+                "--id".into(),
+                n.id.to_string(),
+            ],
+            log: logs.join(format!("node-{}.log", n.id)),
+            child: None,
+        })
+        .collect();
+    procs.push(Proc {
+        name: "gateway".into(),
+        args: vec!["gateway".into(), "--config".into(), config.clone()],
+        log: logs.join("gateway.log"),
+        child: None,
+    });
+    let rt = runtime();
+    let code = rt.block_on(run(&cluster, &a, &mut procs));
+    for p in &procs {
+        p.signal(libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for p in &mut procs {
+        while p.child.is_some() && p.exited().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        p.signal(libc::SIGKILL);
+    }
+    out!(
+        "plumb up: stopped; the data stays in {} (run `plumb up` again to resume it)",
+        a.dir.display()
+    );
+    code
+}
+
+async fn started(cluster: &Cluster, procs: &mut [Proc]) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (i, n) in cluster.nodes.iter().enumerate() {
+        print_flush(&format!("  {} ({}) ", procs[i].name, n.address));
+        loop {
+            if let Some(e) = procs[i].exited() {
+                out!("failed");
+                return Err(format!("{e}\n{}", procs[i].log_tail()));
+            }
+            if fetch_status(n.admin).await.is_some() {
+                out!("up");
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{} did not come up in 30 s; its log: {}",
+                    procs[i].name,
+                    procs[i].log.display()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let gw = cluster.gateway.as_ref().map(|g| g.resp);
+    let last = procs.len() - 1;
+    if let Some(addr) = gw {
+        print_flush(&format!("  gateway ({addr}) "));
+        loop {
+            if let Some(e) = procs[last].exited() {
+                out!("failed");
+                return Err(format!("{e}\n{}", procs[last].log_tail()));
+            }
+            if tokio::net::TcpStream::connect(addr).await.is_ok() {
+                out!("up");
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "the gateway did not come up in 30 s; its log: {}",
+                    procs[last].log.display()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(())
+}
+
+fn print_flush(s: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(s.as_bytes());
+    let _ = o.flush();
+}
+
+async fn run(cluster: &Cluster, a: &UpArgs, procs: &mut [Proc]) -> ExitCode {
+    let f = cluster.faults();
+    out!(
+        "plumb up: starting a u={} r={} cluster of {} nodes and a gateway (logs in {})",
+        f.u,
+        f.r,
+        cluster.nodes.len(),
+        a.dir.join("logs").display()
+    );
+    for p in procs.iter_mut() {
+        if let Err(e) = p.spawn() {
+            eprintln!("plumb up: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    if let Err(e) = started(cluster, procs).await {
+        eprintln!("plumb up: {e}");
+        return ExitCode::from(1);
+    }
+    let gw = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
+    let admin0 = cluster
+        .nodes
+        .first()
+        .map(|n| n.admin.to_string())
+        .unwrap_or_default();
+    out!("");
+    out!("ready. Connect with:");
+    out!("  redis-cli -p {gw}                           # the replicated key-value store");
+    out!("  curl http://{admin0}/status            # a node's state (/metrics for Prometheus)");
+    out!("  plumb status --config {}", cluster.path.display());
+    out!("Ctrl-C stops the cluster.");
+    let tty = std::io::stdout().is_terminal();
+    let mut last_line = Instant::now() - Duration::from_secs(60);
+    let stop = terminated();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => {
+                if tty { out!(""); }
+                return ExitCode::SUCCESS;
+            }
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        for p in procs.iter_mut() {
+            if let Some(e) = p.exited() {
+                if tty {
+                    out!("");
+                }
+                out!("plumb up: {e}");
+                if a.restart {
+                    out!("plumb up: restarting {}", p.name);
+                    if let Err(e) = p.spawn() {
+                        eprintln!("plumb up: {e}");
+                    }
+                }
+            }
+        }
+        let mut up = 0;
+        let (mut view, mut primary, mut committed, mut executed, mut stable) =
+            (None, None, 0u64, 0u64, 0u64);
+        for n in &cluster.nodes {
+            if let Some(v) = fetch_status(n.admin).await {
+                up += 1;
+                let get = |k: &str| v.get(k).and_then(|x| x.as_u64());
+                if let Some(x) = get("view") {
+                    if view.is_none_or(|w| x > w) {
+                        view = Some(x);
+                        primary = get("primary_node");
+                    }
+                }
+                committed = committed.max(get("last_committed").unwrap_or(0));
+                executed = executed.max(get("last_executed").unwrap_or(0));
+                stable = stable.max(get("stable_checkpoint").unwrap_or(0));
+            }
+        }
+        let line = format!(
+            "nodes up {up}/{} | view {} (primary node {}) | committed {committed} | executed {executed} | stable checkpoint {stable}",
+            cluster.nodes.len(),
+            view.map_or("-".into(), |v| v.to_string()),
+            primary.map_or("-".into(), |v| v.to_string()),
+        );
+        if tty {
+            print_flush(&format!("\r{line}\x1b[K"));
+        } else if last_line.elapsed() >= Duration::from_secs(10) {
+            out!("{line}");
+            last_line = Instant::now();
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! RESP codec and command mapping (being written).

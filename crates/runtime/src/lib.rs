@@ -1,0 +1,15 @@
+//! The production driver of plumb's pure stages (the simulator is the other one).
+//!
+//! - [`runner`]: a stage on its own thread, with real time, timers and a durable store;
+//! - [`mailbox`]: per-sender bounded queues served round-robin;
+//! - [`link`]: TCP framing and self-redialing connections;
+//! - [`admin`]: the operator's HTTP endpoint.
+
+pub mod admin;
+pub mod link;
+pub mod mailbox;
+pub mod runner;
+
+pub use link::{Link, OnFrame};
+pub use mailbox::{Item, Mailbox, QueueKey};
+pub use runner::{wall_micros, Host, Outbox, Runner, StageShared};

@@ -1,0 +1,212 @@
+//! Runs one pure stage on its own thread with real time and a durable store.
+//!
+//! The thread takes frames and jobs from the stage's [`Mailbox`], fires timers, and carries out
+//! the stage's actions strictly in order: a `Store(Sync)` returns only once `fdatasync` did, so
+//! a send that follows it in the same action list leaves only after the record is durable.
+//! A failed write or sync ends the process: after a failed `fsync` the kernel may have dropped
+//! the dirty pages, and carrying on could acknowledge what is not on disk.
+
+use crate::mailbox::{Item, Mailbox};
+use plumb_core::{Action, Counters, Event, Micros, Observation, Stage, StoreOp, TimerId};
+use plumb_storage::Store;
+use plumb_wire::Principal;
+use prometheus_client::metrics::histogram::Histogram;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Where a stage's sends go.
+pub trait Outbox: Send + Sync {
+    fn send(&self, from: Principal, to: Principal, frame: Vec<u8>);
+}
+
+/// What the process around a stage does with the actions that are not sends, timers or
+/// storage, and with local jobs.
+pub trait Host<S>: Send {
+    type Job: Send;
+    /// A job from the local process (for a client: an operation to submit).
+    fn job(&mut self, _stage: &mut S, _now: Micros, _job: Self::Job, _out: &mut Vec<Action>) {}
+    /// After every event: a chance to start queued work now that the stage may be idle.
+    fn after(&mut self, _stage: &mut S, _now: Micros, _out: &mut Vec<Action>) {}
+    fn observe(&mut self, _obs: &Observation) {}
+    fn complete(&mut self, _nc: u64, _result: Vec<u8>) {}
+    fn pushed(&mut self, _event: u64, _payload: Vec<u8>) {}
+}
+
+/// What a running stage shows its process (metrics, status).
+pub struct StageShared {
+    pub principal: Principal,
+    /// The stage's counters (dropped messages by reason...), refreshed a few times a second.
+    pub counters: Mutex<Counters>,
+    /// Seconds per `Sync`.
+    pub fsync_seconds: Histogram,
+}
+
+impl StageShared {
+    pub fn new(principal: Principal) -> Arc<StageShared> {
+        Arc::new(StageShared {
+            principal,
+            counters: Mutex::new(Counters::default()),
+            fsync_seconds: Histogram::new(
+                [
+                    0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05,
+                    0.1, 0.25, 1.0,
+                ]
+                .into_iter(),
+            ),
+        })
+    }
+}
+
+/// Wall-clock time in microseconds since the Unix epoch: the stages' notion of "now" (batch
+/// times are agreed wall-clock times; timers use the monotonic clock).
+pub fn wall_micros() -> Micros {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as Micros)
+        .unwrap_or(0)
+}
+
+pub struct Runner<S: Stage, H: Host<S>> {
+    stage: S,
+    store: Store,
+    mailbox: Arc<Mailbox<H::Job>>,
+    outbox: Arc<dyn Outbox>,
+    host: H,
+    shared: Arc<StageShared>,
+    timers: HashMap<TimerId, Instant>,
+    actions: Vec<Action>,
+}
+
+/// Longest the thread sleeps without looking at its timers and counters.
+const TICK: Duration = Duration::from_millis(100);
+
+impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
+    pub fn new(
+        stage: S,
+        store: Store,
+        mailbox: Arc<Mailbox<H::Job>>,
+        outbox: Arc<dyn Outbox>,
+        host: H,
+        shared: Arc<StageShared>,
+    ) -> Self {
+        Runner {
+            stage,
+            store,
+            mailbox,
+            outbox,
+            host,
+            shared,
+            timers: HashMap::new(),
+            actions: Vec::new(),
+        }
+    }
+
+    /// Run on a new thread until the mailbox is closed.
+    pub fn spawn(self, name: String) -> std::io::Result<std::thread::JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || self.run())
+    }
+
+    fn run(mut self) {
+        self.step(Event::Start);
+        let mut published = Instant::now();
+        loop {
+            let now = Instant::now();
+            let due: Vec<TimerId> = self
+                .timers
+                .iter()
+                .filter(|(_, at)| **at <= now)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in due {
+                self.timers.remove(&id);
+                self.step(Event::Timer(id));
+            }
+            let wait = self
+                .timers
+                .values()
+                .min()
+                .map(|at| at.saturating_duration_since(Instant::now()))
+                .unwrap_or(TICK)
+                .min(TICK);
+            match self.mailbox.pop(wait) {
+                Some(Item::Frame(f)) => self.step(Event::Receive(f)),
+                Some(Item::Job(job)) => {
+                    let mut out = std::mem::take(&mut self.actions);
+                    let now = wall_micros();
+                    self.host.job(&mut self.stage, now, job, &mut out);
+                    self.carry_out(&mut out);
+                    self.actions = out;
+                    self.after();
+                }
+                None if self.mailbox.is_closed() => break,
+                None => {}
+            }
+            if published.elapsed() >= TICK {
+                published = Instant::now();
+                let mut c = self
+                    .shared
+                    .counters
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner());
+                *c = self.stage.counters().clone();
+            }
+        }
+        // Make sure everything written so far is durable before the thread ends.
+        self.store_op(StoreOp::Sync);
+    }
+
+    fn step(&mut self, event: Event) {
+        let mut out = std::mem::take(&mut self.actions);
+        self.stage.handle(wall_micros(), event, &mut out);
+        self.carry_out(&mut out);
+        self.actions = out;
+        self.after();
+    }
+
+    fn after(&mut self) {
+        let mut out = std::mem::take(&mut self.actions);
+        self.host.after(&mut self.stage, wall_micros(), &mut out);
+        self.carry_out(&mut out);
+        self.actions = out;
+    }
+
+    fn carry_out(&mut self, actions: &mut Vec<Action>) {
+        let me = self.shared.principal;
+        for action in actions.drain(..) {
+            match action {
+                Action::Send { to, frame } => self.outbox.send(me, to, frame),
+                Action::SetTimer { id, after } => {
+                    self.timers
+                        .insert(id, Instant::now() + Duration::from_micros(after));
+                }
+                Action::CancelTimer { id } => {
+                    self.timers.remove(&id);
+                }
+                Action::Store(op) => self.store_op(op),
+                Action::Observe(obs) => self.host.observe(&obs),
+                Action::Complete { nc, result } => self.host.complete(nc, result),
+                Action::Pushed { event, payload } => self.host.pushed(event, payload),
+            }
+        }
+    }
+
+    fn store_op(&mut self, op: StoreOp) {
+        let sync = matches!(op, StoreOp::Sync);
+        let started = Instant::now();
+        if let Err(e) = self.store.apply(op) {
+            eprintln!(
+                "plumb: {}: durable storage failed: {e}; stopping so nothing unsynced is acknowledged. Fix the disk, then restart the process: it recovers from what is on disk and from its peers.",
+                self.shared.principal
+            );
+            std::process::exit(70);
+        }
+        if sync {
+            self.shared
+                .fsync_seconds
+                .observe(started.elapsed().as_secs_f64());
+        }
+    }
+}

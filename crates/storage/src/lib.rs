@@ -1,0 +1,712 @@
+//! Durable stage records: the production driver's implementation of [`StoreOp`].
+//!
+//! A stage's durable state is a small key-value space written through
+//! `Action::Store(Put | Delete | DeletePrefix | Sync)`. [`Store`] keeps it in one append-only,
+//! checksummed log per directory, makes it durable on [`StoreOp::Sync`], compacts it when it
+//! is mostly dead records, and on [`Store::open`] rebuilds [`Recovered`]: the records whose
+//! checksums verified and the keys whose records did not.
+//!
+//! # Files
+//!
+//! In the store directory: `LOCK` (held with an exclusive file lock while a [`Store`] is
+//! open, so two processes never write one store), `log` (the log), and transiently
+//! `log.compact` (a compaction or creation in progress; deleted by `open`).
+//!
+//! # On-disk format (version 1)
+//!
+//! All integers little-endian. `crc(x)` is CRC32C of `x` seeded with the file's salt.
+//!
+//! ```text
+//! file header, 20 bytes: "PLUMBLOG" | version u32 (= 1) | salt u32 | CRC32C(bytes 0..16)
+//! then records, back to back, each a 28-byte header, the key, the value:
+//!   0..4   magic B7 70 6C 52
+//!   4      kind: 1 Put, 2 Delete, 3 DeletePrefix (key = prefix), 4 Sync, 5 Corrupt
+//!   5..8   zero
+//!   8..12  key length (at most 64 KiB; UTF-8; empty for Sync)
+//!   12..16 value length (0 unless Put; a whole record is at most 1 GiB)
+//!   16..20 crc(key)
+//!   20..24 crc(value)
+//!   24..28 crc(bytes 0..24)
+//! ```
+//!
+//! The header and key are checked apart from the value, so a damaged value still names its key.
+//! The salt is random per file: bytes inside a stored value (which may come from a hostile
+//! client) cannot pose as a record when recovery resynchronises after damage, and records of
+//! an older file generation never verify in a newer one. `Sync` records mark sync points.
+//! `Corrupt` records are written only by compaction, to keep reporting a key whose record was
+//! corrupt and has not been overwritten since.
+//!
+//! # Recovery rules (`open`)
+//!
+//! * A file header with the wrong magic, a failing checksum or an unknown version is an error
+//!   naming the file — never an empty store: a replica must not silently restart from nothing.
+//! * The log is split into records (header, header checksum and key checksum valid, lengths
+//!   within the file and the limits) and damaged spans (from a byte where no valid record
+//!   starts up to the next valid record header, found by scanning for the magic and checking
+//!   the header checksum). Lengths are only believed after the header checksum passes and
+//!   never beyond the file, so damage cannot cause a large allocation or a panic.
+//! * Up to the **last valid Sync record**, writes were durable. There a record whose value fails
+//!   its checksum puts its key in [`Recovered::corrupt`] (and drops any earlier value of it),
+//!   and replay continues. A damaged span there is first tried as *one record with one flipped
+//!   bit* in its header or (short) key: if flipping a single bit makes header and key verify and
+//!   the record end exactly where the span ends, its key is reported corrupt (for a
+//!   DeletePrefix, every key it would have deleted; a Sync record needs nothing). Otherwise the
+//!   span is reported as the key `"?corrupt@<file offset>"` (stages ignore keys they do not
+//!   know). Either way replay continues after it.
+//! * After the last Sync record nothing was promised: the first failure there is a **torn
+//!   tail**; it and everything after it are truncated away (counted in
+//!   [`StoreStats::torn_tail_bytes`]). What survives is therefore always a prefix of the writes.
+//! * Records replay in order: a later valid Put or Delete of a key, or a DeletePrefix covering
+//!   it, replaces an earlier value and clears an earlier corruption of it.
+//! * A leftover `log.compact` is deleted.
+//!
+//! Limitation: an unidentifiable damaged span hides which keys it wrote. If it held an
+//! overwrite or a deletion, the key's *previous* value is recovered as if valid; only the
+//! `?corrupt@` entry tells that something was lost.
+//!
+//! `?corrupt@` reports come from the damaged bytes themselves, so they repeat at every open
+//! until a compaction rewrites the log without them; corrupt *keys* are carried across
+//! compactions until the stage overwrites or deletes them.
+//!
+//! # Durability contract
+//!
+//! * `Put`, `Delete`, `DeletePrefix` are applied to the in-memory state at once and appended to
+//!   a write buffer, written to the file when it fills; none is durable yet.
+//! * `Sync` appends a Sync record, writes the buffer and calls `fdatasync`
+//!   ([`File::sync_data`]); when it returns, every earlier op is on stable storage. A Sync with
+//!   no write since the previous one does nothing.
+//! * A crash loses at most the writes after the last completed Sync, and always a suffix of
+//!   them. `open` syncs the log before returning, so everything it recovers is durable even if
+//!   it was only in the page cache after a process crash. A process crash (kill -9) loses only the unwritten buffer; dropping a [`Store`]
+//!   writes the buffer (without syncing).
+//! * A store directory `open` creates is fsynced into its parent.
+//! * New files (creation and compaction) are written under a temporary name, `fdatasync`ed,
+//!   renamed over `log`, and the directory is fsynced before the store goes on, so a crash at
+//!   any point leaves either the complete old log or the complete new one.
+//! * Compaction starts, after a write, when the log is at least
+//!   [`StoreOptions::compact_threshold`] bytes and more than twice the live bytes. It makes
+//!   every earlier op durable (the new file is synced).
+//! * After any I/O error the store is poisoned and refuses every later op: after a failed
+//!   `fdatasync` the kernel may have dropped the dirty pages, so the only safe way on is to
+//!   reopen, which re-reads what really is on disk.
+//! * If a crash interrupts a Sync (before `fdatasync` returned) and the device persisted pages
+//!   out of order, an unsynced record may read as damaged in front of the now-valid Sync
+//!   record; it is then reported as corrupt, which makes the stage recover it from peers.
+
+mod format;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use format::{encode_head, record_len, Kind};
+pub use format::{FORMAT_VERSION, MAX_KEY_LEN, MAX_RECORD_LEN};
+pub use plumb_core::{Recovered, StoreOp};
+
+/// Name of the log file inside the store directory.
+pub const LOG_FILE: &str = "log";
+/// Name of a log being written by creation or compaction.
+pub const TEMP_FILE: &str = "log.compact";
+/// Name of the lock file.
+pub const LOCK_FILE: &str = "LOCK";
+
+/// Tuning knobs; [`Default`] is what production uses.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Compact once the log is at least this many bytes and more than twice the live bytes.
+    pub compact_threshold: u64,
+    /// Write the append buffer to the file once it holds this many bytes.
+    pub write_buffer: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            compact_threshold: 64 << 20,
+            write_buffer: 256 << 10,
+        }
+    }
+}
+
+/// Counters for operators and benchmarks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// `fdatasync`s done for `Sync` ops (Syncs with nothing to sync are not counted), and by
+    /// `open` when the log it found did not end at a sync point.
+    pub syncs: u64,
+    /// Total time spent writing and syncing in `Sync`.
+    pub sync_time: Duration,
+    /// Duration of the latest sync.
+    pub last_sync: Duration,
+    /// Longest sync.
+    pub max_sync: Duration,
+    /// Current log length, buffered bytes included.
+    pub log_bytes: u64,
+    /// Log length known to be on stable storage.
+    pub synced_bytes: u64,
+    /// Live records in memory.
+    pub live_records: u64,
+    /// What the live records (and corrupt-key markers) take in the log.
+    pub live_bytes: u64,
+    /// Keys currently known corrupt.
+    pub corrupt_keys: u64,
+    /// Bytes appended since open (compaction output not included).
+    pub bytes_appended: u64,
+    /// Compactions since open.
+    pub compactions: u64,
+    /// Total time spent compacting.
+    pub compaction_time: Duration,
+    /// Records recovered at open.
+    pub recovered_records: u64,
+    /// Entries of [`Recovered::corrupt`] at open (keys and damaged spans).
+    pub recovered_corrupt: u64,
+    /// Damaged spans (unreadable record headers) found at open.
+    pub corrupt_spans: u64,
+    /// Damaged spans found at open that were one record with one flipped bit in its header or
+    /// key: reported by key (as corrupt), not as a span.
+    pub repaired_records: u64,
+    /// Bytes of torn tail truncated at open.
+    pub torn_tail_bytes: u64,
+}
+
+/// Why a store operation failed. Every message names the file or directory concerned.
+#[derive(Debug)]
+pub enum StoreError {
+    /// An I/O operation (`op`, e.g. "fdatasync") on `path` failed.
+    Io {
+        path: PathBuf,
+        op: &'static str,
+        source: io::Error,
+    },
+    /// Another [`Store`] (in this or another process) holds the directory's lock.
+    Locked { dir: PathBuf },
+    /// The file does not start with a plumb log header.
+    NotALog { path: PathBuf },
+    /// The file header's checksum fails.
+    DamagedHeader { path: PathBuf },
+    /// The file was written in a format version this build does not know.
+    UnknownVersion { path: PathBuf, version: u32 },
+    /// A key or record is over the limits ([`MAX_KEY_LEN`], [`MAX_RECORD_LEN`]); nothing was
+    /// written.
+    TooLarge { key: String, len: u64 },
+    /// An earlier I/O error left the store unusable; reopen it.
+    Poisoned { path: PathBuf },
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Io { path, op, source } => {
+                write!(f, "storage: {op} {} failed: {source}", path.display())
+            }
+            StoreError::Locked { dir } => write!(
+                f,
+                "storage: directory {} is locked by another open store (is another node running on it?)",
+                dir.display()
+            ),
+            StoreError::NotALog { path } => write!(
+                f,
+                "storage: {} is not a plumb storage log (too short or wrong magic)",
+                path.display()
+            ),
+            StoreError::DamagedHeader { path } => write!(
+                f,
+                "storage: the file header of {} fails its checksum; refusing to guess its format",
+                path.display()
+            ),
+            StoreError::UnknownVersion { path, version } => write!(
+                f,
+                "storage: {} has format version {version}, this build reads version {FORMAT_VERSION}",
+                path.display()
+            ),
+            StoreError::TooLarge { key, len } => {
+                let shown: String = key.chars().take(64).collect();
+                write!(
+                    f,
+                    "storage: record for key {shown:?} is too large ({len} bytes; keys at most {MAX_KEY_LEN} bytes, records at most {MAX_RECORD_LEN})"
+                )
+            }
+            StoreError::Poisoned { path } => write!(
+                f,
+                "storage: an earlier write or sync of {} failed; the store must be reopened",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io {
+        path: path.to_path_buf(),
+        op,
+        source,
+    }
+}
+
+/// A fresh random salt for a new file.
+fn new_salt() -> u32 {
+    use std::hash::{BuildHasher, RandomState};
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let h = RandomState::new().hash_one((nanos, std::process::id()));
+    (h ^ (h >> 32)) as u32
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir, "fsync directory"))
+}
+
+/// Create `dir` and its missing ancestors, fsyncing the parent of each one created so the new
+/// directory entries survive power loss.
+fn create_dir_durable(dir: &Path) -> Result<(), StoreError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent {
+        create_dir_durable(parent)?;
+    }
+    match fs::create_dir(dir) {
+        Ok(()) => sync_dir(parent.unwrap_or(Path::new("."))),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io_err(dir, "create directory")(e)),
+    }
+}
+
+/// Log bytes a live record takes.
+fn live_len(key: &str, value: &[u8]) -> u64 {
+    record_len(key.len(), value.len())
+}
+
+/// Write a complete log holding `records` and `corrupt` under the temporary name, sync it,
+/// rename it over the log and sync the directory. Returns the open file (positioned at its
+/// end), its salt and its length.
+fn write_snapshot(
+    dir: &Path,
+    records: &BTreeMap<String, Vec<u8>>,
+    corrupt: &BTreeSet<String>,
+) -> Result<(File, u32, u64), StoreError> {
+    let tmp = dir.join(TEMP_FILE);
+    let log = dir.join(LOG_FILE);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(io_err(&tmp, "create"))?;
+    let salt = new_salt();
+    let mut out = Vec::with_capacity(1 << 20);
+    out.extend_from_slice(&format::encode_file_header(salt));
+    let mut len = out.len() as u64;
+    let write = |out: &mut Vec<u8>, file: &mut File| -> Result<(), StoreError> {
+        file.write_all(out).map_err(io_err(&tmp, "write"))?;
+        out.clear();
+        Ok(())
+    };
+    for (key, value) in records {
+        encode_head(&mut out, salt, Kind::Put, key.as_bytes(), value);
+        if value.len() >= 1 << 20 {
+            write(&mut out, &mut file)?;
+            file.write_all(value).map_err(io_err(&tmp, "write"))?;
+        } else {
+            out.extend_from_slice(value);
+        }
+        len += live_len(key, value);
+        if out.len() >= 1 << 20 {
+            write(&mut out, &mut file)?;
+        }
+    }
+    for key in corrupt {
+        encode_head(&mut out, salt, Kind::Corrupt, key.as_bytes(), &[]);
+        len += live_len(key, &[]);
+    }
+    encode_head(&mut out, salt, Kind::Sync, &[], &[]);
+    len += record_len(0, 0);
+    write(&mut out, &mut file)?;
+    file.sync_data().map_err(io_err(&tmp, "fdatasync"))?;
+    fs::rename(&tmp, &log).map_err(io_err(&tmp, "rename to log"))?;
+    sync_dir(dir)?;
+    Ok((file, salt, len))
+}
+
+/// A stage's durable key-value space in one directory. See the crate docs for the format, the
+/// recovery rules and the durability contract.
+pub struct Store {
+    dir: PathBuf,
+    log_path: PathBuf,
+    _lock: File,
+    file: File,
+    salt: u32,
+    opts: StoreOptions,
+    /// Appended bytes not yet written to `file`.
+    buf: Vec<u8>,
+    /// Bytes of the log written to `file`.
+    written: u64,
+    synced: u64,
+    /// Ops appended since the last sync point.
+    dirty: bool,
+    poisoned: bool,
+    records: BTreeMap<String, Vec<u8>>,
+    corrupt: BTreeSet<String>,
+    live_bytes: u64,
+    stats: StoreStats,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("dir", &self.dir)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Open or create the store in `dir` (created if missing) with default options.
+    pub fn open(dir: &Path) -> Result<(Store, Recovered), StoreError> {
+        Store::open_with(dir, StoreOptions::default())
+    }
+
+    /// Open or create the store in `dir` (created if missing). Takes the directory's lock
+    /// ([`StoreError::Locked`] if another store holds it), deletes a leftover temporary file,
+    /// recovers the log (truncating a torn tail) and returns what it holds.
+    pub fn open_with(dir: &Path, opts: StoreOptions) -> Result<(Store, Recovered), StoreError> {
+        create_dir_durable(dir)?;
+        let dir = dir.to_path_buf();
+        let lock_path = dir.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(io_err(&lock_path, "open lock file"))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Err(StoreError::Locked { dir }),
+            Err(TryLockError::Error(e)) => return Err(io_err(&lock_path, "lock")(e)),
+        }
+
+        let tmp = dir.join(TEMP_FILE);
+        match fs::remove_file(&tmp) {
+            Ok(()) => sync_dir(&dir)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&tmp, "remove leftover")(e)),
+        }
+
+        let log_path = dir.join(LOG_FILE);
+        let mut stats = StoreStats::default();
+        let opened = OpenOptions::new().read(true).write(true).open(&log_path);
+        let (file, salt, replay) = match opened {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let (file, salt, len) = write_snapshot(&dir, &BTreeMap::new(), &BTreeSet::new())?;
+                let replay = format::Replay {
+                    valid_len: len,
+                    ends_synced: true,
+                    ..format::Replay::default()
+                };
+                (file, salt, replay)
+            }
+            Err(e) => return Err(io_err(&log_path, "open")(e)),
+            Ok(mut file) => {
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes)
+                    .map_err(io_err(&log_path, "read"))?;
+                let salt = format::decode_file_header(&bytes).map_err(|e| match e {
+                    format::FileHeaderError::NotALog => StoreError::NotALog {
+                        path: log_path.clone(),
+                    },
+                    format::FileHeaderError::Damaged => StoreError::DamagedHeader {
+                        path: log_path.clone(),
+                    },
+                    format::FileHeaderError::Version(version) => StoreError::UnknownVersion {
+                        path: log_path.clone(),
+                        version,
+                    },
+                })?;
+                let replay = format::replay(&bytes, salt);
+                let file_len = bytes.len() as u64;
+                drop(bytes);
+                if replay.valid_len < file_len {
+                    stats.torn_tail_bytes = file_len - replay.valid_len;
+                    file.set_len(replay.valid_len)
+                        .map_err(io_err(&log_path, "truncate torn tail of"))?;
+                }
+                file.seek(SeekFrom::Start(replay.valid_len))
+                    .map_err(io_err(&log_path, "seek"))?;
+                (file, salt, replay)
+            }
+        };
+        let format::Replay {
+            records,
+            corrupt,
+            damaged_spans: spans,
+            valid_len: len,
+            repaired,
+            ends_synced,
+        } = replay;
+        stats.repaired_records = repaired;
+
+        let mut reported: Vec<String> = corrupt.iter().cloned().collect();
+        reported.extend(spans.iter().map(|off| format!("?corrupt@{off}")));
+        stats.recovered_records = records.len() as u64;
+        stats.recovered_corrupt = reported.len() as u64;
+        stats.corrupt_spans = spans.len() as u64;
+        let live_bytes = records.iter().map(|(k, v)| live_len(k, v)).sum::<u64>()
+            + corrupt.iter().map(|k| live_len(k, &[])).sum::<u64>();
+        let recovered = Recovered {
+            records: records.clone(),
+            corrupt: reported,
+        };
+        let mut store = Store {
+            dir,
+            log_path,
+            _lock: lock,
+            file,
+            salt,
+            opts,
+            buf: Vec::new(),
+            written: len,
+            synced: len,
+            dirty: !ends_synced,
+            poisoned: false,
+            records,
+            corrupt,
+            live_bytes,
+            stats,
+        };
+        // A stage treats what it recovers as durable, but after a process crash the log's
+        // tail may be only in the page cache, and a truncation is not on disk yet either: end
+        // the log with a sync point now. Damage to the recovered records is then reported as
+        // corruption at later opens, never mistaken for a torn tail.
+        store.sync()?;
+        Ok((store, recovered))
+    }
+
+    /// Carry out one op (see the crate docs for what each guarantees). On an I/O error the
+    /// store is poisoned: this and every later call fail and the store must be reopened.
+    pub fn apply(&mut self, op: StoreOp) -> Result<(), StoreError> {
+        if self.poisoned {
+            return Err(StoreError::Poisoned {
+                path: self.log_path.clone(),
+            });
+        }
+        let res = self.apply_inner(op);
+        if matches!(res, Err(StoreError::Io { .. })) {
+            self.poisoned = true;
+        }
+        res
+    }
+
+    fn apply_inner(&mut self, op: StoreOp) -> Result<(), StoreError> {
+        match op {
+            StoreOp::Put { key, value } => {
+                let len = live_len(&key, &value);
+                if key.len() > MAX_KEY_LEN || len > MAX_RECORD_LEN {
+                    return Err(StoreError::TooLarge { key, len });
+                }
+                self.append(Kind::Put, &key, &value)?;
+                if self.corrupt.remove(&key) {
+                    self.live_bytes -= live_len(&key, &[]);
+                }
+                self.live_bytes += len;
+                if let Some(old) = self.records.insert(key.clone(), value) {
+                    self.live_bytes -= live_len(&key, &old);
+                }
+            }
+            StoreOp::Delete { key } => {
+                let in_records = self.records.contains_key(&key);
+                if !in_records && !self.corrupt.contains(&key) {
+                    return Ok(()); // replaying it would change nothing
+                }
+                self.append(Kind::Delete, &key, &[])?;
+                if let Some(old) = self.records.remove(&key) {
+                    self.live_bytes -= live_len(&key, &old);
+                }
+                if self.corrupt.remove(&key) {
+                    self.live_bytes -= live_len(&key, &[]);
+                }
+            }
+            StoreOp::DeletePrefix { prefix } => {
+                let from = (Bound::Included(prefix.as_str()), Bound::Unbounded);
+                let hits = |k: &String| k.starts_with(prefix.as_str());
+                let any = self
+                    .records
+                    .range::<str, _>(from)
+                    .next()
+                    .is_some_and(|(k, _)| hits(k))
+                    || self.corrupt.range::<str, _>(from).next().is_some_and(hits);
+                if !any {
+                    return Ok(()); // replaying it would change nothing
+                }
+                // A matching key exists, so the prefix is no longer than MAX_KEY_LEN.
+                self.append(Kind::DeletePrefix, &prefix, &[])?;
+                for (k, v) in format::remove_prefix(&mut self.records, &prefix) {
+                    self.live_bytes -= live_len(&k, &v);
+                }
+                for k in format::remove_prefix_keys(&mut self.corrupt, &prefix) {
+                    self.live_bytes -= live_len(&k, &[]);
+                }
+            }
+            StoreOp::Sync => return self.sync(),
+        }
+        self.maybe_compact()
+    }
+
+    fn append(&mut self, kind: Kind, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        encode_head(&mut self.buf, self.salt, kind, key.as_bytes(), value);
+        if value.len() >= self.opts.write_buffer {
+            self.flush_buf()?;
+            self.file
+                .write_all(value)
+                .map_err(io_err(&self.log_path, "write"))?;
+            self.written += value.len() as u64;
+        } else {
+            self.buf.extend_from_slice(value);
+        }
+        self.stats.bytes_appended += record_len(key.len(), value.len());
+        self.dirty = true;
+        if self.buf.len() >= self.opts.write_buffer {
+            self.flush_buf()?;
+        }
+        Ok(())
+    }
+
+    fn flush_buf(&mut self) -> Result<(), StoreError> {
+        if !self.buf.is_empty() {
+            self.file
+                .write_all(&self.buf)
+                .map_err(io_err(&self.log_path, "write"))?;
+            self.written += self.buf.len() as u64;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), StoreError> {
+        if !self.dirty {
+            return Ok(());
+        }
+        let start = Instant::now();
+        self.append(Kind::Sync, "", &[])?;
+        self.flush_buf()?;
+        self.file
+            .sync_data()
+            .map_err(io_err(&self.log_path, "fdatasync"))?;
+        let took = start.elapsed();
+        self.synced = self.written;
+        self.dirty = false;
+        self.stats.syncs += 1;
+        self.stats.sync_time += took;
+        self.stats.last_sync = took;
+        self.stats.max_sync = self.stats.max_sync.max(took);
+        Ok(())
+    }
+
+    fn log_len(&self) -> u64 {
+        self.written + self.buf.len() as u64
+    }
+
+    fn maybe_compact(&mut self) -> Result<(), StoreError> {
+        let len = self.log_len();
+        // The fixed overhead keeps a nearly empty store from compacting on every write.
+        let overhead = record_len(0, 0) + format::FILE_HEADER_LEN as u64;
+        if len >= self.opts.compact_threshold && len > 2 * (self.live_bytes + overhead) {
+            self.compact_inner()?;
+        }
+        Ok(())
+    }
+
+    /// Rewrite the log to hold only the live records (and corrupt-key markers), whatever its
+    /// size. Makes every earlier op durable.
+    pub fn compact(&mut self) -> Result<(), StoreError> {
+        if self.poisoned {
+            return Err(StoreError::Poisoned {
+                path: self.log_path.clone(),
+            });
+        }
+        let res = self.compact_inner();
+        if res.is_err() {
+            self.poisoned = true;
+        }
+        res
+    }
+
+    fn compact_inner(&mut self) -> Result<(), StoreError> {
+        let start = Instant::now();
+        let (file, salt, len) = write_snapshot(&self.dir, &self.records, &self.corrupt)?;
+        self.file = file;
+        self.salt = salt;
+        self.buf.clear();
+        self.written = len;
+        self.synced = len;
+        self.dirty = false;
+        self.stats.compactions += 1;
+        self.stats.compaction_time += start.elapsed();
+        Ok(())
+    }
+
+    /// The live value of `key`, if any.
+    pub fn get(&self, key: &str) -> Option<&[u8]> {
+        self.records.get(key).map(Vec::as_slice)
+    }
+
+    /// The live records.
+    pub fn records(&self) -> &BTreeMap<String, Vec<u8>> {
+        &self.records
+    }
+
+    /// Keys currently known corrupt (from open, until overwritten or deleted).
+    pub fn corrupt_keys(&self) -> impl Iterator<Item = &str> {
+        self.corrupt.iter().map(String::as_str)
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Path of the log file.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    pub fn stats(&self) -> StoreStats {
+        StoreStats {
+            log_bytes: self.log_len(),
+            synced_bytes: self.synced,
+            live_records: self.records.len() as u64,
+            live_bytes: self.live_bytes,
+            corrupt_keys: self.corrupt.len() as u64,
+            ..self.stats.clone()
+        }
+    }
+}
+
+impl Drop for Store {
+    /// Write the buffer to the file (as a process exit would leave it in the page cache); no
+    /// sync.
+    fn drop(&mut self) {
+        if !self.poisoned {
+            let _ = self.flush_buf();
+        }
+    }
+}
