@@ -5,3 +5,6 @@
 pub mod pool;
 
 pub use pool::Pool;
+pub mod resp_server;
+
+pub use resp_server::{GatewayStats, RespServer};

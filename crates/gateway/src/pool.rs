@@ -9,10 +9,12 @@
 
 use plumb_client::Client;
 use plumb_cluster::Cluster;
-use plumb_core::{Action, Micros, StageContext};
-use plumb_runtime::{Host, Item, Link, Mailbox, OnFrame, Outbox, QueueKey, Runner, StageShared};
+use plumb_core::{Action, KeyRing, Micros, StageContext};
+use plumb_runtime::{
+    Greeting, Host, Item, Link, Mailbox, OnFrame, Outbox, QueueKey, Runner, StageShared,
+};
 use plumb_storage::Store;
-use plumb_wire::{Envelope, Principal};
+use plumb_wire::{Envelope, Message, Principal};
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -118,10 +120,26 @@ impl Pool {
                 m.push(QueueKey::Peer(sender), Item::Frame(frame));
             }
         });
+        let rings: Arc<Vec<KeyRing>> =
+            Arc::new(chosen.iter().map(|(_, ring, ..)| ring.clone()).collect());
         let mut links = HashMap::new();
         let mut node_of = HashMap::new();
         for n in &cluster.nodes {
-            links.insert(n.id, Link::dial(n.address, LINK_QUEUE, on_frame.clone()));
+            // Greet one principal of the node for every client, on every (re)connection, so
+            // the node sends each client's replies back over this link.
+            let greeting: Option<Greeting> = n.principals.first().map(|&to| {
+                let rings = rings.clone();
+                Arc::new(move || {
+                    rings
+                        .iter()
+                        .filter_map(|r| r.seal(to, &Message::Hello))
+                        .collect()
+                }) as Greeting
+            });
+            links.insert(
+                n.id,
+                Link::dial(n.address, LINK_QUEUE, on_frame.clone(), greeting),
+            );
             for p in &n.principals {
                 node_of.insert(*p, n.id);
             }

@@ -26,6 +26,11 @@ pub const ERR_WRONG_TYPE: &str =
 pub const ERR_MALFORMED: &str = "ERR malformed operation";
 /// Error text for a mutating operation sent down the read-only path.
 pub const ERR_NOT_READ_ONLY: &str = "ERR operation is not read-only";
+/// Error text for a read-only `Ttl` of a key with an expiry when the store does not know the
+/// agreed time (after a checkpoint load, before the next batch).
+pub const ERR_TTL_NEEDS_ORDER: &str = "ERR TTL needs the agreed time: send it on the ordered path";
+/// Error text for `HIncrBy` on a field that is not a canonical decimal `i64`.
+pub const ERR_HASH_NOT_INTEGER: &str = "ERR hash value is not an integer";
 
 /// An operation on the store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +61,143 @@ pub enum KvOp {
     Keys { prefix: Vec<u8> },
     /// Number of live keys. Replies `Int`.
     DbSize,
+
+    // ---- Redis commands. Appended: the indexes above keep their meaning. ----
+    /// Redis `SET` with options (plain `SET [EX|PX]` is [`KvOp::Set`]), `SETNX` and `GETSET`.
+    /// Stores the string `value` (overwriting a value of any kind) if `condition` holds.
+    /// With `get`, replies `Value(old)` (the previous string, or `None`), or a `WRONGTYPE`
+    /// error without change if the key holds another kind; without `get`, `Bool(written)`.
+    SetExtended {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        expire: SetExpiry,
+        condition: SetCondition,
+        get: bool,
+    },
+    /// Remove every key (`DEL`). Replies `Int(how many existed)`; a key listed twice counts once.
+    DeleteMany { keys: Vec<Vec<u8>> },
+    /// Count the live keys among `keys` (`EXISTS`); a key listed twice counts twice. `Int`.
+    Exists { keys: Vec<Vec<u8>> },
+    /// Append to the string at `key` (absent: empty), keeping its expiry. `Int(new length)`.
+    Append { key: Vec<u8>, value: Vec<u8> },
+    /// Length of the string at `key`, 0 if absent. `Int`.
+    StrLen { key: Vec<u8> },
+    /// The strings at `keys` (`MGET`); absent keys and keys of other kinds give `None`.
+    /// Replies `Values`.
+    MGet { keys: Vec<Vec<u8>> },
+    /// Store every pair atomically without expiry, later pairs winning (`MSET`). `Ok`.
+    MSet { pairs: Vec<(Vec<u8>, Vec<u8>)> },
+    /// Set the key's expiry to `after` micros from the batch's agreed time (`EXPIRE`,
+    /// `PEXPIRE`) if `condition` holds; `after <= 0` removes the key. Replies `Bool(done)`,
+    /// `false` if the key is absent.
+    Expire {
+        key: Vec<u8>,
+        after: i64,
+        condition: ExpireCondition,
+    },
+    /// Remaining lifetime in micros relative to the batch's agreed time (`TTL`, `PTTL`):
+    /// `Int(-2)` if absent, `Int(-1)` if no expiry, else `Int(n)` with `n >= 1`. On the
+    /// read-only path, relative to the last batch the replica executed (see [`crate::KvStore`]).
+    Ttl { key: Vec<u8> },
+    /// Every live key matching the Redis glob `pattern` (`KEYS`), in ascending byte order.
+    /// Replies `Keys`.
+    KeysMatching { pattern: Vec<u8> },
+    /// Set hash fields (`HSET`), later pairs winning. `Int(fields added)`.
+    HSet {
+        key: Vec<u8>,
+        fields: Vec<(Vec<u8>, Vec<u8>)>,
+    },
+    /// `Value(Some(v))` if the hash at `key` has `field` (`HGET`).
+    HGet { key: Vec<u8>, field: Vec<u8> },
+    /// Remove hash fields (`HDEL`); an emptied hash removes the key. `Int(fields removed)`.
+    HDel { key: Vec<u8>, fields: Vec<Vec<u8>> },
+    /// Every field and value of the hash, in field order (`HGETALL`). Replies `Pairs`.
+    HGetAll { key: Vec<u8> },
+    /// Add `delta` to the integer in a hash field (`HINCRBY`), absent counting as 0. `Int(new)`.
+    HIncrBy {
+        key: Vec<u8>,
+        field: Vec<u8>,
+        delta: i64,
+    },
+    /// Push each value in turn at `end` (`LPUSH`, `RPUSH`). `Int(new length)`.
+    Push {
+        key: Vec<u8>,
+        end: End,
+        values: Vec<Vec<u8>>,
+    },
+    /// Pop from `end` (`LPOP`, `RPOP`). Without `count`: `Value`; with `count`: `Items` (up to
+    /// `count` values), or `Nil` if the key is absent. An emptied list removes the key.
+    Pop {
+        key: Vec<u8>,
+        end: End,
+        count: Option<u64>,
+    },
+    /// Elements `start..=stop` of the list, negative indexes counting from the end (`LRANGE`).
+    /// Replies `Items`.
+    LRange { key: Vec<u8>, start: i64, stop: i64 },
+    /// Length of the list, 0 if absent (`LLEN`). `Int`.
+    LLen { key: Vec<u8> },
+    /// Add members to the set (`SADD`). `Int(members added)`.
+    SAdd { key: Vec<u8>, members: Vec<Vec<u8>> },
+    /// Remove members (`SREM`); an emptied set removes the key. `Int(members removed)`.
+    SRem { key: Vec<u8>, members: Vec<Vec<u8>> },
+    /// Every member, in byte order (`SMEMBERS`). `Items`.
+    SMembers { key: Vec<u8> },
+    /// Whether `member` is in the set (`SISMEMBER`). `Bool`.
+    SIsMember { key: Vec<u8>, member: Vec<u8> },
+    /// Remove and return random members (`SPOP`). Which ones is a function of the batch's
+    /// seed and the request's position in the batch, so every replica picks the same. Without
+    /// `count`: `Value`; with `count`: `Items` (empty if the key is absent).
+    SPop { key: Vec<u8>, count: Option<u64> },
+    /// Remove every key (`FLUSHALL`, `FLUSHDB`). `Ok`.
+    FlushAll,
+    /// Remove the key's expiry (`PERSIST`). `Bool(an expiry was removed)`.
+    Persist { key: Vec<u8> },
+    /// The kind of value at `key` (`TYPE`): `Value(Some(name))` with name `string`, `hash`,
+    /// `list`, `set` or `none`.
+    Type { key: Vec<u8> },
+}
+
+/// Expiry handling of [`KvOp::SetExtended`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SetExpiry {
+    /// No expiry (what a plain `SET` does).
+    Clear,
+    /// Expire this many micros after the batch's agreed time (`EX`, `PX`); 0 removes the key.
+    After(Micros),
+    /// Keep the key's current expiry (`KEEPTTL`).
+    Keep,
+}
+
+/// When [`KvOp::SetExtended`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SetCondition {
+    Always,
+    /// Only if the key is absent (`NX`).
+    IfAbsent,
+    /// Only if the key exists, of any kind (`XX`).
+    IfPresent,
+}
+
+/// The options of Redis 7 `EXPIRE`, checked in Redis' order. `gt` fails on a key without
+/// expiry (no expiry counts as infinite); `lt` passes on one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpireCondition {
+    /// Only if the key has no expiry.
+    pub nx: bool,
+    /// Only if the key has an expiry.
+    pub xx: bool,
+    /// Only if the new expiry is later than the current one.
+    pub gt: bool,
+    /// Only if the new expiry is earlier than the current one.
+    pub lt: bool,
+}
+
+/// Which end of a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum End {
+    Left,
+    Right,
 }
 
 /// The reply to a [`KvOp`].
@@ -68,6 +210,15 @@ pub enum KvResult {
     /// A Redis-style error text, starting with its code (`ERR`, `WRONGTYPE`).
     Error(String),
     Keys(Vec<Vec<u8>>),
+    // ---- Appended for the Redis commands. ----
+    /// One optional string per requested key (`MGET`).
+    Values(Vec<Option<Vec<u8>>>),
+    /// A list of strings: list elements, set members, popped values.
+    Items(Vec<Vec<u8>>),
+    /// Field/value pairs (`HGETALL`).
+    Pairs(Vec<(Vec<u8>, Vec<u8>)>),
+    /// No such key where an array was asked for (`LPOP key count` on an absent key).
+    Nil,
 }
 
 /// Why bytes did not decode.
@@ -115,11 +266,40 @@ impl KvOp {
     /// True if the operation can change state, so it must not run on the read-only path.
     pub fn is_mutating(&self) -> bool {
         match self {
-            KvOp::Get { .. } | KvOp::Keys { .. } | KvOp::DbSize => false,
+            KvOp::Get { .. }
+            | KvOp::Keys { .. }
+            | KvOp::DbSize
+            | KvOp::Exists { .. }
+            | KvOp::StrLen { .. }
+            | KvOp::MGet { .. }
+            | KvOp::Ttl { .. }
+            | KvOp::KeysMatching { .. }
+            | KvOp::HGet { .. }
+            | KvOp::HGetAll { .. }
+            | KvOp::LRange { .. }
+            | KvOp::LLen { .. }
+            | KvOp::SMembers { .. }
+            | KvOp::SIsMember { .. }
+            | KvOp::Type { .. } => false,
             KvOp::Set { .. }
             | KvOp::Delete { .. }
             | KvOp::CompareAndSet { .. }
-            | KvOp::Increment { .. } => true,
+            | KvOp::Increment { .. }
+            | KvOp::SetExtended { .. }
+            | KvOp::DeleteMany { .. }
+            | KvOp::Append { .. }
+            | KvOp::MSet { .. }
+            | KvOp::Expire { .. }
+            | KvOp::HSet { .. }
+            | KvOp::HDel { .. }
+            | KvOp::HIncrBy { .. }
+            | KvOp::Push { .. }
+            | KvOp::Pop { .. }
+            | KvOp::SAdd { .. }
+            | KvOp::SRem { .. }
+            | KvOp::SPop { .. }
+            | KvOp::FlushAll
+            | KvOp::Persist { .. } => true,
         }
     }
 
@@ -129,9 +309,39 @@ impl KvOp {
             | KvOp::Set { key, .. }
             | KvOp::Delete { key }
             | KvOp::CompareAndSet { key, .. }
-            | KvOp::Increment { key, .. } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::Increment { key, .. }
+            | KvOp::SetExtended { key, .. }
+            | KvOp::Append { key, .. }
+            | KvOp::StrLen { key }
+            | KvOp::Expire { key, .. }
+            | KvOp::Ttl { key }
+            | KvOp::HSet { key, .. }
+            | KvOp::HGet { key, .. }
+            | KvOp::HDel { key, .. }
+            | KvOp::HGetAll { key }
+            | KvOp::HIncrBy { key, .. }
+            | KvOp::Push { key, .. }
+            | KvOp::Pop { key, .. }
+            | KvOp::LRange { key, .. }
+            | KvOp::LLen { key }
+            | KvOp::SAdd { key, .. }
+            | KvOp::SRem { key, .. }
+            | KvOp::SMembers { key }
+            | KvOp::SIsMember { key, .. }
+            | KvOp::SPop { key, .. }
+            | KvOp::Persist { key }
+            | KvOp::Type { key } => Footprint::Keys(vec![key.as_slice()]),
+            KvOp::DeleteMany { keys } | KvOp::Exists { keys } | KvOp::MGet { keys } => {
+                Footprint::Keys(keys.iter().map(Vec::as_slice).collect())
+            }
+            KvOp::MSet { pairs } => {
+                Footprint::Keys(pairs.iter().map(|(k, _)| k.as_slice()).collect())
+            }
             KvOp::Keys { prefix } => Footprint::Prefix(prefix),
-            KvOp::DbSize => Footprint::Prefix(&[]),
+            KvOp::KeysMatching { pattern } => {
+                Footprint::Prefix(crate::glob::literal_prefix(pattern))
+            }
+            KvOp::DbSize | KvOp::FlushAll => Footprint::Prefix(&[]),
         }
     }
 }

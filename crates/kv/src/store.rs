@@ -6,13 +6,25 @@
 //!
 //! Expiry uses agreed time only. Before each operation, every key whose expiry is at or
 //! before the batch's time is removed, found through an index ordered by expiry time, and a
-//! `Set` whose expiry is not in the future removes the key. So every stored entry is live at
+//! write whose expiry is not in the future removes the key. So every stored entry is live at
 //! the time of the last executed batch: reads, `Keys`, `DbSize` and checkpoints need no clock,
 //! and equal logical states have equal bytes whatever order keys were removed in.
+//!
+//! `Ttl` is the one operation that needs a time: on the ordered path it is the batch's agreed
+//! time. On the read-only path it is the agreed time of the last batch this store executed,
+//! kept in memory only (it is not state: equal contents give equal checkpoints whatever the
+//! time). Right after a checkpoint load that time is unknown until the next batch, and a
+//! read-only `Ttl` of a key with an expiry gets [`ERR_TTL_NEEDS_ORDER`](crate::ERR_TTL_NEEDS_ORDER);
+//! a gateway should send `TTL` on the ordered path.
+//!
+//! Randomness (`SPop`) comes from the batch's seed mixed with the request's position in the
+//! batch, never from an entropy source.
 
+use crate::glob::glob_match;
 use crate::op::{
-    parse_integer, KvOp, KvResult, ERR_MALFORMED, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY, ERR_OVERFLOW,
-    ERR_WRONG_TYPE,
+    parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry,
+    ERR_HASH_NOT_INTEGER, ERR_MALFORMED, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY, ERR_OVERFLOW,
+    ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE,
 };
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
@@ -24,9 +36,7 @@ use std::ops::Bound;
 /// Version byte of checkpoint encodings.
 pub const CHECKPOINT_VERSION: u8 = 1;
 
-/// What a key holds. Only `Str` is created by the operations implemented so far; the other
-/// kinds are here so the Redis gateway's hashes, lists and sets fit without a new format.
-/// A collection is never stored empty (Redis removes the key instead).
+/// What a key holds. A collection is never stored empty (Redis removes the key instead).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Value {
     Str(Vec<u8>),
@@ -44,6 +54,16 @@ impl Value {
             Value::Set(s) => s.is_empty(),
         }
     }
+
+    /// The name Redis' `TYPE` gives this kind.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+            Value::List(_) => "list",
+            Value::Set(_) => "set",
+        }
+    }
 }
 
 /// A stored value and its absolute expiry time in agreed micros, if any.
@@ -53,13 +73,50 @@ pub struct Entry {
     pub expires_at: Option<Micros>,
 }
 
-/// The in-memory key-value application.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The in-memory key-value application. Two stores are equal when their states (entries)
+/// are; the clock is not state.
+#[derive(Clone, Debug, Default)]
 pub struct KvStore {
     entries: BTreeMap<Vec<u8>, Entry>,
     /// `(expires_at, key)` for every entry with an expiry; derived from `entries`, not
     /// part of the checkpoint.
     expiries: BTreeSet<(Micros, Vec<u8>)>,
+    /// The latest agreed time the store ran at; `None` before the first batch and after a
+    /// checkpoint load until the next batch. Not state; only read-only `Ttl` reads it.
+    clock: Option<Micros>,
+}
+
+impl PartialEq for KvStore {
+    fn eq(&self, other: &KvStore) -> bool {
+        self.entries == other.entries
+    }
+}
+
+impl Eq for KvStore {}
+
+/// The `splitmix64` step: a bijective mixer, here the store's only source of randomness.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The random seed of request `index` of a batch with seed `batch_seed`.
+pub fn request_seed(batch_seed: u64, index: usize) -> u64 {
+    let mut state = u64::try_from(index).unwrap_or(u64::MAX);
+    let mixed = splitmix(&mut state);
+    let mut state = batch_seed ^ mixed;
+    splitmix(&mut state)
+}
+
+fn int(n: usize) -> KvResult {
+    KvResult::Int(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+fn wrong_type() -> KvResult {
+    KvResult::error(ERR_WRONG_TYPE)
 }
 
 impl KvStore {
@@ -85,17 +142,82 @@ impl KvStore {
         self.entries.iter().map(|(k, e)| (k.as_slice(), e))
     }
 
-    /// Apply one operation at agreed time `now` (the batch's time).
+    /// The latest agreed time the store ran at; `None` before the first batch and after a
+    /// checkpoint load until the next batch.
+    pub fn clock(&self) -> Option<Micros> {
+        self.clock
+    }
+
+    /// Apply one operation at agreed time `now` (the batch's time) with random seed 0.
     pub fn apply(&mut self, op: &KvOp, now: Micros) -> KvResult {
-        self.expire_until(now);
+        self.apply_seeded(op, now, 0)
+    }
+
+    /// Apply one operation at agreed time `now`; `seed` is the request's random seed
+    /// ([`request_seed`]), used by `SPop` only.
+    pub fn apply_seeded(&mut self, op: &KvOp, now: Micros, seed: u64) -> KvResult {
+        self.advance(now);
         match op {
-            KvOp::Set { key, value, expire } => self.set(key, value, *expire, now),
+            KvOp::Set { key, value, expire } => {
+                self.set(key, value, *expire, now);
+                KvResult::Ok
+            }
             KvOp::Delete { key } => KvResult::Bool(self.remove(key).is_some()),
             KvOp::CompareAndSet { key, expected, new } => {
                 self.compare_and_set(key, expected.as_deref(), new)
             }
             KvOp::Increment { key, delta } => self.increment(key, *delta),
-            KvOp::Get { .. } | KvOp::Keys { .. } | KvOp::DbSize => self.read(op),
+            KvOp::SetExtended {
+                key,
+                value,
+                expire,
+                condition,
+                get,
+            } => self.set_extended(key, value, *expire, *condition, *get, now),
+            KvOp::DeleteMany { keys } => {
+                int(keys.iter().filter(|k| self.remove(k).is_some()).count())
+            }
+            KvOp::Append { key, value } => self.append(key, value),
+            KvOp::MSet { pairs } => {
+                for (key, value) in pairs {
+                    self.set(key, value, None, now);
+                }
+                KvResult::Ok
+            }
+            KvOp::Expire {
+                key,
+                after,
+                condition,
+            } => self.expire(key, *after, *condition, now),
+            KvOp::HSet { key, fields } => self.hset(key, fields),
+            KvOp::HDel { key, fields } => self.hdel(key, fields),
+            KvOp::HIncrBy { key, field, delta } => self.hincrby(key, field, *delta),
+            KvOp::Push { key, end, values } => self.push(key, *end, values),
+            KvOp::Pop { key, end, count } => self.pop(key, *end, *count),
+            KvOp::SAdd { key, members } => self.sadd(key, members),
+            KvOp::SRem { key, members } => self.srem(key, members),
+            KvOp::SPop { key, count } => self.spop(key, *count, seed),
+            KvOp::FlushAll => {
+                self.entries.clear();
+                self.expiries.clear();
+                KvResult::Ok
+            }
+            KvOp::Persist { key } => self.persist(key),
+            KvOp::Ttl { key } => ttl(self.entries.get(key.as_slice()), Some(now)),
+            KvOp::Get { .. }
+            | KvOp::Keys { .. }
+            | KvOp::DbSize
+            | KvOp::Exists { .. }
+            | KvOp::StrLen { .. }
+            | KvOp::MGet { .. }
+            | KvOp::KeysMatching { .. }
+            | KvOp::HGet { .. }
+            | KvOp::HGetAll { .. }
+            | KvOp::LRange { .. }
+            | KvOp::LLen { .. }
+            | KvOp::SMembers { .. }
+            | KvOp::SIsMember { .. }
+            | KvOp::Type { .. } => self.read(op),
         }
     }
 
@@ -105,11 +227,81 @@ impl KvStore {
         match op {
             KvOp::Get { key } => self.get(key),
             KvOp::Keys { prefix } => KvResult::Keys(self.keys_with_prefix(prefix)),
-            KvOp::DbSize => KvResult::Int(i64::try_from(self.entries.len()).unwrap_or(i64::MAX)),
+            KvOp::DbSize => int(self.entries.len()),
+            KvOp::Exists { keys } => int(keys
+                .iter()
+                .filter(|k| self.entries.contains_key(k.as_slice()))
+                .count()),
+            KvOp::StrLen { key } => match self.value(key) {
+                None => KvResult::Int(0),
+                Some(Value::Str(v)) => int(v.len()),
+                Some(_) => wrong_type(),
+            },
+            KvOp::MGet { keys } => KvResult::Values(
+                keys.iter()
+                    .map(|k| match self.value(k) {
+                        Some(Value::Str(v)) => Some(v.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            KvOp::Ttl { key } => ttl(self.entries.get(key.as_slice()), self.clock),
+            KvOp::KeysMatching { pattern } => KvResult::Keys(self.keys_matching(pattern)),
+            KvOp::HGet { key, field } => match self.value(key) {
+                None => KvResult::Value(None),
+                Some(Value::Hash(h)) => KvResult::Value(h.get(field.as_slice()).cloned()),
+                Some(_) => wrong_type(),
+            },
+            KvOp::HGetAll { key } => match self.value(key) {
+                None => KvResult::Pairs(Vec::new()),
+                Some(Value::Hash(h)) => {
+                    KvResult::Pairs(h.iter().map(|(f, v)| (f.clone(), v.clone())).collect())
+                }
+                Some(_) => wrong_type(),
+            },
+            KvOp::LRange { key, start, stop } => match self.value(key) {
+                None => KvResult::Items(Vec::new()),
+                Some(Value::List(l)) => KvResult::Items(lrange(l, *start, *stop)),
+                Some(_) => wrong_type(),
+            },
+            KvOp::LLen { key } => match self.value(key) {
+                None => KvResult::Int(0),
+                Some(Value::List(l)) => int(l.len()),
+                Some(_) => wrong_type(),
+            },
+            KvOp::SMembers { key } => match self.value(key) {
+                None => KvResult::Items(Vec::new()),
+                Some(Value::Set(s)) => KvResult::Items(s.iter().cloned().collect()),
+                Some(_) => wrong_type(),
+            },
+            KvOp::SIsMember { key, member } => match self.value(key) {
+                None => KvResult::Bool(false),
+                Some(Value::Set(s)) => KvResult::Bool(s.contains(member.as_slice())),
+                Some(_) => wrong_type(),
+            },
+            KvOp::Type { key } => {
+                let name = self.value(key).map_or("none", Value::type_name);
+                KvResult::Value(Some(name.as_bytes().to_vec()))
+            }
             KvOp::Set { .. }
             | KvOp::Delete { .. }
             | KvOp::CompareAndSet { .. }
-            | KvOp::Increment { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::Increment { .. }
+            | KvOp::SetExtended { .. }
+            | KvOp::DeleteMany { .. }
+            | KvOp::Append { .. }
+            | KvOp::MSet { .. }
+            | KvOp::Expire { .. }
+            | KvOp::HSet { .. }
+            | KvOp::HDel { .. }
+            | KvOp::HIncrBy { .. }
+            | KvOp::Push { .. }
+            | KvOp::Pop { .. }
+            | KvOp::SAdd { .. }
+            | KvOp::SRem { .. }
+            | KvOp::SPop { .. }
+            | KvOp::FlushAll
+            | KvOp::Persist { .. } => KvResult::error(ERR_NOT_READ_ONLY),
         }
     }
 
@@ -147,17 +339,27 @@ impl KvStore {
             .iter()
             .filter_map(|(k, e)| e.expires_at.map(|t| (t, k.clone())))
             .collect();
-        KvStore { entries, expiries }
+        KvStore {
+            entries,
+            expiries,
+            clock: None,
+        }
     }
 
-    /// Remove every key whose expiry is at or before `now`.
-    fn expire_until(&mut self, now: Micros) {
+    /// Move the clock to `now` (if later) and remove every key whose expiry is at or before
+    /// `now`.
+    fn advance(&mut self, now: Micros) {
+        self.clock = Some(self.clock.map_or(now, |c| c.max(now)));
         while let Some((at, key)) = self.expiries.first().cloned() {
             if at > now {
                 break;
             }
             self.remove(&key);
         }
+    }
+
+    fn value(&self, key: &[u8]) -> Option<&Value> {
+        self.entries.get(key).map(|e| &e.value)
     }
 
     fn put(&mut self, key: &[u8], entry: Entry) {
@@ -176,11 +378,36 @@ impl KvStore {
         Some(old)
     }
 
+    /// Set the expiry of an existing key, keeping the index in step.
+    fn set_expiry(&mut self, key: &[u8], expires_at: Option<Micros>) {
+        let Some(entry) = self.entries.get_mut(key) else {
+            return;
+        };
+        if let Some(old) = entry.expires_at {
+            self.expiries.remove(&(old, key.to_vec()));
+        }
+        entry.expires_at = expires_at;
+        if let Some(at) = expires_at {
+            self.expiries.insert((at, key.to_vec()));
+        }
+    }
+
+    /// Remove the key if it holds an emptied collection.
+    fn drop_if_empty(&mut self, key: &[u8]) {
+        if self
+            .entries
+            .get(key)
+            .is_some_and(|e| e.value.is_empty_collection())
+        {
+            self.remove(key);
+        }
+    }
+
     fn get(&self, key: &[u8]) -> KvResult {
-        match self.entries.get(key).map(|e| &e.value) {
+        match self.value(key) {
             None => KvResult::Value(None),
             Some(Value::Str(v)) => KvResult::Value(Some(v.clone())),
-            Some(_) => KvResult::error(ERR_WRONG_TYPE),
+            Some(_) => wrong_type(),
         }
     }
 
@@ -192,8 +419,24 @@ impl KvStore {
             .collect()
     }
 
-    fn set(&mut self, key: &[u8], value: &[u8], expire: Option<Micros>, now: Micros) -> KvResult {
-        let expires_at = expire.map(|rel| now.saturating_add(rel));
+    fn keys_matching(&self, pattern: &[u8]) -> Vec<Vec<u8>> {
+        let prefix = crate::glob::literal_prefix(pattern);
+        self.entries
+            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            // Redis' `KEYS *` shortcut: every key, the empty one included.
+            .filter(|(k, _)| pattern == b"*" || glob_match(pattern, k))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Store a string with an expiry `expire` micros after `now`; an expiry not in the future
+    /// removes the key.
+    fn set(&mut self, key: &[u8], value: &[u8], expire: Option<Micros>, now: Micros) {
+        self.put_string(key, value, expire.map(|rel| now.saturating_add(rel)), now);
+    }
+
+    fn put_string(&mut self, key: &[u8], value: &[u8], expires_at: Option<Micros>, now: Micros) {
         if expires_at.is_some_and(|at| at <= now) {
             // Expired on arrival: the key is absent from this batch on.
             self.remove(key);
@@ -201,16 +444,50 @@ impl KvStore {
             let value = Value::Str(value.to_vec());
             self.put(key, Entry { value, expires_at });
         }
-        KvResult::Ok
+    }
+
+    fn set_extended(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        expire: SetExpiry,
+        condition: SetCondition,
+        get: bool,
+        now: Micros,
+    ) -> KvResult {
+        let current = self.entries.get(key);
+        let old = match current.map(|e| &e.value) {
+            Some(Value::Str(v)) if get => Some(v.clone()),
+            Some(_) if get => return wrong_type(),
+            _ => None,
+        };
+        let write = match condition {
+            SetCondition::Always => true,
+            SetCondition::IfAbsent => current.is_none(),
+            SetCondition::IfPresent => current.is_some(),
+        };
+        if write {
+            let expires_at = match expire {
+                SetExpiry::Clear => None,
+                SetExpiry::After(rel) => Some(now.saturating_add(rel)),
+                SetExpiry::Keep => current.and_then(|e| e.expires_at),
+            };
+            self.put_string(key, value, expires_at, now);
+        }
+        if get {
+            KvResult::Value(old)
+        } else {
+            KvResult::Bool(write)
+        }
     }
 
     fn compare_and_set(&mut self, key: &[u8], expected: Option<&[u8]>, new: &[u8]) -> KvResult {
-        let current = self.entries.get(key).map(|e| &e.value);
+        let current = self.value(key);
         let matches = match (current, expected) {
             (None, None) => true,
             (Some(_), None) | (None, Some(_)) => false,
             (Some(Value::Str(v)), Some(want)) => v.as_slice() == want,
-            (Some(_), Some(_)) => return KvResult::error(ERR_WRONG_TYPE),
+            (Some(_), Some(_)) => return wrong_type(),
         };
         if matches {
             let value = Value::Str(new.to_vec());
@@ -226,34 +503,336 @@ impl KvStore {
     }
 
     fn increment(&mut self, key: &[u8], delta: i64) -> KvResult {
-        let (current, expires_at) = match self.entries.get(key) {
-            None => (0, None),
-            Some(Entry {
-                value: Value::Str(v),
-                expires_at,
-            }) => match parse_integer(v) {
-                Some(n) => (n, *expires_at),
+        let current = match self.value(key) {
+            None => 0,
+            Some(Value::Str(v)) => match parse_integer(v) {
+                Some(n) => n,
                 None => return KvResult::error(ERR_NOT_INTEGER),
             },
-            Some(_) => return KvResult::error(ERR_WRONG_TYPE),
+            Some(_) => return wrong_type(),
         };
         let Some(new) = current.checked_add(delta) else {
             return KvResult::error(ERR_OVERFLOW);
         };
-        let value = Value::Str(new.to_string().into_bytes());
-        self.put(key, Entry { value, expires_at });
+        self.replace_string(key, new.to_string().into_bytes());
         KvResult::Int(new)
     }
+
+    /// Store a string at `key`, keeping the key's expiry if it exists.
+    fn replace_string(&mut self, key: &[u8], bytes: Vec<u8>) {
+        match self.entries.get_mut(key) {
+            Some(entry) => entry.value = Value::Str(bytes),
+            None => {
+                let entry = Entry {
+                    value: Value::Str(bytes),
+                    expires_at: None,
+                };
+                self.entries.insert(key.to_vec(), entry);
+            }
+        }
+    }
+
+    fn append(&mut self, key: &[u8], value: &[u8]) -> KvResult {
+        match self.entries.get_mut(key).map(|e| &mut e.value) {
+            None => {
+                self.replace_string(key, value.to_vec());
+                int(value.len())
+            }
+            Some(Value::Str(v)) => {
+                v.extend_from_slice(value);
+                int(v.len())
+            }
+            Some(_) => wrong_type(),
+        }
+    }
+
+    fn expire(&mut self, key: &[u8], after: i64, cond: ExpireCondition, now: Micros) -> KvResult {
+        let Some(entry) = self.entries.get(key) else {
+            return KvResult::Bool(false);
+        };
+        // Absolute times as i128: `after` may point before time 0.
+        let when = i128::from(now) + i128::from(after);
+        let current = entry.expires_at.map(i128::from);
+        let refused = (cond.nx && current.is_some())
+            || (cond.xx && current.is_none())
+            || (cond.gt && current.is_none_or(|c| when <= c))
+            || (cond.lt && current.is_some_and(|c| when >= c));
+        if refused {
+            return KvResult::Bool(false);
+        }
+        if when <= i128::from(now) {
+            self.remove(key);
+        } else {
+            let at = Micros::try_from(when).unwrap_or(Micros::MAX);
+            self.set_expiry(key, Some(at));
+        }
+        KvResult::Bool(true)
+    }
+
+    fn persist(&mut self, key: &[u8]) -> KvResult {
+        match self.entries.get(key) {
+            Some(Entry {
+                expires_at: Some(_),
+                ..
+            }) => {
+                self.set_expiry(key, None);
+                KvResult::Bool(true)
+            }
+            _ => KvResult::Bool(false),
+        }
+    }
+
+    /// The collection at `key` for writing, created from `empty` if absent (the caller must
+    /// leave it non-empty or call [`KvStore::drop_if_empty`]). `Err` if another kind.
+    fn collection_mut(
+        &mut self,
+        key: &[u8],
+        empty: fn() -> Value,
+        same_kind: fn(&Value) -> bool,
+    ) -> Result<&mut Value, KvResult> {
+        if !self.entries.contains_key(key) {
+            let entry = Entry {
+                value: empty(),
+                expires_at: None,
+            };
+            self.entries.insert(key.to_vec(), entry);
+        }
+        match self.entries.get_mut(key) {
+            Some(entry) if same_kind(&entry.value) => Ok(&mut entry.value),
+            _ => Err(wrong_type()),
+        }
+    }
+
+    fn hash_mut(&mut self, key: &[u8]) -> Result<&mut BTreeMap<Vec<u8>, Vec<u8>>, KvResult> {
+        match self.collection_mut(
+            key,
+            || Value::Hash(BTreeMap::new()),
+            |v| matches!(v, Value::Hash(_)),
+        )? {
+            Value::Hash(h) => Ok(h),
+            _ => Err(wrong_type()),
+        }
+    }
+
+    fn list_mut(&mut self, key: &[u8]) -> Result<&mut VecDeque<Vec<u8>>, KvResult> {
+        match self.collection_mut(
+            key,
+            || Value::List(VecDeque::new()),
+            |v| matches!(v, Value::List(_)),
+        )? {
+            Value::List(l) => Ok(l),
+            _ => Err(wrong_type()),
+        }
+    }
+
+    fn set_mut(&mut self, key: &[u8]) -> Result<&mut BTreeSet<Vec<u8>>, KvResult> {
+        match self.collection_mut(
+            key,
+            || Value::Set(BTreeSet::new()),
+            |v| matches!(v, Value::Set(_)),
+        )? {
+            Value::Set(s) => Ok(s),
+            _ => Err(wrong_type()),
+        }
+    }
+
+    /// Run `f` on the collection at `key` (created empty if absent), then drop it if empty.
+    fn with_collection<C>(
+        &mut self,
+        key: &[u8],
+        get: for<'a> fn(&'a mut KvStore, &[u8]) -> Result<&'a mut C, KvResult>,
+        f: impl FnOnce(&mut C) -> KvResult,
+    ) -> KvResult {
+        let result = match get(self, key) {
+            Ok(c) => f(c),
+            Err(e) => e,
+        };
+        self.drop_if_empty(key);
+        result
+    }
+
+    fn hset(&mut self, key: &[u8], fields: &[(Vec<u8>, Vec<u8>)]) -> KvResult {
+        self.with_collection(key, KvStore::hash_mut, |h| {
+            let added = fields
+                .iter()
+                .filter(|(f, v)| h.insert(f.clone(), v.clone()).is_none())
+                .count();
+            int(added)
+        })
+    }
+
+    fn hdel(&mut self, key: &[u8], fields: &[Vec<u8>]) -> KvResult {
+        if !self.entries.contains_key(key) {
+            return KvResult::Int(0);
+        }
+        self.with_collection(key, KvStore::hash_mut, |h| {
+            int(fields
+                .iter()
+                .filter(|f| h.remove(f.as_slice()).is_some())
+                .count())
+        })
+    }
+
+    fn hincrby(&mut self, key: &[u8], field: &[u8], delta: i64) -> KvResult {
+        self.with_collection(key, KvStore::hash_mut, |h| {
+            let current = match h.get(field) {
+                None => 0,
+                Some(v) => match parse_integer(v) {
+                    Some(n) => n,
+                    None => return KvResult::error(ERR_HASH_NOT_INTEGER),
+                },
+            };
+            let Some(new) = current.checked_add(delta) else {
+                return KvResult::error(ERR_OVERFLOW);
+            };
+            h.insert(field.to_vec(), new.to_string().into_bytes());
+            KvResult::Int(new)
+        })
+    }
+
+    fn push(&mut self, key: &[u8], end: End, values: &[Vec<u8>]) -> KvResult {
+        self.with_collection(key, KvStore::list_mut, |l| {
+            for v in values {
+                match end {
+                    End::Left => l.push_front(v.clone()),
+                    End::Right => l.push_back(v.clone()),
+                }
+            }
+            int(l.len())
+        })
+    }
+
+    fn pop(&mut self, key: &[u8], end: End, count: Option<u64>) -> KvResult {
+        if !self.entries.contains_key(key) {
+            return match count {
+                None => KvResult::Value(None),
+                Some(_) => KvResult::Nil,
+            };
+        }
+        self.with_collection(key, KvStore::list_mut, |l| {
+            let mut pop = || match end {
+                End::Left => l.pop_front(),
+                End::Right => l.pop_back(),
+            };
+            match count {
+                None => KvResult::Value(pop()),
+                Some(n) => KvResult::Items(
+                    std::iter::from_fn(pop)
+                        .take(usize::try_from(n).unwrap_or(usize::MAX))
+                        .collect(),
+                ),
+            }
+        })
+    }
+
+    fn sadd(&mut self, key: &[u8], members: &[Vec<u8>]) -> KvResult {
+        self.with_collection(key, KvStore::set_mut, |s| {
+            int(members.iter().filter(|m| s.insert(m.to_vec())).count())
+        })
+    }
+
+    fn srem(&mut self, key: &[u8], members: &[Vec<u8>]) -> KvResult {
+        if !self.entries.contains_key(key) {
+            return KvResult::Int(0);
+        }
+        self.with_collection(key, KvStore::set_mut, |s| {
+            int(members.iter().filter(|m| s.remove(m.as_slice())).count())
+        })
+    }
+
+    fn spop(&mut self, key: &[u8], count: Option<u64>, seed: u64) -> KvResult {
+        if !self.entries.contains_key(key) {
+            return match count {
+                None => KvResult::Value(None),
+                Some(_) => KvResult::Items(Vec::new()),
+            };
+        }
+        self.with_collection(key, KvStore::set_mut, |s| {
+            let mut rng = seed;
+            match count {
+                None => {
+                    let picked: Option<Vec<u8>> = random_index(&mut rng, s.len())
+                        .and_then(|i| s.iter().nth(i))
+                        .cloned();
+                    if let Some(m) = &picked {
+                        s.remove(m);
+                    }
+                    KvResult::Value(picked)
+                }
+                Some(n) => {
+                    let n = usize::try_from(n).unwrap_or(usize::MAX);
+                    if n >= s.len() {
+                        return KvResult::Items(std::mem::take(s).into_iter().collect());
+                    }
+                    // A partial Fisher-Yates shuffle of the members picks `n` of them.
+                    let mut members: Vec<Vec<u8>> = s.iter().cloned().collect();
+                    for i in 0..n {
+                        let j = i + random_index(&mut rng, members.len() - i).unwrap_or(0);
+                        members.swap(i, j);
+                    }
+                    members.truncate(n);
+                    for m in &members {
+                        s.remove(m);
+                    }
+                    KvResult::Items(members)
+                }
+            }
+        })
+    }
+}
+
+/// `TTL` in micros relative to `now`: -2 if absent, -1 without expiry, else at least 1.
+/// With `now` unknown (read-only path right after a checkpoint load), an expiry is an error.
+fn ttl(entry: Option<&Entry>, now: Option<Micros>) -> KvResult {
+    match (entry.map(|e| e.expires_at), now) {
+        (None, _) => KvResult::Int(-2),
+        (Some(None), _) => KvResult::Int(-1),
+        (Some(Some(_)), None) => KvResult::error(ERR_TTL_NEEDS_ORDER),
+        (Some(Some(at)), Some(now)) => {
+            let left = at.saturating_sub(now).max(1);
+            KvResult::Int(i64::try_from(left).unwrap_or(i64::MAX))
+        }
+    }
+}
+
+/// A pseudo-random index below `len`, if `len > 0`.
+fn random_index(rng: &mut u64, len: usize) -> Option<usize> {
+    let len = u64::try_from(len).ok().filter(|&n| n > 0)?;
+    usize::try_from(splitmix(rng) % len).ok()
+}
+
+/// Redis' `LRANGE` index arithmetic.
+fn lrange(list: &VecDeque<Vec<u8>>, start: i64, stop: i64) -> Vec<Vec<u8>> {
+    let len = i64::try_from(list.len()).unwrap_or(i64::MAX);
+    let start = if start < 0 {
+        len.saturating_add(start)
+    } else {
+        start
+    }
+    .max(0);
+    let stop = if stop < 0 {
+        len.saturating_add(stop)
+    } else {
+        stop
+    };
+    if start > stop || start >= len {
+        return Vec::new();
+    }
+    let stop = stop.min(len - 1);
+    let (Ok(start), Ok(stop)) = (usize::try_from(start), usize::try_from(stop)) else {
+        return Vec::new();
+    };
+    list.range(start..=stop).cloned().collect()
 }
 
 fn corrupt(reason: &str) -> LoadError {
     LoadError::Corrupt(reason.to_string())
 }
 
-/// The reply to one request's bytes at agreed time `now`.
-fn execute_one(store: &mut KvStore, op: &[u8], now: Micros) -> Vec<u8> {
+/// The reply to one request's bytes at agreed time `now` with random seed `seed`.
+fn execute_one(store: &mut KvStore, op: &[u8], now: Micros, seed: u64) -> Vec<u8> {
     let result = match KvOp::decode(op) {
-        Ok(op) => store.apply(&op, now),
+        Ok(op) => store.apply_seeded(&op, now, seed),
         Err(_) => KvResult::error(ERR_MALFORMED),
     };
     result.encode()
@@ -261,9 +840,11 @@ fn execute_one(store: &mut KvStore, op: &[u8], now: Micros) -> Vec<u8> {
 
 impl Application for KvStore {
     fn execute(&mut self, _seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput {
+        self.advance(nd.time);
         let replies = batch
             .iter()
-            .map(|cmd| execute_one(self, cmd.op, nd.time))
+            .enumerate()
+            .map(|(i, cmd)| execute_one(self, cmd.op, nd.time, request_seed(nd.seed, i)))
             .collect();
         BatchOutput {
             replies,

@@ -701,6 +701,7 @@ impl Model {
                     .collect(),
             ),
             KvOp::DbSize => KvResult::Int(self.live(now).count() as i64),
+            other => unimplemented!("random_op never makes {other:?}"),
         }
     }
 }

@@ -105,7 +105,7 @@ pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNod
                 r.deliver(frame, None);
             }
         });
-        links.insert(n.id, Link::dial(n.address, LINK_QUEUE, on_frame));
+        links.insert(n.id, Link::dial(n.address, LINK_QUEUE, on_frame, None));
     }
     let router = Arc::new(Router {
         local: mailboxes.clone(),

@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use plumb_core::KeyRing;
 use plumb_runtime::{Item, Link, Mailbox, Outbox, QueueKey};
-use plumb_wire::{Envelope, Principal};
+use plumb_wire::{Envelope, Message, Principal};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -62,6 +62,15 @@ impl Drops {
     }
 }
 
+#[derive(Debug, PartialEq, Eq)]
+enum Claim {
+    Known,
+    Proven,
+    /// A greeting, consumed here: it only claims the route.
+    Hello,
+    Refused,
+}
+
 impl Router {
     /// Hand a frame read from the network to the stage it is addressed to. `conn` is the
     /// client connection it came on, if it came on one we accepted.
@@ -78,25 +87,32 @@ impl Router {
             return;
         };
         if let (Principal::Client(c), Some(route)) = (sender, conn) {
-            self.claim_route(c, receiver, &frame, route);
+            if self.claim_route(c, receiver, &frame, route) == Claim::Hello {
+                return;
+            }
         }
         mailbox.push(QueueKey::of_sender(sender), Item::Frame(frame));
     }
 
     /// Remember that client `c` is reachable over `route`, if the frame proves it is `c`.
-    fn claim_route(&self, c: u32, receiver: Principal, frame: &[u8], route: &ClientRoute) {
+    fn claim_route(&self, c: u32, receiver: Principal, frame: &[u8], route: &ClientRoute) -> Claim {
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         if clients.get(&c).is_some_and(|r| r.conn == route.conn) {
-            return;
+            return Claim::Known;
         }
-        let proven = self
-            .rings
-            .get(&receiver)
-            .is_some_and(|ring| ring.open(frame).is_ok());
-        if proven {
-            clients.insert(c, route.clone());
-        } else {
-            self.drops.bad_route_claim.fetch_add(1, Ordering::Relaxed);
+        match self.rings.get(&receiver).map(|ring| ring.open(frame)) {
+            Some(Ok((_, msg))) => {
+                clients.insert(c, route.clone());
+                if msg == Message::Hello {
+                    Claim::Hello
+                } else {
+                    Claim::Proven
+                }
+            }
+            _ => {
+                self.drops.bad_route_claim.fetch_add(1, Ordering::Relaxed);
+                Claim::Refused
+            }
         }
     }
 

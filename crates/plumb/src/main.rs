@@ -10,6 +10,7 @@ macro_rules! out {
 }
 
 mod cluster_cmd;
+mod gateway_cmd;
 mod sim;
 mod up;
 
@@ -34,6 +35,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Start a local cluster (u=1, r=1 by default: four nodes) and the Redis gateway; Ctrl-C stops it.
     Up(up::UpArgs),
+    /// Serve unmodified Redis clients (redis-cli, redis-benchmark) through the replicated store.
+    Gateway(gateway_cmd::GatewayArgs),
     /// Write a cluster configuration and key files for given u, r and hosts.
     Init(cluster_cmd::InitArgs),
     /// Run one node of a cluster (the roles the configuration gives it).
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Sim(args) => sim::run(args),
         Command::Up(args) => up::up_cmd(args),
+        Command::Gateway(args) => gateway_cmd::gateway_cmd(args),
         Command::Init(args) => cluster_cmd::init_cmd(args),
         Command::Node(args) => cluster_cmd::node_cmd(args),
         Command::Status(args) => cluster_cmd::status_cmd(args),

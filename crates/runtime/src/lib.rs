@@ -10,6 +10,6 @@ pub mod link;
 pub mod mailbox;
 pub mod runner;
 
-pub use link::{Link, OnFrame};
+pub use link::{Greeting, Link, OnFrame};
 pub use mailbox::{Item, Mailbox, QueueKey};
 pub use runner::{wall_micros, Host, Outbox, Runner, StageShared};

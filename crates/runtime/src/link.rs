@@ -37,6 +37,10 @@ pub fn framed(stream: TcpStream) -> Framed<TcpStream, LengthDelimitedCodec> {
 /// Receives every frame read from a connection.
 pub type OnFrame = Arc<dyn Fn(Vec<u8>) + Send + Sync>;
 
+/// Frames to send first on every new connection (a client's greetings, which tell the node to
+/// answer it over this connection).
+pub type Greeting = Arc<dyn Fn() -> Vec<Vec<u8>> + Send + Sync>;
+
 #[derive(Clone)]
 pub struct Link {
     tx: mpsc::Sender<Bytes>,
@@ -54,10 +58,15 @@ pub struct LinkStats {
 impl Link {
     /// Dial `addr` now and again whenever the connection drops (back-off 20 ms doubling to
     /// 1 s). Must be called inside a tokio runtime.
-    pub fn dial(addr: SocketAddr, capacity: usize, on_frame: OnFrame) -> Link {
+    pub fn dial(
+        addr: SocketAddr,
+        capacity: usize,
+        on_frame: OnFrame,
+        greeting: Option<Greeting>,
+    ) -> Link {
         let (tx, rx) = mpsc::channel(capacity);
         let stats = Arc::new(LinkStats::default());
-        tokio::spawn(keep_connected(addr, rx, on_frame, stats.clone()));
+        tokio::spawn(keep_connected(addr, rx, on_frame, greeting, stats.clone()));
         Link {
             tx,
             capacity,
@@ -89,6 +98,7 @@ async fn keep_connected(
     addr: SocketAddr,
     mut rx: mpsc::Receiver<Bytes>,
     on_frame: OnFrame,
+    greeting: Option<Greeting>,
     stats: Arc<LinkStats>,
 ) {
     let mut backoff = Duration::from_millis(20);
@@ -110,6 +120,20 @@ async fn keep_connected(
         stats.connects.fetch_add(1, Ordering::Relaxed);
         stats.connected.store(true, Ordering::Relaxed);
         let (mut sink, mut stream) = framed(stream).split();
+        if let Some(greeting) = &greeting {
+            let mut failed = false;
+            for frame in greeting() {
+                if sink.feed(Bytes::from(frame)).await.is_err() {
+                    failed = true;
+                    break;
+                }
+            }
+            if failed || sink.flush().await.is_err() {
+                stats.connected.store(false, Ordering::Relaxed);
+                tokio::time::sleep(backoff).await;
+                continue;
+            }
+        }
         let reader_cb = on_frame.clone();
         let mut reader = tokio::spawn(async move {
             while let Some(Ok(frame)) = stream.next().await {

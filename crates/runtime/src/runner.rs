@@ -1,8 +1,13 @@
 //! Runs one pure stage on its own thread with real time and a durable store.
 //!
 //! The thread takes frames and jobs from the stage's [`Mailbox`], fires timers, and carries out
-//! the stage's actions strictly in order: a `Store(Sync)` returns only once `fdatasync` did, so
-//! a send that follows it in the same action list leaves only after the record is durable.
+//! the stage's actions in order, with one liberty: **group commit**. A `Store(Sync)` does not
+//! sync at once; every externally visible action after it (sends, completions) is held, and the
+//! thread goes on with the next waiting events (up to [`GROUP_MAX`]). When the mailbox is
+//! empty or the group is full, one `fdatasync` covers them all and the held actions go out in
+//! order. So a message still leaves only after every record written before it is durable,
+//! which is all "put, sync, send" promises, while N requests cost one sync instead of N. A
+//! crash before the group's sync loses only state nothing outside has seen.
 //! A failed write or sync ends the process: after a failed `fsync` the kernel may have dropped
 //! the dirty pages, and carrying on could acknowledge what is not on disk.
 
@@ -76,7 +81,14 @@ pub struct Runner<S: Stage, H: Host<S>> {
     shared: Arc<StageShared>,
     timers: HashMap<TimerId, Instant>,
     actions: Vec<Action>,
+    /// A `Sync` was asked for and not done yet.
+    sync_pending: bool,
+    /// Actions that must wait for that sync, in order.
+    held: Vec<Action>,
 }
+
+/// Most events handled under one group commit.
+pub const GROUP_MAX: usize = 64;
 
 /// Longest the thread sleeps without looking at its timers and counters.
 const TICK: Duration = Duration::from_millis(100);
@@ -99,6 +111,8 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
             shared,
             timers: HashMap::new(),
             actions: Vec::new(),
+            sync_pending: false,
+            held: Vec::new(),
         }
     }
 
@@ -111,6 +125,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
 
     fn run(mut self) {
         self.step(Event::Start);
+        self.commit();
         let mut published = Instant::now();
         loop {
             let now = Instant::now();
@@ -124,6 +139,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
                 self.timers.remove(&id);
                 self.step(Event::Timer(id));
             }
+            self.commit();
             let wait = self
                 .timers
                 .values()
@@ -131,18 +147,29 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
                 .map(|at| at.saturating_duration_since(Instant::now()))
                 .unwrap_or(TICK)
                 .min(TICK);
-            match self.mailbox.pop(wait) {
-                Some(Item::Frame(f)) => self.step(Event::Receive(f)),
-                Some(Item::Job(job)) => {
-                    let mut out = std::mem::take(&mut self.actions);
-                    let now = wall_micros();
-                    self.host.job(&mut self.stage, now, job, &mut out);
-                    self.carry_out(&mut out);
-                    self.actions = out;
-                    self.after();
+            // Wait for the first event; then take whatever else is already waiting, up to a
+            // group, before the group's one sync.
+            let mut handled = 0;
+            let mut timeout = wait;
+            while handled < GROUP_MAX {
+                match self.mailbox.pop(timeout) {
+                    Some(Item::Frame(f)) => self.step(Event::Receive(f)),
+                    Some(Item::Job(job)) => {
+                        let mut out = std::mem::take(&mut self.actions);
+                        let now = wall_micros();
+                        self.host.job(&mut self.stage, now, job, &mut out);
+                        self.carry_out(&mut out);
+                        self.actions = out;
+                        self.after();
+                    }
+                    None => break,
                 }
-                None if self.mailbox.is_closed() => break,
-                None => {}
+                handled += 1;
+                timeout = Duration::ZERO;
+            }
+            self.commit();
+            if handled == 0 && self.mailbox.is_closed() {
+                break;
             }
             if published.elapsed() >= TICK {
                 published = Instant::now();
@@ -156,6 +183,28 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
         }
         // Make sure everything written so far is durable before the thread ends.
         self.store_op(StoreOp::Sync);
+    }
+
+    /// Do the pending sync, then release what waited for it. What was released may let the
+    /// host start more work (a completed client takes the next job), which may need its own
+    /// sync: repeat until nothing waits.
+    fn commit(&mut self) {
+        let me = self.shared.principal;
+        while self.sync_pending || !self.held.is_empty() {
+            if self.sync_pending {
+                self.sync_pending = false;
+                self.store_op(StoreOp::Sync);
+            }
+            for action in std::mem::take(&mut self.held) {
+                match action {
+                    Action::Send { to, frame } => self.outbox.send(me, to, frame),
+                    Action::Complete { nc, result } => self.host.complete(nc, result),
+                    Action::Pushed { event, payload } => self.host.pushed(event, payload),
+                    _ => {}
+                }
+            }
+            self.after();
+        }
     }
 
     fn step(&mut self, event: Event) {
@@ -177,7 +226,16 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
         let me = self.shared.principal;
         for action in actions.drain(..) {
             match action {
+                Action::Store(StoreOp::Sync) => self.sync_pending = true,
+                Action::Store(op) => self.store_op(op),
+                Action::Send { .. } | Action::Complete { .. } | Action::Pushed { .. }
+                    if self.sync_pending =>
+                {
+                    self.held.push(action)
+                }
                 Action::Send { to, frame } => self.outbox.send(me, to, frame),
+                Action::Complete { nc, result } => self.host.complete(nc, result),
+                Action::Pushed { event, payload } => self.host.pushed(event, payload),
                 Action::SetTimer { id, after } => {
                     self.timers
                         .insert(id, Instant::now() + Duration::from_micros(after));
@@ -185,10 +243,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
                 Action::CancelTimer { id } => {
                     self.timers.remove(&id);
                 }
-                Action::Store(op) => self.store_op(op),
                 Action::Observe(obs) => self.host.observe(&obs),
-                Action::Complete { nc, result } => self.host.complete(nc, result),
-                Action::Pushed { event, payload } => self.host.pushed(event, payload),
             }
         }
     }

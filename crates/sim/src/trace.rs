@@ -130,6 +130,7 @@ pub fn describe(msg: &Message) -> String {
         Message::ExecCpState { seq, state } => format!("exec-cp-state n={seq} {}B", state.len()),
         Message::FetchState { token } => format!("fetch-state {token:?}"),
         Message::State { token, data } => format!("state {token:?} {}B", data.len()),
+        Message::Hello => "hello".to_string(),
     }
 }
 
@@ -182,6 +183,8 @@ pub fn kv_op_text(op: &KvOp) -> String {
         KvOp::Increment { key, delta } => format!("incr {} {delta}", t(key)),
         KvOp::Keys { prefix } => format!("keys {}*", t(prefix)),
         KvOp::DbSize => "dbsize".to_string(),
+        // The Redis commands; the simulated workload does not issue them.
+        other => format!("{other:?}"),
     }
 }
 

@@ -305,6 +305,11 @@ pub enum Message {
         token: Digest,
         data: Vec<u8>,
     },
+
+    // ---- driver level
+    /// A client's greeting to a node it connected to: the node answers that client over this
+    /// connection from now on. Consumed by the production driver's router; no protocol effect.
+    Hello,
 }
 
 impl Message {
@@ -338,6 +343,7 @@ impl Message {
             Message::ExecCpState { .. } => "exec-cp-state",
             Message::FetchState { .. } => "fetch-state",
             Message::State { .. } => "state",
+            Message::Hello => "hello",
         }
     }
 }

@@ -39,6 +39,8 @@ fn model_op(op: &KvOp) -> Option<LinOp<Vec<u8>, Vec<u8>>> {
         }
         | KvOp::Keys { .. }
         | KvOp::DbSize => return None,
+        // The Redis commands are not in the model (the workload does not issue them).
+        _ => return None,
     })
 }
 
@@ -50,7 +52,12 @@ fn model_ret(result: &[u8]) -> Option<KvRet<Vec<u8>>> {
         KvResult::Int(n) => KvRet::Int(n),
         KvResult::Error(e) if e == ERR_NOT_INTEGER => KvRet::Error(KvError::NotInteger),
         KvResult::Error(e) if e == ERR_OVERFLOW => KvRet::Error(KvError::Overflow),
-        KvResult::Error(_) | KvResult::Keys(_) => return None,
+        KvResult::Error(_)
+        | KvResult::Keys(_)
+        | KvResult::Values(_)
+        | KvResult::Items(_)
+        | KvResult::Pairs(_)
+        | KvResult::Nil => return None,
     })
 }
 

@@ -1,0 +1,118 @@
+//! `plumb gateway`: serve Redis clients through a pool of library clients.
+
+use crate::cluster_cmd::{runtime, terminated, ConfigArg};
+use clap::Args;
+use plumb_gateway::{GatewayStats, Pool, RespServer};
+use plumb_resp::ServerInfo;
+use plumb_runtime::admin;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct GatewayArgs {
+    #[command(flatten)]
+    config: ConfigArg,
+}
+
+pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
+    let cluster = match a.config.load() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("plumb gateway: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(gw) = cluster.gateway.clone() else {
+        eprintln!(
+            "plumb gateway: {}: no [gateway] section",
+            cluster.path.display()
+        );
+        return ExitCode::from(2);
+    };
+    let rt = runtime();
+    rt.block_on(async {
+        let listener = match tokio::net::TcpListener::bind(gw.resp).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("plumb gateway: cannot listen on {} (the Redis port): {e}; is a redis-server or another gateway using it?", gw.resp);
+                return ExitCode::from(2);
+            }
+        };
+        let dir = cluster.dir().join("gateway");
+        let pool = match Pool::start(&cluster, &gw.clients, &dir, true) {
+            Ok(p) => Arc::new(p),
+            Err(e) => {
+                eprintln!("plumb gateway: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let f = cluster.faults();
+        let stats = Arc::new(GatewayStats::default());
+        let server = Arc::new(RespServer {
+            pool: pool.clone(),
+            fast_reads: gw.fast_reads,
+            info: ServerInfo {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                os: std::env::consts::OS.to_string(),
+                process_id: std::process::id(),
+                tcp_port: gw.resp.port(),
+                u: f.u as u32,
+                r: f.r as u32,
+                ..ServerInfo::default()
+            },
+            stats: stats.clone(),
+            started: Instant::now(),
+        });
+        let handler: admin::Handler = {
+            let stats = stats.clone();
+            let pool = pool.clone();
+            Arc::new(move |path: &str| {
+                let s = &stats;
+                let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
+                match path {
+                    "/status" | "/" => admin::Response::ok(
+                        "application/json",
+                        format!(
+                            "{{\"pool_clients\":{},\"backlog\":{},\"connections\":{},\"commands\":{},\"submitted\":{}}}\n",
+                            pool.clients.len(),
+                            pool.backlog(),
+                            get(&s.connections_open),
+                            get(&s.commands),
+                            get(&s.submitted)
+                        ),
+                    ),
+                    "/metrics" => admin::Response::ok(
+                        "text/plain; version=0.0.4",
+                        format!(
+                            "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n",
+                            get(&s.connections_open),
+                            get(&s.commands),
+                            get(&s.submitted),
+                            get(&s.protocol_errors),
+                            pool.backlog()
+                        ),
+                    ),
+                    _ => admin::Response::not_found(),
+                }
+            })
+        };
+        if let Err(e) = admin::serve(gw.admin, handler).await {
+            eprintln!("plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}", gw.admin);
+            return ExitCode::from(2);
+        }
+        out!(
+            "gateway: Redis clients on {} ({} pool clients, u={} r={}), admin http://{}/status",
+            gw.resp,
+            pool.clients.len(),
+            f.u,
+            f.r,
+            gw.admin
+        );
+        tokio::spawn(server.serve(listener));
+        terminated().await;
+        out!("gateway: stopping");
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,920 @@
+//! Redis commands: the table (`COMMAND`), [`plan`] (arguments to a reply or a [`KvOp`]) and
+//! [`render`] (a [`KvResult`] to the command's reply).
+
+use crate::Resp;
+use plumb_kv::{
+    glob_match, parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry,
+};
+
+/// The Redis version the gateway reports (`INFO`, `HELLO`): the command set and replies
+/// follow Redis 7.0.
+pub const REDIS_VERSION: &str = "7.0.0";
+
+pub const ERR_SYNTAX: &str = "ERR syntax error";
+pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const ERR_NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
+
+/// What the gateway knows about itself and the connection, for `INFO`, `HELLO` and `CLIENT`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// plumb's version.
+    pub version: String,
+    /// Operating system, e.g. `Linux 6.1.0 x86_64`.
+    pub os: String,
+    pub process_id: u32,
+    pub tcp_port: u16,
+    pub uptime_secs: u64,
+    pub connected_clients: u64,
+    /// The cluster's fault tolerance: failures it stays up through, and lies it stays right
+    /// through.
+    pub u: u32,
+    pub r: u32,
+    /// Further `key:value` lines for the `# Plumb` section of `INFO`.
+    pub plumb_fields: Vec<(String, String)>,
+    /// This connection's id (`CLIENT ID`, `HELLO`).
+    pub client_id: u64,
+    /// This connection's name (`CLIENT GETNAME`).
+    pub client_name: Option<Vec<u8>>,
+}
+
+/// How a command shapes the store's result into its reply. A [`KvResult::Error`] is always
+/// sent as an error reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Render {
+    /// The result's natural form: `Value` a bulk string or nil, `Ok` `+OK`, `Bool` and `Int`
+    /// integers, lists of strings arrays, `Pairs` a flat array, `Nil` the null array.
+    Plain,
+    /// `SET` with `NX`/`XX`/`KEEPTTL` and without `GET`: `Bool(true)` is `+OK`, `Bool(false)`
+    /// nil.
+    OkOrNil,
+    /// `TTL` (seconds) or `PTTL` (millis) from the store's micros; -1 and -2 pass through.
+    Ttl { millis: bool },
+    /// `TYPE`: the value as a status reply.
+    Status,
+    /// `+OK` whatever the result (`HMSET`).
+    Ok,
+}
+
+/// What to do with one command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// Answer without touching the cluster.
+    Reply(Resp),
+    /// Send `op` to the replicated store (the ordered path, unless `read_only` and the gateway
+    /// enabled the fast read path), then turn its result into a reply with [`render`].
+    Submit {
+        op: KvOp,
+        read_only: bool,
+        render: Render,
+    },
+    /// Reply and then close the connection (`QUIT`).
+    Close(Resp),
+    /// Set the connection's name (`None`: clear it), then send `reply` (`CLIENT SETNAME`,
+    /// `HELLO ... SETNAME`).
+    SetName { name: Option<Vec<u8>>, reply: Resp },
+}
+
+/// A command of the table: what `COMMAND` reports about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommandSpec {
+    pub name: &'static str,
+    /// Redis' arity: `n > 0` exactly `n` arguments (the name included), `-n` at least `n`.
+    pub arity: i64,
+    pub flags: &'static [&'static str],
+    pub first_key: i64,
+    pub last_key: i64,
+    pub step: i64,
+}
+
+const fn spec(
+    name: &'static str,
+    arity: i64,
+    flags: &'static [&'static str],
+    keys: (i64, i64, i64),
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        first_key: keys.0,
+        last_key: keys.1,
+        step: keys.2,
+    }
+}
+
+const W: &[&str] = &["write"];
+const WF: &[&str] = &["write", "fast"];
+const WD: &[&str] = &["write", "denyoom"];
+const WDF: &[&str] = &["write", "denyoom", "fast"];
+const R: &[&str] = &["readonly"];
+const RF: &[&str] = &["readonly", "fast"];
+const CONN: &[&str] = &["noscript", "loading", "stale", "fast"];
+const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
+const ONE: (i64, i64, i64) = (1, 1, 1);
+const ALL: (i64, i64, i64) = (1, -1, 1);
+const NONE: (i64, i64, i64) = (0, 0, 0);
+
+/// Every command the gateway answers, in `COMMAND` order.
+pub const COMMANDS: &[CommandSpec] = &[
+    spec("get", 2, RF, ONE),
+    spec("set", -3, WD, ONE),
+    spec("setnx", 3, WDF, ONE),
+    spec("setex", 4, WD, ONE),
+    spec("psetex", 4, WD, ONE),
+    spec("getset", 3, WDF, ONE),
+    spec("del", -2, W, ALL),
+    spec("exists", -2, RF, ALL),
+    spec("incr", 2, WDF, ONE),
+    spec("decr", 2, WDF, ONE),
+    spec("incrby", 3, WDF, ONE),
+    spec("decrby", 3, WDF, ONE),
+    spec("append", 3, WDF, ONE),
+    spec("strlen", 2, RF, ONE),
+    spec("mget", -2, RF, ALL),
+    spec("mset", -3, WD, (1, -1, 2)),
+    spec("expire", -3, WF, ONE),
+    spec("pexpire", -3, WF, ONE),
+    spec("ttl", 2, RF, ONE),
+    spec("pttl", 2, RF, ONE),
+    spec("persist", 2, WF, ONE),
+    spec("type", 2, RF, ONE),
+    spec("dbsize", 1, RF, NONE),
+    spec("keys", 2, R, NONE),
+    spec("flushall", -1, W, NONE),
+    spec("flushdb", -1, W, NONE),
+    spec("hset", -4, WDF, ONE),
+    spec("hmset", -4, WDF, ONE),
+    spec("hget", 3, RF, ONE),
+    spec("hdel", -3, WF, ONE),
+    spec("hgetall", 2, R, ONE),
+    spec("hincrby", 4, WDF, ONE),
+    spec("lpush", -3, WDF, ONE),
+    spec("rpush", -3, WDF, ONE),
+    spec("lpop", -2, WF, ONE),
+    spec("rpop", -2, WF, ONE),
+    spec("lrange", 4, R, ONE),
+    spec("llen", 2, RF, ONE),
+    spec("sadd", -3, WDF, ONE),
+    spec("srem", -3, WF, ONE),
+    spec("smembers", 2, R, ONE),
+    spec("sismember", 3, RF, ONE),
+    spec("spop", -2, WF, ONE),
+    spec("ping", -1, &["fast"], NONE),
+    spec("echo", 2, &["fast"], NONE),
+    spec("quit", -1, CONN, NONE),
+    spec("select", 2, CONN, NONE),
+    spec("auth", -2, CONN, NONE),
+    spec("hello", -1, CONN, NONE),
+    spec("client", -2, ADMIN, NONE),
+    spec("command", -1, &["loading", "stale"], NONE),
+    spec("config", -2, ADMIN, NONE),
+    spec("info", -1, &["loading", "stale"], NONE),
+];
+
+/// The table entry of a command name, case-insensitively.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    COMMANDS
+        .iter()
+        .find(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+fn err(text: impl Into<String>) -> Plan {
+    Plan::Reply(Resp::Error(text.into()))
+}
+
+fn arity_error(name: &str) -> Plan {
+    err(format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ))
+}
+
+fn syntax_error() -> Plan {
+    err(ERR_SYNTAX)
+}
+
+fn not_integer() -> Plan {
+    err(ERR_NOT_INTEGER)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// At most `n` bytes of `bytes`, as text.
+fn text_prefix(bytes: &[u8], n: usize) -> String {
+    text(&bytes[..bytes.len().min(n)])
+}
+
+/// Redis' reply to an unknown command: the name and the start of its arguments.
+fn unknown_command(args: &[Vec<u8>]) -> Plan {
+    let name = args
+        .first()
+        .map(|n| text_prefix(n, 128))
+        .unwrap_or_default();
+    let mut shown = String::new();
+    for arg in args.iter().skip(1) {
+        if shown.len() >= 128 {
+            break;
+        }
+        let room = 128 - shown.len();
+        shown.push_str(&format!("'{}' ", text_prefix(arg, room)));
+    }
+    err(format!(
+        "ERR unknown command '{name}', with args beginning with: {shown}"
+    ))
+}
+
+fn unknown_subcommand(sub: &[u8], command: &str) -> Plan {
+    err(format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        text_prefix(sub, 128),
+        command.to_ascii_uppercase()
+    ))
+}
+
+fn is(arg: &[u8], word: &str) -> bool {
+    arg.eq_ignore_ascii_case(word.as_bytes())
+}
+
+fn int_arg(arg: &[u8]) -> Option<i64> {
+    parse_integer(arg)
+}
+
+fn submit(op: KvOp, render: Render) -> Plan {
+    let read_only = !op.is_mutating();
+    Plan::Submit {
+        op,
+        read_only,
+        render,
+    }
+}
+
+/// Decide what to do with one command (its arguments, name first).
+pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
+    let Some(spec) = args.first().and_then(|name| lookup(name)) else {
+        return unknown_command(args);
+    };
+    let argc = i64::try_from(args.len()).unwrap_or(i64::MAX);
+    if (spec.arity > 0 && argc != spec.arity) || argc < -spec.arity {
+        return arity_error(spec.name);
+    }
+    let key = || args[1].clone();
+    let rest = |from: usize| args[from..].to_vec();
+    match spec.name {
+        "get" => submit(KvOp::Get { key: key() }, Render::Plain),
+        "set" => plan_set(args),
+        "setnx" => submit(
+            KvOp::SetExtended {
+                key: key(),
+                value: args[2].clone(),
+                expire: SetExpiry::Clear,
+                condition: SetCondition::IfAbsent,
+                get: false,
+            },
+            Render::Plain,
+        ),
+        "setex" | "psetex" => {
+            let millis = spec.name == "psetex";
+            match expire_micros(&args[2], millis, spec.name) {
+                Ok(expire) => submit(
+                    KvOp::Set {
+                        key: key(),
+                        value: args[3].clone(),
+                        expire: Some(expire),
+                    },
+                    Render::Plain,
+                ),
+                Err(plan) => plan,
+            }
+        }
+        "getset" => submit(
+            KvOp::SetExtended {
+                key: key(),
+                value: args[2].clone(),
+                expire: SetExpiry::Clear,
+                condition: SetCondition::Always,
+                get: true,
+            },
+            Render::Plain,
+        ),
+        "del" => submit(KvOp::DeleteMany { keys: rest(1) }, Render::Plain),
+        "exists" => submit(KvOp::Exists { keys: rest(1) }, Render::Plain),
+        "incr" | "decr" => {
+            let delta = if spec.name == "incr" { 1 } else { -1 };
+            submit(KvOp::Increment { key: key(), delta }, Render::Plain)
+        }
+        "incrby" | "decrby" => {
+            let Some(n) = int_arg(&args[2]) else {
+                return not_integer();
+            };
+            let delta = match spec.name {
+                "incrby" => n,
+                _ if n == i64::MIN => return err("ERR decrement would overflow"),
+                _ => -n,
+            };
+            submit(KvOp::Increment { key: key(), delta }, Render::Plain)
+        }
+        "append" => submit(
+            KvOp::Append {
+                key: key(),
+                value: args[2].clone(),
+            },
+            Render::Plain,
+        ),
+        "strlen" => submit(KvOp::StrLen { key: key() }, Render::Plain),
+        "mget" => submit(KvOp::MGet { keys: rest(1) }, Render::Plain),
+        "mset" => {
+            if args.len().is_multiple_of(2) {
+                return arity_error(spec.name);
+            }
+            let pairs = args[1..]
+                .chunks_exact(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect();
+            submit(KvOp::MSet { pairs }, Render::Plain)
+        }
+        "expire" | "pexpire" => plan_expire(args, spec.name),
+        "ttl" | "pttl" => Plan::Submit {
+            op: KvOp::Ttl { key: key() },
+            // Remaining time is relative to agreed time, which only the ordered path has.
+            read_only: false,
+            render: Render::Ttl {
+                millis: spec.name == "pttl",
+            },
+        },
+        "persist" => submit(KvOp::Persist { key: key() }, Render::Plain),
+        "type" => submit(KvOp::Type { key: key() }, Render::Status),
+        "dbsize" => submit(KvOp::DbSize, Render::Plain),
+        "keys" => submit(KvOp::KeysMatching { pattern: key() }, Render::Plain),
+        "flushall" | "flushdb" => match args.get(1) {
+            _ if args.len() > 2 => syntax_error(),
+            Some(mode) if !is(mode, "async") && !is(mode, "sync") => syntax_error(),
+            _ => submit(KvOp::FlushAll, Render::Plain),
+        },
+        "hset" | "hmset" => {
+            if !args.len().is_multiple_of(2) {
+                return arity_error(spec.name);
+            }
+            let fields = args[2..]
+                .chunks_exact(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect();
+            let render = if spec.name == "hset" {
+                Render::Plain
+            } else {
+                Render::Ok
+            };
+            submit(KvOp::HSet { key: key(), fields }, render)
+        }
+        "hget" => submit(
+            KvOp::HGet {
+                key: key(),
+                field: args[2].clone(),
+            },
+            Render::Plain,
+        ),
+        "hdel" => submit(
+            KvOp::HDel {
+                key: key(),
+                fields: rest(2),
+            },
+            Render::Plain,
+        ),
+        "hgetall" => submit(KvOp::HGetAll { key: key() }, Render::Plain),
+        "hincrby" => match int_arg(&args[3]) {
+            Some(delta) => submit(
+                KvOp::HIncrBy {
+                    key: key(),
+                    field: args[2].clone(),
+                    delta,
+                },
+                Render::Plain,
+            ),
+            None => not_integer(),
+        },
+        "lpush" | "rpush" => submit(
+            KvOp::Push {
+                key: key(),
+                end: if spec.name == "lpush" {
+                    End::Left
+                } else {
+                    End::Right
+                },
+                values: rest(2),
+            },
+            Render::Plain,
+        ),
+        "lpop" | "rpop" => {
+            if args.len() > 3 {
+                return arity_error(spec.name);
+            }
+            let count = match args.get(2).map(|c| positive(c)) {
+                None => None,
+                Some(Some(n)) => Some(n),
+                Some(None) => return err(ERR_NOT_POSITIVE),
+            };
+            let end = if spec.name == "lpop" {
+                End::Left
+            } else {
+                End::Right
+            };
+            submit(
+                KvOp::Pop {
+                    key: key(),
+                    end,
+                    count,
+                },
+                Render::Plain,
+            )
+        }
+        "lrange" => match (int_arg(&args[2]), int_arg(&args[3])) {
+            (Some(start), Some(stop)) => submit(
+                KvOp::LRange {
+                    key: key(),
+                    start,
+                    stop,
+                },
+                Render::Plain,
+            ),
+            _ => not_integer(),
+        },
+        "llen" => submit(KvOp::LLen { key: key() }, Render::Plain),
+        "sadd" => submit(
+            KvOp::SAdd {
+                key: key(),
+                members: rest(2),
+            },
+            Render::Plain,
+        ),
+        "srem" => submit(
+            KvOp::SRem {
+                key: key(),
+                members: rest(2),
+            },
+            Render::Plain,
+        ),
+        "smembers" => submit(KvOp::SMembers { key: key() }, Render::Plain),
+        "sismember" => submit(
+            KvOp::SIsMember {
+                key: key(),
+                member: args[2].clone(),
+            },
+            Render::Plain,
+        ),
+        "spop" => {
+            if args.len() > 3 {
+                return syntax_error();
+            }
+            let count = match args.get(2).map(|c| positive(c)) {
+                None => None,
+                Some(Some(n)) => Some(n),
+                Some(None) => return err(ERR_NOT_POSITIVE),
+            };
+            submit(KvOp::SPop { key: key(), count }, Render::Plain)
+        }
+        "ping" => match args.len() {
+            1 => Plan::Reply(Resp::Simple("PONG".into())),
+            2 => Plan::Reply(Resp::bulk(args[1].clone())),
+            _ => arity_error(spec.name),
+        },
+        "echo" => Plan::Reply(Resp::bulk(args[1].clone())),
+        "quit" => Plan::Close(Resp::ok()),
+        "select" => match int_arg(&args[1]) {
+            Some(0) => Plan::Reply(Resp::ok()),
+            Some(n) if i32::try_from(n).is_ok() => err("ERR DB index is out of range"),
+            _ => not_integer(),
+        },
+        "auth" => match args.len() {
+            2 => err(
+                "ERR AUTH <password> called without any password configured for the default \
+                 user. Are you sure your configuration is correct?",
+            ),
+            3 => auth(&args[1]),
+            _ => syntax_error(),
+        },
+        "hello" => plan_hello(args, info),
+        "client" => plan_client(args, info),
+        "command" => plan_command(args),
+        "config" => plan_config(args),
+        "info" => Plan::Reply(Resp::bulk(info_text(&args[1..], info))),
+        _ => unknown_command(args),
+    }
+}
+
+/// A count argument of `LPOP`/`SPOP`: a non-negative integer.
+fn positive(arg: &[u8]) -> Option<u64> {
+    int_arg(arg).and_then(|n| u64::try_from(n).ok())
+}
+
+/// `AUTH user pass` without configured passwords: the default user takes any password.
+fn auth(user: &[u8]) -> Plan {
+    if user == b"default" {
+        Plan::Reply(Resp::ok())
+    } else {
+        err("WRONGPASS invalid username-password pair or user is disabled.")
+    }
+}
+
+/// A relative expiry argument of `SET EX|PX`, `SETEX`, `PSETEX` in micros: a positive
+/// integer of seconds (`millis` false) or milliseconds.
+fn expire_micros(arg: &[u8], millis: bool, command: &str) -> Result<u64, Plan> {
+    let n = int_arg(arg).ok_or_else(not_integer)?;
+    if n <= 0 || (!millis && n > i64::MAX / 1000) {
+        return Err(err(format!(
+            "ERR invalid expire time in '{command}' command"
+        )));
+    }
+    let per_unit: u64 = if millis { 1_000 } else { 1_000_000 };
+    Ok(n.unsigned_abs().saturating_mul(per_unit))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+/// `SET key value [NX|XX] [GET] [EX s|PX ms|KEEPTTL]`, parsed as Redis 7.0 does.
+fn plan_set(args: &[Vec<u8>]) -> Plan {
+    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
+    let mut expire: Option<(Unit, &[u8])> = None;
+    let mut j = 3;
+    while j < args.len() {
+        let opt = &args[j];
+        let next = args.get(j + 1);
+        let unit = if is(opt, "ex") {
+            Some(Unit::Ex)
+        } else if is(opt, "px") {
+            Some(Unit::Px)
+        } else if is(opt, "exat") {
+            Some(Unit::ExAt)
+        } else if is(opt, "pxat") {
+            Some(Unit::PxAt)
+        } else {
+            None
+        };
+        if is(opt, "nx") && !xx {
+            nx = true;
+        } else if is(opt, "xx") && !nx {
+            xx = true;
+        } else if is(opt, "get") {
+            get = true;
+        } else if is(opt, "keepttl") && expire.is_none() {
+            keepttl = true;
+        } else if let (Some(unit), Some(next)) = (unit, next) {
+            // The same unit may repeat (the last wins); two different ones may not.
+            if keepttl || expire.is_some_and(|(u, _)| u != unit) {
+                return syntax_error();
+            }
+            expire = Some((unit, next));
+            j += 1;
+        } else {
+            return syntax_error();
+        }
+        j += 1;
+    }
+    let expire = match expire {
+        None => None,
+        Some((Unit::ExAt | Unit::PxAt, _)) => {
+            return err("ERR EXAT and PXAT are not supported: keys expire in agreed time");
+        }
+        Some((unit, arg)) => match expire_micros(arg, unit == Unit::Px, "set") {
+            Ok(micros) => Some(micros),
+            Err(plan) => return plan,
+        },
+    };
+    let (key, value) = (args[1].clone(), args[2].clone());
+    if !nx && !xx && !get && !keepttl {
+        return submit(KvOp::Set { key, value, expire }, Render::Plain);
+    }
+    let op = KvOp::SetExtended {
+        key,
+        value,
+        expire: match (keepttl, expire) {
+            (true, _) => SetExpiry::Keep,
+            (false, Some(micros)) => SetExpiry::After(micros),
+            (false, None) => SetExpiry::Clear,
+        },
+        condition: match (nx, xx) {
+            (true, _) => SetCondition::IfAbsent,
+            (_, true) => SetCondition::IfPresent,
+            _ => SetCondition::Always,
+        },
+        get,
+    };
+    submit(op, if get { Render::Plain } else { Render::OkOrNil })
+}
+
+/// `EXPIRE key seconds [NX|XX|GT|LT]...`, `PEXPIRE key millis ...`.
+fn plan_expire(args: &[Vec<u8>], command: &str) -> Plan {
+    let mut cond = ExpireCondition::default();
+    for opt in &args[3..] {
+        if is(opt, "nx") {
+            cond.nx = true;
+        } else if is(opt, "xx") {
+            cond.xx = true;
+        } else if is(opt, "gt") {
+            cond.gt = true;
+        } else if is(opt, "lt") {
+            cond.lt = true;
+        } else {
+            return err(format!("ERR Unsupported option {}", text(opt)));
+        }
+    }
+    if cond.nx && (cond.xx || cond.gt || cond.lt) {
+        return err("ERR NX and XX, GT or LT options at the same time are not compatible");
+    }
+    if cond.gt && cond.lt {
+        return err("ERR GT and LT options at the same time are not compatible");
+    }
+    let Some(n) = int_arg(&args[2]) else {
+        return not_integer();
+    };
+    let millis = command == "pexpire";
+    if !millis && !(i64::MIN / 1000..=i64::MAX / 1000).contains(&n) {
+        return err(format!("ERR invalid expire time in '{command}' command"));
+    }
+    let after = n.saturating_mul(if millis { 1_000 } else { 1_000_000 });
+    submit(
+        KvOp::Expire {
+            key: args[1].clone(),
+            after,
+            condition: cond,
+        },
+        Render::Plain,
+    )
+}
+
+fn hello_reply(info: &ServerInfo) -> Resp {
+    let s = |t: &str| Resp::bulk(t.as_bytes());
+    Resp::array(vec![
+        s("server"),
+        s("redis"),
+        s("version"),
+        s(REDIS_VERSION),
+        s("proto"),
+        Resp::Integer(2),
+        s("id"),
+        Resp::Integer(i64::try_from(info.client_id).unwrap_or(i64::MAX)),
+        s("mode"),
+        s("standalone"),
+        s("role"),
+        s("master"),
+        s("modules"),
+        Resp::array(Vec::new()),
+    ])
+}
+
+/// `HELLO [protover [AUTH user pass] [SETNAME name]]`: RESP2 only.
+fn plan_hello(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
+    if let Some(version) = args.get(1) {
+        match int_arg(version) {
+            None => return err("ERR Protocol version is not an integer or out of range"),
+            Some(2) => {}
+            Some(_) => return err("NOPROTO unsupported protocol version"),
+        }
+    }
+    let mut name = None;
+    let mut user: Option<&[u8]> = None;
+    let mut j = 2;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if is(&args[j], "auth") && more >= 2 {
+            user = Some(&args[j + 1]);
+            j += 2;
+        } else if is(&args[j], "setname") && more >= 1 {
+            if let Err(plan) = check_client_name(&args[j + 1]) {
+                return plan;
+            }
+            name = Some(args[j + 1].clone());
+            j += 1;
+        } else {
+            return err(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                text(&args[j])
+            ));
+        }
+        j += 1;
+    }
+    if let Some(user) = user {
+        if let wrong @ Plan::Reply(Resp::Error(_)) = auth(user) {
+            return wrong;
+        }
+    }
+    let reply = hello_reply(info);
+    match name {
+        Some(name) => Plan::SetName {
+            name: (!name.is_empty()).then_some(name),
+            reply,
+        },
+        None => Plan::Reply(reply),
+    }
+}
+
+fn check_client_name(name: &[u8]) -> Result<(), Plan> {
+    if name.iter().all(|b| (b'!'..=b'~').contains(b)) {
+        Ok(())
+    } else {
+        Err(err(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ))
+    }
+}
+
+fn plan_client(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
+    let sub = &args[1];
+    let argc = args.len();
+    let arity = |n: usize, name: &str| (argc != n).then(|| arity_error(&format!("client|{name}")));
+    if is(sub, "id") {
+        arity(2, "id").unwrap_or_else(|| {
+            Plan::Reply(Resp::Integer(
+                i64::try_from(info.client_id).unwrap_or(i64::MAX),
+            ))
+        })
+    } else if is(sub, "getname") {
+        arity(2, "getname").unwrap_or_else(|| Plan::Reply(Resp::Bulk(info.client_name.clone())))
+    } else if is(sub, "setname") {
+        arity(3, "setname").unwrap_or_else(|| match check_client_name(&args[2]) {
+            Err(plan) => plan,
+            Ok(()) => Plan::SetName {
+                name: (!args[2].is_empty()).then(|| args[2].clone()),
+                reply: Resp::ok(),
+            },
+        })
+    } else if is(sub, "setinfo") {
+        // Redis 7.2 clients announce their library; accept and ignore.
+        arity(4, "setinfo").unwrap_or_else(|| Plan::Reply(Resp::ok()))
+    } else {
+        unknown_subcommand(sub, "client")
+    }
+}
+
+/// `COMMAND`'s description of one command: name, arity, flags, first key, last key, step.
+pub fn command_info(spec: &CommandSpec) -> Resp {
+    Resp::array(vec![
+        Resp::bulk(spec.name.as_bytes()),
+        Resp::Integer(spec.arity),
+        Resp::array(
+            spec.flags
+                .iter()
+                .map(|f| Resp::Simple(f.to_string()))
+                .collect(),
+        ),
+        Resp::Integer(spec.first_key),
+        Resp::Integer(spec.last_key),
+        Resp::Integer(spec.step),
+    ])
+}
+
+fn plan_command(args: &[Vec<u8>]) -> Plan {
+    let Some(sub) = args.get(1) else {
+        return Plan::Reply(Resp::array(COMMANDS.iter().map(command_info).collect()));
+    };
+    if is(sub, "count") {
+        if args.len() != 2 {
+            return arity_error("command|count");
+        }
+        Plan::Reply(Resp::Integer(
+            i64::try_from(COMMANDS.len()).unwrap_or(i64::MAX),
+        ))
+    } else if is(sub, "docs") {
+        Plan::Reply(Resp::array(Vec::new()))
+    } else if is(sub, "info") {
+        let infos = match args.len() {
+            2 => COMMANDS.iter().map(command_info).collect(),
+            _ => args[2..]
+                .iter()
+                .map(|name| lookup(name).map_or(Resp::nil(), command_info))
+                .collect(),
+        };
+        Plan::Reply(Resp::array(infos))
+    } else if is(sub, "list") {
+        Plan::Reply(Resp::bulks(COMMANDS.iter().map(|c| c.name.as_bytes())))
+    } else {
+        unknown_subcommand(sub, "command")
+    }
+}
+
+/// The parameters `CONFIG GET` reports: what clients and `redis-benchmark` ask about.
+pub const CONFIG: &[(&str, &str)] = &[
+    ("save", ""),
+    ("appendonly", "no"),
+    ("databases", "1"),
+    ("maxmemory", "0"),
+    ("timeout", "0"),
+];
+
+fn plan_config(args: &[Vec<u8>]) -> Plan {
+    let sub = &args[1];
+    if is(sub, "get") {
+        if args.len() < 3 {
+            return arity_error("config|get");
+        }
+        let mut reply = Vec::new();
+        for (name, value) in CONFIG {
+            let wanted = args[2..].iter().any(|p| {
+                let p = p.to_ascii_lowercase();
+                p == name.as_bytes() || glob_match(&p, name.as_bytes())
+            });
+            if wanted {
+                reply.push(Resp::bulk(name.as_bytes()));
+                reply.push(Resp::bulk(value.as_bytes()));
+            }
+        }
+        Plan::Reply(Resp::array(reply))
+    } else if is(sub, "set") {
+        if args.len() < 4 {
+            return arity_error("config|set");
+        }
+        err("ERR CONFIG SET is not supported: the gateway's configuration is read-only")
+    } else if is(sub, "resetstat") {
+        Plan::Reply(Resp::ok())
+    } else if is(sub, "rewrite") {
+        err("ERR CONFIG REWRITE is not supported: the gateway's configuration is read-only")
+    } else {
+        unknown_subcommand(sub, "config")
+    }
+}
+
+/// The `INFO` text for the requested sections (none, `default`, `all`, `everything`: all).
+pub fn info_text(sections: &[Vec<u8>], info: &ServerInfo) -> Vec<u8> {
+    let all = sections.is_empty()
+        || sections
+            .iter()
+            .any(|s| is(s, "all") || is(s, "default") || is(s, "everything"));
+    let wanted = |name: &str| all || sections.iter().any(|s| is(s, name));
+    let mut out = Vec::new();
+    let mut section = |title: &str, lines: Vec<(String, String)>| {
+        if !wanted(title) {
+            return;
+        }
+        if !out.is_empty() {
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(format!("# {title}\r\n").as_bytes());
+        for (k, v) in lines {
+            out.extend_from_slice(format!("{k}:{v}\r\n").as_bytes());
+        }
+    };
+    let kv = |k: &str, v: String| (k.to_string(), v);
+    section(
+        "Server",
+        vec![
+            kv("redis_version", REDIS_VERSION.to_string()),
+            kv("redis_mode", "standalone".to_string()),
+            kv("plumb_version", info.version.clone()),
+            kv("os", info.os.clone()),
+            kv("arch_bits", (usize::BITS).to_string()),
+            kv("process_id", info.process_id.to_string()),
+            kv("tcp_port", info.tcp_port.to_string()),
+            kv("uptime_in_seconds", info.uptime_secs.to_string()),
+            kv("uptime_in_days", (info.uptime_secs / 86_400).to_string()),
+        ],
+    );
+    section(
+        "Clients",
+        vec![kv("connected_clients", info.connected_clients.to_string())],
+    );
+    let mut plumb = vec![kv("u", info.u.to_string()), kv("r", info.r.to_string())];
+    plumb.extend(info.plumb_fields.iter().cloned());
+    section("Plumb", plumb);
+    out
+}
+
+/// The reply to a command from the store's result, shaped by its [`Render`].
+pub fn render(render: &Render, result: KvResult) -> Resp {
+    match (render, result) {
+        (_, KvResult::Error(text)) => Resp::Error(text),
+        (Render::OkOrNil, KvResult::Bool(true)) => Resp::ok(),
+        (Render::OkOrNil, KvResult::Bool(false)) => Resp::nil(),
+        (Render::Ttl { millis }, KvResult::Int(micros)) if micros >= 0 => {
+            // Rounded to the nearest unit, as Redis rounds milliseconds to seconds.
+            let unit = if *millis { 1_000 } else { 1_000_000 };
+            Resp::Integer(micros.saturating_add(unit / 2) / unit)
+        }
+        (Render::Status, KvResult::Value(Some(v))) => Resp::Simple(text(&v)),
+        (Render::Ok, _) => Resp::ok(),
+        (_, result) => plain(result),
+    }
+}
+
+fn plain(result: KvResult) -> Resp {
+    match result {
+        KvResult::Value(v) => Resp::Bulk(v),
+        KvResult::Ok => Resp::ok(),
+        KvResult::Bool(b) => Resp::Integer(i64::from(b)),
+        KvResult::Int(n) => Resp::Integer(n),
+        KvResult::Error(text) => Resp::Error(text),
+        KvResult::Keys(items) | KvResult::Items(items) => Resp::bulks(items),
+        KvResult::Values(values) => Resp::array(values.into_iter().map(Resp::Bulk).collect()),
+        KvResult::Pairs(pairs) => Resp::array(
+            pairs
+                .into_iter()
+                .flat_map(|(f, v)| [Resp::bulk(f), Resp::bulk(v)])
+                .collect(),
+        ),
+        KvResult::Nil => Resp::Array(None),
+    }
+}
