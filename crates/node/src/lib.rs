@@ -75,12 +75,14 @@ pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNod
     for &p in &node.principals {
         rings.insert(p, cluster.key_ring(p, &secret).map_err(|e| e.to_string())?);
         let dir = data.join(p.to_string());
-        let (store, recovered) = Store::open(&dir).map_err(|e| {
-            format!(
-                "node {id}: cannot open the {p} store in {}: {e}",
-                dir.display()
-            )
-        })?;
+        let (store, recovered) = open_store(id, p, &dir)?;
+        let st = store.stats();
+        if st.recovered_corrupt > 0 || st.corrupt_spans > 0 || st.torn_tail_bytes > 0 {
+            eprintln!(
+                "node {id}: {p} store: {} corrupt record(s) and {} damaged span(s) refused (their state is recovered from peers), {} bytes of an unfinished last write cut off",
+                st.recovered_corrupt, st.corrupt_spans, st.torn_tail_bytes
+            );
+        }
         stores.push((p, store, recovered));
     }
     let mailboxes: HashMap<Principal, Arc<Mailbox<()>>> = node
@@ -220,6 +222,44 @@ pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNod
         address,
         admin,
     })
+}
+
+/// Open a role's store. A log whose file header is damaged (or that is not a plumb log at all)
+/// holds nothing this node can trust: it is moved aside and the role starts empty, recovering
+/// its state from peers like a replica whose disk was replaced. A log from a newer format
+/// version, or any I/O error, stops the node instead: that data may be fine.
+fn open_store(id: u16, p: Principal, dir: &Path) -> Result<(Store, plumb_core::Recovered), String> {
+    use plumb_storage::StoreError;
+    match Store::open(dir) {
+        Ok(opened) => Ok(opened),
+        Err(e @ (StoreError::DamagedHeader { .. } | StoreError::NotALog { .. })) => {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let aside = dir.with_extension(format!("damaged-{stamp}"));
+            std::fs::rename(dir, &aside).map_err(|re| {
+                format!(
+                    "node {id}: {e}; moving {} aside failed too: {re}",
+                    dir.display()
+                )
+            })?;
+            eprintln!(
+                "node {id}: {e}; moved the {p} store to {} and starting it empty: it recovers its state from its peers",
+                aside.display()
+            );
+            Store::open(dir).map_err(|e| {
+                format!(
+                    "node {id}: cannot open the {p} store in {}: {e}",
+                    dir.display()
+                )
+            })
+        }
+        Err(e) => Err(format!(
+            "node {id}: cannot open the {p} store in {}: {e}",
+            dir.display()
+        )),
+    }
 }
 
 fn spawn<S: Stage + Send + 'static>(

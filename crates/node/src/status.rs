@@ -43,6 +43,12 @@ pub struct DropLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventLabels {
+    pub principal: String,
+    pub event: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct QueueLabels {
     pub queue: String,
 }
@@ -63,10 +69,13 @@ pub struct Metrics {
     stable_checkpoint: Gauge,
     exec_checkpoint: Gauge,
     dropped: Family<DropLabels, Counter>,
+    events: Family<EventLabels, Counter>,
     queue_depth: Family<QueueLabels, Gauge>,
     peer_up: Family<PeerLabels, Gauge>,
-    /// Last value seen of each dropped-message count, so the counters advance by the delta.
+    /// Last value seen of each dropped-message and event count, so the counters advance by
+    /// the delta.
     seen: Mutex<HashMap<DropLabels, u64>>,
+    seen_events: Mutex<HashMap<EventLabels, u64>>,
 }
 
 impl Metrics {
@@ -82,9 +91,11 @@ impl Metrics {
             stable_checkpoint: Gauge::default(),
             exec_checkpoint: Gauge::default(),
             dropped: Family::default(),
+            events: Family::default(),
             queue_depth: Family::default(),
             peer_up: Family::default(),
             seen: Mutex::new(HashMap::new()),
+            seen_events: Mutex::new(HashMap::new()),
             registry: Registry::default(),
         };
         registry.register(
@@ -127,6 +138,11 @@ impl Metrics {
             "messages_dropped",
             "Messages dropped, by receiving principal and reason",
             m.dropped.clone(),
+        );
+        registry.register(
+            "stage_events",
+            "Other things a stage counted, by principal and name (for example recovered-corrupt: records refused at restart)",
+            m.events.clone(),
         );
         registry.register("queue_depth", "Frames waiting: per stage mailbox (mailbox-<principal>) and per outgoing peer link (link-node-<id>)", m.queue_depth.clone());
         registry.register(
@@ -204,6 +220,12 @@ impl Observed {
             Observation::StableCheckpoint { seq } => {
                 s.stable_checkpoint = Some(*seq);
                 m.stable_checkpoint.set(*seq as i64);
+                // A checkpoint adopted from peers moves the order state past batches this
+                // replica never committed itself.
+                if s.last_committed.is_none_or(|x| *seq > x) {
+                    s.last_committed = Some(*seq);
+                    m.last_committed.set(*seq as i64);
+                }
             }
             Observation::ClientAccepted { .. } => {}
         }
@@ -260,6 +282,17 @@ impl Observed {
                         },
                         v,
                     ));
+                } else {
+                    let labels = EventLabels {
+                        principal: stage.principal.to_string(),
+                        event: name.to_string(),
+                    };
+                    let mut seen = m.seen_events.lock().unwrap_or_else(|p| p.into_inner());
+                    let before = seen.get(&labels).copied().unwrap_or(0);
+                    if v > before {
+                        m.events.get_or_create(&labels).inc_by(v - before);
+                    }
+                    seen.insert(labels, v);
                 }
             }
             let _ = &stage.fsync_seconds;

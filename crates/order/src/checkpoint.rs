@@ -92,11 +92,28 @@ impl OrderReplica {
         if seq % cp != 0 || seq <= self.stable.seq {
             return;
         }
-        // Bound memory: one vote per replica per checkpoint, checkpoints within reach only,
-        // except that a far-ahead claim still counts toward catching up (kept below).
-        if seq > self.stable.seq + 64 * cp {
-            self.counters.add("drop-checkpoint-far");
-            return;
+        // Bound memory: one vote per replica per checkpoint within 64 intervals; beyond that,
+        // only each replica's newest claim. Those far claims are how a replica that was down
+        // for long learns which stable checkpoint to fetch.
+        let horizon = self.stable.seq + 64 * cp;
+        if seq > horizon {
+            let far = self.checkpoint_votes.range(horizon + 1..);
+            if far.clone().any(|(s, v)| *s >= seq && v.contains_key(&j)) {
+                self.counters.add("drop-checkpoint-far-stale");
+                return;
+            }
+            let older: Vec<Seq> = far
+                .filter(|(_, v)| v.contains_key(&j))
+                .map(|(s, _)| *s)
+                .collect();
+            for s in older {
+                if let Some(v) = self.checkpoint_votes.get_mut(&s) {
+                    v.remove(&j);
+                    if v.is_empty() {
+                        self.checkpoint_votes.remove(&s);
+                    }
+                }
+            }
         }
         self.checkpoint_votes
             .entry(seq)
@@ -130,11 +147,14 @@ impl OrderReplica {
             }
             Some(_) => self.counters.add("checkpoint-diverged"),
             // Behind it, or our own execution token never arrived: take the state from a peer.
-            None if self.awaiting_state.is_none() => {
-                self.awaiting_state = Some((seq, digest));
-                self.send_to_peers(&Message::FetchOrderState { seq }, out);
+            // Always chase the newest stable checkpoint: peers discard older ones, so a fetch
+            // for one they moved past would never be answered.
+            None => {
+                if self.awaiting_state.is_none_or(|(want, _)| want < seq) {
+                    self.awaiting_state = Some((seq, digest));
+                    self.send_to_peers(&Message::FetchOrderState { seq }, out);
+                }
             }
-            None => {}
         }
     }
 

@@ -24,6 +24,8 @@ struct Harness {
     /// Drop every message to or from these replicas.
     cut: Vec<bool>,
     exec_seen: BTreeMap<Seq, plumb_wire::Batch>,
+    /// Drop every message of these kinds (`Message::kind`).
+    drop_kinds: Vec<&'static str>,
 }
 
 fn principals(q: &Quorums) -> Vec<Principal> {
@@ -77,6 +79,7 @@ impl Harness {
             down: vec![false; q.order],
             cut: vec![false; q.order],
             exec_seen: BTreeMap::new(),
+            drop_kinds: Vec::new(),
         };
         for i in 0..q.order {
             let r = h.build(i as u16);
@@ -146,6 +149,12 @@ impl Harness {
         while let Some((to, frame)) = self.queue.pop_front() {
             budget -= 1;
             assert!(budget > 0, "message storm");
+            if !self.drop_kinds.is_empty() {
+                let kind = self.rings[&to].open(&frame).map(|(_, m)| m.kind());
+                if kind.is_ok_and(|k| self.drop_kinds.contains(&k)) {
+                    continue;
+                }
+            }
             match to {
                 Principal::Order(i) => {
                     if !self.down[i as usize] && !self.cut[i as usize] {
@@ -411,5 +420,87 @@ fn partitioned_primary_is_replaced_and_rejoins() {
         h.replica(0).view(),
         h.replica(1).view(),
         "old primary learned the new view"
+    );
+}
+
+/// Found with real processes: a replica restarted behind asked for the order state of a stable
+/// checkpoint that its peers discarded (they moved on to a newer one) before answering, and kept
+/// asking for that one forever. It must chase the newest stable checkpoint instead.
+#[test]
+fn restarted_replica_catches_up_when_the_checkpoint_it_fetches_is_discarded() {
+    let mut h = Harness::new(1, 1, 4);
+    let mut nc = 0;
+    let mut load = |h: &mut Harness, rounds: usize| {
+        for _ in 0..rounds {
+            nc += 1;
+            h.request(0, nc, b"x");
+            h.advance(20_000);
+            let last = h.replica(0).last_committed();
+            for s in (4..=last).step_by(4) {
+                h.cp_tokens(s);
+            }
+            h.advance(20_000);
+        }
+    };
+    h.crash(3);
+    load(&mut h, 12);
+    // Restart while no order state gets through: the replica learns of a stable checkpoint and
+    // asks for it, and its peers move two checkpoints further before it is answered.
+    h.drop_kinds = vec!["order-state"];
+    h.restart(3);
+    load(&mut h, 12);
+    h.drop_kinds.clear();
+    load(&mut h, 2);
+    h.advance(1_000_000);
+    let target = h.replica(0).last_committed();
+    let r = h.replica(3);
+    assert_eq!(
+        r.last_committed(),
+        target,
+        "lagging replica caught up (stable {}, counters {:?})",
+        r.stable_checkpoint(),
+        r.counters().iter().collect::<Vec<_>>()
+    );
+}
+
+/// A replica down for longer than the checkpoint-vote window (64 intervals) still learns of its
+/// peers' stable checkpoint and catches up.
+#[test]
+fn replica_down_for_longer_than_the_vote_window_catches_up() {
+    let mut h = Harness::new(1, 1, 4);
+    h.crash(3);
+    let mut nc = 0;
+    while h.replica(0).stable_checkpoint() < 4 * 70 {
+        nc += 1;
+        h.request(0, nc, b"x");
+        h.advance(20_000);
+        let last = h.replica(0).last_committed();
+        let newest = last - last % 4;
+        for s in [newest.saturating_sub(4), newest] {
+            if s > 0 {
+                h.cp_tokens(s);
+            }
+        }
+        h.advance(20_000);
+        assert!(nc < 2_000, "the cluster stopped making checkpoints");
+    }
+    h.restart(3);
+    for _ in 0..3 {
+        nc += 1;
+        h.request(0, nc, b"x");
+        h.advance(20_000);
+        let last = h.replica(0).last_committed();
+        h.cp_tokens(last - last % 4);
+        h.advance(20_000);
+    }
+    h.advance(1_000_000);
+    let target = h.replica(0).last_committed();
+    let r = h.replica(3);
+    assert_eq!(
+        r.last_committed(),
+        target,
+        "lagging replica caught up (stable {}, counters {:?})",
+        r.stable_checkpoint(),
+        r.counters().iter().collect::<Vec<_>>()
     );
 }

@@ -1,0 +1,653 @@
+//! Harness for whole-cluster tests with real processes on loopback: a [`Cluster`] of four
+//! `plumb node` processes (u=1, r=1) and a `plumb gateway`, and a Redis [`Load`] whose every
+//! operation is recorded in a linearizability history.
+
+#![allow(dead_code)]
+
+use plumb_lincheck::kv::{BytesKv, KvOp, KvRet};
+use plumb_lincheck::{check, History};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+pub const NODES: usize = 4;
+/// Nodes hosting an execution replica (node 3 hosts only auth and order).
+pub const EXEC_NODES: [usize; 3] = [0, 1, 2];
+
+/// How long a Redis call may take before the test treats the cluster as stuck.
+pub const OP_TIMEOUT: Duration = Duration::from_secs(20);
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_plumb")
+}
+
+/// The processes of one cluster in a fresh temporary directory. Dropping it kills them all;
+/// if the test is panicking it first prints the tail of every process's output and keeps the
+/// directory.
+pub struct Cluster {
+    pub name: String,
+    dir: Option<tempfile::TempDir>,
+    pub base_port: u16,
+    pub resp_port: u16,
+    nodes: Vec<Option<Child>>,
+    gateway: Option<Child>,
+}
+
+impl Cluster {
+    /// `slot` gives the test its own port range: 21000 + 100*slot.
+    pub fn init(name: &str, slot: u16) -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("plumb-{name}-"))
+            .tempdir()
+            .expect("tempdir");
+        let base_port = 21000 + 100 * slot;
+        let resp_port = base_port + 50;
+        let out = Command::new(bin())
+            .args(["init", "--dir"])
+            .arg(dir.path())
+            .args(["--base-port", &base_port.to_string()])
+            .args(["--resp-port", &resp_port.to_string()])
+            .args(["--gateway-clients", "8", "--cli-clients", "2"])
+            .output()
+            .expect("run plumb init");
+        assert!(out.status.success(), "plumb init failed: {out:?}");
+        Cluster {
+            name: name.to_string(),
+            dir: Some(dir),
+            base_port,
+            resp_port,
+            nodes: (0..NODES).map(|_| None).collect(),
+            gateway: None,
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.as_ref().unwrap().path()
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.dir().join("cluster.toml")
+    }
+
+    /// Adds `key = value` lines to the `[protocol]` table of cluster.toml (before starting).
+    pub fn set_protocol(&self, lines: &str) {
+        let path = self.config();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("\n[protocol]\n"),
+            "no [protocol] table in {text}"
+        );
+        let text = text.replacen("\n[protocol]\n", &format!("\n[protocol]\n{lines}\n"), 1);
+        std::fs::write(&path, text).unwrap();
+    }
+
+    pub fn data_dir(&self, node: usize) -> PathBuf {
+        self.dir().join("data").join(format!("node-{node}"))
+    }
+
+    pub fn admin(&self, node: usize) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.base_port + 2 * node as u16 + 1))
+    }
+
+    fn log_file(&self, what: &str) -> (File, File) {
+        let path = self.dir().join(format!("{what}.log"));
+        let f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        (f.try_clone().unwrap(), f)
+    }
+
+    fn spawn(&self, what: &str, args: &[String]) -> Child {
+        let (out, err) = self.log_file(what);
+        let mut f = out.try_clone().unwrap();
+        let _ = writeln!(f, "---- harness: starting {what} ----");
+        Command::new(bin())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {what}: {e}"))
+    }
+
+    pub fn start_node(&mut self, node: usize) {
+        assert!(self.nodes[node].is_none(), "node {node} already running");
+        let args = vec![
+            "node".to_string(),
+            "--config".to_string(),
+            self.config().display().to_string(),
+            "--id".to_string(),
+            node.to_string(),
+        ];
+        self.nodes[node] = Some(self.spawn(&format!("node-{node}"), &args));
+    }
+
+    pub fn start_gateway(&mut self) {
+        assert!(self.gateway.is_none(), "gateway already running");
+        let args = vec![
+            "gateway".to_string(),
+            "--config".to_string(),
+            self.config().display().to_string(),
+        ];
+        self.gateway = Some(self.spawn("gateway", &args));
+    }
+
+    /// Starts every node and the gateway and waits until they answer.
+    pub fn start_all(&mut self) {
+        for i in 0..NODES {
+            self.start_node(i);
+        }
+        self.start_gateway();
+        self.wait_ready(Duration::from_secs(20));
+    }
+
+    /// SIGKILL (Child::kill) and reap.
+    pub fn kill_node(&mut self, node: usize) {
+        let mut c = self.nodes[node].take().expect("node not running");
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    pub fn kill_gateway(&mut self) {
+        let mut c = self.gateway.take().expect("gateway not running");
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    /// SIGKILL every process at once (signals first, then reap), like a power cut.
+    pub fn kill_all(&mut self) {
+        let mut all: Vec<Child> = self.nodes.iter_mut().filter_map(Option::take).collect();
+        all.extend(self.gateway.take());
+        for c in &mut all {
+            let _ = c.kill();
+        }
+        for c in &mut all {
+            let _ = c.wait();
+        }
+    }
+
+    /// Panics (with log tails) if a process that should be running has exited.
+    pub fn assert_running(&mut self) {
+        let mut dead = vec![];
+        for (i, c) in self.nodes.iter_mut().enumerate() {
+            if let Some(c) = c {
+                if let Ok(Some(st)) = c.try_wait() {
+                    dead.push(format!("node {i} exited: {st}"));
+                }
+            }
+        }
+        if let Some(g) = &mut self.gateway {
+            if let Ok(Some(st)) = g.try_wait() {
+                dead.push(format!("gateway exited: {st}"));
+            }
+        }
+        assert!(dead.is_empty(), "{}", dead.join("; "));
+    }
+
+    /// Waits until every running node's /status answers and the gateway accepts connections.
+    pub fn wait_ready(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.assert_running();
+            let nodes_ok = (0..NODES)
+                .filter(|&i| self.nodes[i].is_some())
+                .all(|i| self.status(i).is_some());
+            let gw_ok = self.gateway.is_none()
+                || TcpStream::connect_timeout(
+                    &SocketAddr::from(([127, 0, 0, 1], self.resp_port)),
+                    Duration::from_millis(200),
+                )
+                .is_ok();
+            if nodes_ok && gw_ok {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "cluster not ready after {timeout:?}"
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// GET /status of a node's admin HTTP, parsed; None if it does not answer.
+    pub fn status(&self, node: usize) -> Option<serde_json::Value> {
+        let body = http_get(self.admin(node), "/status")?;
+        serde_json::from_str(&body).ok()
+    }
+
+    pub fn metrics(&self, node: usize) -> Option<String> {
+        http_get(self.admin(node), "/metrics")
+    }
+
+    pub fn last_executed(&self, node: usize) -> Option<u64> {
+        self.status(node)?.get("last_executed")?.as_u64()
+    }
+
+    fn field(&self, node: usize, name: &str) -> Option<u64> {
+        self.status(node)?.get(name)?.as_u64()
+    }
+
+    /// Polls until `node`'s execution replica has executed (`last_executed`) at least as far as
+    /// any other running one, measured once at the start (call it with the load stopped).
+    /// Returns the time it took.
+    pub fn wait_caught_up(&self, node: usize, timeout: Duration) -> Duration {
+        self.wait_fields_caught_up(node, false, timeout)
+    }
+
+    /// Like [`Cluster::wait_caught_up`], and also `node`'s order replica has committed
+    /// (`last_committed`) at least as far as any other running one.
+    pub fn wait_order_caught_up(&self, node: usize, timeout: Duration) -> Duration {
+        self.wait_fields_caught_up(node, true, timeout)
+    }
+
+    fn wait_fields_caught_up(&self, node: usize, order: bool, timeout: Duration) -> Duration {
+        let start = Instant::now();
+        let others = |set: &[usize], name: &str| {
+            set.iter()
+                .filter(|&&i| i != node && self.nodes[i].is_some())
+                .filter_map(|&i| self.field(i, name))
+                .max()
+                .unwrap_or_else(|| panic!("no other node reports {name}"))
+        };
+        let all: Vec<usize> = (0..NODES).collect();
+        let mut targets = vec![];
+        if order {
+            targets.push(("last_committed", others(&all, "last_committed")));
+        }
+        if EXEC_NODES.contains(&node) {
+            targets.push(("last_executed", others(&EXEC_NODES, "last_executed")));
+        }
+        loop {
+            let behind: Vec<String> = targets
+                .iter()
+                .filter_map(|&(name, target)| {
+                    let mine = self.field(node, name);
+                    (!mine.is_some_and(|m| m >= target))
+                        .then(|| format!("{name} {mine:?} < {target}"))
+                })
+                .collect();
+            if behind.is_empty() {
+                return start.elapsed();
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "node {node} did not catch up within {timeout:?} ({}); statuses:\n{}\nnode {node} metrics (non-zero):\n{}",
+                behind.join(", "),
+                self.statuses(),
+                self.metrics_summary(node)
+            );
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The non-zero, non-histogram samples of a node's /metrics.
+    pub fn metrics_summary(&self, node: usize) -> String {
+        self.metrics(node)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.contains("_bucket") && !l.contains("fsync"))
+            .filter(|l| !l.ends_with(" 0"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    pub fn statuses(&self) -> String {
+        (0..NODES)
+            .map(|i| match self.status(i) {
+                Some(s) => format!(
+                    "node {i}: view {} primary_node {} last_committed {} last_executed {} stable_checkpoint {}",
+                    s["view"], s["primary_node"], s["last_committed"], s["last_executed"], s["stable_checkpoint"]
+                ),
+                None => format!("node {i}: no answer"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The last `lines` lines of every process's output.
+    pub fn log_tails(&self, lines: usize) -> String {
+        let mut out = String::new();
+        let mut names: Vec<String> = (0..NODES).map(|i| format!("node-{i}")).collect();
+        names.push("gateway".into());
+        for n in names {
+            let text =
+                std::fs::read_to_string(self.dir().join(format!("{n}.log"))).unwrap_or_default();
+            let all: Vec<&str> = text.lines().collect();
+            let tail = &all[all.len().saturating_sub(lines)..];
+            out.push_str(&format!("==== {n}.log (last {} lines) ====\n", tail.len()));
+            for l in tail {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.kill_all();
+        if thread::panicking() {
+            eprintln!(
+                "---- cluster {} failed; process output: ----\n{}",
+                self.name,
+                self.log_tails(30)
+            );
+            if let Some(d) = self.dir.take() {
+                eprintln!("---- kept {} ----", d.keep().display());
+            }
+        }
+    }
+}
+
+/// A minimal HTTP/1.0 GET with short timeouts; the body if the status is 200.
+pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).ok()?;
+    let (head, body) = resp.split_once("\r\n\r\n")?;
+    let ok = head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200");
+    ok.then(|| body.to_string())
+}
+
+/// Flips every bit of the byte at `offset` of `path`; returns the old byte.
+pub fn flip_byte(path: &Path, offset: u64) -> u8 {
+    use std::io::{Seek, SeekFrom};
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact(&mut b).unwrap();
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    f.write_all(&[!b[0]]).unwrap();
+    f.sync_all().unwrap();
+    b[0]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load and history
+
+/// Keys written with SET (unique values) and read with GET.
+pub const REGISTERS: [&str; 4] = ["r0", "r1", "r2", "r3"];
+/// The key incremented with INCR (and read with GET).
+pub const COUNTER: &str = "ctr";
+
+/// A history shared by client threads, timed on one clock.
+#[derive(Clone)]
+pub struct Recorder {
+    start: Instant,
+    history: Arc<Mutex<History<BytesKv>>>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder {
+            start: Instant::now(),
+            history: Arc::new(Mutex::new(History::new())),
+        }
+    }
+}
+
+/// What a Redis call answered, already in the model's terms.
+pub enum Answer {
+    Ret(KvRet<Vec<u8>>),
+    /// An error or timeout: the outcome is unknown; the op stays without response.
+    Unknown(String),
+}
+
+impl Recorder {
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Records the invocation, runs the call, records the response if there is one.
+    pub fn run(
+        &self,
+        client: u64,
+        op: KvOp<Vec<u8>, Vec<u8>>,
+        call: impl FnOnce() -> Answer,
+    ) -> Answer {
+        let id = {
+            let mut h = self.history.lock().unwrap();
+            let t = self.now();
+            h.invoke(client, op, t)
+        };
+        let a = call();
+        if let Answer::Ret(r) = &a {
+            let mut h = self.history.lock().unwrap();
+            let t = self.now();
+            h.complete(id, r.clone(), t).unwrap();
+        }
+        a
+    }
+
+    /// Asserts the history is linearizable (an `Unknown` answer from the checker fails too).
+    pub fn assert_linearizable(&self) -> (usize, usize) {
+        let h = self.history.lock().unwrap();
+        let total = h.len();
+        let unanswered = h.ops().iter().filter(|o| !o.is_complete()).count();
+        let outcome = check(&BytesKv::new(), &h);
+        assert!(
+            outcome.is_linearizable(),
+            "history of {total} ops ({unanswered} unanswered) is not linearizable: {outcome}"
+        );
+        (total, unanswered)
+    }
+}
+
+/// One Redis connection with a read timeout.
+pub struct Redis {
+    port: u16,
+    con: Option<redis::Connection>,
+}
+
+impl Redis {
+    pub fn new(port: u16) -> Redis {
+        Redis { port, con: None }
+    }
+
+    fn con(&mut self) -> Result<&mut redis::Connection, String> {
+        if self.con.is_none() {
+            let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+                .map_err(|e| e.to_string())?;
+            let con = client
+                .get_connection_with_timeout(Duration::from_secs(2))
+                .map_err(|e| e.to_string())?;
+            con.set_read_timeout(Some(OP_TIMEOUT))
+                .map_err(|e| e.to_string())?;
+            con.set_write_timeout(Some(OP_TIMEOUT))
+                .map_err(|e| e.to_string())?;
+            self.con = Some(con);
+        }
+        Ok(self.con.as_mut().unwrap())
+    }
+
+    /// Runs `op`; on any error the connection is dropped (the next call reconnects).
+    pub fn exec(&mut self, op: &KvOp<Vec<u8>, Vec<u8>>) -> Answer {
+        let r = self.exec_inner(op);
+        match r {
+            Ok(ret) => Answer::Ret(ret),
+            Err(e) => {
+                self.con = None;
+                Answer::Unknown(e)
+            }
+        }
+    }
+
+    fn exec_inner(&mut self, op: &KvOp<Vec<u8>, Vec<u8>>) -> Result<KvRet<Vec<u8>>, String> {
+        let con = self.con()?;
+        let e = |e: redis::RedisError| e.to_string();
+        Ok(match op {
+            KvOp::Get { key } => KvRet::Value(
+                redis::cmd("GET")
+                    .arg(key)
+                    .query::<Option<Vec<u8>>>(con)
+                    .map_err(e)?,
+            ),
+            KvOp::Set { key, value } => {
+                let s = redis::cmd("SET")
+                    .arg(key)
+                    .arg(value)
+                    .query::<String>(con)
+                    .map_err(e)?;
+                if s != "OK" {
+                    return Err(format!("SET answered {s:?}"));
+                }
+                KvRet::Ok
+            }
+            KvOp::Increment { key, delta: 1 } => {
+                KvRet::Int(redis::cmd("INCR").arg(key).query::<i64>(con).map_err(e)?)
+            }
+            other => panic!("not used: {other:?}"),
+        })
+    }
+}
+
+/// Counts of what the load threads saw.
+#[derive(Default)]
+pub struct LoadStats {
+    pub acked: AtomicU64,
+    pub unknown: AtomicU64,
+    pub last_error: Mutex<Option<String>>,
+}
+
+/// `threads` client threads running a SET/GET/INCR mix until stopped.
+pub struct Load {
+    stop: Arc<AtomicBool>,
+    handles: Vec<JoinHandle<()>>,
+    pub stats: Arc<LoadStats>,
+}
+
+impl Load {
+    /// Client ids are `first_client..first_client+threads` (keep them distinct per phase).
+    pub fn start(rec: &Recorder, port: u16, threads: u64, first_client: u64) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(LoadStats::default());
+        let handles = (first_client..first_client + threads)
+            .map(|client| {
+                let (rec, stop, stats) = (rec.clone(), stop.clone(), stats.clone());
+                thread::spawn(move || {
+                    let mut redis = Redis::new(port);
+                    let mut n: u64 = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        n += 1;
+                        // A small deterministic mix per client: 40% SET, 35% GET, 25% INCR/GET ctr.
+                        let x = (n * 7 + client * 13) % 20;
+                        let reg = REGISTERS[((n + client) % REGISTERS.len() as u64) as usize];
+                        let op = match x {
+                            0..=7 => {
+                                KvOp::set(reg.as_bytes(), format!("c{client}-{n}").into_bytes())
+                            }
+                            8..=14 => KvOp::get(reg.as_bytes()),
+                            15..=18 => KvOp::increment(COUNTER.as_bytes(), 1),
+                            _ => KvOp::get(COUNTER.as_bytes()),
+                        };
+                        match rec.run(client, op.clone(), || redis.exec(&op)) {
+                            Answer::Ret(_) => {
+                                stats.acked.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Answer::Unknown(e) => {
+                                stats.unknown.fetch_add(1, Ordering::Relaxed);
+                                *stats.last_error.lock().unwrap() = Some(e);
+                                thread::sleep(Duration::from_millis(100));
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Load {
+            stop,
+            handles,
+            stats,
+        }
+    }
+
+    pub fn acked(&self) -> u64 {
+        self.stats.acked.load(Ordering::Relaxed)
+    }
+
+    /// Stops and joins the threads; returns (acked, unknown).
+    pub fn stop(self) -> (u64, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.handles {
+            h.join().expect("load thread panicked");
+        }
+        (
+            self.stats.acked.load(Ordering::Relaxed),
+            self.stats.unknown.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Waits until `load` has `n` more acknowledged ops than `from`, or panics after `timeout`.
+pub fn wait_progress(load: &Load, from: u64, n: u64, timeout: Duration, what: &str) {
+    let start = Instant::now();
+    while load.acked() < from + n {
+        assert!(
+            start.elapsed() < timeout,
+            "{what}: only {} acknowledged ops in {timeout:?} (last error: {:?})",
+            load.acked() - from,
+            load.stats.last_error.lock().unwrap()
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Reads every key once through a fresh connection (client id `client`), recording the reads.
+/// Retries a read that fails (each attempt is recorded as an unanswered read) until `timeout`.
+pub fn final_reads(rec: &Recorder, port: u16, client: u64, timeout: Duration) {
+    let start = Instant::now();
+    let mut redis = Redis::new(port);
+    for key in REGISTERS.iter().chain([&COUNTER]) {
+        let op = KvOp::get(key.as_bytes());
+        loop {
+            match rec.run(client, op.clone(), || redis.exec(&op)) {
+                Answer::Ret(_) => break,
+                Answer::Unknown(e) => {
+                    assert!(start.elapsed() < timeout, "final read of {key} failed: {e}");
+                    thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+}
+
+impl Cluster {
+    /// Polls until `node`'s order stage reports a stable checkpoint at or beyond `seq`.
+    pub fn wait_stable_checkpoint(&self, node: usize, seq: u64, timeout: Duration) {
+        let start = Instant::now();
+        loop {
+            let cp = self
+                .status(node)
+                .and_then(|s| s["stable_checkpoint"].as_u64());
+            if cp.is_some_and(|c| c >= seq) {
+                return;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "node {node}: stable checkpoint {cp:?} < {seq} after {timeout:?}:\n{}",
+                self.statuses()
+            );
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
