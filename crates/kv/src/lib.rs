@@ -5,19 +5,23 @@
 //! time, checkpoints are the canonical encoding of the whole state (APPS3) and load back to
 //! an equal state (APPS4). Request bytes that do not decode get an error reply, never a panic.
 //!
-//! Besides strings the store holds Redis' hashes, lists and sets, with one [`KvOp`] per Redis
-//! command a gateway needs (multi-key commands are one atomic operation).
+//! Besides strings the store holds Redis' hashes, lists, sets and sorted sets, with one
+//! [`KvOp`] per Redis command a gateway needs (multi-key commands are one atomic operation).
 
 mod glob;
 mod op;
 mod random;
 mod store;
+mod zset;
 
 pub use glob::{glob_match, literal_prefix};
 pub use op::{
     parse_integer, DecodeError, End, ExpireCondition, Footprint, KvOp, KvResult, SetCondition,
-    SetExpiry, ERR_HASH_NOT_INTEGER, ERR_MALFORMED, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY,
-    ERR_OVERFLOW, ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, OP_VERSION, RESULT_VERSION,
+    SetExpiry, ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_MALFORMED, ERR_MIN_MAX_NOT_FLOAT,
+    ERR_NOT_FLOAT, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY, ERR_OVERFLOW, ERR_SCORE_NAN,
+    ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
+    OP_VERSION, RESULT_VERSION,
 };
 pub use random::{random_op, random_op_with_expiry};
 pub use store::{request_seed, Entry, KvStore, Value, CHECKPOINT_VERSION};
+pub use zset::{Score, ScoreBound, ZSet};

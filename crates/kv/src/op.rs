@@ -5,6 +5,7 @@
 //! bytes keep their meaning; an incompatible change bumps the version byte instead.
 //! Decoding is total: any byte string yields either a value or a [`DecodeError`].
 
+use crate::zset::{Score, ScoreBound};
 use plumb_wire::Micros;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::fmt;
@@ -31,6 +32,19 @@ pub const ERR_NOT_READ_ONLY: &str = "ERR operation is not read-only";
 pub const ERR_TTL_NEEDS_ORDER: &str = "ERR TTL needs the agreed time: send it on the ordered path";
 /// Error text for `HIncrBy` on a field that is not a canonical decimal `i64`.
 pub const ERR_HASH_NOT_INTEGER: &str = "ERR hash value is not an integer";
+/// Error text for a score argument that is not a float (or is NaN).
+pub const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
+/// Error text for a `ZADD INCR` / `ZINCRBY` whose sum is NaN (`inf` plus `-inf`).
+pub const ERR_SCORE_NAN: &str = "ERR resulting score is not a number (NaN)";
+/// Error text for a score range end that is not a float (`ZRANGEBYSCORE`, `ZCOUNT`).
+pub const ERR_MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
+/// Error text for `ZADD` with both `NX` and `XX`.
+pub const ERR_ZADD_NX_XX: &str = "ERR XX and NX options at the same time are not compatible";
+/// Error text for `ZADD` with `GT` and `LT`, or either with `NX`.
+pub const ERR_ZADD_GT_LT_NX: &str =
+    "ERR GT, LT, and/or NX options at the same time are not compatible";
+/// Error text for `ZADD INCR` with other than one score-member pair.
+pub const ERR_ZADD_INCR_PAIRS: &str = "ERR INCR option supports a single increment-element pair";
 
 /// An operation on the store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,8 +168,84 @@ pub enum KvOp {
     /// Remove the key's expiry (`PERSIST`). `Bool(an expiry was removed)`.
     Persist { key: Vec<u8> },
     /// The kind of value at `key` (`TYPE`): `Value(Some(name))` with name `string`, `hash`,
-    /// `list`, `set` or `none`.
+    /// `list`, `set`, `zset` or `none`.
     Type { key: Vec<u8> },
+
+    // ---- Sorted sets. Appended. ----
+    /// Redis `ZADD` (and `ZINCRBY`: `incr` with one pair): set or add to each member's score,
+    /// as `options` say. Without `incr`: `Int(members added)`, or added plus updated with
+    /// `ch`. With `incr`: `Score(Some(new score))`, `Score(None)` if an option stopped it.
+    /// Errors (no change): incompatible options, `incr` with other than one pair, a NaN sum.
+    ZAdd {
+        key: Vec<u8>,
+        members: Vec<(Score, Vec<u8>)>,
+        options: ZAddOptions,
+    },
+    /// Remove members (`ZREM`); an emptied sorted set removes the key. `Int(members removed)`.
+    ZRem { key: Vec<u8>, members: Vec<Vec<u8>> },
+    /// The member's score (`ZSCORE`): `Score(Some(s))`, `Score(None)` if absent.
+    ZScore { key: Vec<u8>, member: Vec<u8> },
+    /// Number of members, 0 if absent (`ZCARD`). `Int`.
+    ZCard { key: Vec<u8> },
+    /// The member's 0-based position by ascending (or, with `rev`, descending) score
+    /// (`ZRANK`, `ZREVRANK`): `Int(rank)`, or `Value(None)` if the key or member is absent.
+    ZRank {
+        key: Vec<u8>,
+        member: Vec<u8>,
+        rev: bool,
+    },
+    /// Members in ascending (descending with `rev`) order selected by `range` (`ZRANGE`,
+    /// `ZREVRANGE`, `ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`): `Items`, or `Scored` with
+    /// `with_scores`; empty if the key is absent.
+    ZRange {
+        key: Vec<u8>,
+        range: ZRangeBy,
+        rev: bool,
+        with_scores: bool,
+    },
+    /// Number of members with a score between `min` and `max` (`ZCOUNT`). `Int`.
+    ZCount {
+        key: Vec<u8>,
+        min: ScoreBound,
+        max: ScoreBound,
+    },
+    /// Remove and return up to `count` members of lowest (`max`: highest) score, in that
+    /// order (`ZPOPMIN`, `ZPOPMAX`). `Scored`, empty if the key is absent; an emptied sorted
+    /// set removes the key.
+    ZPop { key: Vec<u8>, max: bool, count: u64 },
+}
+
+/// The options of Redis 7 `ZADD`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZAddOptions {
+    /// Only add new members.
+    pub nx: bool,
+    /// Only update existing members.
+    pub xx: bool,
+    /// Only update when the new score is greater than the current one (new members are added).
+    pub gt: bool,
+    /// Only update when the new score is less than the current one (new members are added).
+    pub lt: bool,
+    /// Count updated members as well as added ones.
+    pub ch: bool,
+    /// Add the score to the current one (absent: 0) and reply with the result.
+    pub incr: bool,
+}
+
+/// Which members [`KvOp::ZRange`] selects, counted in its direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ZRangeBy {
+    /// Positions `start..=stop`, negative ones counting from the end (Redis' `ZRANGE` index
+    /// arithmetic, as `LRANGE`).
+    Index { start: i64, stop: i64 },
+    /// Members with scores between `min` and `max` (whatever the direction), then `limit`:
+    /// skip `offset` of them and take `count` (a negative `count`: all; a negative `offset`:
+    /// none), as Redis' `LIMIT`.
+    Score {
+        min: ScoreBound,
+        max: ScoreBound,
+        limit: Option<(i64, i64)>,
+    },
 }
 
 /// Expiry handling of [`KvOp::SetExtended`].
@@ -219,6 +309,11 @@ pub enum KvResult {
     Pairs(Vec<(Vec<u8>, Vec<u8>)>),
     /// No such key where an array was asked for (`LPOP key count` on an absent key).
     Nil,
+    // ---- Appended for sorted sets. ----
+    /// A score, or none (`ZSCORE`, `ZINCRBY`).
+    Score(Option<Score>),
+    /// Members with their scores, in order (`ZRANGE ... WITHSCORES`, `ZPOPMIN`).
+    Scored(Vec<(Vec<u8>, Score)>),
 }
 
 /// Why bytes did not decode.
@@ -280,7 +375,12 @@ impl KvOp {
             | KvOp::LLen { .. }
             | KvOp::SMembers { .. }
             | KvOp::SIsMember { .. }
-            | KvOp::Type { .. } => false,
+            | KvOp::Type { .. }
+            | KvOp::ZScore { .. }
+            | KvOp::ZCard { .. }
+            | KvOp::ZRank { .. }
+            | KvOp::ZRange { .. }
+            | KvOp::ZCount { .. } => false,
             KvOp::Set { .. }
             | KvOp::Delete { .. }
             | KvOp::CompareAndSet { .. }
@@ -299,7 +399,10 @@ impl KvOp {
             | KvOp::SRem { .. }
             | KvOp::SPop { .. }
             | KvOp::FlushAll
-            | KvOp::Persist { .. } => true,
+            | KvOp::Persist { .. }
+            | KvOp::ZAdd { .. }
+            | KvOp::ZRem { .. }
+            | KvOp::ZPop { .. } => true,
         }
     }
 
@@ -330,7 +433,15 @@ impl KvOp {
             | KvOp::SIsMember { key, .. }
             | KvOp::SPop { key, .. }
             | KvOp::Persist { key }
-            | KvOp::Type { key } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::Type { key }
+            | KvOp::ZAdd { key, .. }
+            | KvOp::ZRem { key, .. }
+            | KvOp::ZScore { key, .. }
+            | KvOp::ZCard { key }
+            | KvOp::ZRank { key, .. }
+            | KvOp::ZRange { key, .. }
+            | KvOp::ZCount { key, .. }
+            | KvOp::ZPop { key, .. } => Footprint::Keys(vec![key.as_slice()]),
             KvOp::DeleteMany { keys } | KvOp::Exists { keys } | KvOp::MGet { keys } => {
                 Footprint::Keys(keys.iter().map(Vec::as_slice).collect())
             }

@@ -22,10 +22,12 @@
 
 use crate::glob::glob_match;
 use crate::op::{
-    parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry,
-    ERR_HASH_NOT_INTEGER, ERR_MALFORMED, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY, ERR_OVERFLOW,
-    ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE,
+    parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry, ZAddOptions,
+    ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_MALFORMED, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY,
+    ERR_OVERFLOW, ERR_SCORE_NAN, ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX,
+    ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
 };
+use crate::zset::{Score, ZSet};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Micros, Seq};
@@ -43,6 +45,8 @@ pub enum Value {
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     List(VecDeque<Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
+    /// Appended: the variant indexes above keep their meaning in checkpoints.
+    ZSet(ZSet),
 }
 
 impl Value {
@@ -52,6 +56,7 @@ impl Value {
             Value::Hash(h) => h.is_empty(),
             Value::List(l) => l.is_empty(),
             Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
         }
     }
 
@@ -62,6 +67,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::List(_) => "list",
             Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 }
@@ -204,6 +210,13 @@ impl KvStore {
             }
             KvOp::Persist { key } => self.persist(key),
             KvOp::Ttl { key } => ttl(self.entries.get(key.as_slice()), Some(now)),
+            KvOp::ZAdd {
+                key,
+                members,
+                options,
+            } => self.zadd(key, members, *options),
+            KvOp::ZRem { key, members } => self.zrem(key, members),
+            KvOp::ZPop { key, max, count } => self.zpop(key, *max, *count),
             KvOp::Get { .. }
             | KvOp::Keys { .. }
             | KvOp::DbSize
@@ -217,7 +230,12 @@ impl KvStore {
             | KvOp::LLen { .. }
             | KvOp::SMembers { .. }
             | KvOp::SIsMember { .. }
-            | KvOp::Type { .. } => self.read(op),
+            | KvOp::Type { .. }
+            | KvOp::ZScore { .. }
+            | KvOp::ZCard { .. }
+            | KvOp::ZRank { .. }
+            | KvOp::ZRange { .. }
+            | KvOp::ZCount { .. } => self.read(op),
         }
     }
 
@@ -283,6 +301,48 @@ impl KvStore {
                 let name = self.value(key).map_or("none", Value::type_name);
                 KvResult::Value(Some(name.as_bytes().to_vec()))
             }
+            KvOp::ZScore { key, member } => match self.value(key) {
+                None => KvResult::Score(None),
+                Some(Value::ZSet(z)) => KvResult::Score(z.score(member)),
+                Some(_) => wrong_type(),
+            },
+            KvOp::ZCard { key } => match self.value(key) {
+                None => KvResult::Int(0),
+                Some(Value::ZSet(z)) => int(z.len()),
+                Some(_) => wrong_type(),
+            },
+            KvOp::ZRank { key, member, rev } => match self.value(key) {
+                None => KvResult::Value(None),
+                Some(Value::ZSet(z)) => match z.rank(member) {
+                    None => KvResult::Value(None),
+                    Some(rank) if *rev => int(z.len() - 1 - rank),
+                    Some(rank) => int(rank),
+                },
+                Some(_) => wrong_type(),
+            },
+            KvOp::ZRange {
+                key,
+                range,
+                rev,
+                with_scores,
+            } => match self.value(key) {
+                None if *with_scores => KvResult::Scored(Vec::new()),
+                None => KvResult::Items(Vec::new()),
+                Some(Value::ZSet(z)) => {
+                    let found = zrange(z, *range, *rev);
+                    if *with_scores {
+                        KvResult::Scored(found.map(|(m, s)| (m.to_vec(), s)).collect())
+                    } else {
+                        KvResult::Items(found.map(|(m, _)| m.to_vec()).collect())
+                    }
+                }
+                Some(_) => wrong_type(),
+            },
+            KvOp::ZCount { key, min, max } => match self.value(key) {
+                None => KvResult::Int(0),
+                Some(Value::ZSet(z)) => int(z.range_by_score(*min, *max, false).count()),
+                Some(_) => wrong_type(),
+            },
             KvOp::Set { .. }
             | KvOp::Delete { .. }
             | KvOp::CompareAndSet { .. }
@@ -301,7 +361,10 @@ impl KvStore {
             | KvOp::SRem { .. }
             | KvOp::SPop { .. }
             | KvOp::FlushAll
-            | KvOp::Persist { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::Persist { .. }
+            | KvOp::ZAdd { .. }
+            | KvOp::ZRem { .. }
+            | KvOp::ZPop { .. } => KvResult::error(ERR_NOT_READ_ONLY),
         }
     }
 
@@ -636,6 +699,17 @@ impl KvStore {
         }
     }
 
+    fn zset_mut(&mut self, key: &[u8]) -> Result<&mut ZSet, KvResult> {
+        match self.collection_mut(
+            key,
+            || Value::ZSet(ZSet::new()),
+            |v| matches!(v, Value::ZSet(_)),
+        )? {
+            Value::ZSet(z) => Ok(z),
+            _ => Err(wrong_type()),
+        }
+    }
+
     /// Run `f` on the collection at `key` (created empty if absent), then drop it if empty.
     fn with_collection<C>(
         &mut self,
@@ -781,6 +855,137 @@ impl KvStore {
     }
 }
 
+impl KvStore {
+    /// Redis' `zaddGenericCommand` and `zsetAdd`: options checked first, then the key's kind;
+    /// `XX` on an absent key changes nothing.
+    fn zadd(&mut self, key: &[u8], members: &[(Score, Vec<u8>)], o: ZAddOptions) -> KvResult {
+        if o.nx && o.xx {
+            return KvResult::error(ERR_ZADD_NX_XX);
+        }
+        if (o.nx && (o.gt || o.lt)) || (o.gt && o.lt) {
+            return KvResult::error(ERR_ZADD_GT_LT_NX);
+        }
+        if o.incr && members.len() != 1 {
+            return KvResult::error(ERR_ZADD_INCR_PAIRS);
+        }
+        self.with_collection(key, KvStore::zset_mut, |z| {
+            let (mut added, mut updated) = (0, 0);
+            // The score of the last member written, the reply of `INCR`.
+            let mut last = None;
+            for (score, member) in members {
+                match z.score(member) {
+                    Some(current) => {
+                        if o.nx {
+                            continue;
+                        }
+                        let (cur, mut new) = (current.get(), score.get());
+                        if o.incr {
+                            new += cur;
+                        }
+                        let Some(new_score) = Score::new(new) else {
+                            return KvResult::error(ERR_SCORE_NAN);
+                        };
+                        if (o.lt && new >= cur) || (o.gt && new <= cur) {
+                            continue;
+                        }
+                        last = Some(new_score);
+                        // Numeric comparison, as Redis: `-0` does not replace `0`.
+                        if new != cur {
+                            z.insert(member, new_score);
+                            updated += 1;
+                        }
+                    }
+                    None if !o.xx => {
+                        z.insert(member, *score);
+                        added += 1;
+                        last = Some(*score);
+                    }
+                    None => {}
+                }
+            }
+            if o.incr {
+                KvResult::Score(last)
+            } else if o.ch {
+                int(added + updated)
+            } else {
+                int(added)
+            }
+        })
+    }
+
+    fn zrem(&mut self, key: &[u8], members: &[Vec<u8>]) -> KvResult {
+        if !self.entries.contains_key(key) {
+            return KvResult::Int(0);
+        }
+        self.with_collection(key, KvStore::zset_mut, |z| {
+            int(members.iter().filter(|m| z.remove(m).is_some()).count())
+        })
+    }
+
+    fn zpop(&mut self, key: &[u8], max: bool, count: u64) -> KvResult {
+        if !self.entries.contains_key(key) {
+            return KvResult::Scored(Vec::new());
+        }
+        self.with_collection(key, KvStore::zset_mut, |z| {
+            let n = usize::try_from(count).unwrap_or(usize::MAX);
+            KvResult::Scored(std::iter::from_fn(|| z.pop(max)).take(n).collect())
+        })
+    }
+}
+
+/// The members `ZRANGE` selects, in its direction.
+fn zrange(z: &ZSet, range: ZRangeBy, rev: bool) -> Box<dyn Iterator<Item = (&[u8], Score)> + '_> {
+    match range {
+        ZRangeBy::Index { start, stop } => {
+            let Some((start, len)) = index_range(z.len(), start, stop) else {
+                return Box::new(std::iter::empty());
+            };
+            if rev {
+                Box::new(z.iter().rev().skip(start).take(len))
+            } else {
+                Box::new(z.iter().skip(start).take(len))
+            }
+        }
+        ZRangeBy::Score { min, max, limit } => {
+            let found = z.range_by_score(min, max, rev);
+            match limit {
+                None => found,
+                Some((offset, _)) if offset < 0 => Box::new(std::iter::empty()),
+                Some((offset, count)) => {
+                    let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+                    let take = usize::try_from(count).unwrap_or(usize::MAX);
+                    Box::new(found.skip(skip).take(take))
+                }
+            }
+        }
+    }
+}
+
+/// Redis' `LRANGE` / `ZRANGE` index arithmetic on a collection of `len`: the first position
+/// and the number of elements, `None` if the range is empty.
+fn index_range(len: usize, start: i64, stop: i64) -> Option<(usize, usize)> {
+    let len = i64::try_from(len).unwrap_or(i64::MAX);
+    let start = if start < 0 {
+        len.saturating_add(start)
+    } else {
+        start
+    }
+    .max(0);
+    let stop = if stop < 0 {
+        len.saturating_add(stop)
+    } else {
+        stop
+    };
+    if start > stop || start >= len {
+        return None;
+    }
+    let stop = stop.min(len - 1);
+    Some((
+        usize::try_from(start).ok()?,
+        usize::try_from(stop - start + 1).ok()?,
+    ))
+}
+
 /// `TTL` in micros relative to `now`: -2 if absent, -1 without expiry, else at least 1.
 /// With `now` unknown (read-only path right after a checkpoint load), an expiry is an error.
 fn ttl(entry: Option<&Entry>, now: Option<Micros>) -> KvResult {
@@ -801,28 +1006,12 @@ fn random_index(rng: &mut u64, len: usize) -> Option<usize> {
     usize::try_from(splitmix(rng) % len).ok()
 }
 
-/// Redis' `LRANGE` index arithmetic.
+/// Redis' `LRANGE`.
 fn lrange(list: &VecDeque<Vec<u8>>, start: i64, stop: i64) -> Vec<Vec<u8>> {
-    let len = i64::try_from(list.len()).unwrap_or(i64::MAX);
-    let start = if start < 0 {
-        len.saturating_add(start)
-    } else {
-        start
+    match index_range(list.len(), start, stop) {
+        Some((start, len)) => list.range(start..start + len).cloned().collect(),
+        None => Vec::new(),
     }
-    .max(0);
-    let stop = if stop < 0 {
-        len.saturating_add(stop)
-    } else {
-        stop
-    };
-    if start > stop || start >= len {
-        return Vec::new();
-    }
-    let stop = stop.min(len - 1);
-    let (Ok(start), Ok(stop)) = (usize::try_from(start), usize::try_from(stop)) else {
-        return Vec::new();
-    };
-    list.range(start..=stop).cloned().collect()
 }
 
 fn corrupt(reason: &str) -> LoadError {

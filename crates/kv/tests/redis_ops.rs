@@ -914,6 +914,21 @@ fn some_bytes(rng: &mut impl FnMut() -> u64, from: &[&str]) -> Vec<Vec<u8>> {
     (0..1 + rng() % 3).map(|_| b(pick(rng, from))).collect()
 }
 
+fn score(rng: &mut impl FnMut() -> u64) -> Score {
+    let x = pick(
+        rng,
+        &[0.0, -0.0, 1.0, -2.5, 7.0, f64::INFINITY, f64::NEG_INFINITY],
+    );
+    Score::new(x).unwrap()
+}
+
+fn bound(rng: &mut impl FnMut() -> u64) -> ScoreBound {
+    ScoreBound {
+        score: score(rng),
+        exclusive: rng().is_multiple_of(2),
+    }
+}
+
 fn any_op(rng: &mut impl FnMut() -> u64) -> KvOp {
     let key = b(pick(rng, KEYS));
     let v = b(pick(rng, VALS));
@@ -923,7 +938,7 @@ fn any_op(rng: &mut impl FnMut() -> u64) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 33 {
+    match rng() % 41 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1032,7 +1047,79 @@ fn any_op(rng: &mut impl FnMut() -> u64) -> KvOp {
             0 => KvOp::FlushAll,
             _ => KvOp::Persist { key },
         },
-        _ => KvOp::Type { key },
+        32 => KvOp::Type { key },
+        33 => {
+            let bits = rng();
+            let options = ZAddOptions {
+                nx: bits & 1 != 0,
+                xx: bits & 2 != 0,
+                gt: bits & 4 != 0,
+                lt: bits & 8 != 0,
+                ch: bits & 16 != 0,
+                incr: bits & 32 != 0,
+            };
+            // Mostly compatible options, so most ZADDs write.
+            let options = if bits & 64 == 0 {
+                ZAddOptions {
+                    nx: options.nx && !options.xx,
+                    gt: options.gt && !options.nx,
+                    lt: options.lt && !options.nx && !options.gt,
+                    ..options
+                }
+            } else {
+                options
+            };
+            let members = some_bytes(rng, VALS)
+                .into_iter()
+                .map(|m| (score(rng), m))
+                .take(if options.incr { 1 } else { 3 })
+                .collect();
+            KvOp::ZAdd {
+                key,
+                members,
+                options,
+            }
+        }
+        34 => KvOp::ZRem {
+            key,
+            members: some_bytes(rng, VALS),
+        },
+        35 => KvOp::ZScore { key, member: v },
+        36 => KvOp::ZCard { key },
+        37 => KvOp::ZRank {
+            key,
+            member: v,
+            rev: rng().is_multiple_of(2),
+        },
+        38 => KvOp::ZRange {
+            key,
+            range: if rng().is_multiple_of(2) {
+                ZRangeBy::Index {
+                    start: small,
+                    stop: -small,
+                }
+            } else {
+                ZRangeBy::Score {
+                    min: bound(rng),
+                    max: bound(rng),
+                    limit: rng()
+                        .is_multiple_of(2)
+                        .then(|| ((rng() % 4) as i64 - 1, (rng() % 4) as i64 - 1)),
+                }
+            },
+            rev: rng().is_multiple_of(2),
+            with_scores: rng().is_multiple_of(2),
+        },
+        39 => KvOp::ZCount {
+            key,
+            min: bound(rng),
+            max: bound(rng),
+        },
+        _ => KvOp::ZPop {
+            key,
+            max: rng().is_multiple_of(2),
+            count: count.unwrap_or(1),
+        },
     }
 }
 
@@ -1062,7 +1149,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 34);
+    assert_eq!(kinds.len(), 42);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {
@@ -1078,6 +1165,13 @@ fn arb_result() -> impl Strategy<Value = KvResult> {
         proptest::collection::vec(bytes(), 0..4).prop_map(KvResult::Items),
         proptest::collection::vec((bytes(), bytes()), 0..4).prop_map(KvResult::Pairs),
         Just(KvResult::Nil),
+        proptest::option::of(any::<f64>().prop_filter_map("not NaN", Score::new))
+            .prop_map(KvResult::Score),
+        proptest::collection::vec(
+            (bytes(), any::<f64>().prop_filter_map("not NaN", Score::new)),
+            0..4
+        )
+        .prop_map(KvResult::Scored),
     ]
 }
 
@@ -1155,6 +1249,7 @@ proptest! {
                     Value::Hash(h) => h.is_empty(),
                     Value::List(l) => l.is_empty(),
                     Value::Set(s) => s.is_empty(),
+                    Value::ZSet(z) => z.is_empty(),
                 };
                 prop_assert!(!empty, "empty collection at {:?}", k);
                 prop_assert!(e.expires_at.is_none_or(|at| at > time));

@@ -54,20 +54,16 @@ impl RunningNode {
     }
 }
 
-fn err(what: impl Into<String>) -> String {
-    what.into()
-}
-
 /// Start node `id` of `cluster` with its stores under `data`. Must run inside a tokio
 /// runtime. Errors say what was wrong and what to do.
 pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNode, String> {
     let node = cluster.node(id).ok_or_else(|| {
         let ids: Vec<String> = cluster.nodes.iter().map(|n| n.id.to_string()).collect();
-        err(format!(
+        format!(
             "node {id} is not in {} (its nodes are {})",
             cluster.path.display(),
             ids.join(", ")
-        ))
+        )
     })?;
     let secret = cluster.node_secret_path(id);
     let mut rings = HashMap::new();

@@ -295,7 +295,6 @@ impl Observed {
                     seen.insert(labels, v);
                 }
             }
-            let _ = &stage.fsync_seconds;
         }
         for (reason, v) in router.drops.snapshot() {
             current.push((

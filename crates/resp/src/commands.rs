@@ -3,7 +3,9 @@
 
 use crate::Resp;
 use plumb_kv::{
-    glob_match, parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry,
+    glob_match, parse_integer, End, ExpireCondition, KvOp, KvResult, Score, ScoreBound,
+    SetCondition, SetExpiry, ZAddOptions, ZRangeBy, ERR_MIN_MAX_NOT_FLOAT, ERR_NOT_FLOAT,
+    ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
 };
 
 /// The Redis version the gateway reports (`INFO`, `HELLO`): the command set and replies
@@ -159,6 +161,20 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("smembers", 2, R, ONE),
     spec("sismember", 3, RF, ONE),
     spec("spop", -2, WF, ONE),
+    spec("zadd", -4, WDF, ONE),
+    spec("zincrby", 4, WDF, ONE),
+    spec("zrem", -3, WF, ONE),
+    spec("zscore", 3, RF, ONE),
+    spec("zcard", 2, RF, ONE),
+    spec("zrank", 3, RF, ONE),
+    spec("zrevrank", 3, RF, ONE),
+    spec("zrange", -4, R, ONE),
+    spec("zrevrange", -4, R, ONE),
+    spec("zrangebyscore", -4, R, ONE),
+    spec("zrevrangebyscore", -4, R, ONE),
+    spec("zcount", 4, RF, ONE),
+    spec("zpopmin", -2, WF, ONE),
+    spec("zpopmax", -2, WF, ONE),
     spec("ping", -1, &["fast"], NONE),
     spec("echo", 2, &["fast"], NONE),
     spec("quit", -1, CONN, NONE),
@@ -472,6 +488,64 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             };
             submit(KvOp::SPop { key: key(), count }, Render::Plain)
         }
+        "zadd" => plan_zadd(args, false),
+        "zincrby" => plan_zadd(args, true),
+        "zrem" => submit(
+            KvOp::ZRem {
+                key: key(),
+                members: rest(2),
+            },
+            Render::Plain,
+        ),
+        "zscore" => submit(
+            KvOp::ZScore {
+                key: key(),
+                member: args[2].clone(),
+            },
+            Render::Plain,
+        ),
+        "zcard" => submit(KvOp::ZCard { key: key() }, Render::Plain),
+        "zrank" | "zrevrank" => submit(
+            KvOp::ZRank {
+                key: key(),
+                member: args[2].clone(),
+                rev: spec.name == "zrevrank",
+            },
+            Render::Plain,
+        ),
+        "zrange" => plan_zrange(args, None, None),
+        "zrevrange" => plan_zrange(args, Some(ByScore::No), Some(true)),
+        "zrangebyscore" => plan_zrange(args, Some(ByScore::Yes), Some(false)),
+        "zrevrangebyscore" => plan_zrange(args, Some(ByScore::Yes), Some(true)),
+        "zcount" => match (ScoreBound::parse(&args[2]), ScoreBound::parse(&args[3])) {
+            (Some(min), Some(max)) => submit(
+                KvOp::ZCount {
+                    key: key(),
+                    min,
+                    max,
+                },
+                Render::Plain,
+            ),
+            _ => err(ERR_MIN_MAX_NOT_FLOAT),
+        },
+        "zpopmin" | "zpopmax" => {
+            if args.len() > 3 {
+                return syntax_error();
+            }
+            let count = match args.get(2).map(|c| positive(c)) {
+                None => 1,
+                Some(Some(n)) => n,
+                Some(None) => return err(ERR_NOT_POSITIVE),
+            };
+            submit(
+                KvOp::ZPop {
+                    key: key(),
+                    max: spec.name == "zpopmax",
+                    count,
+                },
+                Render::Plain,
+            )
+        }
         "ping" => match args.len() {
             1 => Plan::Reply(Resp::Simple("PONG".into())),
             2 => Plan::Reply(Resp::bulk(args[1].clone())),
@@ -499,6 +573,143 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         "info" => Plan::Reply(Resp::bulk(info_text(&args[1..], info))),
         _ => unknown_command(args),
     }
+}
+
+/// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]`, and `ZINCRBY key
+/// increment member` (`incr`), parsed as Redis 7.0's `zaddGenericCommand`: options, then the
+/// pair count, incompatible options, and the scores.
+fn plan_zadd(args: &[Vec<u8>], incr: bool) -> Plan {
+    let mut o = ZAddOptions {
+        incr,
+        ..ZAddOptions::default()
+    };
+    let mut first = 2;
+    while let Some(opt) = args.get(first) {
+        if is(opt, "nx") {
+            o.nx = true;
+        } else if is(opt, "xx") {
+            o.xx = true;
+        } else if is(opt, "ch") {
+            o.ch = true;
+        } else if is(opt, "incr") {
+            o.incr = true;
+        } else if is(opt, "gt") {
+            o.gt = true;
+        } else if is(opt, "lt") {
+            o.lt = true;
+        } else {
+            break;
+        }
+        first += 1;
+    }
+    let pairs = &args[first..];
+    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
+        return syntax_error();
+    }
+    if o.nx && o.xx {
+        return err(ERR_ZADD_NX_XX);
+    }
+    if (o.nx && (o.gt || o.lt)) || (o.gt && o.lt) {
+        return err(ERR_ZADD_GT_LT_NX);
+    }
+    if o.incr && pairs.len() > 2 {
+        return err(ERR_ZADD_INCR_PAIRS);
+    }
+    let mut members = Vec::with_capacity(pairs.len() / 2);
+    for pair in pairs.chunks_exact(2) {
+        let Some(score) = Score::parse(&pair[0]) else {
+            return err(ERR_NOT_FLOAT);
+        };
+        members.push((score, pair[1].clone()));
+    }
+    submit(
+        KvOp::ZAdd {
+            key: args[1].clone(),
+            members,
+            options: o,
+        },
+        Render::Plain,
+    )
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ByScore {
+    No,
+    Yes,
+    /// `BYLEX`: parsed, then refused.
+    Lex,
+}
+
+/// `ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]` and its
+/// fixed forms (`ZREVRANGE`, `ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`: `by` and `rev` given, so
+/// those options are syntax errors), parsed as Redis 7.0's `zrangeGenericCommand`.
+fn plan_zrange(args: &[Vec<u8>], by: Option<ByScore>, rev: Option<bool>) -> Plan {
+    let (mut by, mut rev) = (by, rev);
+    let mut with_scores = false;
+    let mut limit = None;
+    let mut j = 4;
+    while j < args.len() {
+        let opt = &args[j];
+        let left = args.len() - j - 1;
+        if is(opt, "withscores") {
+            with_scores = true;
+        } else if is(opt, "limit") && left >= 2 {
+            match (int_arg(&args[j + 1]), int_arg(&args[j + 2])) {
+                (Some(offset), Some(count)) => limit = Some((offset, count)),
+                _ => return not_integer(),
+            }
+            j += 2;
+        } else if rev.is_none() && is(opt, "rev") {
+            rev = Some(true);
+        } else if by.is_none() && is(opt, "bylex") {
+            by = Some(ByScore::Lex);
+        } else if by.is_none() && is(opt, "byscore") {
+            by = Some(ByScore::Yes);
+        } else {
+            return syntax_error();
+        }
+        j += 1;
+    }
+    let rev = rev.unwrap_or(false);
+    let by = by.unwrap_or(ByScore::No);
+    if limit.is_some() && by == ByScore::No {
+        return err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        );
+    }
+    if with_scores && by == ByScore::Lex {
+        return err("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+    }
+    let range = match by {
+        ByScore::Lex => {
+            return err("ERR BYLEX is not supported: sorted sets here are ranged by score or index")
+        }
+        ByScore::No => match (int_arg(&args[2]), int_arg(&args[3])) {
+            (Some(start), Some(stop)) => ZRangeBy::Index { start, stop },
+            _ => return not_integer(),
+        },
+        ByScore::Yes => {
+            // Reversed ranges are given as `max min`.
+            let (min, max) = if rev {
+                (&args[3], &args[2])
+            } else {
+                (&args[2], &args[3])
+            };
+            match (ScoreBound::parse(min), ScoreBound::parse(max)) {
+                (Some(min), Some(max)) => ZRangeBy::Score { min, max, limit },
+                _ => return err(ERR_MIN_MAX_NOT_FLOAT),
+            }
+        }
+    };
+    submit(
+        KvOp::ZRange {
+            key: args[1].clone(),
+            range,
+            rev,
+            with_scores,
+        },
+        Render::Plain,
+    )
 }
 
 /// A count argument of `LPOP`/`SPOP`: a non-negative integer.
@@ -916,5 +1127,12 @@ fn plain(result: KvResult) -> Resp {
                 .collect(),
         ),
         KvResult::Nil => Resp::Array(None),
+        KvResult::Score(score) => Resp::Bulk(score.map(|s| s.to_string().into_bytes())),
+        KvResult::Scored(scored) => Resp::array(
+            scored
+                .into_iter()
+                .flat_map(|(m, s)| [Resp::bulk(m), Resp::bulk(s.to_string())])
+                .collect(),
+        ),
     }
 }

@@ -2,7 +2,10 @@
 //! local replies, and end-to-end replies compared with a real Redis.
 
 use plumb_app::{Application, Command, NonDeterminism};
-use plumb_kv::{End, ExpireCondition, KvOp, KvResult, KvStore, SetCondition, SetExpiry};
+use plumb_kv::{
+    End, ExpireCondition, KvOp, KvResult, KvStore, Score, ScoreBound, SetCondition, SetExpiry,
+    ZAddOptions, ZRangeBy,
+};
 use plumb_resp::*;
 
 fn a(line: &str) -> Vec<Vec<u8>> {
@@ -459,6 +462,225 @@ fn data_commands_map_to_one_op_each() {
     }
 }
 
+fn sc(x: f64) -> Score {
+    Score::new(x).unwrap()
+}
+
+#[test]
+fn zset_commands_map_to_one_op_each() {
+    let zadd = |pairs: &[(f64, &str)], options: ZAddOptions| KvOp::ZAdd {
+        key: b("z"),
+        members: pairs.iter().map(|(s, m)| (sc(*s), b(m))).collect(),
+        options,
+    };
+    let none = ZAddOptions::default();
+    let incr = ZAddOptions { incr: true, ..none };
+    let incl = |x| ScoreBound::inclusive(sc(x));
+    let excl = |x| ScoreBound::exclusive(sc(x));
+    let range = |range, rev, with_scores| KvOp::ZRange {
+        key: b("z"),
+        range,
+        rev,
+        with_scores,
+    };
+    let inf = f64::INFINITY;
+    let cases: Vec<(&str, KvOp)> = vec![
+        ("ZADD z 1 a 2.5 b", zadd(&[(1.0, "a"), (2.5, "b")], none)),
+        (
+            "zadd z xx GT ch 1 a",
+            zadd(
+                &[(1.0, "a")],
+                ZAddOptions {
+                    xx: true,
+                    gt: true,
+                    ch: true,
+                    ..none
+                },
+            ),
+        ),
+        ("ZADD z incr -inf a", zadd(&[(-inf, "a")], incr)),
+        ("ZINCRBY z 0.5 m", zadd(&[(0.5, "m")], incr)),
+        (
+            "ZREM z a b",
+            KvOp::ZRem {
+                key: b("z"),
+                members: vec![b("a"), b("b")],
+            },
+        ),
+        (
+            "ZSCORE z a",
+            KvOp::ZScore {
+                key: b("z"),
+                member: b("a"),
+            },
+        ),
+        ("ZCARD z", KvOp::ZCard { key: b("z") }),
+        (
+            "ZRANK z a",
+            KvOp::ZRank {
+                key: b("z"),
+                member: b("a"),
+                rev: false,
+            },
+        ),
+        (
+            "ZREVRANK z a",
+            KvOp::ZRank {
+                key: b("z"),
+                member: b("a"),
+                rev: true,
+            },
+        ),
+        (
+            "ZRANGE z 0 -1",
+            range(ZRangeBy::Index { start: 0, stop: -1 }, false, false),
+        ),
+        (
+            "ZRANGE z 1 2 withscores REV",
+            range(ZRangeBy::Index { start: 1, stop: 2 }, true, true),
+        ),
+        (
+            "ZREVRANGE z -2 -1 WITHSCORES",
+            range(
+                ZRangeBy::Index {
+                    start: -2,
+                    stop: -1,
+                },
+                true,
+                true,
+            ),
+        ),
+        (
+            "ZRANGE z (1 +inf BYSCORE LIMIT 2 -1",
+            range(
+                ZRangeBy::Score {
+                    min: excl(1.0),
+                    max: incl(inf),
+                    limit: Some((2, -1)),
+                },
+                false,
+                false,
+            ),
+        ),
+        (
+            "ZRANGE z 5 (1 byscore rev",
+            range(
+                ZRangeBy::Score {
+                    min: excl(1.0),
+                    max: incl(5.0),
+                    limit: None,
+                },
+                true,
+                false,
+            ),
+        ),
+        (
+            "ZRANGEBYSCORE z -inf 3 WITHSCORES limit 0 5",
+            range(
+                ZRangeBy::Score {
+                    min: incl(-inf),
+                    max: incl(3.0),
+                    limit: Some((0, 5)),
+                },
+                false,
+                true,
+            ),
+        ),
+        (
+            "ZREVRANGEBYSCORE z 3 (-1",
+            range(
+                ZRangeBy::Score {
+                    min: excl(-1.0),
+                    max: incl(3.0),
+                    limit: None,
+                },
+                true,
+                false,
+            ),
+        ),
+        (
+            "ZCOUNT z (0 1e400",
+            KvOp::ZCount {
+                key: b("z"),
+                min: excl(0.0),
+                max: incl(inf),
+            },
+        ),
+        (
+            "ZPOPMIN z",
+            KvOp::ZPop {
+                key: b("z"),
+                max: false,
+                count: 1,
+            },
+        ),
+        (
+            "ZPOPMAX z 3",
+            KvOp::ZPop {
+                key: b("z"),
+                max: true,
+                count: 3,
+            },
+        ),
+    ];
+    for (line, op) in cases {
+        let (got, read_only, render) = submitted(line);
+        assert_eq!(got, op, "{line}");
+        assert_eq!(read_only, !op.is_mutating(), "{line}");
+        assert_eq!(render, Render::Plain, "{line}");
+    }
+    for (line, text) in [
+        (
+            "ZADD z 1",
+            "ERR wrong number of arguments for 'zadd' command",
+        ),
+        ("ZADD z nx 1", ERR_SYNTAX),
+        ("ZADD z 1 a 2", ERR_SYNTAX),
+        ("ZADD z ch ch", ERR_SYNTAX),
+        ("ZINCRBY z incr m", ERR_SYNTAX),
+        ("ZADD z x a", "ERR value is not a valid float"),
+        ("ZADD z 1 a nan b", "ERR value is not a valid float"),
+        ("ZADD z 0x10 a", "ERR value is not a valid float"),
+        ("ZINCRBY z 1e999 m", "ERR value is not a valid float"),
+        (
+            "ZADD z nx xx x a",
+            "ERR XX and NX options at the same time are not compatible",
+        ),
+        (
+            "ZADD z lt gt 1 a",
+            "ERR GT, LT, and/or NX options at the same time are not compatible",
+        ),
+        (
+            "ZADD z incr 1 a 2 b",
+            "ERR INCR option supports a single increment-element pair",
+        ),
+        ("ZRANGE z 0 x", ERR_NOT_INTEGER),
+        ("ZRANGE z 0 1 BYSCORE LIMIT 0 x", ERR_NOT_INTEGER),
+        ("ZRANGE z 0 1 LIMIT", ERR_SYNTAX),
+        ("ZRANGE z 0 1 REV REV", ERR_SYNTAX),
+        ("ZREVRANGE z 0 1 REV", ERR_SYNTAX),
+        ("ZRANGEBYSCORE z 0 1 BYSCORE", ERR_SYNTAX),
+        ("ZREVRANGEBYSCORE z 0 1 REV", ERR_SYNTAX),
+        (
+            "ZRANGE z 0 1 LIMIT 0 1",
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        ),
+        (
+            "ZRANGE z a b BYLEX WITHSCORES",
+            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
+        ),
+        ("ZRANGEBYSCORE z x 1", "ERR min or max is not a float"),
+        ("ZRANGE z 1 (nan BYSCORE", "ERR min or max is not a float"),
+        ("ZCOUNT z 0 x", "ERR min or max is not a float"),
+        ("ZPOPMIN z -1", ERR_NOT_POSITIVE),
+        ("ZPOPMAX z x", ERR_NOT_POSITIVE),
+        ("ZPOPMIN z 1 2", ERR_SYNTAX),
+    ] {
+        assert_eq!(error(line), text, "{line}");
+    }
+    assert!(error("ZRANGE z [a + BYLEX").contains("BYLEX is not supported"));
+}
+
 #[test]
 fn command_names_are_case_insensitive() {
     for name in ["get", "GET", "Get", "gEt"] {
@@ -857,8 +1079,31 @@ fn command_describes_every_command() {
         assert!(matches!(&fields[2], Resp::Array(Some(flags)) if !flags.is_empty()));
     }
     for name in [
-        "get", "set", "incr", "lpush", "rpush", "lpop", "rpop", "sadd", "hset", "spop", "lrange",
-        "mset", "ping", "config", "command", "info", "hello", "client", "select",
+        "get",
+        "set",
+        "incr",
+        "lpush",
+        "rpush",
+        "lpop",
+        "rpop",
+        "sadd",
+        "hset",
+        "spop",
+        "lrange",
+        "mset",
+        "ping",
+        "config",
+        "command",
+        "info",
+        "hello",
+        "client",
+        "select",
+        "zadd",
+        "zpopmin",
+        "zrange",
+        "zrangebyscore",
+        "zincrby",
+        "zscore",
     ] {
         assert!(lookup(name.as_bytes()).is_some(), "{name}");
     }
@@ -1036,6 +1281,28 @@ fn render_shapes_results() {
             Resp::Simple("list".into()),
         ),
         (Render::Ok, R::Int(3), Resp::ok()),
+        (Render::Plain, R::Score(None), Resp::nil()),
+        (
+            Render::Plain,
+            R::Score(Score::new(0.1)),
+            bulk("0.10000000000000001"),
+        ),
+        (
+            Render::Plain,
+            R::Score(Score::new(-f64::INFINITY)),
+            bulk("-inf"),
+        ),
+        (Render::Plain, R::Scored(vec![]), Resp::array(vec![])),
+        (
+            Render::Plain,
+            R::Scored(vec![(b("a"), sc(1.0)), (b("b"), sc(2.5e-5))]),
+            Resp::array(vec![
+                bulk("a"),
+                bulk("1"),
+                bulk("b"),
+                bulk("2.5000000000000001e-05"),
+            ]),
+        ),
         (
             Render::Ok,
             R::Error("WRONGTYPE x".into()),
@@ -1184,6 +1451,178 @@ fn replies_match_a_recorded_redis_session() {
     }
 }
 
+/// Sorted-set commands and the exact bytes Redis 7.0.15 replied to them, recorded as
+/// [`REDIS_TRANSCRIPT`] was. Redis also reads hexadecimal scores (`ZADD z 0x10 a`); the
+/// gateway refuses them (see `zset_scores_parse_and_print_as_redis_does`).
+const ZSET_TRANSCRIPT: &[(&[u8], &[u8])] = &[
+    (b"flushall", b"+OK\r\n"),
+    (b"zadd z 1 a 2 b 3 c", b":3\r\n"),
+    (b"zadd z 1 a", b":0\r\n"),
+    (b"zadd z ch 5 a 2 b 0.5 d", b":2\r\n"),
+    (b"zrange z 0 -1 withscores", b"*8\r\n$1\r\nd\r\n$3\r\n0.5\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\na\r\n$1\r\n5\r\n"),
+    (b"zadd z nx 10 a 10 e", b":1\r\n"),
+    (b"zadd z xx 11 a 11 f", b":0\r\n"),
+    (b"zrange z 0 -1 withscores", b"*10\r\n$1\r\nd\r\n$3\r\n0.5\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\ne\r\n$2\r\n10\r\n$1\r\na\r\n$2\r\n11\r\n"),
+    (b"zadd z gt 1 a 20 b", b":0\r\n"),
+    (b"zadd z lt ch 1 a 30 c 7 g", b":2\r\n"),
+    (b"zrange z 0 -1 withscores", b"*12\r\n$1\r\nd\r\n$3\r\n0.5\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\ng\r\n$1\r\n7\r\n$1\r\ne\r\n$2\r\n10\r\n$1\r\nb\r\n$2\r\n20\r\n"),
+    (b"zadd z xx gt ch 100 a 100 nosuch", b":1\r\n"),
+    (b"zadd z xx lt incr 1 a", b"$-1\r\n"),
+    (b"zadd z xx lt incr -1 a", b"$2\r\n99\r\n"),
+    (b"zadd z nx incr 1 a", b"$-1\r\n"),
+    (b"zadd z nx incr 1.5 h", b"$3\r\n1.5\r\n"),
+    (b"zadd nozset xx 1 a", b":0\r\n"),
+    (b"zadd nozset xx incr 1 a", b"$-1\r\n"),
+    (b"exists nozset", b":0\r\n"),
+    (b"zadd z nx xx 1 a", b"-ERR XX and NX options at the same time are not compatible\r\n"),
+    (b"zadd z nx gt 1 a", b"-ERR GT, LT, and/or NX options at the same time are not compatible\r\n"),
+    (b"zadd z nx lt 1 a", b"-ERR GT, LT, and/or NX options at the same time are not compatible\r\n"),
+    (b"zadd z gt lt 1 a", b"-ERR GT, LT, and/or NX options at the same time are not compatible\r\n"),
+    (b"zadd z incr 1 a 2 b", b"-ERR INCR option supports a single increment-element pair\r\n"),
+    (b"zadd z nx 1", b"-ERR syntax error\r\n"),
+    (b"zadd z 1 a 2", b"-ERR syntax error\r\n"),
+    (b"zadd z foo 1 a", b"-ERR syntax error\r\n"),
+    (b"zadd z nan a", b"-ERR value is not a valid float\r\n"),
+    (b"zadd z 1 a nan b", b"-ERR value is not a valid float\r\n"),
+    (b"zadd z inf a", b":0\r\n"),
+    (b"zadd z INF a", b":0\r\n"),
+    (b"zadd z -Infinity b", b":0\r\n"),
+    (b"zadd z 1e400 a", b"-ERR value is not a valid float\r\n"),
+    (b"zadd z 1e-400 a", b"-ERR value is not a valid float\r\n"),
+    (b"zadd z 16 a", b":0\r\n"),
+    (b"zadd z \" 1\" a", b"-ERR value is not a valid float\r\n"),
+    (b"zadd z \"\" a", b"-ERR value is not a valid float\r\n"),
+    (b"zrange z 0 -1 withscores", b"*14\r\n$1\r\nb\r\n$4\r\n-inf\r\n$1\r\nd\r\n$3\r\n0.5\r\n$1\r\nh\r\n$3\r\n1.5\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\ng\r\n$1\r\n7\r\n$1\r\ne\r\n$2\r\n10\r\n$1\r\na\r\n$2\r\n16\r\n"),
+    (b"zincrby z 1 a", b"$2\r\n17\r\n"),
+    (b"zincrby z -inf a", b"$4\r\n-inf\r\n"),
+    (b"zincrby zi 0.1 m", b"$19\r\n0.10000000000000001\r\n"),
+    (b"zincrby zi 0.2 m", b"$19\r\n0.30000000000000004\r\n"),
+    (b"zincrby zi x m", b"-ERR value is not a valid float\r\n"),
+    (b"zincrby zi nx m", b"-ERR syntax error\r\n"),
+    (b"zincrby zi -0 n", b"$2\r\n-0\r\n"),
+    (b"zscore zi n", b"$1\r\n0\r\n"),
+    (b"zscore zi nosuch", b"$-1\r\n"),
+    (b"zscore nokey m", b"$-1\r\n"),
+    (b"zcard zi", b":2\r\n"),
+    (b"zcard nokey", b":0\r\n"),
+    (b"del z", b":1\r\n"),
+    (b"zadd z 1 a 2 b 3 c 4 d 5 e 5 f -1 g", b":7\r\n"),
+    (b"zrank z a", b":1\r\n"),
+    (b"zrank z g", b":0\r\n"),
+    (b"zrank z f", b":6\r\n"),
+    (b"zrevrank z f", b":0\r\n"),
+    (b"zrevrank z g", b":6\r\n"),
+    (b"zrank z nosuch", b"$-1\r\n"),
+    (b"zrank nokey a", b"$-1\r\n"),
+    (b"zrange z 0 -1", b"*7\r\n$1\r\ng\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n"),
+    (b"zrange z 2 4", b"*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n"),
+    (b"zrange z -3 -1 withscores", b"*6\r\n$1\r\nd\r\n$1\r\n4\r\n$1\r\ne\r\n$1\r\n5\r\n$1\r\nf\r\n$1\r\n5\r\n"),
+    (b"zrange z -100 100", b"*7\r\n$1\r\ng\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n"),
+    (b"zrange z 5 2", b"*0\r\n"),
+    (b"zrange z 10 20", b"*0\r\n"),
+    (b"zrange z 0 -1 rev", b"*7\r\n$1\r\nf\r\n$1\r\ne\r\n$1\r\nd\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n$1\r\ng\r\n"),
+    (b"zrange z 0 1 rev withscores", b"*4\r\n$1\r\nf\r\n$1\r\n5\r\n$1\r\ne\r\n$1\r\n5\r\n"),
+    (b"zrevrange z 0 2", b"*3\r\n$1\r\nf\r\n$1\r\ne\r\n$1\r\nd\r\n"),
+    (b"zrevrange z 0 2 withscores", b"*6\r\n$1\r\nf\r\n$1\r\n5\r\n$1\r\ne\r\n$1\r\n5\r\n$1\r\nd\r\n$1\r\n4\r\n"),
+    (b"zrevrange z 0 2 rev", b"-ERR syntax error\r\n"),
+    (b"zrevrange z 0 2 byscore", b"-ERR syntax error\r\n"),
+    (b"zrange z x 1", b"-ERR value is not an integer or out of range\r\n"),
+    (b"zrange z 0 1 foo", b"-ERR syntax error\r\n"),
+    (b"zrange z 0 1 limit 0 1", b"-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n"),
+    (b"zrange z 0 1 limit 0", b"-ERR syntax error\r\n"),
+    (b"zrange z (1 5 byscore", b"*5\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n"),
+    (b"zrange z 1 (5 byscore withscores", b"*8\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nd\r\n$1\r\n4\r\n"),
+    (b"zrange z -inf +inf byscore limit 1 3", b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"),
+    (b"zrange z +inf -inf byscore rev limit 0 2 withscores", b"*4\r\n$1\r\nf\r\n$1\r\n5\r\n$1\r\ne\r\n$1\r\n5\r\n"),
+    (b"zrange z 5 1 byscore rev", b"*6\r\n$1\r\nf\r\n$1\r\ne\r\n$1\r\nd\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n"),
+    (b"zrange z 1 5 byscore rev", b"*0\r\n"),
+    (b"zrange z 0 1 byscore byscore", b"-ERR syntax error\r\n"),
+    (b"zrange z 0 1 rev rev", b"-ERR syntax error\r\n"),
+    (b"zrange z a b bylex withscores", b"-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n"),
+    (b"zrange z x 1 byscore", b"-ERR min or max is not a float\r\n"),
+    (b"zrange z 0 1 byscore limit x 1", b"-ERR value is not an integer or out of range\r\n"),
+    (b"zrangebyscore z -inf +inf", b"*7\r\n$1\r\ng\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n"),
+    (b"zrangebyscore z -inf +inf withscores", b"*14\r\n$1\r\ng\r\n$2\r\n-1\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nd\r\n$1\r\n4\r\n$1\r\ne\r\n$1\r\n5\r\n$1\r\nf\r\n$1\r\n5\r\n"),
+    (b"zrangebyscore z (1 (5", b"*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n"),
+    (b"zrangebyscore z 2 4 limit 1 1", b"*1\r\n$1\r\nc\r\n"),
+    (b"zrangebyscore z 2 4 limit 1 -1", b"*2\r\n$1\r\nc\r\n$1\r\nd\r\n"),
+    (b"zrangebyscore z 2 4 limit -1 2", b"*0\r\n"),
+    (b"zrangebyscore z 2 4 limit 0 0", b"*0\r\n"),
+    (b"zrangebyscore z 2 4 limit 10 1", b"*0\r\n"),
+    (b"zrangebyscore z 4 2", b"*0\r\n"),
+    (b"zrangebyscore z (2 2", b"*0\r\n"),
+    (b"zrangebyscore z 2 4 rev", b"-ERR syntax error\r\n"),
+    (b"zrangebyscore z 2 4 byscore", b"-ERR syntax error\r\n"),
+    (b"zrangebyscore z nan 4", b"-ERR min or max is not a float\r\n"),
+    (b"zrangebyscore z 2 x", b"-ERR min or max is not a float\r\n"),
+    (b"zrangebyscore nokey 0 1", b"*0\r\n"),
+    (b"zrangebyscore z 2 4 limit 1", b"-ERR syntax error\r\n"),
+    (b"zrevrangebyscore z +inf -inf", b"*7\r\n$1\r\nf\r\n$1\r\ne\r\n$1\r\nd\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n$1\r\ng\r\n"),
+    (b"zrevrangebyscore z 4 (2 withscores", b"*4\r\n$1\r\nd\r\n$1\r\n4\r\n$1\r\nc\r\n$1\r\n3\r\n"),
+    (b"zrevrangebyscore z 4 2 limit 1 1", b"*1\r\n$1\r\nc\r\n"),
+    (b"zcount z -inf +inf", b":7\r\n"),
+    (b"zcount z (1 5", b":5\r\n"),
+    (b"zcount z 5 (5", b":0\r\n"),
+    (b"zcount z 5 5", b":2\r\n"),
+    (b"zcount z x 1", b"-ERR min or max is not a float\r\n"),
+    (b"zcount nokey 0 1", b":0\r\n"),
+    (b"zrem z a nosuch b", b":2\r\n"),
+    (b"zrem nokey a", b":0\r\n"),
+    (b"zpopmin z", b"*2\r\n$1\r\ng\r\n$2\r\n-1\r\n"),
+    (b"zpopmax z", b"*2\r\n$1\r\nf\r\n$1\r\n5\r\n"),
+    (b"zpopmin z 2", b"*4\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nd\r\n$1\r\n4\r\n"),
+    (b"zpopmax z 0", b"*0\r\n"),
+    (b"zpopmax z -1", b"-ERR value is out of range, must be positive\r\n"),
+    (b"zpopmax z x", b"-ERR value is out of range, must be positive\r\n"),
+    (b"zpopmin z 1 2", b"-ERR syntax error\r\n"),
+    (b"zpopmin z 10", b"*2\r\n$1\r\ne\r\n$1\r\n5\r\n"),
+    (b"exists z", b":0\r\n"),
+    (b"zpopmin z", b"*0\r\n"),
+    (b"zpopmin z 3", b"*0\r\n"),
+    (b"zadd z 1 a", b":1\r\n"),
+    (b"zrem z a", b":1\r\n"),
+    (b"exists z", b":0\r\n"),
+    (b"type zi", b"+zset\r\n"),
+    (b"set s x", b"+OK\r\n"),
+    (b"zadd s 1 a", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zincrby s 1 a", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zrem s a", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zscore s a", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zcard s", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zrank s a", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zrevrank s a", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zrange s 0 -1", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zrangebyscore s 0 1", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zcount s 0 1", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zpopmin s", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zpopmin s 0", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zadd s xx 1 a", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zadd s nx xx 1 a", b"-ERR XX and NX options at the same time are not compatible\r\n"),
+    (b"get zi", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"lpush zi x", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"sadd zi x", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zadd t -0 a 0 b", b":2\r\n"),
+    (b"zrange t 0 -1 withscores", b"*4\r\n$1\r\na\r\n$1\r\n0\r\n$1\r\nb\r\n$1\r\n0\r\n"),
+    (b"zadd t 2 x 2 y 2 w", b":3\r\n"),
+    (b"zrange t 0 -1 withscores", b"*10\r\n$1\r\na\r\n$1\r\n0\r\n$1\r\nb\r\n$1\r\n0\r\n$1\r\nw\r\n$1\r\n2\r\n$1\r\nx\r\n$1\r\n2\r\n$1\r\ny\r\n$1\r\n2\r\n"),
+    (b"zadd f 0.1 a 1.5 b 3.0000000000000004 c 1e17 d 1e16 e 0.00001 f 123456789.123 g -2.5e-10 h", b":8\r\n"),
+    (b"zrange f 0 -1 withscores", b"*16\r\n$1\r\nh\r\n$23\r\n-2.5000000000000002e-10\r\n$1\r\nf\r\n$22\r\n1.0000000000000001e-05\r\n$1\r\na\r\n$19\r\n0.10000000000000001\r\n$1\r\nb\r\n$3\r\n1.5\r\n$1\r\nc\r\n$18\r\n3.0000000000000004\r\n$1\r\ng\r\n$13\r\n123456789.123\r\n$1\r\ne\r\n$17\r\n10000000000000000\r\n$1\r\nd\r\n$5\r\n1e+17\r\n"),
+];
+
+#[test]
+fn zset_replies_match_a_recorded_redis_session() {
+    let mut gateway = Gateway::new();
+    for (line, expected) in ZSET_TRANSCRIPT {
+        let line = std::str::from_utf8(line).unwrap();
+        let got = gateway.run(line).to_bytes();
+        assert_eq!(
+            got.escape_ascii().to_string(),
+            expected.escape_ascii().to_string(),
+            "{line}"
+        );
+    }
+}
+
 #[test]
 fn redis_benchmark_default_commands_work_end_to_end() {
     let input = std::cell::RefCell::new(Vec::new());
@@ -1219,6 +1658,10 @@ fn redis_benchmark_default_commands_work_end_to_end() {
         let stop = (n - 1).to_string();
         push(&["LRANGE", "mylist", "0", &stop]);
     }
+    push(&["ZADD", "myzset", "0", "element:__rand_int__"]);
+    push(&["ZADD", "myzset", "0", "element:__rand_int__"]);
+    push(&["ZPOPMIN", "myzset"]);
+    push(&["ZPOPMIN", "myzset"]);
 
     let input = input.into_inner();
     let mut parser = Parser::default();
@@ -1257,10 +1700,17 @@ fn redis_benchmark_default_commands_work_end_to_end() {
     assert_eq!(rest[2], Resp::array(vec![bulk("appendonly"), bulk("no")]));
     assert_eq!(rest[3], Resp::Simple("PONG".into()));
     assert_eq!(rest[4], Resp::Simple("PONG".into()));
-    for (reply, n) in rest[5..].iter().zip([100, 300, 450, 600]) {
+    for (reply, n) in rest[5..9].iter().zip([100, 300, 450, 600]) {
         assert_eq!(reply, &Resp::array(vec![xxx(); n]));
     }
-    assert_eq!(rest.len(), 9);
+    assert_eq!(rest[9], Resp::Integer(1));
+    assert_eq!(rest[10], Resp::Integer(0));
+    assert_eq!(
+        rest[11],
+        Resp::array(vec![bulk("element:__rand_int__"), bulk("0")])
+    );
+    assert_eq!(rest[12], Resp::array(vec![]));
+    assert_eq!(rest.len(), 13);
 }
 
 #[test]

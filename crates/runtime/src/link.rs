@@ -106,8 +106,8 @@ async fn keep_connected(
         let stream = match TcpStream::connect(addr).await {
             Ok(s) => s,
             Err(_) => {
-                // Frames queued for a peer that is down are stale by the time it is back;
-                // keep only what fits, newest last.
+                // Frames keep queueing (up to the bound) while the peer is down; the protocol
+                // resends whatever is lost to the bound.
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
                 if rx.is_closed() {

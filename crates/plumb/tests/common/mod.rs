@@ -37,11 +37,19 @@ pub struct Cluster {
     pub resp_port: u16,
     nodes: Vec<Option<Child>>,
     gateway: Option<Child>,
+    /// Clusters run one at a time: five clusters of five processes on a 2-core machine would
+    /// make every timing bound in these tests a measure of the machine's load instead.
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
+
+static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 impl Cluster {
     /// `slot` gives the test its own port range: 21000 + 100*slot.
     pub fn init(name: &str, slot: u16) -> Cluster {
+        let serial = ONE_CLUSTER_AT_A_TIME
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let dir = tempfile::Builder::new()
             .prefix(&format!("plumb-{name}-"))
             .tempdir()
@@ -64,6 +72,7 @@ impl Cluster {
             resp_port,
             nodes: (0..NODES).map(|_| None).collect(),
             gateway: None,
+            _serial: serial,
         }
     }
 
