@@ -132,12 +132,19 @@ pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNod
     let order_nodes: Vec<u16> = (0..cluster.quorums().order as u16)
         .filter_map(|i| cluster.node_of(Principal::Order(i)).map(|n| n.id))
         .collect();
+    let orders = node
+        .principals
+        .iter()
+        .any(|p| matches!(p, Principal::Order(_)));
     let observed = Arc::new(Observed {
         status: Mutex::new(Status {
             node: id,
             principals: node.principals.iter().map(|p| p.to_string()).collect(),
             u: cluster.faults().u,
             r: cluster.faults().r,
+            // Where a fresh order replica starts; a restarted one reports what it resumed.
+            last_committed: orders.then_some(0),
+            stable_checkpoint: orders.then_some(0),
             ..Status::default()
         }),
         metrics: Metrics::new(&shared),
@@ -195,12 +202,8 @@ pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNod
                 name,
             ),
             Principal::Order(_) => {
+                // It reports its view and stable checkpoint when it has read its records.
                 let replica = OrderReplica::new(ctx, recovered);
-                observed.recovered_order(
-                    replica.view(),
-                    replica.last_committed(),
-                    replica.stable_checkpoint(),
-                );
                 spawn(replica, store, mailbox, outbox, host, shared, name)
             }
             Principal::Exec(_) => {

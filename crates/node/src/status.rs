@@ -231,16 +231,6 @@ impl Observed {
         }
     }
 
-    /// What the order replica resumed from its disk (the observations report changes only).
-    pub fn recovered_order(&self, view: u64, committed: u64, stable: u64) {
-        self.observe(&Observation::ViewEntered { view });
-        let mut s = self.lock();
-        s.last_committed = Some(committed);
-        s.stable_checkpoint = Some(stable);
-        self.metrics.last_committed.set(committed as i64);
-        self.metrics.stable_checkpoint.set(stable as i64);
-    }
-
     pub fn recovered_exec(&self, executed: u64) {
         self.lock().last_executed = Some(executed);
         self.metrics.last_executed.set(executed as i64);

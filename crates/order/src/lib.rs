@@ -20,7 +20,8 @@ pub use view_change::{decide, Decision};
 
 use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
-    Action, Counters, Event, Micros, Recovered, Rng, Stage, StageContext, StoreOp, TimerId,
+    Action, Counters, Event, Micros, Observation, Recovered, Rng, Stage, StageContext, StoreOp,
+    TimerId,
 };
 use plumb_crypto::{Digest, Mac};
 use plumb_wire::{
@@ -349,6 +350,11 @@ impl Stage for OrderReplica {
                 self.last_progress = now;
                 if let Some(rec) = self.recovered.take() {
                     self.recover(now, rec, out);
+                }
+                if self.active {
+                    out.push(Action::Observe(Observation::ViewEntered {
+                        view: self.view,
+                    }));
                 }
                 // We may have missed anything while down: ask.
                 self.send_to_peers(

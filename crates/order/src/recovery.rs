@@ -7,7 +7,7 @@ use crate::slot::{Slot, SlotRecord};
 use crate::state::OrderState;
 use crate::view_change::VIEW_KEY;
 use crate::{OrderReplica, Stable};
-use plumb_core::{storage, Action, Micros, Recovered};
+use plumb_core::{storage, Action, Micros, Observation, Recovered};
 use plumb_crypto::Digest;
 use plumb_wire::{Message, Seq, View};
 
@@ -110,6 +110,12 @@ impl OrderReplica {
             }
         }
         self.apply_committed(now, out);
+        // Tell metrics and status where this replica resumed (its view: at Start).
+        if self.stable.seq > 0 {
+            out.push(Action::Observe(Observation::StableCheckpoint {
+                seq: self.stable.seq,
+            }));
+        }
         if !self.active {
             let vc = self.own_view_change();
             self.view_changes.insert(self.me, vc.clone());
