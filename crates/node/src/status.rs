@@ -11,7 +11,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use serde::Serialize;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -72,10 +71,6 @@ pub struct Metrics {
     events: Family<EventLabels, Counter>,
     queue_depth: Family<QueueLabels, Gauge>,
     peer_up: Family<PeerLabels, Gauge>,
-    /// Last value seen of each dropped-message and event count, so the counters advance by
-    /// the delta.
-    seen: Mutex<HashMap<DropLabels, u64>>,
-    seen_events: Mutex<HashMap<EventLabels, u64>>,
 }
 
 impl Metrics {
@@ -94,8 +89,6 @@ impl Metrics {
             events: Family::default(),
             queue_depth: Family::default(),
             peer_up: Family::default(),
-            seen: Mutex::new(HashMap::new()),
-            seen_events: Mutex::new(HashMap::new()),
             registry: Registry::default(),
         };
         registry.register(
@@ -277,12 +270,7 @@ impl Observed {
                         principal: stage.principal.to_string(),
                         event: name.to_string(),
                     };
-                    let mut seen = m.seen_events.lock().unwrap_or_else(|p| p.into_inner());
-                    let before = seen.get(&labels).copied().unwrap_or(0);
-                    if v > before {
-                        m.events.get_or_create(&labels).inc_by(v - before);
-                    }
-                    seen.insert(labels, v);
+                    advance_to(&m.events.get_or_create(&labels), v);
                 }
             }
         }
@@ -329,20 +317,20 @@ impl Observed {
                 })
                 .set(stats.connected.load(std::sync::atomic::Ordering::Relaxed) as i64);
         }
-        {
-            let mut seen = m.seen.lock().unwrap_or_else(|p| p.into_inner());
-            for (labels, v) in current {
-                let before = seen.get(&labels).copied().unwrap_or(0);
-                let counter = m.dropped.get_or_create(&labels);
-                if v > before {
-                    counter.inc_by(v - before);
-                }
-                seen.insert(labels, v);
-            }
+        for (labels, v) in current {
+            advance_to(&m.dropped.get_or_create(&labels), v);
         }
         let mut text = String::new();
         let _ = encode(&mut text, &m.registry);
         text
+    }
+}
+
+/// Bring a Prometheus counter up to `total`, a count kept elsewhere (stage counters, atomics).
+fn advance_to(counter: &Counter, total: u64) {
+    let now = counter.get();
+    if total > now {
+        counter.inc_by(total - now);
     }
 }
 
