@@ -55,6 +55,11 @@ pub struct AuthReplica {
     /// Cache intervals found on disk at recovery that are already outside the kept window:
     /// deleted on `Event::Start` (the constructor cannot emit actions).
     stale_on_disk: Vec<u64>,
+    /// FETCHes for requests this replica has not received yet, answered when they arrive.
+    parked: ordered::ParkedFetches,
+    /// Per client, the request after its pending one, received before the pending one was
+    /// known to be ordered: handled when it is.
+    deferred: BTreeMap<ClientId, (plumb_wire::ReqNo, Vec<u8>)>,
 }
 
 impl AuthReplica {
@@ -74,6 +79,8 @@ impl AuthReplica {
             votes: CompletionVotes::default(),
             executed_votes: Default::default(),
             stale_on_disk: Vec::new(),
+            parked: Default::default(),
+            deferred: BTreeMap::new(),
         };
         replica.recover(recovered);
         replica
@@ -82,6 +89,11 @@ impl AuthReplica {
     /// Clients with a request authenticated but not yet known to be ordered.
     pub fn pending_count(&self) -> usize {
         self.pending.len()
+    }
+
+    /// FETCHes waiting for their request.
+    pub fn parked_fetches(&self) -> usize {
+        self.parked.len()
     }
 
     /// Bodies of ordered requests held for the execution stage.

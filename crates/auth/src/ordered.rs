@@ -248,6 +248,9 @@ impl AuthReplica {
             );
             self.counters.add("ordered");
             self.executed_votes.remove(&client);
+            if let Some((next, op)) = self.deferred.remove(&client) {
+                self.on_request(client, next, op, out);
+            }
         }
     }
 
@@ -264,6 +267,7 @@ impl AuthReplica {
             return;
         }
         let floor = self.kept_floor();
+        self.parked.drop_below(floor);
         for interval in self.cache.drop_below(floor / cp) {
             out.push(Action::Store(StoreOp::DeletePrefix {
                 prefix: cached_prefix(interval),
@@ -296,9 +300,40 @@ impl AuthReplica {
                 .map(|c| &c.op)
         };
         let Some(op) = pending.or_else(cached).cloned() else {
-            self.counters.add("fetch-miss");
+            // A request ordered on other replicas' vouchers may still be on its way here: an
+            // execution replica asks one replica first, and retrying only on its timer would
+            // stall the batch for that long. Park the FETCH; `serve_parked` answers it when
+            // the request is authenticated.
+            let known = self.last_sent.get(&client).map_or(0, |l| l.core.nc);
+            if nc > known
+                && self.parked.park(
+                    client,
+                    nc,
+                    ParkedFetch {
+                        exec: e,
+                        seq,
+                        digest,
+                    },
+                )
+            {
+                self.counters.add("fetch-parked");
+            } else {
+                self.counters.add("fetch-miss");
+            }
             return;
         };
+        self.serve_fetch(e, seq, client, nc, op, out);
+    }
+
+    fn serve_fetch(
+        &mut self,
+        e: u16,
+        seq: Seq,
+        client: ClientId,
+        nc: ReqNo,
+        op: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
         self.send(
             Principal::Exec(e),
             &Message::Command {
@@ -310,5 +345,90 @@ impl AuthReplica {
             out,
         );
         self.counters.add("fetch-served");
+    }
+
+    /// Request `(client, nc)` with body `op` (digest `digest`) was just authenticated: answer
+    /// the FETCHes parked for it, and forget older ones of that client, which can no longer
+    /// be answered from here.
+    pub(crate) fn serve_parked(
+        &mut self,
+        client: ClientId,
+        nc: ReqNo,
+        digest: Digest,
+        op: &[u8],
+        out: &mut Vec<Action>,
+    ) {
+        for f in self.parked.take_upto(client, nc) {
+            if f.nc == nc && f.fetch.digest == digest {
+                self.serve_fetch(f.fetch.exec, f.fetch.seq, client, nc, op.to_vec(), out);
+            }
+        }
+    }
+}
+
+/// A FETCH waiting for its request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ParkedFetch {
+    pub(crate) exec: u16,
+    pub(crate) seq: Seq,
+    pub(crate) digest: Digest,
+}
+
+pub(crate) struct Parked {
+    pub(crate) nc: ReqNo,
+    pub(crate) fetch: ParkedFetch,
+}
+
+/// FETCHes parked by client and request number, bounded: a faulty execution replica could ask
+/// for requests that never come. When full, new ones are refused (the asker retries on its
+/// timer, from every replica).
+#[derive(Default)]
+pub(crate) struct ParkedFetches {
+    by_client: BTreeMap<ClientId, Vec<Parked>>,
+    len: usize,
+}
+
+/// Most FETCHes parked at once.
+pub(crate) const PARKED_MAX: usize = 4096;
+
+impl ParkedFetches {
+    pub(crate) fn park(&mut self, client: ClientId, nc: ReqNo, fetch: ParkedFetch) -> bool {
+        if self.len >= PARKED_MAX {
+            return false;
+        }
+        self.by_client
+            .entry(client)
+            .or_default()
+            .push(Parked { nc, fetch });
+        self.len += 1;
+        true
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Forget FETCHes for batches below `seq`: their requests were not this replica's to get.
+    pub(crate) fn drop_below(&mut self, seq: Seq) {
+        for list in self.by_client.values_mut() {
+            list.retain(|p| p.fetch.seq >= seq);
+        }
+        self.by_client.retain(|_, list| !list.is_empty());
+        self.len = self.by_client.values().map(Vec::len).sum();
+    }
+
+    /// Every FETCH parked for `client` at or below `nc`.
+    pub(crate) fn take_upto(&mut self, client: ClientId, nc: ReqNo) -> Vec<Parked> {
+        let Some(list) = self.by_client.get_mut(&client) else {
+            return Vec::new();
+        };
+        let (taken, kept): (Vec<Parked>, Vec<Parked>) = list.drain(..).partition(|p| p.nc <= nc);
+        self.len -= taken.len();
+        if kept.is_empty() {
+            self.by_client.remove(&client);
+        } else {
+            *list = kept;
+        }
+        taken
     }
 }

@@ -98,7 +98,18 @@ impl AuthReplica {
         // Step 3b: at most one pending request per client (AS4). Resending lastSent[c] makes
         // the order stage ask execution to re-report it (RETRANSMIT -> BATCH-COMPLETE), which
         // clears a stale pending entry (AL1b).
-        if self.pending.contains_key(&client) {
+        if let Some(p) = self.pending.get(&client) {
+            let retransmitted = self.deferred.get(&client).is_some_and(|(d, _)| *d == nc);
+            if nc == p.nc + 1 && !retransmitted {
+                // A correct client sends its next request only once the previous one was
+                // executed (CS2), so its BATCH-COMPLETE is on its way here too; frames of
+                // different senders may be served in either order. Hold the request (one per
+                // client, AS4 still holds) until that clears the pending one. If the client
+                // has to send it again, the BATCH-COMPLETE was lost: resend below.
+                self.counters.add("deferred");
+                self.deferred.insert(client, (nc, op));
+                return;
+            }
             self.counters.add("pending");
             self.resend_last(client, out);
             return;
@@ -125,6 +136,7 @@ impl AuthReplica {
         self.send_to_order(&last.message(), out);
         self.counters.add("authenticated");
         self.last_sent.insert(client, last);
+        self.serve_parked(client, nc, digest, &record.op, out);
         self.pending.insert(
             client,
             Pending {

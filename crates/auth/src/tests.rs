@@ -346,7 +346,12 @@ fn as4_no_second_pending_request() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
     let first = net.request(&mut r, 0, 0, 1, b"one");
-    let second = net.request(&mut r, 1, 0, 2, b"two");
+    // The next request may overtake the BATCH-COMPLETE of the pending one: held, not sent.
+    let held = net.request(&mut r, 1, 0, 2, b"two");
+    assert!(held.is_empty(), "{held:?}");
+    assert_eq!(r.counters().get("deferred"), 1);
+    // Sent again, it means the BATCH-COMPLETE was lost.
+    let second = net.request(&mut r, 2, 0, 2, b"two");
     assert_eq!(r.counters().get("pending"), 1);
     assert!(
         stores(&second).is_empty(),
@@ -355,6 +360,22 @@ fn as4_no_second_pending_request() {
     // It resends the pending request's AUTH-REQ so that a stale entry gets re-reported.
     assert_eq!(net.auth_reqs(&second), net.auth_reqs(&first));
     assert_eq!((r.pending_count(), r.last_sent_nc(0)), (1, Some(1)));
+    // A request further ahead is not held.
+    net.request(&mut r, 3, 0, 5, b"five");
+    assert_eq!(r.counters().get("deferred"), 1);
+}
+
+#[test]
+fn a_request_held_behind_its_pending_one_is_authenticated_once_that_is_ordered() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    net.request(&mut r, 0, 1, 1, &big_op(1));
+    assert!(net.request(&mut r, 1, 1, 2, b"two").is_empty());
+    let out = net.complete(&mut r, &[0, 1], 4, &[(1, 1)]);
+    let auth_reqs = net.auth_reqs(&out);
+    assert_eq!(auth_reqs.len(), net.cfg.quorums.order, "{out:?}");
+    assert!(auth_reqs.iter().all(|(_, core, _)| core.nc == 2));
+    assert_eq!((r.pending_count(), r.last_sent_nc(1)), (1, Some(2)));
 }
 
 #[test]
@@ -367,6 +388,11 @@ fn retransmission_is_rate_limited_per_client() {
     net.request(&mut r, 0, 2, 1, b"y");
     assert_eq!(sends(&net.request(&mut r, 100, 1, 1, b"x")), order);
     assert_eq!(sends(&net.request(&mut r, 200, 1, 1, b"x")), 0);
+    assert_eq!(
+        sends(&net.request(&mut r, 99 + period, 1, 2, b"x2")),
+        0,
+        "held"
+    );
     assert_eq!(
         sends(&net.request(&mut r, 99 + period, 1, 2, b"x2")),
         0,
@@ -434,7 +460,9 @@ fn al2_fetch_serves_matching_bodies_only() {
     assert!(net
         .deliver(&mut r, 0, Principal::Exec(2), &unknown)
         .is_empty());
-    assert_eq!(r.counters().get("fetch-miss"), 2);
+    // A wrong digest for a known request is a miss; a request not seen yet is parked.
+    assert_eq!(r.counters().get("fetch-miss"), 1);
+    assert_eq!(r.counters().get("fetch-parked"), 1);
 
     // Once ordered, the body is served from the command cache.
     net.complete(&mut r, &[0, 1], 5, &[(1, 1)]);
@@ -444,6 +472,53 @@ fn al2_fetch_serves_matching_bodies_only() {
             .len(),
         1
     );
+}
+
+#[test]
+fn a_fetch_that_overtakes_its_request_is_answered_when_the_request_arrives() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let op = big_op(7);
+    let fetch = |nc, op: &[u8]| Message::Fetch {
+        seq: 9,
+        client: 1,
+        nc,
+        digest: Digest::of(op),
+    };
+    // The batch was ordered on other replicas' vouchers; the request has not reached us.
+    assert!(net
+        .deliver(&mut r, 0, Principal::Exec(1), &fetch(1, &op))
+        .is_empty());
+    // A FETCH for the same request with another body, and one for a later request.
+    net.deliver(&mut r, 0, Principal::Exec(2), &fetch(1, b"forged"));
+    net.deliver(&mut r, 0, Principal::Exec(2), &fetch(2, &op));
+    assert_eq!(r.counters().get("fetch-parked"), 3);
+
+    let out = net.opened(&net.request(&mut r, 1, 1, 1, &op));
+    let commands: Vec<&(Principal, Message)> = out
+        .iter()
+        .filter(|(_, m)| matches!(m, Message::Command { .. }))
+        .collect();
+    assert_eq!(
+        commands,
+        vec![&(
+            Principal::Exec(1),
+            Message::Command {
+                seq: 9,
+                client: 1,
+                nc: 1,
+                op: op.clone()
+            }
+        )]
+    );
+    // The later request's FETCH stays parked; the answered and the forged one are gone.
+    assert_eq!(r.parked_fetches(), 1);
+    // Parked FETCHes are bounded.
+    for nc in 10..10 + ordered::PARKED_MAX as u64 {
+        net.deliver(&mut r, 2, Principal::Exec(2), &fetch(nc, &op));
+    }
+    assert_eq!(r.parked_fetches(), ordered::PARKED_MAX);
+    assert!(r.counters().get("fetch-miss") >= 1);
 }
 
 #[test]
@@ -615,6 +690,7 @@ fn recovery_restores_pending_last_sent_and_cache() {
         net.auth_reqs(&first)
     );
     assert!(net.request(&mut r, 1, 0, 1, b"different").is_empty());
+    net.request(&mut r, 2, 0, 2, b"two");
     net.request(&mut r, 2, 0, 2, b"two");
     assert_eq!(r.counters().get("pending"), 1);
     // Client 1's request was ordered: its next one is authenticated.

@@ -17,7 +17,11 @@ pub(crate) const RO_LEASE: ReqNo = 1024;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum OutRecord {
     /// Issued and not yet answered: resent on restart (CL1 survives a crash).
-    Outstanding { nc: ReqNo, op: Vec<u8> },
+    Outstanding {
+        nc: ReqNo,
+        #[serde(with = "serde_bytes")]
+        op: Vec<u8>,
+    },
     /// Answered. Kept rather than deleted because the number must never be reused (AS1 at the
     /// authentication stage rejects it). Written without a sync: if it is lost, the restarted
     /// client merely resends the answered request and gets its cached reply again.

@@ -21,6 +21,9 @@ pub struct InitOptions {
     pub resp_port: u16,
     pub gateway_clients: u32,
     pub cli_clients: u32,
+    /// Give each stage replica a node of its own instead of co-locating one replica of each
+    /// stage per node (seed 004 Fig. 6.9 against 6.10).
+    pub split: bool,
 }
 
 impl Default for InitOptions {
@@ -34,6 +37,7 @@ impl Default for InitOptions {
             resp_port: 7379,
             gateway_clients: 32,
             cli_clients: 8,
+            split: false,
         }
     }
 }
@@ -50,7 +54,32 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
     }
     let faults = Faults::new(o.u, o.r);
     let (auth, order, exec) = (faults.min_auth(), faults.min_order(), faults.min_exec());
-    let needed = auth.max(order).max(exec);
+    // The roles of each node.
+    let layout: Vec<Vec<RoleName>> = if o.split {
+        [
+            (RoleName::Auth, auth),
+            (RoleName::Order, order),
+            (RoleName::Exec, exec),
+        ]
+        .into_iter()
+        .flat_map(|(role, n)| std::iter::repeat_n(vec![role], n))
+        .collect()
+    } else {
+        (0..auth.max(order).max(exec))
+            .map(|i| {
+                [
+                    (RoleName::Auth, auth),
+                    (RoleName::Order, order),
+                    (RoleName::Exec, exec),
+                ]
+                .into_iter()
+                .filter(|&(_, n)| i < n)
+                .map(|(role, _)| role)
+                .collect()
+            })
+            .collect()
+    };
+    let needed = layout.len();
     let hosts: Vec<String> = if o.hosts.is_empty() {
         vec!["127.0.0.1".to_string(); needed]
     } else if o.hosts.len() == needed {
@@ -59,9 +88,10 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
         return Err(ClusterError::new(
             &path,
             format!(
-                "u={}, r={} needs {needed} nodes ({auth} authentication, {order} order, {exec} execution replicas, co-located); {} hosts were given",
+                "u={}, r={} needs {needed} nodes ({auth} authentication, {order} order, {exec} execution replicas, {}); {} hosts were given",
                 o.u,
                 o.r,
+                if o.split { "each on its own node" } else { "co-located" },
                 o.hosts.len()
             ),
         ));
@@ -76,24 +106,19 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
     for (i, host) in hosts.iter().enumerate() {
         let id = i as u16;
         let secret = write_secret(&keys.join(format!("node-{id}.key")))?;
-        let mut roles = Vec::new();
+        let roles = layout[i].clone();
         let mut role_keys = RoleKeys::default();
         let mut public = |slot: usize, p: fn(u16) -> Principal| {
             let principal = p(rank[slot]);
             rank[slot] += 1;
             Some(public_to_hex(&identity_for(&secret, principal).public()))
         };
-        if i < auth {
-            roles.push(RoleName::Auth);
-            role_keys.auth = public(0, Principal::Auth);
-        }
-        if i < order {
-            roles.push(RoleName::Order);
-            role_keys.order = public(1, Principal::Order);
-        }
-        if i < exec {
-            roles.push(RoleName::Exec);
-            role_keys.exec = public(2, Principal::Exec);
+        for role in &roles {
+            match role {
+                RoleName::Auth => role_keys.auth = public(0, Principal::Auth),
+                RoleName::Order => role_keys.order = public(1, Principal::Order),
+                RoleName::Exec => role_keys.exec = public(2, Principal::Exec),
+            }
         }
         nodes.push(NodeEntry {
             id,
@@ -193,6 +218,27 @@ mod tests {
             };
             let c = Cluster::load(&init(dir.path(), &o).unwrap()).unwrap();
             assert_eq!(c.faults(), Faults::new(u, r));
+        }
+    }
+
+    #[test]
+    fn split_gives_every_stage_replica_its_own_node() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = InitOptions {
+            u: 1,
+            r: 0,
+            split: true,
+            ..InitOptions::default()
+        };
+        let c = Cluster::load(&init(dir.path(), &o).unwrap()).unwrap();
+        let q = c.quorums();
+        // u=1, r=0: 3 authentication, 3 order, 3 execution replicas (Table 6.1).
+        assert_eq!(c.nodes.len(), 3 + 3 + 3);
+        assert!(c.nodes.iter().all(|n| n.principals.len() == 1));
+        assert_eq!((q.auth, q.order, q.exec), (3, 3, 3));
+        for n in &c.nodes {
+            c.key_ring(n.principals[0], &c.node_secret_path(n.id))
+                .unwrap();
         }
     }
 }

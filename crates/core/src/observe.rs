@@ -38,7 +38,18 @@ pub struct Counters(BTreeMap<&'static str, u64>);
 
 impl Counters {
     pub fn add(&mut self, name: &'static str) {
-        *self.0.entry(name).or_insert(0) += 1;
+        self.add_n(name, 1);
+    }
+    pub fn add_n(&mut self, name: &'static str, n: u64) {
+        if n > 0 {
+            *self.0.entry(name).or_insert(0) += n;
+        }
+    }
+    /// Add every count of `other` to this one's.
+    pub fn add_all(&mut self, other: &Counters) {
+        for (name, n) in other.iter() {
+            self.add_n(name, n);
+        }
     }
     pub fn get(&self, name: &str) -> u64 {
         self.0.get(name).copied().unwrap_or(0)

@@ -79,7 +79,7 @@ impl<A: Application> ExecReplica<A> {
             null,
         }));
         self.next_seq = seq + 1;
-        if seq % self.interval() == 0 {
+        if seq.is_multiple_of(self.interval()) {
             self.take_checkpoint(seq, out);
         }
     }

@@ -6,7 +6,7 @@
 
 use crate::{ExecReplica, FETCH};
 use plumb_app::Application;
-use plumb_core::Action;
+use plumb_core::{Action, Micros};
 use plumb_crypto::Digest;
 use plumb_wire::{Batch, Body, ClientId, Executed, Message, Principal, ReqNo, Seq};
 use std::collections::BTreeMap;
@@ -38,6 +38,8 @@ pub(crate) struct Learned {
     pub(crate) batch: Batch,
     pub(crate) digest: Digest,
     pub(crate) bodies: Vec<Option<Vec<u8>>>,
+    /// When its missing bodies were last asked for.
+    pub(crate) asked_at: Micros,
 }
 
 impl Learned {
@@ -200,6 +202,7 @@ impl<A: Application> ExecReplica<A> {
             batch,
             digest,
             bodies,
+            asked_at: self.now,
         };
         let fetches: Vec<(ClientId, ReqNo, Digest)> = learned.missing().collect();
         self.learned.insert(seq, learned);
@@ -234,28 +237,36 @@ impl<A: Application> ExecReplica<A> {
         }
     }
 
-    /// Bodies still missing after a timeout: ask every authentication replica.
+    /// Bodies still missing a timeout after they were last asked for: ask every
+    /// authentication replica. Bodies asked for more recently are most likely on their way;
+    /// asking again for them would only bring `n_auth` copies of each.
     pub(crate) fn on_fetch_tick(&mut self, out: &mut Vec<Action>) {
         self.fetch_armed = false;
-        let fetches: Vec<Message> = self
-            .learned
-            .iter()
-            .flat_map(|(seq, l)| {
-                l.missing().map(|(client, nc, digest)| Message::Fetch {
-                    seq: *seq,
-                    client,
-                    nc,
-                    digest,
-                })
-            })
-            .collect();
-        if fetches.is_empty() {
-            return;
+        let (now, period) = (self.now, self.cfg.catch_up_us);
+        let mut fetches = Vec::new();
+        let mut waiting = false;
+        for (seq, l) in self.learned.iter_mut() {
+            if l.complete() {
+                continue;
+            }
+            if now < l.asked_at.saturating_add(period) {
+                waiting = true;
+                continue;
+            }
+            l.asked_at = now;
+            fetches.extend(l.missing().map(|(client, nc, digest)| Message::Fetch {
+                seq: *seq,
+                client,
+                nc,
+                digest,
+            }));
         }
         for msg in &fetches {
             self.send_to_auth(msg, out);
         }
-        self.arm_fetch_timer(out);
+        if waiting || !fetches.is_empty() {
+            self.arm_fetch_timer(out);
+        }
     }
 
     /// COMMAND: a body for a learned batch, accepted only if it hashes to the digest the batch

@@ -1,28 +1,30 @@
 //! A pool of library clients over TCP: the client side of plumb for a process that serves many
-//! callers (the gateway) or one (`plumb kv`).
+//! callers (the gateway, `plumb bench`) or one (`plumb kv`).
 //!
-//! Each client identity runs the pure client core on its own thread, with its own durable
-//! store (it persists each outstanding request before sending it, CS3). Callers queue
-//! operations; an idle client takes the oldest, so callers are served in arrival order and
-//! every client keeps one request outstanding at most (CS2). All clients share one TCP link
-//! per node; replies are routed to the right client by the envelope's receiver.
+//! Every client identity of the pool runs the pure client core, all of them on one thread as
+//! one stage ([`Clients`]) with one durable store, so the group commit of the stage runner
+//! covers every client's outstanding request (CS3) with one `fdatasync`. Callers queue
+//! operations; a free client takes the oldest, so callers are served in arrival order and
+//! every client keeps one request outstanding at most (CS2). The clients share one TCP link
+//! per node; replies find their client by the envelope's receiver.
 
-use plumb_client::Client;
+use crate::clients::{key_prefix, Clients};
 use plumb_cluster::Cluster;
-use plumb_core::{Action, KeyRing, Micros, StageContext};
+use plumb_core::{Action, KeyRing, Micros, StageContext, StoreOp};
 use plumb_runtime::{
     Greeting, Host, Item, Link, Mailbox, OnFrame, Outbox, QueueKey, Runner, StageShared,
 };
-use plumb_storage::Store;
+use plumb_storage::{Store, StoreError};
 use plumb_wire::{Envelope, Message, Principal};
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tokio::sync::oneshot;
 
-/// Frames and jobs waiting in one client's mailbox.
-const QUEUE: usize = 4096;
-const LINK_QUEUE: usize = 16384;
+/// Frames waiting from one node, and jobs waiting for the client thread.
+const QUEUE: usize = 1 << 16;
+const LINK_QUEUE: usize = 1 << 16;
 
 /// An operation waiting for a client.
 pub struct Job {
@@ -31,26 +33,10 @@ pub struct Job {
     reply: oneshot::Sender<Vec<u8>>,
 }
 
-#[derive(Default)]
-struct Queue {
-    jobs: VecDeque<Job>,
-    idle: Vec<usize>,
-}
-
-struct Shared {
-    queue: Mutex<Queue>,
-    mailboxes: Vec<Arc<Mailbox<Job>>>,
-}
-
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 pub struct Pool {
-    shared: Arc<Shared>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    mailbox: Arc<Mailbox<Job>>,
+    backlog: Arc<AtomicUsize>,
+    thread: Option<std::thread::JoinHandle<()>>,
     pub clients: Vec<u32>,
 }
 
@@ -64,64 +50,77 @@ impl std::fmt::Display for PoolClosed {
 }
 
 impl Pool {
-    /// Start clients `ids` of `cluster`, keeping their state under `dir/c<id>/`. Must run
-    /// inside a tokio runtime. A client whose store another process holds is skipped; with
-    /// `need_all`, that is an error instead.
+    /// Start a pool of client identities `ids` of `cluster`, keeping their state under `dir`.
+    /// Must run inside a tokio runtime.
+    ///
+    /// With `need_all`, the pool has every identity and one store, `dir/pool`; it is an error
+    /// if another process holds it. Without, the pool is one identity: the first of `ids` whose
+    /// store (`dir/pool-c<id>`) no other process holds, so several short-lived processes (such
+    /// as `plumb kv`) can run at once.
     pub fn start(
         cluster: &Cluster,
         ids: &[u32],
         dir: &Path,
         need_all: bool,
     ) -> Result<Pool, String> {
-        let mut chosen = Vec::new();
-        for &c in ids {
+        let (ids, mut store, mut recovered) = if need_all {
+            let store_dir = dir.join("pool");
+            let (store, recovered) = Store::open(&store_dir).map_err(|e| {
+                format!(
+                    "cannot open the client pool's store in {}: {e}",
+                    store_dir.display()
+                )
+            })?;
+            (ids.to_vec(), store, recovered)
+        } else {
+            let mut found = None;
+            for &c in ids {
+                match Store::open(&dir.join(format!("pool-{}", Principal::Client(c)))) {
+                    Ok((store, recovered)) => {
+                        found = Some((vec![c], store, recovered));
+                        break;
+                    }
+                    Err(StoreError::Locked { .. }) => continue,
+                    Err(e) => return Err(format!("client {c}: cannot open its store: {e}")),
+                }
+            }
+            found.ok_or_else(|| {
+                format!(
+                    "every client identity ({ids:?}) is in use by another process (their stores under {} are locked); stop one or add client identities to the configuration",
+                    dir.display()
+                )
+            })?
+        };
+        if ids.is_empty() {
+            return Err("a client pool needs at least one client identity".into());
+        }
+        adopt_per_client_stores(&ids, dir, &mut store, &mut recovered)?;
+        let mut members = Vec::new();
+        for &c in &ids {
+            use rand::RngCore;
             let p = Principal::Client(c);
             let ring = cluster
                 .key_ring(p, &cluster.client_secret_path(c))
                 .map_err(|e| e.to_string())?;
-            let store_dir = dir.join(p.to_string());
-            match Store::open(&store_dir) {
-                Ok((store, recovered)) => chosen.push((c, ring, store, recovered)),
-                Err(e) if need_all => {
-                    return Err(format!(
-                        "client {c}: cannot open its store in {}: {e}",
-                        store_dir.display()
-                    ))
-                }
-                Err(_) => continue,
-            }
-        }
-        if chosen.is_empty() {
-            return Err(format!(
-                "every client identity ({:?}) is in use by another process (their stores under {} are locked); stop one or add client identities to the configuration",
-                ids,
-                dir.display()
+            members.push((
+                c,
+                StageContext {
+                    config: cluster.protocol.clone(),
+                    keys: ring,
+                    seed: rand::rngs::OsRng.next_u64(),
+                },
             ));
         }
-        let mailboxes: Vec<Arc<Mailbox<Job>>> = chosen
-            .iter()
-            .map(|_| Arc::new(Mailbox::new(QUEUE, QUEUE)))
-            .collect();
-        let by_client: Arc<HashMap<u32, Arc<Mailbox<Job>>>> = Arc::new(
-            chosen
-                .iter()
-                .zip(&mailboxes)
-                .map(|((c, ..), m)| (*c, m.clone()))
-                .collect(),
-        );
+        let rings: Arc<Vec<KeyRing>> =
+            Arc::new(members.iter().map(|(_, x)| x.keys.clone()).collect());
+        let stage = Clients::new(members, &recovered);
+        let mailbox: Arc<Mailbox<Job>> = Arc::new(Mailbox::new(QUEUE, QUEUE));
+        let inbox = mailbox.clone();
         let on_frame: OnFrame = Arc::new(move |frame: Vec<u8>| {
-            let Ok(env) = Envelope::parse(&frame) else {
-                return;
-            };
-            let (Principal::Client(c), sender) = (env.receiver, env.sender) else {
-                return;
-            };
-            if let Some(m) = by_client.get(&c) {
-                m.push(QueueKey::Peer(sender), Item::Frame(frame));
+            if let Ok(env) = Envelope::parse(&frame) {
+                inbox.push(QueueKey::Peer(env.sender), Item::Frame(frame));
             }
         });
-        let rings: Arc<Vec<KeyRing>> =
-            Arc::new(chosen.iter().map(|(_, ring, ..)| ring.clone()).collect());
         let mut links = HashMap::new();
         let mut node_of = HashMap::new();
         for n in &cluster.nodes {
@@ -144,45 +143,29 @@ impl Pool {
                 node_of.insert(*p, n.id);
             }
         }
-        let outbox = Arc::new(Links { links, node_of });
-        let shared = Arc::new(Shared {
-            queue: Mutex::new(Queue::default()),
-            mailboxes: mailboxes.clone(),
-        });
-        let mut threads = Vec::new();
-        let mut clients = Vec::new();
-        for (i, (c, ring, store, recovered)) in chosen.into_iter().enumerate() {
-            use rand::RngCore;
-            let ctx = StageContext {
-                config: cluster.protocol.clone(),
-                keys: ring,
-                seed: rand::rngs::OsRng.next_u64(),
-            };
-            let host = PoolHost {
-                index: i,
-                shared: shared.clone(),
-                waiting: None,
-                idle: false,
-            };
-            let runner = Runner::new(
-                Client::new(ctx, recovered),
-                store,
-                mailboxes[i].clone(),
-                outbox.clone(),
-                host,
-                StageShared::new(Principal::Client(c)),
-            );
-            threads.push(
-                runner
-                    .spawn(format!("plumb-c{c}"))
-                    .map_err(|e| format!("cannot start a client thread: {e}"))?,
-            );
-            clients.push(c);
-        }
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let host = PoolHost {
+            waiting: (0..stage.member_count()).map(|_| None).collect(),
+            free: (0..stage.member_count()).rev().collect(),
+            jobs: VecDeque::new(),
+            backlog: backlog.clone(),
+        };
+        let runner = Runner::new(
+            stage,
+            store,
+            mailbox.clone(),
+            Arc::new(Links { links, node_of }),
+            host,
+            StageShared::new(Principal::Client(ids[0])),
+        );
+        let thread = runner
+            .spawn(format!("plumb-clients-{}", Principal::Client(ids[0])))
+            .map_err(|e| format!("cannot start the client thread: {e}"))?;
         Ok(Pool {
-            shared,
-            threads,
-            clients,
+            mailbox,
+            backlog,
+            thread: Some(thread),
+            clients: ids,
         })
     }
 
@@ -194,31 +177,78 @@ impl Pool {
             read_only,
             reply: tx,
         };
-        {
-            let mut q = self.shared.lock();
-            match q.idle.pop() {
-                Some(i) => {
-                    self.shared.mailboxes[i].push(QueueKey::Local, Item::Job(job));
-                }
-                None => q.jobs.push_back(job),
-            }
-        }
+        self.mailbox.push(QueueKey::Local, Item::Job(job));
         rx.await.map_err(|_| PoolClosed)
     }
 
     /// Operations waiting for a free client.
     pub fn backlog(&self) -> usize {
-        self.shared.lock().jobs.len()
+        self.backlog.load(Ordering::Relaxed)
     }
 
-    pub fn stop(self) {
-        for m in &self.shared.mailboxes {
-            m.close();
-        }
-        for t in self.threads {
+    /// Stop the client thread once it has made everything it wrote durable (also on drop).
+    pub fn stop(self) {}
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.mailbox.close();
+        if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
+}
+
+/// Earlier versions kept each client identity in a store of its own, `dir/c<id>`. Copy what
+/// such a store holds into the pool's store under the client's prefix, make it durable, and
+/// only then remove the old store, so a client never forgets its last request number.
+fn adopt_per_client_stores(
+    ids: &[u32],
+    dir: &Path,
+    store: &mut Store,
+    recovered: &mut plumb_core::Recovered,
+) -> Result<(), String> {
+    let mut adopted = Vec::new();
+    for &c in ids {
+        let old_dir = dir.join(Principal::Client(c).to_string());
+        if !old_dir.join(plumb_storage::LOG_FILE).exists() {
+            continue;
+        }
+        let (old, old_recovered) = Store::open(&old_dir).map_err(|e| {
+            format!(
+                "client {c}: cannot open its store of an earlier version in {}: {e}",
+                old_dir.display()
+            )
+        })?;
+        let prefix = key_prefix(c);
+        for (key, value) in old_recovered.records {
+            let key = prefix.clone() + &key;
+            store
+                .apply(StoreOp::Put {
+                    key: key.clone(),
+                    value: value.clone(),
+                })
+                .map_err(|e| e.to_string())?;
+            recovered.records.insert(key, value);
+        }
+        recovered.corrupt.extend(
+            old_recovered
+                .corrupt
+                .into_iter()
+                .map(|k| prefix.clone() + &k),
+        );
+        adopted.push((old, old_dir));
+    }
+    if adopted.is_empty() {
+        return Ok(());
+    }
+    store.apply(StoreOp::Sync).map_err(|e| e.to_string())?;
+    for (old, old_dir) in adopted {
+        drop(old);
+        std::fs::remove_dir_all(&old_dir)
+            .map_err(|e| format!("cannot remove {}: {e}", old_dir.display()))?;
+    }
+    Ok(())
 }
 
 struct Links {
@@ -235,56 +265,90 @@ impl Outbox for Links {
 }
 
 struct PoolHost {
-    index: usize,
-    shared: Arc<Shared>,
-    /// The caller waiting for the outstanding operation.
-    waiting: Option<oneshot::Sender<Vec<u8>>>,
-    /// Listed in the pool's idle list.
-    idle: bool,
+    /// Per member: the caller waiting for its outstanding operation.
+    waiting: Vec<Option<oneshot::Sender<Vec<u8>>>>,
+    /// Members that may be free (checked again when taken).
+    free: Vec<usize>,
+    /// Operations waiting for a free member, oldest first.
+    jobs: VecDeque<Job>,
+    backlog: Arc<AtomicUsize>,
 }
 
 impl PoolHost {
-    fn submit(&mut self, client: &mut Client, now: Micros, job: Job, out: &mut Vec<Action>) {
-        if job.reply.is_closed() {
-            return; // the caller went away (its connection closed) before a client was free
+    /// Give waiting operations to free members, oldest first.
+    fn dispatch(&mut self, clients: &mut Clients, now: Micros, out: &mut Vec<Action>) {
+        while let Some(job) = self.jobs.pop_front() {
+            if job.reply.is_closed() {
+                continue; // the caller went away (its connection closed) before a client was free
+            }
+            let member = loop {
+                match self.free.pop() {
+                    // A member whose request recovered from disk is still outstanding is not
+                    // free; it comes back when that request completes.
+                    Some(i) if self.waiting[i].is_none() && clients.is_free(i) => break Some(i),
+                    Some(_) => continue,
+                    None => break None,
+                }
+            };
+            let Some(i) = member else {
+                self.jobs.push_front(job);
+                break;
+            };
+            if clients.submit(i, now, job.op, job.read_only, out).is_ok() {
+                self.waiting[i] = Some(job.reply);
+            } else {
+                self.free.push(i);
+            }
         }
-        if client.outstanding() {
-            // A request recovered from disk is still outstanding: the job waits for another.
-            self.shared.lock().jobs.push_front(job);
-            return;
-        }
-        if client.submit(now, job.op, job.read_only, out).is_ok() {
-            self.waiting = Some(job.reply);
-        }
+        self.backlog.store(self.jobs.len(), Ordering::Relaxed);
     }
 }
 
-impl Host<Client> for PoolHost {
+impl Host<Clients> for PoolHost {
     type Job = Job;
 
-    fn job(&mut self, client: &mut Client, now: Micros, job: Job, out: &mut Vec<Action>) {
-        self.idle = false;
-        self.submit(client, now, job, out);
+    fn job(&mut self, clients: &mut Clients, now: Micros, job: Job, out: &mut Vec<Action>) {
+        self.jobs.push_back(job);
+        self.dispatch(clients, now, out);
     }
 
-    fn after(&mut self, client: &mut Client, now: Micros, out: &mut Vec<Action>) {
-        if client.outstanding() || self.waiting.is_some() {
+    fn after(&mut self, clients: &mut Clients, now: Micros, out: &mut Vec<Action>) {
+        if clients.completed.is_empty() && self.jobs.is_empty() {
             return;
         }
-        let mut q = self.shared.lock();
-        if let Some(job) = q.jobs.pop_front() {
-            drop(q);
-            self.idle = false;
-            self.submit(client, now, job, out);
-        } else if !self.idle {
-            self.idle = true;
-            q.idle.push(self.index);
+        for (i, result) in std::mem::take(&mut clients.completed) {
+            if let Some(tx) = self.waiting[i].take() {
+                let _ = tx.send(result);
+            }
+            self.free.push(i);
         }
+        self.dispatch(clients, now, out);
     }
+}
 
-    fn complete(&mut self, _nc: u64, result: Vec<u8>) {
-        if let Some(tx) = self.waiting.take() {
-            let _ = tx.send(result);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_per_client_store_of_an_earlier_version_is_adopted_then_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut old, _) = Store::open(&dir.path().join("c3")).unwrap();
+            old.apply(StoreOp::Put {
+                key: "client/out".into(),
+                value: b"record".to_vec(),
+            })
+            .unwrap();
+            old.apply(StoreOp::Sync).unwrap();
         }
+        let (mut store, mut recovered) = Store::open(&dir.path().join("pool")).unwrap();
+        adopt_per_client_stores(&[2, 3], dir.path(), &mut store, &mut recovered).unwrap();
+        assert_eq!(recovered.records.get("c3/client/out").unwrap(), b"record");
+        assert!(!dir.path().join("c3").exists());
+        drop(store);
+        // It is on disk, not only in what the pool was handed.
+        let (_, reopened) = Store::open(&dir.path().join("pool")).unwrap();
+        assert_eq!(reopened.records.get("c3/client/out").unwrap(), b"record");
     }
 }

@@ -50,11 +50,16 @@ pub const ERR_ZADD_INCR_PAIRS: &str = "ERR INCR option supports a single increme
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum KvOp {
     /// `Value(Some(v))` if `key` holds the string `v`, `Value(None)` if absent.
-    Get { key: Vec<u8> },
+    Get {
+        #[serde(with = "serde_bytes")]
+        key: Vec<u8>,
+    },
     /// Store the string `value`, replacing any value and expiry. `expire` is relative to the
     /// batch's agreed time; `None` means no expiry. Replies `Ok`.
     Set {
+        #[serde(with = "serde_bytes")]
         key: Vec<u8>,
+        #[serde(with = "serde_bytes")]
         value: Vec<u8>,
         expire: Option<Micros>,
     },
@@ -293,7 +298,7 @@ pub enum End {
 /// The reply to a [`KvOp`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum KvResult {
-    Value(Option<Vec<u8>>),
+    Value(#[serde(with = "serde_bytes")] Option<Vec<u8>>),
     Ok,
     Bool(bool),
     Int(i64),

@@ -89,33 +89,36 @@ impl OrderReplica {
     }
 
     /// Last request number per client counting batches accepted but not yet committed.
-    fn tentative_last_ordered(&self) -> BTreeMap<ClientId, ReqNo> {
-        let mut t = self.state.last_ordered.clone();
+    fn tentative_last_ordered(&self) -> Tentative<'_> {
+        let mut in_flight = BTreeMap::new();
         for (_, slot) in self
             .slots
             .range(self.state.seq + 1..self.accepted_upto.max(self.state.seq) + 1)
         {
             if let Some((_, b)) = &slot.record.accepted {
                 for r in &b.requests {
-                    let e = t.entry(r.client).or_insert(0);
+                    let e = in_flight.entry(r.client).or_insert(0);
                     *e = (*e).max(r.nc);
                 }
             }
         }
-        t
+        Tentative {
+            ordered: &self.state.last_ordered,
+            in_flight,
+        }
     }
 
     // ---------------------------------------------------------------- proposing
 
     pub(crate) fn try_propose(&mut self, now: Micros, out: &mut Vec<Action>) {
         while self.is_primary() && self.next_propose <= self.window_top() {
-            let candidates = self.ready_requests();
-            if candidates.is_empty() {
+            let ready = self.ready_requests();
+            if ready.is_empty() {
                 self.batch_timer_fired = false;
                 return;
             }
             let in_flight = self.next_propose > self.state.seq + 1;
-            if candidates.len() < self.cfg.batch_max && in_flight && !self.batch_timer_fired {
+            if ready.len() < self.cfg.batch_max && in_flight && !self.batch_timer_fired {
                 if !self.batch_timer_armed {
                     self.batch_timer_armed = true;
                     out.push(Action::SetTimer {
@@ -126,6 +129,10 @@ impl OrderReplica {
                 return;
             }
             self.batch_timer_fired = false;
+            let candidates: Vec<SignedRequest> = ready
+                .iter()
+                .filter_map(|(c, id)| self.signed_request(*c, id))
+                .collect();
             let seq = self.next_propose;
             let time = now.max(self.last_proposed_time + 1);
             self.last_proposed_time = time;
@@ -150,38 +157,40 @@ impl OrderReplica {
         }
     }
 
-    /// Requests the primary can propose now, oldest first: vouched for by `n_auth - u` auth
-    /// replicas and next in their client's sequence.
-    fn ready_requests(&self) -> Vec<SignedRequest> {
+    /// Requests the primary can propose now, oldest first, at most a batch: vouched for by
+    /// `n_auth - u` auth replicas and next in their client's sequence. Only their keys: the
+    /// primary looks on every AUTH-REQ, and building every candidate's body and matrix each
+    /// time made proposing quadratic in the number of waiting requests.
+    fn ready_requests(&self) -> Vec<(ClientId, Digest)> {
         let tentative = self.tentative_last_ordered();
-        let mut ready: Vec<(Micros, ClientId, SignedRequest)> = Vec::new();
+        let mut ready: Vec<(Micros, ClientId, Digest)> = Vec::new();
         for (c, entry) in &self.requests {
-            let next = tentative.get(c).copied().unwrap_or(0) + 1;
-            if entry.nc != next && !sabotaged_sequence_check() {
+            if entry.nc != tentative.get(*c) + 1 && !sabotaged_sequence_check() {
                 continue;
             }
-            for (core, rows) in entry.by_id.values() {
-                if rows.len() < self.q.auth_gather() {
-                    continue;
-                }
-                let matrix = matrix_of(rows);
-                ready.push((
-                    entry.pending_since.unwrap_or(0),
-                    *c,
-                    SignedRequest {
-                        core: core.clone(),
-                        matrix,
-                    },
-                ));
-                break;
+            if let Some((id, _)) = entry
+                .by_id
+                .iter()
+                .find(|(_, (_, rows))| rows.len() >= self.q.auth_gather())
+            {
+                ready.push((entry.pending_since.unwrap_or(0), *c, *id));
             }
         }
         ready.sort_by_key(|(t, c, _)| (*t, *c));
         ready
             .into_iter()
             .take(self.cfg.batch_max)
-            .map(|(_, _, r)| r)
+            .map(|(_, c, id)| (c, id))
             .collect()
+    }
+
+    /// The request `ready_requests` named, with its matrix signature.
+    fn signed_request(&self, c: ClientId, id: &Digest) -> Option<SignedRequest> {
+        let (core, rows) = self.requests.get(&c)?.by_id.get(id)?;
+        Some(SignedRequest {
+            core: core.clone(),
+            matrix: matrix_of(rows),
+        })
     }
 
     // ---------------------------------------------------------------- pre-prepare
@@ -265,8 +274,7 @@ impl OrderReplica {
             if !clients.insert(c) {
                 return Err("bad-batch-duplicate-client");
             }
-            let next = tentative.get(&c).copied().unwrap_or(0) + 1;
-            if r.core.nc != next && !sabotaged_sequence_check() {
+            if r.core.nc != tentative.get(c) + 1 && !sabotaged_sequence_check() {
                 return Err("bad-batch-sequence");
             }
             if !self.matrix_valid(r) {
@@ -486,7 +494,7 @@ impl OrderReplica {
                 },
                 out,
             );
-            if seq % self.cfg.checkpoint_interval == 0 {
+            if seq.is_multiple_of(self.cfg.checkpoint_interval) {
                 self.snapshots.insert(seq, self.state.clone());
                 self.finish_checkpoint(seq, out);
             }
@@ -595,4 +603,18 @@ fn sabotaged_commit_quorum() -> bool {
 #[cfg(not(feature = "sabotage"))]
 fn sabotaged_commit_quorum() -> bool {
     false
+}
+
+/// The last request number ordered per client, counting batches accepted but not yet
+/// committed: what the next request of each client must follow.
+pub(crate) struct Tentative<'a> {
+    ordered: &'a BTreeMap<ClientId, ReqNo>,
+    in_flight: BTreeMap<ClientId, ReqNo>,
+}
+
+impl Tentative<'_> {
+    pub(crate) fn get(&self, c: ClientId) -> ReqNo {
+        let ordered = self.ordered.get(&c).copied().unwrap_or(0);
+        self.in_flight.get(&c).map_or(ordered, |&n| n.max(ordered))
+    }
 }

@@ -34,7 +34,7 @@ impl OrderReplica {
         out: &mut Vec<Action>,
     ) {
         let cp = self.cfg.checkpoint_interval;
-        if seq % cp != 0
+        if !seq.is_multiple_of(cp)
             || seq <= self.stable.seq
             || seq > self.stable.seq + 4 * cp
             || self.exec_tokens.contains_key(&seq)
@@ -89,7 +89,7 @@ impl OrderReplica {
         out: &mut Vec<Action>,
     ) {
         let cp = self.cfg.checkpoint_interval;
-        if seq % cp != 0 || seq <= self.stable.seq {
+        if !seq.is_multiple_of(cp) || seq <= self.stable.seq {
             return;
         }
         // Bound memory: one vote per replica per checkpoint within 64 intervals; beyond that,

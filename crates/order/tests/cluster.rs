@@ -114,10 +114,8 @@ impl Harness {
         r.handle(self.now, ev, &mut out);
         for a in out {
             match a {
-                Action::Send { to, frame } => {
-                    if !self.cut[i as usize] {
-                        self.queue.push_back((to, frame));
-                    }
+                Action::Send { to, frame } if !self.cut[i as usize] => {
+                    self.queue.push_back((to, frame));
                 }
                 Action::SetTimer { id, after } => {
                     self.timers[i as usize].insert(id.0, self.now + after);
@@ -156,10 +154,8 @@ impl Harness {
                 }
             }
             match to {
-                Principal::Order(i) => {
-                    if !self.down[i as usize] && !self.cut[i as usize] {
-                        self.step(i, Event::Receive(frame));
-                    }
+                Principal::Order(i) if !self.down[i as usize] && !self.cut[i as usize] => {
+                    self.step(i, Event::Receive(frame));
                 }
                 Principal::Exec(e) => self.exec_receive(e, frame),
                 _ => {}
@@ -322,7 +318,7 @@ fn os3_next_request_only_after_previous() {
 #[test]
 fn os4_checkpoints_become_stable_and_bound_the_log() {
     let mut h = Harness::new(1, 1, 4);
-    let mut nc = vec![0u64; 8];
+    let mut nc = [0u64; 8];
     for round in 0..12 {
         for c in 0..2u32 {
             nc[c as usize] += 1;

@@ -9,6 +9,7 @@ macro_rules! out {
     }};
 }
 
+mod bench_cmd;
 mod cluster_cmd;
 mod gateway_cmd;
 mod sim;
@@ -45,6 +46,9 @@ enum Command {
     Status(cluster_cmd::StatusArgs),
     /// Read and write the replicated key-value store.
     Kv(cluster_cmd::KvArgs),
+    /// Measure throughput and latency on a fresh local cluster; `compare` also measures etcd,
+    /// ZooKeeper and Redis in the same run, `matrix` every (u, r) shape.
+    Bench(Box<bench_cmd::BenchArgs>),
 }
 
 fn main() -> ExitCode {
@@ -57,5 +61,6 @@ fn main() -> ExitCode {
         Command::Node(args) => cluster_cmd::node_cmd(args),
         Command::Status(args) => cluster_cmd::status_cmd(args),
         Command::Kv(args) => cluster_cmd::kv_cmd(args),
+        Command::Bench(args) => bench_cmd::bench_cmd(*args),
     }
 }

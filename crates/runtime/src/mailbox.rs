@@ -37,6 +37,9 @@ struct Inner<J> {
     /// Non-empty queues in serving order.
     ready: VecDeque<QueueKey>,
     closed: bool,
+    /// The consumer is waiting on the condition variable. A push wakes it only then: a
+    /// notification is a futex system call, and a busy stage would otherwise pay one per frame.
+    sleeping: bool,
 }
 
 pub struct Mailbox<J> {
@@ -54,6 +57,7 @@ impl<J> Mailbox<J> {
                 queues: HashMap::new(),
                 ready: VecDeque::new(),
                 closed: false,
+                sleeping: false,
             }),
             wake: Condvar::new(),
             peer_capacity,
@@ -85,8 +89,11 @@ impl<J> Mailbox<J> {
         if was_empty {
             inner.ready.push_back(key);
         }
+        let sleeping = inner.sleeping;
         drop(inner);
-        self.wake.notify_one();
+        if sleeping {
+            self.wake.notify_one();
+        }
         true
     }
 
@@ -95,11 +102,13 @@ impl<J> Mailbox<J> {
     pub fn pop(&self, timeout: Duration) -> Option<Item<J>> {
         let mut inner = self.lock();
         if inner.ready.is_empty() && !inner.closed && !timeout.is_zero() {
+            inner.sleeping = true;
             inner = self
                 .wake
                 .wait_timeout_while(inner, timeout, |i| i.ready.is_empty() && !i.closed)
                 .map(|(g, _)| g)
                 .unwrap_or_else(|p| p.into_inner().0);
+            inner.sleeping = false;
         }
         let key = inner.ready.pop_front()?;
         let q = inner.queues.get_mut(&key)?;

@@ -17,7 +17,7 @@ pub type Micros = u64;
 /// a digest that execution replicas fetch from the authentication stage.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum Body {
-    Inline(Vec<u8>),
+    Inline(#[serde(with = "serde_bytes")] Vec<u8>),
     Digest(Digest),
 }
 
@@ -163,12 +163,14 @@ pub enum Message {
     /// `CLIENT-REQ`. The client is the envelope's sender.
     Request {
         nc: ReqNo,
+        #[serde(with = "serde_bytes")]
         op: Vec<u8>,
     },
 
     // ---- client -> execution (read-only optimisation, seed 004 §5.5)
     ReadOnly {
         nc: ReqNo,
+        #[serde(with = "serde_bytes")]
         op: Vec<u8>,
     },
 
@@ -222,6 +224,7 @@ pub enum Message {
     },
     OrderState {
         seq: Seq,
+        #[serde(with = "serde_bytes")]
         state: Vec<u8>,
     },
 
@@ -271,22 +274,26 @@ pub enum Message {
         seq: Seq,
         client: ClientId,
         nc: ReqNo,
+        #[serde(with = "serde_bytes")]
         op: Vec<u8>,
     },
 
     // ---- execution -> client
     Reply {
         nc: ReqNo,
+        #[serde(with = "serde_bytes")]
         result: Vec<u8>,
     },
     ReadOnlyReply {
         nc: ReqNo,
+        #[serde(with = "serde_bytes")]
         result: Vec<u8>,
         executed: Seq,
     },
     /// Spontaneous server event (unreliable channel, seed 004 §5.5).
     Push {
         event: u64,
+        #[serde(with = "serde_bytes")]
         payload: Vec<u8>,
     },
 
@@ -296,6 +303,7 @@ pub enum Message {
     },
     ExecCpState {
         seq: Seq,
+        #[serde(with = "serde_bytes")]
         state: Vec<u8>,
     },
     FetchState {
@@ -303,6 +311,7 @@ pub enum Message {
     },
     State {
         token: Digest,
+        #[serde(with = "serde_bytes")]
         data: Vec<u8>,
     },
 

@@ -279,7 +279,7 @@ impl Cluster {
                 .iter()
                 .filter_map(|&(name, target)| {
                     let mine = self.field(node, name);
-                    (!mine.is_some_and(|m| m >= target))
+                    mine.is_none_or(|m| m < target)
                         .then(|| format!("{name} {mine:?} < {target}"))
                 })
                 .collect();

@@ -1,0 +1,11 @@
+//! `plumb bench`: a load generator for plumb and for the systems people compare it with.
+
+pub mod chart;
+pub mod cpu;
+pub mod load;
+pub mod plumb;
+pub mod report;
+pub mod suite;
+pub mod systems;
+pub mod target;
+pub mod workload;

@@ -1,0 +1,233 @@
+//! plumb as a system under test: a fresh local cluster of `plumb node` processes in the shape
+//! asked for, driven by the client library in this process (the same pool the gateway uses),
+//! so the numbers are plumb's own and not a front end's.
+
+use crate::target::{BatchStats, BoxFuture, Op, ServerProcess, Session, Target};
+use plumb_cluster::{init, Cluster, InitOptions};
+use plumb_gateway::Pool;
+use plumb_kv::{KvOp, KvResult};
+use plumb_wire::Principal;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct PlumbShape {
+    pub u: u16,
+    pub r: u16,
+    /// Each stage replica in its own process instead of one process per node.
+    pub split: bool,
+}
+
+impl PlumbShape {
+    pub fn label(&self) -> String {
+        format!(
+            "u{}r{}{}",
+            self.u,
+            self.r,
+            if self.split { "-split" } else { "" }
+        )
+    }
+}
+
+pub struct Plumb {
+    shape: PlumbShape,
+    cluster: Cluster,
+    /// Dropped after the last session: the pool stops its thread when dropped.
+    pool: Arc<Pool>,
+    nodes: Vec<ServerProcess>,
+}
+
+impl Plumb {
+    /// Make a new cluster in `dir` (which must not hold one) with `clients` client identities,
+    /// start its nodes with `exe` (the plumb binary), and wait until it orders a request.
+    pub async fn start(
+        exe: &Path,
+        dir: &Path,
+        shape: &PlumbShape,
+        base_port: u16,
+        clients: u32,
+    ) -> Result<Plumb, String> {
+        let o = InitOptions {
+            u: shape.u,
+            r: shape.r,
+            base_port,
+            gateway_clients: 0,
+            cli_clients: clients.max(1),
+            split: shape.split,
+            ..InitOptions::default()
+        };
+        let path = init(dir, &o).map_err(|e| e.to_string())?;
+        let cluster = Cluster::load(&path).map_err(|e| e.to_string())?;
+        let logs = dir.join("logs");
+        std::fs::create_dir_all(&logs)
+            .map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
+        let mut nodes = Vec::new();
+        for n in &cluster.nodes {
+            nodes.push(spawn_node(exe, &path, n.id, &logs)?);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for (n, p) in cluster.nodes.iter().zip(nodes.iter_mut()) {
+            loop {
+                if let Some(status) = p.exited() {
+                    return Err(format!(
+                        "plumb node {} exited ({status}) while starting; its log: {}",
+                        n.id,
+                        logs.join(format!("node-{}.log", n.id)).display()
+                    ));
+                }
+                if matches!(
+                    plumb_runtime::admin::get(n.admin, "/status").await,
+                    Ok((200, _))
+                ) {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(format!("plumb node {} did not come up in 30 s", n.id));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        let pool = Pool::start(&cluster, &cluster.cli_clients, &dir.join("clients"), true)?;
+        let plumb = Plumb {
+            shape: shape.clone(),
+            cluster,
+            pool: Arc::new(pool),
+            nodes,
+        };
+        let probe = KvOp::Set {
+            key: b"bench:probe".to_vec(),
+            value: Vec::new(),
+            expire: None,
+        };
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            plumb.pool.call(probe.encode(), false),
+        )
+        .await
+        .map_err(|_| "the new plumb cluster did not order a request in 30 s".to_string())?
+        .map_err(|e| e.to_string())?;
+        Ok(plumb)
+    }
+
+    /// The values of `names` in one read of the node's `/metrics`, so they are from one moment.
+    async fn metrics(&self, admin: std::net::SocketAddr, names: &[&str]) -> Option<Vec<u64>> {
+        let (code, body) = plumb_runtime::admin::get(admin, "/metrics").await.ok()?;
+        if code != 200 {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&body);
+        names
+            .iter()
+            .map(|name| {
+                text.lines().find_map(|l| {
+                    let v = l.strip_prefix(name)?.strip_prefix(' ')?.trim();
+                    v.parse::<f64>().ok().map(|v| v as u64)
+                })
+            })
+            .collect()
+    }
+}
+
+fn spawn_node(exe: &Path, config: &Path, id: u16, logs: &Path) -> Result<ServerProcess, String> {
+    let log_path: PathBuf = logs.join(format!("node-{id}.log"));
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+    let err = log.try_clone().map_err(|e| e.to_string())?;
+    let child = Command::new(exe)
+        .args(["node", "--config"])
+        .arg(config)
+        .args(["--id", &id.to_string()])
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("cannot start {} node: {e}", exe.display()))?;
+    Ok(ServerProcess {
+        name: format!("plumb node {id}"),
+        child,
+    })
+}
+
+impl Target for Plumb {
+    fn system(&self) -> &'static str {
+        "plumb"
+    }
+
+    fn config(&self) -> String {
+        self.shape.label()
+    }
+
+    fn server_pids(&self) -> Vec<u32> {
+        self.nodes.iter().map(ServerProcess::pid).collect()
+    }
+
+    fn session(&self) -> BoxFuture<'_, Result<Box<dyn Session>, String>> {
+        let pool = self.pool.clone();
+        Box::pin(async move { Ok(Box::new(PlumbSession { pool }) as Box<dyn Session>) })
+    }
+
+    fn batch_stats(&self) -> BoxFuture<'_, Option<BatchStats>> {
+        Box::pin(async move {
+            // Any execution replica executes every batch; ask the first that answers.
+            for n in &self.cluster.nodes {
+                let is_exec = n.principals.iter().any(|p| matches!(p, Principal::Exec(_)));
+                if !is_exec {
+                    continue;
+                }
+                let names = [
+                    "plumb_batches_executed_total",
+                    "plumb_requests_executed_total",
+                ];
+                if let Some(v) = self.metrics(n.admin, &names).await {
+                    return Some(BatchStats {
+                        batches: v[0],
+                        requests: v[1],
+                    });
+                }
+            }
+            None
+        })
+    }
+}
+
+/// The pool queues operations for its clients, so a session is just a handle on it: with as
+/// many pool clients as sessions, each session has one request outstanding, as in a closed loop.
+struct PlumbSession {
+    pool: Arc<Pool>,
+}
+
+impl Session for PlumbSession {
+    fn run<'a>(&'a mut self, op: &'a Op) -> BoxFuture<'a, Result<usize, String>> {
+        Box::pin(async move {
+            let (kv, read_only) = match op {
+                Op::Write { key, value } => (
+                    KvOp::Set {
+                        key: key.as_bytes().to_vec(),
+                        value: value.clone(),
+                        expire: None,
+                    },
+                    false,
+                ),
+                // Linearizable: answered by every execution replica alike, else ordered.
+                Op::Read { key } => (
+                    KvOp::Get {
+                        key: key.as_bytes().to_vec(),
+                    },
+                    true,
+                ),
+            };
+            let bytes = self
+                .pool
+                .call(kv.encode(), read_only)
+                .await
+                .map_err(|e| e.to_string())?;
+            match KvResult::decode(&bytes).map_err(|e| format!("undecodable result: {e}"))? {
+                KvResult::Ok => Ok(0),
+                KvResult::Value(v) => Ok(v.map_or(0, |v| v.len())),
+                other => Err(format!("unexpected result {other:?}")),
+            }
+        })
+    }
+}

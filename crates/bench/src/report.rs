@@ -1,0 +1,241 @@
+//! What one measured run produced, and how it is printed and written.
+
+use serde::Serialize;
+
+/// One measured run: a system in one shape, one workload, one load level.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    /// `plumb`, `etcd`, `zookeeper`, `redis`.
+    pub system: String,
+    /// The shape: `u1r0`, `u1r1-split`, `3 nodes`, ...
+    pub config: String,
+    /// `write-1k`, `read-1k`, ...
+    pub workload: String,
+    /// `closed:32` (32 clients, one request outstanding each) or `open:5000` (target rate/s).
+    pub load: String,
+    pub clients: usize,
+    pub ops: u64,
+    pub errors: u64,
+    pub seconds: f64,
+    pub ops_per_s: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+    pub mean_ms: f64,
+    /// CPU time (user + system) of every server process, per completed operation.
+    pub cpu_us_per_op: Option<f64>,
+    /// Mean requests per batch the order stage formed, where the system reports it (empty
+    /// batches, which the order stage makes to fill a checkpoint interval or a view change,
+    /// count too).
+    pub batch_mean: Option<f64>,
+}
+
+/// Where the numbers were measured: printed above every table, since figures from different
+/// machines cannot be compared.
+pub fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")?
+                .split_once(':')
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0 / 1024.0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "{model}, {cores} cores, {mem_gib:.0} GiB, Linux {}; every server and client on this one machine",
+        kernel.trim()
+    )
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The full table of runs, one line each.
+pub fn table(results: &[RunResult]) -> String {
+    let mut s = format!(
+        "{:<10} {:<14} {:<12} {:<11} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}\n",
+        "system",
+        "config",
+        "workload",
+        "load",
+        "ops/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9",
+        "max ms",
+        "cpu us/op",
+        "batch"
+    );
+    for r in results {
+        s += &format!(
+            "{:<10} {:<14} {:<12} {:<11} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>9} {:>6}{}\n",
+            r.system,
+            r.config,
+            r.workload,
+            r.load,
+            r.ops_per_s,
+            r.p50_ms,
+            r.p90_ms,
+            r.p99_ms,
+            r.p999_ms,
+            r.max_ms,
+            opt(r.cpu_us_per_op, 0),
+            opt(r.batch_mean, 1),
+            if r.errors > 0 { format!("  ({} errors)", r.errors) } else { String::new() }
+        );
+    }
+    s
+}
+
+/// For each (system, config, workload), the run with the highest throughput.
+pub fn peaks(results: &[RunResult]) -> Vec<RunResult> {
+    let mut best: Vec<RunResult> = Vec::new();
+    for r in results {
+        match best
+            .iter_mut()
+            .find(|b| b.system == r.system && b.config == r.config && b.workload == r.workload)
+        {
+            Some(b) if r.ops_per_s > b.ops_per_s => *b = r.clone(),
+            Some(_) => {}
+            None => best.push(r.clone()),
+        }
+    }
+    best
+}
+
+/// The comparison table: each system's peak per workload and its ratio to the reference
+/// (the first row of that workload whose system and config match `reference`).
+pub fn comparison(peaks: &[RunResult], reference: (&str, &str)) -> String {
+    let mut s = format!(
+        "{:<10} {:<14} {:<12} {:>9} {:>8} {:>8} {:>11} {:>11}\n",
+        "system", "config", "workload", "ops/s", "p50 ms", "p99 ms", "ops/s ratio", "p99 ratio"
+    );
+    for r in peaks {
+        let base = peaks.iter().find(|b| {
+            b.workload == r.workload && b.system == reference.0 && b.config == reference.1
+        });
+        let ratio = |a: f64, b: Option<f64>| b.filter(|b| *b > 0.0).map(|b| a / b);
+        s += &format!(
+            "{:<10} {:<14} {:<12} {:>9.0} {:>8.2} {:>8.2} {:>11} {:>11}\n",
+            r.system,
+            r.config,
+            r.workload,
+            r.ops_per_s,
+            r.p50_ms,
+            r.p99_ms,
+            opt(ratio(r.ops_per_s, base.map(|b| b.ops_per_s)), 2),
+            opt(ratio(r.p99_ms, base.map(|b| b.p99_ms)), 2),
+        );
+    }
+    s
+}
+
+/// The comparison as CSV, with the header `system,config,workload,ops_per_s,p50_ms,p99_ms`.
+pub fn comparison_csv(peaks: &[RunResult]) -> String {
+    let mut s = String::from("system,config,workload,ops_per_s,p50_ms,p99_ms\n");
+    for r in peaks {
+        s += &format!(
+            "{},{},{},{:.1},{:.3},{:.3}\n",
+            r.system, r.config, r.workload, r.ops_per_s, r.p50_ms, r.p99_ms
+        );
+    }
+    s
+}
+
+/// Every run as CSV, every field.
+pub fn runs_csv(results: &[RunResult]) -> String {
+    let mut s = String::from(
+        "system,config,workload,load,clients,ops,errors,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,mean_ms,cpu_us_per_op,batch_mean\n",
+    );
+    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
+    for r in results {
+        s += &format!(
+            "{},{},{},{},{},{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{}\n",
+            r.system,
+            r.config,
+            r.workload,
+            r.load,
+            r.clients,
+            r.ops,
+            r.errors,
+            r.seconds,
+            r.ops_per_s,
+            r.p50_ms,
+            r.p90_ms,
+            r.p99_ms,
+            r.p999_ms,
+            r.max_ms,
+            r.mean_ms,
+            o(r.cpu_us_per_op),
+            o(r.batch_mean)
+        );
+    }
+    s
+}
+
+pub fn write(path: &std::path::Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(system: &str, config: &str, workload: &str, ops: f64, p99: f64) -> RunResult {
+        RunResult {
+            system: system.into(),
+            config: config.into(),
+            workload: workload.into(),
+            load: "closed:1".into(),
+            clients: 1,
+            ops: 100,
+            errors: 0,
+            seconds: 1.0,
+            ops_per_s: ops,
+            p50_ms: 1.0,
+            p90_ms: 1.0,
+            p99_ms: p99,
+            p999_ms: 1.0,
+            max_ms: 1.0,
+            mean_ms: 1.0,
+            cpu_us_per_op: None,
+            batch_mean: None,
+        }
+    }
+
+    #[test]
+    fn peaks_keep_the_best_load_and_ratios_use_the_reference() {
+        let rs = vec![
+            run("plumb", "u1r0", "write-1k", 1000.0, 4.0),
+            run("plumb", "u1r0", "write-1k", 3000.0, 8.0),
+            run("etcd", "3 nodes", "write-1k", 1500.0, 16.0),
+        ];
+        let p = peaks(&rs);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].ops_per_s, 3000.0);
+        let t = comparison(&p, ("plumb", "u1r0"));
+        let etcd = t.lines().find(|l| l.starts_with("etcd")).unwrap();
+        assert!(etcd.contains("0.50") && etcd.contains("2.00"), "{etcd}");
+        let csv = comparison_csv(&p);
+        assert!(csv.starts_with("system,config,workload,ops_per_s,p50_ms,p99_ms\n"));
+        assert!(
+            csv.contains("etcd,3 nodes,write-1k,1500.0,1.000,16.000"),
+            "{csv}"
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! What the load generator drives: a system under test that hands out sessions, each of
+//! which runs one operation at a time.
+
+use std::future::Future;
+use std::pin::Pin;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One operation of the workload.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// Store `value` under `key`.
+    Write { key: String, value: Vec<u8> },
+    /// Read `key` linearizably; the system returns the value's length.
+    Read { key: String },
+}
+
+/// A system under test, already running. `session` is called once per generator client, so a
+/// system whose clients hold a connection each opens one per session.
+pub trait Target: Send + Sync {
+    /// `plumb`, `etcd`, `zookeeper`, `redis`.
+    fn system(&self) -> &'static str;
+    /// The shape it runs in, for example `u1r0`.
+    fn config(&self) -> String;
+    /// Process ids of the servers, so the generator can charge their CPU time to requests.
+    fn server_pids(&self) -> Vec<u32>;
+    fn session(&self) -> BoxFuture<'_, Result<Box<dyn Session>, String>>;
+    /// Requests per batch the system formed since the last call, where it batches and says so.
+    fn batch_stats(&self) -> BoxFuture<'_, Option<BatchStats>> {
+        Box::pin(async { None })
+    }
+}
+
+pub trait Session: Send {
+    /// Run `op`; for a read, return the length of the value read (0 if absent).
+    fn run<'a>(&'a mut self, op: &'a Op) -> BoxFuture<'a, Result<usize, String>>;
+}
+
+/// Totals read off the order stage: how many batches and requests it ordered.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BatchStats {
+    pub batches: u64,
+    pub requests: u64,
+}
+
+impl BatchStats {
+    pub fn since(&self, earlier: &BatchStats) -> BatchStats {
+        BatchStats {
+            batches: self.batches.saturating_sub(earlier.batches),
+            requests: self.requests.saturating_sub(earlier.requests),
+        }
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        (self.batches > 0).then(|| self.requests as f64 / self.batches as f64)
+    }
+}
+
+/// A server process the generator started, stopped (SIGTERM, then SIGKILL) when dropped.
+pub struct ServerProcess {
+    pub name: String,
+    pub child: std::process::Child,
+}
+
+impl ServerProcess {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `Some(status)` if it has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,282 @@
+//! A pool's client identities as one stage: one thread, one store and one sync per group for
+//! all of them, instead of a thread, a file and an `fdatasync` per identity and request.
+//!
+//! Each member is an unchanged pure [`Client`]; this wrapper only routes events to the member
+//! they are for and renames what members leave behind so they cannot collide: store keys get
+//! the member's principal as a prefix (`c7/client/out`), timer ids are spread over disjoint
+//! ranges, and completions are kept for the host with the member they belong to.
+
+use plumb_client::{Client, ClientBusy};
+use plumb_core::{
+    Action, Counters, Event, Micros, Recovered, Stage, StageContext, StoreOp, TimerId,
+};
+use plumb_wire::{Envelope, Principal};
+use std::collections::HashMap;
+
+/// Each member's timer ids are below this; member `i` uses `i * TIMER_SPACE + id`.
+const TIMER_SPACE: u32 = 1 << 8;
+/// How often (in stage time) the members' counters are summed for the process to read.
+const COUNT_EVERY: Micros = 100_000;
+
+pub struct Clients {
+    members: Vec<Client>,
+    ids: Vec<u32>,
+    by_id: HashMap<u32, usize>,
+    /// `(member, result)` of operations completed since the host last took them.
+    pub completed: Vec<(usize, Vec<u8>)>,
+    counters: Counters,
+    counted_at: Micros,
+    scratch: Vec<Action>,
+}
+
+/// The store key prefix of client `c`'s records.
+pub fn key_prefix(c: u32) -> String {
+    format!("{}/", Principal::Client(c))
+}
+
+impl Clients {
+    /// `members`: each identity's context. `recovered`: what the shared store held; each
+    /// member gets the records under its prefix, with the prefix taken off.
+    pub fn new(members: Vec<(u32, StageContext)>, recovered: &Recovered) -> Clients {
+        let ids: Vec<u32> = members.iter().map(|(c, _)| *c).collect();
+        let members = members
+            .into_iter()
+            .map(|(c, ctx)| Client::new(ctx, member_records(recovered, c)))
+            .collect();
+        Clients {
+            by_id: ids.iter().enumerate().map(|(i, c)| (*c, i)).collect(),
+            ids,
+            members,
+            completed: Vec::new(),
+            counters: Counters::default(),
+            counted_at: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn member_count(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Member `i` has nothing outstanding (a request recovered from its store counts).
+    pub fn is_free(&self, i: usize) -> bool {
+        !self.members[i].outstanding()
+    }
+
+    /// Issue `op` as member `i`.
+    pub fn submit(
+        &mut self,
+        i: usize,
+        now: Micros,
+        op: Vec<u8>,
+        read_only: bool,
+        out: &mut Vec<Action>,
+    ) -> Result<(), ClientBusy> {
+        let mut acts = std::mem::take(&mut self.scratch);
+        let r = self.members[i].submit(now, op, read_only, &mut acts);
+        self.translate(i, &mut acts, out);
+        self.scratch = acts;
+        r
+    }
+
+    fn deliver(&mut self, i: usize, now: Micros, event: Event, out: &mut Vec<Action>) {
+        let mut acts = std::mem::take(&mut self.scratch);
+        self.members[i].handle(now, event, &mut acts);
+        self.translate(i, &mut acts, out);
+        self.scratch = acts;
+    }
+
+    fn translate(&mut self, i: usize, acts: &mut Vec<Action>, out: &mut Vec<Action>) {
+        let prefix = || key_prefix(self.ids[i]);
+        let timer = |id: TimerId| TimerId(i as u32 * TIMER_SPACE + id.0);
+        for a in acts.drain(..) {
+            out.push(match a {
+                Action::Store(StoreOp::Put { key, value }) => Action::Store(StoreOp::Put {
+                    key: prefix() + &key,
+                    value,
+                }),
+                Action::Store(StoreOp::Delete { key }) => Action::Store(StoreOp::Delete {
+                    key: prefix() + &key,
+                }),
+                Action::Store(StoreOp::DeletePrefix { prefix: p }) => {
+                    Action::Store(StoreOp::DeletePrefix {
+                        prefix: prefix() + &p,
+                    })
+                }
+                Action::SetTimer { id, after } => {
+                    debug_assert!(id.0 < TIMER_SPACE);
+                    Action::SetTimer {
+                        id: timer(id),
+                        after,
+                    }
+                }
+                Action::CancelTimer { id } => Action::CancelTimer { id: timer(id) },
+                Action::Complete { result, .. } => {
+                    self.completed.push((i, result));
+                    continue;
+                }
+                other => other,
+            });
+        }
+    }
+}
+
+fn member_records(recovered: &Recovered, c: u32) -> Recovered {
+    let prefix = key_prefix(c);
+    Recovered {
+        records: recovered
+            .records
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, v)| (k[prefix.len()..].to_string(), v.clone()))
+            .collect(),
+        corrupt: recovered
+            .corrupt
+            .iter()
+            .filter_map(|k| k.strip_prefix(&prefix).map(str::to_string))
+            .collect(),
+    }
+}
+
+impl Stage for Clients {
+    fn principal(&self) -> Principal {
+        Principal::Client(self.ids.first().copied().unwrap_or(0))
+    }
+
+    fn handle(&mut self, now: Micros, event: Event, out: &mut Vec<Action>) {
+        match event {
+            Event::Start => {
+                for i in 0..self.members.len() {
+                    self.deliver(i, now, Event::Start, out);
+                }
+            }
+            Event::Receive(frame) => {
+                let member = match Envelope::parse(&frame) {
+                    Ok(env) => match env.receiver {
+                        Principal::Client(c) => self.by_id.get(&c).copied(),
+                        _ => None,
+                    },
+                    Err(_) => None,
+                };
+                match member {
+                    Some(i) => self.deliver(i, now, Event::Receive(frame), out),
+                    None => self.counters.add("not-for-this-pool"),
+                }
+            }
+            Event::Timer(TimerId(t)) => {
+                let i = (t / TIMER_SPACE) as usize;
+                if i < self.members.len() {
+                    self.deliver(i, now, Event::Timer(TimerId(t % TIMER_SPACE)), out);
+                }
+            }
+        }
+        if now.saturating_sub(self.counted_at) >= COUNT_EVERY {
+            self.counted_at = now;
+            let own = self.counters.get("not-for-this-pool");
+            let mut sum = Counters::default();
+            for m in &self.members {
+                sum.add_all(m.counters());
+            }
+            sum.add_n("not-for-this-pool", own);
+            self.counters = sum;
+        }
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plumb_cluster::{init, Cluster, InitOptions};
+
+    fn members(dir: &std::path::Path, n: u32) -> Vec<(u32, StageContext)> {
+        let o = InitOptions {
+            u: 1,
+            r: 0,
+            gateway_clients: n,
+            cli_clients: 0,
+            ..InitOptions::default()
+        };
+        let cluster = Cluster::load(&init(dir, &o).unwrap()).unwrap();
+        (0..n)
+            .map(|c| {
+                let keys = cluster
+                    .key_ring(Principal::Client(c), &cluster.client_secret_path(c))
+                    .unwrap();
+                let config = cluster.protocol.clone();
+                (
+                    c,
+                    StageContext {
+                        config,
+                        keys,
+                        seed: c as u64,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    fn puts(out: &[Action]) -> Vec<(String, Vec<u8>)> {
+        out.iter()
+            .filter_map(|a| match a {
+                Action::Store(StoreOp::Put { key, value }) => Some((key.clone(), value.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn members_keep_their_records_and_timers_apart_and_recover_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut set = Clients::new(members(dir.path(), 2), &Recovered::default());
+        let mut out = Vec::new();
+        set.handle(1, Event::Start, &mut out);
+        out.clear();
+        set.submit(0, 2, b"op-0".to_vec(), false, &mut out).unwrap();
+        set.submit(1, 2, b"op-1".to_vec(), false, &mut out).unwrap();
+        assert!(set
+            .submit(1, 2, b"again".to_vec(), false, &mut out)
+            .is_err());
+        let written = puts(&out);
+        let keys: Vec<&str> = written.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["c0/client/out", "c1/client/out"]);
+        let timers: Vec<u32> = out
+            .iter()
+            .filter_map(|a| match a {
+                Action::SetTimer { id, .. } => Some(id.0),
+                _ => None,
+            })
+            .collect();
+        assert!(timers.iter().any(|&t| t < TIMER_SPACE), "{timers:?}");
+        assert!(timers.iter().any(|&t| t >= TIMER_SPACE), "{timers:?}");
+        assert!(!set.is_free(0) && !set.is_free(1));
+
+        // A restart from those records finds both requests still outstanding, each with its
+        // own member; a member with no records starts free.
+        let recovered = Recovered {
+            records: written.into_iter().collect(),
+            corrupt: Vec::new(),
+        };
+        let dir2 = tempfile::tempdir().unwrap();
+        let again = Clients::new(members(dir2.path(), 3), &recovered);
+        assert!(!again.is_free(0) && !again.is_free(1) && again.is_free(2));
+    }
+
+    #[test]
+    fn frames_for_other_principals_are_counted_not_delivered() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut set = Clients::new(members(dir.path(), 1), &Recovered::default());
+        let mut out = Vec::new();
+        set.handle(1, Event::Receive(b"not an envelope".to_vec()), &mut out);
+        set.handle(
+            COUNT_EVERY + 1,
+            Event::Timer(TimerId(7 * TIMER_SPACE)),
+            &mut out,
+        );
+        assert!(out.is_empty());
+        assert_eq!(set.counters().get("not-for-this-pool"), 1);
+    }
+}

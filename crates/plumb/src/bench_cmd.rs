@@ -1,0 +1,350 @@
+//! `plumb bench`: measure plumb (and, with `compare`, etcd, ZooKeeper and Redis) on this
+//! machine with the same load generator, and print, write and draw what it measured.
+
+use crate::cluster_cmd::{runtime, terminated};
+use clap::{Args, Subcommand};
+use plumb_bench::chart;
+use plumb_bench::load::Load;
+use plumb_bench::plumb::PlumbShape;
+use plumb_bench::report;
+use plumb_bench::suite::{Suite, SuiteOutcome, SystemSpec};
+use plumb_bench::workload::Workload;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+    /// Failures tolerated while up.
+    #[arg(long, default_value_t = 1)]
+    u: u16,
+    /// Commission failures tolerated while right.
+    #[arg(long, default_value_t = 0)]
+    r: u16,
+    /// Run each stage replica in its own process instead of co-locating one of each per node.
+    #[arg(long)]
+    split: bool,
+    /// Request and reply payload sizes, `REQUEST/REPLY` in bytes, `k` for KiB: 0/0, 1k/1k, 4k/0.
+    #[arg(long, default_value = "1k/1k")]
+    size: String,
+    /// Share of operations that are writes (the rest are linearizable reads).
+    #[arg(long, default_value_t = 1.0)]
+    writes: f64,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// plumb u=1,r=0 and u=1,r=1 against a 3-node etcd cluster, a 3-server ZooKeeper ensemble
+    /// and one unreplicated Redis server, on writes and linearizable reads of 1 KiB values,
+    /// one after another on this machine. Installs etcd, ZooKeeper and Redis if missing (as root).
+    Compare(CompareArgs),
+    /// plumb in every (u, r) of {(0,0), (1,0), (0,1), (1,1), (2,0), (2,1)}, co-located and split.
+    Matrix(MatrixArgs),
+}
+
+#[derive(Args, Debug)]
+struct CompareArgs {
+    /// The systems, in order.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "plumb-u1r0,plumb-u1r1,etcd,zookeeper,redis"
+    )]
+    systems: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct MatrixArgs {
+    /// Request and reply payload sizes, as for `plumb bench`.
+    #[arg(long, default_value = "0/0")]
+    size: String,
+    /// Only the co-located shapes.
+    #[arg(long)]
+    no_split: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct Common {
+    /// Closed-loop clients (one request outstanding each); a list sweeps the load, for a
+    /// latency-versus-throughput curve.
+    #[arg(long, value_delimiter = ',', default_value = "32")]
+    clients: Vec<usize>,
+    /// Open loop instead: issue this many requests per second (over --clients sessions); a
+    /// list sweeps the rate.
+    #[arg(long, value_delimiter = ',')]
+    rate: Vec<f64>,
+    /// Seconds measured per load level.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Seconds of load before measuring starts.
+    #[arg(long, default_value_t = 2.0)]
+    warmup: f64,
+    /// Stop a load level after this many operations, if sooner than --duration.
+    #[arg(long)]
+    requests: Option<u64>,
+    /// Distinct keys.
+    #[arg(long, default_value_t = 1000)]
+    keys: usize,
+    /// Write every run to this CSV file (`compare`: the comparison table, with the header
+    /// system,config,workload,ops_per_s,p50_ms,p99_ms).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write every run, every field, to this JSON file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Draw latency against throughput to this SVG file (`compare` also draws
+    /// <name>-throughput.svg beside it).
+    #[arg(long)]
+    chart: Option<PathBuf>,
+    /// Where the clusters keep their data; each system gets a fresh directory under it.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// First port; each system takes 100 from here.
+    #[arg(long, default_value_t = 26000)]
+    base_port: u16,
+    /// No progress lines.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn parse_size(text: &str) -> Result<(usize, usize), String> {
+    let one = |t: &str| -> Result<usize, String> {
+        let t = t.trim();
+        let (n, mult) = match t.strip_suffix(['k', 'K']) {
+            Some(n) => (n, 1024),
+            None => (t, 1),
+        };
+        n.parse::<usize>().map(|n| n * mult).map_err(|_| {
+            format!("--size `{text}`: `{t}` is not a byte count (examples: 0, 512, 1k, 4k)")
+        })
+    };
+    let (req, rep) = text
+        .split_once('/')
+        .ok_or_else(|| format!("--size `{text}`: give REQUEST/REPLY, for example 1k/1k"))?;
+    Ok((one(req)?, one(rep)?))
+}
+
+impl Common {
+    fn loads(&self) -> Vec<Load> {
+        let sessions = self.clients.iter().copied().max().unwrap_or(32).max(1);
+        if self.rate.is_empty() {
+            self.clients
+                .iter()
+                .map(|&c| Load::Closed { clients: c.max(1) })
+                .collect()
+        } else {
+            self.rate
+                .iter()
+                .map(|&rate| Load::Open {
+                    rate,
+                    clients: sessions,
+                })
+                .collect()
+        }
+    }
+
+    fn suite(&self, systems: Vec<SystemSpec>, workloads: Vec<Workload>) -> Result<Suite, String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find the plumb executable: {e}"))?;
+        let dir = self.dir.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("plumb-bench-{}", std::process::id()))
+        });
+        Ok(Suite {
+            systems,
+            workloads,
+            loads: self.loads(),
+            warmup: Duration::from_secs_f64(self.warmup.max(0.0)),
+            duration: Duration::from_secs_f64(self.duration.max(0.1)),
+            max_ops: self.requests,
+            exe,
+            dir,
+            base_port: self.base_port,
+            progress: !self.quiet,
+        })
+    }
+
+    fn workload(&self, size: &str, writes: f64) -> Result<Workload, String> {
+        let (request_bytes, reply_bytes) = parse_size(size)?;
+        if !(0.0..=1.0).contains(&writes) {
+            return Err(format!("--writes {writes}: give a share between 0 and 1"));
+        }
+        Ok(Workload {
+            request_bytes,
+            reply_bytes,
+            write_fraction: writes,
+            keys: self.keys.max(1),
+        })
+    }
+
+    /// Print the table, write the files; the exit code says whether every system was measured.
+    fn finish(&self, suite: &Suite, outcome: SuiteOutcome, compare: bool) -> ExitCode {
+        let results = &outcome.results;
+        out!("");
+        out!("machine: {}", report::machine());
+        out!(
+            "each load level: {:.0} s warm-up, then {:.0} s measured{}",
+            suite.warmup.as_secs_f64(),
+            suite.duration.as_secs_f64(),
+            suite
+                .max_ops
+                .map_or(String::new(), |m| format!(" or {m} operations"))
+        );
+        out!("");
+        out!("{}", report::table(results));
+        let peaks = report::peaks(results);
+        if compare {
+            out!("peak of each system, ratios to plumb u1r0:");
+            out!("{}", report::comparison(&peaks, ("plumb", "u1r0")));
+        }
+        let mut ok = outcome.failures.is_empty();
+        for f in &outcome.failures {
+            eprintln!("plumb bench: not measured: {f}");
+        }
+        let mut write = |r: Result<(), String>| {
+            if let Err(e) = r {
+                eprintln!("plumb bench: {e}");
+                ok = false;
+            }
+        };
+        if let Some(path) = &self.csv {
+            let text = if compare {
+                report::comparison_csv(&peaks)
+            } else {
+                report::runs_csv(results)
+            };
+            write(report::write(path, &text));
+        }
+        if let Some(path) = &self.json {
+            let text = serde_json::to_string_pretty(results).unwrap_or_default();
+            write(report::write(path, &text));
+        }
+        if let Some(path) = &self.chart {
+            write(chart::latency_vs_throughput(
+                path,
+                "Latency against throughput",
+                "p50 latency (ms)",
+                &chart::from_results(results),
+            ));
+            if compare {
+                let bars: Vec<(String, f64)> = peaks
+                    .iter()
+                    .map(|r| {
+                        (
+                            format!("{} {} {}", r.system, r.config, r.workload),
+                            r.ops_per_s,
+                        )
+                    })
+                    .collect();
+                let stem = path
+                    .file_stem()
+                    .map_or("bench".into(), |s| s.to_string_lossy().to_string());
+                let bars_path = path.with_file_name(format!("{stem}-throughput.svg"));
+                write(chart::bars(
+                    &bars_path,
+                    "Peak throughput, one run, one machine",
+                    "ops/s",
+                    &bars,
+                ));
+            }
+        }
+        if self.dir.is_none() {
+            let _ = std::fs::remove_dir_all(&suite.dir);
+        }
+        if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    }
+}
+
+pub fn bench_cmd(a: BenchArgs) -> ExitCode {
+    let prepared = match &a.command {
+        None => a.common.workload(&a.size, a.writes).and_then(|w| {
+            let shape = PlumbShape {
+                u: a.u,
+                r: a.r,
+                split: a.split,
+            };
+            Ok((
+                &a.common,
+                a.common.suite(vec![SystemSpec::Plumb(shape)], vec![w])?,
+                false,
+            ))
+        }),
+        Some(BenchCommand::Compare(c)) => (|| {
+            let systems = c
+                .systems
+                .iter()
+                .map(|s| SystemSpec::parse(s))
+                .collect::<Result<Vec<_>, _>>()?;
+            let workloads = vec![
+                c.common.workload("1k/1k", 1.0)?,
+                c.common.workload("1k/1k", 0.0)?,
+            ];
+            Ok((&c.common, c.common.suite(systems, workloads)?, true))
+        })(),
+        Some(BenchCommand::Matrix(m)) => (|| {
+            let mut systems = Vec::new();
+            for split in [false, true] {
+                if split && m.no_split {
+                    continue;
+                }
+                for (u, r) in [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)] {
+                    systems.push(SystemSpec::Plumb(PlumbShape { u, r, split }));
+                }
+            }
+            Ok((
+                &m.common,
+                m.common
+                    .suite(systems, vec![m.common.workload(&m.size, 1.0)?])?,
+                false,
+            ))
+        })(),
+    };
+    let (common, suite, compare) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("plumb bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // On Ctrl-C or SIGTERM, dropping the running suite stops every server it started.
+    let outcome = runtime().block_on(async {
+        tokio::select! {
+            outcome = suite.run() => Some(outcome),
+            _ = terminated() => None,
+        }
+    });
+    let Some(outcome) = outcome else {
+        eprintln!("plumb bench: interrupted; the servers it started are stopped");
+        if common.dir.is_none() {
+            let _ = std::fs::remove_dir_all(&suite.dir);
+        }
+        return ExitCode::from(130);
+    };
+    common.finish(&suite, outcome, compare)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_kib_suffixes() {
+        assert_eq!(parse_size("0/0"), Ok((0, 0)));
+        assert_eq!(parse_size("1k/1k"), Ok((1024, 1024)));
+        assert_eq!(parse_size("4K/0"), Ok((4096, 0)));
+        assert!(parse_size("1k").unwrap_err().contains("REQUEST/REPLY"));
+        assert!(parse_size("x/0").unwrap_err().contains("not a byte count"));
+    }
+}

@@ -1,0 +1,232 @@
+//! Smoke runs of every `plumb bench` mode, a few hundred requests each, so the tool cannot rot.
+//! They check that each mode measures something real and writes its files; they never judge
+//! speed (benchmarks are not tests).
+
+use std::path::Path;
+use std::process::Command;
+
+fn plumb() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_plumb"))
+}
+
+/// One benchmark at a time: they share two cores with everything else.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn run(args: &[&str], dir: &Path) -> String {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let out = plumb()
+        .arg("bench")
+        .args(args)
+        .args(["--quiet", "--dir"])
+        .arg(dir)
+        .output()
+        .expect("plumb runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "plumb bench {args:?} failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The table's rows for `system`: (ops/s, p50 ms).
+fn rows(table: &str, system: &str) -> Vec<(f64, f64)> {
+    table
+        .lines()
+        .filter(|l| l.starts_with(system))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let n = f
+                .iter()
+                .position(|x| x.starts_with("closed:") || x.starts_with("open:"))?;
+            Some((f.get(n + 1)?.parse().ok()?, f.get(n + 2)?.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn closed_loop_sweep_writes_csv_json_and_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, json, chart) = (
+        dir.path().join("runs.csv"),
+        dir.path().join("runs.json"),
+        dir.path().join("curve.svg"),
+    );
+    let table = run(
+        &[
+            "--u",
+            "1",
+            "--r",
+            "0",
+            "--clients",
+            "1,4",
+            "--size",
+            "0/0",
+            "--writes",
+            "0.5",
+            "--duration",
+            "20",
+            "--warmup",
+            "0.5",
+            "--requests",
+            "150",
+            "--base-port",
+            "22000",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--chart",
+            chart.to_str().unwrap(),
+        ],
+        &dir.path().join("data"),
+    );
+    assert!(table.contains("machine: "), "{table}");
+    let r = rows(&table, "plumb");
+    assert_eq!(r.len(), 2, "{table}");
+    assert!(
+        r.iter().all(|&(ops, p50)| ops > 0.0 && p50 > 0.0),
+        "{table}"
+    );
+    let csv = std::fs::read_to_string(csv).unwrap();
+    assert!(csv.starts_with("system,config,workload,load,"), "{csv}");
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(csv.contains("plumb,u1r0,mixed50-0/0,closed:4,"), "{csv}");
+    let runs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    // The server processes did work, and the order stage formed batches (the mean counts the
+    // occasional empty batch too, so a one-client run can come out just under 1).
+    assert!(
+        runs.iter()
+            .all(|r| r["cpu_us_per_op"].as_f64().unwrap() > 0.0),
+        "{runs:?}"
+    );
+    assert!(
+        runs.iter().all(|r| r["batch_mean"].as_f64().unwrap() > 0.5),
+        "{runs:?}"
+    );
+    let svg = std::fs::read_to_string(chart).unwrap();
+    assert!(svg.contains("plumb u1r0 mixed50-0/0"), "{svg}");
+}
+
+#[test]
+fn open_loop_on_split_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = run(
+        &[
+            "--u",
+            "1",
+            "--r",
+            "1",
+            "--split",
+            "--rate",
+            "100",
+            "--clients",
+            "8",
+            "--size",
+            "1k/1k",
+            "--duration",
+            "2",
+            "--warmup",
+            "0.5",
+            "--base-port",
+            "22100",
+        ],
+        &dir.path().join("data"),
+    );
+    let r = rows(&table, "plumb");
+    assert_eq!(r.len(), 1, "{table}");
+    // At a rate far below capacity, throughput follows the rate.
+    assert!((60.0..=140.0).contains(&r[0].0), "{table}");
+    assert!(table.contains("u1r1-split"), "{table}");
+    assert!(table.contains("open:100"), "{table}");
+}
+
+#[test]
+fn compare_measures_every_system_and_writes_the_comparison_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, chart) = (
+        dir.path().join("compare.csv"),
+        dir.path().join("compare.svg"),
+    );
+    let table = run(
+        &[
+            "compare",
+            "--clients",
+            "4",
+            "--duration",
+            "20",
+            "--warmup",
+            "0.5",
+            "--requests",
+            "200",
+            "--keys",
+            "50",
+            "--base-port",
+            "24000",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--chart",
+            chart.to_str().unwrap(),
+        ],
+        &dir.path().join("data"),
+    );
+    assert!(table.contains("ratios to plumb u1r0"), "{table}");
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("system,config,workload,ops_per_s,p50_ms,p99_ms")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for (system, config) in [
+        ("plumb", "u1r0"),
+        ("plumb", "u1r1"),
+        ("etcd", "3 nodes"),
+        ("zookeeper", "3 nodes"),
+        ("redis", "1 node"),
+    ] {
+        for workload in ["write-1k", "read-1k"] {
+            let row = rows
+                .iter()
+                .find(|r| r[0] == system && r[1] == config && r[2] == workload)
+                .unwrap_or_else(|| panic!("no {system} {config} {workload} row in\n{csv}"));
+            assert!(row[3].parse::<f64>().unwrap() > 0.0, "{row:?}");
+        }
+    }
+    assert!(chart.exists());
+    assert!(dir.path().join("compare-throughput.svg").exists());
+}
+
+#[test]
+fn matrix_runs_every_fault_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = run(
+        &[
+            "matrix",
+            "--no-split",
+            "--clients",
+            "2",
+            "--duration",
+            "20",
+            "--warmup",
+            "0.2",
+            "--requests",
+            "100",
+            "--base-port",
+            "24500",
+        ],
+        &dir.path().join("data"),
+    );
+    for config in ["u0r0", "u1r0", "u0r1", "u1r1", "u2r0", "u2r1"] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("plumb") && l.contains(config)),
+            "no {config} row in\n{table}"
+        );
+    }
+}
