@@ -7,10 +7,12 @@
 //! at most one request per client identifier (AS3) and at most one pending request per client
 //! (AS4). Replicas do not talk to each other: their states may diverge (§6.4.1).
 //!
-//! One file per concern: `request.rs` (the client-request filter pipeline and authentication),
+//! One file per concern: `blacklist.rs` (clients refused for a while), `request.rs` (the
+//! client-request filter pipeline and authentication),
 //! `ordered.rs` (BATCH-COMPLETE votes, the command cache's garbage collection, FETCH),
 //! `cache.rs` (the pending table and the command cache), `recovery.rs` (records and restart).
 
+mod blacklist;
 mod cache;
 mod ordered;
 mod recovery;
@@ -23,7 +25,7 @@ use cache::{CommandCache, Pending};
 use ordered::CompletionVotes;
 use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{Action, Counters, Event, Micros, Recovered, Stage, StageContext, StoreOp};
-use plumb_wire::{ClientId, Message, Principal, Seq};
+use plumb_wire::{ClientId, Message, Principal, Seq, WireError};
 use request::LastSent;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -60,6 +62,8 @@ pub struct AuthReplica {
     /// Per client, the request after its pending one, received before the pending one was
     /// known to be ordered: handled when it is.
     deferred: BTreeMap<ClientId, (plumb_wire::ReqNo, Vec<u8>)>,
+    /// Clients caught sending what no correct client sends: refused until their entry expires.
+    blacklist: blacklist::Blacklist,
 }
 
 impl AuthReplica {
@@ -81,6 +85,7 @@ impl AuthReplica {
             stale_on_disk: Vec::new(),
             parked: Default::default(),
             deferred: BTreeMap::new(),
+            blacklist: Default::default(),
         };
         replica.recover(recovered);
         replica
@@ -101,25 +106,45 @@ impl AuthReplica {
         self.cache.len()
     }
 
+    /// Clients currently blacklisted (some entries may have expired unasked).
+    pub fn blacklisted(&self) -> usize {
+        self.blacklist.len()
+    }
+
     /// The request number of the last request authenticated for `client`, if any.
     pub fn last_sent_nc(&self, client: ClientId) -> Option<u64> {
         self.last_sent.get(&client).map(|l| l.core.nc)
     }
 
-    /// Step 1 of the filter pipeline (seed 004 Figure 3.4: cheapest checks first): `open`
-    /// parses the header, checks the receiver, looks up the sender's key (an unknown client
-    /// fails here, LS6), checks the MAC, and only then decodes the body. Then dispatch on who
-    /// sent what: each stage sends this replica exactly one kind of message per role.
+    /// Steps 0 and 1 of the filter pipeline (seed 004 Figure 3.4: cheapest checks first). The
+    /// blacklist reads only the header. Then `open` checks the receiver, looks up the sender's
+    /// key (an unknown client fails here, LS6), checks the MAC, and only then decodes the body.
+    /// Then dispatch on who sent what: each stage sends this replica exactly one kind of
+    /// message per role.
     fn on_frame(&mut self, frame: &[u8], out: &mut Vec<Action>) {
+        if let Ok(Principal::Client(c)) = plumb_wire::Envelope::parse(frame).map(|e| e.sender) {
+            if self.blacklist.refuses(c, self.now) {
+                self.counters.add("drop-blacklisted");
+                return;
+            }
+        }
         let (from, msg) = match self.ctx.keys.open(frame) {
             Ok(opened) => opened,
             Err(e) => {
                 self.counters.add(e.drop_counter());
+                // A valid MAC over a body that does not decode: the client itself sent it.
+                if let WireError::Malformed(Principal::Client(c), _) = e {
+                    self.blacklist_client(c, "malformed");
+                }
                 return;
             }
         };
         match (from, msg) {
             (Principal::Client(c), Message::Request { nc, op }) => self.on_request(c, nc, op, out),
+            (Principal::Client(c), _) => {
+                self.counters.add("drop-unexpected");
+                self.blacklist_client(c, "unexpected");
+            }
             (Principal::Exec(e), Message::BatchComplete { seq, executed }) => {
                 self.on_batch_complete(e, seq, executed, out)
             }
@@ -134,6 +159,20 @@ impl AuthReplica {
             ) => self.on_fetch(e, seq, client, nc, digest, out),
             _ => self.counters.add("drop-unexpected"),
         }
+    }
+
+    /// Refuse `client` for `blacklist_us`: it sent, under its own key, what no correct client
+    /// sends. Counted by reason (`blacklisted-<why>`).
+    fn blacklist_client(&mut self, client: ClientId, why: &'static str) {
+        self.counters.add(match why {
+            "malformed" => "blacklisted-malformed",
+            "unexpected" => "blacklisted-unexpected",
+            "conflicting" => "blacklisted-conflicting",
+            _ => "blacklisted-bad-number",
+        });
+        self.blacklist.add(client, self.now, self.cfg.blacklist_us);
+        // Its held next request goes too: nothing more from it is acted on.
+        self.deferred.remove(&client);
     }
 
     fn send(&mut self, to: Principal, msg: &Message, out: &mut Vec<Action>) {

@@ -1,6 +1,7 @@
 //! CLIENT-REQ processing (seed 004 Figure 5.7 lines 16-23, §5.3.3 rate limiting).
 //!
 //! The filter pipeline runs cheapest checks first (seed 004 Figure 3.4):
+//! 0. blacklist check on the header's sender label (`AuthReplica::on_frame`);
 //! 1. MAC check and sender lookup, in `KeyRing::open` (see `AuthReplica::on_frame`): a forged
 //!    frame or an unknown client costs one keyed hash and no parsing;
 //! 2. sequence check: `nc` against `lastSent[c]`, a table lookup (AS3);
@@ -73,6 +74,11 @@ impl AuthReplica {
         op: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
+        if nc == 0 {
+            // Request numbers start at 1 (CS1): no correct client sends 0.
+            self.blacklist_client(client, "bad-number");
+            return;
+        }
         // Step 2: sequence check against lastSent[c].
         match self.last_sent.get(&client) {
             Some(last) if nc <= last.core.nc => {
@@ -81,16 +87,11 @@ impl AuthReplica {
                 // older request: answer with lastSent[c] (AL1 turns old requests into the
                 // latest one).
                 if nc == last.core.nc && Digest::of(&op) != last.core.op_digest() {
-                    self.counters.add("conflicting-request");
+                    self.blacklist_client(client, "conflicting");
                     return;
                 }
                 self.counters.add("retransmission");
                 self.resend_last(client, out);
-                return;
-            }
-            None if nc == 0 => {
-                // Request numbers start at 1 (CS1).
-                self.counters.add("drop-bad-nc");
                 return;
             }
             _ => {}

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 const ME: Principal = Principal::Auth(0);
-const CLIENTS: u32 = 3;
+const CLIENTS: u32 = 4;
 /// Not in the directory: no replica shares a key with it.
 const STRANGER: Principal = Principal::Client(99);
 const CP: u64 = 4;
@@ -259,6 +259,11 @@ fn only_clients_send_requests_and_only_exec_replicas_report() {
         .is_empty());
     assert!(net.deliver(&mut r, 0, Principal::Exec(0), &req).is_empty());
     assert_eq!(r.counters().get("drop-unexpected"), 3);
+    assert_eq!(
+        r.blacklisted(),
+        1,
+        "the client that sent a replica's message"
+    );
     assert_eq!(r.pending_count(), 0);
 }
 
@@ -325,8 +330,94 @@ fn as3_one_request_per_identifier() {
 
     let other = net.request(&mut r, 20, 1, 1, b"put a 666");
     assert!(other.is_empty(), "{other:?}");
-    assert_eq!(r.counters().get("conflicting-request"), 1);
+    assert_eq!(r.counters().get("blacklisted-conflicting"), 1);
     assert_eq!(r.last_sent_nc(1), Some(1));
+}
+
+/// Seed 004 §3.4.1: a client caught sending two requests under one number is refused, even its
+/// later valid requests, until `blacklist_us` has passed; then it is served like any other.
+#[test]
+fn a_blacklisted_client_is_refused_until_the_entry_expires_then_served() {
+    let net = Net::new();
+    let ttl = net.cfg.blacklist_us;
+    let mut r = net.replica(Recovered::default());
+    net.request(&mut r, 0, 1, 1, b"put a 1");
+    net.complete(&mut r, &[0, 1], 1, &[(1, 1)]);
+    // Same number, other operation: blacklisted at t = 10.
+    assert!(net.request(&mut r, 10, 1, 1, b"put a 666").is_empty());
+    assert_eq!(r.blacklisted(), 1);
+    // Its next, valid request is dropped unread, however often it comes...
+    for t in [11, 1_000, ttl / 2, ttl + 9] {
+        assert!(
+            net.request(&mut r, t, 1, 2, b"put a 2").is_empty(),
+            "served at {t}"
+        );
+    }
+    assert_eq!(r.counters().get("drop-blacklisted"), 4);
+    assert_eq!(r.counters().get("authenticated"), 1);
+    // ...while other clients are served meanwhile.
+    assert_eq!(
+        net.auth_reqs(&net.request(&mut r, 20, 2, 1, b"get b"))
+            .len(),
+        4
+    );
+    // Once the entry expires the client is served again.
+    let later = net.request(&mut r, ttl + 10, 1, 2, b"put a 2");
+    let sent = net.auth_reqs(&later);
+    assert_eq!(sent.len(), 4, "{later:?}");
+    assert_eq!(sent[0].1.nc, 2);
+    assert_eq!(r.counters().get("drop-blacklisted"), 4);
+}
+
+/// A validly MACed frame whose body does not decode, a request numbered 0, and a message only
+/// replicas send: each is something no correct client sends, so each blacklists its sender.
+#[test]
+fn a_valid_mac_over_an_invalid_body_blacklists_the_client() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let c = Principal::Client(0);
+    let mut frame = net
+        .ring(c)
+        .seal(
+            ME,
+            &Message::Request {
+                nc: 1,
+                op: b"xxxx".to_vec(),
+            },
+        )
+        .unwrap();
+    let mac_at = frame.len() - plumb_crypto::Mac::default().0.len();
+    for b in &mut frame[plumb_wire::envelope::HEADER..mac_at] {
+        *b = 0xff;
+    }
+    let mac = net.ring(c).mac_for(ME, &frame[..mac_at]).unwrap();
+    frame[mac_at..].copy_from_slice(&mac.0);
+    assert!(run(&mut r, 0, Event::Receive(frame)).is_empty());
+    assert_eq!(r.counters().get("drop-malformed"), 1);
+    assert_eq!(r.counters().get("blacklisted-malformed"), 1);
+    assert!(net.request(&mut r, 1, 0, 1, b"get a").is_empty());
+    assert_eq!(r.counters().get("drop-blacklisted"), 1);
+
+    assert!(net.request(&mut r, 2, 1, 0, b"get a").is_empty());
+    assert_eq!(r.counters().get("blacklisted-bad-number"), 1);
+    let done = Message::BatchComplete {
+        seq: 1,
+        executed: vec![],
+    };
+    assert!(net
+        .deliver(&mut r, 3, Principal::Client(2), &done)
+        .is_empty());
+    assert_eq!(r.counters().get("blacklisted-unexpected"), 1);
+    assert_eq!(r.blacklisted(), 3);
+    // A frame that fails its MAC blacklists no one: anybody can forge a sender label.
+    let mut forged = net
+        .ring(Principal::Client(3))
+        .seal(ME, &Message::Request { nc: 0, op: vec![] })
+        .unwrap();
+    let last = forged.len() - 1;
+    forged[last] ^= 1;
+    assert!(run(&mut r, 4, Event::Receive(forged)).is_empty());
+    assert_eq!(r.blacklisted(), 3);
 }
 
 #[test]
@@ -689,10 +780,12 @@ fn recovery_restores_pending_last_sent_and_cache() {
         net.auth_reqs(&net.request(&mut r, 0, 0, 1, &op0)),
         net.auth_reqs(&first)
     );
-    assert!(net.request(&mut r, 1, 0, 1, b"different").is_empty());
     net.request(&mut r, 2, 0, 2, b"two");
     net.request(&mut r, 2, 0, 2, b"two");
     assert_eq!(r.counters().get("pending"), 1);
+    // lastSent survived: another operation under number 1 is caught (and blacklisted).
+    assert!(net.request(&mut r, 2, 0, 1, b"different").is_empty());
+    assert_eq!(r.counters().get("blacklisted-conflicting"), 1);
     // Client 1's request was ordered: its next one is authenticated.
     assert_eq!(
         net.auth_reqs(&net.request(&mut r, 3, 1, 2, b"next")).len(),

@@ -45,6 +45,13 @@ pub struct ProtocolOverrides {
     pub auth_resend_us: Option<u64>,
     pub catch_up_us: Option<u64>,
     pub max_clock_lead_us: Option<u64>,
+    pub blacklist_us: Option<u64>,
+    pub heartbeat_us: Option<u64>,
+    pub throughput_bar_permille: Option<u32>,
+    pub throughput_views: Option<usize>,
+    pub throughput_grace_us: Option<u64>,
+    pub throughput_raise_permille: Option<u32>,
+    pub unfair_batches: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -144,7 +151,14 @@ fn protocol(
         view_change_timeout_us,
         auth_resend_us,
         catch_up_us,
-        max_clock_lead_us
+        max_clock_lead_us,
+        blacklist_us,
+        heartbeat_us,
+        throughput_bar_permille,
+        throughput_views,
+        throughput_grace_us,
+        throughput_raise_permille,
+        unfair_batches
     );
     p.validate()
         .map_err(|e| ClusterError::new(path, format!("[protocol] {e}")))?;

@@ -204,6 +204,26 @@ pub struct ProtocolConfig {
     pub catch_up_us: u64,
     /// A primary's proposed batch time may lead a backup's clock by at most this much.
     pub max_clock_lead_us: u64,
+    /// How long an authentication replica refuses a client caught misbehaving: two requests
+    /// under one request number, or a validly MACed frame that is not a well-formed request
+    /// (seed 004 §3.4.1: 10 minutes).
+    pub blacklist_us: u64,
+    /// While a request the primary provably holds waits, a backup expects a PRE-PREPARE at
+    /// least this often, doubling on each expiry until one arrives (seed 004 §3.4.3: 40 ms).
+    pub heartbeat_us: u64,
+    /// Each checkpoint interval's ordering rate must reach this fraction (per mille) of the
+    /// best rate of the last `throughput_views` views (seed 004 §3.4.3: 90%)...
+    pub throughput_bar_permille: u32,
+    pub throughput_views: usize,
+    /// ...and, after this grace period into a view (5 s), the bar rises by
+    /// `throughput_raise_permille` per checkpoint interval (1%), so every primary is replaced
+    /// eventually.
+    pub throughput_grace_us: u64,
+    pub throughput_raise_permille: u32,
+    /// A backup declares the primary unfair when this many batches pass over a client's request
+    /// the primary provably holds while ordering requests that arrived after it (seed 004
+    /// §3.4.3: two).
+    pub unfair_batches: u32,
 }
 
 impl ProtocolConfig {
@@ -220,6 +240,13 @@ impl ProtocolConfig {
             auth_resend_us: 4_000_000,
             catch_up_us: 200_000,
             max_clock_lead_us: 2_000_000,
+            blacklist_us: 600_000_000,
+            heartbeat_us: 40_000,
+            throughput_bar_permille: 900,
+            throughput_views: 5,
+            throughput_grace_us: 5_000_000,
+            throughput_raise_permille: 10,
+            unfair_batches: 2,
         }
     }
 
@@ -230,7 +257,7 @@ impl ProtocolConfig {
             self.quorums.order,
             self.quorums.exec,
         )?;
-        let checks: [(&'static str, &'static str, u64, bool); 4] = [
+        let checks: [(&'static str, &'static str, u64, bool); 7] = [
             (
                 "checkpoint_interval",
                 "at least 2",
@@ -254,6 +281,24 @@ impl ProtocolConfig {
                 "at least client_retry_us",
                 self.client_retry_max_us,
                 self.client_retry_max_us >= self.client_retry_us,
+            ),
+            (
+                "heartbeat_us",
+                "at least 1",
+                self.heartbeat_us,
+                self.heartbeat_us >= 1,
+            ),
+            (
+                "throughput_bar_permille",
+                "at most 1000",
+                self.throughput_bar_permille as u64,
+                self.throughput_bar_permille <= 1000,
+            ),
+            (
+                "unfair_batches",
+                "at least 1",
+                self.unfair_batches as u64,
+                self.unfair_batches >= 1,
             ),
         ];
         for (field, requirement, value, ok) in checks {
@@ -342,7 +387,7 @@ mod tests {
             let f = Faults::new(u, r);
             let q = Quorums::new(f, f.min_auth() + extra, f.min_order(), f.min_exec()).unwrap();
             let g = q.auth_gather();
-            proptest::prop_assert!(g >= r as usize + (u.max(r) as usize) + 1);
+            proptest::prop_assert!(g > r as usize + (u.max(r) as usize));
             proptest::prop_assert!(g - r as usize >= q.matrix_valid());
         }
     }

@@ -67,6 +67,18 @@ impl KeyRing {
         plumb_wire::open(frame, self.me, |p| self.macs.get(&p))
     }
 
+    /// Open a frame this principal sealed, returning its receiver: how a test adversary reads
+    /// what its own stage sends before it rewrites it.
+    pub fn open_own(&self, frame: &[u8]) -> Result<(Principal, Message), WireError> {
+        let env = plumb_wire::Envelope::parse(frame)?;
+        if env.sender != self.me {
+            return Err(WireError::BadSender(env.sender.label()));
+        }
+        let to = env.receiver;
+        let key = self.macs.get(&to).ok_or(WireError::UnknownSender(to))?;
+        Ok((to, env.open(key)?))
+    }
+
     /// MAC over `bytes` for `peer` (one entry of a MAC authenticator).
     pub fn mac_for(&self, peer: Principal, bytes: &[u8]) -> Option<Mac> {
         self.macs.get(&peer).map(|k| k.mac(bytes))

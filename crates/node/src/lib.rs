@@ -4,6 +4,8 @@
 //! Data directory layout: one store per role principal, `<data>/<principal>/` (for example
 //! `a0/`, `o0/`, `e0/`), each a checksummed log (crate `plumb-storage`).
 
+#[cfg(feature = "adversary")]
+mod adversary;
 mod router;
 mod status;
 
@@ -54,9 +56,25 @@ impl RunningNode {
     }
 }
 
+/// A Byzantine behaviour the node acts out: only test builds (feature `adversary`) have any.
+#[cfg(feature = "adversary")]
+pub type Attack = plumb_adversary::Behaviour;
+#[cfg(not(feature = "adversary"))]
+pub type Attack = std::convert::Infallible;
+
 /// Start node `id` of `cluster` with its stores under `data`. Must run inside a tokio
 /// runtime. Errors say what was wrong and what to do.
 pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNode, String> {
+    start_faulty(cluster, id, data, None).await
+}
+
+/// `start`, acting out `attack` if given (test builds only).
+pub async fn start_faulty(
+    cluster: &Cluster,
+    id: u16,
+    data: &Path,
+    attack: Option<Attack>,
+) -> Result<RunningNode, String> {
     let node = cluster.node(id).ok_or_else(|| {
         let ids: Vec<String> = cluster.nodes.iter().map(|n| n.id.to_string()).collect();
         format!(
@@ -105,6 +123,8 @@ pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNod
         });
         links.insert(n.id, Link::dial(n.address, LINK_QUEUE, on_frame, None));
     }
+    #[cfg(feature = "adversary")]
+    let medium = cluster.quorums().order_medium();
     let router = Arc::new(Router {
         local: mailboxes.clone(),
         rings: rings.clone(),
@@ -112,8 +132,35 @@ pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNod
         links,
         clients: Mutex::new(HashMap::new()),
         drops: Drops::default(),
+        #[cfg(feature = "adversary")]
+        ignoring: attack
+            .map(|b| adversary::adversaries(b, &rings, medium))
+            .unwrap_or_default(),
     });
     let _ = cell.set(router.clone());
+    let outbox: Arc<dyn plumb_runtime::Outbox> = match attack {
+        None => router.clone(),
+        #[cfg(feature = "adversary")]
+        Some(b) => {
+            if b == plumb_adversary::Behaviour::Flood {
+                if let Some(me) = node.principals.first() {
+                    tokio::spawn(adversary::flood(router.clone(), *me));
+                }
+            }
+            eprintln!("node {id}: TEST BUILD acting out the Byzantine behaviour {b}");
+            Arc::new(adversary::FaultyOutbox {
+                inner: router.clone(),
+                rings: rings.clone(),
+                acting: adversary::adversaries(b, &rings, medium)
+                    .into_iter()
+                    .map(|(p, a)| (p, Mutex::new(a)))
+                    .collect(),
+                runtime: tokio::runtime::Handle::current(),
+            })
+        }
+        #[cfg(not(feature = "adversary"))]
+        Some(never) => match never {},
+    };
 
     let listener = TcpListener::bind(node.address).await.map_err(|e| {
         format!(
@@ -190,7 +237,7 @@ pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNod
         let mailbox = mailboxes[&p].clone();
         let host = ReplicaHost(observed.clone());
         let name = format!("plumb-{p}");
-        let outbox = router.clone();
+        let outbox = outbox.clone();
         let spawned = match p {
             Principal::Auth(_) => spawn(
                 AuthReplica::new(ctx, recovered),
@@ -265,7 +312,7 @@ fn spawn<S: Stage + Send + 'static>(
     stage: S,
     store: Store,
     mailbox: Arc<Mailbox<()>>,
-    outbox: Arc<Router>,
+    outbox: Arc<dyn plumb_runtime::Outbox>,
     host: ReplicaHost,
     shared: Arc<StageShared>,
     name: String,

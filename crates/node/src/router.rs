@@ -29,6 +29,9 @@ pub struct Router {
     pub links: BTreeMap<u16, Link>,
     pub clients: Mutex<HashMap<u32, ClientRoute>>,
     pub drops: Drops,
+    /// Test builds: principals of this node whose adversary refuses some incoming frames.
+    #[cfg(feature = "adversary")]
+    pub ignoring: HashMap<Principal, plumb_adversary::Adversary>,
 }
 
 /// Frames this layer dropped, by reason.
@@ -86,6 +89,12 @@ impl Router {
             self.drops.not_hosted.fetch_add(1, Ordering::Relaxed);
             return;
         };
+        #[cfg(feature = "adversary")]
+        if let (Some(adv), Some(ring)) = (self.ignoring.get(&receiver), self.rings.get(&receiver)) {
+            if !adv.accepts(ring, &frame) {
+                return;
+            }
+        }
         if let (Principal::Client(c), Some(route)) = (sender, conn) {
             if self.claim_route(c, receiver, &frame, route) == Claim::Hello {
                 return;

@@ -36,6 +36,7 @@ impl OrderReplica {
             return;
         }
         let needed = self.last_ordered(c) + 1;
+        let held_evidence = self.held_evidence();
         let entry = self.requests.entry(c).or_default();
         // Keep the newest request, except that the one the order needs next always wins over
         // a later one that cannot be proposed yet (a faulty client sending out of order).
@@ -57,9 +58,16 @@ impl OrderReplica {
         // Pending (and grounds to suspect the primary) only once the primary could propose it:
         // next in its client's sequence and vouched for by n_auth - u auth replicas. A faulty
         // client that splits its request across auth replicas never gets there.
-        if rows.len() >= self.q.auth_gather() && entry.nc == needed && entry.pending_since.is_none()
-        {
+        let vouched = rows.len();
+        if vouched >= self.q.auth_gather() && entry.nc == needed && entry.pending_since.is_none() {
             entry.pending_since = Some(now);
+        }
+        let newly_held =
+            vouched >= held_evidence && entry.nc == needed && entry.held_since.is_none();
+        if newly_held {
+            entry.held_since = Some(now);
+            self.arm_heartbeat(out);
+            self.note_busy(now);
         }
         if self.is_primary() {
             self.try_propose(now, out);
@@ -89,7 +97,7 @@ impl OrderReplica {
     }
 
     /// Last request number per client counting batches accepted but not yet committed.
-    fn tentative_last_ordered(&self) -> Tentative<'_> {
+    pub(crate) fn tentative_last_ordered(&self) -> Tentative<'_> {
         let mut in_flight = BTreeMap::new();
         for (_, slot) in self
             .slots
@@ -245,8 +253,14 @@ impl OrderReplica {
             self.start_view_change(now, self.view + 1, out);
             return;
         }
+        let clients: Vec<(ClientId, ReqNo)> =
+            batch.requests.iter().map(|r| (r.client, r.nc)).collect();
         self.accept_and_prepare(seq, view, batch, out);
         self.check_prepared(now, seq, out);
+        self.on_valid_pre_prepare(now, &clients, out);
+        if !self.active || self.view != view {
+            return;
+        }
         if let Some((requests, time, seed)) = self.buffered.remove(&(seq + 1)) {
             self.on_pre_prepare(now, from, view, seq + 1, requests, time, seed, out);
         }
@@ -469,6 +483,8 @@ impl OrderReplica {
             return;
         }
         let mut progressed = false;
+        let mut applied_requests = 0;
+        let mut checkpoint_crossed = false;
         loop {
             let seq = self.state.seq + 1;
             let Some(batch) = self
@@ -480,6 +496,8 @@ impl OrderReplica {
             };
             self.state.apply(seq, &batch);
             progressed = true;
+            applied_requests += batch.requests.len();
+            checkpoint_crossed |= seq.is_multiple_of(self.cfg.checkpoint_interval);
             let digest = batch.digest(seq);
             out.push(Action::Observe(Observation::Committed {
                 seq,
@@ -509,6 +527,7 @@ impl OrderReplica {
                 .retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
             self.committed_votes = self.committed_votes.split_off(&(self.state.seq + 1));
             self.try_propose(now, out);
+            self.on_applied(now, checkpoint_crossed, applied_requests, out);
         }
     }
 

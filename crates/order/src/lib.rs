@@ -6,10 +6,12 @@
 //! One file per concern: `agreement.rs` (requests, proposals, PRE-PREPARE/PREPARE/COMMIT),
 //! `checkpoint.rs` (execution tokens, order checkpoints, garbage collection, catch-up, state
 //! transfer, the execution-stage link), `view_change.rs` (triggers, VIEW-CHANGE, the decision,
-//! NEW-VIEW), `recovery.rs` (restart from durable records).
+//! NEW-VIEW), `monitor.rs` (heartbeat, throughput and fairness watch on the primary),
+//! `recovery.rs` (restart from durable records).
 
 mod agreement;
 mod checkpoint;
+mod monitor;
 mod recovery;
 mod slot;
 mod state;
@@ -40,8 +42,13 @@ struct Collected {
     nc: ReqNo,
     /// By request id digest: the core and the rows (auth replica -> its MAC authenticator).
     by_id: BTreeMap<Digest, (ReqCore, BTreeMap<u16, Vec<Mac>>)>,
-    /// When r+1 auth replicas first vouched for it: the request is known to be pending.
+    /// When n_auth - u auth replicas first vouched for it: the request is known to be pending.
     pending_since: Option<Micros>,
+    /// When enough auth replicas vouched for it here that the primary provably holds it
+    /// (`held_evidence`): from then on the primary answers for it (monitor.rs).
+    held_since: Option<Micros>,
+    /// Batches of this view that ordered later requests and passed over this one.
+    passed_over: u32,
 }
 
 /// The last stable order checkpoint.
@@ -108,6 +115,8 @@ pub struct OrderReplica {
     /// Highest view each peer's agreement messages carried.
     peer_views: HashMap<u16, View>,
 
+    monitor: monitor::Monitor,
+
     recovered: Option<Recovered>,
 }
 
@@ -161,6 +170,7 @@ impl OrderReplica {
             applied_at_last_tick: 0,
             highest_heard: 0,
             peer_views: HashMap::new(),
+            monitor: Default::default(),
             recovered: None,
             ctx,
         };
@@ -348,6 +358,7 @@ impl Stage for OrderReplica {
         match event {
             Event::Start => {
                 self.last_progress = now;
+                self.open_view(now, out);
                 if let Some(rec) = self.recovered.take() {
                     self.recover(now, rec, out);
                 }
@@ -374,6 +385,7 @@ impl Stage for OrderReplica {
                 self.batch_timer_fired = true;
                 self.try_propose(now, out);
             }
+            Event::Timer(monitor::HEARTBEAT) => self.on_heartbeat(now, out),
             Event::Timer(_) => {}
             Event::Receive(frame) => match self.ctx.keys.open(&frame) {
                 Ok((from, msg)) => self.on_message(now, from, msg, out),

@@ -156,6 +156,7 @@ impl OrderReplica {
         if new_view <= self.view {
             return;
         }
+        self.close_view();
         self.view = new_view;
         self.active = false;
         self.view_change_quorum_at = None;
@@ -433,6 +434,7 @@ impl OrderReplica {
                 }
             }
         }
+        self.open_view(now, out);
         self.try_propose(now, out);
     }
 

@@ -500,3 +500,68 @@ fn replica_down_for_longer_than_the_vote_window_catches_up() {
         r.counters().iter().collect::<Vec<_>>()
     );
 }
+
+/// Seed 004 §3.4.3 heartbeat: a primary that holds a request (every auth replica vouched for
+/// it) but sends no PRE-PREPARE is replaced after a heartbeat, long before the progress timeout.
+#[test]
+fn a_primary_that_sends_no_pre_prepare_is_replaced_after_a_heartbeat() {
+    let mut h = Harness::new(1, 1, 8);
+    let heartbeat = h.cfg.heartbeat_us;
+    assert!(heartbeat * 2 < h.cfg.view_change_timeout_us);
+    h.drop_kinds = vec!["pre-prepare"];
+    h.request(0, 1, b"a");
+    h.advance(heartbeat + heartbeat / 2);
+    // Enough backups time out on the heartbeat for the rest to join them.
+    let fired = (1..4)
+        .filter(|b| h.replica(*b).counters().get("view-change-heartbeat") == 1)
+        .count();
+    assert!(fired >= h.q().view_change_join(), "{fired} heartbeats");
+    for b in 1..4 {
+        let r = h.replica(b);
+        assert_eq!(r.counters().get("view-change-timeout"), 0, "backup {b}");
+        assert!(r.view() >= 1, "backup {b} left view 0");
+    }
+    // The new primary orders it (its NEW-VIEW and PRE-PREPAREs get through again).
+    h.drop_kinds.clear();
+    h.advance(1_000_000);
+    assert_eq!(h.committed.len(), 1);
+}
+
+/// Seed 004 §3.4.3 fairness: a primary that never proposes client 0's request while ordering
+/// requests that reached the backups later is declared unfair after `unfair_batches` batches,
+/// and the next primary orders the request.
+#[test]
+fn a_primary_that_passes_over_a_client_is_replaced_and_the_client_served() {
+    let mut h = Harness::new(1, 1, 8);
+    let starved = |h: &mut Harness| {
+        let ring = &h.rings[&Principal::Order(0)];
+        h.queue.retain(|(to, frame)| {
+            *to != Principal::Order(0)
+                || !matches!(ring.open(frame), Ok((_, Message::AuthReq { core, .. })) if core.client == 0)
+        });
+    };
+    h.request(0, 1, b"victim");
+    starved(&mut h);
+    h.advance(1_000);
+    for round in 0..h.cfg.unfair_batches as u64 - 1 {
+        h.request(1 + round as u32, 1, b"other");
+        h.advance(5_000);
+        assert_eq!(h.replica(1).view(), 0, "round {round}");
+    }
+    h.request(7, 1, b"last");
+    h.advance(5_000);
+    for b in 1..4 {
+        assert!(
+            h.replica(b).counters().get("view-change-unfair") == 1,
+            "backup {b}: {:?}",
+            h.replica(b).counters().iter().collect::<Vec<_>>()
+        );
+    }
+    h.advance(1_000_000);
+    let victim_ordered = h
+        .exec_seen
+        .values()
+        .any(|b| b.requests.iter().any(|r| r.client == 0));
+    assert!(victim_ordered, "{:?}", h.exec_seen);
+    assert!(h.replica(1).view() >= 1);
+}

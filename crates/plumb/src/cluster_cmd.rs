@@ -129,6 +129,10 @@ pub struct NodeArgs {
     /// Data directory [default: data/node-<id> beside the configuration].
     #[arg(long)]
     data: Option<PathBuf>,
+    /// TEST BUILD ONLY: act out a Byzantine behaviour (slow-primary-10ms, starve, flood, ...).
+    #[cfg(feature = "adversary")]
+    #[arg(long)]
+    adversary: Option<String>,
 }
 
 pub fn node_cmd(a: NodeArgs) -> ExitCode {
@@ -145,9 +149,24 @@ pub fn node_cmd(a: NodeArgs) -> ExitCode {
     // A node's async side only moves frames between sockets and stage mailboxes (the stages
     // run on threads of their own): one worker saves the cross-thread wake-ups of two
     // (plumb bench u1r0 write-1k, 128 clients: +7%).
+    #[cfg(feature = "adversary")]
+    let attack = match a
+        .adversary
+        .as_deref()
+        .map(plumb_adversary::Behaviour::parse)
+    {
+        None => None,
+        Some(Ok(b)) => Some(b),
+        Some(Err(e)) => {
+            eprintln!("plumb node: --adversary: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    #[cfg(not(feature = "adversary"))]
+    let attack = None;
     let rt = runtime_with_workers(1);
     rt.block_on(async {
-        let node = match plumb_node::start(&cluster, a.id, &data).await {
+        let node = match plumb_node::start_faulty(&cluster, a.id, &data, attack).await {
             Ok(n) => n,
             Err(e) => {
                 eprintln!("plumb node: {e}");

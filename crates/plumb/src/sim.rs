@@ -105,6 +105,8 @@ fn run_many(args: &SimArgs) -> ExitCode {
     let violations = AtomicU64::new(0);
     let safety_only = AtomicU64::new(0);
     let failing = Mutex::new(Vec::new());
+    // (latency, seed) of the slowest settled operation of a correct client.
+    let slowest = Mutex::new((0u64, 0u64));
     let jobs = args.jobs.max(1);
     std::thread::scope(|scope| {
         for _ in 0..jobs {
@@ -116,6 +118,9 @@ fn run_many(args: &SimArgs) -> ExitCode {
                 let report = run_seed(&options(args, seed));
                 if !report.liveness_checked {
                     safety_only.fetch_add(1, Ordering::SeqCst);
+                }
+                if let Ok(mut s) = slowest.lock() {
+                    *s = (*s).max((report.stats.slowest_settled, seed));
                 }
                 if !report.ok() {
                     violations.fetch_add(report.violation_count() as u64, Ordering::SeqCst);
@@ -133,6 +138,11 @@ fn run_many(args: &SimArgs) -> ExitCode {
         "{failed} failing seeds; {} of {} seeds were safety-only (more than u failures: liveness not judged)",
         safety_only.load(Ordering::SeqCst),
         args.seeds
+    );
+    let (latency, seed) = slowest.lock().map(|s| *s).unwrap_or_default();
+    out!(
+        "slowest operation of a correct client after faults stopped and the cluster settled: {:.3} s (seed {seed})",
+        latency as f64 / 1e6
     );
     summary(args.seeds, total, started);
     exit_code(total)

@@ -17,57 +17,7 @@ use plumb_wire::{Micros, Principal};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// What a Byzantine replica does to its own (correctly computed) output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Behaviour {
-    /// Sends nothing at all.
-    Silent,
-    /// Authentication: AUTH-REQ authenticators with wrong MACs.
-    BadMacs,
-    /// Authentication: wrong request bodies in COMMAND, and AUTH-REQs (with valid MACs) for
-    /// operations the client never issued.
-    ForgedRequests,
-    /// Order primary: a different, well-formed batch to some backups, with PREPARE/COMMIT
-    /// digests matching what each recipient got; as a new primary, a different valid subset
-    /// of VIEW-CHANGE proofs to each backup.
-    Equivocate,
-    /// Order: PREPARE/COMMIT/CHECKPOINT with wrong digests to a random half of recipients.
-    ConflictingVotes,
-    /// Order: NEXT-BATCH and COMMITTED with an altered batch, LOAD-CP with a wrong token.
-    WrongNextBatch,
-    /// Order: validly signed VIEW-CHANGEs that lie (a batch prepared in a high view that no
-    /// one prepared, amnesia, a checkpoint no one took).
-    ForgedViewChange,
-    /// Execution: wrong results in REPLY and READ-ONLY-REPLY.
-    WrongReplies,
-    /// Execution: wrong CP-TOKENs, and corrupted checkpoint and state in state transfer.
-    WrongCheckpoint,
-}
-
-impl Behaviour {
-    pub fn for_stage(p: Principal) -> &'static [Behaviour] {
-        match p {
-            Principal::Auth(_) => &[
-                Behaviour::Silent,
-                Behaviour::BadMacs,
-                Behaviour::ForgedRequests,
-            ],
-            Principal::Order(_) => &[
-                Behaviour::Silent,
-                Behaviour::Equivocate,
-                Behaviour::ConflictingVotes,
-                Behaviour::WrongNextBatch,
-                Behaviour::ForgedViewChange,
-            ],
-            Principal::Exec(_) => &[
-                Behaviour::Silent,
-                Behaviour::WrongReplies,
-                Behaviour::WrongCheckpoint,
-            ],
-            Principal::Client(_) => &[],
-        }
-    }
-}
+pub use plumb_adversary::Behaviour;
 
 /// A crash of a replica at `at`, restarted at `restart_at` (never, if `None`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,10 +11,9 @@
 //! correct clients' histories. Same seed, same run: a failing seed replays exactly.
 //!
 //! Files: `config.rs` (the seed's whole configuration), `faults.rs` (the fault plan),
-//! `world.rs` (event loop and stage driver), `network.rs`, `disk.rs`, `byzantine.rs` (message
-//! mutators), `workload.rs`, `check/` (one file per property group), `trace.rs`.
+//! `world/` (event loop and stage driver), `network.rs`, `disk.rs`, `workload.rs`, `check/`
+//! (one file per property group), `trace.rs`. Byzantine behaviours come from `plumb-adversary`.
 
-mod byzantine;
 pub mod check;
 pub mod config;
 mod disk;
@@ -84,6 +83,9 @@ pub struct Stats {
     pub pushes: u64,
     pub agreed_batches: u64,
     pub sim_end: Micros,
+    /// The slowest operation of a correct client invoked once the cluster had settled after
+    /// faults stopped (zero when liveness is not judged).
+    pub slowest_settled: Micros,
 }
 
 /// The verdict on one seed.

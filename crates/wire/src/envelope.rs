@@ -12,7 +12,7 @@ use plumb_crypto::{Mac, MacKey};
 
 pub const MAGIC: [u8; 2] = *b"PB";
 pub const VERSION: u8 = 1;
-const HEADER: usize = 23;
+pub const HEADER: usize = 23;
 const MAC_LEN: usize = 16;
 /// Frames above this size are refused before any work is done on them.
 pub const MAX_FRAME_BYTES: usize = 16 << 20;

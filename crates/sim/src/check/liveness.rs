@@ -79,6 +79,40 @@ fn delivered_in(checker: &Checker, c: u32, nc: ReqNo) -> Option<u64> {
         .map(|(s, _)| *s)
 }
 
+/// The latency bound (LB): once faults other than Byzantine principals have stopped and the
+/// cluster has had `settle` to recover, every operation a correct client invokes completes
+/// within `bound`, while Byzantine replicas and clients keep acting (seed 004 ch. 3: an uncivil
+/// execution must still make timely progress). Returns the slowest such operation's latency.
+pub fn check_latency_bound(
+    checker: &mut Checker,
+    workload: &Workload,
+    from: Micros,
+    end_at: Micros,
+    bound: Micros,
+) -> Micros {
+    let mut slowest = 0;
+    for (c, load) in workload.clients.iter().enumerate() {
+        if !load.correct {
+            continue;
+        }
+        for op in load.history.iter().filter(|op| op.invoke >= from) {
+            let done = op.response.as_ref().map_or(end_at, |r| r.at);
+            let latency = done.saturating_sub(op.invoke);
+            slowest = slowest.max(latency);
+            if latency > bound {
+                let detail = format!(
+                    "c{c}'s operation invoked at {} took {} (bound {})",
+                    secs(op.invoke),
+                    secs(latency),
+                    secs(bound)
+                );
+                checker.violate("LB", detail);
+            }
+        }
+    }
+    slowest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,5 +176,28 @@ mod tests {
             .map(|v| (v.property, v.detail.starts_with("c0")))
             .collect();
         assert_eq!(got, vec![("LL2", true), ("LL1", false), ("LL1", false)]);
+    }
+
+    /// Operations invoked before `from` are not judged; after it, one answered too late and one
+    /// never answered both break LB, and the slowest judged latency is returned.
+    #[test]
+    fn lb_judges_operations_invoked_once_settled() {
+        let mut w = workload();
+        w.invoked(0, get(), false, 10);
+        w.completed(0, 1, b"r".to_vec(), 5_000).unwrap();
+        w.invoked(0, get(), false, 200);
+        w.completed(0, 2, b"r".to_vec(), 300).unwrap();
+        w.invoked(1, get(), false, 300);
+        w.completed(1, 1, b"r".to_vec(), 2_000).unwrap();
+        w.invoked(2, get(), false, 400);
+        let mut c = Checker::default();
+        let slowest = check_latency_bound(&mut c, &w, 100, 3_000, 1_000);
+        assert_eq!(slowest, 2_600);
+        let got: Vec<(&str, bool)> = c
+            .violations()
+            .iter()
+            .map(|v| (v.property, v.detail.starts_with("c1")))
+            .collect();
+        assert_eq!(got, vec![("LB", true), ("LB", false)]);
     }
 }

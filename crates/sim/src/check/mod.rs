@@ -10,7 +10,7 @@ mod replies;
 mod sequence;
 
 pub use linear::check_linearizability;
-pub use liveness::{check_liveness, ClientEnd};
+pub use liveness::{check_latency_bound, check_liveness, ClientEnd};
 pub use replies::{check_replies, ExecEnd};
 pub use sequence::check_sequence;
 

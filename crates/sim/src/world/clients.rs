@@ -65,11 +65,10 @@ impl World {
 
     /// The Byzantine client's own attacks, besides its (correct) client code: reuse its last
     /// request number with another operation, skip request numbers, send a mutating operation
-    /// down the read-only path, and send garbage and badly MACed frames.
+    /// down the read-only path, send garbage, badly MACed frames and validly MACed frames with
+    /// a body that does not decode, and flood the authentication stage with requests. It keeps
+    /// on after the network heals: the liveness bound must hold while it acts.
     pub(super) fn byzantine_client_tick(&mut self, i: usize) {
-        if self.now >= self.cfg.heal_at {
-            return;
-        }
         let Principal::Client(c) = self.nodes[i].p else {
             return;
         };
@@ -87,7 +86,7 @@ impl World {
             .get(c as usize)
             .and_then(|l| l.last_request.clone());
         let mut msgs: Vec<(Principal, Message)> = Vec::new();
-        match self.fault_rng.index(5) {
+        match self.fault_rng.index(7) {
             0 => {
                 if let Some((nc, op)) = last {
                     if op != other {
@@ -134,6 +133,23 @@ impl World {
                 }
             }
             3 => self.send_garbage(i, false),
+            4 => self.send_malformed(i),
+            5 => {
+                // A flood: a burst of fresh request numbers to every auth replica.
+                let first = last.map_or(1, |(nc, _)| nc + 1);
+                self.workload.injected_body(&other);
+                for nc in first..first + 16 {
+                    for a in 0..q.auth {
+                        msgs.push((
+                            Principal::Auth(a as u16),
+                            Message::Request {
+                                nc,
+                                op: other.clone(),
+                            },
+                        ));
+                    }
+                }
+            }
             _ => self.send_garbage(i, true),
         }
         let me = self.nodes[i].p;
@@ -151,6 +167,20 @@ impl World {
         self.push(at, Ev::ByzantineClientTick { node: i });
     }
 
+    /// A frame with a valid MAC whose body does not decode, to a random auth replica: only the
+    /// client itself can have sent it.
+    fn send_malformed(&mut self, i: usize) {
+        let q = self.cfg.protocol.quorums;
+        let to = Principal::Auth(self.fault_rng.index(q.auth) as u16);
+        let frame = self
+            .keys
+            .ring(self.nodes[i].p)
+            .and_then(|r| plumb_adversary::client::malformed(r, to));
+        if let (Some(frame), Some(to_index)) = (frame, self.index(to)) {
+            self.transmit(i, to_index, frame);
+        }
+    }
+
     /// Random bytes, or a well-formed request frame with a broken MAC, to a random replica.
     fn send_garbage(&mut self, i: usize, bad_mac: bool) {
         let replicas = self
@@ -160,26 +190,18 @@ impl World {
             .count();
         let to = self.fault_rng.index(replicas);
         let me = self.nodes[i].p;
-        let frame = if bad_mac {
-            let msg = Message::Request {
-                nc: 1,
-                op: b"garbage".to_vec(),
+        let frame =
+            if bad_mac {
+                let Some(f) = self.keys.ring(me).and_then(|r| {
+                    plumb_adversary::client::bad_mac(r, self.nodes[to].p, 1, b"garbage")
+                }) else {
+                    return;
+                };
+                f
+            } else {
+                let len = self.fault_rng.index(80);
+                (0..len).map(|_| self.fault_rng.next_u64() as u8).collect()
             };
-            let Some(mut f) = self
-                .keys
-                .ring(me)
-                .and_then(|r| r.seal(self.nodes[to].p, &msg))
-            else {
-                return;
-            };
-            if let Some(last) = f.last_mut() {
-                *last ^= 0x5a;
-            }
-            f
-        } else {
-            let len = self.fault_rng.index(80);
-            (0..len).map(|_| self.fault_rng.next_u64() as u8).collect()
-        };
         self.transmit(i, to, frame);
     }
 }

@@ -12,7 +12,6 @@
 mod clients;
 mod report;
 
-use crate::byzantine::{Adversary, Outgoing};
 use crate::check::Checker;
 use crate::config::SimConfig;
 use crate::disk::Disk;
@@ -23,6 +22,7 @@ use crate::rng::SimRng;
 use crate::trace::{self, Trace};
 use crate::workload::Workload;
 use crate::Stats;
+use plumb_adversary::{Adversary, Outgoing};
 use plumb_auth::AuthReplica;
 use plumb_client::Client;
 use plumb_config::ProtocolConfig;
@@ -163,7 +163,7 @@ impl World {
                         b,
                         cfg.plan.byzantine_rate,
                         cfg.protocol.quorums.order_medium(),
-                        SimRng::new(cfg.seed, &format!("byzantine {p}")),
+                        SimRng::new(cfg.seed, &format!("byzantine {p}")).next_u64(),
                     )
                 });
                 Node {
@@ -364,6 +364,14 @@ impl World {
             self.stats.dropped_at_down_node += 1;
             return;
         }
+        if let (Some(adv), Some(ring)) =
+            (&self.nodes[to].adversary, self.keys.ring(self.nodes[to].p))
+        {
+            if !adv.accepts(ring, &frame) {
+                self.stats.byzantine_lies += 1;
+                return;
+            }
+        }
         self.stats.delivered += 1;
         self.trace.fold(&[
             self.now,
@@ -454,24 +462,37 @@ impl World {
         if let Principal::Client(c) = sender {
             self.record_client_frame(c, to, &frame);
         }
-        let frame = match self.nodes[from].adversary.as_mut() {
-            None => frame,
-            Some(adv) => match adv.outgoing(&self.keys, sender, to, frame) {
+        let frame = match (self.nodes[from].adversary.as_mut(), self.keys.ring(sender)) {
+            (Some(adv), Some(ring)) => match adv.outgoing(ring, frame) {
                 Outgoing::Drop => return,
                 Outgoing::Keep(f) => f,
                 Outgoing::Replace(f) => {
                     self.stats.byzantine_lies += 1;
                     f
                 }
+                Outgoing::Delay(f, extra) => {
+                    self.stats.byzantine_lies += 1;
+                    self.transmit_after(from, to_index, f, extra);
+                    return;
+                }
             },
+            _ => frame,
         };
         self.transmit(from, to_index, frame);
     }
 
     /// Put `frame` on the network from node `from` to node `to`.
     fn transmit(&mut self, from: usize, to: usize, frame: Vec<u8>) {
+        self.transmit_after(from, to, frame, 0);
+    }
+
+    /// `transmit`, `extra` microseconds late.
+    fn transmit_after(&mut self, from: usize, to: usize, frame: Vec<u8>, extra: Micros) {
         let mut delays = std::mem::take(&mut self.delays);
         self.net.deliveries(from, to, &mut delays);
+        for d in delays.iter_mut() {
+            *d += extra;
+        }
         if delays.is_empty() {
             self.stats.lost += 1;
         }

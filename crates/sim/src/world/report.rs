@@ -24,6 +24,13 @@ impl World {
                 self.cfg.heal_at,
                 self.cfg.end_at,
             );
+            self.stats.slowest_settled = check::check_latency_bound(
+                &mut self.checker,
+                &self.workload,
+                self.cfg.settled_at(),
+                self.cfg.end_at,
+                self.cfg.latency_bound(),
+            );
         }
         if self
             .checker

@@ -1,11 +1,10 @@
 //! Byzantine replicas as message mutators. A Byzantine principal runs the correct stage code;
-//! the simulator intercepts each frame it sends, opens it (it holds every principal's keys),
-//! alters the message as the principal's [`Behaviour`] says, and reseals it. The result is
+//! the adversary intercepts each frame it sends, opens it with the principal's own keys, alters
+//! the message as the principal's [`Behaviour`] says, and reseals it. The result is
 //! indistinguishable on the wire from a replica whose code lies: the MACs are valid.
 
-use crate::faults::Behaviour;
-use crate::keys::KeySet;
-use crate::rng::SimRng;
+use crate::{Behaviour, Dice};
+use plumb_core::KeyRing;
 use plumb_crypto::{Digest, Mac};
 use plumb_exec::ExecCheckpoint;
 use plumb_kv::{KvOp, KvResult, KvStore};
@@ -20,7 +19,12 @@ pub enum Outgoing {
     Drop,
     Keep(Vec<u8>),
     Replace(Vec<u8>),
+    /// Sent unaltered, this many microseconds late.
+    Delay(Vec<u8>, u64),
 }
+
+/// The client a starving order replica ignores.
+pub const STARVED_CLIENT: u32 = 0;
 
 /// An equivocation of the batch proposed at one `(view, seq)`.
 struct Equivocation {
@@ -37,39 +41,41 @@ pub struct Adversary {
     medium: usize,
     /// Probability of lying in a given message.
     rate: f64,
-    rng: SimRng,
+    rng: Dice,
     equivocations: HashMap<(View, Seq), Option<Equivocation>>,
 }
 
 impl Adversary {
-    pub fn new(behaviour: Behaviour, rate: f64, medium: usize, rng: SimRng) -> Adversary {
+    /// `rate`: the probability of lying in a given message; `medium`: the order medium quorum
+    /// `n - u`; `seed`: the dice.
+    pub fn new(behaviour: Behaviour, rate: f64, medium: usize, seed: u64) -> Adversary {
         Adversary {
             behaviour,
             medium,
             rate,
-            rng,
+            rng: Dice::new(seed),
             equivocations: HashMap::new(),
         }
     }
 
-    pub fn outgoing(
-        &mut self,
-        keys: &KeySet,
-        from: Principal,
-        to: Principal,
-        frame: Vec<u8>,
-    ) -> Outgoing {
+    pub fn behaviour(&self) -> Behaviour {
+        self.behaviour
+    }
+
+    /// What becomes of a frame the principal whose keys are `ring` sealed.
+    pub fn outgoing(&mut self, ring: &KeyRing, frame: Vec<u8>) -> Outgoing {
         if self.behaviour == Behaviour::Silent {
             return Outgoing::Drop;
         }
-        let (Some(sender), Some(receiver)) = (keys.ring(from), keys.ring(to)) else {
+        let Ok((to, msg)) = ring.open_own(&frame) else {
             return Outgoing::Keep(frame);
         };
-        let Ok((_, msg)) = receiver.open(&frame) else {
-            return Outgoing::Keep(frame);
-        };
-        match self.mutate(keys, from, to, msg) {
-            Some(lie) => match sender.seal(to, &lie) {
+        if let (Behaviour::SlowPrimary(delay), Message::PrePrepare { .. }) = (self.behaviour, &msg)
+        {
+            return Outgoing::Delay(frame, delay);
+        }
+        match self.mutate(ring, to, msg) {
+            Some(lie) => match ring.seal(to, &lie) {
                 Some(f) => Outgoing::Replace(f),
                 None => Outgoing::Keep(frame),
             },
@@ -77,18 +83,24 @@ impl Adversary {
         }
     }
 
+    /// Whether the principal acts on an incoming frame at all: a starving order replica does
+    /// not see its victim's AUTH-REQs.
+    pub fn accepts(&self, ring: &KeyRing, frame: &[u8]) -> bool {
+        if self.behaviour != Behaviour::Starve {
+            return true;
+        }
+        let Ok((_, msg)) = ring.open(frame) else {
+            return true;
+        };
+        !matches!(msg, Message::AuthReq { core, .. } if core.client == STARVED_CLIENT)
+    }
+
     fn lie(&mut self) -> bool {
         self.rng.chance(self.rate)
     }
 
     /// The altered message, or `None` to send the original.
-    fn mutate(
-        &mut self,
-        keys: &KeySet,
-        from: Principal,
-        to: Principal,
-        msg: Message,
-    ) -> Option<Message> {
+    fn mutate(&mut self, ring: &KeyRing, to: Principal, msg: Message) -> Option<Message> {
         match (self.behaviour, msg) {
             (Behaviour::BadMacs, Message::AuthReq { core, macs }) if self.lie() => {
                 let macs = macs
@@ -104,7 +116,6 @@ impl Adversary {
                     Body::Digest(_) => Body::Digest(Digest::of(&forged)),
                 };
                 let id = core.id_digest();
-                let ring = keys.ring(from)?;
                 let macs = (0..macs.len())
                     .map(|o| {
                         ring.mac_for(Principal::Order(o as u16), &id.0)
@@ -134,6 +145,25 @@ impl Adversary {
                     seed,
                 },
             ) => Some(self.equivocate(to, view, seq, requests, time, seed)),
+            (
+                Behaviour::InvalidBatch,
+                Message::PrePrepare {
+                    view,
+                    seq,
+                    mut requests,
+                    time,
+                    seed,
+                },
+            ) if self.lie() && !requests.is_empty() => {
+                requests[0].matrix.clear();
+                Some(Message::PrePrepare {
+                    view,
+                    seq,
+                    requests,
+                    time,
+                    seed,
+                })
+            }
             (Behaviour::Equivocate, Message::Prepare { view, seq, digest }) => {
                 Some(Message::Prepare {
                     view,
@@ -151,7 +181,7 @@ impl Adversary {
             }
             (Behaviour::ForgedViewChange, Message::ViewChange(signed)) if self.lie() => {
                 let forged = self.forge_view_change(signed.vc);
-                let signature = keys.ring(from)?.sign(&forged.signing_bytes());
+                let signature = ring.sign(&forged.signing_bytes());
                 Some(Message::ViewChange(SignedViewChange {
                     vc: forged,
                     signature,
@@ -479,7 +509,37 @@ pub fn forged_op(nc: u64) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::key_set;
+    use plumb_crypto::{Identity, PublicIdentity};
+    use std::sync::Arc;
+
+    struct KeySet(HashMap<Principal, KeyRing>);
+
+    impl KeySet {
+        fn ring(&self, p: Principal) -> Option<&KeyRing> {
+            self.0.get(&p)
+        }
+    }
+
+    fn key_set(q: &Quorums) -> KeySet {
+        let mut all: Vec<Principal> = Vec::new();
+        all.extend((0..q.auth as u16).map(Principal::Auth));
+        all.extend((0..q.order as u16).map(Principal::Order));
+        all.extend((0..q.exec as u16).map(Principal::Exec));
+        let ids: HashMap<Principal, Arc<Identity>> = all
+            .iter()
+            .map(|p| {
+                let seed = Digest::of(&p.label().to_le_bytes()).0;
+                (*p, Arc::new(Identity::from_seed(seed)))
+            })
+            .collect();
+        let dir: Arc<HashMap<Principal, PublicIdentity>> =
+            Arc::new(ids.iter().map(|(p, i)| (*p, i.public())).collect());
+        KeySet(
+            ids.iter()
+                .map(|(p, i)| (*p, KeyRing::new(*p, i.clone(), dir.clone())))
+                .collect(),
+        )
+    }
     use plumb_config::{Faults, Quorums};
     use plumb_wire::ReqCore;
 
@@ -496,7 +556,7 @@ mod tests {
 
     fn open(keys: &KeySet, to: Principal, out: Outgoing) -> Message {
         let frame = match out {
-            Outgoing::Keep(f) | Outgoing::Replace(f) => f,
+            Outgoing::Keep(f) | Outgoing::Replace(f) | Outgoing::Delay(f, _) => f,
             Outgoing::Drop => panic!("dropped"),
         };
         keys.ring(to).unwrap().open(&frame).unwrap().1
@@ -508,7 +568,7 @@ mod tests {
     fn equivocating_primary_is_consistent_per_recipient() {
         let keys = key_set(&Quorums::minimal(Faults::new(2, 1)));
         let primary = Principal::Order(0);
-        let mut adv = Adversary::new(Behaviour::Equivocate, 1.0, 4, SimRng::new(5, "t"));
+        let mut adv = Adversary::new(Behaviour::Equivocate, 1.0, 4, 5);
         let requests = vec![signed(0), signed(1)];
         let pp = Message::PrePrepare {
             view: 0,
@@ -526,7 +586,7 @@ mod tests {
                 time,
                 seed,
                 ..
-            } = open(&keys, to, adv.outgoing(&keys, primary, to, frame))
+            } = open(&keys, to, adv.outgoing(keys.ring(primary).unwrap(), frame))
             else {
                 panic!("not a pre-prepare")
             };
@@ -542,7 +602,7 @@ mod tests {
             };
             let frame = keys.ring(primary).unwrap().seal(to, &commit).unwrap();
             let Message::Commit { digest, .. } =
-                open(&keys, to, adv.outgoing(&keys, primary, to, frame))
+                open(&keys, to, adv.outgoing(keys.ring(primary).unwrap(), frame))
             else {
                 panic!("not a commit")
             };
@@ -567,14 +627,14 @@ mod tests {
     #[test]
     fn silent_replica_sends_nothing() {
         let keys = key_set(&Quorums::minimal(Faults::new(1, 1)));
-        let mut adv = Adversary::new(Behaviour::Silent, 1.0, 3, SimRng::new(1, "t"));
+        let mut adv = Adversary::new(Behaviour::Silent, 1.0, 3, 1);
         let frame = keys
             .ring(Principal::Exec(0))
             .unwrap()
             .seal(Principal::Order(0), &Message::LastExec { next: 1 })
             .unwrap();
         assert!(matches!(
-            adv.outgoing(&keys, Principal::Exec(0), Principal::Order(0), frame),
+            adv.outgoing(keys.ring(Principal::Exec(0)).unwrap(), frame),
             Outgoing::Drop
         ));
     }
@@ -583,7 +643,7 @@ mod tests {
     fn forged_auth_req_carries_valid_macs_for_another_operation() {
         let keys = key_set(&Quorums::minimal(Faults::new(1, 1)));
         let auth = Principal::Auth(0);
-        let mut adv = Adversary::new(Behaviour::ForgedRequests, 1.0, 3, SimRng::new(1, "t"));
+        let mut adv = Adversary::new(Behaviour::ForgedRequests, 1.0, 3, 1);
         let core = ReqCore {
             client: 0,
             nc: 3,
@@ -601,7 +661,7 @@ mod tests {
         let Message::AuthReq { core: forged, macs } = open(
             &keys,
             Principal::Order(1),
-            adv.outgoing(&keys, auth, Principal::Order(1), frame),
+            adv.outgoing(keys.ring(auth).unwrap(), frame),
         ) else {
             panic!("not an auth-req")
         };
@@ -644,10 +704,10 @@ mod tests {
             vc: vc.clone(),
             signature,
         });
-        let mut adv = Adversary::new(Behaviour::ForgedViewChange, 1.0, 3, SimRng::new(3, "t"));
+        let mut adv = Adversary::new(Behaviour::ForgedViewChange, 1.0, 3, 3);
         for _ in 0..12 {
             let frame = ring.seal(Principal::Order(2), &msg).unwrap();
-            let out = adv.outgoing(&keys, o1, Principal::Order(2), frame);
+            let out = adv.outgoing(keys.ring(o1).unwrap(), frame);
             let Message::ViewChange(got) = open(&keys, Principal::Order(2), out) else {
                 panic!("not a view change")
             };

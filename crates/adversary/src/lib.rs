@@ -1,0 +1,183 @@
+//! Byzantine behaviours, for tests only: the simulator draws them for its faulty principals, and
+//! a node built with the `adversary` feature (never a release build) can be told to act one out
+//! (`plumb node --adversary NAME`), which is how `plumb bench --scenario` measures a real cluster
+//! under attack.
+//!
+//! A faulty replica runs the correct stage code; the adversary sits between the stage and the
+//! network and rewrites, delays or withholds what the stage sends, and ignores some of what it
+//! receives ([`Adversary`]). It holds the replica's own keys, so what it sends carries valid
+//! MACs and signatures: to the other replicas it is a replica whose code lies. Faulty clients
+//! are frame builders ([`client`]) for attacks a correct client library never makes.
+
+pub mod client;
+mod replica;
+
+pub use replica::{forged_op, Adversary, Outgoing, STARVED_CLIENT};
+
+use plumb_wire::Principal;
+use std::fmt;
+
+/// What a Byzantine replica does to its own (correctly computed) output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Behaviour {
+    /// Sends nothing at all.
+    Silent,
+    /// Authentication: AUTH-REQ authenticators with wrong MACs.
+    BadMacs,
+    /// Authentication: wrong request bodies in COMMAND, and AUTH-REQs (with valid MACs) for
+    /// operations the client never issued.
+    ForgedRequests,
+    /// Order primary: a different, well-formed batch to some backups, with PREPARE/COMMIT
+    /// digests matching what each recipient got; as a new primary, a different valid subset
+    /// of VIEW-CHANGE proofs to each backup.
+    Equivocate,
+    /// Order: PREPARE/COMMIT/CHECKPOINT with wrong digests to a random half of recipients.
+    ConflictingVotes,
+    /// Order: NEXT-BATCH and COMMITTED with an altered batch, LOAD-CP with a wrong token.
+    WrongNextBatch,
+    /// Order: validly signed VIEW-CHANGEs that lie (a batch prepared in a high view that no
+    /// one prepared, amnesia, a checkpoint no one took).
+    ForgedViewChange,
+    /// Order primary: every PRE-PREPARE held back this many microseconds (seed 004 Table 3.4:
+    /// 1, 10 and 100 ms).
+    SlowPrimary(u64),
+    /// Order: ignores every AUTH-REQ of [`STARVED_CLIENT`], so as primary it never proposes
+    /// that client's requests (seed 004 Table 3.5).
+    Starve,
+    /// Order primary: PRE-PREPAREs with a request whose matrix signature is stripped, which
+    /// every correct backup can tell is invalid.
+    InvalidBatch,
+    /// Execution: wrong results in REPLY and READ-ONLY-REPLY.
+    WrongReplies,
+    /// Execution: wrong CP-TOKENs, and corrupted checkpoint and state in state transfer.
+    WrongCheckpoint,
+    /// Any replica: besides its normal output, a stream of maximum-size frames to every peer
+    /// (seed 004 Table 3.6). Only a node acts this out; the simulator's network has no
+    /// capacity to exhaust.
+    Flood,
+}
+
+impl Behaviour {
+    /// The behaviours the simulator draws for a replica of `p`'s stage.
+    pub fn for_stage(p: Principal) -> &'static [Behaviour] {
+        match p {
+            Principal::Auth(_) => &[
+                Behaviour::Silent,
+                Behaviour::BadMacs,
+                Behaviour::ForgedRequests,
+            ],
+            Principal::Order(_) => &[
+                Behaviour::Silent,
+                Behaviour::Equivocate,
+                Behaviour::ConflictingVotes,
+                Behaviour::WrongNextBatch,
+                Behaviour::ForgedViewChange,
+                Behaviour::SlowPrimary(1_000),
+                Behaviour::SlowPrimary(10_000),
+                Behaviour::SlowPrimary(100_000),
+                Behaviour::Starve,
+                Behaviour::InvalidBatch,
+            ],
+            Principal::Exec(_) => &[
+                Behaviour::Silent,
+                Behaviour::WrongReplies,
+                Behaviour::WrongCheckpoint,
+            ],
+            Principal::Client(_) => &[],
+        }
+    }
+
+    /// Every behaviour with its command-line name.
+    pub fn all() -> Vec<Behaviour> {
+        vec![
+            Behaviour::Silent,
+            Behaviour::BadMacs,
+            Behaviour::ForgedRequests,
+            Behaviour::Equivocate,
+            Behaviour::ConflictingVotes,
+            Behaviour::WrongNextBatch,
+            Behaviour::ForgedViewChange,
+            Behaviour::SlowPrimary(1_000),
+            Behaviour::SlowPrimary(10_000),
+            Behaviour::SlowPrimary(100_000),
+            Behaviour::Starve,
+            Behaviour::InvalidBatch,
+            Behaviour::WrongReplies,
+            Behaviour::WrongCheckpoint,
+            Behaviour::Flood,
+        ]
+    }
+
+    /// Parse a command-line name (`slow-primary-10ms`, `starve`, ...).
+    pub fn parse(name: &str) -> Result<Behaviour, String> {
+        Behaviour::all()
+            .into_iter()
+            .find(|b| b.to_string() == name)
+            .ok_or_else(|| {
+                let names: Vec<String> = Behaviour::all().iter().map(|b| b.to_string()).collect();
+                format!(
+                    "unknown adversary behaviour {name:?}; one of: {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+impl fmt::Display for Behaviour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Behaviour::Silent => f.write_str("silent"),
+            Behaviour::BadMacs => f.write_str("bad-macs"),
+            Behaviour::ForgedRequests => f.write_str("forged-requests"),
+            Behaviour::Equivocate => f.write_str("equivocate"),
+            Behaviour::ConflictingVotes => f.write_str("conflicting-votes"),
+            Behaviour::WrongNextBatch => f.write_str("wrong-next-batch"),
+            Behaviour::ForgedViewChange => f.write_str("forged-view-change"),
+            Behaviour::SlowPrimary(us) => write!(f, "slow-primary-{}ms", us / 1000),
+            Behaviour::Starve => f.write_str("starve"),
+            Behaviour::InvalidBatch => f.write_str("invalid-batch"),
+            Behaviour::WrongReplies => f.write_str("wrong-replies"),
+            Behaviour::WrongCheckpoint => f.write_str("wrong-checkpoint"),
+            Behaviour::Flood => f.write_str("flood"),
+        }
+    }
+}
+
+/// The adversary's dice: deterministic from a seed, so a simulated run replays exactly.
+#[derive(Clone, Debug)]
+pub struct Dice(plumb_core::Rng);
+
+impl Dice {
+    pub fn new(seed: u64) -> Dice {
+        Dice(plumb_core::Rng::new(seed))
+    }
+
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+
+    /// Uniform in `0..n` (0 when `n` is 0).
+    pub fn index(&mut self, n: usize) -> usize {
+        self.0.below(n as u64) as usize
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.0.below(hi.saturating_sub(lo) + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for b in Behaviour::all() {
+            assert_eq!(Behaviour::parse(&b.to_string()), Ok(b));
+        }
+        assert!(Behaviour::parse("nice")
+            .unwrap_err()
+            .contains("slow-primary-100ms"));
+    }
+}

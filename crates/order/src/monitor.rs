@@ -1,0 +1,250 @@
+//! Watching the primary (seed 004 §3.4.3). Besides the progress timeout and the commission
+//! checks, a backup replaces a primary that
+//! - sends no PRE-PREPARE for a heartbeat while it provably holds a request (the heartbeat
+//!   doubles with each expiry and resets on a valid PRE-PREPARE, so a slow network still makes
+//!   progress);
+//! - orders fewer requests per second over a checkpoint interval than a bar: a fraction of the
+//!   best rate of the last few views, rising after a grace period so that no primary reigns for
+//!   ever;
+//! - passes over a request it provably holds in `unfair_batches` batches that order requests
+//!   this replica saw arrive later.
+//!
+//! "Provably holds": authentication replicas send each AUTH-REQ to every order replica, but a
+//! faulty one may send a row with a good MAC for a backup and a bad one for the primary, so a
+//! request vouched for by `n_auth - u` replicas here may be unproposable there. Only rows from
+//! `n_auth - u + r` replicas here mean `n_auth - u` correct ones sent theirs to the primary too.
+//! The heartbeat and fairness checks use that evidence; anything less would let one faulty
+//! authentication replica trigger view changes at will. docs/robustness.md has the argument.
+
+use crate::OrderReplica;
+use plumb_core::{Action, Micros, TimerId};
+use plumb_wire::{ClientId, ReqNo};
+use std::collections::{BTreeSet, VecDeque};
+
+pub(crate) const HEARTBEAT: TimerId = TimerId(3);
+
+/// The heartbeat doubles at most this many times (40 ms becomes about 10 s).
+const MAX_DOUBLINGS: u32 = 8;
+
+#[derive(Debug, Default)]
+pub(crate) struct Monitor {
+    /// Consecutive heartbeat expiries.
+    misses: u32,
+    heartbeat_armed: bool,
+    /// When the last valid PRE-PREPARE of the current view arrived (or the view began).
+    last_pre_prepare: Micros,
+    /// When the current view was entered.
+    view_since: Micros,
+    /// Requests applied so far by this replica.
+    applied: u64,
+    /// Time so far during which a request the primary provably held waited here: the primary
+    /// is judged on its rate while it had work, not on how much work clients offered.
+    busy: Micros,
+    /// Since when a held request has been waiting, if one is.
+    busy_since: Option<Micros>,
+    /// Start of the current checkpoint interval of this view: (`busy`, `applied` then).
+    interval: Option<(Micros, u64)>,
+    /// Best rate (requests per second) of the current view so far.
+    best: Option<u64>,
+    /// Best rates of past views, newest last, at most `throughput_views`.
+    past_best: VecDeque<u64>,
+    /// Checkpoint intervals judged after the grace period in this view.
+    raises: u32,
+}
+
+impl OrderReplica {
+    /// Rows from this many authentication replicas here mean the primary holds the request.
+    pub(crate) fn held_evidence(&self) -> usize {
+        (self.q.auth_gather() + self.q.faults.r as usize).min(self.q.auth)
+    }
+
+    fn heartbeat(&self) -> Micros {
+        self.cfg.heartbeat_us << self.monitor.misses.min(MAX_DOUBLINGS)
+    }
+
+    fn watching(&self) -> bool {
+        self.active && self.primary() != self.me
+    }
+
+    /// A request became provably held by the primary: make sure the heartbeat runs.
+    pub(crate) fn arm_heartbeat(&mut self, out: &mut Vec<Action>) {
+        if self.monitor.heartbeat_armed || !self.watching() {
+            return;
+        }
+        self.monitor.heartbeat_armed = true;
+        out.push(Action::SetTimer {
+            id: HEARTBEAT,
+            after: self.heartbeat(),
+        });
+    }
+
+    /// The oldest time a request not yet in any accepted batch became provably held.
+    fn oldest_held(&self) -> Option<Micros> {
+        let tentative = self.tentative_last_ordered();
+        self.requests
+            .iter()
+            .filter(|(c, e)| e.nc > tentative.get(**c))
+            .filter_map(|(_, e)| e.held_since)
+            .min()
+    }
+
+    pub(crate) fn on_heartbeat(&mut self, now: Micros, out: &mut Vec<Action>) {
+        self.monitor.heartbeat_armed = false;
+        if !self.watching() {
+            return;
+        }
+        let Some(held) = self.oldest_held() else {
+            return;
+        };
+        let since = held.max(self.monitor.last_pre_prepare);
+        let due = since + self.heartbeat();
+        if now >= due {
+            self.monitor.misses = self.monitor.misses.saturating_add(1);
+            self.counters.add("view-change-heartbeat");
+            self.start_view_change(now, self.view + 1, out);
+            return;
+        }
+        self.monitor.heartbeat_armed = true;
+        out.push(Action::SetTimer {
+            id: HEARTBEAT,
+            after: due - now,
+        });
+    }
+
+    /// A valid PRE-PREPARE of the current primary was accepted: the heartbeat resets, and the
+    /// batch is checked for fairness.
+    pub(crate) fn on_valid_pre_prepare(
+        &mut self,
+        now: Micros,
+        batch: &[(ClientId, ReqNo)],
+        out: &mut Vec<Action>,
+    ) {
+        self.monitor.misses = 0;
+        self.monitor.last_pre_prepare = now;
+        self.note_busy(now);
+        // The latest time this replica saw one of the batch's requests become held.
+        let latest = batch
+            .iter()
+            .filter_map(|(c, nc)| {
+                self.requests
+                    .get(c)
+                    .filter(|e| e.nc == *nc)
+                    .and_then(|e| e.held_since)
+            })
+            .max();
+        let Some(latest) = latest else {
+            return;
+        };
+        let in_batch: BTreeSet<ClientId> = batch.iter().map(|(c, _)| *c).collect();
+        let tentative = self.tentative_last_ordered();
+        let passed_over: Vec<ClientId> = self
+            .requests
+            .iter()
+            .filter(|(c, e)| {
+                !in_batch.contains(c)
+                    && e.nc > tentative.get(**c)
+                    && e.held_since.is_some_and(|h| h < latest)
+            })
+            .map(|(c, _)| *c)
+            .collect();
+        let mut unfair = false;
+        for c in passed_over {
+            if let Some(e) = self.requests.get_mut(&c) {
+                e.passed_over += 1;
+                unfair |= e.passed_over >= self.cfg.unfair_batches;
+            }
+        }
+        if unfair {
+            self.counters.add("view-change-unfair");
+            self.start_view_change(now, self.view + 1, out);
+        }
+    }
+
+    /// `count` requests were applied; at a checkpoint, judge the interval's rate.
+    pub(crate) fn on_applied(
+        &mut self,
+        now: Micros,
+        checkpoint_crossed: bool,
+        count: usize,
+        out: &mut Vec<Action>,
+    ) {
+        self.monitor.applied += count as u64;
+        self.note_busy(now);
+        if !checkpoint_crossed || !self.active {
+            return;
+        }
+        let applied = self.monitor.applied;
+        let busy = self.busy_time(now);
+        let Some((start, before)) = self.monitor.interval.replace((busy, applied)) else {
+            return;
+        };
+        let elapsed = busy.saturating_sub(start);
+        if elapsed < self.cfg.heartbeat_us {
+            // Hardly any waiting work: nothing to judge the primary on.
+            return;
+        }
+        let rate = (applied - before).saturating_mul(1_000_000) / elapsed;
+        self.monitor.best = Some(self.monitor.best.map_or(rate, |b| b.max(rate)));
+        if self.primary() == self.me {
+            return;
+        }
+        let Some(&past) = self.monitor.past_best.iter().max() else {
+            return;
+        };
+        let mut bar = past as f64 * self.cfg.throughput_bar_permille as f64 / 1000.0;
+        bar *= (1.0 + self.cfg.throughput_raise_permille as f64 / 1000.0)
+            .powi(self.monitor.raises as i32);
+        if now >= self.monitor.view_since + self.cfg.throughput_grace_us {
+            self.monitor.raises += 1;
+        }
+        if (rate as f64) < bar {
+            self.counters.add("view-change-throughput");
+            self.start_view_change(now, self.view + 1, out);
+        }
+    }
+
+    /// Busy time up to `now`.
+    fn busy_time(&self, now: Micros) -> Micros {
+        self.monitor.busy + self.monitor.busy_since.map_or(0, |t| now.saturating_sub(t))
+    }
+
+    /// Start or stop the busy clock as held requests start or stop waiting.
+    pub(crate) fn note_busy(&mut self, now: Micros) {
+        let waiting = self.active && self.oldest_held().is_some();
+        match (self.monitor.busy_since, waiting) {
+            (None, true) => self.monitor.busy_since = Some(now),
+            (Some(t), false) => {
+                self.monitor.busy += now.saturating_sub(t);
+                self.monitor.busy_since = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// Leaving the current view: its best rate joins the past ones.
+    pub(crate) fn close_view(&mut self) {
+        if let Some(best) = self.monitor.best.take() {
+            self.monitor.past_best.push_back(best);
+            while self.monitor.past_best.len() > self.cfg.throughput_views {
+                self.monitor.past_best.pop_front();
+            }
+        }
+        self.monitor.interval = None;
+        // A view change is nobody's busy time: the clock restarts in the next view.
+        self.monitor.busy_since = None;
+        for e in self.requests.values_mut() {
+            e.passed_over = 0;
+        }
+    }
+
+    /// Entered a view: a fresh heartbeat, interval and bar.
+    pub(crate) fn open_view(&mut self, now: Micros, out: &mut Vec<Action>) {
+        self.monitor.view_since = now;
+        self.monitor.last_pre_prepare = now;
+        self.monitor.interval = None;
+        self.monitor.raises = 0;
+        if self.oldest_held().is_some() {
+            self.arm_heartbeat(out);
+        }
+    }
+}
