@@ -5,6 +5,7 @@ pub mod cpu;
 pub mod load;
 pub mod plumb;
 pub mod report;
+pub mod scenario;
 pub mod suite;
 pub mod systems;
 pub mod target;

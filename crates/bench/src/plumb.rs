@@ -49,12 +49,27 @@ impl Plumb {
         base_port: u16,
         clients: u32,
     ) -> Result<Plumb, String> {
+        Plumb::start_with(exe, dir, shape, base_port, clients, 0, None).await
+    }
+
+    /// `start`, keeping the first `reserved` client identities out of the pool (for callers
+    /// that drive them themselves), and with node `faulty.0` acting out the adversary
+    /// behaviour `faulty.1` (`exe` must then be a build with the `adversary` feature).
+    pub async fn start_with(
+        exe: &Path,
+        dir: &Path,
+        shape: &PlumbShape,
+        base_port: u16,
+        clients: u32,
+        reserved: u32,
+        faulty: Option<(u16, &str)>,
+    ) -> Result<Plumb, String> {
         let o = InitOptions {
             u: shape.u,
             r: shape.r,
             base_port,
             gateway_clients: 0,
-            cli_clients: clients.max(1),
+            cli_clients: clients.max(1) + reserved,
             split: shape.split,
             ..InitOptions::default()
         };
@@ -65,7 +80,8 @@ impl Plumb {
             .map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
         let mut nodes = Vec::new();
         for n in &cluster.nodes {
-            nodes.push(spawn_node(exe, &path, n.id, &logs)?);
+            let adversary = faulty.filter(|(id, _)| *id == n.id).map(|(_, b)| b);
+            nodes.push(spawn_node(exe, &path, n.id, &logs, adversary)?);
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         for (n, p) in cluster.nodes.iter().zip(nodes.iter_mut()) {
@@ -89,7 +105,12 @@ impl Plumb {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
-        let pool = Pool::start(&cluster, &cluster.cli_clients, &dir.join("clients"), true)?;
+        let pooled = cluster
+            .cli_clients
+            .get(reserved as usize..)
+            .unwrap_or_default()
+            .to_vec();
+        let pool = Pool::start(&cluster, &pooled, &dir.join("clients"), true)?;
         let plumb = Plumb {
             shape: shape.clone(),
             cluster,
@@ -111,6 +132,10 @@ impl Plumb {
         Ok(plumb)
     }
 
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
     /// The values of `names` in one read of the node's `/metrics`, so they are from one moment.
     async fn metrics(&self, admin: std::net::SocketAddr, names: &[&str]) -> Option<Vec<u64>> {
         let (code, body) = plumb_runtime::admin::get(admin, "/metrics").await.ok()?;
@@ -130,15 +155,26 @@ impl Plumb {
     }
 }
 
-fn spawn_node(exe: &Path, config: &Path, id: u16, logs: &Path) -> Result<ServerProcess, String> {
+fn spawn_node(
+    exe: &Path,
+    config: &Path,
+    id: u16,
+    logs: &Path,
+    adversary: Option<&str>,
+) -> Result<ServerProcess, String> {
     let log_path: PathBuf = logs.join(format!("node-{id}.log"));
     let log = std::fs::File::create(&log_path)
         .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
     let err = log.try_clone().map_err(|e| e.to_string())?;
-    let child = Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .args(["node", "--config"])
         .arg(config)
-        .args(["--id", &id.to_string()])
+        .args(["--id", &id.to_string()]);
+    if let Some(b) = adversary {
+        command.args(["--adversary", b]);
+    }
+    let child = command
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(err)

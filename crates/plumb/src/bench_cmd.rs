@@ -21,9 +21,9 @@ pub struct BenchArgs {
     /// Failures tolerated while up.
     #[arg(long, default_value_t = 1)]
     u: u16,
-    /// Commission failures tolerated while right.
-    #[arg(long, default_value_t = 0)]
-    r: u16,
+    /// Commission failures tolerated while right [default: 0; 1 with --scenario].
+    #[arg(long)]
+    r: Option<u16>,
     /// Run each stage replica in its own process instead of co-locating one of each per node.
     #[arg(long)]
     split: bool,
@@ -33,6 +33,13 @@ pub struct BenchArgs {
     /// Share of operations that are writes (the rest are linearizable reads).
     #[arg(long, default_value_t = 1.0)]
     writes: f64,
+    /// The fault scoreboard: run the load fault-free, then under this adversary (`all`: every
+    /// one, or a comma-separated list), each on a fresh cluster, and print one line per
+    /// scenario. Needs a test build: cargo build --release -p plumb --features adversary
+    /// --target-dir target/adversary. --csv writes scenario,baseline_ops_per_s,faulty_ops_per_s,ratio;
+    /// --chart draws the ratios.
+    #[arg(long)]
+    scenario: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -268,11 +275,14 @@ impl Common {
 }
 
 pub fn bench_cmd(a: BenchArgs) -> ExitCode {
+    if let (None, Some(names)) = (&a.command, &a.scenario) {
+        return scoreboard_cmd(&a, names);
+    }
     let prepared = match &a.command {
         None => a.common.workload(&a.size, a.writes).and_then(|w| {
             let shape = PlumbShape {
                 u: a.u,
-                r: a.r,
+                r: a.r.unwrap_or(0),
                 split: a.split,
             };
             Ok((
@@ -333,6 +343,140 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
         return ExitCode::from(130);
     };
     common.finish(&suite, outcome, compare)
+}
+
+/// `plumb bench --scenario`: the fault scoreboard (docs/robustness.md).
+fn scoreboard_cmd(a: &BenchArgs, names: &str) -> ExitCode {
+    use plumb_bench::scenario::{self, Fault, Scoreboard};
+    let fail = |e: String| {
+        eprintln!("plumb bench: {e}");
+        ExitCode::from(2)
+    };
+    let scenarios = match scenario::select(names) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let needs_adversary = scenarios
+        .iter()
+        .any(|s| matches!(s.fault, Fault::Node { .. }));
+    if needs_adversary && !cfg!(feature = "adversary") {
+        return fail(
+            "faulty-replica scenarios need a test build of plumb whose nodes can act out an adversary; build one with `cargo build --release -p plumb --features adversary --target-dir target/adversary` and run target/adversary/release/plumb bench --scenario ...".into(),
+        );
+    }
+    let workload = match a.common.workload(&a.size, a.writes) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
+    let suite = match a.common.suite(Vec::new(), Vec::new()) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let board = Scoreboard {
+        exe: suite.exe.clone(),
+        dir: suite.dir.clone(),
+        base_port: a.common.base_port,
+        shape: PlumbShape {
+            u: a.u,
+            r: a.r.unwrap_or(1),
+            split: a.split,
+        },
+        workload,
+        clients: a.common.clients.iter().copied().max().unwrap_or(32).max(1),
+        warmup: suite.warmup,
+        duration: suite.duration,
+        progress: !a.common.quiet,
+    };
+    let outcome = runtime().block_on(async {
+        tokio::select! {
+            outcome = board.run(&scenarios) => Some(outcome),
+            _ = terminated() => None,
+        }
+    });
+    if a.common.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&board.dir);
+    }
+    let Some((scores, failures)) = outcome else {
+        eprintln!("plumb bench: interrupted; the servers it started are stopped");
+        return ExitCode::from(130);
+    };
+    out!("");
+    out!("machine: {}", report::machine());
+    out!(
+        "cluster: plumb {}, {} closed-loop clients plus client 0 alone, {} ; {:.0} s warm-up, {:.0} s measured, a fresh cluster per scenario",
+        board.shape.label(),
+        board.clients,
+        board.workload.name(),
+        board.warmup.as_secs_f64(),
+        board.duration.as_secs_f64()
+    );
+    out!("");
+    out!(
+        "{:<26} {:>14} {:>14} {:>7} {:>14} {:>14} {:>9}",
+        "scenario",
+        "fault-free/s",
+        "under fault/s",
+        "ratio",
+        "client 0/s",
+        "per client/s",
+        "p99 ms"
+    );
+    for s in &scores {
+        out!(
+            "{:<26} {:>14.0} {:>14.0} {:>6.0}% {:>14.1} {:>14.1} {:>9.1}",
+            s.scenario,
+            s.baseline_ops_per_s,
+            s.faulty_ops_per_s,
+            s.ratio * 100.0,
+            s.victim_ops_per_s,
+            s.others_per_client_ops_per_s,
+            s.p99_ms
+        );
+    }
+    let mut ok = failures.is_empty();
+    for f in &failures {
+        eprintln!("plumb bench: not measured: {f}");
+    }
+    if let Some(path) = &a.common.csv {
+        let mut text = String::from("scenario,baseline_ops_per_s,faulty_ops_per_s,ratio\n");
+        for s in &scores {
+            text.push_str(&format!(
+                "{},{:.1},{:.1},{:.4}\n",
+                s.scenario, s.baseline_ops_per_s, s.faulty_ops_per_s, s.ratio
+            ));
+        }
+        if let Err(e) = report::write(path, &text) {
+            eprintln!("plumb bench: {e}");
+            ok = false;
+        }
+    }
+    if let Some(path) = &a.common.json {
+        let text = serde_json::to_string_pretty(&scores).unwrap_or_default();
+        if let Err(e) = report::write(path, &text) {
+            eprintln!("plumb bench: {e}");
+            ok = false;
+        }
+    }
+    if let Some(path) = &a.common.chart {
+        let bars: Vec<(String, f64)> = scores
+            .iter()
+            .map(|s| (s.scenario.clone(), s.ratio * 100.0))
+            .collect();
+        if let Err(e) = chart::bars(
+            path,
+            "Throughput under each fault, % of fault-free",
+            "% of fault-free ops/s",
+            &bars,
+        ) {
+            eprintln!("plumb bench: {e}");
+            ok = false;
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 #[cfg(test)]

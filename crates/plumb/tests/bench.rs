@@ -230,3 +230,60 @@ fn matrix_runs_every_fault_model() {
         );
     }
 }
+
+/// The fault scoreboard with a faulty client (which needs no test build): fault-free and
+/// faulty throughput are both real, and the CSV has the documented header. A faulty-replica
+/// scenario in a build without the `adversary` feature is refused with the command that makes
+/// one.
+#[test]
+fn scoreboard_measures_a_faulty_client_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let (csv, chart) = (dir.path().join("score.csv"), dir.path().join("score.svg"));
+    let table = run(
+        &[
+            "--scenario",
+            "client-malformed",
+            "--clients",
+            "4",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.5",
+            "--base-port",
+            "24800",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--chart",
+            chart.to_str().unwrap(),
+        ],
+        &dir.path().join("data"),
+    );
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("client-malformed"))
+        .unwrap_or_else(|| panic!("no scoreboard row:\n{table}"));
+    let f: Vec<f64> = row
+        .split_whitespace()
+        .skip(1)
+        .take(2)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!(f[0] > 0.0 && f[1] > 0.0, "{row}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("scenario,baseline_ops_per_s,faulty_ops_per_s,ratio")
+    );
+    assert!(lines.next().unwrap().starts_with("client-malformed,"));
+    assert!(std::fs::read_to_string(&chart).unwrap().contains("<svg"));
+
+    if !cfg!(feature = "adversary") {
+        let out = plumb()
+            .args(["bench", "--scenario", "replica-silent", "--quiet"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--features adversary"));
+    }
+}
