@@ -12,6 +12,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The `faulty` behaviour of `Plumb::start_with` that leaves the node down.
+pub const DOWN: &str = "down";
+
 #[derive(Clone, Debug)]
 pub struct PlumbShape {
     pub u: u16,
@@ -79,12 +82,18 @@ impl Plumb {
         std::fs::create_dir_all(&logs)
             .map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
         let mut nodes = Vec::new();
+        let mut running = Vec::new();
         for n in &cluster.nodes {
             let adversary = faulty.filter(|(id, _)| *id == n.id).map(|(_, b)| b);
+            // `down`: the node is never started, a crashed replica to compare the others with.
+            if adversary == Some(DOWN) {
+                continue;
+            }
             nodes.push(spawn_node(exe, &path, n.id, &logs, adversary)?);
+            running.push(n);
         }
         let deadline = Instant::now() + Duration::from_secs(30);
-        for (n, p) in cluster.nodes.iter().zip(nodes.iter_mut()) {
+        for (n, p) in running.into_iter().zip(nodes.iter_mut()) {
             loop {
                 if let Some(status) = p.exited() {
                     return Err(format!(

@@ -90,6 +90,7 @@ pub fn catalogue() -> Vec<Scenario> {
         node("primary-starves-client", 0, "starve"),
         node("primary-equivocates", 0, "equivocate"),
         node("primary-invalid-batches", 0, "invalid-batch"),
+        node("replica-down", 1, crate::plumb::DOWN),
         node("replica-silent", 1, "silent"),
         node("replica-flood", 1, "flood"),
         node("replica-wrong-digests", 1, "conflicting-votes"),
@@ -409,6 +410,9 @@ mod tests {
     fn node_behaviours_exist() {
         for s in catalogue() {
             if let Fault::Node { behaviour, .. } = s.fault {
+                if behaviour == crate::plumb::DOWN {
+                    continue;
+                }
                 assert!(
                     plumb_adversary::Behaviour::parse(&behaviour).is_ok(),
                     "{behaviour}"

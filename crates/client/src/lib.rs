@@ -5,7 +5,9 @@
 //! outstanding (CS2), persists each before sending it (CS3) and resends it until it is answered
 //! (CL1). The first transmission goes to the client's preferred quorum of authentication
 //! replicas, retransmissions to all of them, with a timeout that doubles up to a cap and adapts
-//! to the latency last observed (§5.7.1). A reply is accepted once `r + 1` execution replicas
+//! to the latency last observed (§5.7.1). Once a request needed a retransmission, the next
+//! `ALL_AUTH_AFTER_RETRANSMIT` requests go to every authentication replica at once: a silent
+//! replica in the preferred quorum would otherwise cost every request a timeout. A reply is accepted once `r + 1` execution replicas
 //! sent the same bytes.
 //!
 //! Read-only operations go straight to every execution replica and are accepted only when all of
@@ -61,6 +63,10 @@ enum Outstanding {
     ReadOnly(ReadOnly),
 }
 
+/// After a retransmission, this many requests go to every authentication replica at once
+/// before the client tries its preferred quorum again.
+pub const ALL_AUTH_AFTER_RETRANSMIT: ReqNo = 1000;
+
 pub struct Client {
     ctx: StageContext,
     cfg: Arc<ProtocolConfig>,
@@ -76,6 +82,8 @@ pub struct Client {
     ro_reserved: ReqNo,
     /// Timeout of a new request's first transmission (§5.7.1).
     base_timeout: Micros,
+    /// Requests numbered up to this go to every authentication replica at once.
+    all_auth_through: ReqNo,
     outstanding: Option<Outstanding>,
     push: PushVotes,
 }
@@ -111,6 +119,7 @@ impl Client {
             next_ro: resumed.next_ro,
             ro_reserved: resumed.next_ro,
             base_timeout,
+            all_auth_through: 0,
             outstanding,
             push: PushVotes::default(),
         }
@@ -166,7 +175,12 @@ impl Client {
         ));
         out.push(Action::Store(StoreOp::Sync));
         let msg = Message::Request { nc, op: op.clone() };
-        for to in self.preferred_auth() {
+        let receivers = if nc <= self.all_auth_through {
+            self.all_auth()
+        } else {
+            self.preferred_auth()
+        };
+        for to in receivers {
             self.send(to, &msg, out);
         }
         out.push(Action::SetTimer {
@@ -231,6 +245,7 @@ impl Client {
         };
         o.timeout = o.timeout.saturating_mul(2).min(cap).max(1);
         let timeout = o.timeout;
+        self.all_auth_through = o.nc.saturating_add(ALL_AUTH_AFTER_RETRANSMIT);
         let msg = Message::Request {
             nc: o.nc,
             op: o.op.clone(),

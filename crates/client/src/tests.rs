@@ -238,6 +238,29 @@ fn first_transmission_goes_to_preferred_quorum_retransmissions_to_all() {
     assert_eq!(c.counters().get("retransmit"), 1);
 }
 
+/// A silent replica in the preferred quorum costs one retransmission, not one per request:
+/// after a retransmission the next requests go to every authentication replica at once, and
+/// only after `ALL_AUTH_AFTER_RETRANSMIT` of them to the preferred quorum again.
+#[test]
+fn after_a_retransmission_requests_go_to_every_auth_replica_for_a_while() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"op", false);
+    run(&mut c, 500_000, Event::Timer(RETRANSMIT));
+    let mut t = 600_000;
+    for nc in 1..=crate::ALL_AUTH_AFTER_RETRANSMIT + 1 {
+        answer(&w, &mut c, t, nc, b"ok");
+        t += 1_000;
+        let out = submit(&mut c, t, b"next", false);
+        let expected = if nc < crate::ALL_AUTH_AFTER_RETRANSMIT + 1 {
+            4
+        } else {
+            3
+        };
+        assert_eq!(w.sent(&out).len(), expected, "request {}", nc + 1);
+    }
+}
+
 #[test]
 fn cl1_retransmission_timeout_doubles_up_to_the_cap() {
     let w = World::new();

@@ -49,9 +49,13 @@ pub struct ProtocolOverrides {
     pub heartbeat_us: Option<u64>,
     pub throughput_bar_permille: Option<u32>,
     pub throughput_views: Option<usize>,
+    pub throughput_window_us: Option<u64>,
     pub throughput_grace_us: Option<u64>,
     pub throughput_raise_permille: Option<u32>,
     pub unfair_batches: Option<u32>,
+    pub flood_factor: Option<u64>,
+    pub flood_floor_bytes: Option<u64>,
+    pub flood_cut_us: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -156,9 +160,13 @@ fn protocol(
         heartbeat_us,
         throughput_bar_permille,
         throughput_views,
+        throughput_window_us,
         throughput_grace_us,
         throughput_raise_permille,
-        unfair_batches
+        unfair_batches,
+        flood_factor,
+        flood_floor_bytes,
+        flood_cut_us
     );
     p.validate()
         .map_err(|e| ClusterError::new(path, format!("[protocol] {e}")))?;

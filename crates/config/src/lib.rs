@@ -211,19 +211,26 @@ pub struct ProtocolConfig {
     /// While a request the primary provably holds waits, a backup expects a PRE-PREPARE at
     /// least this often, doubling on each expiry until one arrives (seed 004 §3.4.3: 40 ms).
     pub heartbeat_us: u64,
-    /// Each checkpoint interval's ordering rate must reach this fraction (per mille) of the
-    /// best rate of the last `throughput_views` views (seed 004 §3.4.3: 90%)...
+    /// The ordering rate over each window of `throughput_window_us` of busy time (1 s; seed 004
+    /// §3.4.3 uses checkpoint intervals, which a slow primary stretches) must reach this
+    /// fraction (per mille) of the best rate of the last `throughput_views` views (90%)...
     pub throughput_bar_permille: u32,
     pub throughput_views: usize,
+    pub throughput_window_us: u64,
     /// ...and, after this grace period into a view (5 s), the bar rises by
-    /// `throughput_raise_permille` per checkpoint interval (1%), so every primary is replaced
-    /// eventually.
+    /// `throughput_raise_permille` per window (1%), so every primary is replaced eventually.
     pub throughput_grace_us: u64,
     pub throughput_raise_permille: u32,
     /// A backup declares the primary unfair when this many batches pass over a client's request
     /// the primary provably holds while ordering requests that arrived after it (seed 004
     /// §3.4.3: two).
     pub unfair_batches: u32,
+    /// A node cuts off a peer that sends it more than `flood_factor` times what any other peer
+    /// sends (seed 004 §3.4.2: 20) and more than `flood_floor_bytes` a second (64 MiB, above
+    /// what a correct peer sends), for `flood_cut_us` (10 min).
+    pub flood_factor: u64,
+    pub flood_floor_bytes: u64,
+    pub flood_cut_us: u64,
 }
 
 impl ProtocolConfig {
@@ -244,9 +251,13 @@ impl ProtocolConfig {
             heartbeat_us: 40_000,
             throughput_bar_permille: 900,
             throughput_views: 5,
+            throughput_window_us: 1_000_000,
             throughput_grace_us: 5_000_000,
             throughput_raise_permille: 10,
             unfair_batches: 2,
+            flood_factor: 20,
+            flood_floor_bytes: 64 << 20,
+            flood_cut_us: 600_000_000,
         }
     }
 

@@ -33,6 +33,9 @@ impl SeqVotes {
 }
 
 /// A learned batch and the request bodies gathered so far (inline ones at once).
+/// How long an authentication replica that left a FETCH unanswered is skipped for first asks.
+const UNANSWERING_SKIP_US: Micros = 10_000_000;
+
 #[derive(Debug)]
 pub(crate) struct Learned {
     pub(crate) batch: Batch,
@@ -40,6 +43,9 @@ pub(crate) struct Learned {
     pub(crate) bodies: Vec<Option<Vec<u8>>>,
     /// When its missing bodies were last asked for.
     pub(crate) asked_at: Micros,
+    /// Per request, the one authentication replica its body was first asked from, until the
+    /// fetch timer gives up on it.
+    pub(crate) first_asked: Vec<Option<u16>>,
 }
 
 impl Learned {
@@ -198,21 +204,28 @@ impl<A: Application> ExecReplica<A> {
                 Body::Digest(_) => None,
             })
             .collect();
-        let learned = Learned {
+        let mut learned = Learned {
+            first_asked: vec![None; batch.requests.len()],
             batch,
             digest,
             bodies,
             asked_at: self.now,
         };
-        let fetches: Vec<(ClientId, ReqNo, Digest)> = learned.missing().collect();
+        let mut fetches = Vec::new();
+        for (i, r) in learned.batch.requests.iter().enumerate() {
+            if let (Body::Digest(d), None) = (&r.body, &learned.bodies[i]) {
+                let to = self.first_ask(r.client);
+                learned.first_asked[i] = Some(to);
+                fetches.push((r.client, r.nc, *d, to));
+            }
+        }
         self.learned.insert(seq, learned);
         if fetches.is_empty() {
             return;
         }
-        let n_auth = self.q.auth.max(1) as u64;
-        for (client, nc, digest) in fetches {
+        for (client, nc, digest, to) in fetches {
             // First ask one replica, chosen by client to spread load; all of them on the timer.
-            let to = Principal::Auth((client as u64 % n_auth) as u16);
+            let to = Principal::Auth(to);
             self.send(
                 to,
                 &Message::Fetch {
@@ -225,6 +238,23 @@ impl<A: Application> ExecReplica<A> {
             );
         }
         self.arm_fetch_timer(out);
+    }
+
+    /// The replica to ask first for a body of `client`'s: from `client mod n_auth` on, the
+    /// first of the client's preferred quorum (the replicas its first transmission reached)
+    /// that has not recently left a FETCH unanswered.
+    fn first_ask(&self, client: ClientId) -> u16 {
+        let n = self.q.auth.max(1);
+        let start = client as usize % n;
+        let now = self.now;
+        (0..self.q.auth_preferred().clamp(1, n))
+            .map(|k| ((start + k) % n) as u16)
+            .find(|a| {
+                self.unanswering_auth
+                    .get(a)
+                    .is_none_or(|until| now >= *until)
+            })
+            .unwrap_or(start as u16)
     }
 
     fn arm_fetch_timer(&mut self, out: &mut Vec<Action>) {
@@ -254,6 +284,12 @@ impl<A: Application> ExecReplica<A> {
                 continue;
             }
             l.asked_at = now;
+            for asked in l.first_asked.iter_mut().zip(&l.bodies) {
+                if let (Some(a), None) = (asked.0.take(), asked.1) {
+                    self.unanswering_auth
+                        .insert(a, now.saturating_add(UNANSWERING_SKIP_US));
+                }
+            }
             fetches.extend(l.missing().map(|(client, nc, digest)| Message::Fetch {
                 seq: *seq,
                 client,

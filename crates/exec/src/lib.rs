@@ -71,6 +71,10 @@ pub struct ExecReplica<A: Application> {
     learned_total: u64,
     learned_at_last_tick: u64,
     fetch_armed: bool,
+    /// Authentication replicas that left a FETCH unanswered for a whole timeout, and until
+    /// when first asks go to another replica instead (a silent one would otherwise stall every
+    /// batch holding a request of its clients by a timeout).
+    unanswering_auth: BTreeMap<u16, Micros>,
 
     // --- checkpoints and state transfer
     checkpoints: BTreeMap<Seq, Held>,
@@ -111,6 +115,7 @@ impl<A: Application> ExecReplica<A> {
             learned_total: 0,
             learned_at_last_tick: 0,
             fetch_armed: false,
+            unanswering_auth: BTreeMap::new(),
             checkpoints: BTreeMap::new(),
             load_votes: BTreeMap::new(),
             loading: None,

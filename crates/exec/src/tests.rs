@@ -520,6 +520,44 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     assert!(out.is_empty());
 }
 
+/// A silent authentication replica is asked first once: after it leaves a FETCH unanswered for
+/// a whole timeout, first asks for its clients go to the next replica of their preferred
+/// quorum, so it no longer stalls every batch holding one of their requests.
+#[test]
+fn an_auth_replica_that_leaves_a_fetch_unanswered_is_not_asked_first_again() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let fetch_of = |seq, nc, op: &str| Message::Fetch {
+        seq,
+        client: 2,
+        nc,
+        digest: Digest::of(op.as_bytes()),
+    };
+    let out = net.next_batch(
+        &mut r,
+        1,
+        &batch(vec![by_digest(2, 1, "put a 1")], 10),
+        &[0, 1],
+    );
+    assert_eq!(
+        net.receivers(&out, |m| *m == fetch_of(1, 1, "put a 1")),
+        vec![Principal::Auth(2)]
+    );
+    let later = NOW + net.cfg.catch_up_us;
+    plumb_core::run(&mut r, later, Event::Timer(FETCH));
+    let out = net.next_batch(
+        &mut r,
+        2,
+        &batch(vec![by_digest(2, 2, "put a 2")], 11),
+        &[0, 1],
+    );
+    assert_eq!(
+        net.receivers(&out, |m| *m == fetch_of(2, 2, "put a 2")),
+        vec![Principal::Auth(3)],
+        "the next replica of client 2's preferred quorum"
+    );
+}
+
 #[test]
 fn command_for_an_unlearned_batch_is_dropped() {
     let net = Net::new(8);

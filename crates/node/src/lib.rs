@@ -6,6 +6,7 @@
 
 #[cfg(feature = "adversary")]
 mod adversary;
+mod flood;
 mod router;
 mod status;
 
@@ -132,6 +133,11 @@ pub async fn start_faulty(
         links,
         clients: Mutex::new(HashMap::new()),
         drops: Drops::default(),
+        flood: flood::FloodGuard::new(
+            cluster.protocol.flood_factor,
+            cluster.protocol.flood_floor_bytes,
+            std::time::Duration::from_micros(cluster.protocol.flood_cut_us),
+        ),
         #[cfg(feature = "adversary")]
         ignoring: attack
             .map(|b| adversary::adversaries(b, &rings, medium))
@@ -324,6 +330,9 @@ async fn accept_loop(listener: TcpListener, router: Arc<Router>) {
     static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
+            // Out of descriptors (a connection flood) fails every accept at once: back off
+            // instead of spinning.
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             continue;
         };
         let conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
@@ -348,7 +357,9 @@ async fn accept_loop(listener: TcpListener, router: Arc<Router>) {
             });
             let route = ClientRoute { conn, tx };
             while let Some(Ok(frame)) = frames.next().await {
-                router.deliver(frame.to_vec(), Some(&route));
+                if !router.deliver(frame.to_vec(), Some(&route)) {
+                    break;
+                }
             }
             router.connection_closed(conn);
             drop(route);

@@ -29,6 +29,7 @@ pub struct Router {
     pub links: BTreeMap<u16, Link>,
     pub clients: Mutex<HashMap<u32, ClientRoute>>,
     pub drops: Drops,
+    pub flood: crate::flood::FloodGuard,
     /// Test builds: principals of this node whose adversary refuses some incoming frames.
     #[cfg(feature = "adversary")]
     pub ignoring: HashMap<Principal, plumb_adversary::Adversary>,
@@ -42,6 +43,7 @@ pub struct Drops {
     pub client_queue_full: AtomicU64,
     pub bad_header: AtomicU64,
     pub bad_route_claim: AtomicU64,
+    pub flooding_peer: AtomicU64,
 }
 
 impl Drops {
@@ -61,6 +63,7 @@ impl Drops {
                 "bad-route-claim",
                 self.bad_route_claim.load(Ordering::Relaxed),
             ),
+            ("flooding-peer", self.flooding_peer.load(Ordering::Relaxed)),
         ]
     }
 }
@@ -76,31 +79,42 @@ enum Claim {
 
 impl Router {
     /// Hand a frame read from the network to the stage it is addressed to. `conn` is the
-    /// client connection it came on, if it came on one we accepted.
-    pub fn deliver(&self, frame: Vec<u8>, conn: Option<&ClientRoute>) {
+    /// client connection it came on, if it came on one we accepted. False: the frame claims a
+    /// peer node that is cut off for flooding; close the connection it came on.
+    pub fn deliver(&self, frame: Vec<u8>, conn: Option<&ClientRoute>) -> bool {
         let (sender, receiver) = match Envelope::parse(&frame) {
             Ok(e) => (e.sender, e.receiver),
             Err(_) => {
                 self.drops.bad_header.fetch_add(1, Ordering::Relaxed);
-                return;
+                return true;
             }
         };
+        if let Some(&peer) = self.remote.get(&sender) {
+            if !self
+                .flood
+                .admit(peer, frame.len(), std::time::Instant::now())
+            {
+                self.drops.flooding_peer.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+        }
         let Some(mailbox) = self.local.get(&receiver) else {
             self.drops.not_hosted.fetch_add(1, Ordering::Relaxed);
-            return;
+            return true;
         };
         #[cfg(feature = "adversary")]
         if let (Some(adv), Some(ring)) = (self.ignoring.get(&receiver), self.rings.get(&receiver)) {
             if !adv.accepts(ring, &frame) {
-                return;
+                return true;
             }
         }
         if let (Principal::Client(c), Some(route)) = (sender, conn) {
             if self.claim_route(c, receiver, &frame, route) == Claim::Hello {
-                return;
+                return true;
             }
         }
         mailbox.push(QueueKey::of_sender(sender), Item::Frame(frame));
+        true
     }
 
     /// Remember that client `c` is reachable over `route`, if the frame proves it is `c`.

@@ -484,7 +484,6 @@ impl OrderReplica {
         }
         let mut progressed = false;
         let mut applied_requests = 0;
-        let mut checkpoint_crossed = false;
         loop {
             let seq = self.state.seq + 1;
             let Some(batch) = self
@@ -497,7 +496,6 @@ impl OrderReplica {
             self.state.apply(seq, &batch);
             progressed = true;
             applied_requests += batch.requests.len();
-            checkpoint_crossed |= seq.is_multiple_of(self.cfg.checkpoint_interval);
             let digest = batch.digest(seq);
             out.push(Action::Observe(Observation::Committed {
                 seq,
@@ -527,7 +525,7 @@ impl OrderReplica {
                 .retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
             self.committed_votes = self.committed_votes.split_off(&(self.state.seq + 1));
             self.try_propose(now, out);
-            self.on_applied(now, checkpoint_crossed, applied_requests, out);
+            self.on_applied(now, applied_requests, out);
         }
     }
 

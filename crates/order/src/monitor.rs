@@ -3,9 +3,9 @@
 //! - sends no PRE-PREPARE for a heartbeat while it provably holds a request (the heartbeat
 //!   doubles with each expiry and resets on a valid PRE-PREPARE, so a slow network still makes
 //!   progress);
-//! - orders fewer requests per second over a checkpoint interval than a bar: a fraction of the
+//! - orders fewer requests per second over a window of busy time than a bar: a fraction of the
 //!   best rate of the last few views, rising after a grace period so that no primary reigns for
-//!   ever;
+//!   ever (with no past view to compare with, the view changes once the grace period is over);
 //! - passes over a request it provably holds in `unfair_batches` batches that order requests
 //!   this replica saw arrive later.
 //!
@@ -37,8 +37,8 @@ pub(crate) struct Monitor {
     view_since: Micros,
     /// Requests applied so far by this replica.
     applied: u64,
-    /// Time so far during which a request the primary provably held waited here: the primary
-    /// is judged on its rate while it had work, not on how much work clients offered.
+    /// Time so far during which a pending request waited here: the primary is judged on its
+    /// rate while it had work, not on how much work clients offered.
     busy: Micros,
     /// Since when a held request has been waiting, if one is.
     busy_since: Option<Micros>,
@@ -85,6 +85,16 @@ impl OrderReplica {
             .iter()
             .filter(|(c, e)| e.nc > tentative.get(**c))
             .filter_map(|(_, e)| e.held_since)
+            .min()
+    }
+
+    /// The oldest time a request not yet in any accepted batch became pending here.
+    fn oldest_pending(&self) -> Option<Micros> {
+        let tentative = self.tentative_last_ordered();
+        self.requests
+            .iter()
+            .filter(|(c, e)| e.nc > tentative.get(**c))
+            .filter_map(|(_, e)| e.pending_since)
             .min()
     }
 
@@ -160,41 +170,42 @@ impl OrderReplica {
         }
     }
 
-    /// `count` requests were applied; at a checkpoint, judge the interval's rate.
-    pub(crate) fn on_applied(
-        &mut self,
-        now: Micros,
-        checkpoint_crossed: bool,
-        count: usize,
-        out: &mut Vec<Action>,
-    ) {
+    /// `count` requests were applied: when a window of `throughput_window_us` of busy time is
+    /// full, judge the rate over it.
+    pub(crate) fn on_applied(&mut self, now: Micros, count: usize, out: &mut Vec<Action>) {
         self.monitor.applied += count as u64;
         self.note_busy(now);
-        if !checkpoint_crossed || !self.active {
+        if !self.active {
             return;
         }
         let applied = self.monitor.applied;
         let busy = self.busy_time(now);
-        let Some((start, before)) = self.monitor.interval.replace((busy, applied)) else {
-            return;
-        };
+        let (start, before) = *self.monitor.interval.get_or_insert((busy, applied));
         let elapsed = busy.saturating_sub(start);
-        if elapsed < self.cfg.heartbeat_us {
-            // Hardly any waiting work: nothing to judge the primary on.
+        if elapsed < self.cfg.throughput_window_us.max(1) {
             return;
         }
+        self.monitor.interval = Some((busy, applied));
         let rate = (applied - before).saturating_mul(1_000_000) / elapsed;
         self.monitor.best = Some(self.monitor.best.map_or(rate, |b| b.max(rate)));
         if self.primary() == self.me {
             return;
         }
+        let graced = now >= self.monitor.view_since + self.cfg.throughput_grace_us;
         let Some(&past) = self.monitor.past_best.iter().max() else {
+            // No view to compare with yet: after the grace period, change view to learn what
+            // another primary achieves (a primary slow from the start is otherwise never
+            // measured against anything).
+            if graced {
+                self.counters.add("view-change-no-reference");
+                self.start_view_change(now, self.view + 1, out);
+            }
             return;
         };
         let mut bar = past as f64 * self.cfg.throughput_bar_permille as f64 / 1000.0;
         bar *= (1.0 + self.cfg.throughput_raise_permille as f64 / 1000.0)
             .powi(self.monitor.raises as i32);
-        if now >= self.monitor.view_since + self.cfg.throughput_grace_us {
+        if graced {
             self.monitor.raises += 1;
         }
         if (rate as f64) < bar {
@@ -208,9 +219,12 @@ impl OrderReplica {
         self.monitor.busy + self.monitor.busy_since.map_or(0, |t| now.saturating_sub(t))
     }
 
-    /// Start or stop the busy clock as held requests start or stop waiting.
+    /// Start or stop the busy clock as pending requests start or stop waiting. Pending (vouched
+    /// for by `n_auth - u`), not held: the clock measures whether there was work, and a request
+    /// a faulty authentication replica kept from the primary only stretches it until the
+    /// client's retransmission.
     pub(crate) fn note_busy(&mut self, now: Micros) {
-        let waiting = self.active && self.oldest_held().is_some();
+        let waiting = self.active && self.oldest_pending().is_some();
         match (self.monitor.busy_since, waiting) {
             (None, true) => self.monitor.busy_since = Some(now),
             (Some(t), false) => {

@@ -358,7 +358,7 @@ fn scoreboard_cmd(a: &BenchArgs, names: &str) -> ExitCode {
     };
     let needs_adversary = scenarios
         .iter()
-        .any(|s| matches!(s.fault, Fault::Node { .. }));
+        .any(|s| matches!(&s.fault, Fault::Node { behaviour, .. } if behaviour != plumb_bench::plumb::DOWN));
     if needs_adversary && !cfg!(feature = "adversary") {
         return fail(
             "faulty-replica scenarios need a test build of plumb whose nodes can act out an adversary; build one with `cargo build --release -p plumb --features adversary --target-dir target/adversary` and run target/adversary/release/plumb bench --scenario ...".into(),

@@ -156,6 +156,7 @@ fn protocol_config(rng: &mut SimRng, quorums: Quorums) -> ProtocolConfig {
     c.heartbeat_us = rng.range(20_000, 80_000);
     // A run lasts tens of seconds: a grace period of a few, so the bar rises within it.
     c.throughput_grace_us = rng.range(1_000_000, 5_000_000);
+    c.throughput_window_us = rng.range(100_000, 1_000_000);
     c
 }
 
