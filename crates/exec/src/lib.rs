@@ -45,6 +45,9 @@ struct Held {
     bytes: Vec<u8>,
 }
 
+/// State-transfer requests held per peer while busy; more are dropped (the peer asks again).
+const DEFERRED_TRANSFER_MAX: usize = 64;
+
 pub struct ExecReplica<A: Application> {
     ctx: StageContext,
     cfg: Arc<ProtocolConfig>,
@@ -75,6 +78,8 @@ pub struct ExecReplica<A: Application> {
     /// when first asks go to another replica instead (a silent one would otherwise stall every
     /// batch holding a request of its clients by a timeout).
     unanswering_auth: BTreeMap<u16, Micros>,
+    /// State-transfer requests of lagging peers, waiting for idle time.
+    deferred_transfer: BTreeMap<u16, Vec<Message>>,
 
     // --- checkpoints and state transfer
     checkpoints: BTreeMap<Seq, Held>,
@@ -116,6 +121,7 @@ impl<A: Application> ExecReplica<A> {
             learned_at_last_tick: 0,
             fetch_armed: false,
             unanswering_auth: BTreeMap::new(),
+            deferred_transfer: BTreeMap::new(),
             checkpoints: BTreeMap::new(),
             load_votes: BTreeMap::new(),
             loading: None,
@@ -222,6 +228,7 @@ impl<A: Application> ExecReplica<A> {
         if self.loading.is_some() {
             self.request_transfer(out);
         }
+        self.serve_deferred_transfer(out);
         let idle = self.learned_total == self.learned_at_last_tick;
         let stalled = !self.votes.is_empty() && idle;
         self.learned_at_last_tick = self.learned_total;
@@ -239,6 +246,27 @@ impl<A: Application> ExecReplica<A> {
                     token: held.token,
                 };
                 self.send_to_order(&msg, out);
+            }
+        }
+    }
+
+    /// Idle: nothing learned waits to be executed, or nothing was learned since the last tick.
+    fn idle(&self) -> bool {
+        self.learned.is_empty() || self.learned_total == self.learned_at_last_tick
+    }
+
+    /// Answer the state-transfer requests that waited, if idle now.
+    fn serve_deferred_transfer(&mut self, out: &mut Vec<Action>) {
+        if self.deferred_transfer.is_empty() || !self.idle() {
+            return;
+        }
+        for (e, asks) in std::mem::take(&mut self.deferred_transfer) {
+            for msg in asks {
+                match msg {
+                    Message::FetchExecCp { seq } => self.on_fetch_exec_cp(e, seq, out),
+                    Message::FetchState { token } => self.on_fetch_state(e, token, out),
+                    _ => {}
+                }
             }
         }
     }
@@ -294,6 +322,15 @@ impl<A: Application> ExecReplica<A> {
 
     fn on_peer_message(&mut self, e: u16, msg: Message, out: &mut Vec<Action>) {
         match msg {
+            Message::FetchExecCp { .. } | Message::FetchState { .. } if !self.idle() => {
+                // Seed 004 §3.4.2 idle check: state transfer for a lagging peer waits while
+                // this replica has batches to execute and is executing them.
+                self.counters.add("state-transfer-deferred");
+                let waiting = self.deferred_transfer.entry(e).or_default();
+                if waiting.len() < DEFERRED_TRANSFER_MAX {
+                    waiting.push(msg);
+                }
+            }
             Message::FetchExecCp { seq } => self.on_fetch_exec_cp(e, seq, out),
             Message::ExecCpState { seq, state } => self.on_exec_cp_state(seq, state, out),
             Message::FetchState { token } => self.on_fetch_state(e, token, out),

@@ -1201,3 +1201,33 @@ fn a_faulty_order_replica_cannot_pin_unbounded_vote_memory() {
     let out = net.learn_all(&mut r, 1, &puts(1, 2));
     assert_eq!(delivered(&out).len(), 2);
 }
+
+/// Seed 004 §3.4.2 idle check: a lagging peer's state-transfer request waits while this replica
+/// has a learned batch to execute and keeps learning; the first catch-up tick with nothing
+/// newly learned answers it.
+#[test]
+fn state_transfer_requests_wait_until_the_replica_is_idle() {
+    let net = Net::new(2);
+    let (mut a, _) = leader(&net, Registers::by_token(), 2);
+    // Batch 3 is learned but its body is missing: work waits here, and learning just moved.
+    net.next_batch(
+        &mut a,
+        3,
+        &batch(vec![by_digest(2, 1, "put big value")], 30),
+        &[0, 1],
+    );
+    let fetch = Message::FetchExecCp { seq: 2 };
+    let out = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    assert!(net.sent_to(&out, Principal::Exec(1)).is_empty());
+    assert_eq!(a.counters().get("state-transfer-deferred"), 1);
+    // A tick that saw learning move is not idle; the one after, with nothing new, is.
+    plumb_core::run(&mut a, NOW, Event::Timer(CATCH_UP));
+    let out = plumb_core::run(&mut a, NOW, Event::Timer(CATCH_UP));
+    assert!(
+        matches!(
+            net.sent_to(&out, Principal::Exec(1)).first(),
+            Some(Message::ExecCpState { seq: 2, .. })
+        ),
+        "{out:?}"
+    );
+}

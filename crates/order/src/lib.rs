@@ -7,9 +7,11 @@
 //! `checkpoint.rs` (execution tokens, order checkpoints, garbage collection, catch-up, state
 //! transfer, the execution-stage link), `view_change.rs` (triggers, VIEW-CHANGE, the decision,
 //! NEW-VIEW), `monitor.rs` (heartbeat, throughput and fairness watch on the primary),
-//! `recovery.rs` (restart from durable records).
+//! `catch_up.rs` (catch-up requests wait for idle time), `recovery.rs` (restart from durable
+//! records).
 
 mod agreement;
+mod catch_up;
 mod checkpoint;
 mod monitor;
 mod recovery;
@@ -116,6 +118,8 @@ pub struct OrderReplica {
     peer_views: HashMap<u16, View>,
 
     monitor: monitor::Monitor,
+    /// Each peer's latest catch-up request, waiting for idle time.
+    deferred_catch_up: BTreeMap<u16, catch_up::CatchUp>,
 
     recovered: Option<Recovered>,
 }
@@ -171,6 +175,7 @@ impl OrderReplica {
             highest_heard: 0,
             peer_views: HashMap::new(),
             monitor: Default::default(),
+            deferred_catch_up: BTreeMap::new(),
             recovered: None,
             ctx,
         };
@@ -291,13 +296,13 @@ impl OrderReplica {
                 self.on_new_view(now, view, proofs, out)
             }
             (Principal::Order(j), Message::FetchCommitted { from }) => {
-                self.on_fetch_committed(j, from, out)
+                self.on_catch_up(now, j, catch_up::CatchUp::Committed(from), out)
             }
             (Principal::Order(j), Message::Committed { seq, batch }) => {
                 self.on_committed(now, j, seq, batch, out)
             }
             (Principal::Order(j), Message::FetchOrderState { seq }) => {
-                self.on_fetch_order_state(j, seq, out)
+                self.on_catch_up(now, j, catch_up::CatchUp::OrderState(seq), out)
             }
             (Principal::Order(_), Message::OrderState { seq, state }) => {
                 self.on_order_state(now, seq, state, out)
@@ -319,6 +324,7 @@ impl OrderReplica {
         });
         let stalled = self.state.seq == self.applied_at_last_tick;
         self.applied_at_last_tick = self.state.seq;
+        self.serve_deferred_catch_up(now, out);
         if self.active {
             if stalled {
                 self.resend_agreement(out);

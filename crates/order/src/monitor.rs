@@ -89,7 +89,7 @@ impl OrderReplica {
     }
 
     /// The oldest time a request not yet in any accepted batch became pending here.
-    fn oldest_pending(&self) -> Option<Micros> {
+    pub(crate) fn oldest_pending(&self) -> Option<Micros> {
         let tentative = self.tentative_last_ordered();
         self.requests
             .iter()

@@ -565,3 +565,41 @@ fn a_primary_that_passes_over_a_client_is_replaced_and_the_client_served() {
     assert!(victim_ordered, "{:?}", h.exec_seen);
     assert!(h.replica(1).view() >= 1);
 }
+
+/// Seed 004 §3.4.2 idle check: while a request waits for ordering and ordering progresses, a
+/// replica leaves a peer's catch-up request for later; once it is idle (here: nothing ordered
+/// for a tick) it answers.
+#[test]
+fn catch_up_requests_wait_until_the_replica_is_idle() {
+    let mut h = Harness::new(1, 1, 8);
+    h.request(0, 1, b"a");
+    h.deliver_all();
+    assert_eq!(h.committed.len(), 1, "ordered just now: progress");
+    // Client 1's request is pending at o1; its pre-prepare never arrives.
+    h.drop_kinds = vec!["pre-prepare"];
+    h.request(1, 1, b"b");
+    h.deliver_all();
+    let o3 = Principal::Order(3);
+    let ask = h.rings[&o3]
+        .seal(Principal::Order(1), &Message::FetchCommitted { from: 1 })
+        .unwrap();
+    let answers = |h: &Harness| {
+        h.queue
+            .iter()
+            .filter(|(to, f)| {
+                *to == o3 && matches!(h.rings[&o3].open(f), Ok((_, Message::Committed { .. })))
+            })
+            .count()
+    };
+    h.step(1, Event::Receive(ask));
+    assert_eq!(answers(&h), 0);
+    assert_eq!(h.replica(1).counters().get("catch-up-deferred"), 1);
+    // The next tick finds nothing ordered since: idle, so it answers.
+    let tick = h.cfg.catch_up_us;
+    let due = h.timers[1][&1];
+    assert!(due <= h.now + tick);
+    h.now = due.max(h.now);
+    h.timers[1].remove(&1);
+    h.step(1, Event::Timer(plumb_core::TimerId(1)));
+    assert_eq!(answers(&h), 1);
+}
