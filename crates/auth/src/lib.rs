@@ -134,7 +134,7 @@ impl AuthReplica {
                 self.counters.add(e.drop_counter());
                 // A valid MAC over a body that does not decode: the client itself sent it.
                 if let WireError::Malformed(Principal::Client(c), _) = e {
-                    self.blacklist_client(c, "malformed");
+                    self.blacklist_client(c, "blacklisted-malformed");
                 }
                 return;
             }
@@ -143,7 +143,7 @@ impl AuthReplica {
             (Principal::Client(c), Message::Request { nc, op }) => self.on_request(c, nc, op, out),
             (Principal::Client(c), _) => {
                 self.counters.add("drop-unexpected");
-                self.blacklist_client(c, "unexpected");
+                self.blacklist_client(c, "blacklisted-unexpected");
             }
             (Principal::Exec(e), Message::BatchComplete { seq, executed }) => {
                 self.on_batch_complete(e, seq, executed, out)
@@ -162,14 +162,9 @@ impl AuthReplica {
     }
 
     /// Refuse `client` for `blacklist_us`: it sent, under its own key, what no correct client
-    /// sends. Counted by reason (`blacklisted-<why>`).
-    fn blacklist_client(&mut self, client: ClientId, why: &'static str) {
-        self.counters.add(match why {
-            "malformed" => "blacklisted-malformed",
-            "unexpected" => "blacklisted-unexpected",
-            "conflicting" => "blacklisted-conflicting",
-            _ => "blacklisted-bad-number",
-        });
+    /// sends. `reason` is the counter, `blacklisted-<why>`.
+    fn blacklist_client(&mut self, client: ClientId, reason: &'static str) {
+        self.counters.add(reason);
         self.blacklist.add(client, self.now, self.cfg.blacklist_us);
         // Its held next request goes too: nothing more from it is acted on.
         self.deferred.remove(&client);

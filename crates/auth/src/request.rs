@@ -76,7 +76,7 @@ impl AuthReplica {
     ) {
         if nc == 0 {
             // Request numbers start at 1 (CS1): no correct client sends 0.
-            self.blacklist_client(client, "bad-number");
+            self.blacklist_client(client, "blacklisted-bad-number");
             return;
         }
         // Step 2: sequence check against lastSent[c].
@@ -87,7 +87,7 @@ impl AuthReplica {
                 // older request: answer with lastSent[c] (AL1 turns old requests into the
                 // latest one).
                 if nc == last.core.nc && Digest::of(&op) != last.core.op_digest() {
-                    self.blacklist_client(client, "conflicting");
+                    self.blacklist_client(client, "blacklisted-conflicting");
                     return;
                 }
                 self.counters.add("retransmission");

@@ -14,7 +14,9 @@
 //! request vouched for by `n_auth - u` replicas here may be unproposable there. Only rows from
 //! `n_auth - u + r` replicas here mean `n_auth - u` correct ones sent theirs to the primary too.
 //! The heartbeat and fairness checks use that evidence; anything less would let one faulty
-//! authentication replica trigger view changes at will. docs/robustness.md has the argument.
+//! authentication replica trigger view changes at will. The rate's busy clock needs less (a
+//! pending request): a stuck request only stretches it until the client retransmits.
+//! docs/robustness.md has the argument.
 
 use crate::OrderReplica;
 use plumb_core::{Action, Micros, TimerId};
@@ -40,15 +42,15 @@ pub(crate) struct Monitor {
     /// Time so far during which a pending request waited here: the primary is judged on its
     /// rate while it had work, not on how much work clients offered.
     busy: Micros,
-    /// Since when a held request has been waiting, if one is.
+    /// Since when a pending request has been waiting, if one is.
     busy_since: Option<Micros>,
-    /// Start of the current checkpoint interval of this view: (`busy`, `applied` then).
+    /// Start of the current window of this view: (`busy`, `applied` then).
     interval: Option<(Micros, u64)>,
     /// Best rate (requests per second) of the current view so far.
     best: Option<u64>,
     /// Best rates of past views, newest last, at most `throughput_views`.
     past_best: VecDeque<u64>,
-    /// Checkpoint intervals judged after the grace period in this view.
+    /// Windows judged after the grace period in this view: the bar rises with each.
     raises: u32,
 }
 
