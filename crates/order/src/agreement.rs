@@ -59,13 +59,15 @@ impl OrderReplica {
         // next in its client's sequence and vouched for by n_auth - u auth replicas. A faulty
         // client that splits its request across auth replicas never gets there.
         let vouched = rows.len();
-        if vouched >= self.q.auth_gather() && entry.nc == needed && entry.pending_since.is_none() {
+        let newly_pending =
+            vouched >= self.q.auth_gather() && entry.nc == needed && entry.pending_since.is_none();
+        if newly_pending {
             entry.pending_since = Some(now);
         }
-        let newly_held =
-            vouched >= held_evidence && entry.nc == needed && entry.held_since.is_none();
-        if newly_held {
+        if vouched >= held_evidence && entry.nc == needed && entry.held_since.is_none() {
             entry.held_since = Some(now);
+        }
+        if newly_pending {
             self.arm_heartbeat(out);
             self.note_busy(now);
         }

@@ -1,8 +1,8 @@
 //! Watching the primary (seed 004 §3.4.3). Besides the progress timeout and the commission
 //! checks, a backup replaces a primary that
-//! - sends no PRE-PREPARE for a heartbeat while it provably holds a request (the heartbeat
-//!   doubles with each expiry and resets on a valid PRE-PREPARE, so a slow network still makes
-//!   progress);
+//! - sends no PRE-PREPARE at all for a heartbeat while a request is pending here (the
+//!   heartbeat doubles with each expiry and resets on a valid PRE-PREPARE, so a slow network
+//!   still makes progress);
 //! - orders fewer requests per second over a window of busy time than a bar: a fraction of the
 //!   best rate of the last few views, rising after a grace period so that no primary reigns for
 //!   ever (with no past view to compare with, the view changes once the grace period is over);
@@ -13,10 +13,12 @@
 //! faulty one may send a row with a good MAC for a backup and a bad one for the primary, so a
 //! request vouched for by `n_auth - u` replicas here may be unproposable there. Only rows from
 //! `n_auth - u + r` replicas here mean `n_auth - u` correct ones sent theirs to the primary too.
-//! The heartbeat and fairness checks use that evidence; anything less would let one faulty
-//! authentication replica trigger view changes at will. The rate's busy clock needs less (a
-//! pending request): a stuck request only stretches it until the client retransmits.
-//! docs/robustness.md has the argument.
+//! The fairness check uses that evidence; anything less would let one faulty authentication
+//! replica trigger view changes at will under load. The heartbeat and the rate's busy clock
+//! make do with a pending request (`n_auth - u`): with `u` authentication replicas down,
+//! `n_auth - u + r` rows never come, and a request kept from the primary only fires the
+//! heartbeat when no PRE-PREPARE flows at all, until the client's retransmission reaches every
+//! authentication replica. docs/robustness.md has the argument.
 
 use crate::OrderReplica;
 use plumb_core::{Action, Micros, TimerId};
@@ -68,7 +70,7 @@ impl OrderReplica {
         self.active && self.primary() != self.me
     }
 
-    /// A request became provably held by the primary: make sure the heartbeat runs.
+    /// A request became pending: make sure the heartbeat runs.
     pub(crate) fn arm_heartbeat(&mut self, out: &mut Vec<Action>) {
         if self.monitor.heartbeat_armed || !self.watching() {
             return;
@@ -78,16 +80,6 @@ impl OrderReplica {
             id: HEARTBEAT,
             after: self.heartbeat(),
         });
-    }
-
-    /// The oldest time a request not yet in any accepted batch became provably held.
-    fn oldest_held(&self) -> Option<Micros> {
-        let tentative = self.tentative_last_ordered();
-        self.requests
-            .iter()
-            .filter(|(c, e)| e.nc > tentative.get(**c))
-            .filter_map(|(_, e)| e.held_since)
-            .min()
     }
 
     /// The oldest time a request not yet in any accepted batch became pending here.
@@ -105,10 +97,10 @@ impl OrderReplica {
         if !self.watching() {
             return;
         }
-        let Some(held) = self.oldest_held() else {
+        let Some(pending) = self.oldest_pending() else {
             return;
         };
-        let since = held.max(self.monitor.last_pre_prepare);
+        let since = pending.max(self.monitor.last_pre_prepare);
         let due = since + self.heartbeat();
         if now >= due {
             self.monitor.misses = self.monitor.misses.saturating_add(1);
@@ -259,7 +251,7 @@ impl OrderReplica {
         self.monitor.last_pre_prepare = now;
         self.monitor.interval = None;
         self.monitor.raises = 0;
-        if self.oldest_held().is_some() {
+        if self.oldest_pending().is_some() {
             self.arm_heartbeat(out);
         }
     }
