@@ -335,20 +335,26 @@ async fn attack(cluster: plumb_cluster::Cluster, a: ClientAttack, stop: Arc<Atom
     let count = targets.len();
     let tick = Duration::from_millis(10);
     let per_tick = (FLOOD_FRAMES_PER_S / 100).max(1) as usize;
-    let mut nc = 0u64;
+    // Each round sends one request to every authentication replica, as a client does.
+    let mut sent = 0u64;
     while !stop.load(Ordering::Relaxed) {
         for k in 0..per_tick {
             let (to, conn) = &mut targets[k % count];
-            nc += 1;
-            let op = format!("attack {nc}").into_bytes();
+            let round = sent / count as u64;
+            sent += 1;
+            let op = format!("attack {round}").into_bytes();
             let frame = match a {
-                ClientAttack::BadMacs => plumb_adversary::client::bad_mac(&ring, *to, nc, &op),
-                ClientAttack::Malformed => plumb_adversary::client::malformed(&ring, *to),
-                // The same number twice, with different operations.
-                ClientAttack::ReusedIds => {
-                    plumb_adversary::client::request(&ring, *to, nc / 2 + 1, &op)
+                ClientAttack::BadMacs => {
+                    plumb_adversary::client::bad_mac(&ring, *to, round + 1, &op)
                 }
-                ClientAttack::RequestFlood => plumb_adversary::client::request(&ring, *to, nc, &op),
+                ClientAttack::Malformed => plumb_adversary::client::malformed(&ring, *to),
+                // Each number twice, with different operations.
+                ClientAttack::ReusedIds => {
+                    plumb_adversary::client::request(&ring, *to, round / 2 + 1, &op)
+                }
+                ClientAttack::RequestFlood => {
+                    plumb_adversary::client::request(&ring, *to, round + 1, &op)
+                }
                 ClientAttack::ConnectionFlood => None,
             };
             if let Some(f) = frame {

@@ -29,12 +29,29 @@ impl<A: Application> ExecReplica<A> {
     fn execute_batch(&mut self, learned: Learned, out: &mut Vec<Action>) {
         let seq = self.next_seq;
         let batch = &learned.batch;
-        let null = batch.requests.is_empty();
+        // A request may be decided at two sequence numbers: pre-prepared at one in an old view,
+        // proposed afresh at another by a later primary whose NEW-VIEW did not cover the first,
+        // and then the first chosen again by a yet later view change (PBFT leaves exactly-once
+        // to execution too). Every correct replica holds the same reply table here (it is part
+        // of the checkpoint), so all skip the same copies.
+        let fresh: Vec<bool> = batch
+            .requests
+            .iter()
+            .map(|r| r.nc > self.replies.get(&r.client).map_or(0, |(n, _)| *n))
+            .collect();
+        if fresh.iter().any(|f| !f) {
+            self.counters.add("duplicate-request-skipped");
+        }
         let requests: Vec<(ClientId, ReqNo, Digest)> = batch
             .requests
             .iter()
-            .map(|r| (r.client, r.nc, r.op_digest()))
+            .zip(&fresh)
+            .filter(|(_, f)| **f)
+            .map(|(r, _)| (r.client, r.nc, r.op_digest()))
             .collect();
+        // Nothing left to run (a null batch, or only copies): the application does not see it
+        // (LS2) and the agreed time stays.
+        let null = requests.is_empty();
         if !null {
             // docs/protocol.md "Agreed time": strictly increasing whatever the batch times are.
             let agreed = batch.time.max(self.agreed_time.saturating_add(1));
@@ -42,6 +59,9 @@ impl<A: Application> ExecReplica<A> {
                 .requests
                 .iter()
                 .zip(&learned.bodies)
+                .zip(&fresh)
+                .filter(|(_, f)| **f)
+                .map(|(rb, _)| rb)
                 .filter_map(|(r, body)| {
                     body.as_deref().map(|op| Command {
                         client: r.client,

@@ -1231,3 +1231,33 @@ fn state_transfer_requests_wait_until_the_replica_is_idle() {
         "{out:?}"
     );
 }
+
+/// A request decided at two sequence numbers (possible across view changes, as in PBFT) runs
+/// once: the second copy is skipped, and a batch of nothing but copies is delivered as null.
+#[test]
+fn a_request_decided_twice_is_executed_once() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let once = batch(vec![inline(2, 1, "put a 1")], 10);
+    let again = batch(vec![inline(2, 1, "put a 1"), inline(3, 1, "put b 1")], 20);
+    let copies = batch(vec![inline(2, 1, "put a 1")], 30);
+    let out = net.learn_all(&mut r, 1, &[once, again, copies]);
+    assert_eq!(
+        r.app()
+            .calls
+            .iter()
+            .map(|(s, _, n)| (*s, *n))
+            .collect::<Vec<_>>(),
+        vec![(1, 1), (2, 1)],
+        "batch 2 runs only client 3's request; batch 3 runs nothing"
+    );
+    assert_eq!(r.counters().get("duplicate-request-skipped"), 2);
+    let nulls: Vec<bool> = out
+        .iter()
+        .filter_map(|a| match a {
+            Action::Observe(Observation::Delivered { null, .. }) => Some(*null),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(nulls, vec![false, false, true]);
+}

@@ -118,8 +118,8 @@ pub struct OrderReplica {
     peer_views: HashMap<u16, View>,
 
     monitor: monitor::Monitor,
-    /// Each peer's latest catch-up request, waiting for idle time.
-    deferred_catch_up: BTreeMap<u16, catch_up::CatchUp>,
+    /// Each peer's latest catch-up request of each kind, waiting for idle time.
+    deferred_catch_up: BTreeMap<(u16, u8), catch_up::CatchUp>,
 
     recovered: Option<Recovered>,
 }
@@ -324,7 +324,6 @@ impl OrderReplica {
         });
         let stalled = self.state.seq == self.applied_at_last_tick;
         self.applied_at_last_tick = self.state.seq;
-        self.serve_deferred_catch_up(now, out);
         if self.active {
             if stalled {
                 self.resend_agreement(out);
@@ -392,6 +391,7 @@ impl Stage for OrderReplica {
                 self.try_propose(now, out);
             }
             Event::Timer(monitor::HEARTBEAT) => self.on_heartbeat(now, out),
+            Event::Timer(catch_up::CATCH_UP_IDLE) => self.serve_deferred_catch_up(now, out),
             Event::Timer(_) => {}
             Event::Receive(frame) => match self.ctx.keys.open(&frame) {
                 Ok((from, msg)) => self.on_message(now, from, msg, out),

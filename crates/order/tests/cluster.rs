@@ -568,7 +568,7 @@ fn a_primary_that_passes_over_a_client_is_replaced_and_the_client_served() {
 
 /// Seed 004 §3.4.2 idle check: while a request waits for ordering and ordering progresses, a
 /// replica leaves a peer's catch-up request for later; once it is idle (here: nothing ordered
-/// for a tick) it answers.
+/// for half a heartbeat) it answers.
 #[test]
 fn catch_up_requests_wait_until_the_replica_is_idle() {
     let mut h = Harness::new(1, 1, 8);
@@ -594,12 +594,11 @@ fn catch_up_requests_wait_until_the_replica_is_idle() {
     h.step(1, Event::Receive(ask));
     assert_eq!(answers(&h), 0);
     assert_eq!(h.replica(1).counters().get("catch-up-deferred"), 1);
-    // The next tick finds nothing ordered since: idle, so it answers.
-    let tick = h.cfg.catch_up_us;
-    let due = h.timers[1][&1];
-    assert!(due <= h.now + tick);
-    h.now = due.max(h.now);
-    h.timers[1].remove(&1);
-    h.step(1, Event::Timer(plumb_core::TimerId(1)));
+    // Half a heartbeat later nothing was ordered: idle, so it answers.
+    let due = h.timers[1][&4];
+    assert_eq!(due, h.now + h.cfg.heartbeat_us / 2);
+    h.now = due;
+    h.timers[1].remove(&4);
+    h.step(1, Event::Timer(plumb_core::TimerId(4)));
     assert_eq!(answers(&h), 1);
 }

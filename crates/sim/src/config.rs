@@ -132,7 +132,7 @@ impl SimConfig {
     /// transmission may miss a primary that a faulty authentication replica or a starving
     /// primary keeps in the dark) plus four view-change timeouts (a faulty primary replaced,
     /// and a crashed one after it, with the doubled timeout). Over 1000 seeds each of (1, 1) and
-    /// (2, 1) the slowest such operation took 2.84 s, in a seed whose bound was 3.55 s.
+    /// (2, 1) the slowest such operation took 2.93 s (docs/robustness.md).
     pub fn latency_bound(&self) -> Micros {
         2 * self.protocol.client_retry_max_us + 4 * self.protocol.view_change_timeout_us
     }

@@ -55,6 +55,24 @@ const REGRESSIONS: &[(u64, u16, u16, &str)] = &[
         1,
         "u=0: a lagging order replica needed r+1 COMMITTED answers from n-1=r peers",
     ),
+    (
+        859,
+        1,
+        1,
+        "LB: catch-up deferred a tick while the lagging replica was needed; heartbeats cascaded into view changes onto a dead primary",
+    ),
+    (
+        785,
+        1,
+        1,
+        "LL1: a deferred FETCH-ORDER-STATE was overwritten by the same peer's FETCH-COMMITTED",
+    ),
+    (
+        902,
+        2,
+        1,
+        "LS4: a request pre-prepared at 93 in view 5, proposed afresh at 92 in view 6, chosen again at 93 in view 7: executed twice",
+    ),
 ];
 
 #[test]
