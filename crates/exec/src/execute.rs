@@ -29,6 +29,7 @@ impl<A: Application> ExecReplica<A> {
     fn execute_batch(&mut self, learned: Learned, out: &mut Vec<Action>) {
         let seq = self.next_seq;
         let batch = &learned.batch;
+        let null = batch.requests.is_empty();
         // A request may be decided at two sequence numbers: pre-prepared at one in an old view,
         // proposed afresh at another by a later primary whose NEW-VIEW did not cover the first,
         // and then the first chosen again by a yet later view change (PBFT leaves exactly-once
@@ -42,16 +43,13 @@ impl<A: Application> ExecReplica<A> {
         if fresh.iter().any(|f| !f) {
             self.counters.add("duplicate-request-skipped");
         }
+        // The observation names every request the batch holds, copies too: the simulator
+        // tells a copy decided in another view from an order-stage bug (check/sequence.rs).
         let requests: Vec<(ClientId, ReqNo, Digest)> = batch
             .requests
             .iter()
-            .zip(&fresh)
-            .filter(|(_, f)| **f)
-            .map(|(r, _)| (r.client, r.nc, r.op_digest()))
+            .map(|r| (r.client, r.nc, r.op_digest()))
             .collect();
-        // Nothing left to run (a null batch, or only copies): the application does not see it
-        // (LS2) and the agreed time stays.
-        let null = requests.is_empty();
         if !null {
             // docs/protocol.md "Agreed time": strictly increasing whatever the batch times are.
             let agreed = batch.time.max(self.agreed_time.saturating_add(1));
@@ -70,6 +68,12 @@ impl<A: Application> ExecReplica<A> {
                     })
                 })
                 .collect();
+            self.agreed_time = agreed;
+            if commands.is_empty() {
+                // Only copies: nothing for the application (it never sees an empty batch).
+                self.finish_delivery(seq, &learned, requests, null, out);
+                return;
+            }
             let output = self.app.execute(
                 seq,
                 &commands,
@@ -78,7 +82,6 @@ impl<A: Application> ExecReplica<A> {
                     seed: batch.seed,
                 },
             );
-            self.agreed_time = agreed;
             if output.replies.len() != commands.len() {
                 self.counters.add("app-reply-count-mismatch");
             }
@@ -91,6 +94,17 @@ impl<A: Application> ExecReplica<A> {
         }
         // A null batch (view-change filler) is not given to the application (LS2) and leaves
         // the agreed time unchanged.
+        self.finish_delivery(seq, &learned, requests, null, out);
+    }
+
+    fn finish_delivery(
+        &mut self,
+        seq: Seq,
+        learned: &Learned,
+        requests: Vec<(ClientId, ReqNo, Digest)>,
+        null: bool,
+        out: &mut Vec<Action>,
+    ) {
         out.push(Action::Observe(Observation::Delivered {
             seq,
             digest: learned.digest,

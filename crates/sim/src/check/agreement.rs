@@ -40,7 +40,11 @@ impl Checker {
             Observation::CheckpointLoaded { seq, .. } => {
                 self.exec_next.insert(p, seq + 1);
             }
-            Observation::Committed { seq, digest, .. } => self.committed_batch(p, *seq, *digest),
+            Observation::Committed { seq, view, digest } => {
+                let v = self.committed_view.entry(*seq).or_insert(*view);
+                *v = (*v).min(*view);
+                self.committed_batch(p, *seq, *digest)
+            }
             Observation::ViewEntered { .. }
             | Observation::StableCheckpoint { .. }
             | Observation::ClientAccepted { .. } => {}

@@ -57,6 +57,8 @@ pub struct Checker {
     pub agreed: BTreeMap<Seq, Agreed>,
     /// Digest each batch was committed with by correct order replicas.
     pub committed: BTreeMap<Seq, (Digest, Principal)>,
+    /// The lowest view in which a correct order replica committed each batch.
+    pub committed_view: BTreeMap<Seq, u64>,
     /// Execution checkpoint tokens of correct execution replicas.
     tokens: BTreeMap<Seq, (Digest, Principal)>,
     /// LS3: the batch each correct execution replica's current incarnation delivers next.
