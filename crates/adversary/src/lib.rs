@@ -87,25 +87,16 @@ impl Behaviour {
         }
     }
 
-    /// Every behaviour with its command-line name.
+    /// Every behaviour: what the simulator draws for each stage, and `Flood`.
     pub fn all() -> Vec<Behaviour> {
-        vec![
-            Behaviour::Silent,
-            Behaviour::BadMacs,
-            Behaviour::ForgedRequests,
-            Behaviour::Equivocate,
-            Behaviour::ConflictingVotes,
-            Behaviour::WrongNextBatch,
-            Behaviour::ForgedViewChange,
-            Behaviour::SlowPrimary(1_000),
-            Behaviour::SlowPrimary(10_000),
-            Behaviour::SlowPrimary(100_000),
-            Behaviour::Starve,
-            Behaviour::InvalidBatch,
-            Behaviour::WrongReplies,
-            Behaviour::WrongCheckpoint,
-            Behaviour::Flood,
-        ]
+        let mut all: Vec<Behaviour> = [Principal::Auth(0), Principal::Order(0), Principal::Exec(0)]
+            .iter()
+            .flat_map(|p| Behaviour::for_stage(*p).iter().copied())
+            .collect();
+        all.push(Behaviour::Flood);
+        all.sort();
+        all.dedup();
+        all
     }
 
     /// Parse a command-line name (`slow-primary-10ms`, `starve`, ...).

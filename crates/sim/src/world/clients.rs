@@ -4,7 +4,7 @@
 use super::{Ev, StageBox, World};
 use crate::trace;
 use plumb_kv::KvOp;
-use plumb_wire::{Message, Principal};
+use plumb_wire::{Message, Principal, ReqNo};
 
 impl World {
     /// A client's think time is over: issue its next operation.
@@ -86,35 +86,20 @@ impl World {
             .get(c as usize)
             .and_then(|l| l.last_request.clone());
         let mut msgs: Vec<(Principal, Message)> = Vec::new();
+        // Request numbers sent with `other` to every authentication replica.
+        let mut to_auth: Vec<ReqNo> = Vec::new();
         match self.fault_rng.index(7) {
             0 => {
                 if let Some((nc, op)) = last {
                     if op != other {
                         self.workload.injected_body(&other);
-                        for a in 0..q.auth {
-                            msgs.push((
-                                Principal::Auth(a as u16),
-                                Message::Request {
-                                    nc,
-                                    op: other.clone(),
-                                },
-                            ));
-                        }
+                        to_auth.push(nc);
                     }
                 }
             }
             1 => {
-                let nc = last.map_or(1, |(nc, _)| nc) + 2;
                 self.workload.injected_body(&other);
-                for a in 0..q.auth {
-                    msgs.push((
-                        Principal::Auth(a as u16),
-                        Message::Request {
-                            nc,
-                            op: other.clone(),
-                        },
-                    ));
-                }
+                to_auth.push(last.map_or(1, |(nc, _)| nc) + 2);
             }
             2 => {
                 let write = KvOp::Set {
@@ -135,22 +120,23 @@ impl World {
             3 => self.send_garbage(i, false),
             4 => self.send_malformed(i),
             5 => {
-                // A flood: a burst of fresh request numbers to every auth replica.
+                // A flood: a burst of fresh request numbers.
                 let first = last.map_or(1, |(nc, _)| nc + 1);
                 self.workload.injected_body(&other);
-                for nc in first..first + 16 {
-                    for a in 0..q.auth {
-                        msgs.push((
-                            Principal::Auth(a as u16),
-                            Message::Request {
-                                nc,
-                                op: other.clone(),
-                            },
-                        ));
-                    }
-                }
+                to_auth.extend(first..first + 16);
             }
             _ => self.send_garbage(i, true),
+        }
+        for nc in to_auth {
+            for a in 0..q.auth {
+                msgs.push((
+                    Principal::Auth(a as u16),
+                    Message::Request {
+                        nc,
+                        op: other.clone(),
+                    },
+                ));
+            }
         }
         let me = self.nodes[i].p;
         for (to, msg) in msgs {
