@@ -47,6 +47,10 @@ pub enum Behaviour {
     /// Order primary: PRE-PREPAREs with a request whose matrix signature is stripped, which
     /// every correct backup can tell is invalid.
     InvalidBatch,
+    /// Order backup: races the new primary with a NEW-VIEW of its own, a valid subset of the
+    /// VIEW-CHANGEs it received, signed by itself (simulator only: it needs to see incoming
+    /// frames).
+    RaceNewView,
     /// Execution: wrong results in REPLY and READ-ONLY-REPLY.
     WrongReplies,
     /// Execution: wrong CP-TOKENs, and corrupted checkpoint and state in state transfer.
@@ -77,6 +81,7 @@ impl Behaviour {
                 Behaviour::SlowPrimary(100_000),
                 Behaviour::Starve,
                 Behaviour::InvalidBatch,
+                Behaviour::RaceNewView,
             ],
             Principal::Exec(_) => &[
                 Behaviour::Silent,
@@ -127,6 +132,7 @@ impl fmt::Display for Behaviour {
             Behaviour::SlowPrimary(us) => write!(f, "slow-primary-{}ms", us / 1000),
             Behaviour::Starve => f.write_str("starve"),
             Behaviour::InvalidBatch => f.write_str("invalid-batch"),
+            Behaviour::RaceNewView => f.write_str("race-new-view"),
             Behaviour::WrongReplies => f.write_str("wrong-replies"),
             Behaviour::WrongCheckpoint => f.write_str("wrong-checkpoint"),
             Behaviour::Flood => f.write_str("flood"),

@@ -9,10 +9,10 @@ use plumb_crypto::{Digest, Mac};
 use plumb_exec::ExecCheckpoint;
 use plumb_kv::{KvOp, KvResult, KvStore};
 use plumb_wire::{
-    Batch, Body, Message, PrePreparedEntry, PreparedEntry, Principal, Seq, SignedRequest,
-    SignedViewChange, View, ViewChange,
+    new_view_signing_bytes, Batch, Body, Message, PrePreparedEntry, PreparedEntry, Principal, Seq,
+    SignedRequest, SignedViewChange, View, ViewChange,
 };
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// What the adversary does with one outgoing frame.
 pub enum Outgoing {
@@ -43,7 +43,13 @@ pub struct Adversary {
     rate: f64,
     rng: Dice,
     equivocations: HashMap<(View, Seq), Option<Equivocation>>,
+    /// `RaceNewView`: VIEW-CHANGEs seen per view (the newest few views), and the views raced.
+    view_changes: BTreeMap<View, BTreeMap<u16, SignedViewChange>>,
+    raced: BTreeSet<View>,
 }
+
+/// How many views a NEW-VIEW racer keeps VIEW-CHANGEs for.
+const RACE_VIEWS: usize = 4;
 
 impl Adversary {
     /// `rate`: the probability of lying in a given message; `medium`: the order medium quorum
@@ -55,7 +61,70 @@ impl Adversary {
             rate,
             rng: Dice::new(seed),
             equivocations: HashMap::new(),
+            view_changes: BTreeMap::new(),
+            raced: BTreeSet::new(),
         }
+    }
+
+    /// Frames the principal sends on its own initiative on seeing an incoming frame (already
+    /// sealed with its keys). Only a NEW-VIEW racer has any: once it holds `n - u` VIEW-CHANGEs
+    /// for a view, it sends every order replica its own NEW-VIEW, a valid subset of them signed
+    /// by itself, hoping to install a decision of its choosing before the new primary's arrives.
+    pub fn incoming(&mut self, ring: &KeyRing, frame: &[u8]) -> Vec<(Principal, Vec<u8>)> {
+        if self.behaviour != Behaviour::RaceNewView {
+            return Vec::new();
+        }
+        let Ok((_, Message::ViewChange(vc))) = ring.open(frame) else {
+            return Vec::new();
+        };
+        self.race(ring, vc)
+    }
+
+    fn race(&mut self, ring: &KeyRing, vc: SignedViewChange) -> Vec<(Principal, Vec<u8>)> {
+        let view = vc.vc.new_view;
+        if self.raced.contains(&view) {
+            return Vec::new();
+        }
+        self.view_changes
+            .entry(view)
+            .or_default()
+            .insert(vc.vc.replica, vc);
+        while self.view_changes.len() > RACE_VIEWS {
+            self.view_changes.pop_first();
+        }
+        let Some(held) = self.view_changes.get(&view) else {
+            return Vec::new();
+        };
+        if held.len() < self.medium {
+            return Vec::new();
+        }
+        self.raced.insert(view);
+        while self.raced.len() > RACE_VIEWS {
+            self.raced.pop_first();
+        }
+        let mut proofs: Vec<SignedViewChange> = held.values().cloned().collect();
+        // A random valid subset: likely not the one the primary will use.
+        while proofs.len() > self.medium {
+            proofs.remove(self.rng.index(proofs.len()));
+        }
+        let signature = ring.sign(&new_view_signing_bytes(view, &proofs));
+        let msg = Message::NewView {
+            view,
+            proofs,
+            signature,
+        };
+        let me = ring.me();
+        let peers: BTreeSet<u16> = self
+            .view_changes
+            .values()
+            .flat_map(|m| m.keys().copied())
+            .collect();
+        peers
+            .into_iter()
+            .map(Principal::Order)
+            .filter(|p| *p != me)
+            .filter_map(|p| ring.seal(p, &msg).map(|f| (p, f)))
+            .collect()
     }
 
     pub fn behaviour(&self) -> Behaviour {
@@ -70,6 +139,17 @@ impl Adversary {
         let Ok((to, msg)) = ring.open_own(&frame) else {
             return Outgoing::Keep(frame);
         };
+        if let (Behaviour::RaceNewView, Message::ViewChange(vc)) = (self.behaviour, &msg) {
+            // Its own VIEW-CHANGE counts towards the racer's quorum too. The race itself
+            // happens on the next incoming one (`incoming`), which the simulator delivers.
+            let view = vc.vc.new_view;
+            if !self.raced.contains(&view) {
+                self.view_changes
+                    .entry(view)
+                    .or_default()
+                    .insert(vc.vc.replica, vc.clone());
+            }
+        }
         if let (Behaviour::SlowPrimary(delay), Message::PrePrepare { .. }) = (self.behaviour, &msg)
         {
             return Outgoing::Delay(frame, delay);
@@ -171,13 +251,21 @@ impl Adversary {
                     digest: self.equivocated_digest(to, view, seq, digest),
                 })
             }
-            (Behaviour::Equivocate, Message::NewView { view, mut proofs })
-                if proofs.len() > self.medium =>
-            {
-                // Each backup gets its own valid subset of the proofs: different, legitimate
-                // inputs to the decision.
+            (
+                Behaviour::Equivocate,
+                Message::NewView {
+                    view, mut proofs, ..
+                },
+            ) if proofs.len() > self.medium => {
+                // Each backup gets its own valid subset of the proofs, signed: different,
+                // legitimate inputs to the decision.
                 proofs.remove(self.rng.index(proofs.len()));
-                Some(Message::NewView { view, proofs })
+                let signature = ring.sign(&new_view_signing_bytes(view, &proofs));
+                Some(Message::NewView {
+                    view,
+                    proofs,
+                    signature,
+                })
             }
             (Behaviour::ForgedViewChange, Message::ViewChange(signed)) if self.lie() => {
                 let forged = self.forge_view_change(signed.vc);
@@ -698,6 +786,7 @@ mod tests {
                 view: 0,
                 digest: batch.digest(1),
             }],
+            incarnation: 0,
         };
         let signature = ring.sign(&vc.signing_bytes());
         let msg = Message::ViewChange(SignedViewChange {

@@ -78,6 +78,7 @@ impl Plumb {
         };
         let path = init(dir, &o).map_err(|e| e.to_string())?;
         let cluster = Cluster::load(&path).map_err(|e| e.to_string())?;
+        plumb_node::init_stores(&cluster)?;
         let logs = dir.join("logs");
         std::fs::create_dir_all(&logs)
             .map_err(|e| format!("cannot create {}: {e}", logs.display()))?;

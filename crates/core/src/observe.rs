@@ -18,14 +18,27 @@ pub enum Observation {
     CheckpointTaken { seq: Seq, token: Digest },
     /// An execution replica loaded checkpoint `seq`: its next batch is `seq + 1`.
     CheckpointLoaded { seq: Seq, token: Digest },
-    /// An order replica committed batch `seq`.
+    /// An order replica committed batch `seq`. `carried`: the batch was chosen by a NEW-VIEW
+    /// (carried over from an earlier view), not proposed afresh.
     Committed {
         seq: Seq,
         view: View,
         digest: Digest,
+        carried: bool,
     },
-    /// An order replica entered view `view` (as a participant in it).
-    ViewEntered { view: View },
+    /// An order replica entered view `view` (as a participant in it). `new_view` is the digest
+    /// of the NEW-VIEW proofs it installed (zero for view 0 and for a view entered without a
+    /// NEW-VIEW): every correct replica entering a view with a correct primary installs the same
+    /// one.
+    ViewEntered { view: View, new_view: Digest },
+    /// An order replica found its records missing or damaged and started the recovery
+    /// protocol under a new incarnation: it casts no vote until it rejoins.
+    Recovering { incarnation: u64 },
+    /// An order replica learned its fence from `n - u` peers.
+    Fenced { fence: Seq },
+    /// A recovering order replica holds a stable checkpoint at `stable >= fence` and votes
+    /// again.
+    Rejoined { stable: Seq },
     /// An order replica's checkpoint at `seq` became stable.
     StableCheckpoint { seq: Seq },
     /// A client accepted a reply.

@@ -14,9 +14,15 @@ pub enum Sabotage {
     SkipRequestSequenceCheck,
     /// Execution replicas deliver a batch learned from a single NEXT-BATCH instead of r+1.
     ExecLearnBelowQuorum,
+    /// An order replica whose records are gone starts as if new, without the recovery
+    /// protocol, and votes at once.
+    Amnesia,
+    /// Order replicas accept a NEW-VIEW from any order replica, signed by it, not only from the
+    /// new view's primary.
+    AnyNewView,
 }
 
-pub const ALL: [(Sabotage, &str); 4] = [
+pub const ALL: [(Sabotage, &str); 6] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -24,6 +30,8 @@ pub const ALL: [(Sabotage, &str); 4] = [
         "skip-request-sequence-check",
     ),
     (Sabotage::ExecLearnBelowQuorum, "exec-learn-below-quorum"),
+    (Sabotage::Amnesia, "amnesia"),
+    (Sabotage::AnyNewView, "any-new-view"),
 ];
 
 // The active sabotage is process-wide: the simulator runs one seed at a time in one thread.

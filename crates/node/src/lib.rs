@@ -63,6 +63,58 @@ pub type Attack = plumb_adversary::Behaviour;
 #[cfg(not(feature = "adversary"))]
 pub type Attack = std::convert::Infallible;
 
+/// Where node `id` keeps its stores unless told otherwise: `data/node-<id>` beside the
+/// configuration.
+pub fn default_data_dir(cluster: &Cluster, id: u16) -> std::path::PathBuf {
+    cluster.dir().join("data").join(format!("node-{id}"))
+}
+
+/// Make node `id`'s order store that of a fresh replica (what `plumb init` does for every
+/// node): only a store with the genesis record is trusted at start-up; any other, an empty
+/// directory included, is taken for one that lost its records (docs/protocol.md, "Order
+/// replicas that lost their records"). Refuses a store that already holds records.
+pub fn write_genesis(cluster: &Cluster, id: u16, data: &Path) -> Result<(), String> {
+    let node = cluster
+        .node(id)
+        .ok_or_else(|| format!("node {id} is not in {}", cluster.path.display()))?;
+    for &p in node
+        .principals
+        .iter()
+        .filter(|p| matches!(p, Principal::Order(_)))
+    {
+        let dir = data.join(p.to_string());
+        let (mut store, recovered) = Store::open(&dir).map_err(|e| {
+            format!(
+                "node {id}: cannot create the {p} store in {}: {e}",
+                dir.display()
+            )
+        })?;
+        if !recovered.is_empty() {
+            return Err(format!(
+                "node {id}: the {p} store in {} already holds records; a fresh replica's store must be new (remove it only if this node never ran)",
+                dir.display()
+            ));
+        }
+        for op in plumb_order::genesis() {
+            store.apply(op).map_err(|e| {
+                format!(
+                    "node {id}: cannot write the {p} store in {}: {e}",
+                    dir.display()
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// `write_genesis` for every node of a new cluster, in the default data directories.
+pub fn init_stores(cluster: &Cluster) -> Result<(), String> {
+    for n in &cluster.nodes {
+        write_genesis(cluster, n.id, &default_data_dir(cluster, n.id))?;
+    }
+    Ok(())
+}
+
 /// Start node `id` of `cluster` with its stores under `data`. Must run inside a tokio
 /// runtime. Errors say what was wrong and what to do.
 pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNode, String> {
@@ -91,6 +143,19 @@ pub async fn start_faulty(
         rings.insert(p, cluster.key_ring(p, &secret).map_err(|e| e.to_string())?);
         let dir = data.join(p.to_string());
         let (store, recovered) = open_store(id, p, &dir)?;
+        if matches!(p, Principal::Order(_)) && !plumb_order::store_is_intact(&recovered) {
+            if cluster.faults().u == 0 {
+                return Err(format!(
+                    "node {id}: the {p} store in {} is missing its records or damaged ({} corrupt record(s) or damaged span(s)), and with u = 0 no quorum of other order replicas can vouch for what it voted: it cannot rejoin safely. Restore the directory from a backup of this node, or reconfigure the cluster (plumb init a new one and move the data over)",
+                    dir.display(),
+                    recovered.corrupt.len()
+                ));
+            }
+            eprintln!(
+                "node {id}: the {p} store in {} is missing its records or damaged: it rejoins by the recovery protocol (new incarnation, a fence learned from its peers, no vote until a checkpoint above the fence is stable)",
+                dir.display()
+            );
+        }
         let st = store.stats();
         if st.recovered_corrupt > 0 || st.corrupt_spans > 0 || st.torn_tail_bytes > 0 {
             eprintln!(

@@ -33,6 +33,9 @@ pub struct Status {
     pub uptime_s: u64,
     /// Peer node id -> whether our link to it is up.
     pub peers: Vec<(u16, bool)>,
+    /// Set while the node's order replica recovers from lost records: it casts no vote until
+    /// a checkpoint above its fence is stable (docs/operations.md, "Losing a disk").
+    pub order_recovery: Option<String>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -203,7 +206,7 @@ impl Observed {
                     m.last_executed.set(*seq as i64);
                 }
             }
-            Observation::ViewEntered { view } => {
+            Observation::ViewEntered { view, .. } => {
                 s.view = Some(*view);
                 m.view.set(*view as i64);
                 let primary = (*view % self.order_replicas.max(1)) as usize;
@@ -220,6 +223,17 @@ impl Observed {
                     m.last_committed.set(*seq as i64);
                 }
             }
+            Observation::Recovering { incarnation } => {
+                s.order_recovery = Some(format!(
+                    "recovering lost records (incarnation {incarnation}): asking peers for the fence"
+                ));
+            }
+            Observation::Fenced { fence } => {
+                s.order_recovery = Some(format!(
+                    "recovering lost records: waiting for a stable checkpoint at or above {fence}"
+                ));
+            }
+            Observation::Rejoined { .. } => s.order_recovery = None,
             Observation::ClientAccepted { .. } => {}
         }
     }

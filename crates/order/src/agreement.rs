@@ -123,12 +123,15 @@ impl OrderReplica {
     pub(crate) fn try_propose(&mut self, now: Micros, out: &mut Vec<Action>) {
         while self.is_primary() && self.next_propose <= self.window_top() {
             let ready = self.ready_requests();
-            if ready.is_empty() {
+            // A rejoining peer waits for a stable checkpoint above its fence: fill idle time
+            // with null batches so it gets there without client load.
+            let fill = ready.is_empty() && self.next_propose <= self.fill_until;
+            if ready.is_empty() && !fill {
                 self.batch_timer_fired = false;
                 return;
             }
             let in_flight = self.next_propose > self.state.seq + 1;
-            if ready.len() < self.cfg.batch_max && in_flight && !self.batch_timer_fired {
+            if !fill && ready.len() < self.cfg.batch_max && in_flight && !self.batch_timer_fired {
                 if !self.batch_timer_armed {
                     self.batch_timer_armed = true;
                     out.push(Action::SetTimer {
@@ -277,7 +280,9 @@ impl OrderReplica {
         time: Micros,
     ) -> Result<(), &'static str> {
         let _ = seq;
-        if requests.is_empty() || requests.len() > self.cfg.batch_max {
+        // An empty batch is a null batch: primaries fill idle time with them while a peer
+        // rejoins (rejoin.rs). It costs a sequence number and changes no state.
+        if requests.len() > self.cfg.batch_max {
             return Err("bad-batch-size");
         }
         if time > now.saturating_add(self.cfg.max_clock_lead_us) {
@@ -499,10 +504,12 @@ impl OrderReplica {
             progressed = true;
             applied_requests += batch.requests.len();
             let digest = batch.digest(seq);
+            let carried = self.slots.get(&seq).is_some_and(|s| s.carried);
             out.push(Action::Observe(Observation::Committed {
                 seq,
                 view: self.view,
                 digest,
+                carried,
             }));
             self.send_to_exec(
                 &Message::NextBatch {

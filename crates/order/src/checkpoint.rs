@@ -18,6 +18,10 @@ pub(crate) struct StableRecord {
 
 pub(crate) const STABLE_KEY: &str = "order/stable";
 
+pub(crate) fn checkpoint_key(seq: Seq) -> String {
+    format!("order/cp/{seq:020}")
+}
+
 pub(crate) fn token_key(seq: Seq) -> String {
     format!("order/token/{seq:020}")
 }
@@ -67,9 +71,15 @@ impl OrderReplica {
         snapshot.exec_token = token;
         let bytes = snapshot.encode();
         let digest = Digest::of(&bytes);
-        self.put(format!("order/cp/{seq:020}"), bytes.clone(), out);
+        self.put(checkpoint_key(seq), bytes.clone(), out);
         self.sync(out);
         self.own_checkpoints.insert(seq, (digest, bytes));
+        if self.rejoin.is_some() {
+            // A rejoining replica casts no checkpoint vote, not even for itself: the fence is
+            // passed on n - u votes of others.
+            self.check_stable(seq, out);
+            return;
+        }
         self.send_to_peers(&Message::Checkpoint { seq, digest }, out);
         self.checkpoint_votes
             .entry(seq)
@@ -194,7 +204,7 @@ impl OrderReplica {
         {
             if s != seq {
                 out.push(Action::Store(StoreOp::Delete {
-                    key: format!("order/cp/{s:020}"),
+                    key: checkpoint_key(s),
                 }));
             }
         }
@@ -208,7 +218,7 @@ impl OrderReplica {
         }
         if old > 0 && old != seq {
             out.push(Action::Store(StoreOp::Delete {
-                key: format!("order/cp/{old:020}"),
+                key: checkpoint_key(old),
             }));
         }
         self.own_checkpoints = self.own_checkpoints.split_off(&(seq + 1));

@@ -8,17 +8,20 @@
 //! transfer, the execution-stage link), `view_change.rs` (triggers, VIEW-CHANGE, the decision,
 //! NEW-VIEW), `monitor.rs` (heartbeat, throughput and fairness watch on the primary),
 //! `catch_up.rs` (catch-up requests wait for idle time), `recovery.rs` (restart from durable
-//! records).
+//! records), `rejoin.rs` (a replica whose records are missing or damaged: new incarnation,
+//! fence, no vote until a stable checkpoint above the fence).
 
 mod agreement;
 mod catch_up;
 mod checkpoint;
 mod monitor;
 mod recovery;
+mod rejoin;
 mod slot;
 mod state;
 mod view_change;
 
+pub use rejoin::{genesis, store_is_intact, GENESIS_KEY};
 pub use state::OrderState;
 pub use view_change::{decide, Decision};
 
@@ -27,7 +30,7 @@ use plumb_core::{
     Action, Counters, Event, Micros, Observation, Recovered, Rng, Stage, StageContext, StoreOp,
     TimerId,
 };
-use plumb_crypto::{Digest, Mac};
+use plumb_crypto::{Digest, Mac, Signature};
 use plumb_wire::{
     ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, SignedViewChange, View,
 };
@@ -79,8 +82,8 @@ pub struct OrderReplica {
     /// the new primary get a deadline (PBFT), so no replica races ahead alone.
     view_change_quorum_at: Option<Micros>,
     last_progress: Micros,
-    /// The NEW-VIEW proofs of the current view (forwardable: they are signed).
-    new_view_proofs: Option<Vec<SignedViewChange>>,
+    /// The NEW-VIEW of the current view, with its primary's signature (forwardable).
+    new_view_msg: Option<(Vec<SignedViewChange>, Signature)>,
     /// Each replica's highest-view VIEW-CHANGE.
     view_changes: HashMap<u16, SignedViewChange>,
     new_view_forwarded: HashMap<u16, Micros>,
@@ -122,6 +125,23 @@ pub struct OrderReplica {
     deferred_catch_up: BTreeMap<(u16, u8), catch_up::CatchUp>,
 
     recovered: Option<Recovered>,
+
+    // --- incarnations and rejoining after lost records (rejoin.rs)
+    /// This replica's incarnation: 0 from `plumb init`, new after every loss of records.
+    incarnation: u64,
+    /// The highest incarnation each peer has shown (recovery queries, VIEW-CHANGEs): a
+    /// VIEW-CHANGE of an older one is refused.
+    peer_incarnations: HashMap<u16, u64>,
+    /// The highest incarnation each peer's VIEW-CHANGEs carried: a rejoining peer must pick a
+    /// higher one.
+    peer_vc_incarnations: HashMap<u16, u64>,
+    /// Set while this replica recovers from lost records: it casts no vote of any kind.
+    rejoin: Option<rejoin::Rejoin>,
+    /// As primary, fill idle time with null batches through this sequence number, so that a
+    /// rejoining peer's fence is reached without client load.
+    fill_until: Seq,
+    /// When each rejoining peer's query was last answered (rate limit).
+    recovery_served: HashMap<u16, (u64, Micros)>,
 }
 
 impl OrderReplica {
@@ -144,7 +164,7 @@ impl OrderReplica {
             consecutive_view_changes: 0,
             view_change_quorum_at: None,
             last_progress: 0,
-            new_view_proofs: None,
+            new_view_msg: None,
             view_changes: HashMap::new(),
             new_view_forwarded: HashMap::new(),
             slots: BTreeMap::new(),
@@ -177,11 +197,15 @@ impl OrderReplica {
             monitor: Default::default(),
             deferred_catch_up: BTreeMap::new(),
             recovered: None,
+            incarnation: 0,
+            peer_incarnations: HashMap::new(),
+            peer_vc_incarnations: HashMap::new(),
+            rejoin: None,
+            fill_until: 0,
+            recovery_served: HashMap::new(),
             ctx,
         };
-        if !recovered.is_empty() {
-            replica.recovered = Some(recovered);
-        }
+        replica.recovered = Some(recovered);
         replica
     }
 
@@ -206,6 +230,15 @@ impl OrderReplica {
         self.active
     }
 
+    /// Recovering from lost records (casting no vote), and the fence once known.
+    pub fn rejoining(&self) -> Option<Option<Seq>> {
+        self.rejoin.as_ref().map(|r| r.fence())
+    }
+
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
     fn is_primary(&self) -> bool {
         self.active && self.primary() == self.me && !self.behind_checkpoint()
     }
@@ -220,6 +253,11 @@ impl OrderReplica {
     }
 
     fn send(&self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
+        // A replica recovering from lost records casts no vote of any kind and vouches for
+        // nothing (rejoin.rs): it only asks. This is the one door every message leaves by.
+        if self.rejoin.is_some() && !rejoin::may_send_while_rejoining(msg) {
+            return;
+        }
         if let Some(frame) = self.ctx.keys.seal(to, msg) {
             out.push(Action::Send { to, frame });
         }
@@ -248,6 +286,9 @@ impl OrderReplica {
     }
 
     fn on_message(&mut self, now: Micros, from: Principal, msg: Message, out: &mut Vec<Action>) {
+        if self.ignored_while_rejoining(&msg) {
+            return;
+        }
         if let (
             Principal::Order(_),
             Message::PrePrepare { seq, .. }
@@ -292,9 +333,31 @@ impl OrderReplica {
                 self.on_checkpoint(now, j, seq, digest, out)
             }
             (Principal::Order(j), Message::ViewChange(vc)) => self.on_view_change(now, j, vc, out),
-            (Principal::Order(_), Message::NewView { view, proofs }) => {
-                self.on_new_view(now, view, proofs, out)
-            }
+            (
+                Principal::Order(j),
+                Message::NewView {
+                    view,
+                    proofs,
+                    signature,
+                },
+            ) => self.on_new_view(now, j, view, proofs, signature, out),
+            (
+                Principal::Order(j),
+                Message::RecoveryQuery {
+                    nonce,
+                    incarnation,
+                    fence,
+                },
+            ) => self.on_recovery_query(now, j, nonce, incarnation, fence, out),
+            (
+                Principal::Order(j),
+                Message::RecoveryReply {
+                    nonce,
+                    highest,
+                    incarnation,
+                    view,
+                },
+            ) => self.on_recovery_reply(now, j, nonce, highest, incarnation, view, out),
             (Principal::Order(j), Message::FetchCommitted { from }) => {
                 self.on_catch_up(now, j, catch_up::CatchUp::Committed(from), out)
             }
@@ -322,6 +385,11 @@ impl OrderReplica {
             id: TICK,
             after: self.cfg.catch_up_us,
         });
+        if self.rejoin.is_some() {
+            self.rejoin_tick(out);
+            self.catch_up_tick(out);
+            return;
+        }
         let stalled = self.state.seq == self.applied_at_last_tick;
         self.applied_at_last_tick = self.state.seq;
         if self.active {
@@ -363,13 +431,21 @@ impl Stage for OrderReplica {
         match event {
             Event::Start => {
                 self.last_progress = now;
-                self.open_view(now, out);
-                if let Some(rec) = self.recovered.take() {
-                    self.recover(now, rec, out);
+                let rec = self.recovered.take().unwrap_or_default();
+                if !store_is_intact(&rec) && !rejoin::sabotaged_amnesia() {
+                    self.begin_rejoin(now, rec, out);
+                    out.push(Action::SetTimer {
+                        id: TICK,
+                        after: self.cfg.catch_up_us,
+                    });
+                    return;
                 }
+                self.open_view(now, out);
+                self.recover(now, rec, out);
                 if self.active {
                     out.push(Action::Observe(Observation::ViewEntered {
                         view: self.view,
+                        new_view: self.new_view_digest(),
                     }));
                 }
                 // We may have missed anything while down: ask.
@@ -397,6 +473,9 @@ impl Stage for OrderReplica {
                 Ok((from, msg)) => self.on_message(now, from, msg, out),
                 Err(e) => self.counters.add(e.drop_counter()),
             },
+        }
+        if self.rejoin.is_some() {
+            self.maybe_rejoin(now, out);
         }
     }
 

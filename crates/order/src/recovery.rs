@@ -2,12 +2,13 @@
 //! above it and learned execution tokens. Committed slots are re-applied; the rest of what was
 //! in memory is re-learned from peers through the normal resend and catch-up paths.
 
-use crate::checkpoint::{StableRecord, STABLE_KEY};
+use crate::checkpoint::{checkpoint_key, StableRecord, STABLE_KEY};
+use crate::rejoin::INCARNATION_KEY;
 use crate::slot::{Slot, SlotRecord};
 use crate::state::OrderState;
-use crate::view_change::VIEW_KEY;
+use crate::view_change::{NEW_VIEW_KEY, VIEW_KEY};
 use crate::{OrderReplica, Stable};
-use plumb_core::{storage, Action, Micros, Observation, Recovered};
+use plumb_core::{storage, Action, Micros, Observation, Recovered, StoreOp};
 use plumb_crypto::Digest;
 use plumb_wire::{Message, Seq, View};
 
@@ -29,6 +30,30 @@ impl OrderReplica {
                     exec_token: state.exec_token,
                 };
                 self.state = state;
+            }
+        }
+        self.incarnation = rec
+            .records
+            .get(INCARNATION_KEY)
+            .and_then(|b| storage::decode::<u64>(b))
+            .unwrap_or(0);
+        // Our own checkpoints above the stable one: we vouch for them in view changes again.
+        // Older ones were left behind by a crash between a checkpoint becoming stable and the
+        // deletes that follow: delete them now, or they would stay on disk for good.
+        for (key, value) in rec.records.range("order/cp/".to_string()..) {
+            let Some(seq) = key
+                .strip_prefix("order/cp/")
+                .and_then(|s| s.parse::<Seq>().ok())
+            else {
+                break;
+            };
+            if seq > self.stable.seq && OrderState::decode(value).is_some() {
+                self.own_checkpoints
+                    .insert(seq, (Digest::of(value), value.clone()));
+            } else if seq < self.stable.seq {
+                out.push(Action::Store(StoreOp::Delete {
+                    key: checkpoint_key(seq),
+                }));
             }
         }
         for (key, value) in rec.records.range("order/slot/".to_string()..) {
@@ -74,6 +99,17 @@ impl OrderReplica {
         {
             self.view = view;
             self.active = active;
+        }
+        if let Some((view, proofs, signature)) = rec.records.get(NEW_VIEW_KEY).and_then(|b| {
+            storage::decode::<(
+                View,
+                Vec<plumb_wire::SignedViewChange>,
+                plumb_crypto::Signature,
+            )>(b)
+        }) {
+            if view == self.view && view > 0 {
+                self.new_view_msg = Some((proofs, signature));
+            }
         }
         // Contiguous accepted pre-prepares of the current view continue where they left off.
         self.accepted_upto = self.state.seq;

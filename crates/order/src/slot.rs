@@ -26,6 +26,9 @@ pub struct Slot {
     pub prepares: HashMap<u16, Digest>,
     pub commits: HashMap<u16, Digest>,
     pub sent_commit: bool,
+    /// The accepted batch came from a NEW-VIEW decision, not a fresh PRE-PREPARE (reported to
+    /// the simulator, which allows a request in two batches only for such carried-over ones).
+    pub carried: bool,
 }
 
 impl Slot {
@@ -46,6 +49,7 @@ impl Slot {
             self.commits.clear();
             self.sent_commit = false;
         }
+        self.carried = false;
         self.record.accepted = Some((view, batch));
     }
 

@@ -5,10 +5,10 @@ use crate::slot::slot_key;
 use crate::OrderReplica;
 use plumb_config::Quorums;
 use plumb_core::{Action, Micros, Observation};
-use plumb_crypto::Digest;
+use plumb_crypto::{Digest, Signature};
 use plumb_wire::{
-    Batch, Message, PrePreparedEntry, PreparedEntry, Principal, Seq, SignedViewChange, View,
-    ViewChange,
+    new_view_signing_bytes, Batch, Message, PrePreparedEntry, PreparedEntry, Principal, Seq,
+    SignedViewChange, View, ViewChange,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +23,9 @@ pub struct Decision {
 }
 
 pub(crate) const VIEW_KEY: &str = "order/view";
+/// The NEW-VIEW of the current view, kept so that a restarted replica can still forward it to
+/// peers that missed it (a rejoining replica among them).
+pub(crate) const NEW_VIEW_KEY: &str = "order/new-view";
 
 /// The NEW-VIEW decision over a set of view-change messages for one view (distinct replicas,
 /// already authenticated). `None`: not enough information yet, wait for more messages.
@@ -146,14 +149,16 @@ impl OrderReplica {
             .requests
             .values()
             .any(|e| e.pending_since.is_some_and(|t| now >= t + timeout));
-        if waiting {
+        // A rejoining peer asked for null batches and the primary orders none.
+        let unfilled = self.fill_until > self.state.seq && !self.is_primary();
+        if waiting || unfilled {
             self.counters.add("view-change-timeout");
             self.start_view_change(now, self.view + 1, out);
         }
     }
 
     pub(crate) fn start_view_change(&mut self, now: Micros, new_view: View, out: &mut Vec<Action>) {
-        if new_view <= self.view {
+        if new_view <= self.view || self.rejoin.is_some() {
             return;
         }
         self.close_view();
@@ -206,6 +211,7 @@ impl OrderReplica {
                 .collect(),
             prepared,
             pre_prepared,
+            incarnation: self.incarnation,
         };
         let signature = self.ctx.keys.sign(&vc.signing_bytes());
         SignedViewChange { vc, signature }
@@ -231,6 +237,17 @@ impl OrderReplica {
             self.counters.add("drop-bad-view-change");
             return;
         }
+        if !self.current_incarnation(&vc) {
+            self.counters.add("drop-view-change-old-incarnation");
+            return;
+        }
+        let inc = vc.vc.incarnation;
+        for known in [
+            self.peer_incarnations.entry(j).or_insert(0),
+            self.peer_vc_incarnations.entry(j).or_insert(0),
+        ] {
+            *known = (*known).max(inc);
+        }
         let v = vc.vc.new_view;
         if v < self.view || (v == self.view && self.active) {
             self.help_stale_peer(now, j, out);
@@ -239,7 +256,7 @@ impl OrderReplica {
         let newer = self
             .view_changes
             .get(&j)
-            .is_none_or(|old| old.vc.new_view < v);
+            .is_none_or(|old| old.vc.new_view < v || old.vc.incarnation < inc);
         if newer {
             self.view_changes.insert(j, vc);
         }
@@ -288,7 +305,7 @@ impl OrderReplica {
 
     /// A peer is still changing to a view we have already entered: hand it our NEW-VIEW.
     fn help_stale_peer(&mut self, now: Micros, j: u16, out: &mut Vec<Action>) {
-        let Some(proofs) = &self.new_view_proofs else {
+        let Some((proofs, signature)) = &self.new_view_msg else {
             return;
         };
         if self
@@ -302,6 +319,7 @@ impl OrderReplica {
         let msg = Message::NewView {
             view: self.view,
             proofs: proofs.clone(),
+            signature: *signature,
         };
         self.send(Principal::Order(j), &msg, out);
     }
@@ -322,24 +340,46 @@ impl OrderReplica {
         let Some(decision) = decide(&refs, &self.q, self.cfg.checkpoint_interval) else {
             return;
         };
+        let signature = self
+            .ctx
+            .keys
+            .sign(&new_view_signing_bytes(self.view, &proofs));
         self.send_to_peers(
             &Message::NewView {
                 view: self.view,
                 proofs: proofs.clone(),
+                signature,
             },
             out,
         );
-        self.install(now, self.view, decision, proofs, out);
+        self.install(now, self.view, decision, proofs, signature, out);
     }
 
     pub(crate) fn on_new_view(
         &mut self,
         now: Micros,
+        from: u16,
         view: View,
         proofs: Vec<SignedViewChange>,
+        signature: Signature,
         out: &mut Vec<Action>,
     ) {
         if view < self.view || (view == self.view && self.active) {
+            return;
+        }
+        // Only the new view's primary makes a NEW-VIEW (anyone may forward it): otherwise a
+        // faulty backup could install its own valid subset of proofs and make the view fail.
+        let maker = if sabotaged_any_new_view() {
+            from
+        } else {
+            (view % self.q.order as u64) as u16
+        };
+        if !self.ctx.keys.verify_signature(
+            Principal::Order(maker),
+            &new_view_signing_bytes(view, &proofs),
+            &signature,
+        ) {
+            self.counters.add("drop-new-view-not-from-primary");
             return;
         }
         let mut seen = BTreeSet::new();
@@ -348,13 +388,36 @@ impl OrderReplica {
                 self.counters.add("drop-bad-new-view");
                 return;
             }
+            if !self.current_incarnation(p) {
+                self.counters.add("drop-new-view-old-incarnation");
+                return;
+            }
         }
         let refs: Vec<&ViewChange> = proofs.iter().map(|s| &s.vc).collect();
         let Some(decision) = decide(&refs, &self.q, self.cfg.checkpoint_interval) else {
             self.counters.add("drop-bad-new-view");
             return;
         };
-        self.install(now, view, decision, proofs, out);
+        self.install(now, view, decision, proofs, signature, out);
+    }
+
+    /// A VIEW-CHANGE from an incarnation of its sender older than one we have seen speaks for a
+    /// life whose records are gone: refused (rejoin.rs).
+    fn current_incarnation(&self, s: &SignedViewChange) -> bool {
+        self.peer_incarnations
+            .get(&s.vc.replica)
+            .is_none_or(|known| s.vc.incarnation >= *known)
+    }
+
+    /// Digest of the installed NEW-VIEW's proofs (zero in view 0): what the simulator compares
+    /// across replicas.
+    pub(crate) fn new_view_digest(&self) -> Digest {
+        match &self.new_view_msg {
+            Some((proofs, _)) if self.view > 0 => {
+                Digest::of(&new_view_signing_bytes(self.view, proofs))
+            }
+            _ => Digest::ZERO,
+        }
     }
 
     /// Enter `view` with the slots the decision fixes: each is pre-prepared in the new view (the
@@ -365,12 +428,18 @@ impl OrderReplica {
         view: View,
         d: Decision,
         proofs: Vec<SignedViewChange>,
+        signature: Signature,
         out: &mut Vec<Action>,
     ) {
         self.view = view;
         self.active = true;
         self.last_progress = now;
-        self.new_view_proofs = Some(proofs);
+        self.put(
+            NEW_VIEW_KEY.to_string(),
+            plumb_core::storage::encode(&(view, &proofs, signature)),
+            out,
+        );
+        self.new_view_msg = Some((proofs, signature));
         self.buffered.clear();
         self.view_changes.retain(|_, s| s.vc.new_view > view);
         self.put(
@@ -379,7 +448,10 @@ impl OrderReplica {
             out,
         );
         self.sync(out);
-        out.push(Action::Observe(Observation::ViewEntered { view }));
+        out.push(Action::Observe(Observation::ViewEntered {
+            view,
+            new_view: self.new_view_digest(),
+        }));
         for slot in self.slots.values_mut() {
             slot.prepares.clear();
             slot.commits.clear();
@@ -410,8 +482,12 @@ impl OrderReplica {
             if seq <= self.stable.seq {
                 continue;
             }
+            let carried = choice.is_some();
             let batch = choice.unwrap_or_else(null_batch);
             self.accept_and_prepare(seq, view, batch, out);
+            if let Some(slot) = self.slots.get_mut(&seq) {
+                slot.carried = carried;
+            }
         }
         // Pre-prepares of the old view above the decision are void in this view.
         self.accepted_upto = top;
@@ -470,6 +546,15 @@ impl OrderReplica {
     }
 }
 
+#[cfg(feature = "sabotage")]
+fn sabotaged_any_new_view() -> bool {
+    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::AnyNewView)
+}
+#[cfg(not(feature = "sabotage"))]
+fn sabotaged_any_new_view() -> bool {
+    false
+}
+
 /// Used by tests and the recovery path.
 #[allow(dead_code)]
 pub(crate) fn prepared_map(vc: &ViewChange) -> BTreeMap<Seq, (View, Digest)> {
@@ -504,6 +589,7 @@ mod tests {
             stable_seq: 0,
             stable_digest: Digest::ZERO,
             checkpoints: Vec::new(),
+            incarnation: 0,
             prepared: prepared
                 .iter()
                 .map(|(s, v, t)| PreparedEntry {

@@ -102,7 +102,13 @@ pub fn init_cmd(a: InitArgs) -> ExitCode {
         cli_clients: a.cli_clients,
         split: a.split,
     };
-    match init(&a.dir, &o) {
+    match init(&a.dir, &o)
+        .map_err(|e| e.to_string())
+        .and_then(|path| {
+            let cluster = Cluster::load(&path).map_err(|e| e.to_string())?;
+            plumb_node::init_stores(&cluster)?;
+            Ok(path)
+        }) {
         Ok(path) => {
             out!(
                 "wrote {} and keys in {}",
@@ -145,7 +151,7 @@ pub fn node_cmd(a: NodeArgs) -> ExitCode {
     };
     let data = a
         .data
-        .unwrap_or_else(|| cluster.dir().join("data").join(format!("node-{}", a.id)));
+        .unwrap_or_else(|| plumb_node::default_data_dir(&cluster, a.id));
     // A node's async side only moves frames between sockets and stage mailboxes (the stages
     // run on threads of their own): one worker saves the cross-thread wake-ups of two
     // (plumb bench u1r0 write-1k, 128 clients: +7%).
@@ -243,7 +249,11 @@ pub fn status_cmd(a: StatusArgs) -> ExitCode {
                 "{:<5} {:<10} {:<6} {:<8} {:>6} {:>10} {:>10} {:>10}",
                 n.id,
                 roles.join(","),
-                "up",
+                if v.get("order_recovery").is_some_and(|r| !r.is_null()) {
+                    "rejoin"
+                } else {
+                    "up"
+                },
                 field(&v, "view"),
                 field(&v, "primary_node"),
                 field(&v, "last_committed"),

@@ -101,7 +101,9 @@ fn prepare(a: &UpArgs) -> Result<Cluster, String> {
         o.r = a.r.unwrap_or(o.r);
         o.resp_port = a.resp_port.unwrap_or(o.resp_port);
         o.base_port = a.base_port.unwrap_or(o.base_port);
-        init(&a.dir, &o).map_err(|e| e.to_string())?;
+        let path = init(&a.dir, &o).map_err(|e| e.to_string())?;
+        let cluster = Cluster::load(&path).map_err(|e| e.to_string())?;
+        plumb_node::init_stores(&cluster)?;
         out!(
             "plumb up: new u={} r={} cluster in {}",
             o.u,

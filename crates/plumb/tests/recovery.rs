@@ -99,6 +99,9 @@ fn deleted_data_directory_rejoins_by_state_transfer() {
     let (acked, unknown) = load.stop();
     c.assert_running();
     let caught_up = c.wait_caught_up(2, T20);
+    // Its order replica lost its votes: it rejoins by the recovery protocol, and until then it
+    // counts as one of the `u` failures (docs/operations.md: lose one disk at a time).
+    c.wait_rejoined(2, T20);
 
     // Now node 1 goes down: with u=1 the service needs all three others, node 2's fresh
     // order and execution replicas included (e0 and e2 must both answer for a reply quorum).
@@ -233,4 +236,61 @@ fn kill9_node_order_replica_rejoins_ordering() {
         t0.elapsed(),
         c.statuses()
     );
+}
+
+/// Issue 10, finding 1, with real processes: the node hosting the primary (node 0: a0, o0, e0)
+/// loses its data directory under load and restarts empty. Its order replica must rejoin by the
+/// recovery protocol (not vote as if new), nothing acknowledged may be lost, and once it is
+/// back the cluster must survive losing another node, which needs the rejoined replica's votes.
+fn wiped_primary_node(name: &str, slot: u16, u: u16, r: u16) {
+    let t0 = Instant::now();
+    let mut c = Cluster::init_shape(name, slot, u, r);
+    c.set_protocol("checkpoint_interval = 8");
+    c.start_all();
+    let rec = Recorder::default();
+    let load = Load::start(&rec, c.resp_port, CLIENTS, 0);
+    c.wait_stable_checkpoint(0, 16, T20);
+
+    c.kill_node(0);
+    std::fs::remove_dir_all(c.data_dir(0)).unwrap();
+    let a = load.acked();
+    wait_progress(&load, a, 40, T20, "primary's node down (view change)");
+    c.start_node(0);
+    c.wait_ready(T20);
+    let rejoined = c.wait_rejoined(0, T20);
+    let a = load.acked();
+    wait_progress(&load, a, 40, T20, "after node 0 rejoined");
+    let (acked, unknown) = load.stop();
+    c.assert_running();
+    let caught_up = c.wait_order_caught_up(0, T20);
+    let metrics = c.metrics(0).unwrap_or_default();
+    assert!(
+        metrics.contains("rejoin-started") && metrics.contains("rejoined"),
+        "node 0's order replica went through the recovery protocol:\n{}",
+        c.metrics_summary(0)
+    );
+
+    // Another node goes down: the service now needs node 0's rejoined order replica.
+    c.kill_node(1);
+    let load = Load::start(&rec, c.resp_port, CLIENTS, 10);
+    wait_progress(&load, 0, 40, T20, "node 1 down after node 0 rejoined");
+    let (acked2, unknown2) = load.stop();
+    c.assert_running();
+    final_reads(&rec, c.resp_port, 100, T20);
+    let (ops, unanswered) = rec.assert_linearizable();
+    eprintln!(
+        "{name}: {acked}/{unknown} then {acked2}/{unknown2} acked/unknown; {ops} ops ({unanswered} unanswered); node 0 rejoined {rejoined:?} after start, caught up {caught_up:?}; {:?} total\n{}",
+        t0.elapsed(),
+        c.statuses()
+    );
+}
+
+#[test]
+fn wiped_primary_node_rejoins_u1_r0() {
+    wiped_primary_node("wiped-primary-u1r0", 6, 1, 0);
+}
+
+#[test]
+fn wiped_primary_node_rejoins_u1_r1() {
+    wiped_primary_node("wiped-primary-u1r1", 7, 1, 1);
 }

@@ -85,6 +85,26 @@ impl Disk {
         Some(key)
     }
 
+    /// The whole store is gone: a lost disk or a deleted data directory.
+    pub fn wipe(&mut self) {
+        *self = Disk::default();
+    }
+
+    /// One record whose key starts with `prefix` can no longer be read back (its checksum
+    /// fails). Returns the key.
+    pub fn lose_record(&mut self, rng: &mut SimRng, prefix: &str) -> Option<String> {
+        let keys: Vec<&String> = self
+            .durable
+            .range(prefix.to_string()..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(prefix))
+            .collect();
+        let key = (*rng.pick(&keys)?).clone();
+        let (_, sum) = self.durable.get_mut(&key)?;
+        sum.0[0] ^= 1;
+        Some(key)
+    }
+
     /// What a restarting stage finds: every record whose checksum holds, and the keys whose
     /// checksum fails.
     pub fn recover(&self) -> Recovered {

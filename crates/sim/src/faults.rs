@@ -25,9 +25,49 @@ pub struct Crash {
     pub node: Principal,
     pub at: Micros,
     pub restart_at: Option<Micros>,
-    /// Flip a bit in one durable record before the restart (authentication and execution
-    /// replicas only: the order stage's corrupted-log recovery is not designed yet).
-    pub corrupt_disk: bool,
+    /// What happens to its disk before the restart.
+    pub disk: DiskFault,
+}
+
+/// Damage to a replica's durable records, found when it restarts. Every stage must come back
+/// from each: authentication and execution replicas by fetching state from peers, order
+/// replicas by the recovery protocol (a new incarnation, a fence, no vote until past it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskFault {
+    None,
+    /// One bit of one durable record flipped.
+    FlipBit,
+    /// The whole store is gone (a lost disk, a deleted data directory).
+    Wipe,
+    /// One record whose key starts with this prefix cannot be read back.
+    LoseRecord(&'static str),
+}
+
+impl DiskFault {
+    pub fn damages(self) -> bool {
+        self != DiskFault::None
+    }
+}
+
+impl fmt::Display for DiskFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DiskFault::None => Ok(()),
+            DiskFault::FlipBit => f.write_str(", disk bit flip"),
+            DiskFault::Wipe => f.write_str(", disk wiped"),
+            DiskFault::LoseRecord(prefix) => write!(f, ", a record {prefix}* lost"),
+        }
+    }
+}
+
+/// Targeted amnesia: at `at`, wipe the correct order replica that sent the newest COMMIT and
+/// cut off, until `until`, the other replicas that sent one for that batch, so that a quorum
+/// must form from replicas that never saw it. The wiped replica restarts at `restart_at`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetedAmnesia {
+    pub at: Micros,
+    pub restart_at: Micros,
+    pub until: Micros,
 }
 
 /// Between `from` and `until`, messages between `side` and everyone else are lost.
@@ -69,6 +109,7 @@ pub struct FaultPlan {
     pub byzantine_client: Option<u32>,
     pub crashes: Vec<Crash>,
     pub partitions: Vec<Partition>,
+    pub targeted_amnesia: Option<TargetedAmnesia>,
     pub clocks: BTreeMap<Principal, Clock>,
 }
 
@@ -129,6 +170,7 @@ pub fn generate(rng: &mut SimRng, q: &Quorums, clients: u32, heal_at: Micros) ->
     }
     plan.crashes = crashes(rng, &plan, &stage_lists, u, heal_at);
     plan.partitions = partitions(rng, &plan, &stage_lists, clients, heal_at);
+    plan.targeted_amnesia = targeted_amnesia(rng, &plan, &stage_lists, u, heal_at);
     for p in stage_lists
         .iter()
         .flatten()
@@ -215,7 +257,7 @@ fn crashes(
             node: *p,
             at,
             restart_at: None,
-            corrupt_disk: false,
+            disk: DiskFault::None,
         });
     }
 
@@ -264,16 +306,22 @@ fn crashes(
             _ => 1,
         };
         let budget = corrupt_budget.get(&stage).copied().unwrap_or(0);
-        let already = out.iter().any(|c: &Crash| c.node == node && c.corrupt_disk);
-        let corrupt_disk = stage != 1 && (already || budget > 0) && rng.chance(0.3);
-        if corrupt_disk && !already {
+        let already = out
+            .iter()
+            .any(|c: &Crash| c.node == node && c.disk.damages());
+        let disk = if (already || budget > 0) && rng.chance(0.3) {
+            disk_fault(rng, node)
+        } else {
+            DiskFault::None
+        };
+        if disk.damages() && !already {
             corrupt_budget.insert(stage, budget - 1);
         }
         out.push(Crash {
             node,
             at,
             restart_at: Some(restart),
-            corrupt_disk,
+            disk,
         });
     }
 
@@ -294,12 +342,59 @@ fn crashes(
                 node,
                 at,
                 restart_at: Some(restart),
-                corrupt_disk: false,
+                disk: DiskFault::None,
             });
         }
     }
     out.sort_by_key(|c| (c.at, c.node));
     out
+}
+
+/// Which damage a crash does to `node`'s disk.
+fn disk_fault(rng: &mut SimRng, node: Principal) -> DiskFault {
+    let lose: &[&'static str] = match node {
+        Principal::Order(_) => &["order/slot/", "order/view", "order/stable", "order/cp/"],
+        Principal::Exec(_) => &["exec/"],
+        Principal::Auth(_) => &["auth/"],
+        Principal::Client(_) => &["client/"],
+    };
+    match rng.index(3) {
+        0 => DiskFault::FlipBit,
+        1 => DiskFault::Wipe,
+        _ => DiskFault::LoseRecord(rng.pick(lose).copied().unwrap_or("")),
+    }
+}
+
+/// Targeted amnesia needs an order replica to spare: `u >= 1`, and in a liveness seed no other
+/// order replica already failed (the wiped one and the cut-off ones are down for a while).
+fn targeted_amnesia(
+    rng: &mut SimRng,
+    plan: &FaultPlan,
+    stages: &[Vec<Principal>; 3],
+    u: usize,
+    heal_at: Micros,
+) -> Option<TargetedAmnesia> {
+    if u == 0 || !rng.chance(0.3) {
+        return None;
+    }
+    let order_failed = stages[1]
+        .iter()
+        .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p));
+    if plan.liveness && order_failed {
+        return None;
+    }
+    let latest = heal_at.saturating_sub(1_500_000);
+    if latest <= 600_000 {
+        return None;
+    }
+    let at = rng.range(500_000, latest);
+    let restart_at = at + rng.range(10_000, 200_000);
+    let until = (restart_at + rng.range(200_000, 1_000_000)).min(heal_at);
+    Some(TargetedAmnesia {
+        at,
+        restart_at,
+        until,
+    })
 }
 
 fn overlaps(c: &Crash, from: Micros, until: Micros) -> bool {
@@ -374,16 +469,21 @@ impl fmt::Display for FaultPlan {
         }
         for c in &self.crashes {
             let restart = c.restart_at.map_or("never".to_string(), secs);
-            let disk = if c.corrupt_disk {
-                ", disk bit flip"
-            } else {
-                ""
-            };
             writeln!(
                 f,
-                "  crash {} at {}, restart {restart}{disk}",
+                "  crash {} at {}, restart {restart}{}",
                 c.node,
-                secs(c.at)
+                secs(c.at),
+                c.disk
+            )?;
+        }
+        if let Some(t) = &self.targeted_amnesia {
+            writeln!(
+                f,
+                "  targeted amnesia at {}: the newest COMMIT's sender wiped (restart {}), its co-voters cut off until {}",
+                secs(t.at),
+                secs(t.restart_at),
+                secs(t.until)
             )?;
         }
         for p in &self.partitions {

@@ -77,14 +77,17 @@ pub fn describe(msg: &Message) -> String {
         Message::Commit { view, seq, digest } => format!("commit v={view} n={seq} {digest:?}"),
         Message::Checkpoint { seq, digest } => format!("checkpoint n={seq} {digest:?}"),
         Message::ViewChange(vc) => format!(
-            "view-change v={} from o{} stable={} P={} Q={}",
+            "view-change v={} from o{} (incarnation {}) stable={} P={} Q={}",
             vc.vc.new_view,
             vc.vc.replica,
+            vc.vc.incarnation,
             vc.vc.stable_seq,
             vc.vc.prepared.len(),
             vc.vc.pre_prepared.len()
         ),
-        Message::NewView { view, proofs } => format!("new-view v={view} ({} proofs)", proofs.len()),
+        Message::NewView { view, proofs, .. } => {
+            format!("new-view v={view} ({} proofs)", proofs.len())
+        }
         Message::FetchCommitted { from } => format!("fetch-committed from={from}"),
         Message::Committed { seq, batch } => format!("committed n={seq} {:?}", batch.digest(*seq)),
         Message::FetchOrderState { seq } => format!("fetch-order-state n={seq}"),
@@ -131,6 +134,19 @@ pub fn describe(msg: &Message) -> String {
         Message::FetchState { token } => format!("fetch-state {token:?}"),
         Message::State { token, data } => format!("state {token:?} {}B", data.len()),
         Message::Hello => "hello".to_string(),
+        Message::RecoveryQuery {
+            nonce,
+            incarnation,
+            fence,
+        } => format!("recovery-query nonce={nonce:x} incarnation={incarnation} fence={fence}"),
+        Message::RecoveryReply {
+            nonce,
+            highest,
+            incarnation,
+            view,
+        } => format!(
+            "recovery-reply nonce={nonce:x} highest={highest} incarnation={incarnation} v={view}"
+        ),
     }
 }
 

@@ -134,6 +134,11 @@ pub struct ViewChange {
     pub checkpoints: Vec<(Seq, Digest)>,
     pub prepared: Vec<PreparedEntry>,
     pub pre_prepared: Vec<PrePreparedEntry>,
+    /// The sender's incarnation: it grows each time the replica restarts without its records
+    /// (docs/protocol.md, "Order replicas that lost their records"). Peers refuse a
+    /// VIEW-CHANGE from an older incarnation, so one sent before the records were lost and
+    /// delivered late cannot speak for the replica's new life.
+    pub incarnation: u64,
 }
 
 impl ViewChange {
@@ -205,9 +210,12 @@ pub enum Message {
         digest: Digest,
     },
     ViewChange(SignedViewChange),
+    /// The new primary's NEW-VIEW. Signed by that primary over `new_view_signing_bytes`, so
+    /// any replica can forward it and nobody else can make one.
     NewView {
         view: View,
         proofs: Vec<SignedViewChange>,
+        signature: Signature,
     },
     /// Ask a peer for committed batches from `from` on.
     FetchCommitted {
@@ -319,6 +327,34 @@ pub enum Message {
     /// A client's greeting to a node it connected to: the node answers that client over this
     /// connection from now on. Consumed by the production driver's router; no protocol effect.
     Hello,
+
+    // ---- order <-> order: a replica that lost its records rejoins
+    /// From a replica that lost its records: "what is the highest sequence number you have
+    /// seen?" `nonce` makes the answers fresh; `incarnation` is the asker's new incarnation;
+    /// `fence`, once known (0 before), asks the primary to fill idle time with null batches
+    /// until a checkpoint at or above it is stable.
+    RecoveryQuery {
+        nonce: u64,
+        incarnation: u64,
+        fence: Seq,
+    },
+    /// The answer: the highest sequence number the sender has seen in any form (applied,
+    /// accepted, prepared, voted on, checkpointed), the highest incarnation of the asker it has
+    /// seen in a VIEW-CHANGE, and its current view.
+    RecoveryReply {
+        nonce: u64,
+        highest: Seq,
+        incarnation: u64,
+        view: View,
+    },
+}
+
+/// What the primary of `view` signs for a NEW-VIEW carrying `proofs`.
+pub fn new_view_signing_bytes(view: View, proofs: &[SignedViewChange]) -> Vec<u8> {
+    let mut v = b"plumb new-view v1".to_vec();
+    v.extend_from_slice(&view.to_le_bytes());
+    v.extend_from_slice(&postcard::to_stdvec(proofs).unwrap_or_default());
+    v
 }
 
 impl Message {
@@ -353,6 +389,8 @@ impl Message {
             Message::FetchState { .. } => "fetch-state",
             Message::State { .. } => "state",
             Message::Hello => "hello",
+            Message::RecoveryQuery { .. } => "recovery-query",
+            Message::RecoveryReply { .. } => "recovery-reply",
         }
     }
 }

@@ -36,6 +36,8 @@ pub struct Cluster {
     pub base_port: u16,
     pub resp_port: u16,
     nodes: Vec<Option<Child>>,
+    /// Nodes hosting an execution replica.
+    exec_nodes: Vec<usize>,
     gateway: Option<Child>,
     /// Clusters run one at a time: five clusters of five processes on a 2-core machine would
     /// make every timing bound in these tests a measure of the machine's load instead.
@@ -45,8 +47,13 @@ pub struct Cluster {
 static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 impl Cluster {
-    /// `slot` gives the test its own port range: 21000 + 100*slot.
+    /// `slot` gives the test its own port range: 21000 + 100*slot. A u=1 r=1 cluster.
     pub fn init(name: &str, slot: u16) -> Cluster {
+        Cluster::init_shape(name, slot, 1, 1)
+    }
+
+    /// A co-located cluster for `u` and `r` (`plumb init --u --r`).
+    pub fn init_shape(name: &str, slot: u16, u: u16, r: u16) -> Cluster {
         let serial = ONE_CLUSTER_AT_A_TIME
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -62,15 +69,22 @@ impl Cluster {
             .args(["--base-port", &base_port.to_string()])
             .args(["--resp-port", &resp_port.to_string()])
             .args(["--gateway-clients", "8", "--cli-clients", "2"])
+            .args(["--u", &u.to_string(), "--r", &r.to_string()])
             .output()
             .expect("run plumb init");
         assert!(out.status.success(), "plumb init failed: {out:?}");
+        let faults = plumb_config::Faults::new(u, r);
+        let count = faults
+            .min_auth()
+            .max(faults.min_order())
+            .max(faults.min_exec());
         Cluster {
             name: name.to_string(),
             dir: Some(dir),
             base_port,
             resp_port,
-            nodes: (0..NODES).map(|_| None).collect(),
+            nodes: (0..count).map(|_| None).collect(),
+            exec_nodes: (0..faults.min_exec()).collect(),
             gateway: None,
             _serial: serial,
         }
@@ -151,7 +165,7 @@ impl Cluster {
 
     /// Starts every node and the gateway and waits until they answer.
     pub fn start_all(&mut self) {
-        for i in 0..NODES {
+        for i in 0..self.nodes.len() {
             self.start_node(i);
         }
         self.start_gateway();
@@ -206,7 +220,7 @@ impl Cluster {
         let deadline = Instant::now() + timeout;
         loop {
             self.assert_running();
-            let nodes_ok = (0..NODES)
+            let nodes_ok = (0..self.nodes.len())
                 .filter(|&i| self.nodes[i].is_some())
                 .all(|i| self.status(i).is_some());
             let gw_ok = self.gateway.is_none()
@@ -230,6 +244,26 @@ impl Cluster {
     pub fn status(&self, node: usize) -> Option<serde_json::Value> {
         let body = http_get(self.admin(node), "/status")?;
         serde_json::from_str(&body).ok()
+    }
+
+    /// Polls until `node`'s order replica is not recovering lost records (`order_recovery`
+    /// in /status is null). Returns the time it took.
+    pub fn wait_rejoined(&self, node: usize, timeout: Duration) -> Duration {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.status(node) {
+                if s.get("order_recovery").is_some_and(|r| r.is_null()) {
+                    return start.elapsed();
+                }
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "node {node} did not rejoin within {timeout:?}; statuses:\n{}\nnode {node} metrics (non-zero):\n{}",
+                self.statuses(),
+                self.metrics_summary(node)
+            );
+            thread::sleep(Duration::from_millis(200));
+        }
     }
 
     pub fn metrics(&self, node: usize) -> Option<String> {
@@ -266,13 +300,13 @@ impl Cluster {
                 .max()
                 .unwrap_or_else(|| panic!("no other node reports {name}"))
         };
-        let all: Vec<usize> = (0..NODES).collect();
+        let all: Vec<usize> = (0..self.nodes.len()).collect();
         let mut targets = vec![];
         if order {
             targets.push(("last_committed", others(&all, "last_committed")));
         }
-        if EXEC_NODES.contains(&node) {
-            targets.push(("last_executed", others(&EXEC_NODES, "last_executed")));
+        if self.exec_nodes.contains(&node) {
+            targets.push(("last_executed", others(&self.exec_nodes, "last_executed")));
         }
         loop {
             let behind: Vec<String> = targets
@@ -309,7 +343,7 @@ impl Cluster {
     }
 
     pub fn statuses(&self) -> String {
-        (0..NODES)
+        (0..self.nodes.len())
             .map(|i| match self.status(i) {
                 Some(s) => format!(
                     "node {i}: view {} primary_node {} last_committed {} last_executed {} stable_checkpoint {}",
@@ -324,7 +358,7 @@ impl Cluster {
     /// The last `lines` lines of every process's output.
     pub fn log_tails(&self, lines: usize) -> String {
         let mut out = String::new();
-        let mut names: Vec<String> = (0..NODES).map(|i| format!("node-{i}")).collect();
+        let mut names: Vec<String> = (0..self.nodes.len()).map(|i| format!("node-{i}")).collect();
         names.push("gateway".into());
         for n in names {
             let text =

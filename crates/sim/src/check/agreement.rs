@@ -40,12 +40,31 @@ impl Checker {
             Observation::CheckpointLoaded { seq, .. } => {
                 self.exec_next.insert(p, seq + 1);
             }
-            Observation::Committed { seq, view, digest } => {
+            Observation::Committed {
+                seq,
+                view,
+                digest,
+                carried,
+            } => {
                 let v = self.committed_view.entry(*seq).or_insert(*view);
                 *v = (*v).min(*view);
+                if *carried {
+                    self.carried.insert(*seq);
+                }
                 self.committed_batch(p, *seq, *digest)
             }
-            Observation::ViewEntered { .. }
+            Observation::ViewEntered { view, new_view } => self.view_entered(p, *view, *new_view),
+            Observation::Recovering { .. } => {
+                if let Principal::Order(o) = p {
+                    self.votes.rejoining.insert(o);
+                }
+            }
+            Observation::Rejoined { .. } => {
+                if let Principal::Order(o) = p {
+                    self.votes.rejoining.remove(&o);
+                }
+            }
+            Observation::Fenced { .. }
             | Observation::StableCheckpoint { .. }
             | Observation::ClientAccepted { .. } => {}
         }
@@ -109,6 +128,30 @@ impl Checker {
             Some((first, by)) if *first != token => {
                 let detail = format!("checkpoint {seq}: {by} took {first:?}, {p} took {token:?}");
                 self.violate("ES-checkpoint-agreement", detail);
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// OS-new-view-agreement: one NEW-VIEW per view whose primary is correct.
+    fn view_entered(&mut self, p: Principal, view: u64, new_view: plumb_crypto::Digest) {
+        // Zero: view 0, or a view re-entered after a restart (the NEW-VIEW is not kept).
+        if new_view == plumb_crypto::Digest::ZERO || self.order_replicas == 0 {
+            return;
+        }
+        let primary = Principal::Order((view % self.order_replicas) as u16);
+        if self.byzantine.contains(&primary) {
+            return;
+        }
+        match self.votes.new_views.get(&view) {
+            None => {
+                self.votes.new_views.insert(view, (new_view, p));
+            }
+            Some((first, by)) if *first != new_view => {
+                let detail = format!(
+                    "view {view} (primary {primary} correct): {by} installed NEW-VIEW {first:?}, {p} installed {new_view:?}"
+                );
+                self.violate("OS-new-view-agreement", detail);
             }
             Some(_) => {}
         }
@@ -185,6 +228,7 @@ mod tests {
             seq: 4,
             view: 0,
             digest: Digest::of(d),
+            carried: false,
         };
         c.observe(0, Principal::Order(0), &commit(b"x"));
         c.observe(0, Principal::Order(1), &commit(b"x"));

@@ -8,6 +8,7 @@ mod linear;
 mod liveness;
 mod replies;
 mod sequence;
+mod votes;
 
 pub use linear::check_linearizability;
 pub use liveness::{check_latency_bound, check_liveness, ClientEnd};
@@ -16,7 +17,7 @@ pub use sequence::check_sequence;
 
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Micros, Principal, ReqNo, Seq};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 /// One broken property.
@@ -59,6 +60,15 @@ pub struct Checker {
     pub committed: BTreeMap<Seq, (Digest, Principal)>,
     /// The lowest view in which a correct order replica committed each batch.
     pub committed_view: BTreeMap<Seq, u64>,
+    /// Batches that a correct order replica committed as chosen by a NEW-VIEW (carried over
+    /// from an earlier view), not proposed afresh.
+    pub carried: BTreeSet<Seq>,
+    /// Votes of correct order replicas as they were sent (votes.rs).
+    votes: votes::VoteLog,
+    /// Byzantine principals of the run and the number of order replicas: a view whose primary
+    /// is faulty may legitimately show replicas different NEW-VIEWs.
+    pub byzantine: BTreeSet<Principal>,
+    pub order_replicas: u64,
     /// Execution checkpoint tokens of correct execution replicas.
     tokens: BTreeMap<Seq, (Digest, Principal)>,
     /// LS3: the batch each correct execution replica's current incarnation delivers next.

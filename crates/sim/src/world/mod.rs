@@ -15,7 +15,7 @@ mod report;
 use crate::check::Checker;
 use crate::config::SimConfig;
 use crate::disk::Disk;
-use crate::faults::{secs, Clock};
+use crate::faults::{secs, Clock, DiskFault};
 use crate::keys::{self, KeySet};
 use crate::network::Network;
 use crate::rng::SimRng;
@@ -32,7 +32,7 @@ use plumb_kv::KvStore;
 use plumb_order::OrderReplica;
 use plumb_wire::{Message, Micros, Principal};
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
 
 /// The stage a principal runs (boxed: the stages differ a lot in size).
@@ -65,8 +65,8 @@ struct Node {
     adversary: Option<Adversary>,
     /// Byzantine principals' observations are not evidence of anything.
     correct: bool,
-    /// Flip a bit on the disk before the next restart.
-    corrupt_on_restart: bool,
+    /// Damage done to the disk before the next restart.
+    disk_fault: DiskFault,
 }
 
 enum Ev {
@@ -86,8 +86,10 @@ enum Ev {
     },
     Crash {
         node: usize,
-        corrupt_disk: bool,
+        disk: DiskFault,
     },
+    /// Targeted amnesia (faults.rs): wipe the newest COMMIT's sender, cut off its co-voters.
+    TargetedAmnesia,
     Wake {
         node: usize,
     },
@@ -143,6 +145,9 @@ pub struct World {
     /// The run hit its event budget: end-of-run checks that assume a finished run are skipped.
     stormed: bool,
     max_events: u64,
+    /// Correct order replicas that sent a COMMIT, for the newest few sequence numbers: whom
+    /// targeted amnesia wipes and whom it cuts off.
+    commit_senders: BTreeMap<plumb_wire::Seq, BTreeSet<usize>>,
 }
 
 /// Events sampled to name the traffic of a storm.
@@ -166,16 +171,23 @@ impl World {
                         SimRng::new(cfg.seed, &format!("byzantine {p}")).next_u64(),
                     )
                 });
+                let mut disk = Disk::default();
+                if matches!(p, Principal::Order(_)) {
+                    // What `plumb init` writes: the store of a fresh order replica.
+                    for op in plumb_order::genesis() {
+                        disk.apply(op);
+                    }
+                }
                 Node {
                     p,
                     stage: None,
-                    disk: Disk::default(),
+                    disk,
                     clock: cfg.plan.clocks.get(&p).copied().unwrap_or_default(),
                     timers: HashMap::new(),
                     incarnation: 0,
                     adversary,
                     correct: !cfg.plan.is_byzantine(p),
-                    corrupt_on_restart: false,
+                    disk_fault: DiskFault::None,
                 }
             })
             .collect();
@@ -186,6 +198,9 @@ impl World {
             cfg.clients,
             cfg.plan.byzantine_client,
         );
+        let mut checker = Checker::default();
+        checker.byzantine = cfg.plan.byzantine.keys().copied().collect();
+        checker.order_replicas = q.order as u64;
         let mut world = World {
             protocol: Arc::new(cfg.protocol.clone()),
             keys,
@@ -196,13 +211,14 @@ impl World {
             net,
             fault_rng: SimRng::new(cfg.seed, "faults"),
             workload,
-            checker: Checker::default(),
+            checker,
             trace: Trace::new(verbose),
             stats: Stats::default(),
             actions: Vec::new(),
             delays: Vec::new(),
             stormed: false,
             max_events,
+            commit_senders: BTreeMap::new(),
             cfg,
         };
         world.schedule_everything();
@@ -244,13 +260,7 @@ impl World {
             let Some(node) = self.index(c.node) else {
                 continue;
             };
-            self.push(
-                c.at,
-                Ev::Crash {
-                    node,
-                    corrupt_disk: c.corrupt_disk,
-                },
-            );
+            self.push(c.at, Ev::Crash { node, disk: c.disk });
             if let Some(t) = c.restart_at {
                 self.push(t, Ev::Start { node });
             }
@@ -259,6 +269,9 @@ impl World {
         for (i, p) in partitions.iter().enumerate() {
             self.push(p.from, Ev::PartitionStart(i));
             self.push(p.until, Ev::PartitionEnd(i));
+        }
+        if let Some(t) = &self.cfg.plan.targeted_amnesia {
+            self.push(t.at, Ev::TargetedAmnesia);
         }
         self.push(self.cfg.heal_at, Ev::Heal);
         if let Some(c) = self.cfg.plan.byzantine_client {
@@ -333,7 +346,8 @@ impl World {
                 }
             }
             Ev::Start { node } => self.start(node),
-            Ev::Crash { node, corrupt_disk } => self.crash(node, corrupt_disk),
+            Ev::Crash { node, disk } => self.crash(node, disk),
+            Ev::TargetedAmnesia => self.targeted_amnesia(),
             Ev::Wake { node } => self.wake(node),
             Ev::ByzantineClientTick { node } => self.byzantine_client_tick(node),
             Ev::PartitionStart(i) => {
@@ -364,12 +378,19 @@ impl World {
             self.stats.dropped_at_down_node += 1;
             return;
         }
-        if let (Some(adv), Some(ring)) =
-            (&self.nodes[to].adversary, self.keys.ring(self.nodes[to].p))
-        {
+        let p = self.nodes[to].p;
+        let keys = self.keys.clone();
+        if let (Some(adv), Some(ring)) = (&mut self.nodes[to].adversary, keys.ring(p)) {
             if !adv.accepts(ring, &frame) {
                 self.stats.byzantine_lies += 1;
                 return;
+            }
+            // A NEW-VIEW racer acts on what it receives, not only on what it sends.
+            for (dest, extra) in adv.incoming(ring, &frame) {
+                if let Some(d) = self.index(dest) {
+                    self.stats.byzantine_lies += 1;
+                    self.transmit(to, d, extra);
+                }
             }
         }
         self.stats.delivered += 1;
@@ -462,6 +483,9 @@ impl World {
         if let Principal::Client(c) = sender {
             self.record_client_frame(c, to, &frame);
         }
+        if let (Principal::Order(o), true) = (sender, self.nodes[from].correct) {
+            self.record_order_frame(from, o, to, &frame);
+        }
         let frame = match (self.nodes[from].adversary.as_mut(), self.keys.ring(sender)) {
             (Some(adv), Some(ring)) => match adv.outgoing(ring, frame) {
                 Outgoing::Drop => return,
@@ -522,6 +546,61 @@ impl World {
         }
     }
 
+    /// What correct order replicas send is checked as it leaves them (check/votes.rs).
+    fn record_order_frame(&mut self, from: usize, o: u16, to: Principal, frame: &[u8]) {
+        let Some(ring) = self.keys.ring(to) else {
+            return;
+        };
+        let Ok((_, msg)) = ring.open(frame) else {
+            return;
+        };
+        if let Message::Commit { seq, .. } = &msg {
+            self.commit_senders.entry(*seq).or_default().insert(from);
+            while self.commit_senders.len() > 16 {
+                self.commit_senders.pop_first();
+            }
+        }
+        self.checker.order_sent(o, &msg);
+    }
+
+    /// Wipe the correct order replica that sent the newest COMMIT and cut off the others that
+    /// sent one for that batch, so that the next quorum forms from replicas that never saw it:
+    /// only the recovery protocol keeps the wiped replica from voting it away.
+    fn targeted_amnesia(&mut self) {
+        let Some(plan) = self.cfg.plan.targeted_amnesia.clone() else {
+            return;
+        };
+        let Some((&seq, senders)) = self
+            .commit_senders
+            .iter()
+            .rev()
+            .find(|(_, s)| s.iter().any(|i| self.nodes[*i].stage.is_some()))
+        else {
+            return;
+        };
+        let senders: Vec<usize> = senders.iter().copied().collect();
+        let Some(&victim) = senders.iter().find(|i| self.nodes[**i].stage.is_some()) else {
+            return;
+        };
+        self.trace.line(
+            self.now,
+            format_args!(
+                "targeted amnesia: {} (sent COMMIT for {seq}) loses its disk",
+                self.nodes[victim].p
+            ),
+        );
+        self.crash(victim, DiskFault::Wipe);
+        self.push(plan.restart_at, Ev::Start { node: victim });
+        let cut: Vec<bool> = (0..self.nodes.len())
+            .map(|i| i != victim && senders.contains(&i))
+            .collect();
+        if cut.iter().any(|c| *c) {
+            let id = self.cfg.plan.partitions.len();
+            self.net.start_partition(id, cut);
+            self.push(plan.until, Ev::PartitionEnd(id));
+        }
+    }
+
     fn build(&self, p: Principal, recovered: Recovered, incarnation: u64) -> Option<StageBox> {
         let keys = self.keys.ring(p)?.clone();
         let seed = plumb_crypto::Digest::of_parts(&[
@@ -551,11 +630,23 @@ impl World {
             return;
         }
         let p = self.nodes[i].p;
-        if std::mem::take(&mut self.nodes[i].corrupt_on_restart) {
-            if let Some(key) = self.nodes[i].disk.flip_bit(&mut self.fault_rng) {
-                self.trace
-                    .line(self.now, format_args!("{p}: bit flipped in record {key}"));
+        let damage = match std::mem::replace(&mut self.nodes[i].disk_fault, DiskFault::None) {
+            DiskFault::None => None,
+            DiskFault::FlipBit => self.nodes[i]
+                .disk
+                .flip_bit(&mut self.fault_rng)
+                .map(|key| format!("bit flipped in record {key}")),
+            DiskFault::Wipe => {
+                self.nodes[i].disk.wipe();
+                Some("disk wiped".to_string())
             }
+            DiskFault::LoseRecord(prefix) => self.nodes[i]
+                .disk
+                .lose_record(&mut self.fault_rng, prefix)
+                .map(|key| format!("record {key} lost")),
+        };
+        if let Some(what) = damage {
+            self.trace.line(self.now, format_args!("{p}: {what}"));
         }
         let recovered = self.nodes[i].disk.recover();
         let incarnation = self.nodes[i].incarnation;
@@ -585,7 +676,7 @@ impl World {
         }
     }
 
-    fn crash(&mut self, i: usize, corrupt_disk: bool) {
+    fn crash(&mut self, i: usize, disk: DiskFault) {
         if self.nodes[i].stage.is_none() {
             return;
         }
@@ -595,7 +686,7 @@ impl World {
         node.timers.clear();
         node.incarnation += 1;
         node.disk.crash(&mut self.fault_rng);
-        node.corrupt_on_restart = corrupt_disk;
+        node.disk_fault = disk;
         self.trace.fold(&[self.now, 4, i as u64]);
         self.trace
             .line(self.now, format_args!("{} crashes", self.nodes[i].p));

@@ -1,0 +1,369 @@
+//! Order replicas in a tiny deterministic network, with auth and execution replicas played by
+//! the test. Shared by the order stage's integration tests.
+#![allow(dead_code)]
+
+pub mod scenarios;
+
+use plumb_config::{Faults, ProtocolConfig, Quorums};
+use plumb_core::{Action, Event, KeyRing, Observation, Stage, StageContext, StoreOp};
+use plumb_crypto::{Digest, Identity, PublicIdentity};
+use plumb_order::OrderReplica;
+use plumb_wire::{Body, Message, Principal, ReqCore, Seq};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+pub struct Harness {
+    pub cfg: Arc<ProtocolConfig>,
+    pub rings: HashMap<Principal, KeyRing>,
+    pub replicas: Vec<Option<OrderReplica>>,
+    pub disks: Vec<BTreeMap<String, Vec<u8>>>,
+    /// Keys each replica's store reports corrupt at its next start.
+    pub corrupt: Vec<Vec<String>>,
+    pub queue: VecDeque<(Principal, Vec<u8>)>,
+    pub now: u64,
+    pub timers: Vec<BTreeMap<u32, u64>>,
+    /// (replica, seq) -> digest of committed NextBatch
+    pub next_batches: BTreeMap<(u16, Seq), Digest>,
+    pub committed: BTreeMap<Seq, Digest>,
+    pub down: Vec<bool>,
+    /// Drop every message to or from these replicas.
+    pub cut: Vec<bool>,
+    pub exec_seen: BTreeMap<Seq, plumb_wire::Batch>,
+    /// Drop every message of these kinds (`Message::kind`).
+    pub drop_kinds: Vec<&'static str>,
+}
+
+/// What `plumb init` leaves in a fresh order replica's store.
+pub fn genesis_disk() -> BTreeMap<String, Vec<u8>> {
+    let mut disk = BTreeMap::new();
+    for op in plumb_order::genesis() {
+        if let StoreOp::Put { key, value } = op {
+            disk.insert(key, value);
+        }
+    }
+    disk
+}
+
+pub fn principals(q: &Quorums) -> Vec<Principal> {
+    let mut v = Vec::new();
+    v.extend((0..q.auth as u16).map(Principal::Auth));
+    v.extend((0..q.order as u16).map(Principal::Order));
+    v.extend((0..q.exec as u16).map(Principal::Exec));
+    v.extend((0..8u32).map(Principal::Client));
+    v
+}
+
+impl Harness {
+    pub fn new(u: u16, r: u16, cp: u64) -> Harness {
+        let q = Quorums::minimal(Faults::new(u, r));
+        let mut cfg = ProtocolConfig::new(q);
+        cfg.checkpoint_interval = cp;
+        cfg.batch_max = 4;
+        cfg.view_change_timeout_us = 200_000;
+        cfg.catch_up_us = 20_000;
+        let cfg = Arc::new(cfg);
+        let ids: HashMap<Principal, Arc<Identity>> = principals(&q)
+            .into_iter()
+            .map(|p| {
+                (
+                    p,
+                    Arc::new(Identity::from_seed(
+                        *Digest::of(&p.label().to_le_bytes())
+                            .0
+                            .first_chunk::<32>()
+                            .unwrap(),
+                    )),
+                )
+            })
+            .collect();
+        let dir: Arc<HashMap<Principal, PublicIdentity>> =
+            Arc::new(ids.iter().map(|(p, i)| (*p, i.public())).collect());
+        let rings: HashMap<Principal, KeyRing> = ids
+            .iter()
+            .map(|(p, i)| (*p, KeyRing::new(*p, i.clone(), dir.clone())))
+            .collect();
+        let mut h = Harness {
+            cfg,
+            rings,
+            replicas: Vec::new(),
+            disks: vec![genesis_disk(); q.order],
+            corrupt: vec![Vec::new(); q.order],
+            queue: VecDeque::new(),
+            now: 1_000,
+            timers: vec![BTreeMap::new(); q.order],
+            next_batches: BTreeMap::new(),
+            committed: BTreeMap::new(),
+            down: vec![false; q.order],
+            cut: vec![false; q.order],
+            exec_seen: BTreeMap::new(),
+            drop_kinds: Vec::new(),
+        };
+        for i in 0..q.order {
+            let r = h.build(i as u16);
+            h.replicas.push(Some(r));
+            h.step(i as u16, Event::Start);
+        }
+        h
+    }
+
+    pub fn build(&self, i: u16) -> OrderReplica {
+        let ctx = StageContext {
+            config: self.cfg.clone(),
+            keys: self.rings[&Principal::Order(i)].clone(),
+            seed: i as u64,
+        };
+        let rec = plumb_core::Recovered {
+            records: self.disks[i as usize].clone(),
+            corrupt: self.corrupt[i as usize].clone(),
+        };
+        OrderReplica::new(ctx, rec)
+    }
+
+    pub fn q(&self) -> Quorums {
+        self.cfg.quorums
+    }
+
+    pub fn step(&mut self, i: u16, ev: Event) {
+        let Some(r) = self.replicas[i as usize].as_mut() else {
+            return;
+        };
+        let mut out = Vec::new();
+        r.handle(self.now, ev, &mut out);
+        for a in out {
+            match a {
+                Action::Send { to, frame } if !self.cut[i as usize] => {
+                    self.queue.push_back((to, frame));
+                }
+                Action::SetTimer { id, after } => {
+                    self.timers[i as usize].insert(id.0, self.now + after);
+                }
+                Action::CancelTimer { id } => {
+                    self.timers[i as usize].remove(&id.0);
+                }
+                Action::Store(StoreOp::Put { key, value }) => {
+                    self.disks[i as usize].insert(key, value);
+                }
+                Action::Store(StoreOp::Delete { key }) => {
+                    self.disks[i as usize].remove(&key);
+                    self.corrupt[i as usize].retain(|k| *k != key);
+                }
+                Action::Store(StoreOp::DeletePrefix { prefix }) => {
+                    self.disks[i as usize].retain(|k, _| !k.starts_with(&prefix));
+                    self.corrupt[i as usize].retain(|k| !k.starts_with(&prefix));
+                }
+                Action::Store(_) => {}
+                Action::Observe(Observation::Committed { seq, digest, .. }) => {
+                    let prev = self.committed.insert(seq, digest);
+                    assert!(
+                        prev.is_none_or(|p| p == digest),
+                        "OS-agreement: two digests committed at {seq}"
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub fn deliver_all(&mut self) {
+        let mut budget = 200_000;
+        while let Some((to, frame)) = self.queue.pop_front() {
+            budget -= 1;
+            assert!(budget > 0, "message storm");
+            if !self.drop_kinds.is_empty() {
+                let kind = self.rings[&to].open(&frame).map(|(_, m)| m.kind());
+                if kind.is_ok_and(|k| self.drop_kinds.contains(&k)) {
+                    continue;
+                }
+            }
+            match to {
+                Principal::Order(i) if !self.down[i as usize] && !self.cut[i as usize] => {
+                    self.step(i, Event::Receive(frame));
+                }
+                Principal::Exec(e) => self.exec_receive(e, frame),
+                _ => {}
+            }
+        }
+    }
+
+    /// Execution replicas: record NextBatch; the test sends CP-TOKENs itself.
+    pub fn exec_receive(&mut self, e: u16, frame: Vec<u8>) {
+        let ring = &self.rings[&Principal::Exec(e)];
+        let Ok((Principal::Order(o), msg)) = ring.open(&frame) else {
+            return;
+        };
+        if let Message::NextBatch { seq, batch, .. } = msg {
+            let d = batch.digest(seq);
+            self.next_batches.insert((o, seq), d);
+            self.exec_seen.insert(seq, batch);
+        }
+    }
+
+    pub fn advance(&mut self, dt: u64) {
+        let end = self.now + dt;
+        loop {
+            self.deliver_all();
+            let next = self
+                .timers
+                .iter()
+                .enumerate()
+                .flat_map(|(i, t)| t.iter().map(move |(id, at)| (*at, i, *id)))
+                .filter(|(at, i, _)| *at <= end && !self.down[*i])
+                .min();
+            let Some((at, i, id)) = next else { break };
+            self.now = self.now.max(at);
+            self.timers[i].remove(&id);
+            self.step(i as u16, Event::Timer(plumb_core::TimerId(id)));
+        }
+        self.now = end;
+    }
+
+    /// Every auth replica authenticates client c's request nc and sends AUTH-REQ to every order replica.
+    pub fn request(&mut self, c: u32, nc: u64, op: &[u8]) {
+        let q = self.q();
+        let core = ReqCore {
+            client: c,
+            nc,
+            body: Body::Inline(op.to_vec()),
+        };
+        for a in 0..q.auth as u16 {
+            let ring = &self.rings[&Principal::Auth(a)];
+            let macs = (0..q.order as u16)
+                .map(|o| {
+                    ring.mac_for(Principal::Order(o), &core.id_digest().0)
+                        .unwrap()
+                })
+                .collect();
+            let msg = Message::AuthReq {
+                core: core.clone(),
+                macs,
+            };
+            for o in 0..q.order as u16 {
+                let frame = ring.seal(Principal::Order(o), &msg).unwrap();
+                self.queue.push_back((Principal::Order(o), frame));
+            }
+        }
+    }
+
+    pub fn cp_tokens(&mut self, seq: Seq) {
+        let q = self.q();
+        for e in 0..q.exec as u16 {
+            let ring = &self.rings[&Principal::Exec(e)];
+            let msg = Message::CpToken {
+                seq,
+                token: Digest::of(&seq.to_le_bytes()),
+            };
+            for o in 0..q.order as u16 {
+                self.queue.push_back((
+                    Principal::Order(o),
+                    ring.seal(Principal::Order(o), &msg).unwrap(),
+                ));
+            }
+        }
+    }
+
+    pub fn crash(&mut self, i: u16) {
+        self.down[i as usize] = true;
+        self.replicas[i as usize] = None;
+        self.timers[i as usize].clear();
+    }
+
+    pub fn restart(&mut self, i: u16) {
+        self.down[i as usize] = false;
+        let r = self.build(i);
+        self.replicas[i as usize] = Some(r);
+        self.step(i, Event::Start);
+    }
+
+    /// A validly signed VIEW-CHANGE of order replica `replica` for `new_view`, from the genesis
+    /// state, as incarnation `incarnation`.
+    pub fn signed_view_change(
+        &self,
+        replica: u16,
+        new_view: u64,
+        incarnation: u64,
+    ) -> plumb_wire::SignedViewChange {
+        let vc = plumb_wire::ViewChange {
+            new_view,
+            replica,
+            stable_seq: 0,
+            stable_digest: plumb_order::OrderState::default().digest(),
+            checkpoints: vec![],
+            prepared: vec![],
+            pre_prepared: vec![],
+            incarnation,
+        };
+        let signature = self.rings[&Principal::Order(replica)].sign(&vc.signing_bytes());
+        plumb_wire::SignedViewChange { vc, signature }
+    }
+
+    /// A NEW-VIEW for `view` with the VIEW-CHANGEs of `from`, signed by order replica `signer`.
+    pub fn new_view(&self, view: u64, from: &[u16], signer: u16) -> Message {
+        let proofs: Vec<_> = from
+            .iter()
+            .map(|j| self.signed_view_change(*j, view, 0))
+            .collect();
+        let signature = self.rings[&Principal::Order(signer)]
+            .sign(&plumb_wire::new_view_signing_bytes(view, &proofs));
+        Message::NewView {
+            view,
+            proofs,
+            signature,
+        }
+    }
+
+    /// Order replica `from` sends `msg` to order replica `to`, delivered at once.
+    pub fn deliver_to(&mut self, to: u16, msg: &Message, from: u16) {
+        let frame = self.rings[&Principal::Order(from)]
+            .seal(Principal::Order(to), msg)
+            .unwrap();
+        self.step(to, Event::Receive(frame));
+    }
+
+    /// Lose replica `i`'s disk, whole.
+    pub fn wipe(&mut self, i: u16) {
+        self.disks[i as usize].clear();
+        self.corrupt[i as usize].clear();
+    }
+
+    /// Send the CP-TOKENs of every checkpoint up to what any replica committed.
+    pub fn tokens_through_committed(&mut self) {
+        let cp = self.cfg.checkpoint_interval;
+        let last = (0..self.q().order as u16)
+            .filter_map(|i| self.replicas[i as usize].as_ref())
+            .map(|r| r.last_committed())
+            .max()
+            .unwrap_or(0);
+        for s in (cp..=last).step_by(cp as usize) {
+            self.cp_tokens(s);
+        }
+    }
+
+    /// `advance` in steps, playing execution replicas that take every checkpoint.
+    pub fn run_with_tokens(&mut self, dt: u64) {
+        let step = 20_000;
+        let mut done = 0;
+        while done < dt {
+            self.advance(step);
+            self.tokens_through_committed();
+            done += step;
+        }
+    }
+
+    pub fn replica(&self, i: u16) -> &OrderReplica {
+        self.replicas[i as usize].as_ref().unwrap()
+    }
+
+    /// Execution learns seq once r+1 replicas sent the same NextBatch digest.
+    pub fn exec_learned(&self, seq: Seq) -> Option<Digest> {
+        let mut counts: HashMap<Digest, usize> = HashMap::new();
+        for ((_, s), d) in &self.next_batches {
+            if *s == seq {
+                *counts.entry(*d).or_default() += 1;
+            }
+        }
+        counts
+            .into_iter()
+            .find(|(_, n)| *n >= self.q().small())
+            .map(|(d, _)| d)
+    }
+}

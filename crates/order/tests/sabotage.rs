@@ -1,0 +1,43 @@
+//! The lost-record and NEW-VIEW regressions with the protections switched off: each must fail,
+//! which shows the tests in `lost_records.rs` would catch the bugs they guard against. Only
+//! with `--features sabotage`; one test, because the active sabotage is process-wide.
+#![cfg(feature = "sabotage")]
+
+mod harness;
+
+use harness::scenarios::*;
+use harness::Harness;
+use plumb_core::sabotage::{self, Sabotage};
+
+fn fails(what: &str, scenario: fn(&mut Harness)) {
+    let result = std::panic::catch_unwind(|| {
+        let mut h = Harness::new(1, 0, 4);
+        scenario(&mut h);
+    });
+    let message = match &result {
+        Err(e) => e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default(),
+        Ok(()) => String::new(),
+    };
+    assert!(
+        message.contains("OS-agreement"),
+        "{what}: expected two digests committed at one sequence number, got {message:?}"
+    );
+}
+
+#[test]
+fn without_the_protections_the_regressions_fail() {
+    sabotage::set(Some(Sabotage::Amnesia));
+    fails("wiped backup", wiped_backup_then_view_change);
+    fails("wiped primary", wiped_primary_reproposes);
+    fails("lost slot records", slot_records_lost);
+    sabotage::set(Some(Sabotage::AnyNewView));
+    let mut h = Harness::new(1, 1, 4);
+    let forged = h.new_view(1, &[0, 2, 3], 3);
+    h.deliver_to(0, &forged, 3);
+    assert_eq!(h.replica(0).view(), 1, "a backup's NEW-VIEW is installed");
+    sabotage::set(None);
+}
