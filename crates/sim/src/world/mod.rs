@@ -169,7 +169,7 @@ impl World {
                 Node {
                     p,
                     stage: None,
-                    disk: Disk::default(),
+                    disk: Disk::new(SimRng::new(cfg.seed, &format!("disk {p}")).next_u64()),
                     clock: cfg.plan.clocks.get(&p).copied().unwrap_or_default(),
                     timers: HashMap::new(),
                     incarnation: 0,
