@@ -6,6 +6,13 @@
 //! is mostly dead records, and on [`Store::open`] rebuilds [`Recovered`]: the records whose
 //! checksums verified and the keys whose records did not.
 //!
+//! # File systems
+//!
+//! A store does all its I/O through the [`Fs`] trait. Production uses [`RealFs`] (`std::fs`,
+//! the default type parameter: `Store::open(dir)`); the simulator and the crash tests use
+//! [`SimFs`], an in-memory disk that tears unsynced writes and loses unsynced directory
+//! changes at a simulated power loss. The format and the rules below are the same on both.
+//!
 //! # Files
 //!
 //! In the store directory: `LOCK` (held with an exclusive file lock while a [`Store`] is
