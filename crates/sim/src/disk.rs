@@ -18,7 +18,7 @@ const DIR: &str = "/store";
 /// Small limits so compaction (and crashes inside it) and partial buffer writes happen often.
 fn options() -> StoreOptions {
     StoreOptions {
-        compact_threshold: 32 << 10,
+        compact_threshold: 16 << 10,
         write_buffer: 2 << 10,
     }
 }
@@ -113,7 +113,12 @@ impl Disk {
         self.store = Some(store);
         recovered
     }
+}
 
+// The fault plan does not inject these yet (the fault-plan change wires them in); until then
+// only this module's tests use them.
+#[cfg_attr(not(test), allow(dead_code))]
+impl Disk {
     /// The disk is lost or replaced: the store directory is gone.
     pub fn wipe(&mut self) {
         self.store = None;
@@ -166,7 +171,9 @@ impl Disk {
         self.damage(rec.off + 1, 0x01);
         Some(rec.key.clone())
     }
+}
 
+impl Disk {
     fn damage(&self, off: u64, mask: u8) {
         let done = self.fs.damage(&Self::log_path(), off, mask);
         debug_assert!(done, "damaged byte {off} lies in the durable log");
@@ -181,6 +188,7 @@ impl Disk {
     }
 }
 
+#[cfg_attr(not(test), allow(dead_code))]
 /// For each key whose latest record (by file order) is a Put or Delete: that record and the
 /// record before it, if that one was a Put or Delete of the key too (not a DeletePrefix).
 fn newest_records(records: &[RecordInfo]) -> BTreeMap<String, (&RecordInfo, Option<&RecordInfo>)> {
