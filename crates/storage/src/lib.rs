@@ -71,6 +71,11 @@
 //! overwrite or a deletion, the key's *previous* value is recovered as if valid; only the
 //! `?corrupt@` entry tells that something was lost.
 //!
+//! Limitation: damage that spans the last sync record and the record before it looks exactly
+//! like a Sync that a crash cut short (both torn), so it is truncated as a torn tail and that
+//! last synced write is lost without a report. One flipped bit is always caught; this needs
+//! damage to both of the last two records of the log.
+//!
 //! `?corrupt@` reports come from the damaged bytes themselves, so they repeat at every open
 //! until a compaction rewrites the log without them; corrupt *keys* are carried across
 //! compactions until the stage overwrites or deletes them.
