@@ -41,6 +41,9 @@ pub enum DiskFault {
     Wipe,
     /// One record whose key starts with this prefix cannot be read back.
     LoseRecord(&'static str),
+    /// A damaged span hides a key's newest value and its older one comes back as if valid; the
+    /// store reports only that an unidentified span was damaged.
+    RollBack,
 }
 
 impl DiskFault {
@@ -56,6 +59,7 @@ impl fmt::Display for DiskFault {
             DiskFault::FlipBit => f.write_str(", disk bit flip"),
             DiskFault::Wipe => f.write_str(", disk wiped"),
             DiskFault::LoseRecord(prefix) => write!(f, ", a record {prefix}* lost"),
+            DiskFault::RollBack => f.write_str(", a key rolled back by a damaged span"),
         }
     }
 }
@@ -358,9 +362,10 @@ fn disk_fault(rng: &mut SimRng, node: Principal) -> DiskFault {
         Principal::Auth(_) => &["auth/"],
         Principal::Client(_) => &["client/"],
     };
-    match rng.index(3) {
+    match rng.index(4) {
         0 => DiskFault::FlipBit,
         1 => DiskFault::Wipe,
+        2 => DiskFault::RollBack,
         _ => DiskFault::LoseRecord(rng.pick(lose).copied().unwrap_or("")),
     }
 }

@@ -171,7 +171,7 @@ impl World {
                         SimRng::new(cfg.seed, &format!("byzantine {p}")).next_u64(),
                     )
                 });
-                let mut disk = Disk::default();
+                let mut disk = Disk::new(SimRng::new(cfg.seed, &format!("disk {p}")).next_u64());
                 if matches!(p, Principal::Order(_)) {
                     // What `plumb init` writes: the store of a fresh order replica.
                     for op in plumb_order::genesis() {
@@ -644,6 +644,10 @@ impl World {
                 .disk
                 .lose_record(&mut self.fault_rng, prefix)
                 .map(|key| format!("record {key} lost")),
+            DiskFault::RollBack => self.nodes[i]
+                .disk
+                .roll_back(&mut self.fault_rng)
+                .map(|what| format!("rolled back: {what}")),
         };
         if let Some(what) = damage {
             self.trace.line(self.now, format_args!("{p}: {what}"));
