@@ -53,15 +53,34 @@ impl World {
         &self.rings[&p]
     }
 
+    /// A started client. One that starts without a trustworthy record learns its number
+    /// first; here every execution replica answers that it executed nothing for it.
     fn client(&self, recovered: Recovered) -> Client {
+        let (mut c, _) = self.starting_client(recovered);
+        if c.learning() {
+            for e in 0..3 {
+                run(&mut c, 0, self.last_request(e, 0));
+            }
+            assert!(!c.learning());
+        }
+        c
+    }
+
+    /// A client and what it did on `Start`.
+    fn starting_client(&self, recovered: Recovered) -> (Client, Vec<Action>) {
         let ctx = StageContext {
             config: self.cfg.clone(),
             keys: self.ring(ME).clone(),
             seed: 1,
         };
         let mut c = Client::new(ctx, recovered);
-        assert!(run(&mut c, 0, Event::Start).is_empty() || c.outstanding());
-        c
+        let out = run(&mut c, 0, Event::Start);
+        assert!(out.is_empty() || c.outstanding() || c.learning());
+        (c, out)
+    }
+
+    fn last_request(&self, exec: u16, nc: ReqNo) -> Event {
+        self.from(Principal::Exec(exec), Message::LastRequest { nc })
     }
 
     fn frame(&self, from: Principal, msg: &Message) -> Vec<u8> {
@@ -74,19 +93,33 @@ impl World {
         Event::Receive(self.frame(from, &msg))
     }
 
-    fn reply(&self, exec: u16, nc: ReqNo, result: &[u8]) -> Event {
+    /// A reply for `nc` naming the request `(C, nc, op)`.
+    fn reply_for(&self, exec: u16, nc: ReqNo, op: &[u8], result: &[u8]) -> Event {
         self.from(
             Principal::Exec(exec),
             Message::Reply {
                 nc,
+                req: request_id(C, nc, Digest::of(op)),
                 result: result.to_vec(),
             },
         )
     }
 
+    /// A reply for `nc` naming the operation `c` has outstanding under `nc` (any other
+    /// operation if it has none there).
+    fn reply(&self, c: &Client, exec: u16, nc: ReqNo, result: &[u8]) -> Event {
+        let op = match &c.outstanding {
+            Some(Outstanding::Ordered(o)) if o.nc == nc => o.op.clone(),
+            _ => b"some other operation".to_vec(),
+        };
+        self.reply_for(exec, nc, &op, result)
+    }
+
+    /// A read-only reply naming the read `(C, nc, "get")`, the only read these tests issue.
     fn ro_reply(&self, exec: u16, nc: ReqNo, result: &[u8], executed: u64) -> Event {
         let msg = Message::ReadOnlyReply {
             nc,
+            req: request_id(C, nc, Digest::of(b"get")),
             result: result.to_vec(),
             executed,
         };
@@ -164,11 +197,25 @@ fn request_number(sent: &[(Principal, Message)], op: &[u8]) -> ReqNo {
     ncs.into_iter().next().unwrap_or(0)
 }
 
+/// Deliver `exec`'s reply for `nc` naming the operation the client has outstanding there.
+fn reply_run(
+    w: &World,
+    c: &mut Client,
+    now: Micros,
+    exec: u16,
+    nc: ReqNo,
+    result: &[u8],
+) -> Vec<Action> {
+    let reply = w.reply(c, exec, nc, result);
+    run(c, now, reply)
+}
+
 /// Deliver replies from execution replicas `0..votes` and return all actions.
 fn answer(w: &World, c: &mut Client, now: Micros, nc: ReqNo, result: &[u8]) -> Vec<Action> {
     let mut out = Vec::new();
     for e in 0..c.q.reply() as u16 {
-        c.handle(now, w.reply(e, nc, result), &mut out);
+        let reply = w.reply(c, e, nc, result);
+        c.handle(now, reply, &mut out);
     }
     out
 }
@@ -315,10 +362,10 @@ fn reply_needs_r_plus_1_matching_results() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    assert!(completes(&run(&mut c, 1, w.reply(0, 1, b"x"))).is_empty());
-    assert!(completes(&run(&mut c, 2, w.reply(1, 1, b"y"))).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 1, 0, 1, b"x")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 2, 1, 1, b"y")).is_empty());
     assert_eq!(
-        completes(&run(&mut c, 3, w.reply(2, 1, b"x"))),
+        completes(&reply_run(&w, &mut c, 3, 2, 1, b"x")),
         vec![(1, b"x".to_vec())]
     );
 }
@@ -328,11 +375,11 @@ fn one_faulty_replica_repeating_a_result_counts_once() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    assert!(completes(&run(&mut c, 1, w.reply(0, 1, b"evil"))).is_empty());
-    assert!(completes(&run(&mut c, 2, w.reply(0, 1, b"evil"))).is_empty());
-    assert!(completes(&run(&mut c, 3, w.reply(1, 1, b"good"))).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 1, 0, 1, b"evil")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 2, 0, 1, b"evil")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 3, 1, 1, b"good")).is_empty());
     assert_eq!(
-        completes(&run(&mut c, 4, w.reply(2, 1, b"good"))),
+        completes(&reply_run(&w, &mut c, 4, 2, 1, b"good")),
         vec![(1, b"good".to_vec())]
     );
 }
@@ -342,12 +389,12 @@ fn a_later_reply_replaces_the_replicas_earlier_vote() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    run(&mut c, 1, w.reply(0, 1, b"good"));
-    run(&mut c, 2, w.reply(0, 1, b"evil"));
+    reply_run(&w, &mut c, 1, 0, 1, b"good");
+    reply_run(&w, &mut c, 2, 0, 1, b"evil");
     // Replica 0 no longer votes "good": one vote is not r + 1.
-    assert!(completes(&run(&mut c, 3, w.reply(1, 1, b"good"))).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 3, 1, 1, b"good")).is_empty());
     assert_eq!(
-        completes(&run(&mut c, 4, w.reply(2, 1, b"good"))),
+        completes(&reply_run(&w, &mut c, 4, 2, 1, b"good")),
         vec![(1, b"good".to_vec())]
     );
 }
@@ -356,7 +403,7 @@ fn a_later_reply_replaces_the_replicas_earlier_vote() {
 fn stale_and_non_exec_replies_are_dropped_and_counted() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
-    assert!(run(&mut c, 0, w.reply(0, 1, b"r")).is_empty());
+    assert!(reply_run(&w, &mut c, 0, 0, 1, b"r").is_empty());
     assert_eq!(c.counters().get("stale-reply"), 1);
 
     submit(&mut c, 0, b"a", false);
@@ -364,7 +411,8 @@ fn stale_and_non_exec_replies_are_dropped_and_counted() {
     submit(&mut c, 2, b"b", false);
     let mut out = Vec::new();
     for e in 0..3 {
-        c.handle(3, w.reply(e, 1, b"r"), &mut out);
+        let reply = w.reply(&c, e, 1, b"r");
+        c.handle(3, reply, &mut out);
     }
     for p in [Principal::Auth(0), Principal::Order(1)] {
         c.handle(
@@ -373,6 +421,7 @@ fn stale_and_non_exec_replies_are_dropped_and_counted() {
                 p,
                 Message::Reply {
                     nc: 2,
+                    req: request_id(C, 2, Digest::of(b"b")),
                     result: b"r".to_vec(),
                 },
             ),
@@ -498,10 +547,10 @@ fn lost_record_client_renumbers_above_what_r_plus_1_replicas_report() {
     submit(&mut c, 0, b"new", false);
     // One (possibly faulty) replica claiming a high number changes nothing, however often.
     for _ in 0..3 {
-        assert!(w.sent(&run(&mut c, 1, w.reply(0, 100, b"old"))).is_empty());
+        assert!(w.sent(&reply_run(&w, &mut c, 1, 0, 100, b"old")).is_empty());
     }
     // A second replica vouches for 5: one of the two is correct, so 1..=5 are used.
-    let out = run(&mut c, 2, w.reply(1, 5, b"old"));
+    let out = reply_run(&w, &mut c, 2, 1, 5, b"old");
     let sync = out.iter().position(|a| *a == Action::Store(StoreOp::Sync));
     let first_send = out.iter().position(|a| matches!(a, Action::Send { .. }));
     assert!(sync.is_some() && sync < first_send);
@@ -714,6 +763,7 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
         Principal::Exec(0),
         &Message::Reply {
             nc: 1,
+            req: request_id(C, 1, Digest::of(b"a")),
             result: b"r".to_vec(),
         },
     );
@@ -734,6 +784,7 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
             ME,
             &Message::Reply {
                 nc: 1,
+                req: request_id(C, 1, Digest::of(b"a")),
                 result: b"r".to_vec(),
             },
         )
@@ -752,9 +803,9 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
     assert_eq!(c.counters().get("drop-short"), 1);
 
     // None of those counted as a vote: one genuine reply is still not enough.
-    assert!(completes(&run(&mut c, 2, w.reply(1, 1, b"r"))).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 2, 1, 1, b"r")).is_empty());
     assert_eq!(
-        completes(&run(&mut c, 3, w.reply(2, 1, b"r"))),
+        completes(&reply_run(&w, &mut c, 3, 2, 1, b"r")),
         vec![(1, b"r".to_vec())]
     );
 }
