@@ -329,24 +329,48 @@ impl Adversary {
                     state: self.corrupt_bytes(state),
                 })
             }
-            (Behaviour::WrongReplies, Message::Reply { nc, result }) if self.lie() => {
-                Some(Message::Reply {
-                    nc,
-                    result: self.wrong_result(result),
+            // A wrong result for the right operation, or a reply naming another operation
+            // (which tries to make the client believe its number is used and move on).
+            (Behaviour::WrongReplies, Message::Reply { nc, req, result }) if self.lie() => {
+                Some(if self.rng.chance(0.5) {
+                    Message::Reply {
+                        nc,
+                        req,
+                        result: self.wrong_result(result),
+                    }
+                } else {
+                    Message::Reply {
+                        nc,
+                        req: other_digest(req),
+                        result,
+                    }
                 })
             }
             (
                 Behaviour::WrongReplies,
                 Message::ReadOnlyReply {
                     nc,
+                    req,
                     result,
                     executed,
                 },
             ) if self.lie() => Some(Message::ReadOnlyReply {
                 nc,
+                req,
                 result: self.wrong_result(result),
                 executed,
             }),
+            // A client learning its last request number: claim far more (to open a gap the
+            // order stage would refuse) or nothing (to make it reuse a number).
+            (Behaviour::WrongReplies, Message::LastRequest { nc }) if self.lie() => {
+                Some(Message::LastRequest {
+                    nc: match self.rng.index(3) {
+                        0 => 0,
+                        1 => nc.saturating_add(1000),
+                        _ => u64::MAX,
+                    },
+                })
+            }
             (Behaviour::WrongCheckpoint, Message::CpToken { seq, token }) if self.lie() => {
                 Some(Message::CpToken {
                     seq,

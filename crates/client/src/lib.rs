@@ -7,25 +7,34 @@
 //! replicas, retransmissions to all of them, with a timeout that doubles up to a cap and adapts
 //! to the latency last observed (§5.7.1). Once a request needed a retransmission, the next
 //! `ALL_AUTH_AFTER_RETRANSMIT` requests go to every authentication replica at once: a silent
-//! replica in the preferred quorum would otherwise cost every request a timeout. A reply is accepted once `r + 1` execution replicas
-//! sent the same bytes.
+//! replica in the preferred quorum would otherwise cost every request a timeout. A reply is
+//! accepted once `r + 1` execution replicas sent the same bytes *for the same operation*: a
+//! reply names the request it answers (its identity digest `H(client, nc, H(op))`), so a client
+//! that lost its record and reused a number never takes the answer to its previous life's
+//! operation for the answer to its new one.
+//!
+//! A client without a trustworthy record first learns the last number it used from the
+//! execution replicas (`learn.rs`); `submit` waits for that.
 //!
 //! Read-only operations go straight to every execution replica and are accepted only when all of
 //! them answer alike; otherwise they are reissued as ordered requests (`read_only.rs`). Push
 //! events are delivered once `r + 1` execution replicas agree on them (`push.rs`). What the
 //! client keeps on disk is in `record.rs`.
 
+mod learn;
 mod push;
 mod read_only;
 mod record;
 #[cfg(test)]
 mod tests;
 
+use learn::Learning;
 use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
     Action, Counters, Event, Micros, Observation, Recovered, Stage, StageContext, StoreOp, TimerId,
 };
-use plumb_wire::{ClientId, Message, Principal, ReqNo};
+use plumb_crypto::Digest;
+use plumb_wire::{request_id, ClientId, Message, Principal, ReqNo};
 use push::{PushVote, PushVotes};
 use read_only::ReadOnly;
 use record::OutRecord;
@@ -36,8 +45,11 @@ use std::sync::Arc;
 const RETRANSMIT: TimerId = TimerId(1);
 /// Fires when a read-only request was not answered unanimously in time: order it instead.
 const READ_ONLY_DEADLINE: TimerId = TimerId(2);
+/// Fires when the last-request query has not been answered by enough replicas: ask again.
+const LEARN: TimerId = TimerId(3);
 
-/// Returned by [`Client::submit`] while a request is outstanding (CS2: closed loop).
+/// Returned by [`Client::submit`] while a request is outstanding, or one submitted while the
+/// client learns its request number waits (CS2: closed loop).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientBusy;
 
@@ -46,15 +58,18 @@ pub struct ClientBusy;
 struct Ordered {
     nc: ReqNo,
     op: Vec<u8>,
+    /// `H(client, nc, H(op))`: only replies naming it answer this request.
+    req: Digest,
     /// When it was first sent: its latency sets the next request's base timeout.
     first_sent: Micros,
     /// Current retransmission timeout.
     timeout: Micros,
     /// Execution replica -> the result it last sent for `nc`.
     votes: HashMap<u16, Vec<u8>>,
-    /// Execution replica -> the highest request number above `nc` it answered for this
-    /// client: evidence that `nc` is already used (see [`Client::on_reply_ahead`]).
-    ahead: HashMap<u16, ReqNo>,
+    /// Execution replica -> the highest number it says is used by another request of this
+    /// client (it answered a later number, or `nc` for another operation): evidence that `nc`
+    /// is already used (see [`Client::on_number_used`]).
+    used: HashMap<u16, ReqNo>,
 }
 
 #[derive(Debug)]
@@ -85,6 +100,8 @@ pub struct Client {
     /// Requests numbered up to this go to every authentication replica at once.
     all_auth_through: ReqNo,
     outstanding: Option<Outstanding>,
+    /// Set while the client learns its last request number (no trustworthy record).
+    learning: Option<Learning>,
     push: PushVotes,
 }
 
@@ -102,13 +119,15 @@ impl Client {
         let outstanding = resumed.outstanding.map(|(nc, op)| {
             Outstanding::Ordered(Ordered {
                 nc,
+                req: request_id(me, nc, Digest::of(&op)),
                 op,
                 first_sent: 0,
                 timeout: base_timeout,
                 votes: HashMap::new(),
-                ahead: HashMap::new(),
+                used: HashMap::new(),
             })
         });
+        let learning = (!resumed.trusted).then(|| Learning::new(base_timeout));
         Client {
             ctx,
             q: cfg.quorums,
@@ -121,11 +140,16 @@ impl Client {
             base_timeout,
             all_auth_through: 0,
             outstanding,
+            learning,
             push: PushVotes::default(),
         }
     }
 
     /// Issue an operation. Closed loop (CS2): refused while a request is outstanding.
+    ///
+    /// While the client still learns its request number (it started without a trustworthy
+    /// record), the operation waits and is sent once the number is known; it counts as
+    /// outstanding meanwhile.
     ///
     /// The answer arrives as [`Action::Complete`]. Its `nc` is the request number the operation
     /// was ordered under, or `0` when a read-only operation was answered unanimously without
@@ -139,22 +163,36 @@ impl Client {
         read_only: bool,
         out: &mut Vec<Action>,
     ) -> Result<(), ClientBusy> {
-        if self.outstanding.is_some() {
+        if self.outstanding() {
             return Err(ClientBusy);
         }
+        if let Some(learning) = &mut self.learning {
+            learning.deferred = Some((op, read_only));
+            return Ok(());
+        }
+        self.issue(now, op, read_only, out);
+        Ok(())
+    }
+
+    fn issue(&mut self, now: Micros, op: Vec<u8>, read_only: bool, out: &mut Vec<Action>) {
         if read_only {
             self.start_read_only(op, out);
         } else {
             self.start_ordered(now, op, out);
         }
-        Ok(())
     }
 
+    /// An operation is outstanding, or waits for the client to learn its request number.
     pub fn outstanding(&self) -> bool {
-        self.outstanding.is_some()
+        self.outstanding.is_some() || self.learning.as_ref().is_some_and(|l| l.deferred.is_some())
     }
 
-    /// The number the next ordered request will carry.
+    /// The client is still learning its last request number (see `learn.rs`).
+    pub fn learning(&self) -> bool {
+        self.learning.is_some()
+    }
+
+    /// The number the next ordered request will carry (provisional while [`Client::learning`]).
     pub fn next_request_number(&self) -> ReqNo {
         self.next_nc
     }
@@ -189,11 +227,12 @@ impl Client {
         });
         self.outstanding = Some(Outstanding::Ordered(Ordered {
             nc,
+            req: request_id(self.me, nc, Digest::of(&op)),
             op,
             first_sent: now,
             timeout: self.base_timeout,
             votes: HashMap::new(),
-            ahead: HashMap::new(),
+            used: HashMap::new(),
         }));
     }
 
@@ -218,8 +257,13 @@ impl Client {
     }
 
     /// After a restart: resend the recovered request to everyone (it may have reached only
-    /// some authentication replicas before the crash).
+    /// some authentication replicas before the crash); without a trustworthy record, learn the
+    /// last request number first.
     fn on_start(&mut self, now: Micros, out: &mut Vec<Action>) {
+        if self.learning.is_some() {
+            self.send_last_request_query(out);
+            return;
+        }
         let base = self.base_timeout;
         let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
             return;
@@ -263,6 +307,7 @@ impl Client {
         now: Micros,
         exec: u16,
         nc: ReqNo,
+        req: Digest,
         result: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
@@ -276,7 +321,16 @@ impl Client {
             return;
         }
         if nc > o.nc {
-            self.on_reply_ahead(now, exec, nc, out);
+            self.counters.add("reply-ahead");
+            self.on_number_used(now, exec, nc, out);
+            return;
+        }
+        if req != o.req {
+            // The right number for another operation: an earlier life of this client used
+            // `nc` (its record was lost), or the replica lies. Never a vote for our answer.
+            self.counters.add("reply-other-operation");
+            o.votes.remove(&exec);
+            self.on_number_used(now, exec, nc, out);
             return;
         }
         // A later reply from the same replica replaces its earlier vote: one replica, one vote.
@@ -310,21 +364,26 @@ impl Client {
         }));
     }
 
-    /// An execution replica answered a *higher* number than the outstanding one. A correct
-    /// client only sees that after losing its record (a corrupt or lost disk, see
-    /// `record::resume`): the outstanding number is then already used, and the authentication
-    /// stage would treat the request as a retransmission forever. Once `r + 1` replicas report
-    /// numbers at least `y`, one of them is correct, so every number up to `y` is used: reissue
-    /// the operation as `y + 1`. Fewer reports (at most `r` faulty replicas) change nothing.
-    fn on_reply_ahead(&mut self, now: Micros, exec: u16, nc: ReqNo, out: &mut Vec<Action>) {
+    /// An execution replica says number `used` (at least the outstanding one) belongs to
+    /// another request of this client: it answered a higher number, or the outstanding number
+    /// for another operation. A correct client only sees that after losing its record (a
+    /// corrupt or lost disk, see `learn.rs`) and learning too low a number: the outstanding
+    /// number is then already used, and the authentication stage would treat the request as a
+    /// retransmission forever. Once `r + 1` replicas report numbers at least `y`, one of them is
+    /// correct, so every number up to `y` is used (numbers are ordered consecutively, OS3):
+    /// reissue the operation as `y + 1`. Our operation was not executed under any number up to
+    /// `y`: a correct replica executed another one at our number, or executed numbers above it
+    /// that the previous life issued before ours existed. Fewer reports (at most `r` faulty
+    /// replicas) change nothing.
+    fn on_number_used(&mut self, now: Micros, exec: u16, used: ReqNo, out: &mut Vec<Action>) {
         let quorum = self.q.reply();
         let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
             return;
         };
-        self.counters.add("reply-ahead");
-        let seen = o.ahead.entry(exec).or_insert(nc);
-        *seen = (*seen).max(nc);
-        let mut reported: Vec<ReqNo> = o.ahead.values().copied().collect();
+        debug_assert!(used >= o.nc, "only numbers at or above the outstanding one");
+        let seen = o.used.entry(exec).or_insert(used);
+        *seen = (*seen).max(used);
+        let mut reported: Vec<ReqNo> = o.used.values().copied().collect();
         reported.sort_unstable_by(|a, b| b.cmp(a));
         let Some(&used_upto) = reported.get(quorum.saturating_sub(1)) else {
             return;
@@ -348,14 +407,21 @@ impl Client {
         };
         let exec = self.exec_index(from);
         match (msg, exec) {
-            (Message::Reply { nc, result }, Some(e)) => self.on_reply(now, e, nc, result, out),
-            (Message::ReadOnlyReply { nc, result, .. }, Some(e)) => {
-                self.on_read_only_reply(now, e, nc, result, out)
+            (Message::Reply { nc, req, result }, Some(e)) => {
+                self.on_reply(now, e, nc, req, result, out)
             }
+            (
+                Message::ReadOnlyReply {
+                    nc, req, result, ..
+                },
+                Some(e),
+            ) => self.on_read_only_reply(now, e, nc, req, result, out),
             (Message::Push { event, payload }, Some(e)) => self.on_push(e, event, payload, out),
-            (Message::Reply { .. } | Message::ReadOnlyReply { .. }, None) => {
-                self.counters.add("drop-reply-not-exec")
-            }
+            (Message::LastRequest { nc }, Some(e)) => self.on_last_request(now, e, nc, out),
+            (
+                Message::Reply { .. } | Message::ReadOnlyReply { .. } | Message::LastRequest { .. },
+                None,
+            ) => self.counters.add("drop-reply-not-exec"),
             (Message::Push { .. }, None) => self.counters.add("drop-push-not-exec"),
             _ => self.counters.add("drop-unexpected"),
         }
@@ -405,6 +471,7 @@ impl Stage for Client {
             Event::Receive(frame) => self.on_receive(now, &frame, out),
             Event::Timer(RETRANSMIT) => self.on_retransmit_timer(out),
             Event::Timer(READ_ONLY_DEADLINE) => self.on_read_only_deadline(now, out),
+            Event::Timer(LEARN) => self.on_learn_timer(out),
             Event::Timer(_) => self.counters.add("unknown-timer"),
         }
     }

@@ -7,7 +7,8 @@
 use crate::record::{self, RO_LEASE};
 use crate::{Client, Outstanding, READ_ONLY_DEADLINE};
 use plumb_core::{Action, Micros, StoreOp};
-use plumb_wire::{Message, Principal, ReqNo};
+use plumb_crypto::Digest;
+use plumb_wire::{request_id, Message, Principal, ReqNo};
 use std::collections::HashMap;
 
 /// The outstanding read-only request.
@@ -15,6 +16,9 @@ use std::collections::HashMap;
 pub(crate) struct ReadOnly {
     pub(crate) ro: ReqNo,
     pub(crate) op: Vec<u8>,
+    /// `H(client, ro, H(op))`: only replies naming it answer this read (a read-only number
+    /// reused after a lost record must not take the answer to another read).
+    pub(crate) req: Digest,
     /// Execution replica -> its result.
     pub(crate) votes: HashMap<u16, Vec<u8>>,
 }
@@ -43,6 +47,7 @@ impl Client {
         });
         self.outstanding = Some(Outstanding::ReadOnly(ReadOnly {
             ro,
+            req: request_id(self.me, ro, Digest::of(&op)),
             op,
             votes: HashMap::new(),
         }));
@@ -53,6 +58,7 @@ impl Client {
         now: Micros,
         exec: u16,
         ro: ReqNo,
+        req: Digest,
         result: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
@@ -61,7 +67,7 @@ impl Client {
             self.counters.add("stale-read-only-reply");
             return;
         };
-        if ro != pending.ro {
+        if ro != pending.ro || req != pending.req {
             self.counters.add("stale-read-only-reply");
             return;
         }

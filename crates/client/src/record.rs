@@ -51,22 +51,24 @@ pub(crate) struct Resumed {
     /// An issued but unanswered request, to resend on start.
     pub outstanding: Option<(ReqNo, Vec<u8>)>,
     pub next_ro: ReqNo,
+    /// The ordered-request record was present and valid. Otherwise the client cannot tell a
+    /// first start from a lost disk and learns its last number first (`learn.rs`).
+    pub trusted: bool,
 }
 
 /// Read the client's records.
 ///
-/// Limitation: a corrupt or undecodable `client/out` record loses the last request number. The
-/// client then starts again at 1, which the authentication replicas treat as a retransmission of
-/// an old request, so a new request cannot get through by itself. The client recovers from that
-/// at run time: once `r + 1` execution replicas answer with a higher number for this client, the
-/// client knows every number up to the `(r+1)`-th highest of them is used and renumbers its
-/// request above it (see `Client::on_reply_ahead`). The same covers a client whose disk was
-/// lost entirely. The operation outstanding at the crash is lost with the record.
+/// A missing, corrupt or undecodable `client/out` record loses the last request number: the
+/// client is then not `trusted` and learns the number from the execution replicas before it
+/// issues a request (`learn.rs`), and replies name their operation so that a number reused
+/// anyway is never answered with another operation's result. The operation outstanding at the
+/// crash is lost with the record (it may still be executed, once).
 pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed {
     let mut resumed = Resumed {
         next_nc: 1,
         outstanding: None,
         next_ro: 1,
+        trusted: false,
     };
     match read::<OutRecord>(recovered, OUT_KEY) {
         Read::Absent => {}
@@ -74,18 +76,21 @@ pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed 
         Read::Valid(OutRecord::Outstanding { nc, op }) if nc >= 1 => {
             resumed.next_nc = nc.saturating_add(1);
             resumed.outstanding = Some((nc, op));
+            resumed.trusted = true;
         }
         Read::Valid(OutRecord::Completed { nc }) if nc >= 1 => {
-            resumed.next_nc = nc.saturating_add(1)
+            resumed.next_nc = nc.saturating_add(1);
+            resumed.trusted = true;
         }
         Read::Valid(_) => counters.add("recovered-corrupt"),
     }
     match read::<ReqNo>(recovered, RO_KEY) {
         Read::Absent => {}
         Read::Valid(upto) if upto >= 1 => resumed.next_ro = upto,
-        // Limitation: numbers may now repeat ones used before the crash. A reply to such an
-        // old read counts only if it was still in flight across the restart and every
-        // execution replica's reply to it arrives first: counted, not prevented.
+        // Limitation: numbers may now repeat ones used before the crash. Replies name the read
+        // they answer, so only a read of the very same bytes can be answered by a reply to
+        // the old one, and only if every execution replica's reply to it was still in flight
+        // across the restart: counted, not prevented.
         Read::Valid(_) | Read::Corrupt => counters.add("recovered-corrupt-ro"),
     }
     resumed

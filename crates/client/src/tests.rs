@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::push::{DELIVERED_WINDOW, OPEN_PER_REPLICA};
-use crate::record::{OUT_KEY, RO_KEY, RO_LEASE};
+use crate::record::{OutRecord, OUT_KEY, RO_KEY, RO_LEASE};
 use plumb_config::Faults;
 use plumb_core::storage::decode;
 use plumb_core::{run, KeyRing};
@@ -53,15 +53,34 @@ impl World {
         &self.rings[&p]
     }
 
+    /// A started client. One that starts without a trustworthy record learns its number
+    /// first; here every execution replica answers that it executed nothing for it.
     fn client(&self, recovered: Recovered) -> Client {
+        let (mut c, _) = self.starting_client(recovered);
+        if c.learning() {
+            for e in 0..3 {
+                run(&mut c, 0, self.last_request(e, 0));
+            }
+            assert!(!c.learning());
+        }
+        c
+    }
+
+    /// A client and what it did on `Start`.
+    fn starting_client(&self, recovered: Recovered) -> (Client, Vec<Action>) {
         let ctx = StageContext {
             config: self.cfg.clone(),
             keys: self.ring(ME).clone(),
             seed: 1,
         };
         let mut c = Client::new(ctx, recovered);
-        assert!(run(&mut c, 0, Event::Start).is_empty() || c.outstanding());
-        c
+        let out = run(&mut c, 0, Event::Start);
+        assert!(out.is_empty() || c.outstanding() || c.learning());
+        (c, out)
+    }
+
+    fn last_request(&self, exec: u16, nc: ReqNo) -> Event {
+        self.from(Principal::Exec(exec), Message::LastRequest { nc })
     }
 
     fn frame(&self, from: Principal, msg: &Message) -> Vec<u8> {
@@ -74,19 +93,33 @@ impl World {
         Event::Receive(self.frame(from, &msg))
     }
 
-    fn reply(&self, exec: u16, nc: ReqNo, result: &[u8]) -> Event {
+    /// A reply for `nc` naming the request `(C, nc, op)`.
+    fn reply_for(&self, exec: u16, nc: ReqNo, op: &[u8], result: &[u8]) -> Event {
         self.from(
             Principal::Exec(exec),
             Message::Reply {
                 nc,
+                req: request_id(C, nc, Digest::of(op)),
                 result: result.to_vec(),
             },
         )
     }
 
+    /// A reply for `nc` naming the operation `c` has outstanding under `nc` (any other
+    /// operation if it has none there).
+    fn reply(&self, c: &Client, exec: u16, nc: ReqNo, result: &[u8]) -> Event {
+        let op = match &c.outstanding {
+            Some(Outstanding::Ordered(o)) if o.nc == nc => o.op.clone(),
+            _ => b"some other operation".to_vec(),
+        };
+        self.reply_for(exec, nc, &op, result)
+    }
+
+    /// A read-only reply naming the read `(C, nc, "get")`, the only read these tests issue.
     fn ro_reply(&self, exec: u16, nc: ReqNo, result: &[u8], executed: u64) -> Event {
         let msg = Message::ReadOnlyReply {
             nc,
+            req: request_id(C, nc, Digest::of(b"get")),
             result: result.to_vec(),
             executed,
         };
@@ -164,11 +197,25 @@ fn request_number(sent: &[(Principal, Message)], op: &[u8]) -> ReqNo {
     ncs.into_iter().next().unwrap_or(0)
 }
 
+/// Deliver `exec`'s reply for `nc` naming the operation the client has outstanding there.
+fn reply_run(
+    w: &World,
+    c: &mut Client,
+    now: Micros,
+    exec: u16,
+    nc: ReqNo,
+    result: &[u8],
+) -> Vec<Action> {
+    let reply = w.reply(c, exec, nc, result);
+    run(c, now, reply)
+}
+
 /// Deliver replies from execution replicas `0..votes` and return all actions.
 fn answer(w: &World, c: &mut Client, now: Micros, nc: ReqNo, result: &[u8]) -> Vec<Action> {
     let mut out = Vec::new();
     for e in 0..c.q.reply() as u16 {
-        c.handle(now, w.reply(e, nc, result), &mut out);
+        let reply = w.reply(c, e, nc, result);
+        c.handle(now, reply, &mut out);
     }
     out
 }
@@ -315,10 +362,10 @@ fn reply_needs_r_plus_1_matching_results() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    assert!(completes(&run(&mut c, 1, w.reply(0, 1, b"x"))).is_empty());
-    assert!(completes(&run(&mut c, 2, w.reply(1, 1, b"y"))).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 1, 0, 1, b"x")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 2, 1, 1, b"y")).is_empty());
     assert_eq!(
-        completes(&run(&mut c, 3, w.reply(2, 1, b"x"))),
+        completes(&reply_run(&w, &mut c, 3, 2, 1, b"x")),
         vec![(1, b"x".to_vec())]
     );
 }
@@ -328,11 +375,11 @@ fn one_faulty_replica_repeating_a_result_counts_once() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    assert!(completes(&run(&mut c, 1, w.reply(0, 1, b"evil"))).is_empty());
-    assert!(completes(&run(&mut c, 2, w.reply(0, 1, b"evil"))).is_empty());
-    assert!(completes(&run(&mut c, 3, w.reply(1, 1, b"good"))).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 1, 0, 1, b"evil")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 2, 0, 1, b"evil")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 3, 1, 1, b"good")).is_empty());
     assert_eq!(
-        completes(&run(&mut c, 4, w.reply(2, 1, b"good"))),
+        completes(&reply_run(&w, &mut c, 4, 2, 1, b"good")),
         vec![(1, b"good".to_vec())]
     );
 }
@@ -342,12 +389,12 @@ fn a_later_reply_replaces_the_replicas_earlier_vote() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    run(&mut c, 1, w.reply(0, 1, b"good"));
-    run(&mut c, 2, w.reply(0, 1, b"evil"));
+    reply_run(&w, &mut c, 1, 0, 1, b"good");
+    reply_run(&w, &mut c, 2, 0, 1, b"evil");
     // Replica 0 no longer votes "good": one vote is not r + 1.
-    assert!(completes(&run(&mut c, 3, w.reply(1, 1, b"good"))).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 3, 1, 1, b"good")).is_empty());
     assert_eq!(
-        completes(&run(&mut c, 4, w.reply(2, 1, b"good"))),
+        completes(&reply_run(&w, &mut c, 4, 2, 1, b"good")),
         vec![(1, b"good".to_vec())]
     );
 }
@@ -356,7 +403,7 @@ fn a_later_reply_replaces_the_replicas_earlier_vote() {
 fn stale_and_non_exec_replies_are_dropped_and_counted() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
-    assert!(run(&mut c, 0, w.reply(0, 1, b"r")).is_empty());
+    assert!(reply_run(&w, &mut c, 0, 0, 1, b"r").is_empty());
     assert_eq!(c.counters().get("stale-reply"), 1);
 
     submit(&mut c, 0, b"a", false);
@@ -364,7 +411,8 @@ fn stale_and_non_exec_replies_are_dropped_and_counted() {
     submit(&mut c, 2, b"b", false);
     let mut out = Vec::new();
     for e in 0..3 {
-        c.handle(3, w.reply(e, 1, b"r"), &mut out);
+        let reply = w.reply(&c, e, 1, b"r");
+        c.handle(3, reply, &mut out);
     }
     for p in [Principal::Auth(0), Principal::Order(1)] {
         c.handle(
@@ -373,6 +421,7 @@ fn stale_and_non_exec_replies_are_dropped_and_counted() {
                 p,
                 Message::Reply {
                     nc: 2,
+                    req: request_id(C, 2, Digest::of(b"b")),
                     result: b"r".to_vec(),
                 },
             ),
@@ -498,10 +547,10 @@ fn lost_record_client_renumbers_above_what_r_plus_1_replicas_report() {
     submit(&mut c, 0, b"new", false);
     // One (possibly faulty) replica claiming a high number changes nothing, however often.
     for _ in 0..3 {
-        assert!(w.sent(&run(&mut c, 1, w.reply(0, 100, b"old"))).is_empty());
+        assert!(w.sent(&reply_run(&w, &mut c, 1, 0, 100, b"old")).is_empty());
     }
     // A second replica vouches for 5: one of the two is correct, so 1..=5 are used.
-    let out = run(&mut c, 2, w.reply(1, 5, b"old"));
+    let out = reply_run(&w, &mut c, 2, 1, 5, b"old");
     let sync = out.iter().position(|a| *a == Action::Store(StoreOp::Sync));
     let first_send = out.iter().position(|a| matches!(a, Action::Send { .. }));
     assert!(sync.is_some() && sync < first_send);
@@ -512,6 +561,178 @@ fn lost_record_client_renumbers_above_what_r_plus_1_replicas_report() {
         vec![(6, b"ok".to_vec())]
     );
     assert_eq!(c.next_request_number(), 7);
+}
+
+// ---- a client that lost its record (docs/protocol.md "Clients after a crash")
+
+fn lost_record() -> Recovered {
+    Recovered {
+        corrupt: vec![OUT_KEY.to_string()],
+        ..Recovered::default()
+    }
+}
+
+fn queried(sent: &[(Principal, Message)]) -> BTreeSet<Principal> {
+    sent.iter()
+        .filter(|(_, m)| *m == Message::LastRequestQuery)
+        .map(|(to, _)| *to)
+        .collect()
+}
+
+fn execs(ids: &[u16]) -> BTreeSet<Principal> {
+    ids.iter().map(|i| Principal::Exec(*i)).collect()
+}
+
+/// Regression, "reply names its operation" (LS1: a client only accepts its own operation's
+/// result). The client lost its record; its previous life executed 1..=4 and left request 5
+/// (operation A) authenticated but not executed. The new life learns 4, issues operation B as 5,
+/// and then A is executed as 5. On the original code (replies named only the number) the client
+/// returned A's result as B's answer; now it moves past 5 and B is answered as 6.
+#[test]
+fn lost_record_reused_number_never_returns_the_old_operations_result() {
+    let w = World::new();
+    let (mut c, out) = w.starting_client(lost_record());
+    assert_eq!(queried(&w.sent(&out)), execs(&[0, 1, 2]));
+    run(&mut c, 1, w.last_request(0, 4));
+    run(&mut c, 1, w.last_request(1, 4));
+    assert!(!c.learning());
+    let out = submit(&mut c, 2, b"B", false);
+    assert_eq!(request_number(&w.sent(&out), b"B"), 5);
+
+    // Every execution replica executed the previous life's A as 5 and says so.
+    let mut out = Vec::new();
+    for e in 0..3 {
+        c.handle(3, w.reply_for(e, 5, b"A", b"result of A"), &mut out);
+    }
+    assert!(completes(&out).is_empty(), "A's result is not B's answer");
+    // `r + 1` of them moved the client on; the third is stale by then.
+    assert_eq!(c.counters().get("reply-other-operation"), 2);
+    assert_eq!(c.counters().get("stale-reply"), 1);
+    assert_eq!(c.counters().get("renumbered"), 1);
+    let sent = w.sent(&out);
+    assert_eq!(request_number(&sent, b"B"), 6);
+    assert_eq!(
+        receivers(&sent),
+        auths(&[0, 1, 3]),
+        "a new request: preferred quorum"
+    );
+    // The renumbered request is durable before it leaves (CS3).
+    assert_eq!(
+        disk(&out)
+            .records
+            .get(OUT_KEY)
+            .map(|v| decode::<OutRecord>(v)),
+        Some(Some(OutRecord::Outstanding {
+            nc: 6,
+            op: b"B".to_vec()
+        }))
+    );
+    assert_eq!(
+        completes(&answer(&w, &mut c, 4, 6, b"result of B")),
+        vec![(6, b"result of B".to_vec())]
+    );
+}
+
+/// A reply for the outstanding number that names another operation, from at most `r` (lying)
+/// replicas, neither counts as an answer nor moves the client past its number.
+#[test]
+fn r_replies_naming_another_operation_change_nothing() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"mine", false);
+    for t in 1..4 {
+        let out = run(&mut c, t, w.reply_for(0, 1, b"theirs", b"x"));
+        assert!(out.is_empty());
+    }
+    assert_eq!(c.counters().get("renumbered"), 0);
+    // The liar's own vote for the right operation and result would count once, not more.
+    assert!(completes(&reply_run(&w, &mut c, 5, 1, 1, b"ok")).is_empty());
+    assert_eq!(
+        completes(&reply_run(&w, &mut c, 6, 2, 1, b"ok")),
+        vec![(1, b"ok".to_vec())]
+    );
+}
+
+/// CS1/CS2 while learning: `submit` is accepted but waits until the number is known, a second
+/// one is refused, and the request leaves with the learned number. `exec - u` answers suffice.
+#[test]
+fn submit_waits_while_the_client_learns_its_number() {
+    let w = World::new();
+    let (mut c, _) = w.starting_client(Recovered::default());
+    assert!(c.learning() && !c.outstanding());
+    let out = submit(&mut c, 1, b"op", false);
+    assert!(out.is_empty(), "nothing leaves before the number is known");
+    assert!(c.outstanding());
+    assert_eq!(
+        c.submit(1, b"other".to_vec(), false, &mut Vec::new()),
+        Err(ClientBusy)
+    );
+    // One answer is not enough: it may be the liar.
+    assert!(run(&mut c, 2, w.last_request(2, 9)).is_empty());
+    let out = run(&mut c, 3, w.last_request(0, 9));
+    assert!(out.contains(&Action::CancelTimer { id: LEARN }));
+    assert_eq!(request_number(&w.sent(&out), b"op"), 10);
+    assert!(!c.learning());
+    // A late answer is stale.
+    assert!(run(&mut c, 4, w.last_request(1, 9)).is_empty());
+    assert_eq!(c.counters().get("stale-last-request"), 1);
+    // A read-only operation submitted while learning waits the same way.
+    let (mut c, _) = w.starting_client(lost_record());
+    assert!(submit(&mut c, 1, b"get", true).is_empty());
+    run(&mut c, 2, w.last_request(0, 0));
+    let out = run(&mut c, 2, w.last_request(1, 0));
+    assert_eq!(
+        read_only_numbers(&w.sent(&out), b"get"),
+        BTreeSet::from([1])
+    );
+}
+
+/// At most `r` lying execution replicas: one claiming a huge number cannot open a gap the order
+/// stage would refuse (OS3), and one claiming nothing only makes the client reuse a number,
+/// which the replies to the retransmission move it past (CS1: no number skipped, none answered
+/// twice).
+#[test]
+fn a_lying_replica_cannot_make_the_learned_number_skip_ahead() {
+    let w = World::new();
+    for lie in [u64::MAX, 1000] {
+        let (mut c, _) = w.starting_client(lost_record());
+        run(&mut c, 1, w.last_request(0, lie));
+        run(&mut c, 1, w.last_request(1, 4));
+        assert_eq!(c.next_request_number(), 5);
+    }
+    let (mut c, _) = w.starting_client(lost_record());
+    run(&mut c, 1, w.last_request(0, 0));
+    run(&mut c, 1, w.last_request(1, 4));
+    let out = submit(&mut c, 2, b"op", false);
+    assert_eq!(request_number(&w.sent(&out), b"op"), 1);
+    // The auth stage treats 1 as a retransmission; execution replicas resend their cached
+    // reply for 4, and `r + 1` of them move the client to 5.
+    assert!(w.sent(&reply_run(&w, &mut c, 3, 1, 4, b"old")).is_empty());
+    let out = reply_run(&w, &mut c, 3, 2, 4, b"old");
+    assert_eq!(request_number(&w.sent(&out), b"op"), 5);
+}
+
+/// Liveness with a silent replica: the query is retransmitted with back-off, only to replicas
+/// that have not answered, and `exec - u` answers end the learning.
+#[test]
+fn learning_retransmits_to_silent_replicas_and_ends_at_exec_minus_u_answers() {
+    let w = World::new();
+    let (mut c, out) = w.starting_client(lost_record());
+    let first = timer_set(&out, LEARN).expect("learning timer");
+    run(&mut c, 1, w.last_request(0, 2));
+    let out = run(&mut c, first, Event::Timer(LEARN));
+    assert_eq!(queried(&w.sent(&out)), execs(&[1, 2]));
+    assert_eq!(timer_set(&out, LEARN), Some(2 * first));
+    let out = run(&mut c, 3 * first, Event::Timer(LEARN));
+    assert_eq!(timer_set(&out, LEARN), Some(4 * first));
+    // A replica's later answer replaces its earlier one: still one voice.
+    run(&mut c, 3 * first, w.last_request(0, 3));
+    assert!(c.learning());
+    run(&mut c, 3 * first, w.last_request(2, 3));
+    assert!(!c.learning());
+    assert_eq!(c.next_request_number(), 4);
+    // After learning, the timer does nothing.
+    assert!(run(&mut c, 8 * first, Event::Timer(LEARN)).is_empty());
 }
 
 // ---- read-only requests
@@ -621,6 +842,32 @@ fn read_only_timeout_falls_back_to_an_ordered_request() {
     );
 }
 
+/// "Reply names its operation" for reads: a reply for the right read-only number that names
+/// another read (one issued before a lost record, say) never counts.
+#[test]
+fn read_only_reply_naming_another_read_does_not_count() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"get", true);
+    for e in 0..3 {
+        let msg = Message::ReadOnlyReply {
+            nc: 1,
+            req: request_id(C, 1, Digest::of(b"get other")),
+            result: b"other".to_vec(),
+            executed: 1,
+        };
+        assert!(completes(&run(&mut c, 1, w.from(Principal::Exec(e), msg))).is_empty());
+    }
+    assert_eq!(c.counters().get("stale-read-only-reply"), 3);
+    for e in 0..2 {
+        run(&mut c, 2, w.ro_reply(e, 1, b"v", 1));
+    }
+    assert_eq!(
+        completes(&run(&mut c, 3, w.ro_reply(2, 1, b"v", 1))),
+        vec![(0, b"v".to_vec())]
+    );
+}
+
 #[test]
 fn read_only_numbers_are_not_reused_after_a_restart() {
     let w = World::new();
@@ -714,6 +961,7 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
         Principal::Exec(0),
         &Message::Reply {
             nc: 1,
+            req: request_id(C, 1, Digest::of(b"a")),
             result: b"r".to_vec(),
         },
     );
@@ -734,6 +982,7 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
             ME,
             &Message::Reply {
                 nc: 1,
+                req: request_id(C, 1, Digest::of(b"a")),
                 result: b"r".to_vec(),
             },
         )
@@ -752,9 +1001,9 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
     assert_eq!(c.counters().get("drop-short"), 1);
 
     // None of those counted as a vote: one genuine reply is still not enough.
-    assert!(completes(&run(&mut c, 2, w.reply(1, 1, b"r"))).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 2, 1, 1, b"r")).is_empty());
     assert_eq!(
-        completes(&run(&mut c, 3, w.reply(2, 1, b"r"))),
+        completes(&reply_run(&w, &mut c, 3, 2, 1, b"r")),
         vec![(1, b"r".to_vec())]
     );
 }
@@ -772,6 +1021,38 @@ proptest::proptest! {
         let mut c = w.client(Recovered::default());
         submit(&mut c, 0, b"a", false);
         proptest::prop_assert!(run(&mut c, 1, Event::Receive(bytes)).is_empty());
+    }
+
+    /// Hostile bytes reach a client that is still learning its number: nothing happens.
+    #[test]
+    fn arbitrary_bytes_while_learning_never_panic_or_act(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+        let w = shared_world();
+        let (mut c, _) = w.starting_client(Recovered::default());
+        proptest::prop_assert!(run(&mut c, 1, Event::Receive(bytes)).is_empty());
+        proptest::prop_assert!(c.learning());
+    }
+
+    /// CS1 with `r` liars: whatever one replica answers, and whichever replicas answer first,
+    /// the learned number is never above the truth plus one (no gap for the order stage) and
+    /// never below 1.
+    #[test]
+    fn learned_number_never_skips_ahead_whatever_one_liar_says(
+        lie in proptest::prelude::any::<u64>(),
+        truth in 0u64..1_000_000,
+        order in 0usize..6,
+    ) {
+        let w = shared_world();
+        let (mut c, _) = w.starting_client(Recovered::default());
+        let orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+        for e in orders[order] {
+            if c.learning() {
+                let nc = if e == 0 { lie } else { truth };
+                run(&mut c, 1, w.last_request(e, nc));
+            }
+        }
+        proptest::prop_assert!(!c.learning());
+        let next = c.next_request_number();
+        proptest::prop_assert!((1..=truth + 1).contains(&next));
     }
 
     #[test]

@@ -30,12 +30,33 @@ pub struct ExecCheckpoint {
     pub seq: Seq,
     /// The application's checkpoint (its whole state, or a token naming state it keeps).
     pub app: Vec<u8>,
-    /// Last reply per client: (request number, result).
-    pub replies: BTreeMap<ClientId, (ReqNo, Vec<u8>)>,
+    /// Last reply per client.
+    pub replies: BTreeMap<ClientId, CachedReply>,
     /// Agreed time of the last non-null batch at or before `seq`.
     pub agreed_time: Micros,
     /// Next push event id per client.
     pub next_push: BTreeMap<ClientId, u64>,
+}
+
+/// The last reply sent to a client, resent on RETRANSMIT (EL3). It names the request it
+/// answers (`req`, its identity digest), not only its number, so a client that reused the
+/// number for another operation never takes it for its own answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedReply {
+    pub nc: ReqNo,
+    pub req: Digest,
+    pub result: Vec<u8>,
+}
+
+impl CachedReply {
+    #[cfg(test)]
+    pub(crate) fn test(nc: ReqNo, result: &[u8]) -> CachedReply {
+        CachedReply {
+            nc,
+            req: Digest::of(result),
+            result: result.to_vec(),
+        }
+    }
 }
 
 impl ExecCheckpoint {
@@ -81,10 +102,10 @@ mod tests {
             next_push: BTreeMap::new(),
         };
         let mut b = a.clone();
-        a.replies.insert(2, (1, b"x".to_vec()));
-        a.replies.insert(1, (5, b"y".to_vec()));
-        b.replies.insert(1, (5, b"y".to_vec()));
-        b.replies.insert(2, (1, b"x".to_vec()));
+        a.replies.insert(2, CachedReply::test(1, b"x"));
+        a.replies.insert(1, CachedReply::test(5, b"y"));
+        b.replies.insert(1, CachedReply::test(5, b"y"));
+        b.replies.insert(2, CachedReply::test(1, b"x"));
         assert_eq!(a.encode(), b.encode());
         let mut bytes = a.encode();
         assert_eq!(ExecCheckpoint::decode(&bytes), Some(a));

@@ -1,6 +1,6 @@
 //! Delivering batches to the application (EL1b, ES1-ES3, EL2) and taking checkpoints (ES4).
 
-use crate::checkpoint::{checkpoint_key, ExecCheckpoint};
+use crate::checkpoint::{checkpoint_key, CachedReply, ExecCheckpoint};
 use crate::learn::Learned;
 use crate::{ExecReplica, Held};
 use plumb_app::{Application, Command, NonDeterminism};
@@ -38,7 +38,7 @@ impl<A: Application> ExecReplica<A> {
         let fresh: Vec<bool> = batch
             .requests
             .iter()
-            .map(|r| r.nc > self.replies.get(&r.client).map_or(0, |(n, _)| *n))
+            .map(|r| r.nc > self.replies.get(&r.client).map_or(0, |c| c.nc))
             .collect();
         if fresh.iter().any(|f| !f) {
             self.counters.add("duplicate-request-skipped");
@@ -53,7 +53,8 @@ impl<A: Application> ExecReplica<A> {
         if !null {
             // docs/protocol.md "Agreed time": strictly increasing whatever the batch times are.
             let agreed = batch.time.max(self.agreed_time.saturating_add(1));
-            let commands: Vec<Command<'_>> = batch
+            // Each command with the identity of its request, which its reply names.
+            let (commands, ids): (Vec<Command<'_>>, Vec<Digest>) = batch
                 .requests
                 .iter()
                 .zip(&learned.bodies)
@@ -61,13 +62,16 @@ impl<A: Application> ExecReplica<A> {
                 .filter(|(_, f)| **f)
                 .map(|(rb, _)| rb)
                 .filter_map(|(r, body)| {
-                    body.as_deref().map(|op| Command {
-                        client: r.client,
-                        nc: r.nc,
-                        op,
+                    body.as_deref().map(|op| {
+                        let command = Command {
+                            client: r.client,
+                            nc: r.nc,
+                            op,
+                        };
+                        (command, r.id_digest())
                     })
                 })
-                .collect();
+                .unzip();
             self.agreed_time = agreed;
             if commands.is_empty() {
                 // Only copies: nothing for the application (it never sees an empty batch).
@@ -85,8 +89,8 @@ impl<A: Application> ExecReplica<A> {
             if output.replies.len() != commands.len() {
                 self.counters.add("app-reply-count-mismatch");
             }
-            for (command, result) in commands.iter().zip(output.replies) {
-                self.reply(command.client, command.nc, result, out);
+            for ((command, req), result) in commands.iter().zip(ids).zip(output.replies) {
+                self.reply(command.client, command.nc, req, result, out);
             }
             for (client, payload) in output.pushes {
                 self.push(client, payload, out);
@@ -118,13 +122,21 @@ impl<A: Application> ExecReplica<A> {
         }
     }
 
-    /// Cache the reply, then send it (EL2, ES3).
-    fn reply(&mut self, client: ClientId, nc: ReqNo, result: Vec<u8>, out: &mut Vec<Action>) {
+    /// Cache the reply, then send it (EL2, ES3). It names the request it answers (`req`).
+    fn reply(
+        &mut self,
+        client: ClientId,
+        nc: ReqNo,
+        req: Digest,
+        result: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
         let msg = Message::Reply {
             nc,
+            req,
             result: result.clone(),
         };
-        self.replies.insert(client, (nc, result));
+        self.replies.insert(client, CachedReply { nc, req, result });
         self.send(Principal::Client(client), &msg, out);
     }
 

@@ -21,7 +21,7 @@ mod transfer;
 #[cfg(test)]
 mod tests;
 
-pub use checkpoint::{checkpoint_key, ExecCheckpoint, CHECKPOINT_PREFIX};
+pub use checkpoint::{checkpoint_key, CachedReply, ExecCheckpoint, CHECKPOINT_PREFIX};
 
 use plumb_app::Application;
 use plumb_config::{ProtocolConfig, Quorums};
@@ -29,7 +29,7 @@ use plumb_core::{
     Action, Counters, Event, Micros, Observation, Recovered, Stage, StageContext, StoreOp, TimerId,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Message, Principal, ReqNo, Seq};
+use plumb_wire::{request_id, ClientId, Message, Principal, ReqNo, Seq};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -61,8 +61,8 @@ pub struct ExecReplica<A: Application> {
     next_seq: Seq,
     /// Agreed time of the last executed non-null batch.
     agreed_time: Micros,
-    /// Last reply per client: (request number, result).
-    replies: BTreeMap<ClientId, (ReqNo, Vec<u8>)>,
+    /// Last reply per client.
+    replies: BTreeMap<ClientId, CachedReply>,
     /// Next push event id per client.
     next_push: BTreeMap<ClientId, u64>,
 
@@ -307,6 +307,7 @@ impl<A: Application> ExecReplica<A> {
             (Principal::Client(c), Message::ReadOnly { nc, op }) => {
                 self.on_read_only(c, nc, op, out)
             }
+            (Principal::Client(c), Message::LastRequestQuery) => self.on_last_request_query(c, out),
             _ => self.counters.add("drop-unexpected"),
         }
     }
@@ -344,10 +345,19 @@ impl<A: Application> ExecReplica<A> {
         let result = self.app.execute_read_only(c, &op);
         let msg = Message::ReadOnlyReply {
             nc,
+            req: request_id(c, nc, Digest::of(&op)),
             result,
             executed: self.next_seq.saturating_sub(1),
         };
         self.send(Principal::Client(c), &msg, out);
+    }
+
+    /// A client that lost its record asks which number it last used (docs/protocol.md "Clients
+    /// after a crash"). The reply table is replicated state, so `r + 1` matching-or-higher
+    /// answers vouch for a number. One small answer per query, like a read-only request.
+    fn on_last_request_query(&mut self, c: ClientId, out: &mut Vec<Action>) {
+        let nc = self.replies.get(&c).map_or(0, |r| r.nc);
+        self.send(Principal::Client(c), &Message::LastRequest { nc }, out);
     }
 
     /// RETRANSMIT: the order stage saw client `client` retransmit. Catch up if the order stage
@@ -361,12 +371,12 @@ impl<A: Application> ExecReplica<A> {
         if order_next > self.next_seq {
             self.send_last_exec(out);
         }
-        let Some((nc, result)) = self.replies.get(&client).cloned() else {
+        let Some(CachedReply { nc, req, result }) = self.replies.get(&client).cloned() else {
             return;
         };
         self.send(
             Principal::Client(client),
-            &Message::Reply { nc, result },
+            &Message::Reply { nc, req, result },
             out,
         );
         let done = Message::BatchComplete {

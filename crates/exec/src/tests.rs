@@ -512,6 +512,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
         net.sent_to(&out, Principal::Client(2)),
         vec![Message::Reply {
             nc: 1,
+            req: by_digest(2, 1, op).id_digest(),
             result: b"ok".to_vec()
         }]
     );
@@ -579,6 +580,7 @@ fn el2_reply_sent_and_cached_then_el3_retransmit_resends_it() {
     let out = net.learn_all(&mut r, 1, &[batch(vec![inline(1, 1, "put x 1")], 10)]);
     let reply = Message::Reply {
         nc: 1,
+        req: inline(1, 1, "put x 1").id_digest(),
         result: b"ok".to_vec(),
     };
     assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply.clone()]);
@@ -602,6 +604,70 @@ fn el2_reply_sent_and_cached_then_el3_retransmit_resends_it() {
     assert!(out.is_empty());
     let out = net.deliver_at(&mut r, NOW + net.cfg.catch_up_us, Principal::Order(3), &rt);
     assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply]);
+}
+
+/// "Reply names its operation": client 1 lost its record and reused number 1 for operation B
+/// while its previous life's operation A at number 1 was executed. Every reply for number 1,
+/// the first one and the one resent from the cache, and the cache inside the checkpoint, names
+/// A, so the client can never take A's result for B's answer.
+#[test]
+fn reply_names_its_operation_also_when_resent_from_the_cache_and_the_checkpoint() {
+    let net = Net::new(2);
+    let mut r = fresh(&net, 0);
+    let old = inline(1, 1, "put x A");
+    let new = inline(1, 1, "put x B");
+    assert_ne!(old.id_digest(), new.id_digest());
+    let out = net.learn_all(
+        &mut r,
+        1,
+        &[
+            batch(vec![old.clone()], 10),
+            batch(vec![inline(2, 1, "put y 1")], 20),
+        ],
+    );
+    let named = |msgs: Vec<Message>| -> Vec<(ReqNo, Digest)> {
+        msgs.into_iter()
+            .filter_map(|m| match m {
+                Message::Reply { nc, req, .. } => Some((nc, req)),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        named(net.sent_to(&out, Principal::Client(1))),
+        vec![(1, old.id_digest())]
+    );
+    let cp = ExecCheckpoint::decode(&puts_of(&out)[0].1).expect("checkpoint at 2");
+    assert_eq!(cp.replies[&1].req, old.id_digest());
+
+    let rt = Message::Retransmit {
+        client: 1,
+        next_seq: 3,
+    };
+    let out = net.deliver(&mut r, Principal::Order(0), &rt);
+    assert_eq!(
+        named(net.sent_to(&out, Principal::Client(1))),
+        vec![(1, old.id_digest())]
+    );
+}
+
+/// A client that lost its record learns the last number it used: each execution replica
+/// answers with the number in its reply table, 0 for a client it never answered.
+#[test]
+fn last_request_query_answers_the_last_executed_number() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let ask = |r: &mut Replica, c| {
+        let out = net.deliver(r, Principal::Client(c), &Message::LastRequestQuery);
+        net.sent_to(&out, Principal::Client(c))
+    };
+    assert_eq!(ask(&mut r, 3), vec![Message::LastRequest { nc: 0 }]);
+    net.learn_all(&mut r, 1, &[batch(vec![inline(3, 3, "put z 1")], 10)]);
+    assert_eq!(ask(&mut r, 3), vec![Message::LastRequest { nc: 3 }]);
+    assert_eq!(ask(&mut r, 2), vec![Message::LastRequest { nc: 0 }]);
+    // Only clients ask; from anyone else the query is dropped.
+    let out = net.deliver(&mut r, Principal::Order(0), &Message::LastRequestQuery);
+    assert!(net.sent(&out).is_empty());
 }
 
 #[test]
@@ -734,7 +800,7 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
 
     // A faulty peer sends a checkpoint that does not match the token.
     let mut forged = ExecCheckpoint::decode(&a.checkpoints[&4].bytes).unwrap();
-    forged.replies.insert(1, (99, b"forged".to_vec()));
+    forged.replies.insert(1, CachedReply::test(99, b"forged"));
     let forged = Message::ExecCpState {
         seq: 4,
         state: forged.encode(),
@@ -952,6 +1018,7 @@ fn read_only_reply_reports_the_last_executed_batch() {
         net.sent_to(&out, Principal::Client(3)),
         vec![Message::ReadOnlyReply {
             nc: 9,
+            req: plumb_wire::request_id(3, 9, Digest::of(b"get x")),
             result: b"42".to_vec(),
             executed: 1
         }]

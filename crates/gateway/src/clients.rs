@@ -193,6 +193,10 @@ mod tests {
     use plumb_cluster::{init, Cluster, InitOptions};
 
     fn members(dir: &std::path::Path, n: u32) -> Vec<(u32, StageContext)> {
+        setup(dir, n).1
+    }
+
+    fn setup(dir: &std::path::Path, n: u32) -> (Cluster, Vec<(u32, StageContext)>) {
         let o = InitOptions {
             u: 1,
             r: 0,
@@ -201,7 +205,7 @@ mod tests {
             ..InitOptions::default()
         };
         let cluster = Cluster::load(&init(dir, &o).unwrap()).unwrap();
-        (0..n)
+        let members = (0..n)
             .map(|c| {
                 let keys = cluster
                     .key_ring(Principal::Client(c), &cluster.client_secret_path(c))
@@ -216,7 +220,30 @@ mod tests {
                     },
                 )
             })
-            .collect()
+            .collect();
+        (cluster, members)
+    }
+
+    /// Every execution replica tells every member it executed nothing for it: what a fresh
+    /// member waits for before its first request (it cannot tell a first start from a lost
+    /// disk).
+    fn answer_last_request(cluster: &Cluster, set: &mut Clients, n: u32, out: &mut Vec<Action>) {
+        for e in 0..cluster.quorums().exec as u16 {
+            let p = Principal::Exec(e);
+            let node = cluster.node_of(p).unwrap().id;
+            let ring = cluster
+                .key_ring(p, &cluster.node_secret_path(node))
+                .unwrap();
+            for c in 0..n {
+                let frame = ring
+                    .seal(
+                        Principal::Client(c),
+                        &plumb_wire::Message::LastRequest { nc: 0 },
+                    )
+                    .unwrap();
+                set.handle(1, Event::Receive(frame), out);
+            }
+        }
     }
 
     fn puts(out: &[Action]) -> Vec<(String, Vec<u8>)> {
@@ -231,7 +258,8 @@ mod tests {
     #[test]
     fn members_keep_their_records_and_timers_apart_and_recover_them() {
         let dir = tempfile::tempdir().unwrap();
-        let mut set = Clients::new(members(dir.path(), 2), &Recovered::default());
+        let (cluster, pool) = setup(dir.path(), 2);
+        let mut set = Clients::new(pool, &Recovered::default());
         let mut out = Vec::new();
         set.handle(1, Event::Start, &mut out);
         out.clear();
@@ -240,6 +268,9 @@ mod tests {
         assert!(set
             .submit(1, 2, b"again".to_vec(), false, &mut out)
             .is_err());
+        // Submitted while learning their numbers: they wait for the execution replicas.
+        assert!(puts(&out).is_empty());
+        answer_last_request(&cluster, &mut set, 2, &mut out);
         let written = puts(&out);
         let keys: Vec<&str> = written.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["c0/client/out", "c1/client/out"]);

@@ -117,11 +117,14 @@ pub fn describe(msg: &Message) -> String {
         Message::Command {
             seq, client, nc, ..
         } => format!("command n={seq} c{client}/{nc}"),
-        Message::Reply { nc, result } => format!("reply nc={nc} {}", result_text(result)),
+        Message::Reply { nc, req, result } => {
+            format!("reply nc={nc} req={req:?} {}", result_text(result))
+        }
         Message::ReadOnlyReply {
             nc,
             result,
             executed,
+            ..
         } => {
             format!(
                 "read-only-reply ro={nc} at={executed} {}",
@@ -134,6 +137,8 @@ pub fn describe(msg: &Message) -> String {
         Message::FetchState { token } => format!("fetch-state {token:?}"),
         Message::State { token, data } => format!("state {token:?} {}B", data.len()),
         Message::Hello => "hello".to_string(),
+        Message::LastRequestQuery => "last-request-query".to_string(),
+        Message::LastRequest { nc } => format!("last-request nc={nc}"),
         Message::RecoveryQuery {
             nonce,
             incarnation,

@@ -270,5 +270,35 @@ mod tests {
             let r = open(&f, Principal::Order(1), |_| Some(&k));
             prop_assert!(r.is_err());
         }
+
+        /// Hostile bytes: replies that name their operation, and the last-request query and
+        /// answer, decode to an error or a message, never a panic; a genuine one round-trips.
+        #[test]
+        fn reply_and_last_request_decoding_never_panics(
+            which in 0u8..4,
+            nc in any::<u64>(),
+            result in proptest::collection::vec(any::<u8>(), 0..64),
+            cut in 0usize..200,
+            idx in 0usize..200,
+            bit in 0u8..8,
+        ) {
+            let req = plumb_crypto::Digest::of(&result);
+            let m = match which {
+                0 => Message::Reply { nc, req, result },
+                1 => Message::ReadOnlyReply { nc, req, result, executed: nc / 2 },
+                2 => Message::LastRequestQuery,
+                _ => Message::LastRequest { nc },
+            };
+            let body = encode_body(&m);
+            prop_assert_eq!(postcard::from_bytes::<Message>(&body).ok(), Some(m.clone()));
+            let _ = postcard::from_bytes::<Message>(&body[..cut.min(body.len())]);
+            let mut flipped = body.clone();
+            let i = idx % flipped.len();
+            flipped[i] ^= 1 << bit;
+            let _ = postcard::from_bytes::<Message>(&flipped);
+            let f = seal(Principal::Exec(0), Principal::Client(3), &m, &key());
+            let k = key();
+            let _ = open(&f[..cut.min(f.len())], Principal::Client(3), |_| Some(&k));
+        }
     }
 }

@@ -41,13 +41,20 @@ impl ReqCore {
     /// Identity of the request: what authenticators cover and what batch digests include.
     /// Equal for the inline and the digest form of the same request.
     pub fn id_digest(&self) -> Digest {
-        Digest::of_parts(&[
-            b"req-core",
-            &self.client.to_le_bytes(),
-            &self.nc.to_le_bytes(),
-            &self.op_digest().0,
-        ])
+        request_id(self.client, self.nc, self.op_digest())
     }
+}
+
+/// `H(client, nc, H(op))`: a request's identity (see [`ReqCore::id_digest`]). Replies carry it
+/// so that a client can tell the answer to its operation from the answer to another operation
+/// that used the same number (a previous life of the client that lost its record).
+pub fn request_id(client: ClientId, nc: ReqNo, op_digest: Digest) -> Digest {
+    Digest::of_parts(&[
+        b"req-core",
+        &client.to_le_bytes(),
+        &nc.to_le_bytes(),
+        &op_digest.0,
+    ])
 }
 
 /// One authentication replica's row of a matrix signature: `macs[o]` is its MAC over the
@@ -287,13 +294,18 @@ pub enum Message {
     },
 
     // ---- execution -> client
+    /// The result of request `nc`; `req` is the executed request's [`request_id`], so the reply
+    /// names the operation it answers and not only its number.
     Reply {
         nc: ReqNo,
+        req: Digest,
         #[serde(with = "serde_bytes")]
         result: Vec<u8>,
     },
+    /// `req` is [`request_id`] of `(client, nc, H(op))` for the read-only operation answered.
     ReadOnlyReply {
         nc: ReqNo,
+        req: Digest,
         #[serde(with = "serde_bytes")]
         result: Vec<u8>,
         executed: Seq,
@@ -327,6 +339,16 @@ pub enum Message {
     /// A client's greeting to a node it connected to: the node answers that client over this
     /// connection from now on. Consumed by the production driver's router; no protocol effect.
     Hello,
+
+    // ---- client <-> execution (a client that lost its record, docs/protocol.md "Clients after
+    // a crash")
+    /// Ask an execution replica for the last request number it executed for the sender.
+    LastRequestQuery,
+    /// Answer to [`Message::LastRequestQuery`]: the last request number executed for the
+    /// receiver (0 if none).
+    LastRequest {
+        nc: ReqNo,
+    },
 
     // ---- order <-> order: a replica that lost its records rejoins
     /// From a replica that lost its records: "what is the highest sequence number you have
@@ -389,6 +411,8 @@ impl Message {
             Message::FetchState { .. } => "fetch-state",
             Message::State { .. } => "state",
             Message::Hello => "hello",
+            Message::LastRequestQuery => "last-request-query",
+            Message::LastRequest { .. } => "last-request",
             Message::RecoveryQuery { .. } => "recovery-query",
             Message::RecoveryReply { .. } => "recovery-reply",
         }

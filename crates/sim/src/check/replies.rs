@@ -101,6 +101,12 @@ pub fn check_replies(checker: &mut Checker, workload: &Workload, execs: &[ExecEn
         .iter()
         .flat_map(|(s, b)| b.requests.iter().map(move |(c, nc, _)| ((*c, *nc), *s)))
         .collect();
+    // The operation ordered under each number (a copy in another view has the same one).
+    let ordered_op: HashMap<(ClientId, ReqNo), Digest> = checker
+        .agreed
+        .values()
+        .flat_map(|b| b.requests.iter().map(|(c, nc, d)| ((*c, *nc), *d)))
+        .collect();
     for (c, load) in workload
         .clients
         .iter()
@@ -108,12 +114,24 @@ pub fn check_replies(checker: &mut Checker, workload: &Workload, execs: &[ExecEn
         .filter(|(_, l)| l.correct)
     {
         let c = c as ClientId;
-        for resp in load
+        for (record, resp) in load
             .history
             .iter()
-            .filter_map(|r| r.response.as_ref())
-            .filter(|r| r.nc > 0)
+            .filter_map(|r| r.response.as_ref().map(|resp| (r, resp)))
+            .filter(|(_, r)| r.nc > 0)
         {
+            // "A reply names its operation": the number a client completed an operation under
+            // must carry that operation. Comparing results alone would miss a client that took
+            // the answer to another operation of its own (a previous life's) for its answer.
+            if let Some(d) = ordered_op.get(&(c, resp.nc)) {
+                if *d != Digest::of(&record.op.encode()) {
+                    let detail = format!(
+                        "c{c} completed {:?} with the reply to request {}, which is another operation",
+                        record.op, resp.nc
+                    );
+                    checker.violate("LS1", detail);
+                }
+            }
             match (
                 reference.replies.get(&(c, resp.nc)),
                 placed.get(&(c, resp.nc)),
