@@ -287,10 +287,10 @@ fn wiped_primary_node(name: &str, slot: u16, u: u16, r: u16) {
 
 #[test]
 fn wiped_primary_node_rejoins_u1_r0() {
-    wiped_primary_node("wiped-primary-u1r0", 6, 1, 0);
+    wiped_primary_node("wiped-primary-u1r0", 8, 1, 0);
 }
 
 #[test]
 fn wiped_primary_node_rejoins_u1_r1() {
-    wiped_primary_node("wiped-primary-u1r1", 7, 1, 1);
+    wiped_primary_node("wiped-primary-u1r1", 9, 1, 1);
 }
