@@ -66,6 +66,12 @@ impl FloodGuard {
         s.cut_until.retain(|_, until| now < *until);
         !s.cut_until.contains_key(&peer)
     }
+
+    /// Whether peer node `peer`'s frames are being dropped at `now`.
+    pub fn is_cut(&self, peer: u16, now: Instant) -> bool {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.cut_until.get(&peer).is_some_and(|until| now < *until)
+    }
 }
 
 #[cfg(test)]

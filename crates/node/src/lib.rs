@@ -7,6 +7,7 @@
 #[cfg(feature = "adversary")]
 mod adversary;
 mod flood;
+mod peers;
 mod router;
 mod status;
 
@@ -19,10 +20,10 @@ use plumb_core::{Stage, StageContext};
 use plumb_exec::ExecReplica;
 use plumb_kv::KvStore;
 use plumb_order::OrderReplica;
-use plumb_runtime::{admin, link, Link, Mailbox, OnFrame, Runner, StageShared};
+use plumb_runtime::{admin, handshake, link, Link, Mailbox, OnFrame, Runner, StageShared};
 use plumb_storage::Store;
 use plumb_wire::Principal;
-use router::{ClientRoute, Drops, Router};
+use router::{ClientRoute, Drops, Origin, Router, Spoofed};
 use status::{Metrics, Observed, ReplicaHost};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -178,16 +179,24 @@ pub async fn start_faulty(
             }
         }
     }
+    let peer_keys = peers::PeerKeys::new(cluster, id, &rings).map(Arc::new);
     let cell: Arc<OnceLock<Arc<Router>>> = Arc::new(OnceLock::new());
     let mut links = BTreeMap::new();
     for n in cluster.nodes.iter().filter(|n| n.id != id) {
         let cell = cell.clone();
-        let on_frame: OnFrame = Arc::new(move |frame| {
+        // A peer sends us its frames on the link it dials, never on ours: whatever arrives
+        // here is unproven.
+        let on_frame: OnFrame = Arc::new(move |_frame| {
             if let Some(r) = cell.get() {
-                r.deliver(frame, None);
+                r.drops.spoofed(Spoofed::OnDialedLink);
             }
         });
-        links.insert(n.id, Link::dial(n.address, LINK_QUEUE, on_frame, None));
+        let link = match &peer_keys {
+            Some(keys) => Link::dial_peer(n.address, LINK_QUEUE, on_frame, keys.clone(), n.id),
+            // A node hosting no principal has nothing to send; its links stay unproven.
+            None => Link::dial(n.address, LINK_QUEUE, on_frame, None),
+        };
+        links.insert(n.id, link);
     }
     #[cfg(feature = "adversary")]
     let medium = cluster.quorums().order_medium();
@@ -240,7 +249,10 @@ pub async fn start_faulty(
         )
     })?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
-    tokio::spawn(accept_loop(listener, router.clone()));
+    let accept_keys: Option<Arc<dyn plumb_runtime::NodeKeys>> = peer_keys
+        .clone()
+        .map(|k| k as Arc<dyn plumb_runtime::NodeKeys>);
+    tokio::spawn(accept_loop(listener, router.clone(), accept_keys));
 
     let shared: Vec<Arc<StageShared>> = node
         .principals
@@ -391,7 +403,11 @@ fn spawn<S: Stage + Send + 'static>(
     Runner::new(stage, store, mailbox, outbox, host, shared).spawn(name)
 }
 
-async fn accept_loop(listener: TcpListener, router: Arc<Router>) {
+async fn accept_loop(
+    listener: TcpListener,
+    router: Arc<Router>,
+    keys: Option<Arc<dyn plumb_runtime::NodeKeys>>,
+) {
     static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
@@ -402,33 +418,66 @@ async fn accept_loop(listener: TcpListener, router: Arc<Router>) {
         };
         let conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
         let router = router.clone();
+        let keys = keys.clone();
         tokio::spawn(async move {
-            let (mut sink, mut frames) = link::framed(stream).split();
-            let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(LINK_QUEUE);
-            let writer = tokio::spawn(async move {
-                while let Some(frame) = rx.recv().await {
-                    if sink.feed(frame).await.is_err() {
-                        return;
-                    }
-                    while let Ok(more) = rx.try_recv() {
-                        if sink.feed(more).await.is_err() {
-                            return;
-                        }
-                    }
-                    if sink.flush().await.is_err() {
-                        return;
-                    }
+            let mut framed = link::framed(stream);
+            let Some(Ok(first)) = framed.next().await else {
+                return;
+            };
+            if handshake::is_hello(&first) {
+                let Some(keys) = keys else {
+                    router.drops.refused(handshake::Refused::UnknownNode);
+                    return;
+                };
+                match handshake::accept(&mut framed, &*keys, &first, handshake::TIMEOUT).await {
+                    Ok(node) => serve_peer(framed, node, &router).await,
+                    Err(reason) => router.drops.refused(reason),
                 }
-            });
-            let route = ClientRoute { conn, tx };
-            while let Some(Ok(frame)) = frames.next().await {
-                if !router.deliver(frame.to_vec(), Some(&route)) {
-                    break;
-                }
+            } else {
+                serve_client(framed, first.to_vec(), conn, &router).await;
             }
-            router.connection_closed(conn);
-            drop(route);
-            writer.abort();
         });
     }
+}
+
+/// Read a connection bound to peer node `node` until it closes or the node is cut off. A node
+/// answers its peers on its own links, so nothing is written here.
+async fn serve_peer(mut framed: link::Framed, node: u16, router: &Router) {
+    while let Some(Ok(frame)) = framed.next().await {
+        if !router.deliver(frame.to_vec(), Origin::Peer(node)) {
+            break;
+        }
+    }
+}
+
+/// Serve a client connection: its frames in, replies to the clients that claimed it out.
+async fn serve_client(framed: link::Framed, first: Vec<u8>, conn: u64, router: &Router) {
+    let (mut sink, mut frames) = framed.split();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(LINK_QUEUE);
+    let writer = tokio::spawn(async move {
+        while let Some(frame) = rx.recv().await {
+            if sink.feed(frame).await.is_err() {
+                return;
+            }
+            while let Ok(more) = rx.try_recv() {
+                if sink.feed(more).await.is_err() {
+                    return;
+                }
+            }
+            if sink.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    let route = ClientRoute { conn, tx };
+    if router.deliver(first, Origin::Client(&route)) {
+        while let Some(Ok(frame)) = frames.next().await {
+            if !router.deliver(frame.to_vec(), Origin::Client(&route)) {
+                break;
+            }
+        }
+    }
+    router.connection_closed(conn);
+    drop(route);
+    writer.abort();
 }

@@ -1,18 +1,32 @@
 //! Where frames go: to a stage of this node (its mailbox), to another node (a [`Link`]), or
 //! back to a client on the connection it opened.
 //!
-//! Incoming frames are routed by the envelope header before any MAC is checked (the stage
-//! checks it); the only MAC this layer checks is the one that lets a client claim a reply
+//! Incoming frames are routed before any MAC is checked (the stage checks it), so what this
+//! layer trusts about a frame's sender is only what the connection it came on proved
+//! ([`Origin`]): a peer connection is bound to a node by the handshake (`plumb_runtime::
+//! handshake`), anything else is a client connection. The header's sender label must agree
+//! with that binding or the frame is dropped; the flood guard and the mailbox queues are keyed
+//! by the binding. The only MAC this layer checks is the one that lets a client claim a reply
 //! route, so nobody can divert another client's replies.
 
 use bytes::Bytes;
 use plumb_core::KeyRing;
+use plumb_runtime::handshake::Refused;
 use plumb_runtime::{Item, Link, Mailbox, Outbox, QueueKey};
 use plumb_wire::{Envelope, Message, Principal};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
+
+/// Who sent a frame, as proven by the connection it came on; never read from the frame.
+#[derive(Clone, Copy)]
+pub enum Origin<'a> {
+    /// A connection whose dialer proved it is this peer node.
+    Peer(u16),
+    /// A connection that made no peer handshake: only client principals may speak on it.
+    Client(&'a ClientRoute),
+}
 
 /// A client connection's writer, and a number telling connections apart.
 #[derive(Clone)]
@@ -44,11 +58,42 @@ pub struct Drops {
     pub bad_header: AtomicU64,
     pub bad_route_claim: AtomicU64,
     pub flooding_peer: AtomicU64,
+    /// Drops this layer added for peer authentication, by reason.
+    pub spoofed: [AtomicU64; Spoofed::ALL.len()],
+    /// Peer handshakes refused on accepted connections, by reason.
+    pub refused: [AtomicU64; Refused::ALL.len()],
+}
+
+/// A frame whose header names a sender its connection did not prove.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spoofed {
+    /// A replica sender on a client connection (no peer handshake).
+    ReplicaOnClientConnection,
+    /// A sender the node the connection is bound to does not host.
+    NotThePeersPrincipal,
+    /// Anything read on a link this node dialed: peers answer nothing there.
+    OnDialedLink,
+}
+
+impl Spoofed {
+    pub const ALL: [Spoofed; 3] = [
+        Spoofed::ReplicaOnClientConnection,
+        Spoofed::NotThePeersPrincipal,
+        Spoofed::OnDialedLink,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Spoofed::ReplicaOnClientConnection => "replica-on-client-connection",
+            Spoofed::NotThePeersPrincipal => "not-the-peers-principal",
+            Spoofed::OnDialedLink => "on-dialed-link",
+        }
+    }
 }
 
 impl Drops {
     pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
-        vec![
+        [
             ("not-hosted", self.not_hosted.load(Ordering::Relaxed)),
             (
                 "no-client-route",
@@ -65,6 +110,32 @@ impl Drops {
             ),
             ("flooding-peer", self.flooding_peer.load(Ordering::Relaxed)),
         ]
+        .into_iter()
+        .chain(
+            Spoofed::ALL
+                .iter()
+                .map(|r| (r.name(), self.spoofed[*r as usize].load(Ordering::Relaxed))),
+        )
+        .collect()
+    }
+
+    pub fn spoofed(&self, reason: Spoofed) {
+        self.spoofed[reason as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn refused(&self, reason: Refused) {
+        if let Some(i) = Refused::ALL.iter().position(|r| *r == reason) {
+            self.refused[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Refused peer handshakes by reason.
+    pub fn refused_snapshot(&self) -> Vec<(&'static str, u64)> {
+        Refused::ALL
+            .iter()
+            .zip(&self.refused)
+            .map(|(r, n)| (r.name(), n.load(Ordering::Relaxed)))
+            .collect()
     }
 }
 
@@ -78,10 +149,20 @@ enum Claim {
 }
 
 impl Router {
-    /// Hand a frame read from the network to the stage it is addressed to. `conn` is the
-    /// client connection it came on, if it came on one we accepted. False: the frame claims a
-    /// peer node that is cut off for flooding; close the connection it came on.
-    pub fn deliver(&self, frame: Vec<u8>, conn: Option<&ClientRoute>) -> bool {
+    /// Hand a frame read from the network to the stage it is addressed to. `from` is what the
+    /// connection it came on proved about its sender. False: the frame came from a peer node
+    /// that is cut off for flooding; close the connection it came on.
+    pub fn deliver(&self, frame: Vec<u8>, from: Origin<'_>) -> bool {
+        // The bound node pays for every byte it sends, whatever its frames claim.
+        if let Origin::Peer(node) = from {
+            if !self
+                .flood
+                .admit(node, frame.len(), std::time::Instant::now())
+            {
+                self.drops.flooding_peer.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+        }
         let (sender, receiver) = match Envelope::parse(&frame) {
             Ok(e) => (e.sender, e.receiver),
             Err(_) => {
@@ -89,15 +170,20 @@ impl Router {
                 return true;
             }
         };
-        if let Some(&peer) = self.remote.get(&sender) {
-            if !self
-                .flood
-                .admit(peer, frame.len(), std::time::Instant::now())
-            {
-                self.drops.flooding_peer.fetch_add(1, Ordering::Relaxed);
-                return false;
+        let queue = match (from, sender) {
+            (Origin::Peer(node), _) if self.remote.get(&sender) == Some(&node) => {
+                QueueKey::Peer(sender)
             }
-        }
+            (Origin::Peer(_), _) => {
+                self.drops.spoofed(Spoofed::NotThePeersPrincipal);
+                return true;
+            }
+            (Origin::Client(_), Principal::Client(_)) => QueueKey::Clients,
+            (Origin::Client(_), _) => {
+                self.drops.spoofed(Spoofed::ReplicaOnClientConnection);
+                return true;
+            }
+        };
         let Some(mailbox) = self.local.get(&receiver) else {
             self.drops.not_hosted.fetch_add(1, Ordering::Relaxed);
             return true;
@@ -108,12 +194,12 @@ impl Router {
                 return true;
             }
         }
-        if let (Principal::Client(c), Some(route)) = (sender, conn) {
+        if let (Principal::Client(c), Origin::Client(route)) = (sender, from) {
             if self.claim_route(c, receiver, &frame, route) == Claim::Hello {
                 return true;
             }
         }
-        mailbox.push(QueueKey::of_sender(sender), Item::Frame(frame));
+        mailbox.push(queue, Item::Frame(frame));
         true
     }
 
@@ -178,5 +264,108 @@ impl Outbox for Router {
         } else {
             self.drops.not_hosted.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Node 0 hosting o0; node 1 hosts a1 and o1, node 2 hosts o2.
+    fn router() -> Router {
+        let mut local = HashMap::new();
+        local.insert(Principal::Order(0), Arc::new(Mailbox::new(2, 2)));
+        Router {
+            local,
+            rings: HashMap::new(),
+            remote: [
+                (Principal::Auth(1), 1),
+                (Principal::Order(1), 1),
+                (Principal::Order(2), 2),
+            ]
+            .into_iter()
+            .collect(),
+            links: BTreeMap::new(),
+            clients: Mutex::new(HashMap::new()),
+            drops: Drops::default(),
+            flood: crate::flood::FloodGuard::new(20, 1 << 30, std::time::Duration::from_secs(1)),
+            #[cfg(feature = "adversary")]
+            ignoring: HashMap::new(),
+        }
+    }
+
+    /// A well-formed header from `from` to `to`, an empty body and a MAC that does not verify
+    /// (this layer never checks it).
+    fn frame(from: Principal, to: Principal) -> Vec<u8> {
+        let mut f = plumb_wire::envelope::MAGIC.to_vec();
+        f.push(plumb_wire::envelope::VERSION);
+        f.extend_from_slice(&from.label().to_le_bytes());
+        f.extend_from_slice(&to.label().to_le_bytes());
+        f.extend_from_slice(&0u32.to_le_bytes());
+        f.extend_from_slice(&[0; 16]);
+        f
+    }
+
+    fn count(r: &Router, reason: Spoofed) -> u64 {
+        r.drops.spoofed[reason as usize].load(Ordering::Relaxed)
+    }
+
+    fn waiting(r: &Router) -> usize {
+        r.local[&Principal::Order(0)].depth()
+    }
+
+    #[test]
+    fn a_connection_without_a_handshake_cannot_speak_for_any_replica() {
+        let r = router();
+        let (tx, _rx) = mpsc::channel(1);
+        let route = ClientRoute { conn: 7, tx };
+        for p in [Principal::Order(1), Principal::Auth(1), Principal::Order(2)] {
+            assert!(r.deliver(frame(p, Principal::Order(0)), Origin::Client(&route)));
+        }
+        assert_eq!(count(&r, Spoofed::ReplicaOnClientConnection), 3);
+        assert_eq!(waiting(&r), 0, "nothing reached a peer's queue");
+    }
+
+    #[test]
+    fn a_peer_connection_speaks_only_for_the_principals_of_its_proven_node() {
+        let r = router();
+        // Node 2 claiming node 1's principals, or a client's: dropped.
+        assert!(r.deliver(
+            frame(Principal::Order(1), Principal::Order(0)),
+            Origin::Peer(2)
+        ));
+        assert!(r.deliver(
+            frame(Principal::Client(3), Principal::Order(0)),
+            Origin::Peer(2)
+        ));
+        assert_eq!(count(&r, Spoofed::NotThePeersPrincipal), 2);
+        assert_eq!(waiting(&r), 0);
+        // Its own principal: queued.
+        assert!(r.deliver(
+            frame(Principal::Order(2), Principal::Order(0)),
+            Origin::Peer(2)
+        ));
+        assert_eq!(waiting(&r), 1);
+    }
+
+    #[test]
+    fn client_frames_wait_in_the_client_queue_whatever_they_claim() {
+        let r = router();
+        let (tx, _rx) = mpsc::channel(1);
+        let route = ClientRoute { conn: 7, tx };
+        // The client queue holds 2: a third client frame is dropped there...
+        for _ in 0..3 {
+            r.deliver(
+                frame(Principal::Client(1), Principal::Order(0)),
+                Origin::Client(&route),
+            );
+        }
+        assert_eq!(r.local[&Principal::Order(0)].dropped(), 1);
+        // ...and node 1's queue still has room for node 1's own frames.
+        assert!(r.deliver(
+            frame(Principal::Order(1), Principal::Order(0)),
+            Origin::Peer(1)
+        ));
+        assert_eq!(waiting(&r), 3);
     }
 }

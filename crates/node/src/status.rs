@@ -56,6 +56,11 @@ pub struct QueueLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PeerLabels {
     pub node: String,
 }
@@ -74,6 +79,9 @@ pub struct Metrics {
     events: Family<EventLabels, Counter>,
     queue_depth: Family<QueueLabels, Gauge>,
     peer_up: Family<PeerLabels, Gauge>,
+    peer_cut_off: Family<PeerLabels, Gauge>,
+    handshakes_refused: Family<ReasonLabels, Counter>,
+    handshakes_failed: Family<PeerLabels, Counter>,
 }
 
 impl Metrics {
@@ -92,6 +100,9 @@ impl Metrics {
             events: Family::default(),
             queue_depth: Family::default(),
             peer_up: Family::default(),
+            peer_cut_off: Family::default(),
+            handshakes_refused: Family::default(),
+            handshakes_failed: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -145,6 +156,21 @@ impl Metrics {
             "peer_connected",
             "1 if the link to the peer node is up",
             m.peer_up.clone(),
+        );
+        registry.register(
+            "peer_cut_off",
+            "1 while this node drops the peer node's frames for flooding",
+            m.peer_cut_off.clone(),
+        );
+        registry.register(
+            "peer_handshakes_refused",
+            "Connections whose peer handshake this node refused, by reason (a dialer that could not prove it is the node it named)",
+            m.handshakes_refused.clone(),
+        );
+        registry.register(
+            "peer_handshakes_failed",
+            "Handshakes this node's link to the peer node did not complete (refused by the peer, or cut short)",
+            m.handshakes_failed.clone(),
         );
         for s in stages {
             let sub = registry.sub_registry_with_label((
@@ -330,6 +356,27 @@ impl Observed {
                     node: n.to_string(),
                 })
                 .set(stats.connected.load(std::sync::atomic::Ordering::Relaxed) as i64);
+        }
+        let now = std::time::Instant::now();
+        for (n, link) in &router.links {
+            let labels = PeerLabels {
+                node: n.to_string(),
+            };
+            m.peer_cut_off
+                .get_or_create(&labels)
+                .set(router.flood.is_cut(*n, now) as i64);
+            advance_to(
+                &m.handshakes_failed.get_or_create(&labels),
+                link.stats()
+                    .handshake_failures
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            );
+        }
+        for (reason, v) in router.drops.refused_snapshot() {
+            let labels = ReasonLabels {
+                reason: reason.to_string(),
+            };
+            advance_to(&m.handshakes_refused.get_or_create(&labels), v);
         }
         for (labels, v) in current {
             advance_to(&m.dropped.get_or_create(&labels), v);

@@ -3,13 +3,16 @@
 //! - [`runner`]: a stage on its own thread, with real time, timers and a durable store;
 //! - [`mailbox`]: per-sender bounded queues served round-robin;
 //! - [`link`]: TCP framing and self-redialing connections;
+//! - [`handshake`]: a node proving which node dialed a connection;
 //! - [`admin`]: the operator's HTTP endpoint.
 
 pub mod admin;
+pub mod handshake;
 pub mod link;
 pub mod mailbox;
 pub mod runner;
 
+pub use handshake::NodeKeys;
 pub use link::{Greeting, Link, OnFrame};
 pub use mailbox::{Item, Mailbox, QueueKey};
 pub use runner::{wall_micros, Host, Outbox, Runner, StageShared};

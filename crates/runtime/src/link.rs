@@ -7,7 +7,11 @@
 //! what matters). Frames that arrive on it are handed to a callback, because the far end may
 //! answer on the same connection (a node answers a client on the connection the client
 //! opened).
+//!
+//! A link between nodes ([`Link::dial_peer`]) first proves which node dialed it
+//! (`handshake.rs`); a client's link ([`Link::dial`]) sends its greetings instead.
 
+use crate::handshake::{self, NodeKeys};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
@@ -16,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio_util::codec::{Framed, LengthDelimitedCodec};
+use tokio_util::codec::LengthDelimitedCodec;
 
 /// Largest frame accepted from the network: the envelope's own limit plus slack.
 pub const MAX_FRAME: usize = plumb_wire::MAX_FRAME_BYTES + 1024;
@@ -29,7 +33,10 @@ pub fn codec() -> LengthDelimitedCodec {
         .new_codec()
 }
 
-pub fn framed(stream: TcpStream) -> Framed<TcpStream, LengthDelimitedCodec> {
+/// A TCP connection carrying length-prefixed frames.
+pub type Framed = tokio_util::codec::Framed<TcpStream, LengthDelimitedCodec>;
+
+pub fn framed(stream: TcpStream) -> Framed {
     let _ = stream.set_nodelay(true);
     Framed::new(stream, codec())
 }
@@ -40,6 +47,15 @@ pub type OnFrame = Arc<dyn Fn(Vec<u8>) + Send + Sync>;
 /// Frames to send first on every new connection (a client's greetings, which tell the node to
 /// answer it over this connection).
 pub type Greeting = Arc<dyn Fn() -> Vec<Vec<u8>> + Send + Sync>;
+
+/// What a new connection opens with.
+#[derive(Clone)]
+enum Opening {
+    /// A client's: greetings, if any.
+    Greet(Option<Greeting>),
+    /// A node's: the peer handshake, proving this node to node `to`.
+    Prove { keys: Arc<dyn NodeKeys>, to: u16 },
+}
 
 #[derive(Clone)]
 pub struct Link {
@@ -53,6 +69,8 @@ pub struct LinkStats {
     pub dropped: AtomicU64,
     pub connected: AtomicBool,
     pub connects: AtomicU64,
+    /// Peer handshakes that did not complete (the far end refused us, or failed).
+    pub handshake_failures: AtomicU64,
 }
 
 impl Link {
@@ -64,9 +82,25 @@ impl Link {
         on_frame: OnFrame,
         greeting: Option<Greeting>,
     ) -> Link {
+        Link::open(addr, capacity, on_frame, Opening::Greet(greeting))
+    }
+
+    /// `dial`, for a link from this node to node `to`: every connection first proves with
+    /// `keys` that it is this node's, and counts as up only once `to` accepted the proof.
+    pub fn dial_peer(
+        addr: SocketAddr,
+        capacity: usize,
+        on_frame: OnFrame,
+        keys: Arc<dyn NodeKeys>,
+        to: u16,
+    ) -> Link {
+        Link::open(addr, capacity, on_frame, Opening::Prove { keys, to })
+    }
+
+    fn open(addr: SocketAddr, capacity: usize, on_frame: OnFrame, opening: Opening) -> Link {
         let (tx, rx) = mpsc::channel(capacity);
         let stats = Arc::new(LinkStats::default());
-        tokio::spawn(keep_connected(addr, rx, on_frame, greeting, stats.clone()));
+        tokio::spawn(keep_connected(addr, rx, on_frame, opening, stats.clone()));
         Link {
             tx,
             capacity,
@@ -98,7 +132,7 @@ async fn keep_connected(
     addr: SocketAddr,
     mut rx: mpsc::Receiver<Bytes>,
     on_frame: OnFrame,
-    greeting: Option<Greeting>,
+    opening: Opening,
     stats: Arc<LinkStats>,
 ) {
     let mut backoff = Duration::from_millis(20);
@@ -116,24 +150,31 @@ async fn keep_connected(
                 continue;
             }
         };
+        let mut framed = framed(stream);
+        let opened = match &opening {
+            Opening::Greet(greeting) => greet(&mut framed, greeting.as_ref()).await,
+            Opening::Prove { keys, to } => {
+                let proved = handshake::dial(&mut framed, &**keys, *to, handshake::TIMEOUT).await;
+                if proved.is_err() {
+                    stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+                }
+                proved.is_ok()
+            }
+        };
+        if !opened {
+            // Back off as when the peer is down: a peer that refuses us is not redialed in a
+            // tight loop.
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+            if rx.is_closed() {
+                return;
+            }
+            continue;
+        }
         backoff = Duration::from_millis(20);
         stats.connects.fetch_add(1, Ordering::Relaxed);
         stats.connected.store(true, Ordering::Relaxed);
-        let (mut sink, mut stream) = framed(stream).split();
-        if let Some(greeting) = &greeting {
-            let mut failed = false;
-            for frame in greeting() {
-                if sink.feed(Bytes::from(frame)).await.is_err() {
-                    failed = true;
-                    break;
-                }
-            }
-            if failed || sink.flush().await.is_err() {
-                stats.connected.store(false, Ordering::Relaxed);
-                tokio::time::sleep(backoff).await;
-                continue;
-            }
-        }
+        let (mut sink, mut stream) = framed.split();
         let reader_cb = on_frame.clone();
         let mut reader = tokio::spawn(async move {
             while let Some(Ok(frame)) = stream.next().await {
@@ -170,4 +211,17 @@ async fn keep_connected(
         }
         tokio::time::sleep(backoff).await;
     }
+}
+
+/// Send a client's greetings; false if the connection failed.
+async fn greet(framed: &mut Framed, greeting: Option<&Greeting>) -> bool {
+    let Some(greeting) = greeting else {
+        return true;
+    };
+    for frame in greeting() {
+        if framed.feed(Bytes::from(frame)).await.is_err() {
+            return false;
+        }
+    }
+    SinkExt::<Bytes>::flush(framed).await.is_ok()
 }

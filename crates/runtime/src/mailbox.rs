@@ -18,6 +18,8 @@ pub enum QueueKey {
 }
 
 impl QueueKey {
+    /// The queue of a frame whose sender is known for sure: a co-located stage's. A frame from
+    /// the network is queued by what its connection proved, not by its header (node router).
     pub fn of_sender(p: Principal) -> QueueKey {
         match p {
             Principal::Client(_) => QueueKey::Clients,
