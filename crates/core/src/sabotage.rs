@@ -14,9 +14,12 @@ pub enum Sabotage {
     SkipRequestSequenceCheck,
     /// Execution replicas deliver a batch learned from a single NEXT-BATCH instead of r+1.
     ExecLearnBelowQuorum,
+    /// Execution replicas answer read-only requests right after a (re)start, from the state
+    /// of their last checkpoint, without waiting for the order stage's probe answers.
+    StaleReadOnly,
 }
 
-pub const ALL: [(Sabotage, &str); 4] = [
+pub const ALL: [(Sabotage, &str); 5] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -24,6 +27,7 @@ pub const ALL: [(Sabotage, &str); 4] = [
         "skip-request-sequence-check",
     ),
     (Sabotage::ExecLearnBelowQuorum, "exec-learn-below-quorum"),
+    (Sabotage::StaleReadOnly, "stale-read-only"),
 ];
 
 // The active sabotage is process-wide: the simulator runs one seed at a time in one thread.

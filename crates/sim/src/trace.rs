@@ -131,6 +131,8 @@ pub fn describe(msg: &Message) -> String {
         Message::FetchState { token } => format!("fetch-state {token:?}"),
         Message::State { token, data } => format!("state {token:?} {}B", data.len()),
         Message::Hello => "hello".to_string(),
+        Message::ExecProbe { nonce } => format!("exec-probe {nonce:#x}"),
+        Message::ExecProbeReply { nonce, seq } => format!("exec-probe-reply {nonce:#x} n={seq}"),
     }
 }
 

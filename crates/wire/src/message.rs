@@ -319,6 +319,18 @@ pub enum Message {
     /// A client's greeting to a node it connected to: the node answers that client over this
     /// connection from now on. Consumed by the production driver's router; no protocol effect.
     Hello,
+
+    // ---- execution <-> order: the read-only gate after a start (docs/protocol.md
+    // "Read-only requests")
+    /// An execution replica that (re)started asks how far the order stage may have committed.
+    ExecProbe {
+        nonce: u64,
+    },
+    /// An order replica's answer: every batch it knows may be committed is at or below `seq`.
+    ExecProbeReply {
+        nonce: u64,
+        seq: Seq,
+    },
 }
 
 impl Message {
@@ -353,6 +365,8 @@ impl Message {
             Message::FetchState { .. } => "fetch-state",
             Message::State { .. } => "state",
             Message::Hello => "hello",
+            Message::ExecProbe { .. } => "exec-probe",
+            Message::ExecProbeReply { .. } => "exec-probe-reply",
         }
     }
 }
