@@ -47,6 +47,13 @@ static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
 impl Cluster {
     /// `slot` gives the test its own port range: 21000 + 100*slot.
     pub fn init(name: &str, slot: u16) -> Cluster {
+        Cluster::init_with(name, slot, &[])
+    }
+
+    /// Like [`Cluster::init`], with more `plumb init` options (`--u`, `--r`, `--split`); the
+    /// node count is then read from the configuration (`NODES` and `EXEC_NODES` describe only
+    /// the default layout).
+    pub fn init_with(name: &str, slot: u16, init_args: &[&str]) -> Cluster {
         let serial = ONE_CLUSTER_AT_A_TIME
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -62,15 +69,18 @@ impl Cluster {
             .args(["--base-port", &base_port.to_string()])
             .args(["--resp-port", &resp_port.to_string()])
             .args(["--gateway-clients", "8", "--cli-clients", "2"])
+            .args(init_args)
             .output()
             .expect("run plumb init");
         assert!(out.status.success(), "plumb init failed: {out:?}");
+        let text = std::fs::read_to_string(dir.path().join("cluster.toml")).unwrap();
+        let node_count = text.lines().filter(|l| *l == "[[node]]").count();
         Cluster {
             name: name.to_string(),
             dir: Some(dir),
             base_port,
             resp_port,
-            nodes: (0..NODES).map(|_| None).collect(),
+            nodes: (0..node_count).map(|_| None).collect(),
             gateway: None,
             _serial: serial,
         }
@@ -93,6 +103,18 @@ impl Cluster {
             "no [protocol] table in {text}"
         );
         let text = text.replacen("\n[protocol]\n", &format!("\n[protocol]\n{lines}\n"), 1);
+        std::fs::write(&path, text).unwrap();
+    }
+
+    /// Sends read-only operations (GET) on the read-only path (before starting the gateway).
+    pub fn set_fast_reads(&self) {
+        let path = self.config();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("\nfast_reads = false\n"),
+            "no fast_reads in {text}"
+        );
+        let text = text.replacen("\nfast_reads = false\n", "\nfast_reads = true\n", 1);
         std::fs::write(&path, text).unwrap();
     }
 
@@ -151,7 +173,7 @@ impl Cluster {
 
     /// Starts every node and the gateway and waits until they answer.
     pub fn start_all(&mut self) {
-        for i in 0..NODES {
+        for i in 0..self.nodes.len() {
             self.start_node(i);
         }
         self.start_gateway();
@@ -206,7 +228,7 @@ impl Cluster {
         let deadline = Instant::now() + timeout;
         loop {
             self.assert_running();
-            let nodes_ok = (0..NODES)
+            let nodes_ok = (0..self.nodes.len())
                 .filter(|&i| self.nodes[i].is_some())
                 .all(|i| self.status(i).is_some());
             let gw_ok = self.gateway.is_none()
@@ -309,7 +331,7 @@ impl Cluster {
     }
 
     pub fn statuses(&self) -> String {
-        (0..NODES)
+        (0..self.nodes.len())
             .map(|i| match self.status(i) {
                 Some(s) => format!(
                     "node {i}: view {} primary_node {} last_committed {} last_executed {} stable_checkpoint {}",
@@ -324,7 +346,7 @@ impl Cluster {
     /// The last `lines` lines of every process's output.
     pub fn log_tails(&self, lines: usize) -> String {
         let mut out = String::new();
-        let mut names: Vec<String> = (0..NODES).map(|i| format!("node-{i}")).collect();
+        let mut names: Vec<String> = (0..self.nodes.len()).map(|i| format!("node-{i}")).collect();
         names.push("gateway".into());
         for n in names {
             let text =
