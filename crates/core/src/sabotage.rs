@@ -20,9 +20,12 @@ pub enum Sabotage {
     /// Order replicas accept a NEW-VIEW from any order replica, signed by it, not only from the
     /// new view's primary.
     AnyNewView,
+    /// Execution replicas answer read-only requests right after a (re)start, from the state
+    /// of their last checkpoint, without waiting for the order stage's probe answers.
+    StaleReadOnly,
 }
 
-pub const ALL: [(Sabotage, &str); 6] = [
+pub const ALL: [(Sabotage, &str); 7] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -32,6 +35,7 @@ pub const ALL: [(Sabotage, &str); 6] = [
     (Sabotage::ExecLearnBelowQuorum, "exec-learn-below-quorum"),
     (Sabotage::Amnesia, "amnesia"),
     (Sabotage::AnyNewView, "any-new-view"),
+    (Sabotage::StaleReadOnly, "stale-read-only"),
 ];
 
 // The active sabotage is process-wide: the simulator runs one seed at a time in one thread.

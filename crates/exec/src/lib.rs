@@ -10,10 +10,12 @@
 //!
 //! One file per concern: `learn.rs` (NEXT-BATCH votes, bodies), `execute.rs` (delivery,
 //! replies, checkpoints taken), `transfer.rs` (LOAD-CP, state transfer, serving peers),
-//! `checkpoint.rs` (the execution checkpoint and its encoding), `recovery.rs` (restart).
+//! `checkpoint.rs` (the execution checkpoint and its encoding), `recovery.rs` (restart),
+//! `gate.rs` (no read-only answers after a start until caught up with the order stage).
 
 mod checkpoint;
 mod execute;
+mod gate;
 mod learn;
 mod recovery;
 mod transfer;
@@ -26,7 +28,8 @@ pub use checkpoint::{checkpoint_key, CachedReply, ExecCheckpoint, CHECKPOINT_PRE
 use plumb_app::Application;
 use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
-    Action, Counters, Event, Micros, Observation, Recovered, Stage, StageContext, StoreOp, TimerId,
+    Action, Counters, Event, Micros, Observation, Recovered, Rng, Stage, StageContext, StoreOp,
+    TimerId,
 };
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, ClientId, Message, Principal, ReqNo, Seq};
@@ -94,6 +97,11 @@ pub struct ExecReplica<A: Application> {
     // --- recovery, reported on Start
     recovered_checkpoint: Option<(Seq, Digest)>,
     unusable_keys: Vec<String>,
+
+    // --- read-only gate (gate.rs): closed from construction (every start) until caught up
+    gate: Option<gate::Gate>,
+    /// Probe nonces.
+    rng: Rng,
 }
 
 impl<A: Application> ExecReplica<A> {
@@ -129,6 +137,8 @@ impl<A: Application> ExecReplica<A> {
             checkpoint_served: BTreeMap::new(),
             recovered_checkpoint: None,
             unusable_keys: Vec::new(),
+            gate: Some(gate::Gate::default()),
+            rng: Rng::new(ctx.seed),
             ctx,
         };
         if !recovered.is_empty() {
@@ -212,6 +222,7 @@ impl<A: Application> ExecReplica<A> {
         }
         // Replay from the checkpoint (ES5) happens through the normal catch-up path.
         self.send_last_exec(out);
+        self.probe(out);
         out.push(Action::SetTimer {
             id: CATCH_UP,
             after: self.cfg.catch_up_us,
@@ -229,6 +240,7 @@ impl<A: Application> ExecReplica<A> {
             self.request_transfer(out);
         }
         self.serve_deferred_transfer(out);
+        self.probe_tick(out);
         let idle = self.learned_total == self.learned_at_last_tick;
         let stalled = !self.votes.is_empty() && idle;
         self.learned_at_last_tick = self.learned_total;
@@ -292,6 +304,7 @@ impl<A: Application> ExecReplica<A> {
             (Principal::Order(o), msg) if (o as usize) < q.order => {
                 self.on_order_message(o, msg, out)
             }
+            (_, Message::ExecProbeReply { .. }) => self.counters.add("drop-probe-reply-not-order"),
             (
                 Principal::Auth(a),
                 Message::Command {
@@ -317,6 +330,7 @@ impl<A: Application> ExecReplica<A> {
             Message::NextBatch { seq, batch, .. } => self.on_next_batch(o, seq, batch, out),
             Message::Retransmit { client, next_seq } => self.on_retransmit(client, next_seq, out),
             Message::LoadCp { seq, token } => self.on_load_cp(o, seq, token, out),
+            Message::ExecProbeReply { nonce, seq } => self.on_probe_reply(o, nonce, seq),
             _ => self.counters.add("drop-unexpected"),
         }
     }
@@ -340,8 +354,13 @@ impl<A: Application> ExecReplica<A> {
         }
     }
 
-    /// Read-only optimisation (§5.5): answer from the current state, saying how far it is.
+    /// Read-only optimisation (§5.5): answer from the current state, saying how far it is —
+    /// unless this replica may be behind what it executed before a restart (gate.rs).
     fn on_read_only(&mut self, c: ClientId, nc: ReqNo, op: Vec<u8>, out: &mut Vec<Action>) {
+        if !self.read_only_ready() {
+            self.counters.add("read-only-not-ready");
+            return;
+        }
         let result = self.app.execute_read_only(c, &op);
         let msg = Message::ReadOnlyReply {
             nc,

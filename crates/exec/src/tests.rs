@@ -1001,10 +1001,139 @@ fn fresh_start_emits_no_checkpoint_loaded() {
     assert_eq!(r.next_seq(), 1);
 }
 
+/// The nonces of the EXEC-PROBEs in `actions` (one per probe round, sent to every order replica).
+fn probe_nonces(net: &Net, actions: &[Action]) -> Vec<u64> {
+    let mut nonces: Vec<u64> = net
+        .sent(actions)
+        .into_iter()
+        .filter_map(|(_, m)| match m {
+            Message::ExecProbe { nonce } => Some(nonce),
+            _ => None,
+        })
+        .collect();
+    nonces.dedup();
+    nonces
+}
+
+/// Start `r` and answer its probe from `n - u` order replicas with `seq`.
+fn start_and_answer_probe(net: &Net, r: &mut Replica, seq: Seq) {
+    let out = plumb_core::run(r, NOW, Event::Start);
+    let nonce = probe_nonces(net, &out)[0];
+    for o in 0..net.q().order_medium() as u16 {
+        net.deliver(
+            r,
+            Principal::Order(o),
+            &Message::ExecProbeReply { nonce, seq },
+        );
+    }
+}
+
+fn read_only(net: &Net, r: &mut Replica, nc: ReqNo, key: &str) -> Vec<Message> {
+    let out = net.deliver(
+        r,
+        Principal::Client(3),
+        &Message::ReadOnly {
+            nc,
+            op: format!("get {key}").into_bytes(),
+        },
+    );
+    net.sent_to(&out, Principal::Client(3))
+}
+
+/// Linearizability of read-only requests, read-only after restart: a replica that restarts
+/// from an old checkpoint must not answer a READ-ONLY from that state (the write it executed
+/// after the checkpoint may have been acknowledged, and lagging peers may agree with the old
+/// value). It answers once `n - u` order replicas answered a fresh probe and it executed
+/// through the highest answer. Fails on the code before the gate (it answered at once).
+#[test]
+fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
+    let net = Net::new(2);
+    let (a, _) = leader(&net, Registers::default(), 5);
+    assert_eq!(a.app().map.get("k5").map(String::as_str), Some("v5"));
+    // Restart with checkpoint 4 on disk: batch 5 (`put k5 v5`) is forgotten.
+    let records: BTreeMap<String, Vec<u8>> =
+        [(checkpoint_key(4), a.checkpoints[&4].bytes.clone())].into();
+    let mut r = net.replica(
+        0,
+        Registers::default(),
+        Recovered {
+            records,
+            corrupt: vec![],
+        },
+    );
+    assert_eq!(r.next_seq(), 5);
+    let out = plumb_core::run(&mut r, NOW, Event::Start);
+    let nonces = probe_nonces(&net, &out);
+    assert_eq!(nonces.len(), 1);
+    assert_eq!(
+        net.receivers(&out, |m| matches!(m, Message::ExecProbe { .. })),
+        net.orders()
+    );
+    assert!(read_only(&net, &mut r, 1, "k5").is_empty(), "old state");
+    assert_eq!(r.counters().get("read-only-not-ready"), 1);
+
+    // Answers with a wrong nonce or from a non-order principal do not count.
+    net.deliver(
+        &mut r,
+        Principal::Order(0),
+        &Message::ExecProbeReply {
+            nonce: nonces[0] ^ 1,
+            seq: 0,
+        },
+    );
+    net.deliver(
+        &mut r,
+        Principal::Exec(1),
+        &Message::ExecProbeReply {
+            nonce: nonces[0],
+            seq: 0,
+        },
+    );
+    assert_eq!(r.counters().get("drop-probe-reply-bad-nonce"), 1);
+    assert_eq!(r.counters().get("drop-probe-reply-not-order"), 1);
+
+    // n - u = 3 order replicas answer; the maximum (5) counts, not the lower answers.
+    let answers = [(0u16, 4), (1, 5), (2, 3)];
+    for (i, (o, seq)) in answers.iter().enumerate() {
+        if i == 1 {
+            // Still short of n - u answers on the catch-up tick: probe again, new nonce;
+            // answers to the earlier probe still count.
+            let tick = plumb_core::run(&mut r, NOW, Event::Timer(CATCH_UP));
+            let again = probe_nonces(&net, &tick);
+            assert_eq!(again.len(), 1);
+            assert_ne!(again[0], nonces[0]);
+        }
+        net.deliver(
+            &mut r,
+            Principal::Order(*o),
+            &Message::ExecProbeReply {
+                nonce: nonces[0],
+                seq: *seq,
+            },
+        );
+    }
+    assert!(read_only(&net, &mut r, 2, "k5").is_empty(), "not through 5");
+    let tick = plumb_core::run(&mut r, NOW, Event::Timer(CATCH_UP));
+    assert!(probe_nonces(&net, &tick).is_empty(), "n - u answered");
+
+    net.learn_all(&mut r, 5, &puts(5, 1));
+    assert_eq!(
+        read_only(&net, &mut r, 3, "k5"),
+        vec![Message::ReadOnlyReply {
+            nc: 3,
+            req: plumb_wire::request_id(3, 3, Digest::of(b"get k5")),
+            result: b"v5".to_vec(),
+            executed: 5
+        }]
+    );
+    assert_eq!(r.counters().get("read-only-not-ready"), 2);
+}
+
 #[test]
 fn read_only_reply_reports_the_last_executed_batch() {
     let net = Net::new(8);
     let mut r = fresh(&net, 0);
+    start_and_answer_probe(&net, &mut r, 0);
     net.learn_all(&mut r, 1, &[batch(vec![inline(1, 1, "put x 42")], 10)]);
     let out = net.deliver(
         &mut r,

@@ -15,6 +15,7 @@ mod agreement;
 mod catch_up;
 mod checkpoint;
 mod monitor;
+mod probe;
 mod recovery;
 mod rejoin;
 mod slot;
@@ -376,6 +377,7 @@ impl OrderReplica {
             (Principal::Exec(e), Message::LastExec { next }) => {
                 self.on_last_exec(now, e, next, out)
             }
+            (Principal::Exec(e), Message::ExecProbe { nonce }) => self.on_exec_probe(e, nonce, out),
             _ => self.counters.add("drop-unexpected"),
         }
     }

@@ -32,6 +32,9 @@ pub struct WorkloadConfig {
     pub think_max_us: Micros,
     /// Fraction of `Get`s sent on the read-only path.
     pub read_only_gets: f64,
+    /// Chance that a correct client's operation is a `Get` whatever the operation mix says
+    /// (0 in most seeds).
+    pub extra_gets: f64,
     /// Clients issue no new operation after this time.
     pub stop_at: Micros,
 }
@@ -77,13 +80,14 @@ impl SimConfig {
             tail_max_us: rng.range(10_000, 300_000),
         };
         let key_count = rng.range(3, 5);
-        let workload = WorkloadConfig {
+        let mut workload = WorkloadConfig {
             keys: (0..key_count)
                 .map(|i| format!("k{i}").into_bytes())
                 .collect(),
             think_min_us: rng.range(5_000, 50_000),
             think_max_us: rng.range(100_000, 400_000),
             read_only_gets: 0.2,
+            extra_gets: 0.0,
             // Leave most of the window to drain: the liveness bound.
             stop_at: heal_at + window / 3,
         };
@@ -95,6 +99,13 @@ impl SimConfig {
                 ..FaultPlan::default()
             }
         };
+        if plan.exec_restart_while_order_cut_off {
+            // While the restarted execution replicas are cut off from the order stage, a client
+            // that sends an ordered request waits for the heal: only read-only requests are
+            // answered, so have clients send many.
+            workload.read_only_gets = 1.0;
+            workload.extra_gets = 0.6;
+        }
         let net = if with_faults {
             net
         } else {
@@ -198,11 +209,12 @@ impl fmt::Display for SimConfig {
         let w = &self.workload;
         writeln!(
             f,
-            "  workload: {} keys, think {}..{}us, read-only gets {:.2}, stop at {}",
+            "  workload: {} keys, think {}..{}us, read-only gets {:.2}, extra gets {:.2}, stop at {}",
             w.keys.len(),
             w.think_min_us,
             w.think_max_us,
             w.read_only_gets,
+            w.extra_gets,
             secs(w.stop_at)
         )?;
         writeln!(

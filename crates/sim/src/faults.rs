@@ -115,6 +115,9 @@ pub struct FaultPlan {
     pub partitions: Vec<Partition>,
     pub targeted_amnesia: Option<TargetedAmnesia>,
     pub clocks: BTreeMap<Principal, Clock>,
+    /// The plan restarts every execution replica while the order stage is cut off (the
+    /// workload then sends every `Get` read-only).
+    pub exec_restart_while_order_cut_off: bool,
 }
 
 impl FaultPlan {
@@ -187,7 +190,58 @@ pub fn generate(rng: &mut SimRng, q: &Quorums, clients: u32, heal_at: Micros) ->
         };
         plan.clocks.insert(p, clock);
     }
+    // Drawn last, so that adding it left every earlier draw of a seed as it was.
+    exec_restart_while_order_cut_off(rng, &mut plan, &stage_lists, heal_at);
     plan
+}
+
+/// Every execution replica crashes and restarts at once (disks intact), and the order stage is
+/// cut off from just before the restart: they come back at their last checkpoints, behind
+/// writes some of them executed and acknowledged, and cannot catch up until the partition
+/// heals. Read-only requests must not be answered from that state (docs/protocol.md
+/// "Read-only requests"). The outage is short, since every client that sends an ordered
+/// request meanwhile waits for the heal: the read-only requests that follow the restart are
+/// what this fault is for. Skipped when it would overlap another crash of an execution
+/// replica.
+fn exec_restart_while_order_cut_off(
+    rng: &mut SimRng,
+    plan: &mut FaultPlan,
+    stages: &[Vec<Principal>; 3],
+    heal_at: Micros,
+) {
+    if !rng.chance(0.2) {
+        return;
+    }
+    let at = rng.range(200_000, heal_at.saturating_sub(4_000_000).max(200_000));
+    let restart = at + rng.range(5_000, 50_000);
+    let from = restart - rng.range(0, 5_000);
+    let until = restart + rng.range(500_000, 3_000_000);
+    if until + 300_000 > heal_at {
+        return;
+    }
+    let execs = &stages[2];
+    let clash = plan
+        .crashes
+        .iter()
+        .any(|c| execs.contains(&c.node) && overlaps(c, at, restart));
+    if clash {
+        return;
+    }
+    for &node in execs {
+        plan.crashes.push(Crash {
+            node,
+            at,
+            restart_at: Some(restart),
+            disk: DiskFault::None,
+        });
+    }
+    plan.crashes.sort_by_key(|c| (c.at, c.node));
+    plan.partitions.push(Partition {
+        from,
+        until,
+        side: stages[1].clone(),
+    });
+    plan.exec_restart_while_order_cut_off = true;
 }
 
 /// `count` replicas of `list`; an order replica that equivocates is most useful as the first

@@ -152,6 +152,8 @@ pub fn describe(msg: &Message) -> String {
         } => format!(
             "recovery-reply nonce={nonce:x} highest={highest} incarnation={incarnation} v={view}"
         ),
+        Message::ExecProbe { nonce } => format!("exec-probe {nonce:#x}"),
+        Message::ExecProbeReply { nonce, seq } => format!("exec-probe-reply {nonce:#x} n={seq}"),
     }
 }
 

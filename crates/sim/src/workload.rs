@@ -1,7 +1,8 @@
 //! The clients' workload and what it records for the checkers.
 //!
 //! Each correct client runs a closed loop with random think time: a random `KvOp` on the seed's
-//! few keys, a fifth of the `Get`s on the read-only path. Every operation is recorded with its
+//! few keys, a fifth of the `Get`s on the read-only path (some seeds: more `Get`s, all of them
+//! read-only, see `WorkloadConfig::extra_gets`). Every operation is recorded with its
 //! invocation and response time (global time) for the linearizability checker. The ordered
 //! requests each client actually sent (read from its frames) are recorded for LS6, and every
 //! operation body seen on the wire is kept by digest so that the agreed sequence can be replayed.
@@ -91,7 +92,12 @@ impl Workload {
             let key = rng.pick(&keys).map(|k| k.to_vec()).unwrap_or_default();
             return (KvOp::Get { key }, false);
         }
-        let op = plumb_kv::random_op(&mut || rng.next_u64(), &keys);
+        let mut op = plumb_kv::random_op(&mut || rng.next_u64(), &keys);
+        // Drawn only when set, so that seeds without it draw exactly as before.
+        if self.cfg.extra_gets > 0.0 && rng.chance(self.cfg.extra_gets) {
+            let key = rng.pick(&keys).map(|k| k.to_vec()).unwrap_or_default();
+            op = KvOp::Get { key };
+        }
         let read_only = matches!(op, KvOp::Get { .. }) && rng.chance(self.cfg.read_only_gets);
         (op, read_only)
     }

@@ -369,6 +369,18 @@ pub enum Message {
         incarnation: u64,
         view: View,
     },
+
+    // ---- execution <-> order: the read-only gate after a start (docs/protocol.md
+    // "Read-only requests")
+    /// An execution replica that (re)started asks how far the order stage may have committed.
+    ExecProbe {
+        nonce: u64,
+    },
+    /// An order replica's answer: every batch it knows may be committed is at or below `seq`.
+    ExecProbeReply {
+        nonce: u64,
+        seq: Seq,
+    },
 }
 
 /// What the primary of `view` signs for a NEW-VIEW carrying `proofs`.
@@ -415,6 +427,8 @@ impl Message {
             Message::LastRequest { .. } => "last-request",
             Message::RecoveryQuery { .. } => "recovery-query",
             Message::RecoveryReply { .. } => "recovery-reply",
+            Message::ExecProbe { .. } => "exec-probe",
+            Message::ExecProbeReply { .. } => "exec-probe-reply",
         }
     }
 }

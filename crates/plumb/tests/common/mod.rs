@@ -49,11 +49,18 @@ static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
 impl Cluster {
     /// `slot` gives the test its own port range: 21000 + 100*slot. A u=1 r=1 cluster.
     pub fn init(name: &str, slot: u16) -> Cluster {
-        Cluster::init_shape(name, slot, 1, 1)
+        Cluster::init_with(name, slot, &[])
     }
 
     /// A co-located cluster for `u` and `r` (`plumb init --u --r`).
     pub fn init_shape(name: &str, slot: u16, u: u16, r: u16) -> Cluster {
+        Cluster::init_with(name, slot, &["--u", &u.to_string(), "--r", &r.to_string()])
+    }
+
+    /// Like [`Cluster::init`], with more `plumb init` options (`--u`, `--r`, `--split`); the
+    /// node count is then read from the configuration (`NODES` and `EXEC_NODES` describe only
+    /// the default layout).
+    pub fn init_with(name: &str, slot: u16, init_args: &[&str]) -> Cluster {
         let serial = ONE_CLUSTER_AT_A_TIME
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -69,22 +76,30 @@ impl Cluster {
             .args(["--base-port", &base_port.to_string()])
             .args(["--resp-port", &resp_port.to_string()])
             .args(["--gateway-clients", "8", "--cli-clients", "2"])
-            .args(["--u", &u.to_string(), "--r", &r.to_string()])
+            .args(init_args)
             .output()
             .expect("run plumb init");
         assert!(out.status.success(), "plumb init failed: {out:?}");
-        let faults = plumb_config::Faults::new(u, r);
-        let count = faults
-            .min_auth()
-            .max(faults.min_order())
-            .max(faults.min_exec());
+        let config = plumb_cluster::Cluster::load(&dir.path().join("cluster.toml"))
+            .expect("the configuration plumb init wrote loads");
+        let node_count = config.nodes.len();
+        let exec_nodes: Vec<usize> = config
+            .nodes
+            .iter()
+            .filter(|n| {
+                n.principals
+                    .iter()
+                    .any(|p| matches!(p, plumb_wire::Principal::Exec(_)))
+            })
+            .map(|n| n.id as usize)
+            .collect();
         Cluster {
             name: name.to_string(),
             dir: Some(dir),
             base_port,
             resp_port,
-            nodes: (0..count).map(|_| None).collect(),
-            exec_nodes: (0..faults.min_exec()).collect(),
+            nodes: (0..node_count).map(|_| None).collect(),
+            exec_nodes,
             gateway: None,
             _serial: serial,
         }
@@ -107,6 +122,18 @@ impl Cluster {
             "no [protocol] table in {text}"
         );
         let text = text.replacen("\n[protocol]\n", &format!("\n[protocol]\n{lines}\n"), 1);
+        std::fs::write(&path, text).unwrap();
+    }
+
+    /// Sends read-only operations (GET) on the read-only path (before starting the gateway).
+    pub fn set_fast_reads(&self) {
+        let path = self.config();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("\nfast_reads = false\n"),
+            "no fast_reads in {text}"
+        );
+        let text = text.replacen("\nfast_reads = false\n", "\nfast_reads = true\n", 1);
         std::fs::write(&path, text).unwrap();
     }
 

@@ -129,6 +129,7 @@ mod tests {
             think_min_us: 1,
             think_max_us: 2,
             read_only_gets: 0.0,
+            extra_gets: 0.0,
             stop_at: 0,
         };
         Workload::new(cfg, SimRng::new(0, "t"), 3, None)

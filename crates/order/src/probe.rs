@@ -1,0 +1,144 @@
+//! The order stage's side of the read-only gate (docs/protocol.md "Read-only requests"): an
+//! execution replica that (re)started asks every order replica how far the order stage may have
+//! committed, and answers no read-only request until it has executed that far.
+//!
+//! The answer must bound from above every batch this replica knows *may* be committed, not only
+//! what it committed: a write acknowledged to a client was executed by `r + 1` execution
+//! replicas, so `n - u` order replicas sent a COMMIT for it, and the `n - u` replicas that
+//! answer a probe overlap those in `n - 2u >= r + 1`, one of them correct. That one answers with
+//! at least the write's sequence number only if a sent COMMIT counts, since it may not have
+//! applied the batch yet. A slot's `record.prepared` is persisted before its COMMIT leaves, so it
+//! survives a restart of this replica where `sent_commit` does not.
+
+use crate::OrderReplica;
+use plumb_core::Action;
+use plumb_wire::{Message, Principal, Seq};
+
+impl OrderReplica {
+    /// EXEC-PROBE from execution replica `e`: echo the nonce with our upper bound. Stateless
+    /// and one small message per probe, so a faulty execution replica gains no amplification.
+    pub(crate) fn on_exec_probe(&mut self, e: u16, nonce: u64, out: &mut Vec<Action>) {
+        if e as usize >= self.q.exec {
+            self.counters.add("drop-probe-unknown-exec");
+            return;
+        }
+        let msg = Message::ExecProbeReply {
+            nonce,
+            seq: self.may_be_committed_upto(),
+        };
+        self.send(Principal::Exec(e), &msg, out);
+    }
+
+    /// The highest sequence number this replica sent a COMMIT for (now or before a restart),
+    /// knows committed, or applied (a stable checkpoint it still waits to fetch counts too).
+    pub(crate) fn may_be_committed_upto(&self) -> Seq {
+        let voted = self
+            .slots
+            .iter()
+            .rev()
+            .find(|(_, s)| {
+                s.sent_commit || s.record.prepared.is_some() || s.record.committed.is_some()
+            })
+            .map_or(0, |(seq, _)| *seq);
+        voted.max(self.state.seq).max(self.stable.seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::slot::Slot;
+    use crate::OrderReplica;
+    use plumb_config::{Faults, ProtocolConfig, Quorums};
+    use plumb_core::{run, Action, Event, KeyRing, Recovered, Stage, StageContext};
+    use plumb_crypto::{Digest, Identity, PublicIdentity};
+    use plumb_wire::{Batch, Message, Principal};
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    fn identity(p: Principal) -> Arc<Identity> {
+        Arc::new(Identity::from_seed(Digest::of(&p.label().to_le_bytes()).0))
+    }
+
+    /// `p`'s key ring in a cluster of `q` (identities derived from the principal's label).
+    fn ring(q: &Quorums, p: Principal) -> KeyRing {
+        let all = (0..q.order as u16)
+            .map(Principal::Order)
+            .chain((0..q.exec as u16).map(Principal::Exec));
+        let dir: HashMap<Principal, PublicIdentity> =
+            all.map(|p| (p, identity(p).public())).collect();
+        KeyRing::new(p, identity(p), Arc::new(dir))
+    }
+
+    fn replica(q: Quorums) -> OrderReplica {
+        let ctx = StageContext {
+            config: Arc::new(ProtocolConfig::new(q)),
+            keys: ring(&q, Principal::Order(1)),
+            seed: 7,
+        };
+        OrderReplica::new(ctx, Recovered::default())
+    }
+
+    /// The answer to a probe from `exec`, opened by `exec`.
+    fn probe(o: &mut OrderReplica, q: &Quorums, exec: u16, nonce: u64) -> Vec<Message> {
+        let e = ring(q, Principal::Exec(exec));
+        let frame = e
+            .seal(Principal::Order(1), &Message::ExecProbe { nonce })
+            .expect("order 1 is known");
+        run(o, 1_000, Event::Receive(frame))
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Send { to, frame } if to == Principal::Exec(exec) => {
+                    e.open(&frame).ok().map(|(_, m)| m)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn batch() -> Batch {
+        Batch {
+            requests: Vec::new(),
+            time: 1,
+            seed: 0,
+        }
+    }
+
+    /// Read-only after restart: the probe answer bounds every batch that may be committed, so
+    /// it counts a slot this replica only sent a COMMIT for (or prepared, which survives a
+    /// restart), above what it applied; and it echoes the nonce that proves it fresh.
+    #[test]
+    fn probe_answer_counts_sent_commits_above_what_was_applied() {
+        let q = Quorums::minimal(Faults::new(1, 0));
+        let mut o = replica(q);
+        run(&mut o, 0, Event::Start);
+        assert_eq!(
+            probe(&mut o, &q, 0, 11),
+            vec![Message::ExecProbeReply { nonce: 11, seq: 0 }]
+        );
+
+        let mut commit_sent = Slot::default();
+        commit_sent.accept(3, 0, batch());
+        commit_sent.sent_commit = true;
+        o.slots.insert(3, commit_sent);
+        assert_eq!(
+            probe(&mut o, &q, 1, 12),
+            vec![Message::ExecProbeReply { nonce: 12, seq: 3 }]
+        );
+
+        // After a restart `sent_commit` is gone but the durable prepared mark is not.
+        let mut prepared = Slot::default();
+        prepared.accept(5, 0, batch());
+        prepared.record.prepared = Some((0, batch()));
+        o.slots.insert(5, prepared);
+        // Merely accepted (no COMMIT sent): not counted. The argument needs only the slots
+        // this replica voted to commit.
+        let mut accepted = Slot::default();
+        accepted.accept(9, 0, batch());
+        o.slots.insert(9, accepted);
+        assert_eq!(
+            probe(&mut o, &q, 0, 13),
+            vec![Message::ExecProbeReply { nonce: 13, seq: 5 }]
+        );
+        assert_eq!(o.counters().get("drop-probe-unknown-exec"), 0);
+    }
+}
