@@ -141,13 +141,19 @@ impl OrderReplica {
         };
         let in_batch: BTreeSet<ClientId> = batch.iter().map(|(c, _)| *c).collect();
         let tentative = self.tentative_last_ordered();
+        // Only requests held since this view began count: what waited through a view change
+        // is re-proposed by the new primary in a burst whose order no backup can judge (each
+        // saw the requests arrive in its own order). With small batches every such burst
+        // looked unfair to some backup, and views churned (simulator seed 271, u=2 r=1).
+        // A request held from before keeps the pending-request timeout as its guard.
+        let view_since = self.monitor.view_since;
         let passed_over: Vec<ClientId> = self
             .requests
             .iter()
             .filter(|(c, e)| {
                 !in_batch.contains(c)
                     && e.nc > tentative.get(**c)
-                    && e.held_since.is_some_and(|h| h < latest)
+                    && e.held_since.is_some_and(|h| h < latest && h >= view_since)
             })
             .map(|(c, _)| *c)
             .collect();

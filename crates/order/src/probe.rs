@@ -75,7 +75,15 @@ mod tests {
             keys: ring(&q, Principal::Order(1)),
             seed: 7,
         };
-        OrderReplica::new(ctx, Recovered::default())
+        // A fresh replica's store, as `plumb init` makes it (without it the replica rejoins
+        // and answers no probe).
+        let mut fresh = Recovered::default();
+        for op in crate::genesis() {
+            if let plumb_core::StoreOp::Put { key, value } = op {
+                fresh.records.insert(key, value);
+            }
+        }
+        OrderReplica::new(ctx, fresh)
     }
 
     /// The answer to a probe from `exec`, opened by `exec`.

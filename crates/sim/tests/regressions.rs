@@ -73,6 +73,12 @@ const REGRESSIONS: &[(u64, u16, u16, &str)] = &[
         1,
         "LS4: a request pre-prepared at 93 in view 5, proposed afresh at 92 in view 6, chosen again at 93 in view 7: executed twice",
     ),
+    (
+        271,
+        2,
+        1,
+        "LB: with batches of one request, the burst a new primary re-proposes after a view change looked unfair to some backup every time (requests held before the view counted as passed over): views churned for 10 s",
+    ),
 ];
 
 #[test]
