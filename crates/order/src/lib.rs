@@ -240,6 +240,12 @@ impl OrderReplica {
         self.incarnation
     }
 
+    /// The order checkpoints this replica holds above its stable one (it vouches for them in
+    /// view changes).
+    pub fn held_checkpoints(&self) -> Vec<Seq> {
+        self.own_checkpoints.keys().copied().collect()
+    }
+
     fn is_primary(&self) -> bool {
         self.active && self.primary() == self.me && !self.behind_checkpoint()
     }

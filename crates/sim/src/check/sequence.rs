@@ -179,6 +179,30 @@ mod tests {
         }
     }
 
+    /// Issue 10, finding 6: a request in two batches committed in different views is allowed
+    /// only where a NEW-VIEW carried one of them over from an earlier view. A primary that
+    /// proposes an already committed request again in a later view is an LS4 violation.
+    #[test]
+    fn ls4_copy_across_views_allowed_only_when_carried_over_by_a_new_view() {
+        let copy = |carried: bool| {
+            let mut c = Checker::default();
+            c.agreed.insert(1, batch(10, vec![(0, 1, b"op1")]));
+            c.agreed.insert(2, batch(20, vec![(0, 1, b"op1")]));
+            c.committed_view.insert(1, 0);
+            c.committed_view.insert(2, 1);
+            if carried {
+                c.carried.insert(2);
+            }
+            check_sequence(&mut c, &workload());
+            names(&c).contains(&"LS4")
+        };
+        assert!(copy(false), "re-proposed in a later view: LS4");
+        assert!(
+            !copy(true),
+            "carried over by a NEW-VIEW: executed once, allowed"
+        );
+    }
+
     #[test]
     fn es2_delivered_batch_differs_from_committed() {
         let mut c = Checker::default();

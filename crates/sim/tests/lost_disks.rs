@@ -1,0 +1,42 @@
+//! Lost disks, by stage (issue 10): seeds of the generator in which a replica's whole store is
+//! wiped and liveness is judged. They must pass with no violation: the order replica rejoins
+//! by the recovery protocol without contradicting a vote, and an authentication replica that
+//! lost the request bodies it held strands no request (clients' retransmissions bring them
+//! back; LL1 and the latency bound would report a stuck client).
+
+mod common;
+
+use plumb_config::Faults;
+use plumb_sim::faults::DiskFault;
+use plumb_sim::SimConfig;
+use plumb_wire::Principal;
+
+/// The first `want` liveness seeds of the u=1 r=1 generator that wipe a store of `stage`.
+fn wiping(stage: fn(&Principal) -> bool, want: usize) -> Vec<u64> {
+    (0..2_000u64)
+        .filter(|seed| {
+            let cfg = SimConfig::generate(*seed, Faults::new(1, 1), true);
+            cfg.plan.liveness
+                && cfg
+                    .plan
+                    .crashes
+                    .iter()
+                    .any(|c| stage(&c.node) && c.disk == DiskFault::Wipe && c.restart_at.is_some())
+        })
+        .take(want)
+        .collect()
+}
+
+#[test]
+fn ll1_an_authentication_replica_that_lost_its_disk_strands_no_request() {
+    let seeds = wiping(|p| matches!(p, Principal::Auth(_)), 8);
+    assert_eq!(seeds.len(), 8, "the generator wipes authentication disks");
+    common::assert_seeds_pass(1, 1, seeds);
+}
+
+#[test]
+fn os_agreement_an_order_replica_that_lost_its_disk_rejoins() {
+    let seeds = wiping(|p| matches!(p, Principal::Order(_)), 8);
+    assert_eq!(seeds.len(), 8, "the generator wipes order disks");
+    common::assert_seeds_pass(1, 1, seeds);
+}
