@@ -135,6 +135,11 @@ pub struct NodeArgs {
     /// Data directory [default: data/node-<id> beside the configuration].
     #[arg(long)]
     data: Option<PathBuf>,
+    /// This node has never run (a new cluster whose data lives outside the default directory):
+    /// give its order replica a fresh store. Refused if the store holds any record. Never use
+    /// it on a node that lost its disk: that one must rejoin (docs/operations.md).
+    #[arg(long)]
+    fresh: bool,
     /// TEST BUILD ONLY: act out a Byzantine behaviour (slow-primary-10ms, starve, flood, ...).
     #[cfg(feature = "adversary")]
     #[arg(long)]
@@ -152,6 +157,12 @@ pub fn node_cmd(a: NodeArgs) -> ExitCode {
     let data = a
         .data
         .unwrap_or_else(|| plumb_node::default_data_dir(&cluster, a.id));
+    if a.fresh {
+        if let Err(e) = plumb_node::write_genesis(&cluster, a.id, &data) {
+            eprintln!("plumb node: {e}");
+            return ExitCode::from(2);
+        }
+    }
     // A node's async side only moves frames between sockets and stage mailboxes (the stages
     // run on threads of their own): one worker saves the cross-thread wake-ups of two
     // (plumb bench u1r0 write-1k, 128 clients: +7%).
