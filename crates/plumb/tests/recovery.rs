@@ -294,3 +294,45 @@ fn wiped_primary_node_rejoins_u1_r0() {
 fn wiped_primary_node_rejoins_u1_r1() {
     wiped_primary_node("wiped-primary-u1r1", 9, 1, 1);
 }
+
+/// With `u = 0` no quorum of other order replicas can vouch for what a replica that lost its
+/// records voted: `plumb node` refuses to start it and says what to do, rather than let it
+/// rejoin unsafely (or wait forever for a quorum that cannot exist).
+#[test]
+fn u0_node_without_its_order_records_refuses_to_start() {
+    let c = Cluster::init_shape("u0-wiped", 10, 0, 1);
+    let data = c.data_dir(0);
+    let order_store = std::fs::read_dir(&data)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().starts_with('o'))
+        .expect("node 0 hosts an order replica")
+        .path();
+    std::fs::remove_dir_all(&order_store).unwrap();
+    let mut node = std::process::Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .args(["node", "--config"])
+        .arg(c.config())
+        .args(["--id", "0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + T20;
+    let status = loop {
+        if let Some(st) = node.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = node.kill();
+            panic!("a u=0 node without its order records kept running");
+        }
+        sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(node.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(!status.success());
+    assert!(
+        err.contains("u = 0") && err.contains("Restore the directory from a backup"),
+        "the refusal says why and what to do: {err}"
+    );
+}
