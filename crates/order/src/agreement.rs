@@ -231,11 +231,7 @@ impl OrderReplica {
             self.counters.add("drop-beyond-window");
             return;
         }
-        let batch = Batch {
-            requests: requests.iter().map(|r| r.core.clone()).collect(),
-            time,
-            seed,
-        };
+        let batch = Batch::proposed(&requests, time, seed);
         if seq <= self.accepted_upto {
             let same = self
                 .slots

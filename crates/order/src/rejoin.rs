@@ -227,16 +227,15 @@ impl OrderReplica {
 
     /// Done once a checkpoint at or above the fence is stable here (by peers' votes).
     pub(crate) fn maybe_rejoin(&mut self, now: Micros, out: &mut Vec<Action>) {
-        let Some(rj) = &self.rejoin else {
-            return;
-        };
-        let Some((fence, view)) = rj.fenced else {
+        let Some((fence, view)) = self.rejoin.as_ref().and_then(|rj| rj.fenced) else {
             return;
         };
         if self.stable.seq < fence || self.behind_checkpoint() {
             return;
         }
-        let rj = self.rejoin.take().expect("checked above");
+        let Some(rj) = self.rejoin.take() else {
+            return;
+        };
         debug_assert!(self.state.seq >= fence, "the stable state is applied");
         self.counters.add("rejoined");
         let genesis = Genesis {

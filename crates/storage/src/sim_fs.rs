@@ -31,26 +31,15 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::fs::{Fs, FsFile};
+use plumb_core::Rng;
 
 /// The unit a crash keeps or loses.
 pub const SECTOR: usize = 512;
 
-/// splitmix64: small, seedable, and good enough to pick what a crash keeps.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..=n`.
-    fn upto(&mut self, n: u64) -> u64 {
-        self.next() % (n + 1)
-    }
+/// Uniform in `0..=n`, from the project's seeded generator: what a crash keeps replays
+/// exactly.
+fn upto(rng: &mut Rng, n: u64) -> u64 {
+    rng.below(n + 1)
 }
 
 #[derive(Default)]
@@ -125,10 +114,10 @@ impl Inode {
             self.durable_len.min(self.data.len()),
             self.durable_len.max(self.data.len()),
         );
-        let new_len = match rng.upto(2) {
+        let new_len = match upto(rng, 2) {
             0 => self.durable_len,
             1 => self.data.len(),
-            _ => lo + rng.upto((hi - lo) as u64) as usize,
+            _ => lo + upto(rng, (hi - lo) as u64) as usize,
         };
         let mut out = self.durable();
         out.resize(new_len, 0);
@@ -139,7 +128,7 @@ impl Inode {
             .chain(self.durable_len / SECTOR..new_len.div_ceil(SECTOR))
             .collect::<BTreeSet<usize>>();
         for s in changed {
-            if s * SECTOR >= new_len || rng.upto(3) >= keep {
+            if s * SECTOR >= new_len || upto(rng, 3) >= keep {
                 continue;
             }
             for (i, b) in out
@@ -287,7 +276,7 @@ impl SimFs {
     /// An empty disk; `seed` drives the salts of the logs written on it.
     pub fn new(seed: u64) -> SimFs {
         SimFs(Rc::new(RefCell::new(State {
-            rng: Rng(seed),
+            rng: Rng::new(seed),
             inodes: BTreeMap::new(),
             next_ino: 1,
             files: BTreeMap::new(),
@@ -324,9 +313,9 @@ impl SimFs {
     pub fn power_loss(&self, seed: u64) {
         let mut st = self.0.borrow_mut();
         let st = &mut *st;
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let pending = std::mem::take(&mut st.pending);
-        let kept = rng.upto(pending.len() as u64) as usize;
+        let kept = upto(&mut rng, pending.len() as u64) as usize;
         for op in &pending[..kept] {
             op.apply(&mut st.durable_files, &mut st.durable_dirs);
         }
@@ -339,7 +328,7 @@ impl SimFs {
         st.files = st.durable_files.clone();
         st.dirs = st.durable_dirs.clone();
         st.collect_garbage();
-        let keep = rng.upto(4);
+        let keep = upto(&mut rng, 4);
         for inode in st.inodes.values_mut() {
             inode.power_loss(&mut rng, keep);
         }
@@ -578,6 +567,6 @@ impl Fs for SimFs {
     }
 
     fn new_salt(&self) -> u32 {
-        self.0.borrow_mut().rng.next() as u32
+        self.0.borrow_mut().rng.next_u64() as u32
     }
 }

@@ -86,6 +86,15 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// The batch a PRE-PREPARE proposes: its requests without their matrix signatures.
+    pub fn proposed(requests: &[SignedRequest], time: Micros, seed: u64) -> Batch {
+        Batch {
+            requests: requests.iter().map(|r| r.core.clone()).collect(),
+            time,
+            seed,
+        }
+    }
+
     pub fn digest(&self, seq: Seq) -> Digest {
         let mut ids = Vec::with_capacity(self.requests.len() * 32);
         for r in &self.requests {

@@ -60,11 +60,7 @@ impl Checker {
                 time,
                 seed,
             } => {
-                let batch = plumb_wire::Batch {
-                    requests: requests.iter().map(|r| r.core.clone()).collect(),
-                    time: *time,
-                    seed: *seed,
-                };
+                let batch = plumb_wire::Batch::proposed(requests, *time, *seed);
                 (0, *view, *seq, batch.digest(*seq))
             }
             Message::Prepare { view, seq, digest } => (1, *view, *seq, *digest),
