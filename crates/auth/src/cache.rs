@@ -2,6 +2,7 @@
 //! one authenticated, not-yet-ordered request per client) and the command cache (bodies of
 //! ordered requests, by checkpoint interval of the batch that ordered them).
 
+use plumb_core::Micros;
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, ReqNo, Seq};
 use std::collections::BTreeMap;
@@ -13,6 +14,8 @@ pub(crate) struct Pending {
     pub op: Vec<u8>,
     /// `H(op)`, kept so that FETCH costs a lookup, not a hash of a possibly large body.
     pub digest: Digest,
+    /// When it was authenticated (local time): a request pending for long is stranded.
+    pub since: Micros,
 }
 
 /// A body of an ordered request.

@@ -62,6 +62,9 @@ pub struct AuthReplica {
     /// Per client, the request after its pending one, received before the pending one was
     /// known to be ordered: handled when it is.
     deferred: BTreeMap<ClientId, (plumb_wire::ReqNo, Vec<u8>)>,
+    /// Per client, a stranded pending request superseded by another operation under its number
+    /// (`request.rs`): its body stays fetchable until a later request of the client is ordered.
+    superseded: BTreeMap<ClientId, Pending>,
     /// Clients caught sending what no correct client sends: refused until their entry expires.
     blacklist: blacklist::Blacklist,
 }
@@ -85,6 +88,7 @@ impl AuthReplica {
             stale_on_disk: Vec::new(),
             parked: Default::default(),
             deferred: BTreeMap::new(),
+            superseded: BTreeMap::new(),
             blacklist: Default::default(),
         };
         replica.recover(recovered);
@@ -185,6 +189,10 @@ impl AuthReplica {
 
     /// Delete cache intervals recovery found already outside the kept window.
     fn on_start(&mut self, out: &mut Vec<Action>) {
+        // Requests recovered as pending wait anew for their stranded time from now.
+        for p in self.pending.values_mut() {
+            p.since = self.now;
+        }
         for interval in std::mem::take(&mut self.stale_on_disk) {
             out.push(Action::Store(StoreOp::DeletePrefix {
                 prefix: cached_prefix(interval),

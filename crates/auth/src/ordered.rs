@@ -248,6 +248,9 @@ impl AuthReplica {
             );
             self.counters.add("ordered");
             self.executed_votes.remove(&client);
+            if self.superseded.get(&client).is_some_and(|s| nc > s.nc) {
+                self.superseded.remove(&client);
+            }
             if let Some((next, op)) = self.deferred.remove(&client) {
                 self.on_request(client, next, op, out);
             }
@@ -299,7 +302,13 @@ impl AuthReplica {
                 .filter(|c| c.digest == digest)
                 .map(|c| &c.op)
         };
-        let Some(op) = pending.or_else(cached).cloned() else {
+        let superseded = || {
+            self.superseded
+                .get(&client)
+                .filter(|p| p.nc == nc && p.digest == digest)
+                .map(|p| &p.op)
+        };
+        let Some(op) = pending.or_else(cached).or_else(superseded).cloned() else {
             // A request ordered on other replicas' vouchers may still be on its way here: an
             // execution replica asks one replica first, and retrying only on its timer would
             // stall the batch for that long. Park the FETCH; `serve_parked` answers it when

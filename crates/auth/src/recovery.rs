@@ -138,6 +138,8 @@ impl AuthReplica {
                     nc: r.nc,
                     op: r.op,
                     digest,
+                    // The constructor has no clock: `on_start` sets it.
+                    since: 0,
                 },
             );
         }

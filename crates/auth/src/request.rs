@@ -87,7 +87,7 @@ impl AuthReplica {
                 // older request: answer with lastSent[c] (AL1 turns old requests into the
                 // latest one).
                 if nc == last.core.nc && Digest::of(&op) != last.core.op_digest() {
-                    self.blacklist_client(client, "blacklisted-conflicting");
+                    self.on_reused_number(client, nc, op, out);
                     return;
                 }
                 self.counters.add("retransmission");
@@ -119,6 +119,46 @@ impl AuthReplica {
         self.authenticate(client, nc, op, out);
     }
 
+    /// Another operation under the number of `lastSent[c]`. A correct client does this only
+    /// after it lost its record (docs/protocol.md "Clients after a crash"): it learned a number
+    /// that was too low, so it is not blacklisted for it.
+    ///
+    /// - The earlier request was ordered: the number is used. Resending lastSent[c] makes the
+    ///   order stage ask execution to re-send its reply, which names the earlier operation, and
+    ///   `r + 1` such replies move the client past the number.
+    /// - The earlier request is pending: it may still be ordered; resend it. But if it has
+    ///   waited `auth_resend_us` (already resent once) it is *stranded*: the previous life sent
+    ///   it to too few replicas for the primary to gather `n_auth - u` AUTH-REQs, and the
+    ///   replicas that hold it refuse the new operation, so neither could ever be ordered. It
+    ///   is then superseded: the new operation is authenticated under the number. This is no
+    ///   new situation for the order stage, which already meets two fully vouched operations
+    ///   under one number when Byzantine authentication replicas vouch for both; it orders one
+    ///   request per client number (OS3). The old body stays fetchable (AS2).
+    fn on_reused_number(
+        &mut self,
+        client: ClientId,
+        nc: ReqNo,
+        op: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
+        let stranded = self.pending.get(&client).is_some_and(|p| {
+            p.nc == nc && self.now >= p.since.saturating_add(self.cfg.auth_resend_us)
+        });
+        #[cfg(feature = "sabotage")]
+        let stranded =
+            stranded && !plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::KeepStranded);
+        if !stranded {
+            self.counters.add("reused-number");
+            self.resend_last(client, out);
+            return;
+        }
+        if let Some(old) = self.pending.remove(&client) {
+            self.superseded.insert(client, old);
+        }
+        self.counters.add("superseded-stranded");
+        self.authenticate(client, nc, op, out);
+    }
+
     /// Persist `(c, nc, op)` (put + sync) before the AUTH-REQ leaves: after a crash this
     /// replica still holds every body it vouched for (AS2) and remembers `lastSent[c]` (AS3).
     fn authenticate(&mut self, client: ClientId, nc: ReqNo, op: Vec<u8>, out: &mut Vec<Action>) {
@@ -144,6 +184,7 @@ impl AuthReplica {
                 nc,
                 op: record.op,
                 digest,
+                since: self.now,
             },
         );
     }

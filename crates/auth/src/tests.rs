@@ -328,13 +328,68 @@ fn as3_one_request_per_identifier() {
     assert!(stores(&again).is_empty());
     assert_eq!(r.counters().get("authenticated"), 1);
 
+    // Another operation under the number is not authenticated: the replica answers with the
+    // AUTH-REQ it already built (here the retransmission above used up the resend allowance).
     let other = net.request(&mut r, 20, 1, 1, b"put a 666");
-    assert!(other.is_empty(), "{other:?}");
-    assert_eq!(r.counters().get("blacklisted-conflicting"), 1);
+    assert!(net.auth_reqs(&other).is_empty(), "{other:?}");
+    assert_eq!(r.counters().get("reused-number"), 1);
+    assert_eq!(r.counters().get("authenticated"), 1);
     assert_eq!(r.last_sent_nc(1), Some(1));
+    // A correct client that lost its record does this: it is not blacklisted.
+    assert_eq!(r.blacklisted(), 0);
 }
 
-/// Seed 004 §3.4.1: a client caught sending two requests under one number is refused, even its
+/// A client that lost its record reuses a number whose request its previous life sent to too
+/// few replicas to be ordered (issue 10: the stranded request). The replicas holding the old
+/// request refuse the new one until the old one has waited `auth_resend_us`; then the new one
+/// is authenticated, and the old body stays fetchable until a later request is ordered (AS2).
+#[test]
+fn a_stranded_pending_request_is_superseded_after_auth_resend_us() {
+    let net = Net::new();
+    let wait = net.cfg.auth_resend_us;
+    let mut r = net.replica(Recovered::default());
+    let old = big_op(1);
+    net.request(&mut r, 0, 1, 1, &old);
+    let early = net.request(&mut r, wait - 1, 1, 1, b"new life");
+    assert!(net
+        .auth_reqs(&early)
+        .iter()
+        .all(|(_, core, _)| core.op_digest() == Digest::of(&old)));
+    assert_eq!(r.counters().get("superseded-stranded"), 0);
+
+    let late = net.request(&mut r, wait, 1, 1, b"new life");
+    let sent = net.auth_reqs(&late);
+    assert_eq!(sent.len(), net.cfg.quorums.order, "{late:?}");
+    assert!(sent
+        .iter()
+        .all(|(_, core, _)| core.op_digest() == Digest::of(b"new life")));
+    assert_eq!(r.counters().get("superseded-stranded"), 1);
+    assert_eq!(r.blacklisted(), 0);
+
+    let fetch = |nc, op: &[u8]| Message::Fetch {
+        seq: 3,
+        client: 1,
+        nc,
+        digest: Digest::of(op),
+    };
+    let served = net.deliver(&mut r, wait, Principal::Exec(0), &fetch(1, &old));
+    assert_eq!(
+        net.opened(&served).len(),
+        1,
+        "the superseded body is still served"
+    );
+    // Number 1 ordered (either body): the superseded one is kept for its batch...
+    net.complete(&mut r, &[0, 1], 3, &[(1, 1)]);
+    let served = net.deliver(&mut r, wait, Principal::Exec(0), &fetch(1, &old));
+    assert_eq!(net.opened(&served).len(), 1);
+    // ...until a later request of the client is ordered.
+    net.request(&mut r, wait + 1, 1, 2, b"next");
+    net.complete(&mut r, &[0, 1], 4, &[(1, 2)]);
+    let served = net.deliver(&mut r, wait + 2, Principal::Exec(0), &fetch(1, &old));
+    assert!(net.opened(&served).is_empty());
+}
+
+/// Seed 004 §3.4.1: a client caught sending what no correct client sends is refused, even its
 /// later valid requests, until `blacklist_us` has passed; then it is served like any other.
 #[test]
 fn a_blacklisted_client_is_refused_until_the_entry_expires_then_served() {
@@ -343,8 +398,8 @@ fn a_blacklisted_client_is_refused_until_the_entry_expires_then_served() {
     let mut r = net.replica(Recovered::default());
     net.request(&mut r, 0, 1, 1, b"put a 1");
     net.complete(&mut r, &[0, 1], 1, &[(1, 1)]);
-    // Same number, other operation: blacklisted at t = 10.
-    assert!(net.request(&mut r, 10, 1, 1, b"put a 666").is_empty());
+    // Request number 0, which no correct client sends: blacklisted at t = 10.
+    assert!(net.request(&mut r, 10, 1, 0, b"put a 666").is_empty());
     assert_eq!(r.blacklisted(), 1);
     // Its next, valid request is dropped unread, however often it comes...
     for t in [11, 1_000, ttl / 2, ttl + 9] {
@@ -783,9 +838,11 @@ fn recovery_restores_pending_last_sent_and_cache() {
     net.request(&mut r, 2, 0, 2, b"two");
     net.request(&mut r, 2, 0, 2, b"two");
     assert_eq!(r.counters().get("pending"), 1);
-    // lastSent survived: another operation under number 1 is caught (and blacklisted).
-    assert!(net.request(&mut r, 2, 0, 1, b"different").is_empty());
-    assert_eq!(r.counters().get("blacklisted-conflicting"), 1);
+    // lastSent survived: another operation under number 1 is not authenticated.
+    assert!(net
+        .auth_reqs(&net.request(&mut r, 2, 0, 1, b"different"))
+        .is_empty());
+    assert_eq!(r.counters().get("reused-number"), 1);
     // Client 1's request was ordered: its next one is authenticated.
     assert_eq!(
         net.auth_reqs(&net.request(&mut r, 3, 1, 2, b"next")).len(),

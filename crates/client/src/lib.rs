@@ -187,6 +187,15 @@ impl Client {
         self.outstanding.is_some() || self.learning.as_ref().is_some_and(|l| l.deferred.is_some())
     }
 
+    /// The number of the outstanding ordered request, if one is outstanding: after a restart,
+    /// the request resumed from the client's record (CS3).
+    pub fn outstanding_request(&self) -> Option<ReqNo> {
+        match &self.outstanding {
+            Some(Outstanding::Ordered(o)) => Some(o.nc),
+            _ => None,
+        }
+    }
+
     /// The client is still learning its last request number (see `learn.rs`).
     pub fn learning(&self) -> bool {
         self.learning.is_some()

@@ -84,6 +84,14 @@ pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed 
         }
         Read::Valid(_) => counters.add("recovered-corrupt"),
     }
+    // A damaged span the store could not attribute may have hidden a newer `client/out`
+    // behind an older one that still reads as valid (a rolled-back record): resending that
+    // request or numbering from it could reuse a number. Distrust the record and learn.
+    if resumed.trusted && recovered.corrupt.iter().any(|k| k.starts_with("?corrupt@")) {
+        counters.add("recovered-damaged-span");
+        resumed.trusted = false;
+        resumed.outstanding = None;
+    }
     match read::<ReqNo>(recovered, RO_KEY) {
         Read::Absent => {}
         Read::Valid(upto) if upto >= 1 => resumed.next_ro = upto,

@@ -517,6 +517,26 @@ fn cs3_recovered_after_completion_continues_numbering_without_resending() {
     assert_eq!(request_number(&w.sent(&out), b"y"), 2);
 }
 
+/// A damaged span the store could not attribute may hide a newer `client/out` behind an older
+/// one that reads as valid: the client neither resends that request nor numbers from it, it
+/// learns its number (issue 10, lost client records).
+#[test]
+fn a_record_beside_a_damaged_span_is_not_trusted() {
+    let w = World::new();
+    let before = submit(&mut w.client(Recovered::default()), 0, b"x", false);
+    let mut rolled_back = disk(&before);
+    rolled_back.corrupt.push("?corrupt@4096".to_string());
+    let (c, out) = w.starting_client(rolled_back);
+    assert!(c.learning());
+    assert!(!c.outstanding(), "the outstanding request is not resent");
+    assert_eq!(c.counters().get("recovered-damaged-span"), 1);
+    let sent = w.sent(&out);
+    assert!(!sent.is_empty());
+    assert!(sent
+        .iter()
+        .all(|(_, m)| matches!(m, Message::LastRequestQuery)));
+}
+
 #[test]
 fn corrupt_record_starts_at_one_and_is_counted() {
     let w = World::new();

@@ -23,9 +23,13 @@ pub enum Sabotage {
     /// Execution replicas answer read-only requests right after a (re)start, from the state
     /// of their last checkpoint, without waiting for the order stage's probe answers.
     StaleReadOnly,
+    /// Authentication replicas never supersede a stranded pending request: a client that lost
+    /// its record and reuses the number of a request its previous life sent to too few
+    /// replicas is stuck for good.
+    KeepStranded,
 }
 
-pub const ALL: [(Sabotage, &str); 7] = [
+pub const ALL: [(Sabotage, &str); 8] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -36,6 +40,7 @@ pub const ALL: [(Sabotage, &str); 7] = [
     (Sabotage::Amnesia, "amnesia"),
     (Sabotage::AnyNewView, "any-new-view"),
     (Sabotage::StaleReadOnly, "stale-read-only"),
+    (Sabotage::KeepStranded, "keep-stranded"),
 ];
 
 // The active sabotage is process-wide: the simulator runs one seed at a time in one thread.

@@ -8,8 +8,10 @@
 //! seed may crash any number of replicas and leave them down: safety must hold however many
 //! nodes crash, only liveness needs at most `u` failures, so its liveness check is skipped.
 //!
-//! Clients never crash here: client crash recovery (CS3) is tested in the client crate, and a
-//! crashed client would make every liveness expectation about it conditional.
+//! Correct clients crash too, and restart before `heal_at`, sometimes having lost their record
+//! (docs/protocol.md "Clients after a crash"): the operation outstanding at the crash is then
+//! abandoned, its outcome unknown, and the restarted client must neither reuse a number for
+//! another operation's answer nor get stuck behind a request its previous life stranded.
 
 use crate::rng::SimRng;
 use plumb_config::Quorums;
@@ -192,7 +194,52 @@ pub fn generate(rng: &mut SimRng, q: &Quorums, clients: u32, heal_at: Micros) ->
     }
     // Drawn last, so that adding it left every earlier draw of a seed as it was.
     exec_restart_while_order_cut_off(rng, &mut plan, &stage_lists, heal_at);
+    // After that, for the same reason.
+    client_crashes(rng, &mut plan, clients, heal_at);
     plan
+}
+
+/// Up to two crashes of correct clients, each restarting within a second, most with their
+/// disk damaged: the record of the last request lost (the case the recovery is for), the whole
+/// store wiped, a bit flipped, or the record rolled back behind a damaged span.
+fn client_crashes(rng: &mut SimRng, plan: &mut FaultPlan, clients: u32, heal_at: Micros) {
+    if clients == 0 || !rng.chance(0.4) {
+        return;
+    }
+    let latest = heal_at.saturating_sub(1_500_000);
+    if latest <= 300_000 {
+        return;
+    }
+    for _ in 0..rng.range(1, 2) {
+        let c = rng.index(clients as usize) as u32;
+        if plan.byzantine_client == Some(c) {
+            continue;
+        }
+        let node = Principal::Client(c);
+        let at = rng.range(200_000, latest);
+        let restart_at = at + rng.range(1_000, 1_000_000);
+        if plan
+            .crashes
+            .iter()
+            .any(|x| x.node == node && overlaps(x, at, restart_at))
+        {
+            continue;
+        }
+        let disk = match rng.index(6) {
+            0 => DiskFault::None,
+            1 => DiskFault::Wipe,
+            2 => DiskFault::FlipBit,
+            3 => DiskFault::RollBack,
+            _ => DiskFault::LoseRecord("client/out"),
+        };
+        plan.crashes.push(Crash {
+            node,
+            at,
+            restart_at: Some(restart_at),
+            disk,
+        });
+    }
+    plan.crashes.sort_by_key(|c| (c.at, c.node));
 }
 
 /// Every execution replica crashes and restarts at once (disks intact), and the order stage is

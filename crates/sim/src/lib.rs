@@ -86,6 +86,11 @@ pub struct Stats {
     /// The slowest operation of a correct client invoked once the cluster had settled after
     /// faults stopped (zero when liveness is not judged).
     pub slowest_settled: Micros,
+    /// Restarts of correct clients that found no trustworthy record and learned their number.
+    pub client_restarts_without_record: u64,
+    /// The stages' own counters, summed over every principal running at the end (a crash
+    /// loses a stage's counts): which paths a run took.
+    pub counters: plumb_core::Counters,
 }
 
 /// The verdict on one seed.

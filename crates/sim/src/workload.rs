@@ -31,9 +31,12 @@ pub struct OpRecord {
     pub op: KvOp,
     pub read_only: bool,
     pub invoke: Micros,
+    /// `None`: never answered, so its outcome is unknown (an ordered one may still take effect).
     pub response: Option<Response>,
     /// Ordered request numbers the client sent for this operation.
     pub ncs: Vec<ReqNo>,
+    /// The client crashed and did not resume it: it will never be answered.
+    pub abandoned: bool,
 }
 
 #[derive(Default)]
@@ -42,10 +45,27 @@ pub struct ClientLoad {
     pub history: Vec<OpRecord>,
     /// Index in `history` of the outstanding operation.
     pub pending: Option<usize>,
-    /// Ordered request numbers the client sent, with the digest of the operation (LS6).
-    pub sent: BTreeMap<ReqNo, Digest>,
+    /// Ordered request numbers the client sent, with the digest of the operation and the
+    /// numbering epoch it was sent in (LS6, CS1).
+    pub sent: BTreeMap<ReqNo, Vec<(u32, Digest)>>,
+    /// Numbering epochs: a restart that lost the client's record starts a new one, in which the
+    /// client may reuse a number of an earlier epoch (docs/protocol.md "Clients after a
+    /// crash"); within one epoch a number carries one operation (CS1).
+    pub epoch: u32,
+    /// A request answered before a crash whose completion record was lost: the restarted
+    /// client resends it and completes it again. That completion is not a new answer.
+    pub replaying: Option<ReqNo>,
     /// The last ordered request it sent: what a Byzantine client replays with another body.
     pub last_request: Option<(ReqNo, Vec<u8>)>,
+}
+
+impl ClientLoad {
+    /// Whether the client sent `nc` as the operation `digest`, in any epoch (LS6).
+    pub fn sent_as(&self, nc: ReqNo, digest: &Digest) -> Option<bool> {
+        self.sent
+            .get(&nc)
+            .map(|sent| sent.iter().any(|(_, d)| d == digest))
+    }
 }
 
 pub struct Workload {
@@ -111,6 +131,7 @@ impl Workload {
                 invoke: now,
                 response: None,
                 ncs: Vec::new(),
+                abandoned: false,
             });
         }
     }
@@ -125,6 +146,10 @@ impl Workload {
         now: Micros,
     ) -> Result<(), String> {
         let load = self.clients.get_mut(c as usize).ok_or("no such client")?;
+        if load.pending.is_none() && load.replaying == Some(nc) {
+            load.replaying = None;
+            return Ok(());
+        }
         let i = load
             .pending
             .take()
@@ -146,9 +171,13 @@ impl Workload {
         let Some(load) = self.clients.get_mut(c as usize) else {
             return;
         };
-        let previous = *load.sent.entry(nc).or_insert(digest);
-        if previous != digest && load.correct {
-            self.reused.push((c, nc));
+        let epoch = load.epoch;
+        let sent = load.sent.entry(nc).or_default();
+        if !sent.contains(&(epoch, digest)) {
+            if sent.iter().any(|(e, _)| *e == epoch) && load.correct {
+                self.reused.push((c, nc));
+            }
+            sent.push((epoch, digest));
         }
         load.last_request = Some((nc, op.to_vec()));
         if let Some(rec) = load.pending.and_then(|i| load.history.get_mut(i)) {
@@ -156,6 +185,44 @@ impl Workload {
                 rec.ncs.push(nc);
             }
         }
+    }
+
+    /// Client `c` crashed. A read-only operation dies with it; an ordered one waits for the
+    /// restart, which may resume it.
+    pub fn client_crashed(&mut self, c: u32) {
+        let Some(load) = self.clients.get_mut(c as usize) else {
+            return;
+        };
+        if let Some(i) = load.pending {
+            if load
+                .history
+                .get(i)
+                .is_some_and(|r| r.read_only && r.ncs.is_empty())
+            {
+                abandon(load, i);
+            }
+        }
+    }
+
+    /// Client `c` restarted; `resumed` is the ordered request it resent from its record, and
+    /// `lost_record` whether it found no trustworthy record (it learns its number anew).
+    pub fn client_restarted(&mut self, c: u32, resumed: Option<ReqNo>, lost_record: bool) {
+        let Some(load) = self.clients.get_mut(c as usize) else {
+            return;
+        };
+        if lost_record {
+            load.epoch += 1;
+        }
+        load.replaying = None;
+        if let Some(i) = load.pending {
+            let same =
+                resumed.is_some_and(|nc| load.history.get(i).is_some_and(|r| r.ncs.contains(&nc)));
+            if same {
+                return;
+            }
+            abandon(load, i);
+        }
+        load.replaying = resumed;
     }
 
     /// A body the simulator itself sent on a Byzantine client's behalf.
@@ -172,5 +239,13 @@ impl Workload {
                 .filter(|r| r.response.as_ref().is_some_and(|x| x.at >= t))
                 .count()
         })
+    }
+}
+
+/// The outstanding operation `i` will never be answered: its outcome stays unknown.
+fn abandon(load: &mut ClientLoad, i: usize) {
+    load.pending = None;
+    if let Some(rec) = load.history.get_mut(i) {
+        rec.abandoned = true;
     }
 }

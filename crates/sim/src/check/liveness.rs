@@ -61,7 +61,7 @@ pub fn check_liveness(
                 ),
             );
         }
-        if end.outstanding != load.pending.is_some() {
+        if end.outstanding != (load.pending.is_some() || load.replaying.is_some()) {
             let detail = format!(
                 "c{c} says outstanding={}, the workload has {:?} pending",
                 end.outstanding, load.pending

@@ -88,10 +88,10 @@ pub fn check_sequence(checker: &mut Checker, workload: &Workload) {
                     format!("batch {seq} holds request {nc} of c{c}, no such client"),
                 ),
                 Some(load) if load.correct => {
-                    match load.sent.get(&nc) {
-                        Some(d) if *d == op => {}
-                        Some(d) => {
-                            let detail = format!("batch {seq} holds c{c} request {nc} as {op:?}, the client sent {d:?}");
+                    match load.sent_as(nc, &op) {
+                        Some(true) => {}
+                        Some(false) => {
+                            let detail = format!("batch {seq} holds c{c} request {nc} as {op:?}, the client sent {:?}", load.sent.get(&nc));
                             checker.violate("LS6", detail);
                         }
                         None => checker.violate(

@@ -37,8 +37,7 @@ impl World {
                 self.carry_out(i, &mut actions);
             }
             Err(_) => {
-                let at = self.now + self.workload.think_time();
-                self.push(at, Ev::Wake { node: i });
+                self.schedule_wake(i);
             }
         }
         self.actions = actions;
@@ -59,8 +58,7 @@ impl World {
                 self.checker.violate("CS2", e);
             }
         }
-        let at = self.now + self.workload.think_time();
-        self.push(at, Ev::Wake { node: i });
+        self.schedule_wake(i);
     }
 
     /// The Byzantine client's own attacks, besides its (correct) client code: reuse its last

@@ -90,8 +90,11 @@ enum Ev {
     },
     /// Targeted amnesia (faults.rs): wipe the newest COMMIT's sender, cut off its co-voters.
     TargetedAmnesia,
+    /// A client's think time is over. `life`: the incarnation that scheduled it; a wake-up
+    /// scheduled before a crash is void (the restart schedules its own).
     Wake {
         node: usize,
+        life: u64,
     },
     ByzantineClientTick {
         node: usize,
@@ -348,7 +351,11 @@ impl World {
             Ev::Start { node } => self.start(node),
             Ev::Crash { node, disk } => self.crash(node, disk),
             Ev::TargetedAmnesia => self.targeted_amnesia(),
-            Ev::Wake { node } => self.wake(node),
+            Ev::Wake { node, life } => {
+                if self.nodes[node].incarnation == life {
+                    self.wake(node)
+                }
+            }
             Ev::ByzantineClientTick { node } => self.byzantine_client_tick(node),
             Ev::PartitionStart(i) => {
                 let side = self.partition_side(i);
@@ -674,9 +681,20 @@ impl World {
             self.checker.exec_started(p);
         }
         self.step(i, Event::Start);
-        if matches!(p, Principal::Client(_)) && incarnation == 0 {
-            let at = self.now + self.workload.think_time();
-            self.push(at, Ev::Wake { node: i });
+        if let Principal::Client(c) = p {
+            if incarnation > 0 {
+                if let Some(StageBox::Client(client)) = &self.nodes[i].stage {
+                    let (resumed, lost_record) = (client.outstanding_request(), client.learning());
+                    self.workload.client_restarted(c, resumed, lost_record);
+                    self.stats.client_restarts_without_record += u64::from(lost_record);
+                }
+            }
+            // A client that resumed a request is woken by its completion.
+            let busy =
+                matches!(&self.nodes[i].stage, Some(StageBox::Client(cl)) if cl.outstanding());
+            if !busy {
+                self.schedule_wake(i);
+            }
         }
     }
 
@@ -694,5 +712,15 @@ impl World {
         self.trace.fold(&[self.now, 4, i as u64]);
         self.trace
             .line(self.now, format_args!("{} crashes", self.nodes[i].p));
+        if let Principal::Client(c) = self.nodes[i].p {
+            self.workload.client_crashed(c);
+        }
+    }
+
+    /// Wake client node `i` after a think time.
+    fn schedule_wake(&mut self, i: usize) {
+        let at = self.now + self.workload.think_time();
+        let life = self.nodes[i].incarnation;
+        self.push(at, Ev::Wake { node: i, life });
     }
 }

@@ -41,6 +41,11 @@ impl World {
             let text = self.progress_report();
             self.checker.warn(text);
         }
+        for node in &mut self.nodes {
+            if let Some(stage) = node.stage.as_mut() {
+                self.stats.counters.add_all(stage.stage().counters());
+            }
+        }
         self.stats.agreed_batches = self.checker.agreed.len() as u64;
         self.stats.sim_end = self.now;
         let trace_digest = self.trace.digest();
