@@ -336,3 +336,39 @@ fn u0_node_without_its_order_records_refuses_to_start() {
         "the refusal says why and what to do: {err}"
     );
 }
+
+/// Issue 10, client amnesia on real processes: the gateway's pool clients lose their records
+/// (kill -9, then its store directory deleted) in the middle of a load. Restarted, each client
+/// learns its last request number from the execution replicas; operations outstanding at the
+/// kill have unknown outcomes, and the history must stay linearizable (no reply to a previous
+/// life's operation taken for a new one's, LS1) with the load making progress again.
+#[test]
+fn gateway_that_lost_its_client_records_gives_no_wrong_answer() {
+    let t0 = Instant::now();
+    let mut c = Cluster::init("gateway-amnesia", 11);
+    c.start_all();
+    let rec = Recorder::default();
+    let load = Load::start(&rec, c.resp_port, CLIENTS, 0);
+    wait_progress(&load, 0, 40, T20, "before the gateway is killed");
+
+    c.kill_gateway();
+    std::fs::remove_dir_all(c.dir().join("gateway")).unwrap();
+    c.start_gateway();
+    c.wait_ready(T20);
+    let a = load.acked();
+    wait_progress(
+        &load,
+        a,
+        40,
+        T20,
+        "after the gateway restarted without its records",
+    );
+    let (acked, unknown) = load.stop();
+    c.assert_running();
+    final_reads(&rec, c.resp_port, 100, T20);
+    let (ops, unanswered) = rec.assert_linearizable();
+    eprintln!(
+        "gateway amnesia: {acked} acked, {unknown} unknown, {ops} ops ({unanswered} unanswered); {:?} total",
+        t0.elapsed()
+    );
+}
