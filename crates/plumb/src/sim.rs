@@ -37,13 +37,14 @@ pub struct SimArgs {
     #[arg(long)]
     sabotage: Option<String>,
     /// The application under test: `kv` (the key-value store) or `bank` (examples/bank).
-    #[arg(long, default_value = "kv", value_parser = ["kv"])]
+    #[arg(long, default_value = "kv", value_parser = ["kv", "bank"])]
     app: String,
 }
 
 /// Run one seed of the application `--app` names.
 fn run_seed(args: &SimArgs, opts: &SimOptions) -> SeedReport {
     match args.app.as_str() {
+        "bank" => run_app_seed(&plumb_bank::sim::BankSim, opts),
         _ => run_app_seed(&plumb_sim::apps::kv::Kv, opts),
     }
 }

@@ -34,6 +34,8 @@ pub use app::{AppViolation, Executed, SimApp};
 pub use check::Violation;
 pub use config::SimConfig;
 pub use faults::Behaviour;
+/// How Byzantine replicas lie in an application's terms ([`SimApp::forgery`]).
+pub use plumb_adversary::{AnyApp, AppForgery};
 /// The linearizability checker, whose [`lincheck::Model`] an application supplies.
 pub use plumb_lincheck as lincheck;
 pub use rng::SimRng;
