@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Arguments of `node`.
+// The field comments are the command's help text, where `<id>` is a placeholder, not HTML.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Args, Debug)]
 pub struct NodeArgs {
     #[command(flatten)]
