@@ -1,6 +1,6 @@
 //! The applications a node binary can run, by name.
 //!
-//! A cluster file says which application its cluster replicates (`app = "kv"`); a node binary
+//! A cluster file says which application its cluster replicates (`app = "..."`); a node binary
 //! is built with some applications and registers each under its name. At start-up the node
 //! looks the cluster's application up here and refuses to start, naming it, if this binary was
 //! built without it: an execution replica running another application than its peers would
