@@ -1,5 +1,13 @@
-//! The client's protocol core (seed 004 §5.3.4, §5.4.1, §5.5, §5.7.1, §6.4.2). See
-//! docs/protocol.md.
+//! The plumb client: call a replicated service from Rust.
+//!
+//! **To call a cluster, use [`net::Client`]** (async) or [`net::BlockingClient`] (module
+//! [`net`], feature `net`, on by default); docs/client.md walks through it. The rest of this
+//! crate is the client's pure protocol core, which those drive over TCP and the simulator
+//! drives over its simulated network (it builds this crate without `net`, so without tokio).
+//!
+//! # The protocol core
+//!
+//! Seed 004 §5.3.4, §5.4.1, §5.5, §5.7.1, §6.4.2; see docs/protocol.md.
 //!
 //! A correct client numbers its ordered requests 1, 2, 3, ... (CS1), has at most one
 //! outstanding (CS2), persists each before sending it (CS3) and resends it until it is answered
@@ -22,6 +30,8 @@
 //! client keeps on disk is in `record.rs`.
 
 mod learn;
+#[cfg(feature = "net")]
+pub mod net;
 mod push;
 mod read_only;
 mod record;
