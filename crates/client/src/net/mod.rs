@@ -23,6 +23,8 @@ mod group;
 mod identity;
 mod options;
 mod reach;
+#[cfg(test)]
+mod tests;
 
 pub use blocking::{BlockingClient, BlockingPushEvents};
 pub use client::{Client, MAX_OPERATION_BYTES};
