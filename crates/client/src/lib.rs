@@ -29,8 +29,12 @@
 //! events are delivered once `r + 1` execution replicas agree on them (`push.rs`). What the
 //! client keeps on disk is in `record.rs`.
 
+// Without `net` the crate documentation still names the network client it lacks.
+#![cfg_attr(not(feature = "net"), allow(rustdoc::broken_intra_doc_links))]
+
 mod learn;
 #[cfg(feature = "net")]
+#[warn(missing_docs)]
 pub mod net;
 mod push;
 mod read_only;
@@ -92,6 +96,9 @@ enum Outstanding {
 /// before the client tries its preferred quorum again.
 pub const ALL_AUTH_AFTER_RETRANSMIT: ReqNo = 1000;
 
+/// One client identity's protocol core: a [`Stage`] that turns submitted operations, frames and
+/// timer firings into sends, timers, record writes and completions. It does no I/O; a driver
+/// ([`net::Client`] over TCP, or the simulator) carries out its actions.
 pub struct Client {
     ctx: StageContext,
     cfg: Arc<ProtocolConfig>,
