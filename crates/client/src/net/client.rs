@@ -39,8 +39,10 @@ const CONNECT_POLL: Duration = Duration::from_millis(10);
 /// `r + 1` execution replicas sent the same bytes for it, so up to `r` of them may lie and up to
 /// `u` may be down or slow.
 ///
-/// Cloning a `Client` gives another handle to the same identities; see the module
-/// documentation for how concurrent operations are served. Dropping the last handle shuts
+/// It runs inside a tokio runtime with its I/O and time drivers enabled (`#[tokio::main]`
+/// does that). Cloning a `Client` gives another handle to the same identities: operations from
+/// any number of tasks queue in arrival order, and one identity has one operation outstanding
+/// at a time (connect with several identities to run several at once). Dropping the last handle shuts
 /// the client down (waiting briefly for its thread); [`Client::shutdown`] does it without
 /// blocking the async runtime.
 ///
@@ -113,8 +115,7 @@ impl Client {
     /// identity) and chosen [`ClientOptions`].
     ///
     /// ```no_run
-    /// use plumb_client::net::{Client, ClientOptions, Identity, RecordLocation};
-    /// use plumb_cluster::Cluster;
+    /// use plumb_client::net::{Client, ClientOptions, Cluster, Identity, RecordLocation};
     ///
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
     /// let cluster = Cluster::load("plumb-local/cluster.toml".as_ref())?;
