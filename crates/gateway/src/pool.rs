@@ -11,7 +11,7 @@
 //! first identity whose store no other process holds, and adopting the stores of earlier
 //! versions.
 
-use plumb_client::net::{key_prefix, Client, ClientOptions, Identity};
+use plumb_client::net::{key_prefix, Client, ClientError, ClientOptions, Identity};
 use plumb_cluster::Cluster;
 use plumb_core::StoreOp;
 use plumb_storage::{Store, StoreError};
@@ -23,12 +23,19 @@ pub struct Pool {
     pub clients: Vec<u32>,
 }
 
+/// Why a pool call failed: the pool stopped, or the client refused the operation (it is too
+/// large for a request).
 #[derive(Debug)]
-pub struct PoolClosed;
+pub struct PoolError(pub ClientError);
 
-impl std::fmt::Display for PoolClosed {
+impl std::fmt::Display for PoolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the client pool stopped before the operation completed")
+        match &self.0 {
+            ClientError::Closed => {
+                f.write_str("the client pool stopped before the operation completed")
+            }
+            other => other.fmt(f),
+        }
     }
 }
 
@@ -98,13 +105,13 @@ impl Pool {
     }
 
     /// Run `op` (a key-value operation's bytes) and wait for the result the cluster agreed on.
-    pub async fn call(&self, op: Vec<u8>, read_only: bool) -> Result<Vec<u8>, PoolClosed> {
+    pub async fn call(&self, op: Vec<u8>, read_only: bool) -> Result<Vec<u8>, PoolError> {
         let answer = if read_only {
             self.client.invoke_read_only(op).await
         } else {
             self.client.invoke(op).await
         };
-        answer.map_err(|_| PoolClosed)
+        answer.map_err(PoolError)
     }
 
     /// Operations waiting for a free client.
