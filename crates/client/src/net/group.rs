@@ -309,6 +309,45 @@ mod tests {
     }
 
     #[test]
+    fn push_events_are_kept_with_the_member_they_are_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cluster, pool) = setup(dir.path(), 2);
+        let mut set = ClientGroup::new(pool, &Recovered::default());
+        let exec = Principal::Exec(0);
+        let node = cluster.node_of(exec).unwrap().id;
+        let ring = cluster
+            .key_ring(exec, &cluster.node_secret_path(node))
+            .unwrap();
+        let push = plumb_wire::Message::Push {
+            event: 7,
+            payload: b"fired".to_vec(),
+        };
+        let mut out = Vec::new();
+        // u=1 r=0: one execution replica (r + 1) vouches for an event.
+        set.handle(
+            1,
+            Event::Receive(ring.seal(Principal::Client(1), &push).unwrap()),
+            &mut out,
+        );
+        assert_eq!(set.pushed, [(1, 7, b"fired".to_vec())]);
+        assert!(!out.iter().any(|a| matches!(a, Action::Pushed { .. })));
+
+        // The driver's host hands it to subscribers, naming the identity.
+        use plumb_runtime::Host;
+        let (tx, rx) = tokio::sync::broadcast::channel(4);
+        let mut events = crate::net::PushEvents::new(rx);
+        let backlog = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut host = crate::net::driver::GroupHost::new(vec![0, 1], backlog, tx);
+        host.after(&mut set, 2, &mut out);
+        let event = events.try_next().expect("delivered");
+        assert_eq!(
+            (event.client, event.event, &event.payload[..]),
+            (1, 7, &b"fired"[..])
+        );
+        assert!(set.pushed.is_empty());
+    }
+
+    #[test]
     fn frames_for_other_principals_are_counted_not_delivered() {
         let dir = tempfile::tempdir().unwrap();
         let mut set = ClientGroup::new(members(dir.path(), 1), &Recovered::default());
