@@ -68,6 +68,9 @@ impl Plumb {
         faulty: Option<(u16, &str)>,
     ) -> Result<Plumb, String> {
         let o = InitOptions {
+            // The sessions below speak the key-value store's operations, so the nodes must
+            // run it; `exe` must be a binary that registers it under this name (`plumb` does).
+            app: plumb_cluster::DEFAULT_APP.to_string(),
             u: shape.u,
             r: shape.r,
             base_port,

@@ -1,5 +1,13 @@
-//! The client's protocol core (seed 004 §5.3.4, §5.4.1, §5.5, §5.7.1, §6.4.2). See
-//! docs/protocol.md.
+//! The plumb client: call a replicated service from Rust.
+//!
+//! **To call a cluster, use [`net::Client`]** (async) or [`net::BlockingClient`] (module
+//! [`net`], feature `net`, on by default); docs/client.md walks through it. The rest of this
+//! crate is the client's pure protocol core, which those drive over TCP and the simulator
+//! drives over its simulated network (it builds this crate without `net`, so without tokio).
+//!
+//! # The protocol core
+//!
+//! Seed 004 §5.3.4, §5.4.1, §5.5, §5.7.1, §6.4.2; see docs/protocol.md.
 //!
 //! A correct client numbers its ordered requests 1, 2, 3, ... (CS1), has at most one
 //! outstanding (CS2), persists each before sending it (CS3) and resends it until it is answered
@@ -21,7 +29,13 @@
 //! events are delivered once `r + 1` execution replicas agree on them (`push.rs`). What the
 //! client keeps on disk is in `record.rs`.
 
+// Without `net` the crate documentation still names the network client it lacks.
+#![cfg_attr(not(feature = "net"), allow(rustdoc::broken_intra_doc_links))]
+
 mod learn;
+#[cfg(feature = "net")]
+#[warn(missing_docs)]
+pub mod net;
 mod push;
 mod read_only;
 mod record;
@@ -82,6 +96,9 @@ enum Outstanding {
 /// before the client tries its preferred quorum again.
 pub const ALL_AUTH_AFTER_RETRANSMIT: ReqNo = 1000;
 
+/// One client identity's protocol core: a [`Stage`] that turns submitted operations, frames and
+/// timer firings into sends, timers, record writes and completions. It does no I/O; a driver
+/// ([`net::Client`] over TCP, or the simulator) carries out its actions.
 pub struct Client {
     ctx: StageContext,
     cfg: Arc<ProtocolConfig>,

@@ -14,6 +14,11 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterFile {
+    /// The application the cluster replicates, by the name a node binary registers it under.
+    /// Files written before the field existed all ran the key-value store, so it defaults to
+    /// [`DEFAULT_APP`].
+    #[serde(default = "default_app")]
+    pub app: String,
     /// Failures of any kind tolerated while the service stays up.
     pub u: u16,
     /// Commission failures tolerated while every answer stays right.
@@ -29,6 +34,23 @@ pub struct ClusterFile {
     /// Client identities for command-line tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cli_clients: Option<ClientRange>,
+}
+
+/// The application of a cluster file that names none: the key-value store, which every
+/// cluster ran before the file named its application.
+pub const DEFAULT_APP: &str = "kv";
+
+fn default_app() -> String {
+    DEFAULT_APP.to_string()
+}
+
+/// Whether `name` can name an application: what an operator can type and a file name can hold.
+pub fn valid_app_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Protocol parameters; each one left out keeps its default.
@@ -174,6 +196,15 @@ fn protocol(
 }
 
 pub(crate) fn validate(path: &Path, file: ClusterFile) -> Result<Cluster, ClusterError> {
+    if !valid_app_name(&file.app) {
+        return Err(ClusterError::new(
+            path,
+            format!(
+                "field `app`: {:?} is not an application name (letters, digits, `-` and `_`, at most 64)",
+                file.app
+            ),
+        ));
+    }
     let faults = Faults::new(file.u, file.r);
     if file.nodes.is_empty() {
         return Err(ClusterError::new(path, "no [[node]] entries"));
@@ -313,6 +344,7 @@ pub(crate) fn validate(path: &Path, file: ClusterFile) -> Result<Cluster, Cluste
     };
     Ok(Cluster {
         path: path.to_path_buf(),
+        app: file.app,
         protocol: Arc::new(protocol),
         nodes,
         directory: Arc::new(directory),

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug)]
 pub struct InitOptions {
+    /// The application the cluster replicates (`app` in the file).
+    pub app: String,
     pub u: u16,
     pub r: u16,
     /// One host name or address per node; empty means every node on 127.0.0.1.
@@ -29,6 +31,7 @@ pub struct InitOptions {
 impl Default for InitOptions {
     fn default() -> InitOptions {
         InitOptions {
+            app: crate::DEFAULT_APP.to_string(),
             u: 1,
             r: 1,
             hosts: Vec::new(),
@@ -138,6 +141,7 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
         });
     }
     let file = ClusterFile {
+        app: o.app.clone(),
         u: o.u,
         r: o.r,
         protocol: Default::default(),
@@ -166,8 +170,8 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
     let text = toml::to_string(&file)
         .map_err(|e| ClusterError::new(&path, format!("cannot encode: {e}")))?;
     let header = format!(
-        "# plumb cluster: u={} (failures tolerated while up), r={} (commission failures tolerated while right).\n# Field-by-field reference: docs/operations.md. Secret keys are in keys/ beside this file.\n\n",
-        o.u, o.r
+        "# plumb cluster replicating the application {:?}: u={} (failures tolerated while up), r={} (commission failures tolerated while right).\n# Field-by-field reference: docs/operations.md. Secret keys are in keys/ beside this file.\n\n",
+        o.app, o.u, o.r
     );
     std::fs::write(&path, header + &text)
         .map_err(|e| ClusterError::new(&path, format!("cannot write: {e}")))?;
@@ -240,5 +244,20 @@ mod tests {
             c.key_ring(n.principals[0], &c.node_secret_path(n.id))
                 .unwrap();
         }
+    }
+
+    #[test]
+    fn the_file_names_its_application_and_older_files_mean_the_key_value_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = InitOptions {
+            app: "counter".to_string(),
+            ..InitOptions::default()
+        };
+        let path = init(dir.path(), &o).unwrap();
+        assert_eq!(Cluster::load(&path).unwrap().app, "counter");
+        // A file written before `app` existed: every such cluster ran the key-value store.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replacen("app = \"counter\"\n", "", 1)).unwrap();
+        assert_eq!(Cluster::load(&path).unwrap().app, crate::DEFAULT_APP);
     }
 }

@@ -6,6 +6,9 @@
 //! `keys/` beside the configuration; only public keys are distributed (pairwise MAC keys come
 //! from X25519 agreement). `docs/operations.md` documents the format field by field.
 //!
+//! The file also names the application the cluster replicates (`app = "kv"`); a node binary
+//! runs only the applications it was built with and refuses any other by name.
+//!
 //! A node hosting a role is that role's replica number *k*, where *k* is the node's rank among
 //! the nodes that have the role, in the order the file lists them. Each role principal has
 //! its own identity, derived from the node's secret and the principal's label.
@@ -14,7 +17,10 @@ mod file;
 mod init;
 mod keys;
 
-pub use file::{ClientRange, ClusterFile, GatewayEntry, NodeEntry, ProtocolOverrides, RoleName};
+pub use file::{
+    valid_app_name, ClientRange, ClusterFile, GatewayEntry, NodeEntry, ProtocolOverrides, RoleName,
+    DEFAULT_APP,
+};
 pub use init::{init, InitOptions};
 pub use keys::{identity_for, public_from_hex, public_to_hex, read_secret, write_secret};
 
@@ -81,6 +87,9 @@ pub struct Gateway {
 pub struct Cluster {
     /// The configuration file it was read from; key files are relative to its directory.
     pub path: PathBuf,
+    /// The application every execution replica runs, by the name node binaries register it
+    /// under (`app = "..."` in the file, [`DEFAULT_APP`] if absent).
+    pub app: String,
     pub protocol: Arc<ProtocolConfig>,
     pub nodes: Vec<Node>,
     /// Public identity of every principal: replicas and clients.

@@ -74,3 +74,18 @@ fn missing_or_wrong_key_files_are_explained() {
         .to_string();
     assert!(e.contains("plumb init"), "{e}");
 }
+
+#[test]
+fn an_application_name_that_cannot_be_one_is_refused() {
+    let (_d, path, text) = fresh();
+    assert!(
+        text.starts_with('#') && text.contains("\napp = \"kv\"\n"),
+        "{text}"
+    );
+    let e = error_for(
+        &path,
+        &text.replacen("app = \"kv\"", "app = \"my app!\"", 1),
+    );
+    assert!(e.contains("field `app`"), "{e}");
+    assert!(e.contains("my app!"), "{e}");
+}

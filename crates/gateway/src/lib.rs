@@ -2,7 +2,6 @@
 //! clients: [`pool`] runs library clients, [`resp_server`] speaks RESP to Redis clients and
 //! turns their commands into replicated key-value operations.
 
-mod clients;
 pub mod pool;
 
 pub use pool::Pool;

@@ -1,51 +1,41 @@
 //! A pool of library clients over TCP: the client side of plumb for a process that serves many
 //! callers (the gateway, `plumb bench`) or one (`plumb kv`).
 //!
-//! Every client identity of the pool runs the pure client core, all of them on one thread as
-//! one stage ([`Clients`]) with one durable store, so the group commit of the stage runner
-//! covers every client's outstanding request (CS3) with one `fdatasync`. Callers queue
-//! operations; a free client takes the oldest, so callers are served in arrival order and
-//! every client keeps one request outstanding at most (CS2). The clients share one TCP link
-//! per node; replies find their client by the envelope's receiver.
+//! The pool is a [`plumb_client::net::Client`] with many identities: every identity runs the
+//! pure client core, all of them on one thread as one stage with one durable store, so the
+//! group commit covers every identity's outstanding request (CS3) with one `fdatasync`.
+//! Callers queue operations; a free identity takes the oldest, so callers are served in
+//! arrival order and every identity keeps one request outstanding at most (CS2). The
+//! identities share one TCP link per node; replies find their identity by the envelope's
+//! receiver. What the pool adds is how it picks its store: one for all identities, or the
+//! first identity whose store no other process holds, and adopting the stores of earlier
+//! versions.
 
-use crate::clients::{key_prefix, Clients};
+use plumb_client::net::{key_prefix, Client, ClientError, ClientOptions, Identity};
 use plumb_cluster::Cluster;
-use plumb_core::{Action, KeyRing, Micros, StageContext, StoreOp};
-use plumb_runtime::{
-    Greeting, Host, Item, Link, Mailbox, OnFrame, Outbox, QueueKey, Runner, StageShared,
-};
+use plumb_core::StoreOp;
 use plumb_storage::{Store, StoreError};
-use plumb_wire::{Envelope, Message, Principal};
-use std::collections::{HashMap, VecDeque};
+use plumb_wire::Principal;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use tokio::sync::oneshot;
-
-/// Frames waiting from one node, and jobs waiting for the client thread.
-const QUEUE: usize = 1 << 16;
-const LINK_QUEUE: usize = 1 << 16;
-
-/// An operation waiting for a client.
-pub struct Job {
-    op: Vec<u8>,
-    read_only: bool,
-    reply: oneshot::Sender<Vec<u8>>,
-}
 
 pub struct Pool {
-    mailbox: Arc<Mailbox<Job>>,
-    backlog: Arc<AtomicUsize>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    client: Client,
     pub clients: Vec<u32>,
 }
 
+/// Why a pool call failed: the pool stopped, or the client refused the operation (it is too
+/// large for a request).
 #[derive(Debug)]
-pub struct PoolClosed;
+pub struct PoolError(pub ClientError);
 
-impl std::fmt::Display for PoolClosed {
+impl std::fmt::Display for PoolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the client pool stopped before the operation completed")
+        match &self.0 {
+            ClientError::Closed => {
+                f.write_str("the client pool stopped before the operation completed")
+            }
+            other => other.fmt(f),
+        }
     }
 }
 
@@ -95,108 +85,42 @@ impl Pool {
             return Err("a client pool needs at least one client identity".into());
         }
         adopt_per_client_stores(&ids, dir, &mut store, &mut recovered)?;
-        let mut members = Vec::new();
-        for &c in &ids {
-            use rand::RngCore;
-            let p = Principal::Client(c);
-            let ring = cluster
-                .key_ring(p, &cluster.client_secret_path(c))
-                .map_err(|e| e.to_string())?;
-            members.push((
-                c,
-                StageContext {
-                    config: cluster.protocol.clone(),
-                    keys: ring,
-                    seed: rand::rngs::OsRng.next_u64(),
-                },
-            ));
-        }
-        let rings: Arc<Vec<KeyRing>> =
-            Arc::new(members.iter().map(|(_, x)| x.keys.clone()).collect());
-        let stage = Clients::new(members, &recovered);
-        let mailbox: Arc<Mailbox<Job>> = Arc::new(Mailbox::new(QUEUE, QUEUE));
-        let inbox = mailbox.clone();
-        let on_frame: OnFrame = Arc::new(move |frame: Vec<u8>| {
-            if let Ok(env) = Envelope::parse(&frame) {
-                inbox.push(QueueKey::Peer(env.sender), Item::Frame(frame));
-            }
-        });
-        let mut links = HashMap::new();
-        let mut node_of = HashMap::new();
-        for n in &cluster.nodes {
-            // Greet one principal of the node for every client, on every (re)connection, so
-            // the node sends each client's replies back over this link.
-            let greeting: Option<Greeting> = n.principals.first().map(|&to| {
-                let rings = rings.clone();
-                Arc::new(move || {
-                    rings
-                        .iter()
-                        .filter_map(|r| r.seal(to, &Message::Hello))
-                        .collect()
-                }) as Greeting
-            });
-            links.insert(
-                n.id,
-                Link::dial(n.address, LINK_QUEUE, on_frame.clone(), greeting),
-            );
-            for p in &n.principals {
-                node_of.insert(*p, n.id);
-            }
-        }
-        let backlog = Arc::new(AtomicUsize::new(0));
-        let host = PoolHost {
-            waiting: (0..stage.member_count()).map(|_| None).collect(),
-            free: (0..stage.member_count()).rev().collect(),
-            jobs: VecDeque::new(),
-            backlog: backlog.clone(),
+        let identities = ids
+            .iter()
+            .map(|&c| Identity::issued(cluster, c))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        // No time limit: a caller that gives up drops its future (the gateway when its Redis
+        // connection closes, `plumb kv` on its own timeout).
+        let options = ClientOptions {
+            op_timeout: None,
+            ..ClientOptions::default()
         };
-        let runner = Runner::new(
-            stage,
-            store,
-            mailbox.clone(),
-            Arc::new(Links { links, node_of }),
-            host,
-            StageShared::new(Principal::Client(ids[0])),
-        );
-        let thread = runner
-            .spawn(format!("plumb-clients-{}", Principal::Client(ids[0])))
-            .map_err(|e| format!("cannot start the client thread: {e}"))?;
+        let client = Client::start_with_store(cluster, &identities, store, recovered, &options)
+            .map_err(|e| e.to_string())?;
         Ok(Pool {
-            mailbox,
-            backlog,
-            thread: Some(thread),
+            client,
             clients: ids,
         })
     }
 
     /// Run `op` (a key-value operation's bytes) and wait for the result the cluster agreed on.
-    pub async fn call(&self, op: Vec<u8>, read_only: bool) -> Result<Vec<u8>, PoolClosed> {
-        let (tx, rx) = oneshot::channel();
-        let job = Job {
-            op,
-            read_only,
-            reply: tx,
+    pub async fn call(&self, op: Vec<u8>, read_only: bool) -> Result<Vec<u8>, PoolError> {
+        let answer = if read_only {
+            self.client.invoke_read_only(op).await
+        } else {
+            self.client.invoke(op).await
         };
-        self.mailbox.push(QueueKey::Local, Item::Job(job));
-        rx.await.map_err(|_| PoolClosed)
+        answer.map_err(PoolError)
     }
 
     /// Operations waiting for a free client.
     pub fn backlog(&self) -> usize {
-        self.backlog.load(Ordering::Relaxed)
+        self.client.backlog()
     }
 
     /// Stop the client thread once it has made everything it wrote durable (also on drop).
     pub fn stop(self) {}
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        self.mailbox.close();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 /// Earlier versions kept each client identity in a store of its own, `dir/c<id>`. Copy what
@@ -249,81 +173,6 @@ fn adopt_per_client_stores(
             .map_err(|e| format!("cannot remove {}: {e}", old_dir.display()))?;
     }
     Ok(())
-}
-
-struct Links {
-    links: HashMap<u16, Link>,
-    node_of: HashMap<Principal, u16>,
-}
-
-impl Outbox for Links {
-    fn send(&self, _from: Principal, to: Principal, frame: Vec<u8>) {
-        if let Some(link) = self.node_of.get(&to).and_then(|n| self.links.get(n)) {
-            link.send(frame);
-        }
-    }
-}
-
-struct PoolHost {
-    /// Per member: the caller waiting for its outstanding operation.
-    waiting: Vec<Option<oneshot::Sender<Vec<u8>>>>,
-    /// Members that may be free (checked again when taken).
-    free: Vec<usize>,
-    /// Operations waiting for a free member, oldest first.
-    jobs: VecDeque<Job>,
-    backlog: Arc<AtomicUsize>,
-}
-
-impl PoolHost {
-    /// Give waiting operations to free members, oldest first.
-    fn dispatch(&mut self, clients: &mut Clients, now: Micros, out: &mut Vec<Action>) {
-        while let Some(job) = self.jobs.pop_front() {
-            if job.reply.is_closed() {
-                continue; // the caller went away (its connection closed) before a client was free
-            }
-            let member = loop {
-                match self.free.pop() {
-                    // A member whose request recovered from disk is still outstanding is not
-                    // free; it comes back when that request completes.
-                    Some(i) if self.waiting[i].is_none() && clients.is_free(i) => break Some(i),
-                    Some(_) => continue,
-                    None => break None,
-                }
-            };
-            let Some(i) = member else {
-                self.jobs.push_front(job);
-                break;
-            };
-            if clients.submit(i, now, job.op, job.read_only, out).is_ok() {
-                self.waiting[i] = Some(job.reply);
-            } else {
-                self.free.push(i);
-            }
-        }
-        self.backlog.store(self.jobs.len(), Ordering::Relaxed);
-    }
-}
-
-impl Host<Clients> for PoolHost {
-    type Job = Job;
-
-    fn job(&mut self, clients: &mut Clients, now: Micros, job: Job, out: &mut Vec<Action>) {
-        self.jobs.push_back(job);
-        self.dispatch(clients, now, out);
-    }
-
-    fn after(&mut self, clients: &mut Clients, now: Micros, out: &mut Vec<Action>) {
-        if clients.completed.is_empty() && self.jobs.is_empty() {
-            return;
-        }
-        for (i, result) in std::mem::take(&mut clients.completed) {
-            if let Some(tx) = self.waiting[i].take() {
-                let _ = tx.send(result);
-            }
-            self.free.push(i);
-        }
-        self.dispatch(clients, now, out);
-    }
 }
 
 #[cfg(test)]

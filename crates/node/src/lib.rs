@@ -1,24 +1,28 @@
 //! A plumb node process: the stages of the roles the configuration gives this node, each on its
 //! own thread with its own durable store, connected to the other nodes and to clients over TCP.
 //!
+//! The node does not know any application: its execution replica runs the one the cluster
+//! file names (`app = "..."`), looked up in the [`Apps`] the binary registered. A binary
+//! without that application refuses to start and says which it has.
+//!
 //! Data directory layout: one store per role principal, `<data>/<principal>/` (for example
 //! `a0/`, `o0/`, `e0/`), each a checksummed log (crate `plumb-storage`).
 
 #[cfg(feature = "adversary")]
 mod adversary;
+mod apps;
 mod flood;
 mod peers;
 mod router;
 mod status;
 
+pub use apps::Apps;
 pub use status::Status;
 
 use futures_util::{SinkExt, StreamExt};
 use plumb_auth::AuthReplica;
 use plumb_cluster::Cluster;
 use plumb_core::{Stage, StageContext};
-use plumb_exec::ExecReplica;
-use plumb_kv::KvStore;
 use plumb_order::OrderReplica;
 use plumb_runtime::{admin, handshake, link, Link, Mailbox, OnFrame, Runner, StageShared};
 use plumb_storage::Store;
@@ -39,10 +43,14 @@ const CLIENT_QUEUE: usize = 8192;
 /// Frames waiting for an outgoing link or a client connection.
 const LINK_QUEUE: usize = 8192;
 
+/// A node started by [`start`]: its stage threads run until [`RunningNode::stop`].
 pub struct RunningNode {
     mailboxes: Vec<Arc<Mailbox<()>>>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    /// Where peers and clients connect (the configured address, with the port the OS chose
+    /// if the file gave port 0).
     pub address: SocketAddr,
+    /// Where the admin HTTP endpoint (`/status`, `/metrics`) listens.
     pub admin: SocketAddr,
 }
 
@@ -116,10 +124,17 @@ pub fn init_stores(cluster: &Cluster) -> Result<(), String> {
     Ok(())
 }
 
-/// Start node `id` of `cluster` with its stores under `data`. Must run inside a tokio
-/// runtime. Errors say what was wrong and what to do.
-pub async fn start(cluster: &Cluster, id: u16, data: &Path) -> Result<RunningNode, String> {
-    start_faulty(cluster, id, data, None).await
+/// Start node `id` of `cluster` with its stores under `data`, its execution replica (if it
+/// has one) running the application the cluster file names, taken from `apps`. Must run
+/// inside a tokio runtime. Errors say what was wrong and what to do; a cluster whose
+/// application `apps` lacks is refused before anything is opened.
+pub async fn start(
+    cluster: &Cluster,
+    id: u16,
+    data: &Path,
+    apps: &Apps,
+) -> Result<RunningNode, String> {
+    start_faulty(cluster, id, data, apps, None).await
 }
 
 /// `start`, acting out `attack` if given (test builds only).
@@ -127,8 +142,12 @@ pub async fn start_faulty(
     cluster: &Cluster,
     id: u16,
     data: &Path,
+    apps: &Apps,
     attack: Option<Attack>,
 ) -> Result<RunningNode, String> {
+    let app = apps
+        .launcher(cluster)
+        .map_err(|e| format!("node {id}: {e}"))?;
     let node = cluster.node(id).ok_or_else(|| {
         let ids: Vec<String> = cluster.nodes.iter().map(|n| n.id.to_string()).collect();
         format!(
@@ -269,6 +288,7 @@ pub async fn start_faulty(
     let observed = Arc::new(Observed {
         status: Mutex::new(Status {
             node: id,
+            app: cluster.app.clone(),
             principals: node.principals.iter().map(|p| p.to_string()).collect(),
             u: cluster.faults().u,
             r: cluster.faults().r,
@@ -337,9 +357,15 @@ pub async fn start_faulty(
                 spawn(replica, store, mailbox, outbox, host, shared, name)
             }
             Principal::Exec(_) => {
-                let replica = ExecReplica::new(ctx, KvStore::new(), recovered);
-                observed.recovered_exec(replica.next_seq().saturating_sub(1));
-                spawn(replica, store, mailbox, outbox, host, shared, name)
+                let thread = apps::StageThread {
+                    store,
+                    mailbox,
+                    outbox,
+                    host,
+                    shared,
+                    name,
+                };
+                app.launch(ctx, recovered, thread, &observed)
             }
             Principal::Client(_) => continue,
         };

@@ -17,6 +17,8 @@ use std::time::Instant;
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Status {
     pub node: u16,
+    /// The application the node's execution replica runs (the cluster file's `app`).
+    pub app: String,
     pub principals: Vec<String>,
     pub u: u16,
     pub r: u16,

@@ -1,8 +1,8 @@
 //! `plumb bench`: measure plumb (and, with `compare`, etcd, ZooKeeper and Redis) on this
 //! machine with the same load generator, and print, write and draw what it measured.
 
-use crate::cluster_cmd::{runtime, terminated};
 use clap::{Args, Subcommand};
+use plumb::cli::{runtime, terminated};
 use plumb_bench::chart;
 use plumb_bench::load::Load;
 use plumb_bench::plumb::PlumbShape;

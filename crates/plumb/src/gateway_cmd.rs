@@ -1,7 +1,8 @@
 //! `plumb gateway`: serve Redis clients through a pool of library clients.
 
-use crate::cluster_cmd::{runtime, terminated, ConfigArg};
+use crate::kv_app::refuse_other_apps;
 use clap::Args;
+use plumb::cli::{runtime, terminated, ConfigArg};
 use plumb_gateway::{GatewayStats, Pool, RespServer};
 use plumb_resp::ServerInfo;
 use plumb_runtime::admin;
@@ -17,7 +18,7 @@ pub struct GatewayArgs {
 }
 
 pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
-    let cluster = match a.config.load() {
+    let cluster = match a.config.load().and_then(refuse_other_apps) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("plumb gateway: {e}");

@@ -1,5 +1,7 @@
-//! The `plumb` command: `sim` runs the deterministic simulator (crates/sim); `init`, `node`,
-//! `status`, `kv` run and use a real cluster.
+//! The `plumb` command: the key-value store's binary. `up`, `init`, `node` and `status` come
+//! from the library's command line ([`plumb::cli`]) with the store registered as application
+//! `kv`; `gateway` and `kv` speak the store's operations; `sim` runs the deterministic
+//! simulator (crates/sim) and `bench` measures clusters.
 
 /// `println!` that ignores a closed stdout (`plumb sim ... | head`) instead of panicking.
 macro_rules! out {
@@ -10,10 +12,10 @@ macro_rules! out {
 }
 
 mod bench_cmd;
-mod cluster_cmd;
 mod gateway_cmd;
+mod kv_app;
+mod kv_cmd;
 mod sim;
-mod up;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -34,18 +36,13 @@ enum Command {
     /// Run seeded whole-cluster simulations under faults and check every safety and liveness
     /// property; replay a failing seed with --seed.
     Sim(sim::SimArgs),
-    /// Start a local cluster (u=1, r=1 by default: four nodes) and the Redis gateway; Ctrl-C stops it.
-    Up(up::UpArgs),
+    /// `up`, `init`, `node`, `status`: what every application's binary has.
+    #[command(flatten)]
+    Cluster(plumb::cli::Command),
     /// Serve unmodified Redis clients (redis-cli, redis-benchmark) through the replicated store.
     Gateway(gateway_cmd::GatewayArgs),
-    /// Write a cluster configuration and key files for given u, r and hosts.
-    Init(cluster_cmd::InitArgs),
-    /// Run one node of a cluster (the roles the configuration gives it).
-    Node(cluster_cmd::NodeArgs),
-    /// Show every node's view, primary, last committed and executed batch, stable checkpoint.
-    Status(cluster_cmd::StatusArgs),
     /// Read and write the replicated key-value store.
-    Kv(cluster_cmd::KvArgs),
+    Kv(kv_cmd::KvArgs),
     /// Measure throughput and latency on a fresh local cluster; `compare` also measures etcd,
     /// ZooKeeper and Redis in the same run, `matrix` every (u, r) shape.
     Bench(Box<bench_cmd::BenchArgs>),
@@ -55,12 +52,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Sim(args) => sim::run(args),
-        Command::Up(args) => up::up_cmd(args),
+        Command::Cluster(command) => kv_app::cli().execute(command),
         Command::Gateway(args) => gateway_cmd::gateway_cmd(args),
-        Command::Init(args) => cluster_cmd::init_cmd(args),
-        Command::Node(args) => cluster_cmd::node_cmd(args),
-        Command::Status(args) => cluster_cmd::status_cmd(args),
-        Command::Kv(args) => cluster_cmd::kv_cmd(args),
+        Command::Kv(args) => kv_cmd::kv_cmd(args),
         Command::Bench(args) => bench_cmd::bench_cmd(*args),
     }
 }

@@ -1,12 +1,14 @@
-//! A pool's client identities as one stage: one thread, one store and one sync per group for
+//! A driver's client identities as one stage: one thread, one store and one sync per group for
 //! all of them, instead of a thread, a file and an `fdatasync` per identity and request.
 //!
 //! Each member is an unchanged pure [`Client`]; this wrapper only routes events to the member
 //! they are for and renames what members leave behind so they cannot collide: store keys get
 //! the member's principal as a prefix (`c7/client/out`), timer ids are spread over disjoint
-//! ranges, and completions are kept for the host with the member they belong to.
+//! ranges, and completions and push events are kept for the host with the member they belong
+//! to. A driver with a single identity runs a group of one, so its record has the same layout
+//! as a pool member's and either can take over the other's store.
 
-use plumb_client::{Client, ClientBusy};
+use crate::{Client, ClientBusy};
 use plumb_core::{
     Action, Counters, Event, Micros, Recovered, Stage, StageContext, StoreOp, TimerId,
 };
@@ -18,53 +20,54 @@ const TIMER_SPACE: u32 = 1 << 8;
 /// How often (in stage time) the members' counters are summed for the process to read.
 const COUNT_EVERY: Micros = 100_000;
 
-pub struct Clients {
+pub(crate) struct ClientGroup {
     members: Vec<Client>,
     ids: Vec<u32>,
     by_id: HashMap<u32, usize>,
     /// `(member, result)` of operations completed since the host last took them.
-    pub completed: Vec<(usize, Vec<u8>)>,
+    pub(crate) completed: Vec<(usize, Vec<u8>)>,
+    /// `(member, event id, payload)` of push events delivered since the host last took them.
+    pub(crate) pushed: Vec<(usize, u64, Vec<u8>)>,
     counters: Counters,
     counted_at: Micros,
     scratch: Vec<Action>,
 }
 
-/// The store key prefix of client `c`'s records.
+/// The prefix of client `c`'s record keys in a client store (`c7/`): one store holds the
+/// records of every identity a client runs, and a driver that moves records into such a store
+/// (the gateway adopting an older layout) must put them under this prefix.
 pub fn key_prefix(c: u32) -> String {
     format!("{}/", Principal::Client(c))
 }
 
-impl Clients {
+impl ClientGroup {
     /// `members`: each identity's context. `recovered`: what the shared store held; each
     /// member gets the records under its prefix, with the prefix taken off.
-    pub fn new(members: Vec<(u32, StageContext)>, recovered: &Recovered) -> Clients {
+    pub(crate) fn new(members: Vec<(u32, StageContext)>, recovered: &Recovered) -> ClientGroup {
         let ids: Vec<u32> = members.iter().map(|(c, _)| *c).collect();
         let members = members
             .into_iter()
             .map(|(c, ctx)| Client::new(ctx, member_records(recovered, c)))
             .collect();
-        Clients {
+        ClientGroup {
             by_id: ids.iter().enumerate().map(|(i, c)| (*c, i)).collect(),
             ids,
             members,
             completed: Vec::new(),
+            pushed: Vec::new(),
             counters: Counters::default(),
             counted_at: 0,
             scratch: Vec::new(),
         }
     }
 
-    pub fn member_count(&self) -> usize {
-        self.members.len()
-    }
-
     /// Member `i` has nothing outstanding (a request recovered from its store counts).
-    pub fn is_free(&self, i: usize) -> bool {
+    pub(crate) fn is_free(&self, i: usize) -> bool {
         !self.members[i].outstanding()
     }
 
     /// Issue `op` as member `i`.
-    pub fn submit(
+    pub(crate) fn submit(
         &mut self,
         i: usize,
         now: Micros,
@@ -115,6 +118,10 @@ impl Clients {
                     self.completed.push((i, result));
                     continue;
                 }
+                Action::Pushed { event, payload } => {
+                    self.pushed.push((i, event, payload));
+                    continue;
+                }
                 other => other,
             });
         }
@@ -138,7 +145,7 @@ fn member_records(recovered: &Recovered, c: u32) -> Recovered {
     }
 }
 
-impl Stage for Clients {
+impl Stage for ClientGroup {
     fn principal(&self) -> Principal {
         Principal::Client(self.ids.first().copied().unwrap_or(0))
     }
@@ -227,7 +234,12 @@ mod tests {
     /// Every execution replica tells every member it executed nothing for it: what a fresh
     /// member waits for before its first request (it cannot tell a first start from a lost
     /// disk).
-    fn answer_last_request(cluster: &Cluster, set: &mut Clients, n: u32, out: &mut Vec<Action>) {
+    fn answer_last_request(
+        cluster: &Cluster,
+        set: &mut ClientGroup,
+        n: u32,
+        out: &mut Vec<Action>,
+    ) {
         for e in 0..cluster.quorums().exec as u16 {
             let p = Principal::Exec(e);
             let node = cluster.node_of(p).unwrap().id;
@@ -259,7 +271,7 @@ mod tests {
     fn members_keep_their_records_and_timers_apart_and_recover_them() {
         let dir = tempfile::tempdir().unwrap();
         let (cluster, pool) = setup(dir.path(), 2);
-        let mut set = Clients::new(pool, &Recovered::default());
+        let mut set = ClientGroup::new(pool, &Recovered::default());
         let mut out = Vec::new();
         set.handle(1, Event::Start, &mut out);
         out.clear();
@@ -292,14 +304,53 @@ mod tests {
             corrupt: Vec::new(),
         };
         let dir2 = tempfile::tempdir().unwrap();
-        let again = Clients::new(members(dir2.path(), 3), &recovered);
+        let again = ClientGroup::new(members(dir2.path(), 3), &recovered);
         assert!(!again.is_free(0) && !again.is_free(1) && again.is_free(2));
+    }
+
+    #[test]
+    fn push_events_are_kept_with_the_member_they_are_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cluster, pool) = setup(dir.path(), 2);
+        let mut set = ClientGroup::new(pool, &Recovered::default());
+        let exec = Principal::Exec(0);
+        let node = cluster.node_of(exec).unwrap().id;
+        let ring = cluster
+            .key_ring(exec, &cluster.node_secret_path(node))
+            .unwrap();
+        let push = plumb_wire::Message::Push {
+            event: 7,
+            payload: b"fired".to_vec(),
+        };
+        let mut out = Vec::new();
+        // u=1 r=0: one execution replica (r + 1) vouches for an event.
+        set.handle(
+            1,
+            Event::Receive(ring.seal(Principal::Client(1), &push).unwrap()),
+            &mut out,
+        );
+        assert_eq!(set.pushed, [(1, 7, b"fired".to_vec())]);
+        assert!(!out.iter().any(|a| matches!(a, Action::Pushed { .. })));
+
+        // The driver's host hands it to subscribers, naming the identity.
+        use plumb_runtime::Host;
+        let (tx, rx) = tokio::sync::broadcast::channel(4);
+        let mut events = crate::net::PushEvents::new(rx);
+        let backlog = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut host = crate::net::driver::GroupHost::new(vec![0, 1], backlog, tx);
+        host.after(&mut set, 2, &mut out);
+        let event = events.try_next().expect("delivered");
+        assert_eq!(
+            (event.client, event.event, &event.payload[..]),
+            (1, 7, &b"fired"[..])
+        );
+        assert!(set.pushed.is_empty());
     }
 
     #[test]
     fn frames_for_other_principals_are_counted_not_delivered() {
         let dir = tempfile::tempdir().unwrap();
-        let mut set = Clients::new(members(dir.path(), 1), &Recovered::default());
+        let mut set = ClientGroup::new(members(dir.path(), 1), &Recovered::default());
         let mut out = Vec::new();
         set.handle(1, Event::Receive(b"not an envelope".to_vec()), &mut out);
         set.handle(

@@ -1,8 +1,9 @@
-//! `plumb up`: a whole cluster on this machine, one OS process per node plus the gateway, with
-//! progress while it starts, where to connect, a live one-line summary, and a clean stop on
-//! Ctrl-C or SIGTERM.
+//! `up`: a whole cluster on this machine, one OS process per node plus the application's front
+//! end (the key-value store's gateway), with progress while it starts, where to connect, a
+//! live one-line summary, and a clean stop on Ctrl-C or SIGTERM. Every process is this same
+//! binary, so the nodes have the applications it registers.
 
-use crate::cluster_cmd::{fetch_status, runtime, terminated, DEFAULT_DIR};
+use super::{fetch_status, runtime, terminated, Cli, FrontEnd, DEFAULT_DIR};
 use clap::Args;
 use plumb_cluster::{init, Cluster, InitOptions};
 use std::fs::OpenOptions;
@@ -11,8 +12,12 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+/// Arguments of `up`.
 #[derive(Args, Debug)]
 pub struct UpArgs {
+    /// The application a new cluster replicates [default: the binary's first; for plumb, kv].
+    #[arg(long)]
+    app: Option<String>,
     /// Failures tolerated while up [default: 1, or what the directory's cluster was made with].
     #[arg(long)]
     u: Option<u16>,
@@ -43,7 +48,7 @@ struct Proc {
 impl Proc {
     fn spawn(&mut self) -> Result<(), String> {
         let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find the plumb executable: {e}"))?;
+            .map_err(|e| format!("cannot find this program's executable: {e}"))?;
         let log = OpenOptions::new()
             .create(true)
             .append(true)
@@ -93,10 +98,15 @@ impl Proc {
     }
 }
 
-fn prepare(a: &UpArgs) -> Result<Cluster, String> {
+fn prepare(cli: &Cli, a: &UpArgs) -> Result<Cluster, String> {
     let path = a.dir.join("cluster.toml");
     if !path.exists() {
-        let mut o = InitOptions::default();
+        let app = cli.chosen_app(a.app.as_deref())?;
+        let mut o = InitOptions {
+            gateway_clients: cli.default_gateway_clients(&app),
+            app,
+            ..InitOptions::default()
+        };
         o.u = a.u.unwrap_or(o.u);
         o.r = a.r.unwrap_or(o.r);
         o.resp_port = a.resp_port.unwrap_or(o.resp_port);
@@ -105,9 +115,11 @@ fn prepare(a: &UpArgs) -> Result<Cluster, String> {
         let cluster = Cluster::load(&path).map_err(|e| e.to_string())?;
         plumb_node::init_stores(&cluster)?;
         out!(
-            "plumb up: new u={} r={} cluster in {}",
+            "{} up: new u={} r={} cluster of {:?} in {}",
+            cli.bin,
             o.u,
             o.r,
+            o.app,
             a.dir.display()
         );
     }
@@ -116,6 +128,10 @@ fn prepare(a: &UpArgs) -> Result<Cluster, String> {
     let gw_port = cluster.gateway.as_ref().map(|g| g.resp.port());
     let base = cluster.nodes.first().map(|n| n.address.port());
     let clashes = [
+        (
+            "--app",
+            a.app.as_ref().is_some_and(|app| *app != cluster.app),
+        ),
         ("--u", a.u.is_some_and(|u| u != f.u)),
         ("--r", a.r.is_some_and(|r| r != f.r)),
         (
@@ -126,32 +142,33 @@ fn prepare(a: &UpArgs) -> Result<Cluster, String> {
     ];
     if let Some((flag, _)) = clashes.iter().find(|(_, c)| *c) {
         return Err(format!(
-            "{} holds an existing u={} r={} cluster that {flag} does not match; use another --dir for a new cluster, or drop the flag to reuse this one",
+            "{} holds an existing u={} r={} cluster of {:?} that {flag} does not match; use another --dir for a new cluster, or drop the flag to reuse this one",
             a.dir.display(),
             f.u,
-            f.r
+            f.r,
+            cluster.app
         ));
     }
-    if cluster.gateway.is_none() {
-        return Err(format!(
-            "{}: the configuration has no [gateway] section",
-            path.display()
-        ));
+    cli.apps.check(&cluster)?;
+    if let Some(front_end) = cli.front_ends.get(&cluster.app) {
+        (front_end.address)(&cluster)?;
     }
     Ok(cluster)
 }
 
-pub fn up_cmd(a: UpArgs) -> ExitCode {
-    let cluster = match prepare(&a) {
+pub(crate) fn up_cmd(cli: &Cli, a: UpArgs) -> ExitCode {
+    let bin = cli.bin;
+    let cluster = match prepare(cli, &a) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("plumb up: {e}");
+            eprintln!("{bin} up: {e}");
             return ExitCode::from(2);
         }
     };
+    let front_end = cli.front_ends.get(&cluster.app);
     let logs = a.dir.join("logs");
     if let Err(e) = std::fs::create_dir_all(&logs) {
-        eprintln!("plumb up: cannot create {}: {e}", logs.display());
+        eprintln!("{bin} up: cannot create {}: {e}", logs.display());
         return ExitCode::from(2);
     }
     let config = cluster.path.to_string_lossy().to_string();
@@ -171,14 +188,18 @@ pub fn up_cmd(a: UpArgs) -> ExitCode {
             child: None,
         })
         .collect();
-    procs.push(Proc {
-        name: "gateway".into(),
-        args: vec!["gateway".into(), "--config".into(), config.clone()],
-        log: logs.join("gateway.log"),
-        child: None,
-    });
+    if let Some(f) = front_end {
+        let mut args = f.args.clone();
+        args.extend(["--config".to_string(), config.clone()]);
+        procs.push(Proc {
+            name: f.name.to_string(),
+            args,
+            log: logs.join(format!("{}.log", f.name)),
+            child: None,
+        });
+    }
     let rt = runtime();
-    let code = rt.block_on(run(&cluster, &a, &mut procs));
+    let code = rt.block_on(run(bin, &cluster, front_end, &a, &mut procs));
     for p in &procs {
         p.signal(libc::SIGTERM);
     }
@@ -190,13 +211,17 @@ pub fn up_cmd(a: UpArgs) -> ExitCode {
         p.signal(libc::SIGKILL);
     }
     out!(
-        "plumb up: stopped; the data stays in {} (run `plumb up` again to resume it)",
+        "{bin} up: stopped; the data stays in {} (run `{bin} up` again to resume it)",
         a.dir.display()
     );
     code
 }
 
-async fn started(cluster: &Cluster, procs: &mut [Proc]) -> Result<(), String> {
+async fn started(
+    cluster: &Cluster,
+    front_end: Option<&FrontEnd>,
+    procs: &mut [Proc],
+) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     for (i, n) in cluster.nodes.iter().enumerate() {
         print_flush(&format!("  {} ({}) ", procs[i].name, n.address));
@@ -219,10 +244,11 @@ async fn started(cluster: &Cluster, procs: &mut [Proc]) -> Result<(), String> {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    let gw = cluster.gateway.as_ref().map(|g| g.resp);
+    // `prepare` checked the front end's address.
+    let front = front_end.and_then(|f| Some((f.name, (f.address)(cluster).ok()?)));
     let last = procs.len() - 1;
-    if let Some(addr) = gw {
-        print_flush(&format!("  gateway ({addr}) "));
+    if let Some((name, addr)) = front {
+        print_flush(&format!("  {name} ({addr}) "));
         loop {
             if let Some(e) = procs[last].exited() {
                 out!("failed");
@@ -234,7 +260,7 @@ async fn started(cluster: &Cluster, procs: &mut [Proc]) -> Result<(), String> {
             }
             if Instant::now() > deadline {
                 return Err(format!(
-                    "the gateway did not come up in 30 s; its log: {}",
+                    "the {name} did not come up in 30 s; its log: {}",
                     procs[last].log.display()
                 ));
             }
@@ -250,26 +276,33 @@ fn print_flush(s: &str) {
     let _ = o.flush();
 }
 
-async fn run(cluster: &Cluster, a: &UpArgs, procs: &mut [Proc]) -> ExitCode {
+async fn run(
+    bin: &str,
+    cluster: &Cluster,
+    front_end: Option<&FrontEnd>,
+    a: &UpArgs,
+    procs: &mut [Proc],
+) -> ExitCode {
     let f = cluster.faults();
     out!(
-        "plumb up: starting a u={} r={} cluster of {} nodes and a gateway (logs in {})",
+        "{bin} up: starting a u={} r={} cluster of {} nodes replicating {:?}{} (logs in {})",
         f.u,
         f.r,
         cluster.nodes.len(),
+        cluster.app,
+        front_end.map_or(String::new(), |f| format!(" and a {}", f.name)),
         a.dir.join("logs").display()
     );
     for p in procs.iter_mut() {
         if let Err(e) = p.spawn() {
-            eprintln!("plumb up: {e}");
+            eprintln!("{bin} up: {e}");
             return ExitCode::from(2);
         }
     }
-    if let Err(e) = started(cluster, procs).await {
-        eprintln!("plumb up: {e}");
+    if let Err(e) = started(cluster, front_end, procs).await {
+        eprintln!("{bin} up: {e}");
         return ExitCode::from(1);
     }
-    let gw = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
     let admin0 = cluster
         .nodes
         .first()
@@ -277,9 +310,11 @@ async fn run(cluster: &Cluster, a: &UpArgs, procs: &mut [Proc]) -> ExitCode {
         .unwrap_or_default();
     out!("");
     out!("ready. Connect with:");
-    out!("  redis-cli -p {gw}                           # the replicated key-value store");
+    for hint in front_end.map(|f| (f.hints)(cluster)).unwrap_or_default() {
+        out!("  {hint}");
+    }
     out!("  curl http://{admin0}/status            # a node's state (/metrics for Prometheus)");
-    out!("  plumb status --config {}", cluster.path.display());
+    out!("  {bin} status --config {}", cluster.path.display());
     out!("Ctrl-C stops the cluster.");
     let tty = std::io::stdout().is_terminal();
     let mut last_line = Instant::now() - Duration::from_secs(60);
@@ -298,11 +333,11 @@ async fn run(cluster: &Cluster, a: &UpArgs, procs: &mut [Proc]) -> ExitCode {
                 if tty {
                     out!("");
                 }
-                out!("plumb up: {e}");
+                out!("{bin} up: {e}");
                 if a.restart {
-                    out!("plumb up: restarting {}", p.name);
+                    out!("{bin} up: restarting {}", p.name);
                     if let Err(e) = p.spawn() {
-                        eprintln!("plumb up: {e}");
+                        eprintln!("{bin} up: {e}");
                     }
                 }
             }

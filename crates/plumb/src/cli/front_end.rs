@@ -1,0 +1,25 @@
+//! A process `up` starts beside the nodes, through which clients reach the application.
+
+use plumb_cluster::Cluster;
+use std::net::SocketAddr;
+
+/// A front end of an application: a process of the same binary that clients connect to
+/// instead of speaking plumb's client protocol themselves (the key-value store's Redis
+/// gateway is one). `up` starts it after the nodes, waits until it accepts connections, and
+/// stops it with them.
+#[derive(Clone, Debug)]
+pub struct FrontEnd {
+    /// What `up` calls it in progress lines and errors, e.g. `"gateway"`.
+    pub name: &'static str,
+    /// The binary's arguments that run it, e.g. `["gateway"]`; `up` appends
+    /// `--config <cluster.toml>`.
+    pub args: Vec<String>,
+    /// Where it accepts connections, from the cluster file; an error says what the file
+    /// lacks for it (a missing section, say). `up` waits for this address to accept.
+    pub address: fn(&Cluster) -> Result<SocketAddr, String>,
+    /// Lines `up` prints under "ready. Connect with:", e.g. a `redis-cli` command.
+    pub hints: fn(&Cluster) -> Vec<String>,
+    /// Whether a new cluster file needs a `[gateway]` section with client identities of its
+    /// own for this front end (`init` and `up` then write one).
+    pub needs_gateway_section: bool,
+}

@@ -1,0 +1,55 @@
+//! The key-value store as the `plumb` binary's application: its name in cluster files, and the
+//! Redis gateway `plumb up` starts beside its nodes.
+
+use plumb::cli::{Cli, FrontEnd};
+use plumb_cluster::Cluster;
+use plumb_kv::KvStore;
+
+/// The key-value store's name in cluster files. It is the name a file without `app` means,
+/// because every cluster written before files named their application ran this store.
+pub const KV_APP: &str = plumb_cluster::DEFAULT_APP;
+
+/// The `plumb` binary's shared commands: the key-value store, with the gateway as its front end.
+pub fn cli() -> Cli {
+    Cli::new("plumb")
+        .app(KV_APP, KvStore::new)
+        .front_end(KV_APP, redis_gateway())
+}
+
+/// `plumb gateway --config FILE`, serving Redis clients on the file's `[gateway] resp`.
+fn redis_gateway() -> FrontEnd {
+    FrontEnd {
+        name: "gateway",
+        args: vec!["gateway".to_string()],
+        address: |cluster| {
+            cluster.gateway.as_ref().map(|g| g.resp).ok_or_else(|| {
+                format!(
+                    "{}: the configuration has no [gateway] section",
+                    cluster.path.display()
+                )
+            })
+        },
+        hints: |cluster| {
+            let port = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
+            vec![format!(
+                "redis-cli -p {port}                           # the replicated key-value store"
+            )]
+        },
+        needs_gateway_section: true,
+    }
+}
+
+/// `Ok(cluster)` if it replicates the key-value store; the commands that speak its operations
+/// (`plumb kv`, `plumb gateway`) refuse any other cluster rather than send it requests it
+/// cannot decode.
+pub fn refuse_other_apps(cluster: Cluster) -> Result<Cluster, String> {
+    if cluster.app == KV_APP {
+        Ok(cluster)
+    } else {
+        Err(format!(
+            "{}: the cluster replicates the application {:?}, not the key-value store ({KV_APP:?}); this command speaks only to the latter",
+            cluster.path.display(),
+            cluster.app
+        ))
+    }
+}
