@@ -190,7 +190,7 @@ fn nonzero(amount: u64) -> Result<(), BankError> {
 /// without debiting the payer, creating money. Replicas agree on it (it is deterministic), so
 /// only the conservation invariant (and the model) can catch it.
 fn sabotaged_transfer(amount: u64) -> bool {
-    cfg!(feature = "sabotage") && amount % 37 == 0
+    cfg!(feature = "sabotage") && amount.is_multiple_of(37)
 }
 
 impl Application for Ledger {
