@@ -57,3 +57,12 @@ fn fault_free_run_moves_money() {
     assert_eq!(report.app, "bank");
     assert!(report.replay_command().ends_with("--app bank"));
 }
+
+/// Same seed, same run: a failing seed of the ledger replays exactly.
+#[test]
+fn same_seed_same_trace() {
+    let a = run_app_seed(&BankSim, &SimOptions::new(3, 1, 1));
+    let b = run_app_seed(&BankSim, &SimOptions::new(3, 1, 1));
+    assert_eq!(a.trace_digest, b.trace_digest);
+    assert_eq!(a.violations, b.violations);
+}
