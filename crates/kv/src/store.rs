@@ -42,7 +42,8 @@ pub const CHECKPOINT_VERSION: u8 = 1;
 /// What a key holds. A collection is never stored empty (Redis removes the key instead).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Value {
-    Str(Vec<u8>),
+    /// `serde_bytes`: the same bytes as a sequence of `u8` in postcard, encoded in one copy.
+    Str(#[serde(with = "serde_bytes")] Vec<u8>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     List(VecDeque<Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),

@@ -89,6 +89,7 @@ fn mib(b: u64) -> String {
 fn main() {
     let a = parse();
     println!("machine: {}", machine());
+    println!("times are CPU time of the benchmark thread (the machine is shared)");
     println!(
         "config: keys {} (small {}), values {} B, {} changed keys per checkpoint, {}% missed, median of {} rounds, {} buckets",
         a.keys,
@@ -101,7 +102,7 @@ fn main() {
     );
 
     println!("\n(a) checkpoint after changing {} keys", a.changed);
-    println!("| keys | state | objects rehashed | object checkpoint | delta persisted | whole checkpoint (encode + hash) |");
+    println!("| keys | state | objects rehashed | object checkpoint (CPU) | delta persisted | whole checkpoint: encode + hash (CPU) |");
     println!("|---|---|---|---|---|---|");
     for keys in [a.small_keys, a.keys] {
         let (mut store, mut tree, first) = kv_figures::build_store(keys, a.value_bytes, 3);
@@ -133,7 +134,7 @@ fn main() {
         a.missed_percent
     );
     let f = kv_figures::transfer_figures(a.keys, a.value_bytes, missed);
-    println!("| transfer | messages | bytes on the wire | share of the state | objects | tree nodes | time (one process) |");
+    println!("| transfer | messages | bytes on the wire | share of the state | objects | tree nodes | CPU time (both sides, one process) |");
     println!("|---|---|---|---|---|---|---|");
     println!(
         "| object-level | {} | {} | {:.2}% | {} | {} | {} |",
