@@ -101,6 +101,8 @@ pub struct ExecReplica<A: Application> {
     // --- rate limits
     retransmit_served: BTreeMap<ClientId, Micros>,
     checkpoint_served: BTreeMap<u16, (Seq, Micros)>,
+    /// Object-transfer bytes served per peer: (window start, bytes).
+    objects_served: BTreeMap<u16, (Micros, usize)>,
 
     // --- objects (objects.rs): `Some` if the application implements them
     objects: Option<objects::ObjectsState>,
@@ -147,6 +149,7 @@ impl<A: Application> ExecReplica<A> {
             loading: None,
             retransmit_served: BTreeMap::new(),
             checkpoint_served: BTreeMap::new(),
+            objects_served: BTreeMap::new(),
             objects: None,
             recovered_checkpoint: None,
             unusable_keys: Vec::new(),

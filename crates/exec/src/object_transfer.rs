@@ -24,6 +24,9 @@ pub const OBJECTS_PER_FETCH: usize = 512;
 const FETCHES_IN_FLIGHT: usize = 4;
 /// An OBJECTS reply stops adding objects past this many bytes (frames are at most 16 MiB).
 const OBJECT_REPLY_BYTES_MAX: usize = 8 << 20;
+/// Bytes of object-transfer answers served to one peer per catch-up period: a small request
+/// buys a large answer, so a faulty peer must not be able to ask without limit.
+const SERVED_BYTES_PER_PERIOD: usize = 64 << 20;
 
 /// An object-level load in progress.
 #[derive(Debug)]
@@ -196,10 +199,33 @@ impl<A: Application> ExecReplica<A> {
         }
     }
 
+    /// Peer `e` sent something that does not verify: it is faulty. If it is the peer being
+    /// asked, ask the next one now, everything still needed.
+    fn leave_lying_peer(&mut self, e: u16) {
+        let Some(peer) = self
+            .loading
+            .as_ref()
+            .and_then(|l| l.objects.as_ref())
+            .map(|ol| ol.peer)
+        else {
+            return;
+        };
+        if peer != e {
+            return;
+        }
+        let next = self.next_exec_peer(peer);
+        if let Some(ol) = self.loading.as_mut().and_then(|l| l.objects.as_mut()) {
+            ol.peer = next;
+            ol.asked_nodes.clear();
+            ol.asked_objects.clear();
+        }
+        self.counters.add("object-transfer-peer-changed");
+    }
+
     /// OBJECT-NODES: children digests, each accepted only if they hash to the awaited node.
     pub(crate) fn on_object_nodes(
         &mut self,
-        _e: u16,
+        e: u16,
         seq: Seq,
         nodes: Vec<ObjectChildren>,
         out: &mut Vec<Action>,
@@ -217,13 +243,20 @@ impl<A: Application> ExecReplica<A> {
             self.counters.add("drop-object-nodes-unrequested");
             return;
         };
+        let mut lied = false;
         for c in nodes {
             let pos = pos_of(c.node);
             ol.asked_nodes.remove(&pos);
             match ol.sync.on_children(&ol.base, pos, c.left, c.right) {
                 Ok(()) => ol.progressed = true,
-                Err(r) => self.counters.add(reject_counter(r)),
+                Err(r) => {
+                    lied |= r == SyncReject::BadChildren;
+                    self.counters.add(reject_counter(r));
+                }
             }
+        }
+        if lied {
+            self.leave_lying_peer(e);
         }
         self.continue_object_load(out);
     }
@@ -231,7 +264,7 @@ impl<A: Application> ExecReplica<A> {
     /// OBJECTS: object bytes, each accepted only if they match the awaited leaf digest.
     pub(crate) fn on_objects(
         &mut self,
-        _e: u16,
+        e: u16,
         seq: Seq,
         objects: Vec<ObjectPayload>,
         out: &mut Vec<Action>,
@@ -249,13 +282,20 @@ impl<A: Application> ExecReplica<A> {
             self.counters.add("drop-objects-unrequested");
             return;
         };
+        let mut lied = false;
         for p in objects {
             let id = ObjectId(p.id);
             ol.asked_objects.remove(&id);
             match ol.sync.on_object(id, p.bytes.as_deref()) {
                 Ok(()) => ol.progressed = true,
-                Err(r) => self.counters.add(reject_counter(r)),
+                Err(r) => {
+                    lied |= r == SyncReject::BadObject;
+                    self.counters.add(reject_counter(r));
+                }
             }
+        }
+        if lied {
+            self.leave_lying_peer(e);
         }
         self.continue_object_load(out);
     }
@@ -333,6 +373,22 @@ impl<A: Application> ExecReplica<A> {
         self.finish_load(loading.seq, loading.token, cp, bytes, Some(tree), out);
     }
 
+    /// Whether `bytes` more may go to peer `e` in this catch-up period (and count them).
+    fn object_serving_allowed(&mut self, e: u16, bytes: usize) -> bool {
+        let now = self.now;
+        let period = self.cfg.catch_up_us;
+        let window = self.objects_served.entry(e).or_insert((now, 0));
+        if now >= window.0.saturating_add(period) {
+            *window = (now, 0);
+        }
+        if window.1.saturating_add(bytes) > SERVED_BYTES_PER_PERIOD {
+            self.counters.add("fetch-objects-rate-limited");
+            return false;
+        }
+        window.1 += bytes;
+        true
+    }
+
     /// FETCH-OBJECT-NODES from a peer: children digests of the asked nodes of checkpoint
     /// `seq`'s tree, if we hold it.
     pub(crate) fn on_fetch_object_nodes(
@@ -361,6 +417,9 @@ impl<A: Application> ExecReplica<A> {
                     })
             })
             .collect();
+        if !self.object_serving_allowed(e, children.len() * 80) {
+            return;
+        }
         let msg = Message::ObjectNodes {
             seq,
             nodes: children,
@@ -398,15 +457,19 @@ impl<A: Application> ExecReplica<A> {
             } else {
                 Vec::new()
             };
-            total += bytes.as_ref().map_or(0, Vec::len) + 32 * proof.len() + 16;
-            if total > OBJECT_REPLY_BYTES_MAX && !objects.is_empty() {
+            let size = bytes.as_ref().map_or(0, Vec::len) + 32 * proof.len() + 16;
+            if total + size > OBJECT_REPLY_BYTES_MAX && !objects.is_empty() {
                 break;
             }
+            total += size;
             objects.push(ObjectPayload {
                 id: id.0,
                 bytes,
                 proof,
             });
+        }
+        if !self.object_serving_allowed(e, total) {
+            return;
         }
         self.send(Principal::Exec(e), &Message::Objects { seq, objects }, out);
     }
