@@ -15,9 +15,9 @@ fn a_checkpoint_costs_the_objects_written_and_catching_up_moves_what_was_missed(
         assert!(f.objects_written <= 50, "{f:?}");
         assert!(f.delta_bytes < f.whole_bytes / 5, "{f:?}");
     }
-    // (b) a replica that missed 1% of the updates moves a few percent of the state (at this
-    // small size the tree paths weigh more than at a million keys).
-    let f = kv_figures::transfer_figures(5_000, value_bytes, 50);
+    // (b) a replica that missed 1% of the updates of 5 000 keys of 1 KiB moves a few percent
+    // of the state (at this size the tree paths weigh more than at a million keys).
+    let f = kv_figures::transfer_figures(5_000, 1024, 50);
     assert!(f.objects_fetched <= 50, "{f:?}");
     assert!(f.object_wire_bytes * 100 < f.whole_wire_bytes * 5, "{f:?}");
     assert!(f.whole_wire_bytes >= f.state_bytes);
