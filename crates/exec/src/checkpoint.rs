@@ -44,7 +44,9 @@ pub struct ExecCheckpoint {
 /// The object tree of a checkpoint: id bits and root digest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectsRoot {
+    /// Bits of the object ids (the tree's depth).
     pub bits: u8,
+    /// The tree's root digest.
     pub root: Digest,
 }
 

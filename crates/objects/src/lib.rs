@@ -13,6 +13,8 @@
 //!
 //! Everything here is pure and deterministic; nothing panics on remote input.
 
+#![warn(missing_docs)]
+
 mod delta;
 mod digest;
 mod position;
@@ -39,10 +41,13 @@ pub const MAX_BITS: u8 = OBJECT_ID_BITS_MAX;
 /// Misuse of a tree by its owner (never caused by remote input, which is checked first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TreeError {
+    /// A tree deeper than [`MAX_BITS`] was asked for.
     #[error("{0} id bits is more than the supported {max}", max = MAX_BITS)]
     TooManyBits(u8),
+    /// A write names an id of more bits than the tree has.
     #[error("object id {0:?} is outside the tree")]
     IdOutOfRange(ObjectId),
+    /// Two trees of different depths were compared.
     #[error("trees of {0} and {1} bits cannot be compared")]
     BitsMismatch(u8, u8),
 }

@@ -20,12 +20,21 @@ pub struct Proof {
 /// Why a proof was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProofError {
+    /// The tree would be deeper than supported.
     #[error("tree of {0} bits is deeper than supported")]
     TooManyBits(u8),
+    /// The id has more bits than the tree.
     #[error("object id {0} is outside the tree")]
     IdOutOfRange(u64),
     #[error("proof has {got} siblings, the tree needs {want}")]
-    WrongLength { got: usize, want: usize },
+    /// The proof does not hold one sibling per level.
+    WrongLength {
+        /// Siblings in the proof.
+        got: usize,
+        /// Levels of the tree.
+        want: usize,
+    },
+    /// The proof is well formed but yields another root.
     #[error("proof does not lead to the root")]
     RootMismatch,
 }

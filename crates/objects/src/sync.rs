@@ -23,10 +23,13 @@ use std::collections::BTreeMap;
 /// Why a reply was not accepted (counted by the caller, never fatal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SyncReject {
+    /// Not a node or object the session waits for (late, duplicate or never asked).
     #[error("node or object not awaited")]
     Unrequested,
+    /// The children digests do not hash to the node: the sender is faulty.
     #[error("children do not hash to the node's digest")]
     BadChildren,
+    /// The object bytes do not match the leaf: the sender is faulty.
     #[error("object bytes do not match the leaf digest")]
     BadObject,
 }

@@ -34,10 +34,13 @@ pub struct StateUpdate {
 /// Why an update was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum UpdateError {
+    /// A write's proof does not lead to the root.
     #[error("write of object {0:?} does not prove against the root: {1}")]
     BadProof(ObjectId, ProofError),
+    /// Every write proves, but together they do not give the root: some are missing.
     #[error("the update is incomplete: applied, it does not give the root")]
     Incomplete,
+    /// The base tree refused a write.
     #[error("tree: {0}")]
     Tree(TreeError),
 }

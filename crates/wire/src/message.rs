@@ -419,15 +419,20 @@ pub enum Message {
 /// A node of an object tree: `depth` levels below the root, `index` among its depth's nodes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct ObjectNode {
+    /// Levels below the root (0: the root).
     pub depth: u8,
+    /// Index among the `2^depth` nodes of its depth.
     pub index: u64,
 }
 
 /// The children digests of an object tree node.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct ObjectChildren {
+    /// The node asked for.
     pub node: ObjectNode,
+    /// Digest of its left child.
     pub left: Digest,
+    /// Digest of its right child.
     pub right: Digest,
 }
 
@@ -435,9 +440,12 @@ pub struct ObjectChildren {
 /// (sibling digests from the leaf up).
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct ObjectPayload {
+    /// The object's id.
     pub id: u64,
+    /// Its bytes (`None`: the empty object).
     #[serde(with = "serde_bytes")]
     pub bytes: Option<Vec<u8>>,
+    /// Sibling digests from its leaf up to the root, if asked for (else empty).
     pub proof: Vec<Digest>,
 }
 
