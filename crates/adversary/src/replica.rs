@@ -402,6 +402,20 @@ impl Adversary {
                 }
                 Some(Message::Objects { seq, objects })
             }
+            (
+                Behaviour::WrongCheckpoint,
+                Message::StateUpdate {
+                    from,
+                    to,
+                    mut writes,
+                },
+            ) => {
+                if let Some(w) = writes.first_mut() {
+                    let bytes = w.bytes.take().unwrap_or_default();
+                    w.bytes = Some(self.corrupt_bytes(bytes));
+                }
+                Some(Message::StateUpdate { from, to, writes })
+            }
             _ => None,
         }
     }

@@ -313,6 +313,9 @@ impl<A: Application> ExecReplica<A> {
                     Message::FetchObjects { seq, ids, proofs } => {
                         self.on_fetch_objects(e, seq, ids, proofs, out)
                     }
+                    Message::FetchStateUpdate { from, to } => {
+                        self.on_fetch_state_update(e, from, to, out)
+                    }
                     _ => {}
                 }
             }
@@ -377,6 +380,7 @@ impl<A: Application> ExecReplica<A> {
             | Message::FetchState { .. }
             | Message::FetchObjectNodes { .. }
             | Message::FetchObjects { .. }
+            | Message::FetchStateUpdate { .. }
                 if !self.idle() =>
             {
                 // Seed 004 §3.4.2 idle check: state transfer for a lagging peer waits while
@@ -399,6 +403,10 @@ impl<A: Application> ExecReplica<A> {
                 self.on_fetch_objects(e, seq, ids, proofs, out)
             }
             Message::Objects { seq, objects } => self.on_objects(e, seq, objects, out),
+            Message::FetchStateUpdate { from, to } => self.on_fetch_state_update(e, from, to, out),
+            Message::StateUpdate { from, to, writes } => {
+                self.on_state_update(e, from, to, writes, out)
+            }
             _ => self.counters.add("drop-unexpected"),
         }
     }

@@ -12,7 +12,9 @@ use crate::checkpoint::ObjectsRoot;
 use crate::ExecReplica;
 use plumb_app::{Application, ObjectId};
 use plumb_core::Action;
-use plumb_objects::{NodePos, ObjectBytes, ObjectTree, SyncReject, TreeSync};
+use plumb_objects::{
+    NodePos, ObjectBytes, ObjectTree, Proof, ProvenWrite, StateUpdate, SyncReject, TreeSync,
+};
 use plumb_wire::{Message, ObjectChildren, ObjectNode, ObjectPayload, Principal, Seq};
 use std::collections::BTreeSet;
 
@@ -39,6 +41,9 @@ pub(crate) struct ObjectLoad {
     /// The peer asked; another one after a catch-up period without progress.
     peer: u16,
     progressed: bool,
+    /// A state update asked for first, from a checkpoint we hold (its seq and tree); the tree
+    /// walk starts if it does not come within a catch-up period or does not verify.
+    update_from: Option<(Seq, ObjectTree)>,
 }
 
 fn reject_counter(r: SyncReject) -> &'static str {
@@ -114,6 +119,16 @@ impl<A: Application> ExecReplica<A> {
         let sync = TreeSync::new(&base, root.root);
         let peer = self.next_exec_peer(self.me);
         let done = sync.is_done();
+        let Some(to) = self.loading.as_ref().map(|l| l.seq) else {
+            return;
+        };
+        // From the newest checkpoint we hold, one STATE-UPDATE carries every write since.
+        let update_from = self
+            .checkpoints
+            .iter()
+            .rev()
+            .filter(|(seq, _)| **seq < to)
+            .find_map(|(seq, h)| h.tree.clone().map(|t| (*seq, t)));
         if let Some(loading) = self.loading.as_mut() {
             loading.objects = Some(ObjectLoad {
                 sync,
@@ -122,10 +137,17 @@ impl<A: Application> ExecReplica<A> {
                 asked_objects: BTreeSet::new(),
                 peer,
                 progressed: false,
+                update_from: update_from.clone().filter(|_| !done),
             });
         }
         if done {
             self.continue_object_load(out);
+        } else if let Some((from, _)) = update_from {
+            self.send(
+                Principal::Exec(peer),
+                &Message::FetchStateUpdate { from, to },
+                out,
+            );
         } else {
             self.request_object_transfer(out);
         }
@@ -140,6 +162,10 @@ impl<A: Application> ExecReplica<A> {
         let Some(ol) = loading.objects.as_mut() else {
             return;
         };
+        if ol.update_from.is_some() {
+            // Waiting for the state update; the tree walk starts if it does not come.
+            return;
+        }
         let mut msgs = Vec::new();
         let room = (FETCHES_IN_FLIGHT * NODES_PER_FETCH).saturating_sub(ol.asked_nodes.len());
         let nodes: Vec<NodePos> = ol
@@ -186,6 +212,9 @@ impl<A: Application> ExecReplica<A> {
         };
         ol.asked_nodes.clear();
         ol.asked_objects.clear();
+        if ol.update_from.take().is_some() {
+            self.counters.add("state-update-not-received");
+        }
         if !ol.progressed {
             let after = ol.peer;
             let next = self.next_exec_peer(after);
@@ -387,6 +416,112 @@ impl<A: Application> ExecReplica<A> {
         }
         window.1 += bytes;
         true
+    }
+
+    /// STATE-UPDATE: the writes from the checkpoint we hold to the one being loaded, applied
+    /// instead of re-executing the batches between them if every write proves against the
+    /// agreed root and together they give it (plumb_objects::StateUpdate). Otherwise the
+    /// tree walk fetches what differs.
+    pub(crate) fn on_state_update(
+        &mut self,
+        e: u16,
+        from: Seq,
+        to: Seq,
+        writes: Vec<ObjectPayload>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(loading) = self.loading.as_mut().filter(|l| l.seq == to) else {
+            self.counters.add("drop-state-update-unrequested");
+            return;
+        };
+        let root = loading.fetched.as_ref().and_then(|(cp, _)| cp.objects);
+        let Some((ol, root)) = loading.objects.as_mut().zip(root) else {
+            self.counters.add("drop-state-update-unrequested");
+            return;
+        };
+        let Some((_, from_tree)) = ol.update_from.take_if(|(s, _)| *s == from) else {
+            self.counters.add("drop-state-update-unrequested");
+            return;
+        };
+        let update = StateUpdate {
+            writes: writes
+                .into_iter()
+                .map(|w| ProvenWrite {
+                    id: ObjectId(w.id),
+                    bytes: w.bytes,
+                    proof: Proof { siblings: w.proof },
+                })
+                .collect(),
+        };
+        match update.apply_to(&from_tree, root.root) {
+            Ok(tree) => {
+                let base = ol.base.clone();
+                let writes: Vec<(ObjectId, Option<ObjectBytes>)> = base
+                    .diff(&tree)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|id| (id, tree.get(id).cloned()))
+                    .collect();
+                self.counters.add("state-update-applied");
+                self.counters
+                    .add_n("state-update-writes", update.writes.len() as u64);
+                self.complete_object_load(base, writes, out);
+            }
+            Err(_) => {
+                self.counters.add("drop-state-update-bad");
+                self.leave_lying_peer(e);
+                self.request_object_transfer(out);
+            }
+        }
+    }
+
+    /// FETCH-STATE-UPDATE from a peer: the writes between two checkpoints we hold, with
+    /// proofs against the later one, if they fit in one answer (else the peer walks the tree).
+    pub(crate) fn on_fetch_state_update(
+        &mut self,
+        e: u16,
+        from: Seq,
+        to: Seq,
+        out: &mut Vec<Action>,
+    ) {
+        let trees = self
+            .checkpoints
+            .get(&from)
+            .and_then(|h| h.tree.as_ref())
+            .zip(self.checkpoints.get(&to).and_then(|h| h.tree.as_ref()));
+        let Some((from_tree, to_tree)) = trees.filter(|_| from < to) else {
+            self.counters.add("fetch-objects-not-held");
+            return;
+        };
+        let Ok(update) = StateUpdate::between(from_tree, to_tree) else {
+            return;
+        };
+        let size: usize = update
+            .writes
+            .iter()
+            .map(|w| w.bytes.as_ref().map_or(0, Vec::len) + 32 * w.proof.siblings.len() + 16)
+            .sum();
+        if size > OBJECT_REPLY_BYTES_MAX {
+            self.counters.add("state-update-too-large");
+            return;
+        }
+        if !self.object_serving_allowed(e, size) {
+            return;
+        }
+        let writes = update
+            .writes
+            .into_iter()
+            .map(|w| ObjectPayload {
+                id: w.id.0,
+                bytes: w.bytes,
+                proof: w.proof.siblings,
+            })
+            .collect();
+        self.send(
+            Principal::Exec(e),
+            &Message::StateUpdate { from, to, writes },
+            out,
+        );
     }
 
     /// FETCH-OBJECT-NODES from a peer: children digests of the asked nodes of checkpoint

@@ -148,16 +148,28 @@ fn object_transfer_fetches_only_the_objects_that_differ_and_verifies_them() {
     let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
     let cp = net.sent_to(&served, Principal::Exec(1));
     let out = net.deliver(&mut b, Principal::Exec(0), &cp[0]);
-    // One peer is asked for the root's children: the next one after b.
+    // b holds checkpoint 10: it asks one peer (the next after it) for the state update.
     let asks = net.sent(&out);
-    assert_eq!(asks.len(), 1);
-    assert!(matches!(
-        asks[0],
-        (Principal::Exec(2), Message::FetchObjectNodes { .. })
-    ));
-    // It stays silent for a catch-up period: the next peer is asked.
+    assert_eq!(
+        asks,
+        vec![(
+            Principal::Exec(2),
+            Message::FetchStateUpdate { from: 10, to: 12 }
+        )]
+    );
+    // It stays silent for a catch-up period: the next peer is asked, by tree walk.
     let out = silent_peer_period(&mut b);
     assert_eq!(b.counters().get("object-transfer-peer-changed"), 1);
+    assert_eq!(b.counters().get("state-update-not-received"), 1);
+    let to_peers: Vec<(Principal, Message)> = net
+        .sent(&out)
+        .into_iter()
+        .filter(|(p, _)| matches!(p, Principal::Exec(_)))
+        .collect();
+    assert!(matches!(
+        to_peers[..],
+        [(Principal::Exec(0), Message::FetchObjectNodes { .. })]
+    ));
     // A faulty peer's children that do not hash to the root are dropped.
     let forged = Message::ObjectNodes {
         seq: 12,
@@ -362,4 +374,78 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
     assert!(out.contains(&Action::Store(StoreOp::DeletePrefix {
         prefix: OBJECT_PREFIX.to_string()
     })));
+}
+
+/// b executed to 10 and holds checkpoint 10; a is at checkpoint 12. Returns a, b and the
+/// STATE-UPDATE a serves for 10..12.
+fn state_update_setup(net: &Net) -> (Replica, Replica, Message) {
+    let (mut a, out) = object_leader(net, 12);
+    let (_, token) = *checkpoint_taken(&out).last().unwrap();
+    let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
+    net.learn_all(&mut b, 1, &puts(1, 10));
+    load_cp(net, &mut b, 12, token, &[0, 1]);
+    let fetch = Message::FetchExecCp { seq: 12 };
+    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    net.deliver(
+        &mut b,
+        Principal::Exec(0),
+        &net.sent_to(&served, Principal::Exec(1))[0],
+    );
+    let ask = Message::FetchStateUpdate { from: 10, to: 12 };
+    let served = net.deliver(&mut a, Principal::Exec(1), &ask);
+    let update = net.sent_to(&served, Principal::Exec(1)).remove(0);
+    (a, b, update)
+}
+
+#[test]
+fn a_state_update_is_applied_instead_of_re_executing_once_it_proves_against_the_root() {
+    let net = Net::new(2);
+    let (a, mut b, update) = state_update_setup(&net);
+    let Message::StateUpdate { writes, .. } = &update else {
+        panic!("expected STATE-UPDATE, got {update:?}")
+    };
+    assert_eq!(writes.len(), buckets_of_puts(11, 2).len());
+    let calls_before = b.app().calls.len();
+    let out = net.deliver(&mut b, Principal::Exec(0), &update);
+    assert_eq!(b.counters().get("state-update-applied"), 1);
+    assert_eq!(b.next_seq(), 13);
+    assert_eq!(b.app().state_digest(), a.app().state_digest());
+    // Batches 11 and 12 were not executed, and nothing else was fetched.
+    assert_eq!(b.app().calls.len(), calls_before);
+    assert!(net
+        .receivers(&out, |m| matches!(
+            m,
+            Message::FetchObjectNodes { .. } | Message::FetchObjects { .. }
+        ))
+        .is_empty());
+}
+
+#[test]
+fn a_forged_or_incomplete_state_update_falls_back_to_the_tree_walk() {
+    let net = Net::new(2);
+    for forge in [true, false] {
+        let (_, mut b, update) = state_update_setup(&net);
+        let Message::StateUpdate {
+            from,
+            to,
+            mut writes,
+        } = update
+        else {
+            panic!("expected STATE-UPDATE")
+        };
+        if forge {
+            writes[0].bytes = Some(b"forged".to_vec());
+        } else {
+            writes.pop();
+        }
+        let lie = Message::StateUpdate { from, to, writes };
+        let out = net.deliver(&mut b, Principal::Exec(2), &lie);
+        assert_eq!(b.counters().get("drop-state-update-bad"), 1);
+        assert_eq!(b.next_seq(), 1 + 10, "nothing applied");
+        // Exec 2 was the peer asked: it is left, and the next one walks the tree.
+        assert!(matches!(
+            net.sent(&out)[..],
+            [(Principal::Exec(0), Message::FetchObjectNodes { .. })]
+        ));
+    }
 }

@@ -164,6 +164,10 @@ pub fn describe(msg: &Message) -> String {
             format!("fetch-objects n={seq} ({} objects)", ids.len())
         }
         Message::Objects { seq, objects } => format!("objects n={seq} ({} objects)", objects.len()),
+        Message::FetchStateUpdate { from, to } => format!("fetch-state-update {from}..{to}"),
+        Message::StateUpdate { from, to, writes } => {
+            format!("state-update {from}..{to} ({} writes)", writes.len())
+        }
     }
 }
 

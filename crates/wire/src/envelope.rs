@@ -305,7 +305,7 @@ mod tests {
         /// flipped bodies decode to an error or a message, never a panic.
         #[test]
         fn object_transfer_decoding_never_panics(
-            which in 0u8..4,
+            which in 0u8..6,
             seq in any::<u64>(),
             index in any::<u64>(),
             depth in any::<u8>(),
@@ -323,6 +323,12 @@ mod tests {
                     nodes: vec![ObjectChildren { node, left: d, right: d }],
                 },
                 2 => Message::FetchObjects { seq, ids: vec![index, 1], proofs: depth % 2 == 0 },
+                3 => Message::FetchStateUpdate { from: seq, to: index },
+                4 => Message::StateUpdate {
+                    from: seq,
+                    to: index,
+                    writes: vec![ObjectPayload { id: index, bytes: bytes.clone(), proof: vec![d] }],
+                },
                 _ => Message::Objects {
                     seq,
                     objects: vec![ObjectPayload { id: index, bytes, proof: vec![d; 3] }],

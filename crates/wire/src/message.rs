@@ -414,6 +414,18 @@ pub enum Message {
         seq: Seq,
         objects: Vec<ObjectPayload>,
     },
+    /// Ask for the state update from checkpoint `from` to checkpoint `to`: the objects that
+    /// differ, each with its proof against `to`'s root (seed 002 §4.8.2).
+    FetchStateUpdate {
+        from: Seq,
+        to: Seq,
+    },
+    /// The state update from `from` to `to` (every object written between them).
+    StateUpdate {
+        from: Seq,
+        to: Seq,
+        writes: Vec<ObjectPayload>,
+    },
 }
 
 /// A node of an object tree: `depth` levels below the root, `index` among its depth's nodes.
@@ -499,6 +511,8 @@ impl Message {
             Message::ObjectNodes { .. } => "object-nodes",
             Message::FetchObjects { .. } => "fetch-objects",
             Message::Objects { .. } => "objects",
+            Message::FetchStateUpdate { .. } => "fetch-state-update",
+            Message::StateUpdate { .. } => "state-update",
         }
     }
 }
