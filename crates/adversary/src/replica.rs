@@ -399,6 +399,34 @@ impl Adversary {
                 token,
                 data: self.corrupt_bytes(data),
             }),
+            // Object-level transfer (docs/objects.md): a wrong digest, wrong object bytes.
+            (Behaviour::WrongCheckpoint, Message::ObjectNodes { seq, mut nodes }) => {
+                if let Some(n) = nodes.first_mut() {
+                    n.left = other_digest(n.left);
+                }
+                Some(Message::ObjectNodes { seq, nodes })
+            }
+            (Behaviour::WrongCheckpoint, Message::Objects { seq, mut objects }) => {
+                if let Some(o) = objects.first_mut() {
+                    let bytes = o.bytes.take().unwrap_or_default();
+                    o.bytes = Some(self.corrupt_bytes(bytes));
+                }
+                Some(Message::Objects { seq, objects })
+            }
+            (
+                Behaviour::WrongCheckpoint,
+                Message::StateUpdate {
+                    from,
+                    to,
+                    mut writes,
+                },
+            ) => {
+                if let Some(w) = writes.first_mut() {
+                    let bytes = w.bytes.take().unwrap_or_default();
+                    w.bytes = Some(self.corrupt_bytes(bytes));
+                }
+                Some(Message::StateUpdate { from, to, writes })
+            }
             _ => None,
         }
     }
@@ -583,6 +611,12 @@ impl Adversary {
         let Some(mut cp) = ExecCheckpoint::decode(&state) else {
             return self.corrupt_bytes(state);
         };
+        if cp.objects.is_some() {
+            // The state is in objects, each verified against the root: lie in what only the
+            // token covers (an hour later: every later batch then runs at the wrong time).
+            cp.agreed_time = cp.agreed_time.saturating_add(3_600_000_000);
+            return cp.encode();
+        }
         cp.app = match self.forgery.wrong_checkpoint(&cp.app, cp.agreed_time) {
             Some(app) => app,
             None => {

@@ -9,6 +9,10 @@
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Micros, ReqNo, Seq};
 
+mod objects;
+
+pub use objects::{ObjectId, ObjectState, ObjectWrite, OBJECT_ID_BITS_MAX};
+
 /// Agreed time and PRNG seed of a batch: identical on every replica.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NonDeterminism {
@@ -73,4 +77,13 @@ pub trait Application {
 
     /// Digest of the current state, for divergence detection in tests and the simulator.
     fn state_digest(&self) -> Digest;
+
+    /// The optional object interface (docs/objects.md): `Some` if the application keeps its
+    /// state as objects with stable ids. The library then takes incremental checkpoints that
+    /// commit to every object through a Merkle tree, and state transfer moves only the objects
+    /// that differ; [`Application::take_checkpoint`] and [`Application::load_checkpoint`] are
+    /// no longer called. The default, `None`, keeps whole checkpoints.
+    fn objects(&mut self) -> Option<&mut dyn ObjectState> {
+        None
+    }
 }

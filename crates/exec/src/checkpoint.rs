@@ -36,6 +36,18 @@ pub struct ExecCheckpoint {
     pub agreed_time: Micros,
     /// Next push event id per client.
     pub next_push: BTreeMap<ClientId, u64>,
+    /// For an application with objects (docs/objects.md): the root of its object tree, which
+    /// the token thereby commits to; `app` then holds the application's object metadata.
+    pub objects: Option<ObjectsRoot>,
+}
+
+/// The object tree of a checkpoint: id bits and root digest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectsRoot {
+    /// Bits of the object ids (the tree's depth).
+    pub bits: u8,
+    /// The tree's root digest.
+    pub root: Digest,
 }
 
 /// The last reply sent to a client, resent on RETRANSMIT (EL3). It names the request it
@@ -100,6 +112,7 @@ mod tests {
             replies: BTreeMap::new(),
             agreed_time: 9,
             next_push: BTreeMap::new(),
+            objects: None,
         };
         let mut b = a.clone();
         a.replies.insert(2, CachedReply::test(1, b"x"));

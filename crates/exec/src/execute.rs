@@ -154,20 +154,49 @@ impl<A: Application> ExecReplica<A> {
     /// ES4: the checkpoint is durable before its token leaves, so the order stage never learns
     /// a token that no correct replica can produce after a power loss.
     fn take_checkpoint(&mut self, seq: Seq, out: &mut Vec<Action>) {
+        // With objects: only the objects written since the last checkpoint are hashed, and
+        // the checkpoint commits to all of them through the tree's root.
+        self.flush_objects();
+        let tree = self.objects.as_ref().map(|o| o.live.clone());
+        let (app, objects) = match (&tree, self.app.objects()) {
+            (Some(tree), Some(app)) => (
+                app.object_metadata(),
+                Some(crate::ObjectsRoot {
+                    bits: tree.bits(),
+                    root: tree.root(),
+                }),
+            ),
+            _ => (self.app.take_checkpoint(), None),
+        };
         let cp = ExecCheckpoint {
             seq,
-            app: self.app.take_checkpoint(),
+            app,
             replies: self.replies.clone(),
             agreed_time: self.agreed_time,
             next_push: self.next_push.clone(),
+            objects,
         };
         let bytes = cp.encode();
         let token = ExecCheckpoint::token(&bytes);
-        self.persist(checkpoint_key(seq), bytes.clone(), out);
+        self.persist_checkpoint(seq, bytes.clone(), tree.as_ref(), out);
         self.send_to_order(&Message::CpToken { seq, token }, out);
         out.push(Action::Observe(Observation::CheckpointTaken { seq, token }));
-        self.checkpoints.insert(seq, Held { token, bytes });
+        self.checkpoints.insert(seq, Held { token, bytes, tree });
         self.collect_checkpoints(seq, out);
+    }
+
+    /// Make a checkpoint durable: whole, or incrementally with its objects (objects.rs).
+    pub(crate) fn persist_checkpoint(
+        &mut self,
+        seq: Seq,
+        bytes: Vec<u8>,
+        tree: Option<&plumb_objects::ObjectTree>,
+        out: &mut Vec<Action>,
+    ) {
+        match tree {
+            Some(tree) => self.persist_object_checkpoint(seq, bytes, tree, out),
+            None => self.persist(checkpoint_key(seq), bytes, out),
+        }
     }
 
     /// Keep checkpoints back to `latest - 2 * CP_interval`: the order stage may still name
@@ -180,6 +209,9 @@ impl<A: Application> ExecReplica<A> {
             out.push(Action::Store(StoreOp::Delete {
                 key: checkpoint_key(seq),
             }));
+            if held.tree.is_some() {
+                continue;
+            }
             if let Some(cp) = ExecCheckpoint::decode(&held.bytes) {
                 self.app.release_checkpoint(&cp.app);
             }

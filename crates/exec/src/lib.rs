@@ -11,19 +11,24 @@
 //! One file per concern: `learn.rs` (NEXT-BATCH votes, bodies), `execute.rs` (delivery,
 //! replies, checkpoints taken), `transfer.rs` (LOAD-CP, state transfer, serving peers),
 //! `checkpoint.rs` (the execution checkpoint and its encoding), `recovery.rs` (restart),
-//! `gate.rs` (no read-only answers after a start until caught up with the order stage).
+//! `gate.rs` (no read-only answers after a start until caught up with the order stage),
+//! `objects.rs` (incremental object checkpoints on disk, for an application with objects),
+//! `object_transfer.rs` (object-level state transfer: fetch only what differs, serve peers).
 
 mod checkpoint;
 mod execute;
 mod gate;
 mod learn;
+mod object_transfer;
+mod objects;
 mod recovery;
 mod transfer;
 
 #[cfg(test)]
 mod tests;
 
-pub use checkpoint::{checkpoint_key, CachedReply, ExecCheckpoint, CHECKPOINT_PREFIX};
+pub use checkpoint::{checkpoint_key, CachedReply, ExecCheckpoint, ObjectsRoot, CHECKPOINT_PREFIX};
+pub use objects::{DELTA_PREFIX, OBJECT_PREFIX};
 
 use plumb_app::Application;
 use plumb_config::{ProtocolConfig, Quorums};
@@ -46,6 +51,9 @@ const FETCH: TimerId = TimerId(2);
 struct Held {
     token: Digest,
     bytes: Vec<u8>,
+    /// The checkpoint's object tree (objects and their digests), for an application with
+    /// objects: shared with later trees except where objects changed (copy-on-write).
+    tree: Option<plumb_objects::ObjectTree>,
 }
 
 /// State-transfer requests held per peer while busy; more are dropped (the peer asks again).
@@ -93,10 +101,16 @@ pub struct ExecReplica<A: Application> {
     // --- rate limits
     retransmit_served: BTreeMap<ClientId, Micros>,
     checkpoint_served: BTreeMap<u16, (Seq, Micros)>,
+    /// Object-transfer bytes served per peer: (window start, bytes).
+    objects_served: BTreeMap<u16, (Micros, usize)>,
+
+    // --- objects (objects.rs): `Some` if the application implements them
+    objects: Option<objects::ObjectsState>,
 
     // --- recovery, reported on Start
     recovered_checkpoint: Option<(Seq, Digest)>,
     unusable_keys: Vec<String>,
+    unusable_prefixes: Vec<String>,
 
     // --- read-only gate (gate.rs): closed from construction (every start) until caught up
     gate: Option<gate::Gate>,
@@ -135,12 +149,24 @@ impl<A: Application> ExecReplica<A> {
             loading: None,
             retransmit_served: BTreeMap::new(),
             checkpoint_served: BTreeMap::new(),
+            objects_served: BTreeMap::new(),
+            objects: None,
             recovered_checkpoint: None,
             unusable_keys: Vec::new(),
+            unusable_prefixes: Vec::new(),
             gate: Some(gate::Gate::default()),
             rng: Rng::new(ctx.seed),
             ctx,
         };
+        let bits = replica.app.objects().map(|o| o.object_id_bits());
+        if let Some(bits) = bits {
+            replica.objects = objects::ObjectsState::new(bits);
+            if replica.objects.is_none() {
+                replica.counters.add("app-object-bits-unsupported");
+            }
+            // Objects the application starts with (its initial state) belong to every tree.
+            replica.flush_objects();
+        }
         if !recovered.is_empty() {
             replica.recover(recovered);
         }
@@ -214,6 +240,9 @@ impl<A: Application> ExecReplica<A> {
         for key in std::mem::take(&mut self.unusable_keys) {
             out.push(Action::Store(StoreOp::Delete { key }));
         }
+        for prefix in std::mem::take(&mut self.unusable_prefixes) {
+            out.push(Action::Store(StoreOp::DeletePrefix { prefix }));
+        }
         if let Some((seq, token)) = self.recovered_checkpoint.take() {
             out.push(Action::Observe(Observation::CheckpointLoaded {
                 seq,
@@ -237,6 +266,7 @@ impl<A: Application> ExecReplica<A> {
             after: self.cfg.catch_up_us,
         });
         if self.loading.is_some() {
+            self.object_transfer_tick();
             self.request_transfer(out);
         }
         self.serve_deferred_transfer(out);
@@ -277,6 +307,15 @@ impl<A: Application> ExecReplica<A> {
                 match msg {
                     Message::FetchExecCp { seq } => self.on_fetch_exec_cp(e, seq, out),
                     Message::FetchState { token } => self.on_fetch_state(e, token, out),
+                    Message::FetchObjectNodes { seq, nodes } => {
+                        self.on_fetch_object_nodes(e, seq, nodes, out)
+                    }
+                    Message::FetchObjects { seq, ids, proofs } => {
+                        self.on_fetch_objects(e, seq, ids, proofs, out)
+                    }
+                    Message::FetchStateUpdate { from, to } => {
+                        self.on_fetch_state_update(e, from, to, out)
+                    }
                     _ => {}
                 }
             }
@@ -337,7 +376,13 @@ impl<A: Application> ExecReplica<A> {
 
     fn on_peer_message(&mut self, e: u16, msg: Message, out: &mut Vec<Action>) {
         match msg {
-            Message::FetchExecCp { .. } | Message::FetchState { .. } if !self.idle() => {
+            Message::FetchExecCp { .. }
+            | Message::FetchState { .. }
+            | Message::FetchObjectNodes { .. }
+            | Message::FetchObjects { .. }
+            | Message::FetchStateUpdate { .. }
+                if !self.idle() =>
+            {
                 // Seed 004 §3.4.2 idle check: state transfer for a lagging peer waits while
                 // this replica has batches to execute and is executing them.
                 self.counters.add("state-transfer-deferred");
@@ -350,6 +395,18 @@ impl<A: Application> ExecReplica<A> {
             Message::ExecCpState { seq, state } => self.on_exec_cp_state(seq, state, out),
             Message::FetchState { token } => self.on_fetch_state(e, token, out),
             Message::State { token, data } => self.on_state(token, data, out),
+            Message::FetchObjectNodes { seq, nodes } => {
+                self.on_fetch_object_nodes(e, seq, nodes, out)
+            }
+            Message::ObjectNodes { seq, nodes } => self.on_object_nodes(e, seq, nodes, out),
+            Message::FetchObjects { seq, ids, proofs } => {
+                self.on_fetch_objects(e, seq, ids, proofs, out)
+            }
+            Message::Objects { seq, objects } => self.on_objects(e, seq, objects, out),
+            Message::FetchStateUpdate { from, to } => self.on_fetch_state_update(e, from, to, out),
+            Message::StateUpdate { from, to, writes } => {
+                self.on_state_update(e, from, to, writes, out)
+            }
             _ => self.counters.add("drop-unexpected"),
         }
     }

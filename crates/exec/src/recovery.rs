@@ -1,6 +1,7 @@
 //! Restart after a crash (seed 004 §5.3.2, ES4, ES5): load the newest checkpoint on disk that
 //! decodes and that the application accepts; batches after it are replayed through the normal
-//! catch-up path (LAST-EXEC on Start).
+//! catch-up path (LAST-EXEC on Start). An application with objects is rebuilt from its object
+//! records instead (objects.rs).
 
 use crate::checkpoint::{parse_checkpoint_key, ExecCheckpoint};
 use crate::{ExecReplica, Held};
@@ -18,14 +19,20 @@ impl<A: Application> ExecReplica<A> {
                 self.unusable_keys.push(key);
             }
         }
+        let mut records = recovered.records;
         let mut candidates: BTreeMap<Seq, (ExecCheckpoint, Vec<u8>)> = BTreeMap::new();
-        for (key, bytes) in recovered.records {
-            let Some(seq) = parse_checkpoint_key(&key) else {
-                self.counters.add("recovery-unknown-record");
+        let cp_keys: Vec<String> = records
+            .keys()
+            .filter(|k| parse_checkpoint_key(k).is_some())
+            .cloned()
+            .collect();
+        for key in cp_keys {
+            let (Some(seq), Some(bytes)) = (parse_checkpoint_key(&key), records.remove(&key))
+            else {
                 continue;
             };
             match ExecCheckpoint::decode(&bytes) {
-                Some(cp) if cp.seq == seq => {
+                Some(cp) if cp.seq == seq && cp.objects.is_some() == self.objects.is_some() => {
                     candidates.insert(seq, (cp, bytes));
                 }
                 _ => {
@@ -34,25 +41,96 @@ impl<A: Application> ExecReplica<A> {
                 }
             }
         }
+        if self.objects.is_some() {
+            self.recover_with_objects(records, candidates);
+            return;
+        }
+        for _ in records.keys() {
+            self.counters.add("recovery-unknown-record");
+        }
         while let Some((seq, (cp, bytes))) = candidates.pop_last() {
             if self.app.load_checkpoint(&cp.app).is_err() {
                 self.counters.add("recovery-checkpoint-unloadable");
                 self.unusable_keys.push(crate::checkpoint_key(seq));
                 continue;
             }
-            let token = ExecCheckpoint::token(&bytes);
-            self.replies = cp.replies;
-            self.agreed_time = cp.agreed_time;
-            self.next_push = cp.next_push;
-            self.next_seq = seq + 1;
-            self.checkpoints.insert(seq, Held { token, bytes });
-            self.recovered_checkpoint = Some((seq, token));
+            self.adopt_recovered(seq, cp, bytes, None);
             break;
         }
         // Older checkpoints stay available to peers and to a LOAD-CP naming them.
         for (seq, (_, bytes)) in candidates {
             let token = ExecCheckpoint::token(&bytes);
-            self.checkpoints.insert(seq, Held { token, bytes });
+            self.checkpoints.insert(
+                seq,
+                Held {
+                    token,
+                    bytes,
+                    tree: None,
+                },
+            );
         }
+    }
+
+    /// Objects on disk give the newest checkpoint's state only; older checkpoint records
+    /// cannot be served any more and are deleted.
+    fn recover_with_objects(
+        &mut self,
+        mut records: BTreeMap<String, Vec<u8>>,
+        mut candidates: BTreeMap<Seq, (ExecCheckpoint, Vec<u8>)>,
+    ) {
+        let recovered = self.recover_objects(&mut records, &candidates);
+        for _ in records.keys() {
+            self.counters.add("recovery-unknown-record");
+        }
+        let newest = candidates.pop_last();
+        for seq in candidates.keys() {
+            self.unusable_keys.push(crate::checkpoint_key(*seq));
+        }
+        let Some((seq, tree)) = recovered else {
+            if let Some((seq, _)) = newest {
+                self.unusable_keys.push(crate::checkpoint_key(seq));
+            }
+            return;
+        };
+        let Some((cp_seq, (cp, bytes))) = newest else {
+            return;
+        };
+        debug_assert_eq!(cp_seq, seq, "objects recovered for the newest checkpoint");
+        let loaded = self.load_all_objects(&tree)
+            && self
+                .app
+                .objects()
+                .is_some_and(|o| o.load_object_metadata(&cp.app).is_ok());
+        if !loaded {
+            self.counters.add("recovery-checkpoint-unloadable");
+            self.unusable_keys.push(crate::checkpoint_key(seq));
+            self.unusable_prefixes
+                .push(crate::objects::OBJECT_PREFIX.to_string());
+            self.unusable_prefixes
+                .push(crate::objects::DELTA_PREFIX.to_string());
+            if let Some(state) = self.objects.as_mut() {
+                if let Some(fresh) = crate::objects::ObjectsState::new(tree.bits()) {
+                    *state = fresh;
+                }
+            }
+            return;
+        }
+        self.adopt_recovered(seq, cp, bytes, Some(tree));
+    }
+
+    fn adopt_recovered(
+        &mut self,
+        seq: Seq,
+        cp: ExecCheckpoint,
+        bytes: Vec<u8>,
+        tree: Option<plumb_objects::ObjectTree>,
+    ) {
+        let token = ExecCheckpoint::token(&bytes);
+        self.replies = cp.replies;
+        self.agreed_time = cp.agreed_time;
+        self.next_push = cp.next_push;
+        self.next_seq = seq + 1;
+        self.checkpoints.insert(seq, Held { token, bytes, tree });
+        self.recovered_checkpoint = Some((seq, token));
     }
 }

@@ -23,6 +23,9 @@ struct Registers {
     by_token: bool,
     blobs: BTreeMap<Digest, Vec<u8>>,
     released: Vec<Vec<u8>>,
+    /// Object mode (tests_objects.rs): registers in 16 hash buckets; the buckets written
+    /// since the last object checkpoint.
+    dirty: Option<std::collections::BTreeSet<u64>>,
 }
 
 impl Registers {
@@ -53,6 +56,9 @@ impl Application for Registers {
             let reply = match words.as_slice() {
                 ["put", k, v] => {
                     self.map.insert(k.to_string(), v.to_string());
+                    if let Some(dirty) = self.dirty.as_mut() {
+                        dirty.insert(objects::bucket(k));
+                    }
                     "ok".to_string()
                 }
                 ["get", k] => self.map.get(*k).cloned().unwrap_or_default(),
@@ -116,7 +122,17 @@ impl Application for Registers {
     fn state_digest(&self) -> Digest {
         Digest::of(&self.map_bytes())
     }
+
+    fn objects(&mut self) -> Option<&mut dyn plumb_app::ObjectState> {
+        match self.dirty {
+            Some(_) => Some(self),
+            None => None,
+        }
+    }
 }
+
+#[path = "tests_objects.rs"]
+mod objects;
 
 type Replica = ExecReplica<Registers>;
 

@@ -6,7 +6,7 @@
 //! `max(u,r) + 1` execution replicas, at least one correct one of which holds it. Whatever a
 //! peer sends is checked against that token before it is loaded.
 
-use crate::checkpoint::{checkpoint_key, ExecCheckpoint};
+use crate::checkpoint::ExecCheckpoint;
 use crate::{ExecReplica, Held};
 use plumb_app::{Application, LoadError};
 use plumb_core::{Action, Observation};
@@ -17,12 +17,14 @@ use std::collections::BTreeSet;
 /// A checkpoint load in progress.
 #[derive(Debug)]
 pub(crate) struct Loading {
-    seq: Seq,
-    token: Digest,
+    pub(crate) seq: Seq,
+    pub(crate) token: Digest,
     /// The verified checkpoint, once we have it (bytes kept to persist after the load).
-    fetched: Option<(ExecCheckpoint, Vec<u8>)>,
+    pub(crate) fetched: Option<(ExecCheckpoint, Vec<u8>)>,
     /// Application state the checkpoint needs that we are fetching from peers.
     missing: BTreeSet<Digest>,
+    /// For an application with objects: the object-level transfer (object_transfer.rs).
+    pub(crate) objects: Option<crate::object_transfer::ObjectLoad>,
 }
 
 impl<A: Application> ExecReplica<A> {
@@ -48,6 +50,7 @@ impl<A: Application> ExecReplica<A> {
             token,
             fetched: None,
             missing: BTreeSet::new(),
+            objects: None,
         });
         let local = self
             .checkpoints
@@ -72,6 +75,10 @@ impl<A: Application> ExecReplica<A> {
     /// of application state. Re-sent on the catch-up timer.
     pub(crate) fn request_transfer(&mut self, out: &mut Vec<Action>) {
         let Some(loading) = &self.loading else { return };
+        if loading.fetched.is_some() && loading.objects.is_some() {
+            self.request_object_transfer(out);
+            return;
+        }
         let msgs: Vec<Message> = if loading.fetched.is_none() {
             vec![Message::FetchExecCp { seq: loading.seq }]
         } else {
@@ -129,6 +136,17 @@ impl<A: Application> ExecReplica<A> {
         let Some((cp, _)) = &loading.fetched else {
             return;
         };
+        match (cp.objects, self.objects.is_some()) {
+            (Some(root), true) => return self.start_object_load(root, out),
+            (None, false) => {}
+            _ => {
+                // Whole checkpoints and object checkpoints do not mix: correct replicas run
+                // the same application, so this one cannot be loaded here.
+                self.counters.add("load-cp-mode-mismatch");
+                loading.fetched = None;
+                return;
+            }
+        }
         match self.app.load_checkpoint(&cp.app) {
             Ok(()) => {
                 if let Some(Loading {
@@ -138,7 +156,7 @@ impl<A: Application> ExecReplica<A> {
                     ..
                 }) = self.loading.take()
                 {
-                    self.finish_load(seq, token, cp, bytes, out);
+                    self.finish_load(seq, token, cp, bytes, None, out);
                 }
             }
             Err(LoadError::MissingState(tokens)) if !tokens.is_empty() => {
@@ -177,20 +195,21 @@ impl<A: Application> ExecReplica<A> {
 
     /// The application holds the checkpoint's state: adopt the rest of the execution state,
     /// make the checkpoint durable here too, and carry on from `seq + 1`.
-    fn finish_load(
+    pub(crate) fn finish_load(
         &mut self,
         seq: Seq,
         token: Digest,
         cp: ExecCheckpoint,
         bytes: Vec<u8>,
+        tree: Option<plumb_objects::ObjectTree>,
         out: &mut Vec<Action>,
     ) {
         self.replies = cp.replies;
         self.agreed_time = cp.agreed_time;
         self.next_push = cp.next_push;
         self.next_seq = seq + 1;
-        self.persist(checkpoint_key(seq), bytes.clone(), out);
-        self.checkpoints.insert(seq, Held { token, bytes });
+        self.persist_checkpoint(seq, bytes.clone(), tree.as_ref(), out);
+        self.checkpoints.insert(seq, Held { token, bytes, tree });
         self.collect_checkpoints(seq, out);
         self.load_votes.clear();
         self.forget_below(self.next_seq);

@@ -134,6 +134,7 @@ fn sabotage_switches_break_the_execution_stage() {
         replies: BTreeMap::new(),
         agreed_time: 9,
         next_push: BTreeMap::new(),
+        objects: None,
     };
     let load = Message::LoadCp {
         seq: 4,

@@ -9,12 +9,14 @@
 //! [`KvOp`] per Redis command a gateway needs (multi-key commands are one atomic operation).
 
 mod glob;
+mod objects;
 mod op;
 mod random;
 mod store;
 mod zset;
 
 pub use glob::{glob_match, literal_prefix};
+pub use objects::{bucket_of, BUCKET_BITS, BUCKET_VERSION};
 pub use op::{
     parse_integer, DecodeError, End, ExpireCondition, Footprint, KvOp, KvResult, SetCondition,
     SetExpiry, ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_MALFORMED, ERR_MIN_MAX_NOT_FLOAT,

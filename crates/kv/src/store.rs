@@ -21,6 +21,7 @@
 //! batch, never from an entropy source.
 
 use crate::glob::glob_match;
+use crate::objects::Buckets;
 use crate::op::{
     parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry, ZAddOptions,
     ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_MALFORMED, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY,
@@ -41,7 +42,8 @@ pub const CHECKPOINT_VERSION: u8 = 1;
 /// What a key holds. A collection is never stored empty (Redis removes the key instead).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Value {
-    Str(Vec<u8>),
+    /// `serde_bytes`: the same bytes as a sequence of `u8` in postcard, encoded in one copy.
+    Str(#[serde(with = "serde_bytes")] Vec<u8>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
     List(VecDeque<Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
@@ -50,7 +52,7 @@ pub enum Value {
 }
 
 impl Value {
-    fn is_empty_collection(&self) -> bool {
+    pub(crate) fn is_empty_collection(&self) -> bool {
         match self {
             Value::Str(_) => false,
             Value::Hash(h) => h.is_empty(),
@@ -90,6 +92,9 @@ pub struct KvStore {
     /// The latest agreed time the store ran at; `None` before the first batch and after a
     /// checkpoint load until the next batch. Not state; only read-only `Ttl` reads it.
     clock: Option<Micros>,
+    /// Keys per hash bucket and the buckets written since the last object checkpoint
+    /// (objects.rs); derived from `entries`, not state.
+    pub(crate) buckets: Buckets,
 }
 
 impl PartialEq for KvStore {
@@ -128,6 +133,11 @@ fn wrong_type() -> KvResult {
 impl KvStore {
     pub fn new() -> KvStore {
         KvStore::default()
+    }
+
+    /// Forget the agreed time (after a checkpoint load: unknown until the next batch).
+    pub(crate) fn forget_clock(&mut self) {
+        self.clock = None;
     }
 
     /// Number of live keys.
@@ -206,6 +216,7 @@ impl KvStore {
             KvOp::FlushAll => {
                 self.entries.clear();
                 self.expiries.clear();
+                self.buckets.clear_all();
                 KvResult::Ok
             }
             KvOp::Persist { key } => self.persist(key),
@@ -402,10 +413,15 @@ impl KvStore {
             .iter()
             .filter_map(|(k, e)| e.expires_at.map(|t| (t, k.clone())))
             .collect();
+        let mut buckets = Buckets::default();
+        for key in entries.keys() {
+            buckets.inserted(key);
+        }
         KvStore {
             entries,
             expiries,
             clock: None,
+            buckets,
         }
     }
 
@@ -425,16 +441,30 @@ impl KvStore {
         self.entries.get(key).map(|e| &e.value)
     }
 
-    fn put(&mut self, key: &[u8], entry: Entry) {
+    pub(crate) fn put(&mut self, key: &[u8], entry: Entry) {
         self.remove(key);
         if let Some(at) = entry.expires_at {
             self.expiries.insert((at, key.to_vec()));
         }
+        self.insert_entry(key, entry);
+    }
+
+    /// Every insertion goes through here, so the bucket index and dirty set stay in step.
+    pub(crate) fn insert_entry(&mut self, key: &[u8], entry: Entry) {
+        self.buckets.inserted(key);
         self.entries.insert(key.to_vec(), entry);
     }
 
-    fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+    /// Every in-place change goes through here: it marks the key's bucket written.
+    fn entry_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let entry = self.entries.get_mut(key)?;
+        self.buckets.touched(key);
+        Some(entry)
+    }
+
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let old = self.entries.remove(key)?;
+        self.buckets.removed(key);
         if let Some(at) = old.expires_at {
             self.expiries.remove(&(at, key.to_vec()));
         }
@@ -443,6 +473,7 @@ impl KvStore {
 
     /// Set the expiry of an existing key, keeping the index in step.
     fn set_expiry(&mut self, key: &[u8], expires_at: Option<Micros>) {
+        self.buckets.touched(key);
         let Some(entry) = self.entries.get_mut(key) else {
             return;
         };
@@ -583,20 +614,20 @@ impl KvStore {
 
     /// Store a string at `key`, keeping the key's expiry if it exists.
     fn replace_string(&mut self, key: &[u8], bytes: Vec<u8>) {
-        match self.entries.get_mut(key) {
+        match self.entry_mut(key) {
             Some(entry) => entry.value = Value::Str(bytes),
             None => {
                 let entry = Entry {
                     value: Value::Str(bytes),
                     expires_at: None,
                 };
-                self.entries.insert(key.to_vec(), entry);
+                self.insert_entry(key, entry);
             }
         }
     }
 
     fn append(&mut self, key: &[u8], value: &[u8]) -> KvResult {
-        match self.entries.get_mut(key).map(|e| &mut e.value) {
+        match self.entry_mut(key).map(|e| &mut e.value) {
             None => {
                 self.replace_string(key, value.to_vec());
                 int(value.len())
@@ -658,9 +689,9 @@ impl KvStore {
                 value: empty(),
                 expires_at: None,
             };
-            self.entries.insert(key.to_vec(), entry);
+            self.insert_entry(key, entry);
         }
-        match self.entries.get_mut(key) {
+        match self.entry_mut(key) {
             Some(entry) if same_kind(&entry.value) => Ok(&mut entry.value),
             _ => Err(wrong_type()),
         }
@@ -1060,5 +1091,9 @@ impl Application for KvStore {
 
     fn state_digest(&self) -> Digest {
         Digest::of(&self.canonical_bytes())
+    }
+
+    fn objects(&mut self) -> Option<&mut dyn plumb_app::ObjectState> {
+        Some(self)
     }
 }

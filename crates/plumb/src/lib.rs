@@ -91,6 +91,9 @@ pub mod node;
 /// the crate root leave out.
 pub use plumb_app as app;
 pub use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
+/// Calling a plumb service from Rust: the async [`client::Client`], the
+/// [`client::BlockingClient`] and their typed errors (`docs/client.md`).
+pub use plumb_client::net as client;
 pub use plumb_cluster::Cluster;
 pub use plumb_crypto::Digest;
 pub use plumb_node::Apps;

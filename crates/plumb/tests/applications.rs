@@ -201,35 +201,28 @@ fn a_second_application_runs_as_a_real_cluster_through_the_library_cli() {
         assert_eq!(v["app"], "counter", "{line}");
     }
 
-    // Ordered requests add; the replies are the counter's values, agreed by the replicas.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let values = rt.block_on(async {
-        let pool = plumb_gateway::Pool::start(
-            &cluster,
-            &cluster.cli_clients,
-            &dir.path().join("clients"),
-            false,
-        )
-        .expect("client pool");
-        let mut values = Vec::new();
-        for (delta, read_only) in [(5i64, false), (7, false), (-2, false), (0, true)] {
-            let reply = tokio::time::timeout(
-                Duration::from_secs(30),
-                pool.call(delta.to_le_bytes().to_vec(), read_only),
-            )
-            .await
-            .expect("the counter cluster answers within 30 s")
-            .expect("pool open");
-            let bytes: [u8; 8] = reply.as_slice().try_into().expect("8-byte reply");
-            values.push(i64::from_le_bytes(bytes));
+    // Ordered requests add; the replies are the counter's values, agreed by the replicas. The
+    // client is the library's own (`plumb::client`), with a command-line client identity.
+    let id = *cluster
+        .cli_clients
+        .first()
+        .expect("a command-line client identity");
+    let identity = plumb::client::Identity::issued(&cluster, id).expect("its key");
+    let client = plumb::client::BlockingClient::connect(&config, identity)
+        .expect("connect to the counter cluster");
+    let mut values = Vec::new();
+    for (delta, read_only) in [(5i64, false), (7, false), (-2, false), (0, true)] {
+        let op = delta.to_le_bytes();
+        let reply = if read_only {
+            client.invoke_read_only(op)
+        } else {
+            client.invoke(op)
         }
-        tokio::task::block_in_place(|| pool.stop());
-        values
-    });
+        .expect("the counter cluster answers");
+        let bytes: [u8; 8] = reply.as_slice().try_into().expect("8-byte reply");
+        values.push(i64::from_le_bytes(bytes));
+    }
+    client.shutdown();
     assert_eq!(values, [5, 12, 10, 10]);
 
     let stopped = up.stop();

@@ -156,6 +156,20 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
         ),
         Message::ExecProbe { nonce } => format!("exec-probe {nonce:#x}"),
         Message::ExecProbeReply { nonce, seq } => format!("exec-probe-reply {nonce:#x} n={seq}"),
+        Message::FetchObjectNodes { seq, nodes } => {
+            format!("fetch-object-nodes n={seq} ({} nodes)", nodes.len())
+        }
+        Message::ObjectNodes { seq, nodes } => {
+            format!("object-nodes n={seq} ({} nodes)", nodes.len())
+        }
+        Message::FetchObjects { seq, ids, .. } => {
+            format!("fetch-objects n={seq} ({} objects)", ids.len())
+        }
+        Message::Objects { seq, objects } => format!("objects n={seq} ({} objects)", objects.len()),
+        Message::FetchStateUpdate { from, to } => format!("fetch-state-update {from}..{to}"),
+        Message::StateUpdate { from, to, writes } => {
+            format!("state-update {from}..{to} ({} writes)", writes.len())
+        }
     }
 }
 

@@ -390,6 +390,75 @@ pub enum Message {
         nonce: u64,
         seq: Seq,
     },
+
+    // ---- execution <-> execution: object-level state transfer (docs/objects.md)
+    /// Ask for the children digests of inner nodes of the object tree of checkpoint `seq`.
+    FetchObjectNodes {
+        seq: Seq,
+        nodes: Vec<ObjectNode>,
+    },
+    /// Children digests of the asked nodes the sender holds (the receiver checks that they
+    /// hash to the node's digest).
+    ObjectNodes {
+        seq: Seq,
+        nodes: Vec<ObjectChildren>,
+    },
+    /// Ask for objects of checkpoint `seq`; with `proofs`, each comes with its Merkle path.
+    FetchObjects {
+        seq: Seq,
+        ids: Vec<u64>,
+        proofs: bool,
+    },
+    /// Objects of checkpoint `seq` (possibly fewer than asked, to bound the frame).
+    Objects {
+        seq: Seq,
+        objects: Vec<ObjectPayload>,
+    },
+    /// Ask for the state update from checkpoint `from` to checkpoint `to`: the objects that
+    /// differ, each with its proof against `to`'s root (seed 002 §4.8.2).
+    FetchStateUpdate {
+        from: Seq,
+        to: Seq,
+    },
+    /// The state update from `from` to `to` (every object written between them).
+    StateUpdate {
+        from: Seq,
+        to: Seq,
+        writes: Vec<ObjectPayload>,
+    },
+}
+
+/// A node of an object tree: `depth` levels below the root, `index` among its depth's nodes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ObjectNode {
+    /// Levels below the root (0: the root).
+    pub depth: u8,
+    /// Index among the `2^depth` nodes of its depth.
+    pub index: u64,
+}
+
+/// The children digests of an object tree node.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ObjectChildren {
+    /// The node asked for.
+    pub node: ObjectNode,
+    /// Digest of its left child.
+    pub left: Digest,
+    /// Digest of its right child.
+    pub right: Digest,
+}
+
+/// One object of a checkpoint: its bytes (`None`: empty) and, if asked, its Merkle path
+/// (sibling digests from the leaf up).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct ObjectPayload {
+    /// The object's id.
+    pub id: u64,
+    /// Its bytes (`None`: the empty object).
+    #[serde(with = "serde_bytes")]
+    pub bytes: Option<Vec<u8>>,
+    /// Sibling digests from its leaf up to the root, if asked for (else empty).
+    pub proof: Vec<Digest>,
 }
 
 /// What the primary of `view` signs for a NEW-VIEW carrying `proofs`.
@@ -438,6 +507,12 @@ impl Message {
             Message::RecoveryReply { .. } => "recovery-reply",
             Message::ExecProbe { .. } => "exec-probe",
             Message::ExecProbeReply { .. } => "exec-probe-reply",
+            Message::FetchObjectNodes { .. } => "fetch-object-nodes",
+            Message::ObjectNodes { .. } => "object-nodes",
+            Message::FetchObjects { .. } => "fetch-objects",
+            Message::Objects { .. } => "objects",
+            Message::FetchStateUpdate { .. } => "fetch-state-update",
+            Message::StateUpdate { .. } => "state-update",
         }
     }
 }

@@ -1,0 +1,52 @@
+//! The optional object interface of the application contract (seed 002 §4.6, seed 003 §2.3):
+//! state as a set of objects with stable ids. See docs/objects.md.
+//!
+//! The application names its objects and says which ones changed; the library hashes them,
+//! keeps the Merkle tree over their digests, persists them, serves them to peers and verifies
+//! what peers send. An object's bytes must be a function of its contents alone (canonical), so
+//! that correct replicas in the same state report equal bytes for every object.
+
+use crate::LoadError;
+
+/// Largest number of id bits an application may use: the Merkle tree is that many levels deep,
+/// and a proof holds one sibling digest per level.
+pub const OBJECT_ID_BITS_MAX: u8 = 32;
+
+/// A stable object id: the same object has the same id on every replica and across
+/// checkpoints. Ids are below `2^object_id_bits()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ObjectId(pub u64);
+
+/// One object's new contents: its canonical bytes, or `None` for an empty (or deleted) object.
+/// An empty object and an object that never existed are the same thing.
+pub type ObjectWrite = (ObjectId, Option<Vec<u8>>);
+
+/// State kept as objects. Every method is deterministic.
+pub trait ObjectState {
+    /// How many bits object ids use (at most [`OBJECT_ID_BITS_MAX`]). Fixed for the life of
+    /// the application's state format: replicas must agree on it.
+    fn object_id_bits(&self) -> u8;
+
+    /// Every object written since the previous call (since creation for the first call),
+    /// each once, with its current bytes. It must cost in proportion to the objects written,
+    /// not to the size of the state: keep a dirty set. Reporting an unchanged object is
+    /// allowed (it costs a hash); omitting a changed one breaks agreement on checkpoints.
+    fn take_changed_objects(&mut self) -> Vec<ObjectWrite>;
+
+    /// Replace object `id` with `bytes` (`None`: make it empty). The library has verified
+    /// the bytes against an agreed digest, so an error means the application cannot read
+    /// its own format. The write is not reported again by
+    /// [`ObjectState::take_changed_objects`].
+    fn load_object(&mut self, id: ObjectId, bytes: Option<&[u8]>) -> Result<(), LoadError>;
+
+    /// State that belongs to no object (small, or empty: the default), taken with each
+    /// checkpoint and committed to by its digest.
+    fn object_metadata(&self) -> Vec<u8> {
+        Vec::new()
+    }
+
+    /// Adopt the metadata of a checkpoint, after all its objects were loaded.
+    fn load_object_metadata(&mut self, _metadata: &[u8]) -> Result<(), LoadError> {
+        Ok(())
+    }
+}

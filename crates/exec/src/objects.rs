@@ -1,0 +1,286 @@
+//! Object checkpoints (docs/objects.md) for an application that implements
+//! [`plumb_app::ObjectState`]: the execution stage keeps the Merkle tree of its objects, takes
+//! incremental checkpoints that commit to the tree's root, and keeps them on disk
+//! incrementally.
+//!
+//! On disk, besides the checkpoint records (`exec/cp/<seq>`, whose `objects` field names the
+//! root):
+//!
+//! - `exec/obj/<id, 16 hex digits>`: an object's bytes as of some earlier checkpoint (the
+//!   *base*);
+//! - `exec/objd/<seq, 20 digits>/<chunk, 6 digits>`: the objects that changed in the
+//!   checkpoint at `seq` (its *delta*), in chunks that bound the record size.
+//!
+//! Taking a checkpoint writes its delta, then the checkpoint record, then syncs: the cost
+//! follows the objects written since the last one. The previous deltas are folded into the
+//! base first (their objects rewritten as of the last checkpoint, then the delta records
+//! deleted), which also costs in proportion to what they changed. The store keeps writes in
+//! order, so after a crash the disk holds a prefix of these writes, and the base plus every
+//! delta up to the newest checkpoint record gives exactly that checkpoint's objects (a
+//! half-done fold is repeated by re-applying its delta; a delta without its checkpoint record
+//! is ignored). Recovery checks the result against the checkpoint's root before using it.
+
+use crate::checkpoint::{checkpoint_key, ExecCheckpoint};
+use crate::ExecReplica;
+use plumb_app::{Application, ObjectId};
+use plumb_core::{Action, StoreOp};
+use plumb_objects::{ObjectBytes, ObjectTree};
+use plumb_wire::Seq;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Storage key prefix of base object records.
+pub const OBJECT_PREFIX: &str = "exec/obj/";
+/// Storage key prefix of checkpoint delta records.
+pub const DELTA_PREFIX: &str = "exec/objd/";
+/// A delta record holds objects up to about this many bytes (a record is at most 1 GiB).
+const DELTA_CHUNK_BYTES: usize = 32 << 20;
+
+pub(crate) fn object_key(id: ObjectId) -> String {
+    format!("{OBJECT_PREFIX}{:016x}", id.0)
+}
+
+pub(crate) fn parse_object_key(key: &str) -> Option<ObjectId> {
+    let hex = key.strip_prefix(OBJECT_PREFIX)?;
+    if hex.len() != 16 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok().map(ObjectId)
+}
+
+fn delta_prefix(seq: Seq) -> String {
+    format!("{DELTA_PREFIX}{seq:020}/")
+}
+
+fn delta_key(seq: Seq, chunk: usize) -> String {
+    format!("{}{chunk:06}", delta_prefix(seq))
+}
+
+/// `(seq, chunk)` of a delta record key.
+pub(crate) fn parse_delta_key(key: &str) -> Option<(Seq, u32)> {
+    let rest = key.strip_prefix(DELTA_PREFIX)?;
+    let (seq, chunk) = rest.split_once('/')?;
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(seq, 20) || !digits(chunk, 6) {
+        return None;
+    }
+    Some((seq.parse().ok()?, chunk.parse().ok()?))
+}
+
+/// One object of a delta record.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct DeltaObject {
+    pub id: u64,
+    #[serde(with = "serde_bytes")]
+    pub bytes: Option<Vec<u8>>,
+}
+
+pub(crate) fn decode_delta(bytes: &[u8]) -> Option<Vec<DeltaObject>> {
+    match postcard::take_from_bytes::<Vec<DeltaObject>>(bytes) {
+        Ok((objs, [])) => Some(objs),
+        _ => None,
+    }
+}
+
+/// The execution stage's view of the application's objects.
+#[derive(Debug)]
+pub(crate) struct ObjectsState {
+    /// The tree of the application's objects as of the last flush (checkpoint or load).
+    pub live: ObjectTree,
+    /// The tree of the newest checkpoint on disk.
+    pub persisted: ObjectTree,
+    /// Objects of the deltas on disk not yet folded into the base, and their checkpoints.
+    pub unfolded: Vec<ObjectId>,
+    pub unfolded_seqs: Vec<Seq>,
+}
+
+impl ObjectsState {
+    pub fn new(bits: u8) -> Option<ObjectsState> {
+        let tree = ObjectTree::new(bits).ok()?;
+        Some(ObjectsState {
+            live: tree.clone(),
+            persisted: tree,
+            unfolded: Vec::new(),
+            unfolded_seqs: Vec::new(),
+        })
+    }
+}
+
+impl<A: Application> ExecReplica<A> {
+    /// Move the objects the application wrote since the last flush into the live tree.
+    pub(crate) fn flush_objects(&mut self) {
+        let (Some(state), Some(app)) = (self.objects.as_mut(), self.app.objects()) else {
+            return;
+        };
+        let changed = app.take_changed_objects();
+        if state.live.apply_vecs(changed).is_err() {
+            // The application broke its own id range: its checkpoints will disagree with
+            // correct replicas' and the divergence is caught there.
+            self.counters.add("app-object-id-out-of-range");
+        }
+    }
+
+    /// Make checkpoint `seq` (encoded as `bytes`, whose objects are `tree`) durable: fold the
+    /// previous deltas into the base, write this checkpoint's delta, then its record, then
+    /// sync.
+    pub(crate) fn persist_object_checkpoint(
+        &mut self,
+        seq: Seq,
+        bytes: Vec<u8>,
+        tree: &ObjectTree,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(state) = self.objects.as_mut() else {
+            return;
+        };
+        for id in std::mem::take(&mut state.unfolded) {
+            let key = object_key(id);
+            out.push(Action::Store(match state.persisted.get(id) {
+                Some(b) => StoreOp::Put {
+                    key,
+                    value: b.to_vec(),
+                },
+                None => StoreOp::Delete { key },
+            }));
+        }
+        for old in std::mem::take(&mut state.unfolded_seqs) {
+            out.push(Action::Store(StoreOp::DeletePrefix {
+                prefix: delta_prefix(old),
+            }));
+        }
+        let changed = state.persisted.diff(tree).unwrap_or_default();
+        let mut chunk: Vec<DeltaObject> = Vec::new();
+        let mut chunk_bytes = 0usize;
+        let mut chunk_no = 0usize;
+        for id in &changed {
+            let bytes = tree.get(*id).map(|b| b.to_vec());
+            chunk_bytes += bytes.as_ref().map_or(0, Vec::len) + 16;
+            chunk.push(DeltaObject { id: id.0, bytes });
+            if chunk_bytes >= DELTA_CHUNK_BYTES {
+                out.push(Action::Store(StoreOp::Put {
+                    key: delta_key(seq, chunk_no),
+                    value: postcard::to_stdvec(&chunk).unwrap_or_default(),
+                }));
+                chunk.clear();
+                chunk_bytes = 0;
+                chunk_no += 1;
+            }
+        }
+        if !chunk.is_empty() {
+            out.push(Action::Store(StoreOp::Put {
+                key: delta_key(seq, chunk_no),
+                value: postcard::to_stdvec(&chunk).unwrap_or_default(),
+            }));
+        }
+        out.push(Action::Store(StoreOp::Put {
+            key: checkpoint_key(seq),
+            value: bytes,
+        }));
+        out.push(Action::Store(StoreOp::Sync));
+        state.persisted = tree.clone();
+        state.unfolded = changed;
+        state.unfolded_seqs = vec![seq];
+    }
+
+    /// Restart of a replica whose application has objects: rebuild the newest checkpoint's
+    /// objects from the base and the deltas, and use it only if they give its root.
+    /// Otherwise start empty (state transfer then fetches what differs). Returns the
+    /// checkpoint to adopt.
+    pub(crate) fn recover_objects(
+        &mut self,
+        records: &mut BTreeMap<String, Vec<u8>>,
+        checkpoints: &BTreeMap<Seq, (ExecCheckpoint, Vec<u8>)>,
+    ) -> Option<(Seq, ObjectTree)> {
+        let bits = self.objects.as_ref()?.live.bits();
+        let mut base: Vec<(ObjectId, Option<ObjectBytes>)> = Vec::new();
+        let mut deltas: BTreeMap<(Seq, u32), Vec<u8>> = BTreeMap::new();
+        let keys: Vec<String> = records
+            .keys()
+            .filter(|k| k.starts_with(OBJECT_PREFIX) || k.starts_with(DELTA_PREFIX))
+            .cloned()
+            .collect();
+        for key in keys {
+            let Some(value) = records.remove(&key) else {
+                continue;
+            };
+            if let Some(id) = parse_object_key(&key) {
+                base.push((id, Some(ObjectBytes::from(value))));
+            } else if let Some(at) = parse_delta_key(&key) {
+                deltas.insert(at, value);
+            } else {
+                self.counters.add("recovery-unknown-record");
+            }
+        }
+        let newest = checkpoints.iter().next_back();
+        let target = newest.and_then(|(seq, (cp, _))| cp.objects.map(|o| (*seq, o)));
+        let mut tree = ObjectTree::new(bits).ok()?;
+        let mut ok = tree.apply(base).is_ok();
+        let mut applied_seqs = Vec::new();
+        let mut applied_ids = Vec::new();
+        if let Some((newest_seq, _)) = target {
+            for ((seq, _), value) in deltas.range(..=(newest_seq, u32::MAX)) {
+                let Some(objs) = decode_delta(value) else {
+                    ok = false;
+                    break;
+                };
+                applied_ids.extend(objs.iter().map(|o| ObjectId(o.id)));
+                ok &= tree
+                    .apply(
+                        objs.into_iter()
+                            .map(|o| (ObjectId(o.id), o.bytes.map(ObjectBytes::from))),
+                    )
+                    .is_ok();
+                if applied_seqs.last() != Some(seq) {
+                    applied_seqs.push(*seq);
+                }
+            }
+        }
+        let nothing_on_disk = deltas.is_empty() && target.is_none() && tree.is_empty();
+        let usable = match target {
+            Some((seq, root)) if ok && root.bits == bits && root.root == tree.root() => {
+                Some((seq, tree))
+            }
+            _ => None,
+        };
+        let Some((seq, tree)) = usable else {
+            if !nothing_on_disk {
+                self.counters.add("recovery-objects-unusable");
+            }
+            self.unusable_prefixes.push(OBJECT_PREFIX.to_string());
+            self.unusable_prefixes.push(DELTA_PREFIX.to_string());
+            return None;
+        };
+        // Deltas of checkpoints that never got their record are garbage.
+        let mut stale: Vec<Seq> = deltas
+            .keys()
+            .map(|(s, _)| *s)
+            .filter(|s| *s > seq)
+            .collect();
+        stale.dedup();
+        for s in stale {
+            self.unusable_prefixes.push(delta_prefix(s));
+        }
+        applied_ids.sort_unstable();
+        applied_ids.dedup();
+        if let Some(state) = self.objects.as_mut() {
+            state.live = tree.clone();
+            state.persisted = tree.clone();
+            state.unfolded = applied_ids;
+            state.unfolded_seqs = applied_seqs;
+        }
+        Some((seq, tree))
+    }
+
+    /// Give the application every object of `tree` (after a recovery).
+    pub(crate) fn load_all_objects(&mut self, tree: &ObjectTree) -> bool {
+        let Some(app) = self.app.objects() else {
+            return false;
+        };
+        for (id, bytes) in tree.iter() {
+            if app.load_object(id, Some(bytes)).is_err() {
+                return false;
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,451 @@
+//! Object checkpoints and object-level state transfer (docs/objects.md), with the register
+//! machine in object mode: 16 buckets of registers.
+
+use super::*;
+use plumb_app::{ObjectId, ObjectState, ObjectWrite};
+use std::collections::BTreeSet;
+
+pub(super) fn bucket(key: &str) -> u64 {
+    u64::from(Digest::of(key.as_bytes()).0[0] % 16)
+}
+
+impl Registers {
+    fn with_objects() -> Registers {
+        Registers {
+            dirty: Some(BTreeSet::new()),
+            ..Registers::default()
+        }
+    }
+
+    fn bucket_bytes(&self, b: u64) -> Option<Vec<u8>> {
+        let part: BTreeMap<&String, &String> =
+            self.map.iter().filter(|(k, _)| bucket(k) == b).collect();
+        (!part.is_empty()).then(|| postcard::to_stdvec(&part).unwrap())
+    }
+}
+
+impl ObjectState for Registers {
+    fn object_id_bits(&self) -> u8 {
+        4
+    }
+
+    fn take_changed_objects(&mut self) -> Vec<ObjectWrite> {
+        let dirty = std::mem::take(self.dirty.as_mut().unwrap());
+        dirty
+            .into_iter()
+            .map(|b| (ObjectId(b), self.bucket_bytes(b)))
+            .collect()
+    }
+
+    fn load_object(&mut self, id: ObjectId, bytes: Option<&[u8]>) -> Result<(), LoadError> {
+        self.map.retain(|k, _| bucket(k) != id.0);
+        if let Some(bytes) = bytes {
+            let part: BTreeMap<String, String> =
+                postcard::from_bytes(bytes).map_err(|e| LoadError::Corrupt(e.to_string()))?;
+            self.map.extend(part);
+        }
+        self.dirty.as_mut().unwrap().remove(&id.0);
+        Ok(())
+    }
+}
+
+fn object_leader(net: &Net, count: u64) -> (Replica, Vec<Action>) {
+    leader(net, Registers::with_objects(), count)
+}
+
+/// Buckets written by `puts(first, count)`.
+fn buckets_of_puts(first: Seq, count: u64) -> BTreeSet<u64> {
+    (first..first + count)
+        .map(|s| bucket(&format!("k{s}")))
+        .collect()
+}
+
+/// A catch-up period passes without an answer from the peer asked.
+fn silent_peer_period(b: &mut Replica) -> Vec<Action> {
+    plumb_core::run(b, NOW, Event::Timer(CATCH_UP))
+}
+
+/// Move exec-to-exec messages between `a` (Exec 0) and `b` (Exec 1) until none is left.
+fn pump(net: &Net, a: &mut Replica, b: &mut Replica, mut from_b: Vec<Action>) -> usize {
+    let mut rounds = 0;
+    loop {
+        let to_a: Vec<Message> = net.sent_to(&from_b, Principal::Exec(0));
+        if to_a.is_empty() {
+            return rounds;
+        }
+        rounds += 1;
+        assert!(rounds < 100, "transfer does not converge");
+        let mut next = Vec::new();
+        for m in to_a {
+            let served = net.deliver(a, Principal::Exec(1), &m);
+            for reply in net.sent_to(&served, Principal::Exec(1)) {
+                next.extend(net.deliver(b, Principal::Exec(0), &reply));
+            }
+        }
+        from_b = next;
+    }
+}
+
+#[test]
+fn object_checkpoint_commits_to_the_root_and_persists_only_what_changed() {
+    let net = Net::new(2);
+    let (a, out) = object_leader(&net, 4);
+    let cp = ExecCheckpoint::decode(&a.checkpoints[&4].bytes).unwrap();
+    let tree = a.checkpoints[&4].tree.clone().unwrap();
+    assert_eq!(
+        cp.objects,
+        Some(ObjectsRoot {
+            bits: 4,
+            root: tree.root()
+        })
+    );
+    assert!(cp.app.is_empty(), "all state is in objects");
+    // Checkpoint 4's delta holds the buckets batches 3 and 4 wrote, nothing else.
+    let puts = puts_of(&out);
+    let delta4: Vec<&(String, Vec<u8>)> = puts
+        .iter()
+        .filter(|(k, _)| k.starts_with(&format!("{DELTA_PREFIX}{:020}/", 4)))
+        .collect();
+    assert_eq!(delta4.len(), 1);
+    let objs = crate::objects::decode_delta(&delta4[0].1).unwrap();
+    let ids: BTreeSet<u64> = objs.iter().map(|o| o.id).collect();
+    assert_eq!(ids, buckets_of_puts(3, 2));
+    // Checkpoint 2's delta was folded into the base before, then deleted.
+    let base: BTreeSet<String> = puts
+        .iter()
+        .filter(|(k, _)| k.starts_with(OBJECT_PREFIX))
+        .map(|(k, _)| k.clone())
+        .collect();
+    assert_eq!(base.len(), buckets_of_puts(1, 2).len());
+    assert!(out.contains(&Action::Store(StoreOp::DeletePrefix {
+        prefix: format!("{DELTA_PREFIX}{:020}/", 2)
+    })));
+    // The checkpoint record follows its delta, and a sync follows the record.
+    let at = out
+        .iter()
+        .position(
+            |x| matches!(x, Action::Store(StoreOp::Put { key, .. }) if *key == checkpoint_key(4)),
+        )
+        .unwrap();
+    assert_eq!(out.get(at + 1), Some(&Action::Store(StoreOp::Sync)));
+    // Object replicas agree on tokens like whole-checkpoint ones do.
+    let (_, out2) = object_leader(&net, 4);
+    assert_eq!(checkpoint_taken(&out), checkpoint_taken(&out2));
+}
+
+#[test]
+fn object_transfer_fetches_only_the_objects_that_differ_and_verifies_them() {
+    let net = Net::new(2);
+    let (mut a, out) = object_leader(&net, 12);
+    let (seq, token) = *checkpoint_taken(&out).last().unwrap();
+    assert_eq!(seq, 12);
+    // b executed up to 10 and missed 11 and 12.
+    let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
+    net.learn_all(&mut b, 1, &puts(1, 10));
+    let out = load_cp(&net, &mut b, 12, token, &[0, 1]);
+    let fetch = Message::FetchExecCp { seq: 12 };
+    assert_eq!(net.receivers(&out, |m| *m == fetch).len(), 2);
+    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    let cp = net.sent_to(&served, Principal::Exec(1));
+    let out = net.deliver(&mut b, Principal::Exec(0), &cp[0]);
+    // b holds checkpoint 10: it asks one peer (the next after it) for the state update.
+    let asks = net.sent(&out);
+    assert_eq!(
+        asks,
+        vec![(
+            Principal::Exec(2),
+            Message::FetchStateUpdate { from: 10, to: 12 }
+        )]
+    );
+    // It stays silent for a catch-up period: the next peer is asked, by tree walk.
+    let out = silent_peer_period(&mut b);
+    assert_eq!(b.counters().get("object-transfer-peer-changed"), 1);
+    assert_eq!(b.counters().get("state-update-not-received"), 1);
+    let to_peers: Vec<(Principal, Message)> = net
+        .sent(&out)
+        .into_iter()
+        .filter(|(p, _)| matches!(p, Principal::Exec(_)))
+        .collect();
+    assert!(matches!(
+        to_peers[..],
+        [(Principal::Exec(0), Message::FetchObjectNodes { .. })]
+    ));
+    // A faulty peer's children that do not hash to the root are dropped.
+    let forged = Message::ObjectNodes {
+        seq: 12,
+        nodes: vec![plumb_wire::ObjectChildren {
+            node: plumb_wire::ObjectNode { depth: 0, index: 0 },
+            left: Digest::of(b"l"),
+            right: Digest::of(b"r"),
+        }],
+    };
+    net.deliver(&mut b, Principal::Exec(2), &forged);
+    assert_eq!(b.counters().get("drop-object-nodes-bad-digest"), 1);
+    // The real peer completes the transfer.
+    pump(&net, &mut a, &mut b, out);
+    assert_eq!(b.next_seq(), 13);
+    assert_eq!(b.app().state_digest(), a.app().state_digest());
+    let differing = buckets_of_puts(11, 2).len() as u64;
+    assert_eq!(b.counters().get("object-transfer-objects"), differing);
+    // b serves checkpoint 12 now, and its next checkpoint agrees with a's.
+    let more = puts(13, 2);
+    let out_a = net.learn_all(&mut a, 13, &more);
+    let out_b = net.learn_all(&mut b, 13, &more);
+    assert_eq!(checkpoint_taken(&out_a), checkpoint_taken(&out_b));
+}
+
+#[test]
+fn a_forged_object_is_rejected() {
+    let net = Net::new(2);
+    let (mut a, out) = object_leader(&net, 2);
+    let (_, token) = *checkpoint_taken(&out).last().unwrap();
+    let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
+    load_cp(&net, &mut b, 2, token, &[0, 1]);
+    let fetch = Message::FetchExecCp { seq: 2 };
+    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    net.deliver(
+        &mut b,
+        Principal::Exec(0),
+        &net.sent_to(&served, Principal::Exec(1))[0],
+    );
+    let mut out = silent_peer_period(&mut b);
+    // Walk the tree down with a's answers until objects are asked for.
+    for _ in 0..50 {
+        let asks = net.sent_to(&out, Principal::Exec(0));
+        if let Some(Message::FetchObjects { ids, .. }) = asks
+            .iter()
+            .find(|m| matches!(m, Message::FetchObjects { .. }))
+        {
+            let lie = Message::Objects {
+                seq: 2,
+                objects: vec![plumb_wire::ObjectPayload {
+                    id: ids[0],
+                    bytes: Some(b"forged".to_vec()),
+                    proof: vec![],
+                }],
+            };
+            net.deliver(&mut b, Principal::Exec(2), &lie);
+            assert_eq!(b.counters().get("drop-object-bad-digest"), 1);
+            assert_eq!(b.next_seq(), 1);
+            return;
+        }
+        let mut next = Vec::new();
+        for m in asks {
+            let served = net.deliver(&mut a, Principal::Exec(1), &m);
+            for reply in net.sent_to(&served, Principal::Exec(1)) {
+                next.extend(net.deliver(&mut b, Principal::Exec(0), &reply));
+            }
+        }
+        out = next;
+    }
+    panic!("no object was asked for");
+}
+
+#[test]
+fn a_peer_proves_a_single_object_against_the_checkpoint_root() {
+    let net = Net::new(2);
+    let (mut a, _) = object_leader(&net, 2);
+    let id = bucket("k1");
+    let ask = Message::FetchObjects {
+        seq: 2,
+        ids: vec![id],
+        proofs: true,
+    };
+    let served = net.deliver(&mut a, Principal::Exec(1), &ask);
+    let Message::Objects { objects, .. } = &net.sent_to(&served, Principal::Exec(1))[0] else {
+        panic!("expected OBJECTS")
+    };
+    let root = a.checkpoints[&2].tree.as_ref().unwrap().root();
+    let proof = plumb_objects::Proof {
+        siblings: objects[0].proof.clone(),
+    };
+    assert_eq!(
+        proof.verify(root, 4, ObjectId(id), objects[0].bytes.as_deref()),
+        Ok(())
+    );
+    assert!(proof
+        .verify(root, 4, ObjectId(id), Some(b"something else"))
+        .is_err());
+    // Oversized and unknown requests are dropped, not served.
+    let too_many = Message::FetchObjects {
+        seq: 2,
+        ids: vec![0; crate::object_transfer::OBJECTS_PER_FETCH + 1],
+        proofs: false,
+    };
+    assert!(net
+        .deliver(&mut a, Principal::Exec(1), &too_many)
+        .is_empty());
+    let unknown = Message::FetchObjectNodes {
+        seq: 99,
+        nodes: vec![],
+    };
+    assert!(net.deliver(&mut a, Principal::Exec(1), &unknown).is_empty());
+    assert_eq!(a.counters().get("fetch-objects-not-held"), 1);
+}
+
+/// What a store holds after `ops` (in order).
+fn disk_after(ops: &[StoreOp]) -> BTreeMap<String, Vec<u8>> {
+    let mut disk = BTreeMap::new();
+    for op in ops {
+        match op {
+            StoreOp::Put { key, value } => {
+                disk.insert(key.clone(), value.clone());
+            }
+            StoreOp::Delete { key } => {
+                disk.remove(key);
+            }
+            StoreOp::DeletePrefix { prefix } => {
+                disk.retain(|k: &String, _| !k.starts_with(prefix.as_str()))
+            }
+            StoreOp::Sync => {}
+        }
+    }
+    disk
+}
+
+fn store_ops(actions: &[Action]) -> Vec<StoreOp> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Store(op) => Some(op.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
+    let net = Net::new(2);
+    let (_, out) = object_leader(&net, 6);
+    let ops = store_ops(&out);
+    let syncs: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| **o == StoreOp::Sync)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(syncs.len(), 3, "checkpoints 2, 4, 6");
+    // Crash after every prefix of the writes: the replica recovers the newest checkpoint
+    // whose record made it, with exactly its state.
+    for cut in syncs[0] + 1..=ops.len() {
+        let disk = disk_after(&ops[..cut]);
+        let newest = disk
+            .keys()
+            .filter_map(|k| crate::checkpoint::parse_checkpoint_key(k))
+            .max()
+            .unwrap();
+        let r = net.replica(
+            0,
+            Registers::with_objects(),
+            Recovered {
+                records: disk,
+                corrupt: vec![],
+            },
+        );
+        assert_eq!(r.next_seq(), newest + 1, "cut {cut}");
+        let (reference, _) = object_leader(&net, newest);
+        assert_eq!(
+            r.app().state_digest(),
+            reference.app().state_digest(),
+            "cut {cut}"
+        );
+        assert_eq!(r.counters().get("recovery-objects-unusable"), 0);
+    }
+    // A damaged object record makes the objects unusable: the replica starts empty and
+    // clears them (state transfer brings back what differs).
+    let mut disk = disk_after(&ops);
+    let key = disk
+        .keys()
+        .find(|k| k.starts_with(OBJECT_PREFIX))
+        .unwrap()
+        .clone();
+    disk.insert(key, b"bit rot".to_vec());
+    let mut r = net.replica(
+        0,
+        Registers::with_objects(),
+        Recovered {
+            records: disk,
+            corrupt: vec![],
+        },
+    );
+    assert_eq!(r.next_seq(), 1);
+    assert_eq!(r.counters().get("recovery-objects-unusable"), 1);
+    let out = plumb_core::run(&mut r, NOW, Event::Start);
+    assert!(out.contains(&Action::Store(StoreOp::DeletePrefix {
+        prefix: OBJECT_PREFIX.to_string()
+    })));
+}
+
+/// b executed to 10 and holds checkpoint 10; a is at checkpoint 12. Returns a, b and the
+/// STATE-UPDATE a serves for 10..12.
+fn state_update_setup(net: &Net) -> (Replica, Replica, Message) {
+    let (mut a, out) = object_leader(net, 12);
+    let (_, token) = *checkpoint_taken(&out).last().unwrap();
+    let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
+    net.learn_all(&mut b, 1, &puts(1, 10));
+    load_cp(net, &mut b, 12, token, &[0, 1]);
+    let fetch = Message::FetchExecCp { seq: 12 };
+    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    net.deliver(
+        &mut b,
+        Principal::Exec(0),
+        &net.sent_to(&served, Principal::Exec(1))[0],
+    );
+    let ask = Message::FetchStateUpdate { from: 10, to: 12 };
+    let served = net.deliver(&mut a, Principal::Exec(1), &ask);
+    let update = net.sent_to(&served, Principal::Exec(1)).remove(0);
+    (a, b, update)
+}
+
+#[test]
+fn a_state_update_is_applied_instead_of_re_executing_once_it_proves_against_the_root() {
+    let net = Net::new(2);
+    let (a, mut b, update) = state_update_setup(&net);
+    let Message::StateUpdate { writes, .. } = &update else {
+        panic!("expected STATE-UPDATE, got {update:?}")
+    };
+    assert_eq!(writes.len(), buckets_of_puts(11, 2).len());
+    let calls_before = b.app().calls.len();
+    let out = net.deliver(&mut b, Principal::Exec(0), &update);
+    assert_eq!(b.counters().get("state-update-applied"), 1);
+    assert_eq!(b.next_seq(), 13);
+    assert_eq!(b.app().state_digest(), a.app().state_digest());
+    // Batches 11 and 12 were not executed, and nothing else was fetched.
+    assert_eq!(b.app().calls.len(), calls_before);
+    assert!(net
+        .receivers(&out, |m| matches!(
+            m,
+            Message::FetchObjectNodes { .. } | Message::FetchObjects { .. }
+        ))
+        .is_empty());
+}
+
+#[test]
+fn a_forged_or_incomplete_state_update_falls_back_to_the_tree_walk() {
+    let net = Net::new(2);
+    for forge in [true, false] {
+        let (_, mut b, update) = state_update_setup(&net);
+        let Message::StateUpdate {
+            from,
+            to,
+            mut writes,
+        } = update
+        else {
+            panic!("expected STATE-UPDATE")
+        };
+        if forge {
+            writes[0].bytes = Some(b"forged".to_vec());
+        } else {
+            writes.pop();
+        }
+        let lie = Message::StateUpdate { from, to, writes };
+        let out = net.deliver(&mut b, Principal::Exec(2), &lie);
+        assert_eq!(b.counters().get("drop-state-update-bad"), 1);
+        assert_eq!(b.next_seq(), 1 + 10, "nothing applied");
+        // Exec 2 was the peer asked: it is left, and the next one walks the tree.
+        assert!(matches!(
+            net.sent(&out)[..],
+            [(Principal::Exec(0), Message::FetchObjectNodes { .. })]
+        ));
+    }
+}
