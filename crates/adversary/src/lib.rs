@@ -8,11 +8,17 @@
 //! receives ([`Adversary`]). It holds the replica's own keys, so what it sends carries valid
 //! MACs and signatures: to the other replicas it is a replica whose code lies. Faulty clients
 //! are frame builders ([`client`]) for attacks a correct client library never makes.
+//!
+//! The adversaries know no application: where a lie is stronger in the application's own terms
+//! (a forged write, a plausible wrong result, a checkpoint that loads but holds the wrong state)
+//! they ask an [`AppForgery`], which the simulator takes from the application under test.
 
 pub mod client;
+mod forgery;
 mod replica;
 
-pub use replica::{forged_op, Adversary, Outgoing, STARVED_CLIENT};
+pub use forgery::{AnyApp, AppForgery};
+pub use replica::{Adversary, Outgoing, STARVED_CLIENT};
 
 use plumb_wire::Principal;
 use std::fmt;

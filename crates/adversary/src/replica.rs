@@ -3,16 +3,17 @@
 //! the message as the principal's [`Behaviour`] says, and reseals it. The result is
 //! indistinguishable on the wire from a replica whose code lies: the MACs are valid.
 
+use crate::forgery::{AnyApp, AppForgery};
 use crate::{Behaviour, Dice};
 use plumb_core::KeyRing;
 use plumb_crypto::{Digest, Mac};
 use plumb_exec::ExecCheckpoint;
-use plumb_kv::{KvOp, KvResult, KvStore};
 use plumb_wire::{
     new_view_signing_bytes, Batch, Body, Message, PrePreparedEntry, PreparedEntry, Principal, Seq,
     SignedRequest, SignedViewChange, View, ViewChange,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// What the adversary does with one outgoing frame.
 pub enum Outgoing {
@@ -46,6 +47,8 @@ pub struct Adversary {
     /// `RaceNewView`: VIEW-CHANGEs seen per view (the newest few views), and the views raced.
     view_changes: BTreeMap<View, BTreeMap<u16, SignedViewChange>>,
     raced: BTreeSet<View>,
+    /// The application's vocabulary for lies ([`AnyApp`] unless set with `with_forgery`).
+    forgery: Arc<dyn AppForgery>,
 }
 
 /// How many views a NEW-VIEW racer keeps VIEW-CHANGEs for.
@@ -63,7 +66,15 @@ impl Adversary {
             equivocations: HashMap::new(),
             view_changes: BTreeMap::new(),
             raced: BTreeSet::new(),
+            forgery: Arc::new(AnyApp),
         }
+    }
+
+    /// Lie in the application's own terms (forged requests, plausible results, well-formed
+    /// wrong checkpoints) instead of with corrupted bytes.
+    pub fn with_forgery(mut self, forgery: Arc<dyn AppForgery>) -> Adversary {
+        self.forgery = forgery;
+        self
     }
 
     /// Frames the principal sends on its own initiative on seeing an incoming frame (already
@@ -190,7 +201,7 @@ impl Adversary {
                 Some(Message::AuthReq { core, macs })
             }
             (Behaviour::ForgedRequests, Message::AuthReq { mut core, macs }) if self.lie() => {
-                let forged = forged_op(core.nc);
+                let forged = self.forgery.forged_op(core.nc);
                 core.body = match core.body {
                     Body::Inline(_) => Body::Inline(forged),
                     Body::Digest(_) => Body::Digest(Digest::of(&forged)),
@@ -213,7 +224,7 @@ impl Adversary {
                 seq,
                 client,
                 nc,
-                op: forged_op(nc),
+                op: self.forgery.forged_op(nc),
             }),
             (
                 Behaviour::Equivocate,
@@ -579,25 +590,23 @@ impl Adversary {
         batch
     }
 
+    /// A wrong result: one of the application's plausible results (drawn whether or not it
+    /// differs, so the dice roll the same however the application answers), else a bit flip.
     fn wrong_result(&mut self, result: Vec<u8>) -> Vec<u8> {
-        let plausible = [
-            KvResult::Value(Some(b"evil".to_vec())),
-            KvResult::Ok,
-            KvResult::Bool(true),
-            KvResult::Int(666),
-            KvResult::Value(None),
-        ];
+        let plausible = self.forgery.plausible_results();
+        if plausible.is_empty() {
+            return self.corrupt_bytes(result);
+        }
         let pick = self.rng.index(plausible.len());
-        let lie = plausible[pick].encode();
-        if lie != result {
-            lie
-        } else {
-            self.corrupt_bytes(result)
+        match plausible.into_iter().nth(pick) {
+            Some(lie) if lie != result => lie,
+            _ => self.corrupt_bytes(result),
         }
     }
 
-    /// A well-formed execution checkpoint with the wrong contents: one key overwritten. Only
-    /// the token check can tell it apart from the real one.
+    /// A well-formed execution checkpoint with the wrong contents: the application's state
+    /// altered by its own forgery (or, for an application without one, a bit flipped in its
+    /// part). Only the token check can tell it apart from the real one.
     fn wrong_checkpoint(&mut self, state: Vec<u8>) -> Vec<u8> {
         let Some(mut cp) = ExecCheckpoint::decode(&state) else {
             return self.corrupt_bytes(state);
@@ -608,16 +617,13 @@ impl Adversary {
             cp.agreed_time = cp.agreed_time.saturating_add(3_600_000_000);
             return cp.encode();
         }
-        let Ok(mut store) = KvStore::from_canonical_bytes(&cp.app) else {
-            return self.corrupt_bytes(state);
+        cp.app = match self.forgery.wrong_checkpoint(&cp.app, cp.agreed_time) {
+            Some(app) => app,
+            None => {
+                let app = std::mem::take(&mut cp.app);
+                self.corrupt_bytes(app)
+            }
         };
-        let lie = KvOp::Set {
-            key: b"k0".to_vec(),
-            value: b"wrong-checkpoint".to_vec(),
-            expire: None,
-        };
-        store.apply(&lie, cp.agreed_time);
-        cp.app = store.canonical_bytes();
         cp.encode()
     }
 
@@ -639,17 +645,6 @@ fn flip_mac(mut m: Mac) -> Mac {
 
 fn other_digest(d: Digest) -> Digest {
     Digest::of_parts(&[b"byzantine", &d.0])
-}
-
-/// The operation a forging authentication replica substitutes for request `nc`: a write, so a
-/// forged request that got ordered would also show up in the clients' histories.
-pub fn forged_op(nc: u64) -> Vec<u8> {
-    KvOp::Set {
-        key: b"k0".to_vec(),
-        value: format!("forged-{nc}").into_bytes(),
-        expire: None,
-    }
-    .encode()
 }
 
 #[cfg(test)]

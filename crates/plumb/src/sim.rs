@@ -1,7 +1,7 @@
 //! `plumb sim`: run many seeds (or replay one) and report every violated property.
 
 use clap::Args;
-use plumb_sim::{run_seed, seed_config, SeedReport, SimOptions};
+use plumb_sim::{run_app_seed, seed_config, SeedReport, SimOptions};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -36,6 +36,17 @@ pub struct SimArgs {
     /// Break the protocol on purpose (`list` prints the names); requires the `sabotage` feature.
     #[arg(long)]
     sabotage: Option<String>,
+    /// The application under test: `kv` (the key-value store) or `bank` (examples/bank).
+    #[arg(long, default_value = "kv", value_parser = ["kv", "bank"])]
+    app: String,
+}
+
+/// Run one seed of the application `--app` names.
+fn run_seed(args: &SimArgs, opts: &SimOptions) -> SeedReport {
+    match args.app.as_str() {
+        "bank" => run_app_seed(&plumb_bank::sim::BankSim, opts),
+        _ => run_app_seed(&plumb_sim::apps::kv::Kv, opts),
+    }
 }
 
 pub fn run(args: SimArgs) -> ExitCode {
@@ -70,7 +81,7 @@ fn replay(args: &SimArgs, seed: u64) -> ExitCode {
         out!("");
     }
     let started = Instant::now();
-    let report = run_seed(&opts);
+    let report = run_seed(args, &opts);
     for v in &report.violations {
         out!("{v}");
     }
@@ -115,7 +126,7 @@ fn run_many(args: &SimArgs) -> ExitCode {
                 if seed >= end {
                     break;
                 }
-                let report = run_seed(&options(args, seed));
+                let report = run_seed(args, &options(args, seed));
                 if !report.liveness_checked {
                     safety_only.fetch_add(1, Ordering::SeqCst);
                 }

@@ -26,14 +26,16 @@ pub struct NetConfig {
 
 #[derive(Clone, Debug)]
 pub struct WorkloadConfig {
-    /// The keys every correct client works on.
+    /// The objects every correct client works on (`k0`, `k1`, ...): the keys of a store, the
+    /// accounts of a ledger; the application's workload decides what they name.
     pub keys: Vec<Vec<u8>>,
     pub think_min_us: Micros,
     pub think_max_us: Micros,
-    /// Fraction of `Get`s sent on the read-only path.
+    /// Fraction of read-only-eligible operations (`SimApp::read_only_eligible`) sent on the
+    /// read-only path.
     pub read_only_gets: f64,
-    /// Chance that a correct client's operation is a `Get` whatever the operation mix says
-    /// (0 in most seeds).
+    /// Chance that a correct client's operation is a read (`SimApp::random_read`) whatever the
+    /// operation mix says (0 in most seeds).
     pub extra_gets: f64,
     /// Clients issue no new operation after this time.
     pub stop_at: Micros,

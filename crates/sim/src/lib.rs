@@ -1,33 +1,44 @@
 //! Deterministic simulation of whole plumb clusters: plumb's main test.
 //!
 //! [`run_seed`] builds one seeded world (every authentication, order and execution replica and a
-//! few clients, in one thread, on simulated time), runs a key-value workload through it while
+//! few clients, in one thread, on simulated time), runs the workload of an application under
+//! test ([`SimApp`]; the key-value store by default, [`apps::kv::Kv`]) through it while
 //! the seed's fault plan loses, duplicates, delays and reorders messages, partitions the
 //! network, crashes and restarts replicas (losing unsynced writes, sometimes flipping a bit on
 //! disk), drifts clocks and turns up to `r` replicas per stage Byzantine. Faults stop at
 //! `heal_at`; the run continues for a liveness window on a reliable network. The checkers then
 //! judge the run by the library properties LS1-LS7 and LL1-LL2 (seed 004 §4.2.1), the stage
-//! properties they rest on where they can be observed (§5.4), and linearizability of the
-//! correct clients' histories. Same seed, same run: a failing seed replays exactly.
+//! properties they rest on where they can be observed (§5.4), linearizability of the correct
+//! clients' histories against the application's model, and the application's own invariants.
+//! Same seed, same run: a failing seed replays exactly.
 //!
-//! Files: `config.rs` (the seed's whole configuration), `faults.rs` (the fault plan),
+//! Files: `app.rs` (what the simulator needs of an application), `apps/` (the key-value
+//! store's), `config.rs` (the seed's whole configuration), `faults.rs` (the fault plan),
 //! `world/` (event loop and stage driver), `network.rs`, `disk.rs`, `workload.rs`, `check/`
 //! (one file per property group), `trace.rs`. Byzantine behaviours come from `plumb-adversary`.
 
+pub mod app;
+pub mod apps;
 pub mod check;
 pub mod config;
 mod disk;
 pub mod faults;
 mod keys;
 mod network;
-mod rng;
+pub mod rng;
 mod trace;
 mod workload;
 mod world;
 
+pub use app::{AppViolation, Executed, SimApp};
 pub use check::Violation;
 pub use config::SimConfig;
 pub use faults::Behaviour;
+/// How Byzantine replicas lie in an application's terms ([`SimApp::forgery`]).
+pub use plumb_adversary::{AnyApp, AppForgery};
+/// The linearizability checker, whose [`lincheck::Model`] an application supplies.
+pub use plumb_lincheck as lincheck;
+pub use rng::SimRng;
 
 /// The sabotage switches of the stages (only with the `sabotage` feature).
 #[cfg(feature = "sabotage")]
@@ -96,6 +107,8 @@ pub struct Stats {
 /// The verdict on one seed.
 #[derive(Clone, Debug)]
 pub struct SeedReport {
+    /// The application under test ([`SimApp::name`]).
+    pub app: &'static str,
     pub seed: u64,
     pub u: u16,
     pub r: u16,
@@ -122,8 +135,14 @@ impl SeedReport {
 
     /// The command that replays this seed.
     pub fn replay_command(&self) -> String {
+        // The key-value store is the default: its replay lines stay as they always were.
+        let app = if self.app == apps::kv::Kv.name() {
+            String::new()
+        } else {
+            format!(" --app {}", self.app)
+        };
         format!(
-            "plumb sim --seed {} --u {} --r {}",
+            "plumb sim --seed {} --u {} --r {}{app}",
             self.seed, self.u, self.r
         )
     }
@@ -134,15 +153,20 @@ pub fn seed_config(opts: &SimOptions) -> SimConfig {
     SimConfig::generate(opts.seed, Faults::new(opts.u, opts.r), opts.faults)
 }
 
-/// Run one seed and judge it. A panic in any stage is reported as a violation ("panic"):
-/// hostile input must never panic.
+/// Run one seed of the key-value store (the default application) and judge it.
 pub fn run_seed(opts: &SimOptions) -> SeedReport {
+    run_app_seed(&apps::kv::Kv, opts)
+}
+
+/// Run one seed of application `app` and judge it. A panic in any stage (or in the
+/// application) is reported as a violation ("panic"): hostile input must never panic.
+pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
     let cfg = seed_config(opts);
     if opts.trace {
         println!("{cfg}");
     }
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let mut world = world::World::new(cfg, opts.trace, opts.max_events);
+        let mut world = world::World::new(app, cfg, opts.trace, opts.max_events);
         world.run();
         world.finish(opts.u, opts.r)
     }));
@@ -153,6 +177,7 @@ pub fn run_seed(opts: &SimOptions) -> SeedReport {
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".to_string());
         SeedReport {
+            app: app.name(),
             seed: opts.seed,
             u: opts.u,
             r: opts.r,

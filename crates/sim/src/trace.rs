@@ -1,8 +1,8 @@
 //! The event trace: a running digest of every event (so two runs of one seed can be compared
 //! cheaply) and, on request, a compact human-readable log.
 
+use crate::app::SimApp;
 use plumb_core::Observation;
-use plumb_kv::KvOp;
 use plumb_wire::{Message, Micros};
 use std::io::Write;
 
@@ -54,8 +54,10 @@ pub fn frame_fingerprint(frame: &[u8]) -> u64 {
     u64::from_le_bytes(b) ^ frame.len() as u64
 }
 
-/// A one-line summary of a message.
-pub fn describe(msg: &Message) -> String {
+/// A one-line summary of a message; operations and results in `app`'s words.
+pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
+    let op_text = |op: &[u8]| app.op_text(op);
+    let result_text = |r: &[u8]| app.result_text(r);
     match msg {
         Message::Request { nc, op } => format!("request nc={nc} {}", op_text(op)),
         Message::ReadOnly { nc, op } => format!("read-only ro={nc} {}", op_text(op)),
@@ -191,43 +193,5 @@ pub fn describe_observation(obs: &Observation) -> String {
             )
         }
         other => format!("{other:?}"),
-    }
-}
-
-pub fn op_text(op: &[u8]) -> String {
-    match KvOp::decode(op) {
-        Ok(op) => kv_op_text(&op),
-        Err(_) => format!("<{} bytes>", op.len()),
-    }
-}
-
-/// `set k1=7`, `cas k0 None->"a"`: keys and values as text.
-pub fn kv_op_text(op: &KvOp) -> String {
-    let t = |b: &[u8]| b.escape_ascii().to_string();
-    match op {
-        KvOp::Get { key } => format!("get {}", t(key)),
-        KvOp::Set { key, value, expire } => {
-            let exp = expire.map_or(String::new(), |e| format!(" expire {e}"));
-            format!("set {}={}{exp}", t(key), t(value))
-        }
-        KvOp::Delete { key } => format!("del {}", t(key)),
-        KvOp::CompareAndSet { key, expected, new } => {
-            let exp = expected
-                .as_ref()
-                .map_or("absent".to_string(), |e| format!("\"{}\"", t(e)));
-            format!("cas {} {exp}->\"{}\"", t(key), t(new))
-        }
-        KvOp::Increment { key, delta } => format!("incr {} {delta}", t(key)),
-        KvOp::Keys { prefix } => format!("keys {}*", t(prefix)),
-        KvOp::DbSize => "dbsize".to_string(),
-        // The Redis commands; the simulated workload does not issue them.
-        other => format!("{other:?}"),
-    }
-}
-
-pub fn result_text(result: &[u8]) -> String {
-    match plumb_kv::KvResult::decode(result) {
-        Ok(r) => format!("{r:?}"),
-        Err(_) => format!("<{} bytes>", result.len()),
     }
 }

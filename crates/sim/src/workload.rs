@@ -1,8 +1,9 @@
 //! The clients' workload and what it records for the checkers.
 //!
-//! Each correct client runs a closed loop with random think time: a random `KvOp` on the seed's
-//! few keys, a fifth of the `Get`s on the read-only path (some seeds: more `Get`s, all of them
-//! read-only, see `WorkloadConfig::extra_gets`). Every operation is recorded with its
+//! Each correct client runs a closed loop with random think time: a random operation of the
+//! application under test ([`SimApp::random_op`]) on the seed's few objects, a fifth of those
+//! that may go read-only on the read-only path (some seeds: more reads, all of them read-only,
+//! see `WorkloadConfig::extra_gets`). Every operation is recorded with its
 //! invocation and response time (global time) for the linearizability checker. The ordered
 //! requests each client actually sent (read from its frames) are recorded for LS6, and every
 //! operation body seen on the wire is kept by digest so that the agreed sequence can be replayed.
@@ -11,10 +12,10 @@
 //! the correct clients' histories do not depend on which of its conflicting requests won; its
 //! attacks are the frames the simulator injects (see `World::byzantine_client_tick`).
 
+use crate::app::SimApp;
 use crate::config::WorkloadConfig;
 use crate::rng::SimRng;
 use plumb_crypto::Digest;
-use plumb_kv::KvOp;
 use plumb_wire::{Micros, ReqNo};
 use std::collections::{BTreeMap, HashMap};
 
@@ -28,7 +29,8 @@ pub struct Response {
 
 #[derive(Clone, Debug)]
 pub struct OpRecord {
-    pub op: KvOp,
+    /// The operation's body, as the application decodes it.
+    pub op: Vec<u8>,
     pub read_only: bool,
     pub invoke: Micros,
     /// `None`: never answered, so its outcome is unknown (an ordered one may still take effect).
@@ -104,25 +106,23 @@ impl Workload {
     }
 
     /// The next operation of client `c` and whether it goes read-only.
-    pub fn next_op(&mut self, c: u32) -> (KvOp, bool) {
+    pub fn next_op<A: SimApp>(&mut self, app: &A, c: u32) -> (Vec<u8>, bool) {
         let correct = self.clients.get(c as usize).is_some_and(|l| l.correct);
-        let keys: Vec<&[u8]> = self.cfg.keys.iter().map(|k| k.as_slice()).collect();
+        let objects = &self.cfg.keys;
         let rng = &mut self.rng;
         if !correct {
-            let key = rng.pick(&keys).map(|k| k.to_vec()).unwrap_or_default();
-            return (KvOp::Get { key }, false);
+            return (app.harmless_op(rng, objects), false);
         }
-        let mut op = plumb_kv::random_op(&mut || rng.next_u64(), &keys);
+        let mut op = app.random_op(rng, objects);
         // Drawn only when set, so that seeds without it draw exactly as before.
         if self.cfg.extra_gets > 0.0 && rng.chance(self.cfg.extra_gets) {
-            let key = rng.pick(&keys).map(|k| k.to_vec()).unwrap_or_default();
-            op = KvOp::Get { key };
+            op = app.random_read(rng, objects);
         }
-        let read_only = matches!(op, KvOp::Get { .. }) && rng.chance(self.cfg.read_only_gets);
+        let read_only = app.read_only_eligible(&op) && rng.chance(self.cfg.read_only_gets);
         (op, read_only)
     }
 
-    pub fn invoked(&mut self, c: u32, op: KvOp, read_only: bool, now: Micros) {
+    pub fn invoked(&mut self, c: u32, op: Vec<u8>, read_only: bool, now: Micros) {
         if let Some(load) = self.clients.get_mut(c as usize) {
             load.pending = Some(load.history.len());
             load.history.push(OpRecord {

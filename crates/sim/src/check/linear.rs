@@ -1,70 +1,19 @@
-//! Linearizability of the correct clients' key-value histories (plumb-lincheck, KV model).
+//! Linearizability of the correct clients' histories against the application's own model
+//! (plumb-lincheck, [`SimApp::model`]).
 //!
-//! `Keys` and `DbSize` are left out (the model does not cover them; dropping read-only
-//! operations from a linearizable history keeps it linearizable, so what remains is still a
-//! sound test). A result the model cannot express (an error other than not-an-integer or
-//! overflow) is recorded as unanswered and warned about: the reference replay (LS1) judges the
-//! exact bytes of ordered replies anyway. `Unknown` (step budget exhausted) is a warning.
+//! Operations the model leaves out ([`SimApp::model_op`] gives `None`) are dropped: they must
+//! be reads, and dropping read-only operations from a linearizable history keeps it
+//! linearizable, so what remains is still a sound test. A result the model cannot express is
+//! recorded as unanswered and warned about: the reference replay (LS1) judges the exact bytes
+//! of ordered replies anyway. `Unknown` (step budget exhausted) is a warning.
 
 use super::Checker;
+use crate::app::SimApp;
 use crate::workload::Workload;
-use plumb_kv::{KvOp, KvResult, ERR_NOT_INTEGER, ERR_OVERFLOW};
-use plumb_lincheck::kv::{BytesKv, KvError, KvOp as LinOp, KvRet};
 use plumb_lincheck::{History, Outcome};
 
-/// The model's version of an operation, if it models it.
-fn model_op(op: &KvOp) -> Option<LinOp<Vec<u8>, Vec<u8>>> {
-    Some(match op {
-        KvOp::Get { key } => LinOp::Get { key: key.clone() },
-        KvOp::Set {
-            key,
-            value,
-            expire: None,
-        } => LinOp::Set {
-            key: key.clone(),
-            value: value.clone(),
-        },
-        KvOp::Delete { key } => LinOp::Delete { key: key.clone() },
-        KvOp::CompareAndSet { key, expected, new } => LinOp::CompareAndSet {
-            key: key.clone(),
-            expected: expected.clone(),
-            new: new.clone(),
-        },
-        KvOp::Increment { key, delta } => LinOp::Increment {
-            key: key.clone(),
-            delta: *delta,
-        },
-        KvOp::Set {
-            expire: Some(_), ..
-        }
-        | KvOp::Keys { .. }
-        | KvOp::DbSize => return None,
-        // The Redis commands are not in the model (the workload does not issue them).
-        _ => return None,
-    })
-}
-
-fn model_ret(result: &[u8]) -> Option<KvRet<Vec<u8>>> {
-    Some(match KvResult::decode(result).ok()? {
-        KvResult::Value(v) => KvRet::Value(v),
-        KvResult::Ok => KvRet::Ok,
-        KvResult::Bool(b) => KvRet::Bool(b),
-        KvResult::Int(n) => KvRet::Int(n),
-        KvResult::Error(e) if e == ERR_NOT_INTEGER => KvRet::Error(KvError::NotInteger),
-        KvResult::Error(e) if e == ERR_OVERFLOW => KvRet::Error(KvError::Overflow),
-        KvResult::Error(_)
-        | KvResult::Keys(_)
-        | KvResult::Values(_)
-        | KvResult::Items(_)
-        | KvResult::Pairs(_)
-        | KvResult::Nil => return None,
-        // Sorted sets are not in the model (the workload does not issue them).
-        _ => return None,
-    })
-}
-
-pub fn check_linearizability(checker: &mut Checker, workload: &Workload) {
-    let mut history = History::<BytesKv>::new();
+pub fn check_linearizability<A: SimApp>(app: &A, checker: &mut Checker, workload: &Workload) {
+    let mut history = History::<A::Model>::new();
     let mut unmodelled = 0usize;
     for (c, load) in workload
         .clients
@@ -73,27 +22,32 @@ pub fn check_linearizability(checker: &mut Checker, workload: &Workload) {
         .filter(|(_, l)| l.correct)
     {
         for rec in &load.history {
-            let Some(op) = model_op(&rec.op) else {
+            let Some(op) = app.model_op(&rec.op) else {
                 continue;
             };
+            let ret = rec
+                .response
+                .as_ref()
+                .map(|resp| (app.model_ret(&op, &resp.result), resp.at));
             let id = history.invoke(c as u64, op, rec.invoke);
-            let Some(resp) = &rec.response else { continue };
-            match model_ret(&resp.result) {
-                Some(ret) => {
-                    if let Err(e) = history.complete(id, ret, resp.at) {
+            match ret {
+                None => {}
+                Some((Some(ret), at)) => {
+                    if let Err(e) = history.complete(id, ret, at) {
                         checker.warn(format!("history of c{c}: {e}"));
                     }
                 }
-                None => unmodelled += 1,
+                Some((None, _)) => unmodelled += 1,
             }
         }
     }
     if unmodelled > 0 {
         checker.warn(format!(
-            "{unmodelled} results outside the KV model were left unanswered in the history"
+            "{unmodelled} results outside the {} model were left unanswered in the history",
+            app.name()
         ));
     }
-    match plumb_lincheck::check(&BytesKv::new(), &history) {
+    match plumb_lincheck::check(&app.model(), &history) {
         Outcome::Linearizable => {}
         Outcome::NotLinearizable(v) => {
             let detail = format!(
@@ -117,8 +71,10 @@ pub fn check_linearizability(checker: &mut Checker, workload: &Workload) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apps::kv::Kv;
     use crate::config::WorkloadConfig;
     use crate::rng::SimRng;
+    use plumb_kv::{KvOp, KvResult};
 
     fn workload() -> Workload {
         let cfg = WorkloadConfig {
@@ -133,7 +89,7 @@ mod tests {
     }
 
     fn op(w: &mut Workload, c: u32, op: KvOp, t0: u64, ret: KvResult, t1: u64) {
-        w.invoked(c, op, false, t0);
+        w.invoked(c, op.encode(), false, t0);
         w.completed(c, 1, ret.encode(), t1).unwrap();
     }
 
@@ -162,7 +118,7 @@ mod tests {
             40,
         );
         let mut c = Checker::default();
-        check_linearizability(&mut c, &w);
+        check_linearizability(&Kv, &mut c, &w);
         assert_eq!(c.violations().len(), 1);
         assert_eq!(c.violations()[0].property, "linearizability");
     }
@@ -177,7 +133,8 @@ mod tests {
                 key: k.clone(),
                 value: b"1".to_vec(),
                 expire: None,
-            },
+            }
+            .encode(),
             false,
             10,
         );
@@ -191,7 +148,7 @@ mod tests {
         );
         w.completed(0, 1, KvResult::Ok.encode(), 20).unwrap();
         let mut c = Checker::default();
-        check_linearizability(&mut c, &w);
+        check_linearizability(&Kv, &mut c, &w);
         assert!(c.violations().is_empty(), "{:?}", c.violations());
     }
 }

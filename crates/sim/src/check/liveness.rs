@@ -135,10 +135,11 @@ mod tests {
         Workload::new(cfg, SimRng::new(0, "t"), 3, None)
     }
 
-    fn get() -> KvOp {
+    fn get() -> Vec<u8> {
         KvOp::Get {
             key: b"k0".to_vec(),
         }
+        .encode()
     }
 
     #[test]
@@ -146,15 +147,15 @@ mod tests {
         let mut w = workload();
         // c0: request 1 delivered but never answered (LL2).
         w.invoked(0, get(), false, 10);
-        w.sent_request(0, 1, &get().encode());
+        w.sent_request(0, 1, &get());
         // c1: request 1 never delivered (LL1).
         w.invoked(1, get(), false, 10);
-        w.sent_request(1, 1, &get().encode());
+        w.sent_request(1, 1, &get());
         // c2: idle, but its last completion was before the heal (LL1).
         w.invoked(2, get(), false, 10);
         w.completed(2, 1, b"r".to_vec(), 20).unwrap();
         let mut c = Checker::default();
-        let op = Digest::of(&get().encode());
+        let op = Digest::of(&get());
         let batch = Agreed {
             digest: op,
             agreed_time: 1,

@@ -2,11 +2,11 @@
 //! client's injected attacks.
 
 use super::{Ev, StageBox, World};
+use crate::app::SimApp;
 use crate::trace;
-use plumb_kv::KvOp;
 use plumb_wire::{Message, Principal, ReqNo};
 
-impl World {
+impl<A: SimApp> World<'_, A> {
     /// A client's think time is over: issue its next operation.
     pub(super) fn wake(&mut self, i: usize) {
         if self.now >= self.workload.stop_at() {
@@ -16,20 +16,20 @@ impl World {
             return;
         };
         let local = self.nodes[i].clock.local(self.now);
-        let (op, read_only) = self.workload.next_op(c);
+        let (op, read_only) = self.workload.next_op(self.app, c);
         let Some(StageBox::Client(client)) = self.nodes[i].stage.as_mut() else {
             return;
         };
         let mut actions = std::mem::take(&mut self.actions);
         actions.clear();
-        match client.submit(local, op.encode(), read_only, &mut actions) {
+        match client.submit(local, op.clone(), read_only, &mut actions) {
             Ok(()) => {
                 self.trace.fold(&[self.now, 5, i as u64]);
                 self.trace.line(
                     self.now,
                     format_args!(
                         "c{c} invokes {}{}",
-                        trace::kv_op_text(&op),
+                        self.app.op_text(&op),
                         if read_only { " (read-only)" } else { "" }
                     ),
                 );
@@ -51,7 +51,7 @@ impl World {
         self.trace.fold(&[self.now, 6, i as u64, nc]);
         self.trace.line(
             self.now,
-            format_args!("c{c} completes nc={nc}: {}", trace::result_text(&result)),
+            format_args!("c{c} completes nc={nc}: {}", self.app.result_text(&result)),
         );
         if let Err(e) = self.workload.completed(c, nc, result, self.now) {
             if self.nodes[i].correct {
@@ -71,13 +71,9 @@ impl World {
             return;
         };
         let q = self.cfg.protocol.quorums;
-        let key = format!("k{}", self.fault_rng.index(3)).into_bytes();
-        let other = if self.fault_rng.chance(0.5) {
-            KvOp::Get { key }
-        } else {
-            KvOp::DbSize
-        }
-        .encode();
+        let other = self
+            .app
+            .injected_op(&mut self.fault_rng, &self.cfg.workload.keys);
         let last = self
             .workload
             .clients
@@ -100,17 +96,13 @@ impl World {
                 to_auth.push(last.map_or(1, |(nc, _)| nc) + 2);
             }
             2 => {
-                let write = KvOp::Set {
-                    key: b"k0".to_vec(),
-                    value: b"read-only write".to_vec(),
-                    expire: None,
-                };
+                let write = self.app.mutating_op();
                 for e in 0..q.exec {
                     msgs.push((
                         Principal::Exec(e as u16),
                         Message::ReadOnly {
                             nc: 1 << 40,
-                            op: write.encode(),
+                            op: write.clone(),
                         },
                     ));
                 }
@@ -142,7 +134,10 @@ impl World {
             if let (Some(frame), Some(to_index)) = (frame, self.index(to)) {
                 self.trace.line(
                     self.now,
-                    format_args!("{me} (byzantine) -> {to}: {}", trace::describe(&msg)),
+                    format_args!(
+                        "{me} (byzantine) -> {to}: {}",
+                        trace::describe(self.app, &msg)
+                    ),
                 );
                 self.transmit(i, to_index, frame);
             }

@@ -12,6 +12,7 @@
 mod clients;
 mod report;
 
+use crate::app::SimApp;
 use crate::check::Checker;
 use crate::config::SimConfig;
 use crate::disk::Disk;
@@ -23,27 +24,28 @@ use crate::trace::{self, Trace};
 use crate::workload::Workload;
 use crate::Stats;
 use plumb_adversary::{Adversary, Outgoing};
+use plumb_app::Application;
 use plumb_auth::AuthReplica;
 use plumb_client::Client;
 use plumb_config::ProtocolConfig;
 use plumb_core::{Action, Event, Recovered, Stage, StageContext, TimerId};
 use plumb_exec::ExecReplica;
-use plumb_kv::KvStore;
 use plumb_order::OrderReplica;
 use plumb_wire::{Message, Micros, Principal};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
 
-/// The stage a principal runs (boxed: the stages differ a lot in size).
-pub enum StageBox {
+/// The stage a principal runs (boxed: the stages differ a lot in size); `P` is the
+/// application the execution replicas run.
+pub enum StageBox<P: Application> {
     Auth(Box<AuthReplica>),
     Order(Box<OrderReplica>),
-    Exec(Box<ExecReplica<KvStore>>),
+    Exec(Box<ExecReplica<P>>),
     Client(Box<Client>),
 }
 
-impl StageBox {
+impl<P: Application> StageBox<P> {
     fn stage(&mut self) -> &mut dyn Stage {
         match self {
             StageBox::Auth(s) => s.as_mut(),
@@ -54,9 +56,9 @@ impl StageBox {
     }
 }
 
-struct Node {
+struct Node<P: Application> {
     p: Principal,
-    stage: Option<StageBox>,
+    stage: Option<StageBox<P>>,
     disk: Disk,
     clock: Clock,
     /// Armed timers: id -> generation of the queue entry that fires it.
@@ -128,14 +130,17 @@ impl Ord for Queued {
     }
 }
 
-pub struct World {
+pub struct World<'a, A: SimApp> {
+    /// The application under test: what execution replicas run, what clients ask, what the
+    /// checkers expect.
+    app: &'a A,
     cfg: SimConfig,
     keys: Arc<KeySet>,
     protocol: Arc<ProtocolConfig>,
     now: Micros,
     queue: BinaryHeap<Queued>,
     inserted: u64,
-    nodes: Vec<Node>,
+    nodes: Vec<Node<A::App>>,
     net: Network,
     fault_rng: SimRng,
     workload: Workload,
@@ -156,8 +161,8 @@ pub struct World {
 /// Events sampled to name the traffic of a storm.
 const STORM_SAMPLE: usize = 20_000;
 
-impl World {
-    pub fn new(cfg: SimConfig, verbose: bool, max_events: u64) -> World {
+impl<'a, A: SimApp> World<'a, A> {
+    pub fn new(app: &'a A, cfg: SimConfig, verbose: bool, max_events: u64) -> World<'a, A> {
         let q = cfg.protocol.quorums;
         let keys = keys::key_set(&q);
         let mut principals = keys::principals(&q);
@@ -173,6 +178,7 @@ impl World {
                         cfg.protocol.quorums.order_medium(),
                         SimRng::new(cfg.seed, &format!("byzantine {p}")).next_u64(),
                     )
+                    .with_forgery(app.forgery())
                 });
                 let mut disk = Disk::new(SimRng::new(cfg.seed, &format!("disk {p}")).next_u64());
                 if matches!(p, Principal::Order(_)) {
@@ -205,6 +211,7 @@ impl World {
         checker.byzantine = cfg.plan.byzantine.keys().copied().collect();
         checker.order_replicas = q.order as u64;
         let mut world = World {
+            app,
             protocol: Arc::new(cfg.protocol.clone()),
             keys,
             now: 0,
@@ -420,7 +427,7 @@ impl World {
 
     fn describe_frame(&self, to: usize, frame: &[u8]) -> String {
         match self.keys.ring(self.nodes[to].p).map(|r| r.open(frame)) {
-            Some(Ok((_, msg))) => trace::describe(&msg),
+            Some(Ok((_, msg))) => trace::describe(self.app, &msg),
             Some(Err(e)) => format!("<{}>", e.reason()),
             None => "<no key>".to_string(),
         }
@@ -608,7 +615,12 @@ impl World {
         }
     }
 
-    fn build(&self, p: Principal, recovered: Recovered, incarnation: u64) -> Option<StageBox> {
+    fn build(
+        &self,
+        p: Principal,
+        recovered: Recovered,
+        incarnation: u64,
+    ) -> Option<StageBox<A::App>> {
         let keys = self.keys.ring(p)?.clone();
         let seed = plumb_crypto::Digest::of_parts(&[
             b"stage seed",
@@ -625,9 +637,11 @@ impl World {
         Some(match p {
             Principal::Auth(_) => StageBox::Auth(Box::new(AuthReplica::new(ctx, recovered))),
             Principal::Order(_) => StageBox::Order(Box::new(OrderReplica::new(ctx, recovered))),
-            Principal::Exec(_) => {
-                StageBox::Exec(Box::new(ExecReplica::new(ctx, KvStore::new(), recovered)))
-            }
+            Principal::Exec(_) => StageBox::Exec(Box::new(ExecReplica::new(
+                ctx,
+                self.app.new_app(),
+                recovered,
+            ))),
             Principal::Client(_) => StageBox::Client(Box::new(Client::new(ctx, recovered))),
         })
     }

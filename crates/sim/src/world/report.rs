@@ -1,20 +1,22 @@
 //! The end of a run: the end-of-run checks, and the report.
 
 use super::{StageBox, World};
+use crate::app::SimApp;
 use crate::check::{self, ClientEnd, ExecEnd};
 use crate::faults::secs;
 use crate::SeedReport;
 use plumb_app::Application;
 use plumb_wire::Principal;
 
-impl World {
+impl<A: SimApp> World<'_, A> {
     /// Judge the run: the end-of-run checks and the report.
     pub fn finish(mut self, u: u16, r: u16) -> SeedReport {
         let execs = self.exec_ends();
         let clients = self.client_ends();
         check::check_sequence(&mut self.checker, &self.workload);
-        check::check_replies(&mut self.checker, &self.workload, &execs);
-        check::check_linearizability(&mut self.checker, &self.workload);
+        check::check_replies(self.app, &mut self.checker, &self.workload, &execs);
+        self.check_app_states();
+        check::check_linearizability(self.app, &mut self.checker, &self.workload);
         let liveness_checked = self.cfg.plan.liveness && !self.stormed;
         if liveness_checked {
             check::check_liveness(
@@ -51,6 +53,7 @@ impl World {
         let trace_digest = self.trace.digest();
         let (violations, suppressed, warnings) = self.checker.into_violations();
         SeedReport {
+            app: self.app.name(),
             seed: self.cfg.seed,
             u,
             r,
@@ -76,6 +79,18 @@ impl World {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The application's own invariants on every correct execution replica's final state.
+    fn check_app_states(&mut self) {
+        for n in self.nodes.iter().filter(|n| n.correct) {
+            if let Some(StageBox::Exec(e)) = &n.stage {
+                for v in self.app.check_state(e.app()) {
+                    let detail = format!("{}: {}", n.p, v.detail);
+                    self.checker.violate(v.property, detail);
+                }
+            }
+        }
     }
 
     fn client_ends(&self) -> Vec<ClientEnd> {

@@ -1,0 +1,111 @@
+//! The application under simulation: everything the simulator needs to know about the service
+//! it replicates, so that the world, the workload, the trace and the checkers know none.
+//!
+//! An implementation supplies the [`Application`] each execution replica runs, the operations
+//! the simulated clients issue, text for the trace, the sequential model the correct clients'
+//! histories are checked against (plumb-lincheck), and optionally the application's own
+//! invariants, checked on every correct execution replica's final state and on every state of
+//! the reference replay. `apps/kv.rs` is the key-value store's; `examples/bank` has another.
+
+use crate::rng::SimRng;
+use plumb_adversary::{AnyApp, AppForgery};
+use plumb_app::Application;
+use plumb_lincheck::Model;
+use std::sync::Arc;
+
+/// A broken application invariant, named like the library's properties ("BANK-conservation").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppViolation {
+    pub property: &'static str,
+    pub detail: String,
+}
+
+/// One request of the agreed sequence as the reference replay executed it.
+#[derive(Clone, Copy, Debug)]
+pub struct Executed<'a> {
+    pub seq: plumb_wire::Seq,
+    pub client: plumb_wire::ClientId,
+    pub op: &'a [u8],
+    pub result: &'a [u8],
+}
+
+/// An application under simulation. `Sync`: one value serves every worker thread of a sweep.
+///
+/// **Determinism:** every method that takes the [`SimRng`] must draw the same values in the same
+/// order for the same inputs: a seed replays exactly only if the workload does.
+pub trait SimApp: Sync {
+    /// The application every execution replica runs (and the reference replay).
+    type App: Application;
+    /// The sequential specification of the operations clients see.
+    type Model: Model;
+
+    /// Short name, as `plumb sim --app NAME` takes it.
+    fn name(&self) -> &'static str;
+
+    /// A fresh instance in its initial state: for each (re)started execution replica (which
+    /// then recovers from its disk and its peers) and for the reference replay.
+    fn new_app(&self) -> Self::App;
+
+    /// A correct client's next operation over the seed's objects (`objects`: names such as
+    /// `k0`, `k1`: keys of a store, accounts of a ledger).
+    fn random_op(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8>;
+
+    /// A read (an operation [`SimApp::read_only_eligible`] accepts), for seeds that make clients
+    /// read more (`WorkloadConfig::extra_gets`).
+    fn random_read(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8>;
+
+    /// Whether `op` may go down the read-only path. Only such operations are sent read-only,
+    /// with the seed's probability; the others are ordered.
+    fn read_only_eligible(&self, op: &[u8]) -> bool;
+
+    /// What a Byzantine client's (correct) client code issues: never a write, so the correct
+    /// clients' histories do not depend on which of its conflicting requests won.
+    fn harmless_op(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8>;
+
+    /// The non-mutating operation a Byzantine client injects under reused, skipped and flooded
+    /// request numbers.
+    fn injected_op(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8>;
+
+    /// A write, which a Byzantine client sends down the read-only path: replicas must refuse it.
+    fn mutating_op(&self) -> Vec<u8>;
+
+    /// The application's vocabulary for Byzantine replicas' lies (`plumb-adversary`).
+    fn forgery(&self) -> Arc<dyn AppForgery> {
+        Arc::new(AnyApp)
+    }
+
+    /// One line for the trace: `set k1=7`, `transfer 5 a->b`.
+    fn op_text(&self, op: &[u8]) -> String;
+
+    /// One line for the trace and for violations.
+    fn result_text(&self, result: &[u8]) -> String;
+
+    /// The model the correct clients' histories are checked against.
+    fn model(&self) -> Self::Model;
+
+    /// The model's version of an operation, or `None` if the model does not cover it. Leave
+    /// out only operations that never change state (dropping reads keeps a linearizable
+    /// history linearizable, so what remains is still a sound test).
+    fn model_op(&self, op: &[u8]) -> Option<<Self::Model as Model>::Op>;
+
+    /// The model's version of a result of `op`, or `None` if it cannot express it (the
+    /// operation is then treated as unanswered and a warning is given; the reference replay
+    /// still judges the exact bytes of ordered replies).
+    fn model_ret(
+        &self,
+        op: &<Self::Model as Model>::Op,
+        result: &[u8],
+    ) -> Option<<Self::Model as Model>::Ret>;
+
+    /// The application's invariants on one state: a correct execution replica's at the end of
+    /// the run, and the reference replay's after every batch.
+    fn check_state(&self, _app: &Self::App) -> Vec<AppViolation> {
+        Vec::new()
+    }
+
+    /// The application's invariants on the agreed history: every request the reference replay
+    /// executed, in order, with its result, and the state it ended in.
+    fn check_history(&self, _executed: &[Executed<'_>], _end: &Self::App) -> Vec<AppViolation> {
+        Vec::new()
+    }
+}
