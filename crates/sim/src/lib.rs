@@ -158,6 +158,43 @@ pub fn run_seed(opts: &SimOptions) -> SeedReport {
     run_app_seed(&apps::kv::Kv, opts)
 }
 
+/// Run `seeds` of `app` at (`u`, `r`) and panic if any violates a property, listing each failing
+/// seed with the command that replays it and its first violations. Returns how many operations
+/// the correct clients completed over all seeds, so a caller can check that the sweep did work.
+/// This is how an application's own tests sweep it (`examples/bank/tests/sim_sweep.rs`).
+pub fn assert_seeds_pass<A: SimApp>(
+    app: &A,
+    u: u16,
+    r: u16,
+    seeds: impl IntoIterator<Item = u64>,
+) -> u64 {
+    let mut failures = Vec::new();
+    let mut completed = 0;
+    for seed in seeds {
+        let report = run_app_seed(app, &SimOptions::new(seed, u, r));
+        completed += report.stats.completed;
+        if !report.ok() {
+            let first: Vec<String> = report
+                .violations
+                .iter()
+                .take(3)
+                .map(|v| v.to_string())
+                .collect();
+            failures.push(format!(
+                "{} -> {}",
+                report.replay_command(),
+                first.join("; ")
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "failing seeds:\n{}",
+        failures.join("\n")
+    );
+    completed
+}
+
 /// Run one seed of application `app` and judge it. A panic in any stage (or in the
 /// application) is reported as a violation ("panic"): hostile input must never panic.
 pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {

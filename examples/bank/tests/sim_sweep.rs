@@ -8,30 +8,7 @@ use plumb_bank::sim::BankSim;
 use plumb_sim::{run_app_seed, SimOptions};
 
 fn assert_seeds_pass(u: u16, r: u16, seeds: std::ops::Range<u64>) {
-    let mut failures = Vec::new();
-    let mut completed = 0;
-    for seed in seeds {
-        let report = run_app_seed(&BankSim, &SimOptions::new(seed, u, r));
-        completed += report.stats.completed;
-        if !report.ok() {
-            let first: Vec<String> = report
-                .violations
-                .iter()
-                .take(3)
-                .map(|v| v.to_string())
-                .collect();
-            failures.push(format!(
-                "{} -> {}",
-                report.replay_command(),
-                first.join("; ")
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "failing seeds:\n{}",
-        failures.join("\n")
-    );
+    let completed = plumb_sim::assert_seeds_pass(&BankSim, u, r, seeds);
     assert!(completed > 0, "no operation completed");
 }
 
