@@ -1,5 +1,6 @@
 //! `plumb bench`: a load generator for plumb and for the systems people compare it with.
 
+pub mod app;
 pub mod chart;
 pub mod cpu;
 pub mod load;

@@ -2,10 +2,10 @@
 //! asked for, driven by the client library in this process (the same pool the gateway uses),
 //! so the numbers are plumb's own and not a front end's.
 
+use crate::app::BenchApp;
 use crate::target::{BatchStats, BoxFuture, Op, ServerProcess, Session, Target};
 use plumb_cluster::{init, Cluster, InitOptions};
 use plumb_gateway::Pool;
-use plumb_kv::{KvOp, KvResult};
 use plumb_wire::Principal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -35,6 +35,7 @@ impl PlumbShape {
 }
 
 pub struct Plumb {
+    app: Arc<dyn BenchApp>,
     shape: PlumbShape,
     cluster: Cluster,
     /// Dropped after the last session: the pool stops its thread when dropped.
@@ -43,22 +44,26 @@ pub struct Plumb {
 }
 
 impl Plumb {
-    /// Make a new cluster in `dir` (which must not hold one) with `clients` client identities,
-    /// start its nodes with `exe` (the plumb binary), and wait until it orders a request.
+    /// Make a new cluster of `app` in `dir` (which must not hold one) with `clients` client
+    /// identities, start its nodes with `exe` (a binary that registers `app`: `plumb` for the
+    /// key-value store), and wait until it orders a request.
     pub async fn start(
+        app: Arc<dyn BenchApp>,
         exe: &Path,
         dir: &Path,
         shape: &PlumbShape,
         base_port: u16,
         clients: u32,
     ) -> Result<Plumb, String> {
-        Plumb::start_with(exe, dir, shape, base_port, clients, 0, None).await
+        Plumb::start_with(app, exe, dir, shape, base_port, clients, 0, None).await
     }
 
     /// `start`, keeping the first `reserved` client identities out of the pool (for callers
     /// that drive them themselves), and with node `faulty.0` acting out the adversary
     /// behaviour `faulty.1` (`exe` must then be a build with the `adversary` feature).
+    #[allow(clippy::too_many_arguments)]
     pub async fn start_with(
+        app: Arc<dyn BenchApp>,
         exe: &Path,
         dir: &Path,
         shape: &PlumbShape,
@@ -68,9 +73,7 @@ impl Plumb {
         faulty: Option<(u16, &str)>,
     ) -> Result<Plumb, String> {
         let o = InitOptions {
-            // The sessions below speak the key-value store's operations, so the nodes must
-            // run it; `exe` must be a binary that registers it under this name (`plumb` does).
-            app: plumb_cluster::DEFAULT_APP.to_string(),
+            app: app.name().to_string(),
             u: shape.u,
             r: shape.r,
             base_port,
@@ -125,28 +128,26 @@ impl Plumb {
             .to_vec();
         let pool = Pool::start(&cluster, &pooled, &dir.join("clients"), true)?;
         let plumb = Plumb {
+            app,
             shape: shape.clone(),
             cluster,
             pool: Arc::new(pool),
             nodes,
         };
-        let probe = KvOp::Set {
-            key: b"bench:probe".to_vec(),
-            value: Vec::new(),
-            expire: None,
-        };
-        tokio::time::timeout(
-            Duration::from_secs(30),
-            plumb.pool.call(probe.encode(), false),
-        )
-        .await
-        .map_err(|_| "the new plumb cluster did not order a request in 30 s".to_string())?
-        .map_err(|e| e.to_string())?;
+        let probe = plumb.app.write("bench:probe", b"");
+        tokio::time::timeout(Duration::from_secs(30), plumb.pool.call(probe, false))
+            .await
+            .map_err(|_| "the new plumb cluster did not order a request in 30 s".to_string())?
+            .map_err(|e| e.to_string())?;
         Ok(plumb)
     }
 
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
+    }
+
+    pub fn app(&self) -> &Arc<dyn BenchApp> {
+        &self.app
     }
 
     /// The values of `names` in one read of the node's `/metrics`, so they are from one moment.
@@ -214,7 +215,8 @@ impl Target for Plumb {
 
     fn session(&self) -> BoxFuture<'_, Result<Box<dyn Session>, String>> {
         let pool = self.pool.clone();
-        Box::pin(async move { Ok(Box::new(PlumbSession { pool }) as Box<dyn Session>) })
+        let app = self.app.clone();
+        Box::pin(async move { Ok(Box::new(PlumbSession { pool, app }) as Box<dyn Session>) })
     }
 
     fn batch_stats(&self) -> BoxFuture<'_, Option<BatchStats>> {
@@ -245,38 +247,23 @@ impl Target for Plumb {
 /// many pool clients as sessions, each session has one request outstanding, as in a closed loop.
 struct PlumbSession {
     pool: Arc<Pool>,
+    app: Arc<dyn BenchApp>,
 }
 
 impl Session for PlumbSession {
     fn run<'a>(&'a mut self, op: &'a Op) -> BoxFuture<'a, Result<usize, String>> {
         Box::pin(async move {
-            let (kv, read_only) = match op {
-                Op::Write { key, value } => (
-                    KvOp::Set {
-                        key: key.as_bytes().to_vec(),
-                        value: value.clone(),
-                        expire: None,
-                    },
-                    false,
-                ),
+            let (bytes, read_only) = match op {
+                Op::Write { key, value } => (self.app.write(key, value), false),
                 // Linearizable: answered by every execution replica alike, else ordered.
-                Op::Read { key } => (
-                    KvOp::Get {
-                        key: key.as_bytes().to_vec(),
-                    },
-                    true,
-                ),
+                Op::Read { key } => (self.app.read(key), true),
             };
-            let bytes = self
+            let reply = self
                 .pool
-                .call(kv.encode(), read_only)
+                .call(bytes, read_only)
                 .await
                 .map_err(|e| e.to_string())?;
-            match KvResult::decode(&bytes).map_err(|e| format!("undecodable result: {e}"))? {
-                KvResult::Ok => Ok(0),
-                KvResult::Value(v) => Ok(v.map_or(0, |v| v.len())),
-                other => Err(format!("unexpected result {other:?}")),
-            }
+            self.app.reply_bytes(&reply)
         })
     }
 }

@@ -7,13 +7,13 @@
 //! starving primary picks on it, and its throughput against the others' per-client average is
 //! the fairness column.
 
+use crate::app::BenchApp;
 use crate::load::{self, Load, RunSpec};
 use crate::plumb::{Plumb, PlumbShape};
 use crate::target::Target;
 use crate::workload::Workload;
 use futures_util::SinkExt;
 use plumb_gateway::Pool;
-use plumb_kv::KvOp;
 use plumb_wire::Principal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -135,6 +135,8 @@ pub struct Score {
 }
 
 pub struct Scoreboard {
+    /// The application plumb runs, and the executable that registers it.
+    pub app: Arc<dyn BenchApp>,
     pub exe: PathBuf,
     pub dir: PathBuf,
     pub base_port: u16,
@@ -235,6 +237,7 @@ impl Scoreboard {
         };
         let port = self.base_port + 100 * (i % 8) as u16;
         let plumb = Plumb::start_with(
+            self.app.clone(),
             &self.exe,
             &dir,
             &self.shape,
@@ -254,6 +257,7 @@ impl Scoreboard {
         let victim_done = Arc::new(AtomicU64::new(0));
         let measuring_from = Instant::now() + self.warmup;
         let victim = tokio::spawn(victim_loop(
+            self.app.clone(),
             victim_pool,
             stop.clone(),
             victim_done.clone(),
@@ -287,16 +291,18 @@ impl Scoreboard {
 }
 
 /// Client 0 in a closed loop of its own, counting what completes once measuring started.
-async fn victim_loop(pool: Pool, stop: Arc<AtomicBool>, done: Arc<AtomicU64>, from: Instant) {
+async fn victim_loop(
+    app: Arc<dyn BenchApp>,
+    pool: Pool,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicU64>,
+    from: Instant,
+) {
     let mut i = 0u64;
     while !stop.load(Ordering::Relaxed) {
         i += 1;
-        let op = KvOp::Set {
-            key: format!("victim:{}", i % 16).into_bytes(),
-            value: vec![b'v'; 16],
-            expire: None,
-        };
-        if pool.call(op.encode(), false).await.is_err() {
+        let op = app.write(&format!("victim:{}", i % 16), &[b'v'; 16]);
+        if pool.call(op, false).await.is_err() {
             return;
         }
         if Instant::now() >= from {

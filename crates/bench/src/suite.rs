@@ -1,6 +1,7 @@
 //! A suite: several systems, one after another on this machine, each fresh, under the same
 //! workloads and load levels. `plumb bench compare` and `plumb bench matrix` are suites.
 
+use crate::app::BenchApp;
 use crate::load::{self, Load, RunSpec};
 use crate::plumb::{Plumb, PlumbShape};
 use crate::report::RunResult;
@@ -8,6 +9,7 @@ use crate::systems::{etcd::Etcd, redis::Redis, zookeeper::ZooKeeper};
 use crate::target::Target;
 use crate::workload::Workload;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Clone, Debug)]
@@ -64,7 +66,8 @@ pub struct Suite {
     pub warmup: Duration,
     pub duration: Duration,
     pub max_ops: Option<u64>,
-    /// The plumb executable, to start nodes with.
+    /// The application plumb runs, and the executable that registers it, to start nodes with.
+    pub app: Arc<dyn BenchApp>,
     pub exe: PathBuf,
     /// Each system gets a fresh directory under here.
     pub dir: PathBuf,
@@ -147,9 +150,17 @@ impl Suite {
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         Ok(match system {
-            SystemSpec::Plumb(shape) => {
-                Box::new(Plumb::start(&self.exe, &dir, shape, port, clients as u32).await?)
-            }
+            SystemSpec::Plumb(shape) => Box::new(
+                Plumb::start(
+                    self.app.clone(),
+                    &self.exe,
+                    &dir,
+                    shape,
+                    port,
+                    clients as u32,
+                )
+                .await?,
+            ),
             SystemSpec::Etcd => Box::new(Etcd::start(&dir, 3, port).await?),
             SystemSpec::ZooKeeper => Box::new(ZooKeeper::start(&dir, 3, port).await?),
             SystemSpec::Redis => Box::new(Redis::start(&dir, port).await?),

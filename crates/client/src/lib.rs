@@ -120,6 +120,9 @@ pub struct Client {
     /// Set while the client learns its last request number (no trustworthy record).
     learning: Option<Learning>,
     push: PushVotes,
+    /// The last ordered request accepted: its number, identity and result digest. A reply to
+    /// it that arrives later with another result is a divergent replica (docs/divergence.md).
+    last_accepted: Option<(ReqNo, Digest, Digest)>,
 }
 
 impl Client {
@@ -159,6 +162,7 @@ impl Client {
             outstanding,
             learning,
             push: PushVotes::default(),
+            last_accepted: None,
         }
     }
 
@@ -338,6 +342,17 @@ impl Client {
         out: &mut Vec<Action>,
     ) {
         let quorum = self.q.reply();
+        let late = self
+            .last_accepted
+            .filter(|(n, r, _)| *n == nc && *r == req)
+            .map(|(_, _, d)| d);
+        if let Some(accepted) = late {
+            // A reply after acceptance: it agrees, or its replica's state diverged.
+            if Digest::of(&result) != accepted {
+                self.counters.add("reply-divergent");
+            }
+            return;
+        }
         let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
             self.counters.add("stale-reply");
             return;
@@ -376,6 +391,11 @@ impl Client {
             return;
         };
         let result = o.votes.remove(&exec).unwrap_or_default();
+        // Replicas that answered something else: divergent (counted; the result stands on
+        // r + 1 matching replies, one of them from a correct replica).
+        let divergent = o.votes.values().filter(|v| **v != result).count();
+        self.counters.add_n("reply-divergent", divergent as u64);
+        self.last_accepted = Some((o.nc, o.req, Digest::of(&result)));
         let latency = now.saturating_sub(o.first_sent);
         // §5.7.1: max(initial timeout, observed latency); capped like every timeout.
         self.base_timeout = latency

@@ -399,6 +399,27 @@ fn a_later_reply_replaces_the_replicas_earlier_vote() {
     );
 }
 
+/// docs/divergence.md: a replica that answered an accepted request with another result is
+/// counted, whether its reply came before the acceptance or after it.
+#[test]
+fn replies_that_differ_from_the_accepted_result_are_counted_as_divergent() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"a", false);
+    reply_run(&w, &mut c, 1, 0, 1, b"drifted");
+    reply_run(&w, &mut c, 2, 1, 1, b"good");
+    assert_eq!(
+        completes(&reply_run(&w, &mut c, 3, 2, 1, b"good")),
+        vec![(1, b"good".to_vec())]
+    );
+    assert_eq!(c.counters().get("reply-divergent"), 1);
+    // Late replies: one agrees, one does not.
+    run(&mut c, 4, w.reply_for(1, 1, b"a", b"good"));
+    run(&mut c, 5, w.reply_for(0, 1, b"a", b"drifted again"));
+    assert_eq!(c.counters().get("reply-divergent"), 2);
+    assert_eq!(c.counters().get("stale-reply"), 0);
+}
+
 #[test]
 fn stale_and_non_exec_replies_are_dropped_and_counted() {
     let w = World::new();

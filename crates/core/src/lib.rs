@@ -16,7 +16,7 @@ pub mod sabotage;
 pub mod storage;
 
 pub use keys::KeyRing;
-pub use observe::{Counters, Observation};
+pub use observe::{Counters, DivergenceReport, Observation};
 pub use plumb_wire::Micros;
 pub use rng::Rng;
 pub use storage::{Recovered, StoreOp};

@@ -43,6 +43,98 @@ pub enum Observation {
     StableCheckpoint { seq: Seq },
     /// A client accepted a reply.
     ClientAccepted { client: ClientId, nc: ReqNo },
+    /// An order replica learned that execution replica `exec`'s checkpoint at `seq` differs
+    /// from the one agreed by `max(u,r) + 1` execution replicas, and told it to load the agreed
+    /// one (docs/divergence.md).
+    ExecCheckpointDiffers {
+        exec: u16,
+        seq: Seq,
+        agreed: Digest,
+        reported: Digest,
+    },
+    /// An execution replica found its own state different from the agreed checkpoint and
+    /// rolled back to it (docs/divergence.md).
+    Diverged(DivergenceReport),
+}
+
+/// What an execution replica knows about how its state came to differ from the agreed one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DivergenceReport {
+    /// The checkpoint whose token differed from the agreed one.
+    pub seq: Seq,
+    /// The first batch after the newest checkpoint this replica held before `seq`: the state
+    /// went wrong while executing batches `first..=seq` (or earlier, if that checkpoint was
+    /// not agreed either).
+    pub first: Seq,
+    /// This replica's token at `seq`, and the agreed one.
+    pub ours: Digest,
+    pub agreed: Digest,
+    /// The requests this replica executed in batches `first..=seq`, in order.
+    pub requests: Vec<(Seq, ClientId, ReqNo)>,
+    /// For an application with objects: the objects whose bytes at `seq` differed from the
+    /// agreed ones. `None` for whole-checkpoint applications.
+    pub objects: Option<Vec<u64>>,
+    /// The batch this replica had executed up to when it rolled back.
+    pub rolled_back_from: Seq,
+}
+
+impl std::fmt::Display for DivergenceReport {
+    /// One log line: batches, requests (the first 16) and objects (the first 32).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "state differed from the agreed checkpoint at batch {} (ours {}, agreed {}); it went wrong in batches {}..={}, which executed {} request(s)",
+            self.seq,
+            self.ours.short(),
+            self.agreed.short(),
+            self.first,
+            self.seq,
+            self.requests.len()
+        )?;
+        let shown: Vec<String> = self
+            .requests
+            .iter()
+            .take(16)
+            .map(|(s, c, n)| format!("{c}#{n}@{s}"))
+            .collect();
+        if !shown.is_empty() {
+            let more = self.requests.len().saturating_sub(shown.len());
+            write!(
+                f,
+                " [{}{}]",
+                shown.join(" "),
+                if more > 0 {
+                    format!(" +{more}")
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        match &self.objects {
+            Some(ids) => {
+                let shown: Vec<String> = ids.iter().take(32).map(|id| format!("{id:#x}")).collect();
+                let more = ids.len().saturating_sub(shown.len());
+                write!(
+                    f,
+                    "; {} object(s) differed [{}{}]",
+                    ids.len(),
+                    shown.join(" "),
+                    if more > 0 {
+                        format!(" +{more}")
+                    } else {
+                        String::new()
+                    }
+                )?;
+            }
+            None => write!(f, "; the application has no objects to compare")?,
+        }
+        write!(
+            f,
+            "; rolled back from batch {} to the agreed checkpoint, re-executing from batch {}",
+            self.rolled_back_from,
+            self.seq + 1
+        )
+    }
 }
 
 /// Named counters (dropped messages by reason and so on).

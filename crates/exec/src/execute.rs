@@ -12,6 +12,10 @@ impl<A: Application> ExecReplica<A> {
     /// Deliver every batch from `next_seq` on that is learned and has all its bodies, in order:
     /// batch `n` only ever follows batch `n - 1` (ES1).
     pub(crate) fn execute_ready(&mut self, out: &mut Vec<Action>) {
+        if self.divergence.rolling_back() {
+            // Executing on a state known to be wrong only makes more wrong replies.
+            return;
+        }
         while self
             .learned
             .get(&self.next_seq)
@@ -109,6 +113,8 @@ impl<A: Application> ExecReplica<A> {
         null: bool,
         out: &mut Vec<Action>,
     ) {
+        self.divergence
+            .record(seq, requests.iter().map(|(c, n, _)| (*c, *n)).collect());
         out.push(Action::Observe(Observation::Delivered {
             seq,
             digest: learned.digest,
@@ -209,12 +215,11 @@ impl<A: Application> ExecReplica<A> {
             out.push(Action::Store(StoreOp::Delete {
                 key: checkpoint_key(seq),
             }));
-            if held.tree.is_some() {
-                continue;
-            }
-            if let Some(cp) = ExecCheckpoint::decode(&held.bytes) {
-                self.app.release_checkpoint(&cp.app);
-            }
+            self.release_whole_checkpoint(&held);
         }
+        // A report on the oldest checkpoint held names the batches of the interval before it.
+        let oldest = self.checkpoints.keys().next().copied().unwrap_or(latest);
+        self.divergence
+            .forget_before(oldest.saturating_sub(self.interval()) + 1);
     }
 }

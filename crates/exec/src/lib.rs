@@ -16,6 +16,7 @@
 //! `object_transfer.rs` (object-level state transfer: fetch only what differs, serve peers).
 
 mod checkpoint;
+mod divergence;
 mod execute;
 mod gate;
 mod learn;
@@ -97,6 +98,8 @@ pub struct ExecReplica<A: Application> {
     /// Each order replica's latest LOAD-CP.
     load_votes: BTreeMap<u16, (Seq, Digest)>,
     loading: Option<transfer::Loading>,
+    /// Divergence from the agreed checkpoints: what was executed, a roll-back in progress.
+    divergence: divergence::Divergence,
 
     // --- rate limits
     retransmit_served: BTreeMap<ClientId, Micros>,
@@ -147,6 +150,7 @@ impl<A: Application> ExecReplica<A> {
             checkpoints: BTreeMap::new(),
             load_votes: BTreeMap::new(),
             loading: None,
+            divergence: Default::default(),
             retransmit_served: BTreeMap::new(),
             checkpoint_served: BTreeMap::new(),
             objects_served: BTreeMap::new(),

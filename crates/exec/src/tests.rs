@@ -1473,3 +1473,36 @@ fn a_request_decided_twice_is_executed_once() {
         .collect();
     assert_eq!(nulls, vec![false, false, false]);
 }
+
+/// docs/divergence.md, for an application without objects: the whole agreed checkpoint is
+/// loaded, and the report names batches and requests (objects: none to compare).
+#[test]
+fn a_whole_checkpoint_replica_that_diverged_rolls_back_and_reports_it() {
+    let net = Net::new(2);
+    let (mut a, out_a) = leader(&net, Registers::default(), 4);
+    let agreed = checkpoint_taken(&out_a);
+    let mut b = net.replica(1, Registers::default(), Recovered::default());
+    net.learn_all(&mut b, 1, &puts(1, 3));
+    b.app.map.insert("k3".into(), "drifted".into());
+    net.learn_all(&mut b, 4, &puts(4, 1));
+    let (_, t4) = agreed[1];
+    let out = load_cp(&net, &mut b, 4, t4, &[0, 2]);
+    assert_eq!(b.counters().get("diverged"), 1);
+    let fetch = Message::FetchExecCp { seq: 4 };
+    assert!(net.sent_to(&out, Principal::Exec(0)).contains(&fetch));
+    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    let cp = net.sent_to(&served, Principal::Exec(1));
+    let out = net.deliver(&mut b, Principal::Exec(0), &cp[0]);
+    let report = out
+        .iter()
+        .find_map(|x| match x {
+            Action::Observe(Observation::Diverged(r)) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("a report");
+    assert_eq!((report.seq, report.first, &report.objects), (4, 3, &None));
+    assert_eq!(report.requests, vec![(3, 3, 3), (4, 0, 4)]);
+    assert_eq!(b.next_seq(), 5);
+    assert_eq!(b.app().state_digest(), a.app().state_digest());
+    assert!(report.to_string().contains("batches 3..=4"), "{report}");
+}

@@ -3,6 +3,7 @@
 
 use super::*;
 use plumb_app::{ObjectId, ObjectState, ObjectWrite};
+use plumb_core::DivergenceReport;
 use std::collections::BTreeSet;
 
 pub(super) fn bucket(key: &str) -> u64 {
@@ -66,12 +67,23 @@ fn silent_peer_period(b: &mut Replica) -> Vec<Action> {
 }
 
 /// Move exec-to-exec messages between `a` (Exec 0) and `b` (Exec 1) until none is left.
-fn pump(net: &Net, a: &mut Replica, b: &mut Replica, mut from_b: Vec<Action>) -> usize {
+fn pump(net: &Net, a: &mut Replica, b: &mut Replica, from_b: Vec<Action>) -> usize {
+    pump_seen(net, a, b, from_b).0
+}
+
+/// `pump`, returning the rounds and everything `b` did meanwhile.
+fn pump_seen(
+    net: &Net,
+    a: &mut Replica,
+    b: &mut Replica,
+    mut from_b: Vec<Action>,
+) -> (usize, Vec<Action>) {
     let mut rounds = 0;
+    let mut seen = Vec::new();
     loop {
         let to_a: Vec<Message> = net.sent_to(&from_b, Principal::Exec(0));
         if to_a.is_empty() {
-            return rounds;
+            return (rounds, seen);
         }
         rounds += 1;
         assert!(rounds < 100, "transfer does not converge");
@@ -82,6 +94,7 @@ fn pump(net: &Net, a: &mut Replica, b: &mut Replica, mut from_b: Vec<Action>) ->
                 next.extend(net.deliver(b, Principal::Exec(0), &reply));
             }
         }
+        seen.extend(next.iter().cloned());
         from_b = next;
     }
 }
@@ -448,4 +461,90 @@ fn a_forged_or_incomplete_state_update_falls_back_to_the_tree_walk() {
             [(Principal::Exec(0), Message::FetchObjectNodes { .. })]
         ));
     }
+}
+
+/// docs/divergence.md: a replica whose application broke determinism (a write no request
+/// made) takes a checkpoint that differs from the agreed one; `r + 1` LOAD-CPs naming the
+/// agreed one make it stop executing, fetch only the objects that differ, re-execute from
+/// there, and report the batches, the requests and the objects.
+#[test]
+fn a_replica_whose_state_diverged_rolls_back_to_the_agreed_checkpoint_and_reports_it() {
+    let net = Net::new(2);
+    let (mut a, out_a) = object_leader(&net, 4);
+    let agreed = checkpoint_taken(&out_a);
+    let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
+    net.learn_all(&mut b, 1, &puts(1, 1));
+    b.app.map.insert("k1".into(), "drifted".into());
+    b.app.dirty.as_mut().unwrap().insert(bucket("k1"));
+    let out_b = net.learn_all(&mut b, 2, &puts(2, 3));
+    let ours = checkpoint_taken(&out_b);
+    assert_eq!(ours.len(), 2);
+    assert!(ours[0] != agreed[0] && ours[1] != agreed[1]);
+    assert_eq!(b.next_seq(), 5);
+
+    // One order replica proves nothing (it may be faulty); r + 1 do.
+    let (_, t2) = agreed[0];
+    load_cp(&net, &mut b, 2, t2, &[0]);
+    assert_eq!(b.counters().get("diverged"), 0);
+    let out = load_cp(&net, &mut b, 2, t2, &[1]);
+    assert_eq!(b.counters().get("diverged"), 1);
+    let fetch = Message::FetchExecCp { seq: 2 };
+    assert!(net.sent_to(&out, Principal::Exec(0)).contains(&fetch));
+    // Execution waits for the roll-back: a batch learned meanwhile is not executed.
+    let out = net.learn_all(&mut b, 5, &puts(5, 1));
+    assert!(delivered(&out).is_empty());
+
+    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    let cp = net.sent_to(&served, Principal::Exec(1));
+    let mut seen = net.deliver(&mut b, Principal::Exec(0), &cp[0]);
+    // The first peer asked (exec 2) is silent: the next one, a, is walked.
+    let out = silent_peer_period(&mut b);
+    seen.extend(out.iter().cloned());
+    seen.extend(pump_seen(&net, &mut a, &mut b, out).1);
+
+    let reports: Vec<&DivergenceReport> = seen
+        .iter()
+        .filter_map(|x| match x {
+            Action::Observe(Observation::Diverged(r)) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reports.len(), 1, "one report");
+    let report = reports[0];
+    assert_eq!((report.seq, report.first), (2, 1));
+    assert_eq!((report.ours, report.agreed), (ours[0].1, t2));
+    assert_eq!(report.requests, vec![(1, 1, 1), (2, 2, 2)]);
+    assert_eq!(report.objects, Some(vec![bucket("k1")]));
+    assert_eq!(report.rolled_back_from, 4);
+    // Only what differs from the state it stopped at moves: k1's bucket. Buckets that
+    // batches 3 and 4 alone wrote are deleted without a transfer.
+    assert_eq!(b.counters().get("object-transfer-objects"), 1);
+    // The checkpoint made on the divergent state is gone, from memory and disk.
+    assert_eq!(b.held_checkpoints(), vec![2]);
+    assert!(seen.contains(&Action::Store(StoreOp::Delete {
+        key: checkpoint_key(4)
+    })));
+    assert_eq!(b.next_seq(), 3);
+
+    // Re-executed from the agreed state, its checkpoint agrees and batch 5 follows.
+    let out = net.learn_all(&mut b, 3, &puts(3, 2));
+    assert_eq!(checkpoint_taken(&out), vec![agreed[1]]);
+    assert_eq!(b.next_seq(), 6);
+    net.learn_all(&mut a, 5, &puts(5, 1));
+    assert_eq!(b.app().state_digest(), a.app().state_digest());
+}
+
+/// The proof must name a checkpoint this replica holds with another token: LOAD-CPs for one
+/// it holds with the agreed token change nothing.
+#[test]
+fn a_replica_that_agrees_is_never_rolled_back() {
+    let net = Net::new(2);
+    let (_, out_a) = object_leader(&net, 4);
+    let (_, t2) = checkpoint_taken(&out_a)[0];
+    let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
+    net.learn_all(&mut b, 1, &puts(1, 4));
+    let out = load_cp(&net, &mut b, 2, t2, &[0, 1, 2]);
+    assert!(net.sent(&out).is_empty());
+    assert_eq!(b.counters().get("diverged"), 0);
+    assert_eq!(b.next_seq(), 5);
 }

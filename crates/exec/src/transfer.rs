@@ -27,31 +27,40 @@ pub(crate) struct Loading {
     pub(crate) objects: Option<crate::object_transfer::ObjectLoad>,
 }
 
+impl Loading {
+    pub(crate) fn new(seq: Seq, token: Digest) -> Loading {
+        Loading {
+            seq,
+            token,
+            fetched: None,
+            missing: BTreeSet::new(),
+            objects: None,
+        }
+    }
+}
+
 impl<A: Application> ExecReplica<A> {
     pub(crate) fn on_load_cp(&mut self, o: u16, seq: Seq, token: Digest, out: &mut Vec<Action>) {
         self.load_votes.insert(o, (seq, token));
-        if seq < self.next_seq {
-            self.counters.add("load-cp-not-behind");
-            return;
-        }
         let votes = self
             .load_votes
             .values()
             .filter(|v| **v == (seq, token))
             .count();
+        if seq < self.next_seq {
+            // Passed already: unless our own checkpoint there differs (divergence.rs).
+            if votes < self.q.exec_learn() || !self.roll_back_if_diverged(seq, token, out) {
+                self.counters.add("load-cp-not-behind");
+            }
+            return;
+        }
         if votes < self.q.exec_learn() {
             return;
         }
         if self.loading.as_ref().is_some_and(|l| l.seq >= seq) {
             return;
         }
-        self.loading = Some(Loading {
-            seq,
-            token,
-            fetched: None,
-            missing: BTreeSet::new(),
-            objects: None,
-        });
+        self.loading = Some(Loading::new(seq, token));
         let local = self
             .checkpoints
             .get(&seq)
@@ -65,6 +74,10 @@ impl<A: Application> ExecReplica<A> {
 
     /// Normal execution got past the checkpoint being loaded: loading it would go backwards.
     pub(crate) fn drop_overtaken_load(&mut self) {
+        if self.divergence.rolling_back() {
+            // Going backwards is the point of a roll-back (and execution waits for it).
+            return;
+        }
         if self.loading.as_ref().is_some_and(|l| l.seq < self.next_seq) {
             self.loading = None;
             self.counters.add("load-cp-overtaken");
@@ -204,6 +217,7 @@ impl<A: Application> ExecReplica<A> {
         tree: Option<plumb_objects::ObjectTree>,
         out: &mut Vec<Action>,
     ) {
+        self.finish_rollback(seq, tree.as_ref(), out);
         self.replies = cp.replies;
         self.agreed_time = cp.agreed_time;
         self.next_push = cp.next_push;

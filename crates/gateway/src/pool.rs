@@ -114,6 +114,11 @@ impl Pool {
         answer.map_err(PoolError)
     }
 
+    /// The pool clients' protocol counters (see `plumb_client::net::Client::counters`).
+    pub fn counters(&self) -> plumb_core::Counters {
+        self.client.counters()
+    }
+
     /// Operations waiting for a free client.
     pub fn backlog(&self) -> usize {
         self.client.backlog()

@@ -38,6 +38,9 @@ pub struct Status {
     /// Set while the node's order replica recovers from lost records: it casts no vote until
     /// a checkpoint above its fence is stable (docs/operations.md, "Losing a disk").
     pub order_recovery: Option<String>,
+    /// The last divergence report of this node's execution replica, if its state ever
+    /// differed from the agreed checkpoint (docs/divergence.md).
+    pub last_divergence: Option<String>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -77,6 +80,11 @@ pub struct Metrics {
     last_executed: Gauge,
     stable_checkpoint: Gauge,
     exec_checkpoint: Gauge,
+    divergences: Counter,
+    divergence_seq: Gauge,
+    divergence_objects: Gauge,
+    divergence_requests: Gauge,
+    exec_checkpoints_differing: Family<PeerLabels, Counter>,
     dropped: Family<DropLabels, Counter>,
     events: Family<EventLabels, Counter>,
     queue_depth: Family<QueueLabels, Gauge>,
@@ -98,6 +106,11 @@ impl Metrics {
             last_executed: Gauge::default(),
             stable_checkpoint: Gauge::default(),
             exec_checkpoint: Gauge::default(),
+            divergences: Counter::default(),
+            divergence_seq: Gauge::default(),
+            divergence_objects: Gauge::default(),
+            divergence_requests: Gauge::default(),
+            exec_checkpoints_differing: Family::default(),
             dropped: Family::default(),
             events: Family::default(),
             queue_depth: Family::default(),
@@ -142,6 +155,31 @@ impl Metrics {
             "exec_checkpoint_seq",
             "Batch number of the execution replica's newest checkpoint",
             m.exec_checkpoint.clone(),
+        );
+        registry.register(
+            "divergences",
+            "Times this node's execution replica found its state different from the agreed checkpoint and rolled back (the report is in the log and /status)",
+            m.divergences.clone(),
+        );
+        registry.register(
+            "divergence_seq",
+            "Checkpoint at which the last divergence was found (0: none)",
+            m.divergence_seq.clone(),
+        );
+        registry.register(
+            "divergence_objects",
+            "Objects that differed in the last divergence (applications with objects)",
+            m.divergence_objects.clone(),
+        );
+        registry.register(
+            "divergence_requests",
+            "Requests executed in the batches where the last divergence happened",
+            m.divergence_requests.clone(),
+        );
+        registry.register(
+            "exec_checkpoints_differing",
+            "Execution checkpoints this node's order replica saw differ from the agreed one, by execution replica (label node: its index)",
+            m.exec_checkpoints_differing.clone(),
         );
         registry.register(
             "messages_dropped",
@@ -263,6 +301,33 @@ impl Observed {
             }
             Observation::Rejoined { .. } => s.order_recovery = None,
             Observation::ClientAccepted { .. } => {}
+            Observation::ExecCheckpointDiffers {
+                exec,
+                seq,
+                agreed,
+                reported,
+            } => {
+                m.exec_checkpoints_differing
+                    .get_or_create(&PeerLabels {
+                        node: format!("e{exec}"),
+                    })
+                    .inc();
+                eprintln!(
+                    "node {}: execution replica e{exec}'s checkpoint at batch {seq} is {}, not the agreed {}: its state diverged; told it to load the agreed one",
+                    s.node,
+                    reported.short(),
+                    agreed.short()
+                );
+            }
+            Observation::Diverged(report) => {
+                m.divergences.inc();
+                m.divergence_seq.set(report.seq as i64);
+                m.divergence_objects
+                    .set(report.objects.as_ref().map_or(0, Vec::len) as i64);
+                m.divergence_requests.set(report.requests.len() as i64);
+                eprintln!("node {}: DIVERGENCE: {report}", s.node);
+                s.last_divergence = Some(report.to_string());
+            }
         }
     }
 

@@ -31,18 +31,23 @@ impl OrderReplica {
 
     pub(crate) fn on_cp_token(
         &mut self,
-        _now: Micros,
+        now: Micros,
         e: u16,
         seq: Seq,
         token: Digest,
         out: &mut Vec<Action>,
     ) {
         let cp = self.cfg.checkpoint_interval;
-        if !seq.is_multiple_of(cp)
-            || seq <= self.stable.seq
-            || seq > self.stable.seq + 4 * cp
-            || self.exec_tokens.contains_key(&seq)
-        {
+        if !seq.is_multiple_of(cp) {
+            return;
+        }
+        // Learned already (kept from the stable checkpoint on): a late token that differs
+        // is a divergent replica.
+        if let Some(agreed) = self.exec_tokens.get(&seq).copied() {
+            self.check_exec_token(now, e, seq, agreed, token, out);
+            return;
+        }
+        if seq <= self.stable.seq || seq > self.stable.seq + 4 * cp {
             return;
         }
         let votes = self.exec_votes.entry(seq).or_default();
@@ -53,7 +58,10 @@ impl OrderReplica {
             return;
         }
         self.exec_tokens.insert(seq, token);
-        self.exec_votes.remove(&seq);
+        let others = self.exec_votes.remove(&seq).unwrap_or_default();
+        for (other, reported) in others {
+            self.check_exec_token(now, other, seq, token, reported, out);
+        }
         self.put(token_key(seq), token.0.to_vec(), out);
         self.sync(out);
         self.finish_checkpoint(seq, out);

@@ -14,6 +14,7 @@
 mod agreement;
 mod catch_up;
 mod checkpoint;
+mod divergence;
 mod monitor;
 mod probe;
 mod recovery;
@@ -112,6 +113,8 @@ pub struct OrderReplica {
     checkpoint_votes: BTreeMap<Seq, HashMap<u16, Digest>>,
     exec_votes: BTreeMap<Seq, HashMap<u16, Digest>>,
     exec_tokens: BTreeMap<Seq, Digest>,
+    /// Execution replicas told that their checkpoint differs (divergence.rs).
+    divergence: divergence::ExecDivergence,
     committed_votes: BTreeMap<Seq, HashMap<u16, (Digest, plumb_wire::Batch)>>,
     awaiting_state: Option<(Seq, Digest)>,
     last_exec_served: HashMap<u16, Micros>,
@@ -189,6 +192,7 @@ impl OrderReplica {
             checkpoint_votes: BTreeMap::new(),
             exec_votes: BTreeMap::new(),
             exec_tokens: BTreeMap::new(),
+            divergence: Default::default(),
             committed_votes: BTreeMap::new(),
             awaiting_state: None,
             last_exec_served: HashMap::new(),

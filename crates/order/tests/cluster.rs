@@ -338,3 +338,54 @@ fn catch_up_requests_wait_until_the_replica_is_idle() {
     h.step(1, Event::Timer(plumb_core::TimerId(4)));
     assert_eq!(answers(&h), 1);
 }
+
+/// docs/divergence.md: an execution replica whose checkpoint token differs from the one
+/// `max(u,r) + 1` replicas agree on is told to load the agreed checkpoint, by every order
+/// replica, once per checkpoint (again only after a catch-up period); a late divergent token
+/// after the checkpoint was learned is caught too.
+#[test]
+fn an_execution_replica_whose_checkpoint_differs_is_told_to_load_the_agreed_one() {
+    use plumb_crypto::Digest;
+    let mut h = Harness::new(1, 1, 4);
+    for nc in 1..=6u64 {
+        h.request(0, nc, format!("op{nc}").as_bytes());
+        h.advance(20_000);
+    }
+    assert!(h.replica(0).last_committed() >= 4);
+    let agreed = Digest::of(&4u64.to_le_bytes());
+    let wrong = Digest::of(b"a state no correct replica holds");
+    // Exec 2 diverged before the checkpoint is learned, exec 1's token comes late.
+    h.cp_token_from(2, 4, wrong);
+    h.cp_token_from(0, 4, agreed);
+    h.advance(1_000);
+    assert!(h.load_cps.is_empty(), "one token is no agreement yet");
+    h.cp_token_from(1, 4, agreed);
+    h.advance(1_000);
+    let order = h.q().order as u16;
+    let told: Vec<(u16, u16, u64, Digest)> = (0..order).map(|o| (2, o, 4, agreed)).collect();
+    let mut got = h.load_cps.clone();
+    got.sort();
+    assert_eq!(
+        got, told,
+        "every order replica names the agreed checkpoint to exec 2"
+    );
+    for o in 0..order {
+        assert_eq!(h.replica(o).counters().get("exec-checkpoint-differs"), 1);
+    }
+    // Its token repeated (an idle replica repeats its newest) gets no answer within a period...
+    h.load_cps.clear();
+    h.cp_token_from(2, 4, wrong);
+    h.advance(1_000);
+    assert!(h.load_cps.is_empty());
+    // ...and one after it (the first LOAD-CP may have been lost), reported once still.
+    h.advance(h.cfg.catch_up_us);
+    h.cp_token_from(2, 4, wrong);
+    h.advance(1_000);
+    assert_eq!(h.load_cps.len(), order as usize);
+    assert_eq!(h.replica(0).counters().get("exec-checkpoint-differs"), 1);
+    // The agreeing replicas are never told anything.
+    h.load_cps.clear();
+    h.cp_token_from(0, 4, agreed);
+    h.advance(1_000);
+    assert!(h.load_cps.is_empty());
+}

@@ -11,6 +11,7 @@ use plumb_bench::suite::{Suite, SuiteOutcome, SystemSpec};
 use plumb_bench::workload::Workload;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -172,6 +173,9 @@ impl Common {
             warmup: Duration::from_secs_f64(self.warmup.max(0.0)),
             duration: Duration::from_secs_f64(self.duration.max(0.1)),
             max_ops: self.requests,
+            // The comparison workloads are keyed writes and reads: plumb runs the key-value
+            // store, which this binary registers.
+            app: Arc::new(plumb_bench::app::KvBench),
             exe,
             dir,
             base_port: self.base_port,
@@ -373,6 +377,7 @@ fn scoreboard_cmd(a: &BenchArgs, names: &str) -> ExitCode {
         Err(e) => return fail(e),
     };
     let board = Scoreboard {
+        app: suite.app.clone(),
         exe: suite.exe.clone(),
         dir: suite.dir.clone(),
         base_port: a.common.base_port,

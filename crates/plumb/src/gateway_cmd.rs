@@ -87,12 +87,13 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
                     "/metrics" => admin::Response::ok(
                         "text/plain; version=0.0.4",
                         format!(
-                            "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n",
+                            "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n{}",
                             get(&s.connections_open),
                             get(&s.commands),
                             get(&s.submitted),
                             get(&s.protocol_errors),
-                            pool.backlog()
+                            pool.backlog(),
+                            client_events_text(&pool.counters())
                         ),
                     ),
                     _ => admin::Response::not_found(),
@@ -116,4 +117,18 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
         out!("gateway: stopping");
         ExitCode::SUCCESS
     })
+}
+
+/// The pool clients' protocol counters as one Prometheus family (for example
+/// `event="reply-divergent"`: a replica answered with another result than the accepted one).
+fn client_events_text(counters: &plumb::client::Counters) -> String {
+    let mut text = String::from(
+        "# HELP plumb_gateway_client_events_total Protocol events of the gateway's pool clients, by name\n# TYPE plumb_gateway_client_events_total counter\n",
+    );
+    for (name, n) in counters.iter() {
+        text.push_str(&format!(
+            "plumb_gateway_client_events_total{{event=\"{name}\"}} {n}\n"
+        ));
+    }
+    text
 }

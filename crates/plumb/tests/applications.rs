@@ -4,6 +4,8 @@
 //!
 //! Ports: slot 20 (23000..23099) and slot 21 (23100..23199) of `common::Cluster`'s scheme.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -14,23 +16,8 @@ fn plumb() -> &'static str {
     env!("CARGO_BIN_EXE_plumb")
 }
 
-/// The `counter` example, from the same profile as the `plumb` binary. `cargo test` builds
-/// examples along with the tests; a run limited to this test target (`--test applications`)
-/// does not, so it is built here then.
 fn counter() -> PathBuf {
-    let plumb = Path::new(plumb());
-    let profile_dir = plumb.parent().expect("the plumb binary is in a directory");
-    let exe = profile_dir.join("examples").join("counter");
-    if !exe.exists() {
-        let mut build = Command::new(env!("CARGO"));
-        build.args(["build", "-p", "plumb", "--example", "counter"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.status().expect("run cargo build --example counter");
-        assert!(status.success(), "building the counter example failed");
-    }
-    exe
+    common::example_binary("counter")
 }
 
 fn run(exe: &Path, args: &[&str]) -> Output {

@@ -14,7 +14,7 @@ use crate::net::group::ClientGroup;
 use crate::net::reach::Reachability;
 use crate::net::{ClientError, ClientOptions, Identity, PushEvent};
 use plumb_cluster::Cluster;
-use plumb_core::{Recovered, StageContext};
+use plumb_core::{Counters, Recovered, StageContext};
 use plumb_runtime::{Item, Mailbox, QueueKey, Runner, StageShared};
 use plumb_storage::{Store, StoreError};
 use plumb_wire::Principal;
@@ -74,6 +74,8 @@ struct Shared {
     /// Taken at shutdown so that subscriptions see the end.
     events: Mutex<Option<broadcast::Sender<PushEvent>>>,
     backlog: Arc<AtomicUsize>,
+    /// The stage runner's view: counters.
+    stage: Arc<StageShared>,
     ids: Vec<u32>,
     op_timeout: Option<Duration>,
     record_dir: PathBuf,
@@ -210,13 +212,14 @@ impl Client {
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
         let host = GroupHost::new(ids.clone(), backlog.clone(), events.clone());
         let first = Principal::Client(ids[0]);
+        let stage_shared = StageShared::new(first);
         let runner = Runner::new(
             stage,
             store,
             mailbox.clone(),
             links.clone(),
             host,
-            StageShared::new(first),
+            stage_shared.clone(),
         );
         let thread = runner
             .spawn(format!("plumb-clients-{first}"))
@@ -230,6 +233,7 @@ impl Client {
                 reach: Reachability::of(cluster),
                 events: Mutex::new(Some(events)),
                 backlog,
+                stage: stage_shared,
                 ids,
                 op_timeout: options.op_timeout,
                 record_dir,
@@ -338,6 +342,19 @@ impl Client {
     /// Operations waiting for a free identity (not counting those under way).
     pub fn backlog(&self) -> usize {
         self.shared.backlog.load(Ordering::Relaxed)
+    }
+
+    /// The protocol's counters, summed over the client's identities and refreshed a few times
+    /// a second: retransmissions, replies dropped and why, and `reply-divergent` (a replica
+    /// answered an operation with another result than the accepted one: its state diverged,
+    /// see docs/divergence.md).
+    pub fn counters(&self) -> Counters {
+        self.shared
+            .stage
+            .counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Nodes a connection is up to.

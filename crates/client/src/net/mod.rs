@@ -35,3 +35,4 @@ pub use identity::Identity;
 pub use options::{ClientOptions, RecordLocation};
 /// The cluster configuration a client connects with ([`Cluster::load`] reads `cluster.toml`).
 pub use plumb_cluster::{Cluster, ClusterError};
+pub use plumb_core::Counters;

@@ -29,6 +29,8 @@ pub struct Harness {
     /// Drop every message to or from these replicas.
     pub cut: Vec<bool>,
     pub exec_seen: BTreeMap<Seq, plumb_wire::Batch>,
+    /// LOAD-CPs execution replicas received: (exec, order replica, seq, token).
+    pub load_cps: Vec<(u16, u16, Seq, Digest)>,
     /// Drop every message of these kinds (`Message::kind`).
     pub drop_kinds: Vec<&'static str>,
 }
@@ -96,6 +98,7 @@ impl Harness {
             down: vec![false; q.order],
             cut: vec![false; q.order],
             exec_seen: BTreeMap::new(),
+            load_cps: Vec::new(),
             drop_kinds: Vec::new(),
         };
         for i in 0..q.order {
@@ -191,10 +194,14 @@ impl Harness {
         let Ok((Principal::Order(o), msg)) = ring.open(&frame) else {
             return;
         };
-        if let Message::NextBatch { seq, batch, .. } = msg {
-            let d = batch.digest(seq);
-            self.next_batches.insert((o, seq), d);
-            self.exec_seen.insert(seq, batch);
+        match msg {
+            Message::NextBatch { seq, batch, .. } => {
+                let d = batch.digest(seq);
+                self.next_batches.insert((o, seq), d);
+                self.exec_seen.insert(seq, batch);
+            }
+            Message::LoadCp { seq, token } => self.load_cps.push((e, o, seq, token)),
+            _ => {}
         }
     }
 
@@ -245,19 +252,20 @@ impl Harness {
     }
 
     pub fn cp_tokens(&mut self, seq: Seq) {
-        let q = self.q();
-        for e in 0..q.exec as u16 {
-            let ring = &self.rings[&Principal::Exec(e)];
-            let msg = Message::CpToken {
-                seq,
-                token: Digest::of(&seq.to_le_bytes()),
-            };
-            for o in 0..q.order as u16 {
-                self.queue.push_back((
-                    Principal::Order(o),
-                    ring.seal(Principal::Order(o), &msg).unwrap(),
-                ));
-            }
+        for e in 0..self.q().exec as u16 {
+            self.cp_token_from(e, seq, Digest::of(&seq.to_le_bytes()));
+        }
+    }
+
+    /// Execution replica `e` sends `token` for checkpoint `seq` to every order replica.
+    pub fn cp_token_from(&mut self, e: u16, seq: Seq, token: Digest) {
+        let ring = &self.rings[&Principal::Exec(e)];
+        let msg = Message::CpToken { seq, token };
+        for o in 0..self.q().order as u16 {
+            self.queue.push_back((
+                Principal::Order(o),
+                ring.seal(Principal::Order(o), &msg).unwrap(),
+            ));
         }
     }
 

@@ -27,6 +27,27 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_plumb")
 }
 
+/// One of the `plumb` package's examples (an application's own binary built on `plumb::cli`),
+/// from the same profile as the `plumb` binary. `cargo test` builds examples along with the
+/// tests; a run limited to one test target (`--test x`) does not, so it is built here then.
+pub fn example_binary(name: &str) -> PathBuf {
+    let plumb = Path::new(bin());
+    let profile_dir = plumb.parent().expect("the plumb binary is in a directory");
+    let exe = profile_dir.join("examples").join(name);
+    if !exe.exists() {
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "-p", "plumb", "--example", name]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build
+            .status()
+            .unwrap_or_else(|e| panic!("run cargo build --example {name}: {e}"));
+        assert!(status.success(), "building the {name} example failed");
+    }
+    exe
+}
+
 /// The processes of one cluster in a fresh temporary directory. Dropping it kills them all;
 /// if the test is panicking it first prints the tail of every process's output and keeps the
 /// directory.
@@ -39,6 +60,10 @@ pub struct Cluster {
     /// Nodes hosting an execution replica.
     exec_nodes: Vec<usize>,
     gateway: Option<Child>,
+    /// The binary that runs `init` and the nodes: `plumb`, or an application's own.
+    binary: PathBuf,
+    /// Environment variables given to one node's process.
+    node_env: std::collections::HashMap<usize, Vec<(String, String)>>,
     /// Clusters run one at a time: five clusters of five processes on a 2-core machine would
     /// make every timing bound in these tests a measure of the machine's load instead.
     _serial: std::sync::MutexGuard<'static, ()>,
@@ -61,6 +86,12 @@ impl Cluster {
     /// node count is then read from the configuration (`NODES` and `EXEC_NODES` describe only
     /// the default layout).
     pub fn init_with(name: &str, slot: u16, init_args: &[&str]) -> Cluster {
+        Cluster::init_binary(PathBuf::from(bin()), name, slot, init_args)
+    }
+
+    /// Like [`Cluster::init_with`], with an application's own binary (`example_binary`) for
+    /// `init` and the nodes.
+    pub fn init_binary(binary: PathBuf, name: &str, slot: u16, init_args: &[&str]) -> Cluster {
         let serial = ONE_CLUSTER_AT_A_TIME
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -70,7 +101,7 @@ impl Cluster {
             .expect("tempdir");
         let base_port = 21000 + 100 * slot;
         let resp_port = base_port + 50;
-        let out = Command::new(bin())
+        let out = Command::new(&binary)
             .args(["init", "--dir"])
             .arg(dir.path())
             .args(["--base-port", &base_port.to_string()])
@@ -101,6 +132,8 @@ impl Cluster {
             nodes: (0..node_count).map(|_| None).collect(),
             exec_nodes,
             gateway: None,
+            binary,
+            node_env: Default::default(),
             _serial: serial,
         }
     }
@@ -155,12 +188,35 @@ impl Cluster {
         (f.try_clone().unwrap(), f)
     }
 
+    /// Start node `node` with `key=value` in its environment, from now on.
+    pub fn set_node_env(&mut self, node: usize, key: &str, value: &str) {
+        self.node_env
+            .entry(node)
+            .or_default()
+            .push((key.to_string(), value.to_string()));
+    }
+
+    /// What node `node` wrote to its standard error and output.
+    pub fn node_log(&self, node: usize) -> String {
+        std::fs::read_to_string(self.dir().join(format!("node-{node}.log"))).unwrap_or_default()
+    }
+
     fn spawn(&self, what: &str, args: &[String]) -> Child {
+        self.spawn_with(what, args, &[])
+    }
+
+    fn spawn_with(&self, what: &str, args: &[String], env: &[(String, String)]) -> Child {
         let (out, err) = self.log_file(what);
         let mut f = out.try_clone().unwrap();
         let _ = writeln!(f, "---- harness: starting {what} ----");
-        Command::new(bin())
+        let binary = if what == "gateway" {
+            PathBuf::from(bin())
+        } else {
+            self.binary.clone()
+        };
+        Command::new(binary)
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
@@ -177,7 +233,8 @@ impl Cluster {
             "--id".to_string(),
             node.to_string(),
         ];
-        self.nodes[node] = Some(self.spawn(&format!("node-{node}"), &args));
+        let env = self.node_env.get(&node).cloned().unwrap_or_default();
+        self.nodes[node] = Some(self.spawn_with(&format!("node-{node}"), &args, &env));
     }
 
     pub fn start_gateway(&mut self) {

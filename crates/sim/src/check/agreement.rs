@@ -64,9 +64,14 @@ impl Checker {
                     self.votes.rejoining.remove(&o);
                 }
             }
+            // A correct replica of a deterministic application never diverges: if one does,
+            // ES-checkpoint-agreement has flagged its checkpoint already. The roll-back ends
+            // with a CheckpointLoaded like any load.
             Observation::Fenced { .. }
             | Observation::StableCheckpoint { .. }
-            | Observation::ClientAccepted { .. } => {}
+            | Observation::ClientAccepted { .. }
+            | Observation::ExecCheckpointDiffers { .. }
+            | Observation::Diverged(_) => {}
         }
     }
 
