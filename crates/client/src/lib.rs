@@ -96,6 +96,10 @@ enum Outstanding {
 /// before the client tries its preferred quorum again.
 pub const ALL_AUTH_AFTER_RETRANSMIT: ReqNo = 1000;
 
+/// The largest operation a request carries: a frame is at most
+/// [`plumb_wire::MAX_FRAME_BYTES`], and the envelope's header, encoding and MAC need room.
+pub const MAX_OPERATION_BYTES: usize = plumb_wire::MAX_FRAME_BYTES - 64 * 1024;
+
 /// One client identity's protocol core: a [`Stage`] that turns submitted operations, frames and
 /// timer firings into sends, timers, record writes and completions. It does no I/O; a driver
 /// ([`net::Client`] over TCP, or the simulator) carries out its actions.

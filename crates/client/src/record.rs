@@ -74,9 +74,17 @@ pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed 
         Read::Absent => {}
         Read::Corrupt => counters.add("recovered-corrupt"),
         Read::Valid(OutRecord::Outstanding { nc, op }) if nc >= 1 => {
-            resumed.next_nc = nc.saturating_add(1);
-            resumed.outstanding = Some((nc, op));
             resumed.trusted = true;
+            if op.len() > crate::MAX_OPERATION_BYTES {
+                // Written by a version that did not refuse it: no frame can carry it, so it
+                // was never sent and resending it would occupy this client forever. Its
+                // number was never used; the next request takes it.
+                counters.add("recovered-oversized-dropped");
+                resumed.next_nc = nc;
+            } else {
+                resumed.next_nc = nc.saturating_add(1);
+                resumed.outstanding = Some((nc, op));
+            }
         }
         Read::Valid(OutRecord::Completed { nc }) if nc >= 1 => {
             resumed.next_nc = nc.saturating_add(1);

@@ -491,6 +491,32 @@ fn cs3_request_is_persisted_and_synced_before_it_is_sent() {
     );
 }
 
+/// A request too large for any frame, recorded by an older version that did not refuse it, is
+/// not resent (it never could be sent): the client is free at once and reuses its number.
+#[test]
+fn a_recovered_request_too_large_to_send_is_dropped() {
+    let w = World::new();
+    let mut before = w.client(Recovered::default());
+    let mut actions = submit(&mut before, 0, b"x", false);
+    actions.extend(answer(&w, &mut before, 1, 1, b"r"));
+    let big = vec![b'v'; crate::MAX_OPERATION_BYTES + 1];
+    actions.push(Action::Store(
+        OutRecord::Outstanding { nc: 2, op: big }.put(),
+    ));
+    let ctx = StageContext {
+        config: w.cfg.clone(),
+        keys: w.ring(ME).clone(),
+        seed: 1,
+    };
+    let mut after = Client::new(ctx, disk(&actions));
+    assert!(!after.outstanding());
+    assert_eq!(after.counters().get("recovered-oversized-dropped"), 1);
+    let out = run(&mut after, 100, Event::Start);
+    assert!(w.sent(&out).is_empty(), "nothing resent");
+    let out = submit(&mut after, 300, b"next", false);
+    assert_eq!(request_number(&w.sent(&out), b"next"), 2);
+}
+
 #[test]
 fn cs3_recovered_client_resends_its_outstanding_request_on_start() {
     let w = World::new();

@@ -23,6 +23,8 @@ pub struct GatewayStats {
     pub commands: AtomicU64,
     pub submitted: AtomicU64,
     pub protocol_errors: AtomicU64,
+    /// Failed `accept`s (out of file descriptors, typically), each followed by a pause.
+    pub accept_failures: AtomicU64,
 }
 
 pub struct RespServer {
@@ -37,9 +39,12 @@ impl RespServer {
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
         let next_id = AtomicU64::new(1);
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
+            let stream = plumb_runtime::accept::accept(
+                &listener,
+                &self.stats.accept_failures,
+                "gateway (Redis clients)",
+            )
+            .await;
             let _ = stream.set_nodelay(true);
             let id = next_id.fetch_add(1, Ordering::Relaxed);
             let server = self.clone();

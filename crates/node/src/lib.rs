@@ -435,13 +435,9 @@ async fn accept_loop(
     keys: Option<Arc<dyn plumb_runtime::NodeKeys>>,
 ) {
     static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+    let failures = AtomicU64::new(0);
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            // Out of descriptors (a connection flood) fails every accept at once: back off
-            // instead of spinning.
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            continue;
-        };
+        let stream = plumb_runtime::accept::accept(&listener, &failures, "node").await;
         let conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
         let router = router.clone();
         let keys = keys.clone();

@@ -87,12 +87,13 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
                     "/metrics" => admin::Response::ok(
                         "text/plain; version=0.0.4",
                         format!(
-                            "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n{}",
+                            "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n# TYPE plumb_gateway_accept_failures_total counter\nplumb_gateway_accept_failures_total {}\n{}",
                             get(&s.connections_open),
                             get(&s.commands),
                             get(&s.submitted),
                             get(&s.protocol_errors),
                             pool.backlog(),
+                            get(&s.accept_failures),
                             client_events_text(&pool.counters())
                         ),
                     ),

@@ -39,10 +39,9 @@ pub async fn serve(addr: SocketAddr, handler: Handler) -> std::io::Result<Socket
     let listener = TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     tokio::spawn(async move {
+        let failures = std::sync::atomic::AtomicU64::new(0);
         loop {
-            let Ok((mut stream, _)) = listener.accept().await else {
-                continue;
-            };
+            let mut stream = crate::accept::accept(&listener, &failures, "admin http").await;
             let handler = handler.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::with_capacity(1024);

@@ -6,6 +6,7 @@
 //! - [`handshake`]: a node proving which node dialed a connection;
 //! - [`admin`]: the operator's HTTP endpoint.
 
+pub mod accept;
 pub mod admin;
 pub mod handshake;
 pub mod link;

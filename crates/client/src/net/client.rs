@@ -25,9 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, oneshot};
 
-/// The largest operation a request carries: a frame is at most
-/// [`plumb_wire::MAX_FRAME_BYTES`], and the envelope's header, encoding and MAC need room.
-pub const MAX_OPERATION_BYTES: usize = plumb_wire::MAX_FRAME_BYTES - 64 * 1024;
+pub use crate::MAX_OPERATION_BYTES;
 
 /// How often `connect` looks at its links while it waits for them.
 const CONNECT_POLL: Duration = Duration::from_millis(10);

@@ -64,6 +64,8 @@ pub struct Cluster {
     binary: PathBuf,
     /// Environment variables given to one node's process.
     node_env: std::collections::HashMap<usize, Vec<(String, String)>>,
+    /// A file-descriptor limit (RLIMIT_NOFILE) for the gateway's process.
+    gateway_nofile: Option<u64>,
     /// Clusters run one at a time: five clusters of five processes on a 2-core machine would
     /// make every timing bound in these tests a measure of the machine's load instead.
     _serial: std::sync::MutexGuard<'static, ()>,
@@ -134,6 +136,7 @@ impl Cluster {
             gateway: None,
             binary,
             node_env: Default::default(),
+            gateway_nofile: None,
             _serial: serial,
         }
     }
@@ -196,6 +199,17 @@ impl Cluster {
             .push((key.to_string(), value.to_string()));
     }
 
+    /// Start the gateway with at most `n` open file descriptors, from now on.
+    pub fn set_gateway_fd_limit(&mut self, n: u64) {
+        self.gateway_nofile = Some(n);
+    }
+
+    /// The gateway's admin HTTP endpoint.
+    pub fn gateway_admin(&self) -> SocketAddr {
+        let config = plumb_cluster::Cluster::load(&self.config()).expect("cluster.toml loads");
+        config.gateway.expect("a [gateway] section").admin
+    }
+
     /// What node `node` wrote to its standard error and output.
     pub fn node_log(&self, node: usize) -> String {
         std::fs::read_to_string(self.dir().join(format!("node-{node}.log"))).unwrap_or_default()
@@ -214,7 +228,24 @@ impl Cluster {
         } else {
             self.binary.clone()
         };
-        Command::new(binary)
+        let mut command = Command::new(binary);
+        if let Some(n) = self.gateway_nofile.filter(|_| what == "gateway") {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe and touches only the child's limits.
+            unsafe {
+                command.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        command
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
