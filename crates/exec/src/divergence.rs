@@ -52,13 +52,24 @@ impl Divergence {
         self.executed = self.executed.split_off(&from);
     }
 
-    /// Whether execution waits for a roll-back to finish.
     pub(crate) fn rolling_back(&self) -> bool {
         self.rollback.is_some()
     }
 }
 
 impl<A: Application> ExecReplica<A> {
+    /// Whether execution waits for a roll-back to finish. A roll-back whose load was given up
+    /// (the loaded state did not give the agreed root) is abandoned: execution resumes, and
+    /// the next checkpoint's token shows whether the divergence remains (the order stage then
+    /// tells this replica again).
+    pub(crate) fn rolling_back(&mut self) -> bool {
+        if self.divergence.rolling_back() && self.loading.is_none() {
+            self.divergence.rollback = None;
+            self.counters.add("diverged-rollback-abandoned");
+        }
+        self.divergence.rolling_back()
+    }
+
     /// `r + 1` order replicas named checkpoint `(seq, agreed)`, which this replica has passed.
     /// Returns whether a roll-back started.
     pub(crate) fn roll_back_if_diverged(
@@ -67,10 +78,13 @@ impl<A: Application> ExecReplica<A> {
         agreed: Digest,
         out: &mut Vec<Action>,
     ) -> bool {
+        if self.rolling_back() {
+            return false;
+        }
         let Some(held) = self.checkpoints.get(&seq) else {
             return false;
         };
-        if held.token == agreed || self.divergence.rolling_back() {
+        if held.token == agreed {
             return false;
         }
         let first = self

@@ -12,7 +12,7 @@ impl<A: Application> ExecReplica<A> {
     /// Deliver every batch from `next_seq` on that is learned and has all its bodies, in order:
     /// batch `n` only ever follows batch `n - 1` (ES1).
     pub(crate) fn execute_ready(&mut self, out: &mut Vec<Action>) {
-        if self.divergence.rolling_back() {
+        if self.rolling_back() {
             // Executing on a state known to be wrong only makes more wrong replies.
             return;
         }

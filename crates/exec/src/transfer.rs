@@ -74,7 +74,7 @@ impl<A: Application> ExecReplica<A> {
 
     /// Normal execution got past the checkpoint being loaded: loading it would go backwards.
     pub(crate) fn drop_overtaken_load(&mut self) {
-        if self.divergence.rolling_back() {
+        if self.rolling_back() {
             // Going backwards is the point of a roll-back (and execution waits for it).
             return;
         }
