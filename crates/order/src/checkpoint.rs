@@ -58,7 +58,13 @@ impl OrderReplica {
             return;
         }
         self.exec_tokens.insert(seq, token);
-        let others = self.exec_votes.remove(&seq).unwrap_or_default();
+        // In replica order: what a stage sends must not depend on a hash map's iteration.
+        let others: std::collections::BTreeMap<u16, Digest> = self
+            .exec_votes
+            .remove(&seq)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
         for (other, reported) in others {
             self.check_exec_token(now, other, seq, token, reported, out);
         }
