@@ -91,40 +91,14 @@ impl std::fmt::Display for DivergenceReport {
             self.seq,
             self.requests.len()
         )?;
-        let shown: Vec<String> = self
-            .requests
-            .iter()
-            .take(16)
-            .map(|(s, c, n)| format!("{c}#{n}@{s}"))
-            .collect();
-        if !shown.is_empty() {
-            let more = self.requests.len().saturating_sub(shown.len());
-            write!(
-                f,
-                " [{}{}]",
-                shown.join(" "),
-                if more > 0 {
-                    format!(" +{more}")
-                } else {
-                    String::new()
-                }
-            )?;
+        if !self.requests.is_empty() {
+            let requests = self.requests.iter().map(|(s, c, n)| format!("{c}#{n}@{s}"));
+            write!(f, " {}", bracketed(requests, 16))?;
         }
         match &self.objects {
             Some(ids) => {
-                let shown: Vec<String> = ids.iter().take(32).map(|id| format!("{id:#x}")).collect();
-                let more = ids.len().saturating_sub(shown.len());
-                write!(
-                    f,
-                    "; {} object(s) differed [{}{}]",
-                    ids.len(),
-                    shown.join(" "),
-                    if more > 0 {
-                        format!(" +{more}")
-                    } else {
-                        String::new()
-                    }
-                )?;
+                let shown = bracketed(ids.iter().map(|id| format!("{id:#x}")), 32);
+                write!(f, "; {} object(s) differed {shown}", ids.len())?;
             }
             None => write!(f, "; the application has no objects to compare")?,
         }
@@ -135,6 +109,19 @@ impl std::fmt::Display for DivergenceReport {
             self.seq + 1
         )
     }
+}
+
+/// `[a b c +n]`: the first `cap` items, and how many more there are.
+fn bracketed(items: impl ExactSizeIterator<Item = String>, cap: usize) -> String {
+    let total = items.len();
+    let shown: Vec<String> = items.take(cap).collect();
+    let more = total - shown.len();
+    let tail = if more > 0 {
+        format!(" +{more}")
+    } else {
+        String::new()
+    };
+    format!("[{}{tail}]", shown.join(" "))
 }
 
 /// Named counters (dropped messages by reason and so on).
