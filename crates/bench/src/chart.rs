@@ -649,6 +649,8 @@ mod tests {
             mean_ms: p50,
             cpu_us_per_op: None,
             batch_mean: None,
+            views: None,
+            stalls: None,
         }
     }
 

@@ -4,7 +4,7 @@
 
 use crate::cpu::total_cpu_seconds;
 use crate::report::RunResult;
-use crate::target::{Op, Session, Target};
+use crate::target::{BatchStats, Op, Session, Target};
 use crate::workload::Workload;
 use hdrhistogram::Histogram;
 use std::io::IsTerminal;
@@ -207,6 +207,10 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
     for t in tasks {
         let _ = t.await;
     }
+    let during = match (&batches_before, &batches_after) {
+        (Some(b), Some(a)) => Some(a.since(b)),
+        _ => None,
+    };
     let ops = shared.ops.load(Ordering::Relaxed);
     let errors = shared.errors.load(Ordering::Relaxed);
     if ops == 0 {
@@ -239,10 +243,21 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
         max_ms: ms(h.max()),
         mean_ms: h.mean() / 1000.0,
         cpu_us_per_op: (!pids.is_empty()).then(|| cpu * 1e6 / ops as f64),
-        batch_mean: match (batches_before, batches_after) {
-            (Some(b), Some(a)) => a.since(&b).mean(),
-            _ => None,
-        },
+        batch_mean: during.as_ref().and_then(BatchStats::mean),
+        views: during.as_ref().map(|d| d.view),
+        stalls: during.as_ref().map(|d| {
+            let mut parts = Vec::new();
+            if !d.view_changes.is_empty() {
+                parts.push(format!(
+                    "view changes asked for: {}",
+                    BatchStats::line(&d.view_changes)
+                ));
+            }
+            if !d.slow.is_empty() {
+                parts.push(format!("slow requests: {}", BatchStats::line(&d.slow)));
+            }
+            parts.join("; ")
+        }),
     })
 }
 

@@ -150,23 +150,37 @@ impl Plumb {
         &self.app
     }
 
-    /// The values of `names` in one read of the node's `/metrics`, so they are from one moment.
-    async fn metrics(&self, admin: std::net::SocketAddr, names: &[&str]) -> Option<Vec<u64>> {
+    /// A node's `/metrics` text.
+    async fn metrics(&self, admin: std::net::SocketAddr) -> Option<String> {
         let (code, body) = plumb_runtime::admin::get(admin, "/metrics").await.ok()?;
-        if code != 200 {
-            return None;
-        }
-        let text = String::from_utf8_lossy(&body);
-        names
-            .iter()
-            .map(|name| {
-                text.lines().find_map(|l| {
-                    let v = l.strip_prefix(name)?.strip_prefix(' ')?.trim();
-                    v.parse::<f64>().ok().map(|v| v as u64)
-                })
-            })
-            .collect()
+        (code == 200).then(|| String::from_utf8_lossy(&body).into_owned())
     }
+}
+
+/// The value of the unlabelled metric `name`.
+fn metric(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let v = l.strip_prefix(name)?.strip_prefix(' ')?.trim();
+        v.parse::<f64>().ok().map(|v| v as u64)
+    })
+}
+
+/// Every sample of the labelled metric `name`, keyed by its label values joined with `/`
+/// (`plumb_slow_requests_total{stage="order",reason="view-change"} 3` gives
+/// `order/view-change` -> 3).
+fn labelled(text: &str, name: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?.strip_prefix('{')?;
+            let (labels, value) = rest.split_once("} ")?;
+            let key = labels
+                .split(',')
+                .filter_map(|kv| Some(kv.split_once('=')?.1.trim_matches('"')))
+                .collect::<Vec<_>>()
+                .join("/");
+            Some((key, value.trim().parse::<f64>().ok()? as u64))
+        })
+        .collect()
 }
 
 fn spawn_node(
@@ -221,24 +235,27 @@ impl Target for Plumb {
 
     fn batch_stats(&self) -> BoxFuture<'_, Option<BatchStats>> {
         Box::pin(async move {
-            // Any execution replica executes every batch; ask the first that answers.
+            let mut stats: Option<BatchStats> = None;
             for n in &self.cluster.nodes {
-                let is_exec = n.principals.iter().any(|p| matches!(p, Principal::Exec(_)));
-                if !is_exec {
+                let Some(text) = self.metrics(n.admin).await else {
                     continue;
+                };
+                let s = stats.get_or_insert_with(BatchStats::default);
+                // Any execution replica executes every batch; count the first that answers.
+                let is_exec = n.principals.iter().any(|p| matches!(p, Principal::Exec(_)));
+                if is_exec && s.batches == 0 {
+                    s.batches = metric(&text, "plumb_batches_executed_total").unwrap_or(0);
+                    s.requests = metric(&text, "plumb_requests_executed_total").unwrap_or(0);
                 }
-                let names = [
-                    "plumb_batches_executed_total",
-                    "plumb_requests_executed_total",
-                ];
-                if let Some(v) = self.metrics(n.admin, &names).await {
-                    return Some(BatchStats {
-                        batches: v[0],
-                        requests: v[1],
-                    });
+                s.view = s.view.max(metric(&text, "plumb_view").unwrap_or(0));
+                for (k, v) in labelled(&text, "plumb_view_changes_total") {
+                    *s.view_changes.entry(k).or_insert(0) += v;
+                }
+                for (k, v) in labelled(&text, "plumb_slow_requests_total") {
+                    *s.slow.entry(k).or_insert(0) += v;
                 }
             }
-            None
+            stats
         })
     }
 }

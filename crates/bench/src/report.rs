@@ -30,6 +30,14 @@ pub struct RunResult {
     /// batches, which the order stage makes to fill a checkpoint interval or a view change,
     /// count too).
     pub batch_mean: Option<f64>,
+    /// Views the cluster moved through while measuring, where the system reports it.
+    #[serde(default)]
+    pub views: Option<u64>,
+    /// What stalled while measuring, where the system reports it: view changes by cause and
+    /// slow requests by stage and reason, summed over nodes (each order replica counts the
+    /// view changes it asked for; each stage the requests that waited in it).
+    #[serde(default)]
+    pub stalls: Option<String>,
 }
 
 /// Where the numbers were measured: printed above every table, since figures from different
@@ -67,7 +75,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 /// The full table of runs, one line each.
 pub fn table(results: &[RunResult]) -> String {
     let mut s = format!(
-        "{:<10} {:<14} {:<12} {:<11} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6}\n",
+        "{:<10} {:<14} {:<12} {:<11} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6} {:>5}\n",
         "system",
         "config",
         "workload",
@@ -79,11 +87,12 @@ pub fn table(results: &[RunResult]) -> String {
         "p99.9",
         "max ms",
         "cpu us/op",
-        "batch"
+        "batch",
+        "views"
     );
     for r in results {
         s += &format!(
-            "{:<10} {:<14} {:<12} {:<11} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>9} {:>6}{}\n",
+            "{:<10} {:<14} {:<12} {:<11} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>9} {:>6} {:>5}{}\n",
             r.system,
             r.config,
             r.workload,
@@ -96,8 +105,17 @@ pub fn table(results: &[RunResult]) -> String {
             r.max_ms,
             opt(r.cpu_us_per_op, 0),
             opt(r.batch_mean, 1),
+            r.views.map_or("-".into(), |v| v.to_string()),
             if r.errors > 0 { format!("  ({} errors)", r.errors) } else { String::new() }
         );
+    }
+    for r in results {
+        if let Some(stalls) = r.stalls.as_deref().filter(|s| !s.is_empty()) {
+            s += &format!(
+                "  {} {} {} {}: {stalls}\n",
+                r.system, r.config, r.workload, r.load
+            );
+        }
     }
     s
 }
@@ -215,6 +233,8 @@ mod tests {
             mean_ms: 1.0,
             cpu_us_per_op: None,
             batch_mean: None,
+            views: None,
+            stalls: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! What the load generator drives: a system under test that hands out sessions, each of
 //! which runs one operation at a time.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -36,19 +37,46 @@ pub trait Session: Send {
     fn run<'a>(&'a mut self, op: &'a Op) -> BoxFuture<'a, Result<usize, String>>;
 }
 
-/// Totals read off the order stage: how many batches and requests it ordered.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// Totals read off the replicas: how many batches and requests they ordered, the view, and
+/// what stalled (view changes by cause, slow requests by stage and reason, summed over nodes).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct BatchStats {
     pub batches: u64,
     pub requests: u64,
+    /// The highest view any order replica is in.
+    pub view: u64,
+    pub view_changes: BTreeMap<String, u64>,
+    pub slow: BTreeMap<String, u64>,
 }
 
 impl BatchStats {
     pub fn since(&self, earlier: &BatchStats) -> BatchStats {
+        let diff = |now: &BTreeMap<String, u64>, then: &BTreeMap<String, u64>| {
+            now.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.saturating_sub(then.get(k).copied().unwrap_or(0)),
+                    )
+                })
+                .filter(|(_, v)| *v > 0)
+                .collect()
+        };
         BatchStats {
             batches: self.batches.saturating_sub(earlier.batches),
             requests: self.requests.saturating_sub(earlier.requests),
+            view: self.view.saturating_sub(earlier.view),
+            view_changes: diff(&self.view_changes, &earlier.view_changes),
+            slow: diff(&self.slow, &earlier.slow),
         }
+    }
+
+    /// `cause 3, other 1`: a map as one line.
+    pub fn line(map: &BTreeMap<String, u64>) -> String {
+        map.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     pub fn mean(&self) -> Option<f64> {

@@ -45,7 +45,8 @@ mod tests;
 use learn::Learning;
 use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
-    Action, Counters, Event, Micros, Observation, Recovered, Stage, StageContext, StoreOp, TimerId,
+    Action, Counters, Event, Micros, Observation, Recovered, SlowRequest, Stage, StageContext,
+    StallStage, StoreOp, TimerId, WaitReason,
 };
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, ClientId, Message, Principal, ReqNo};
@@ -78,6 +79,8 @@ struct Ordered {
     first_sent: Micros,
     /// Current retransmission timeout.
     timeout: Micros,
+    /// Whether the retransmission timer fired for it: a slow request's reason.
+    retransmitted: bool,
     /// Execution replica -> the result it last sent for `nc`.
     votes: HashMap<u16, Vec<u8>>,
     /// Execution replica -> the highest number it says is used by another request of this
@@ -147,6 +150,8 @@ impl Client {
                 op,
                 first_sent: 0,
                 timeout: base_timeout,
+                // Resent to everyone at start, like a retransmission.
+                retransmitted: true,
                 votes: HashMap::new(),
                 used: HashMap::new(),
             })
@@ -265,6 +270,7 @@ impl Client {
             op,
             first_sent: now,
             timeout: self.base_timeout,
+            retransmitted: false,
             votes: HashMap::new(),
             used: HashMap::new(),
         }));
@@ -322,6 +328,7 @@ impl Client {
             return;
         };
         o.timeout = o.timeout.saturating_mul(2).min(cap).max(1);
+        o.retransmitted = true;
         let timeout = o.timeout;
         self.all_auth_through = o.nc.saturating_add(ALL_AUTH_AFTER_RETRANSMIT);
         let msg = Message::Request {
@@ -401,6 +408,25 @@ impl Client {
         self.counters.add_n("reply-divergent", divergent as u64);
         self.last_accepted = Some((o.nc, o.req, Digest::of(&result)));
         let latency = now.saturating_sub(o.first_sent);
+        if latency > self.cfg.slow_request_us {
+            let reason = if o.retransmitted {
+                WaitReason::Retransmission
+            } else {
+                WaitReason::Replies
+            };
+            self.counters.add(match reason {
+                WaitReason::Retransmission => "slow-retransmission",
+                _ => "slow-replies",
+            });
+            out.push(Action::Observe(Observation::SlowRequest(SlowRequest {
+                stage: StallStage::Client,
+                client: self.me,
+                nc: o.nc,
+                waited: latency,
+                reason,
+                view: 0,
+            })));
+        }
         // §5.7.1: max(initial timeout, observed latency); capped like every timeout.
         self.base_timeout = latency
             .max(self.cfg.client_retry_us)

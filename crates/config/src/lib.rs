@@ -231,6 +231,15 @@ pub struct ProtocolConfig {
     pub flood_factor: u64,
     pub flood_floor_bytes: u64,
     pub flood_cut_us: u64,
+    /// A request that waits longer than this in a stage is logged and counted with the reason
+    /// it waited (`plumb_slow_requests_total`, docs/operations.md). Clusters configured before
+    /// this setting existed get the default.
+    #[serde(default = "default_slow_request_us")]
+    pub slow_request_us: u64,
+}
+
+fn default_slow_request_us() -> u64 {
+    100_000
 }
 
 impl ProtocolConfig {
@@ -258,6 +267,7 @@ impl ProtocolConfig {
             flood_factor: 20,
             flood_floor_bytes: 64 << 20,
             flood_cut_us: 600_000_000,
+            slow_request_us: default_slow_request_us(),
         }
     }
 

@@ -13,12 +13,14 @@ pub mod observe;
 pub mod rng;
 #[cfg(feature = "sabotage")]
 pub mod sabotage;
+pub mod stall;
 pub mod storage;
 
 pub use keys::KeyRing;
 pub use observe::{Counters, DivergenceReport, Observation};
 pub use plumb_wire::Micros;
 pub use rng::Rng;
+pub use stall::{SlowRequest, StallStage, ViewChangeCause, WaitReason};
 pub use storage::{Recovered, StoreOp};
 
 use plumb_wire::{ClientId, Principal, ReqNo};

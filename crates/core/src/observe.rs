@@ -1,3 +1,4 @@
+use crate::stall::{SlowRequest, ViewChangeCause};
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Micros, ReqNo, Seq, View};
 use std::collections::BTreeMap;
@@ -55,6 +56,10 @@ pub enum Observation {
     /// An execution replica found its own state different from the agreed checkpoint and
     /// rolled back to it (docs/divergence.md).
     Diverged(DivergenceReport),
+    /// An order replica asked for view `view`, for `cause`.
+    ViewChangeStarted { view: View, cause: ViewChangeCause },
+    /// A request waited longer than `slow_request_us` in a stage.
+    SlowRequest(SlowRequest),
 }
 
 /// What an execution replica knows about how its state came to differ from the agreed one.

@@ -4,7 +4,7 @@ use crate::checkpoint::{checkpoint_key, CachedReply, ExecCheckpoint};
 use crate::learn::Learned;
 use crate::{ExecReplica, Held};
 use plumb_app::{Application, Command, NonDeterminism};
-use plumb_core::{Action, Observation, StoreOp};
+use plumb_core::{Action, Observation, SlowRequest, StallStage, StoreOp, WaitReason};
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Message, Principal, ReqNo, Seq};
 
@@ -30,7 +30,34 @@ impl<A: Application> ExecReplica<A> {
         self.drop_overtaken_load();
     }
 
+    /// The batch's requests waited longer than `slow_request_us` between being learned and
+    /// executed: say why.
+    fn report_slow(&self, learned: &Learned, out: &mut Vec<Action>) {
+        let waited = self.now.saturating_sub(learned.learned_at);
+        if waited <= self.cfg.slow_request_us {
+            return;
+        }
+        let reason = if learned.fetch_timer_fired {
+            WaitReason::FetchTimer
+        } else if self.loaded_at > learned.learned_at {
+            WaitReason::StateTransfer
+        } else {
+            WaitReason::Execution
+        };
+        for r in &learned.batch.requests {
+            out.push(Action::Observe(Observation::SlowRequest(SlowRequest {
+                stage: StallStage::Exec,
+                client: r.client,
+                nc: r.nc,
+                waited,
+                reason,
+                view: 0,
+            })));
+        }
+    }
+
     fn execute_batch(&mut self, learned: Learned, out: &mut Vec<Action>) {
+        self.report_slow(&learned, out);
         let seq = self.next_seq;
         let batch = &learned.batch;
         let null = batch.requests.is_empty();

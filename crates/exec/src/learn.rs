@@ -46,6 +46,10 @@ pub(crate) struct Learned {
     /// Per request, the one authentication replica its body was first asked from, until the
     /// fetch timer gives up on it.
     pub(crate) first_asked: Vec<Option<u16>>,
+    /// When the batch was learned, and whether the fetch timer had to ask every
+    /// authentication replica for its bodies: what a slow request waited for.
+    pub(crate) learned_at: Micros,
+    pub(crate) fetch_timer_fired: bool,
 }
 
 impl Learned {
@@ -210,6 +214,8 @@ impl<A: Application> ExecReplica<A> {
             digest,
             bodies,
             asked_at: self.now,
+            learned_at: self.now,
+            fetch_timer_fired: false,
         };
         let mut fetches = Vec::new();
         for (i, r) in learned.batch.requests.iter().enumerate() {
@@ -284,6 +290,7 @@ impl<A: Application> ExecReplica<A> {
                 continue;
             }
             l.asked_at = now;
+            l.fetch_timer_fired = true;
             for asked in l.first_asked.iter_mut().zip(&l.bodies) {
                 if let (Some(a), None) = (asked.0.take(), asked.1) {
                     self.unanswering_auth

@@ -68,6 +68,9 @@ pub struct ExecReplica<A: Application> {
     app: A,
     counters: Counters,
     now: Micros,
+    /// When this replica last finished loading a checkpoint (state transfer): a batch slow
+    /// across it waited for the load.
+    loaded_at: Micros,
 
     // --- the execution state a checkpoint captures (with the application's)
     next_seq: Seq,
@@ -135,6 +138,7 @@ impl<A: Application> ExecReplica<A> {
             app,
             counters: Counters::default(),
             now: 0,
+            loaded_at: 0,
             next_seq: 1,
             agreed_time: 0,
             replies: BTreeMap::new(),

@@ -222,6 +222,7 @@ impl<A: Application> ExecReplica<A> {
         self.agreed_time = cp.agreed_time;
         self.next_push = cp.next_push;
         self.next_seq = seq + 1;
+        self.loaded_at = self.now;
         self.persist_checkpoint(seq, bytes.clone(), tree.as_ref(), out);
         self.checkpoints.insert(seq, Held { token, bytes, tree });
         self.collect_checkpoints(seq, out);

@@ -307,6 +307,7 @@ pub async fn start_faulty(
             .collect(),
         order_replicas: cluster.quorums().order as u64,
         order_nodes,
+        slow_logged: Mutex::default(),
     });
     let admin_handler: admin::Handler = {
         let observed = observed.clone();

@@ -2,7 +2,7 @@
 //! by the stages' observations and counters.
 
 use crate::router::Router;
-use plumb_core::Observation;
+use plumb_core::{Observation, StallStage, ViewChangeCause, WaitReason};
 use plumb_runtime::{Host, Mailbox, StageShared};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -11,6 +11,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -41,6 +42,8 @@ pub struct Status {
     /// The last divergence report of this node's execution replica, if its state ever
     /// differed from the agreed checkpoint (docs/divergence.md).
     pub last_divergence: Option<String>,
+    /// The last view change this node's order replica asked for, with its cause.
+    pub last_view_change: Option<String>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -66,6 +69,17 @@ pub struct ReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CauseLabels {
+    pub cause: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SlowLabels {
+    pub stage: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PeerLabels {
     pub node: String,
 }
@@ -85,6 +99,8 @@ pub struct Metrics {
     divergence_objects: Gauge,
     divergence_requests: Gauge,
     exec_checkpoints_differing: Family<PeerLabels, Counter>,
+    view_changes: Family<CauseLabels, Counter>,
+    slow_requests: Family<SlowLabels, Counter>,
     dropped: Family<DropLabels, Counter>,
     events: Family<EventLabels, Counter>,
     queue_depth: Family<QueueLabels, Gauge>,
@@ -111,6 +127,8 @@ impl Metrics {
             divergence_objects: Gauge::default(),
             divergence_requests: Gauge::default(),
             exec_checkpoints_differing: Family::default(),
+            view_changes: Family::default(),
+            slow_requests: Family::default(),
             dropped: Family::default(),
             events: Family::default(),
             queue_depth: Family::default(),
@@ -181,6 +199,21 @@ impl Metrics {
             "Execution checkpoints this node's order replica saw differ from the agreed one, by execution replica (label node: its index)",
             m.exec_checkpoints_differing.clone(),
         );
+        for cause in ViewChangeCause::ALL {
+            let _ = m.view_changes.get_or_create(&CauseLabels {
+                cause: cause.as_str().to_string(),
+            });
+        }
+        registry.register(
+            "view_changes",
+            "View changes this node's order replica asked for, by cause (heartbeat, slow-primary, unfair, progress-timeout and commission are suspicions of the primary; rotation is the deliberate rising bar; joined: peers asked first)",
+            m.view_changes.clone(),
+        );
+        registry.register(
+            "slow_requests",
+            "Requests that waited longer than slow_request_us in one of this node's stages, by stage and the reason they waited (docs/operations.md)",
+            m.slow_requests.clone(),
+        );
         registry.register(
             "messages_dropped",
             "Messages dropped, by receiving principal and reason",
@@ -237,6 +270,8 @@ pub struct Observed {
     pub order_replicas: u64,
     /// Node id hosting order replica `i`.
     pub order_nodes: Vec<u16>,
+    /// When each kind of slow request was last logged, and how many went unlogged since.
+    pub slow_logged: Mutex<BTreeMap<(StallStage, WaitReason), (Instant, u64)>>,
 }
 
 impl Observed {
@@ -328,7 +363,48 @@ impl Observed {
                 eprintln!("node {}: DIVERGENCE: {report}", s.node);
                 s.last_divergence = Some(report.to_string());
             }
+            Observation::ViewChangeStarted { view, cause } => {
+                m.view_changes
+                    .get_or_create(&CauseLabels {
+                        cause: cause.as_str().to_string(),
+                    })
+                    .inc();
+                let line = format!("asked for view {view}: {}", cause.as_str());
+                eprintln!("node {}: {line}", s.node);
+                s.last_view_change = Some(line);
+            }
+            Observation::SlowRequest(slow) => {
+                m.slow_requests
+                    .get_or_create(&SlowLabels {
+                        stage: slow.stage.as_str().to_string(),
+                        reason: slow.reason.as_str().to_string(),
+                    })
+                    .inc();
+                let node = s.node;
+                drop(s);
+                self.log_slow(node, slow);
+            }
         }
+    }
+
+    /// One log line per kind of slow request per second at most, saying how many went
+    /// unlogged: under a stall every request is slow, and the log must stay readable.
+    fn log_slow(&self, node: u16, slow: &plumb_core::SlowRequest) {
+        let mut logged = self.slow_logged.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let (last, skipped) = logged.entry((slow.stage, slow.reason)).or_insert((now, 0));
+        let first = *last == now && *skipped == 0;
+        if !first && now.duration_since(*last) < std::time::Duration::from_secs(1) {
+            *skipped += 1;
+            return;
+        }
+        let more = match *skipped {
+            0 => String::new(),
+            n => format!(" (and {n} more like it since the last line)"),
+        };
+        eprintln!("node {node}: slow: {slow}{more}");
+        *last = now;
+        *skipped = 0;
     }
 
     pub fn recovered_exec(&self, executed: u64) {

@@ -3,7 +3,9 @@
 
 use crate::slot::{slot_key, Slot};
 use crate::{Collected, OrderReplica, BATCH};
-use plumb_core::{Action, Micros, Observation};
+use plumb_core::{
+    Action, Micros, Observation, SlowRequest, StallStage, ViewChangeCause, WaitReason,
+};
 use plumb_crypto::{Digest, Mac};
 use plumb_wire::{Batch, ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, View};
 use std::collections::{BTreeMap, BTreeSet};
@@ -157,7 +159,7 @@ impl OrderReplica {
             };
             self.next_propose += 1;
             let view = self.view;
-            self.accept_and_prepare(seq, view, batch, out);
+            self.accept_and_prepare(now, seq, view, batch, out);
             let pp = Message::PrePrepare {
                 view,
                 seq,
@@ -241,7 +243,7 @@ impl OrderReplica {
             if !same {
                 // Two different pre-prepares for one (view, seq): a provable commission failure.
                 self.counters.add("primary-equivocated");
-                self.start_view_change(now, self.view + 1, out);
+                self.suspect(now, ViewChangeCause::Commission, out);
             }
             return;
         }
@@ -251,12 +253,12 @@ impl OrderReplica {
         }
         if let Err(reason) = self.validate(now, seq, &requests, time) {
             self.counters.add(reason);
-            self.start_view_change(now, self.view + 1, out);
+            self.suspect(now, ViewChangeCause::Commission, out);
             return;
         }
         let clients: Vec<(ClientId, ReqNo)> =
             batch.requests.iter().map(|r| (r.client, r.nc)).collect();
-        self.accept_and_prepare(seq, view, batch, out);
+        self.accept_and_prepare(now, seq, view, batch, out);
         self.check_prepared(now, seq, out);
         self.on_valid_pre_prepare(now, &clients, out);
         if !self.active || self.view != view {
@@ -327,6 +329,7 @@ impl OrderReplica {
     /// primary's pre-prepare counts as its own prepare.
     pub(crate) fn accept_and_prepare(
         &mut self,
+        now: Micros,
         seq: Seq,
         view: View,
         batch: Batch,
@@ -337,6 +340,7 @@ impl OrderReplica {
         let me = self.me;
         let slot = self.slots.entry(seq).or_default();
         slot.accept(seq, view, batch);
+        slot.accepted_at = now;
         slot.prepares.insert(primary, d);
         slot.prepares.insert(me, d);
         let record = plumb_core::storage::encode(&slot.record);
@@ -496,6 +500,7 @@ impl OrderReplica {
             else {
                 break;
             };
+            self.report_slow(now, seq, &batch, out);
             self.state.apply(seq, &batch);
             progressed = true;
             applied_requests += batch.requests.len();
@@ -531,6 +536,47 @@ impl OrderReplica {
             self.committed_votes = self.committed_votes.split_off(&(self.state.seq + 1));
             self.try_propose(now, out);
             self.on_applied(now, applied_requests, out);
+        }
+    }
+
+    /// Requests of a committed batch that waited here longer than `slow_request_us` since they
+    /// became pending, with the reason: a view change began meanwhile, this replica caught up
+    /// from peers, or else whichever took most of the wait: the primary's PRE-PREPARE, or the
+    /// PREPARE and COMMIT votes after it.
+    fn report_slow(&self, now: Micros, seq: Seq, batch: &Batch, out: &mut Vec<Action>) {
+        let accepted_at = self.slots.get(&seq).map(|s| s.accepted_at);
+        for r in &batch.requests {
+            let Some(since) = self
+                .requests
+                .get(&r.client)
+                .filter(|e| e.nc == r.nc)
+                .and_then(|e| e.pending_since)
+            else {
+                continue;
+            };
+            let waited = now.saturating_sub(since);
+            if waited <= self.cfg.slow_request_us {
+                continue;
+            }
+            let reason = if self.monitor_view_since() > since {
+                WaitReason::ViewChange
+            } else if self.caught_up_at > since {
+                WaitReason::CatchUp
+            } else if self.resent_at > since {
+                WaitReason::Resend
+            } else if accepted_at.is_some_and(|a| a.saturating_sub(since) > waited / 2) {
+                WaitReason::Proposal
+            } else {
+                WaitReason::Votes
+            };
+            out.push(Action::Observe(Observation::SlowRequest(SlowRequest {
+                stage: StallStage::Order,
+                client: r.client,
+                nc: r.nc,
+                waited,
+                reason,
+                view: self.view,
+            })));
         }
     }
 

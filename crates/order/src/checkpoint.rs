@@ -295,6 +295,7 @@ impl OrderReplica {
             return;
         }
         self.awaiting_state = None;
+        self.caught_up_at = now;
         if seq > self.stable.seq {
             self.make_stable(seq, digest, state, out);
         }
@@ -394,6 +395,7 @@ impl OrderReplica {
             slot.record.committed = Some(b);
             let record = plumb_core::storage::encode(&slot.record);
             self.put(slot_key(seq), record, out);
+            self.caught_up_at = now;
         }
         self.apply_committed(now, out);
     }

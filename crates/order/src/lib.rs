@@ -21,6 +21,7 @@ mod recovery;
 mod rejoin;
 mod slot;
 mod state;
+mod suspicion;
 mod view_change;
 
 pub use rejoin::{genesis, store_is_intact, GENESIS_KEY};
@@ -119,12 +120,19 @@ pub struct OrderReplica {
     awaiting_state: Option<(Seq, Digest)>,
     last_exec_served: HashMap<u16, Micros>,
     applied_at_last_tick: Seq,
+    /// When this replica last took committed batches or order state from peers instead of
+    /// committing them itself: a request slow across it waited for catch-up.
+    caught_up_at: Micros,
+    /// When this replica last found ordering stalled for a whole tick and said its votes
+    /// again: a request slow across it waited for a lost frame's resend.
+    resent_at: Micros,
     /// Highest sequence number any peer's message mentioned: evidence of being behind.
     highest_heard: Seq,
     /// Highest view each peer's agreement messages carried.
     peer_views: HashMap<u16, View>,
 
     monitor: monitor::Monitor,
+    suspicions: suspicion::Suspicions,
     /// Each peer's latest catch-up request of each kind, waiting for idle time.
     deferred_catch_up: BTreeMap<(u16, u8), catch_up::CatchUp>,
 
@@ -198,8 +206,11 @@ impl OrderReplica {
             last_exec_served: HashMap::new(),
             applied_at_last_tick: 0,
             highest_heard: 0,
+            caught_up_at: 0,
+            resent_at: 0,
             peer_views: HashMap::new(),
             monitor: Default::default(),
+            suspicions: Default::default(),
             deferred_catch_up: BTreeMap::new(),
             recovered: None,
             incarnation: 0,
@@ -344,6 +355,7 @@ impl OrderReplica {
                 self.on_checkpoint(now, j, seq, digest, out)
             }
             (Principal::Order(j), Message::ViewChange(vc)) => self.on_view_change(now, j, vc, out),
+            (Principal::Order(j), Message::Suspect { view }) => self.on_suspect(now, j, view, out),
             (
                 Principal::Order(j),
                 Message::NewView {
@@ -407,6 +419,7 @@ impl OrderReplica {
         if self.active {
             if stalled {
                 self.resend_agreement(out);
+                self.resent_at = now;
             }
             self.maybe_suspect_primary(now, out);
             if self.is_primary() {

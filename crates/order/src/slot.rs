@@ -29,6 +29,9 @@ pub struct Slot {
     /// The accepted batch came from a NEW-VIEW decision, not a fresh PRE-PREPARE (reported to
     /// the simulator, which allows a request in two batches only for such carried-over ones).
     pub carried: bool,
+    /// When this replica accepted the slot's pre-prepare (or proposed it): a slow request's
+    /// wait splits into before (the primary) and after (the votes).
+    pub accepted_at: plumb_wire::Micros,
 }
 
 impl Slot {

@@ -4,7 +4,7 @@
 use crate::slot::slot_key;
 use crate::OrderReplica;
 use plumb_config::Quorums;
-use plumb_core::{Action, Micros, Observation};
+use plumb_core::{Action, Micros, Observation, ViewChangeCause};
 use plumb_crypto::{Digest, Signature};
 use plumb_wire::{
     new_view_signing_bytes, Batch, Message, PrePreparedEntry, PreparedEntry, Principal, Seq,
@@ -151,18 +151,31 @@ impl OrderReplica {
             .any(|e| e.pending_since.is_some_and(|t| now >= t + timeout));
         // A rejoining peer asked for null batches and the primary orders none.
         let unfilled = self.fill_until > self.state.seq && !self.is_primary();
-        if waiting || unfilled {
-            self.counters.add("view-change-timeout");
-            self.start_view_change(now, self.view + 1, out);
+        if waiting {
+            self.suspect(now, ViewChangeCause::ProgressTimeout, out);
+        } else if unfilled {
+            self.suspect(now, ViewChangeCause::Unfilled, out);
         }
     }
 
-    pub(crate) fn start_view_change(&mut self, now: Micros, new_view: View, out: &mut Vec<Action>) {
+    pub(crate) fn start_view_change(
+        &mut self,
+        now: Micros,
+        new_view: View,
+        cause: ViewChangeCause,
+        out: &mut Vec<Action>,
+    ) {
         if new_view <= self.view || self.rejoin.is_some() {
             return;
         }
-        self.close_view();
+        self.counters.add(cause.counter());
+        out.push(Action::Observe(Observation::ViewChangeStarted {
+            view: new_view,
+            cause,
+        }));
+        self.close_view(now);
         self.view = new_view;
+        self.forget_suspicions();
         self.active = false;
         self.view_change_quorum_at = None;
         self.consecutive_view_changes = self.consecutive_view_changes.saturating_add(1);
@@ -264,8 +277,10 @@ impl OrderReplica {
         // no longer gather n-u votes).
         let wanted: Vec<View> = self.view_changes.values().map(|s| s.vc.new_view).collect();
         if let Some(target) = self.join_target(wanted) {
-            self.start_view_change(now, target, out);
+            self.start_view_change(now, target, ViewChangeCause::Joined, out);
         }
+        // One suspicion of our view and one VIEW-CHANGE past it make two voices too.
+        self.count_suspicions(now, out);
         self.note_view_change_quorum(now);
         if !self.active && v == self.view {
             self.try_new_view(now, out);
@@ -288,7 +303,7 @@ impl OrderReplica {
         *e = (*e).max(view);
         let seen: Vec<View> = self.peer_views.values().copied().collect();
         if let Some(target) = self.join_target(seen) {
-            self.start_view_change(now, target, out);
+            self.start_view_change(now, target, ViewChangeCause::Joined, out);
         }
     }
 
@@ -434,6 +449,7 @@ impl OrderReplica {
         self.view = view;
         self.active = true;
         self.last_progress = now;
+        self.forget_suspicions();
         self.put(
             NEW_VIEW_KEY.to_string(),
             plumb_core::storage::encode(&(view, &proofs, signature)),
@@ -484,7 +500,7 @@ impl OrderReplica {
             }
             let carried = choice.is_some();
             let batch = choice.unwrap_or_else(null_batch);
-            self.accept_and_prepare(seq, view, batch, out);
+            self.accept_and_prepare(now, seq, view, batch, out);
             if let Some(slot) = self.slots.get_mut(&seq) {
                 slot.carried = carried;
             }
@@ -536,7 +552,7 @@ impl OrderReplica {
             .view_change_quorum_at
             .is_some_and(|t| now >= t + self.view_change_timeout())
         {
-            self.start_view_change(now, self.view + 1, out);
+            self.start_view_change(now, self.view + 1, ViewChangeCause::Incomplete, out);
             return;
         }
         if let Some(vc) = self.view_changes.get(&self.me).cloned() {

@@ -254,13 +254,53 @@ fn a_primary_that_sends_no_pre_prepare_is_replaced_after_a_heartbeat() {
     assert!(fired >= h.q().view_change_join(), "{fired} heartbeats");
     for b in 1..4 {
         let r = h.replica(b);
-        assert_eq!(r.counters().get("view-change-timeout"), 0, "backup {b}");
+        assert_eq!(
+            r.counters().get("view-change-progress-timeout"),
+            0,
+            "backup {b}"
+        );
         assert!(r.view() >= 1, "backup {b} left view 0");
     }
     // The new primary orders it (its NEW-VIEW and PRE-PREPAREs get through again).
     h.drop_kinds.clear();
     h.advance(1_000_000);
     assert_eq!(h.committed.len(), 1);
+}
+
+/// Suspecting is a vote, not a departure (suspicion.rs): one backup that misses the
+/// PRE-PREPAREs suspects the primary but stays in the view, so the others keep their full
+/// quorum; a second voice takes it out.
+#[test]
+fn a_lone_suspicion_keeps_the_backup_in_the_view_and_a_second_one_changes_it() {
+    let mut h = Harness::new(1, 1, 8);
+    assert_eq!(h.q().view_change_join(), 2);
+    let heartbeat = h.cfg.heartbeat_us;
+    // o1 hears nothing of the agreement (so it cannot catch up on its own either).
+    h.drop_to = ["pre-prepare", "prepare", "commit", "committed"]
+        .into_iter()
+        .map(|k| (1, k))
+        .collect();
+    h.request(0, 1, b"a");
+    h.advance(heartbeat * 3);
+    let r1 = h.replica(1);
+    assert_eq!(
+        r1.counters().get("suspect-heartbeat"),
+        1,
+        "{:?} committed {}",
+        r1.counters().iter().collect::<Vec<_>>(),
+        r1.last_committed()
+    );
+    assert_eq!(r1.counters().get("view-change-heartbeat"), 0);
+    assert_eq!(r1.view(), 0, "a lone suspicion leaves the view in place");
+    // The others ordered it without o1's PREPARE (n - u = 3 of them).
+    assert_eq!(h.committed.len(), 1);
+    for b in [2, 3] {
+        assert_eq!(h.replica(b).view(), 0, "backup {b}");
+    }
+    // A second replica suspecting view 0 takes o1 out of it (min(u,r) + 1 = 2 voices).
+    h.deliver_to(1, &Message::Suspect { view: 0 }, 2);
+    assert_eq!(h.replica(1).view(), 1);
+    assert_eq!(h.replica(1).counters().get("view-change-heartbeat"), 1);
 }
 
 /// Seed 004 §3.4.3 fairness: a primary that never proposes client 0's request while ordering

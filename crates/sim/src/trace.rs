@@ -90,6 +90,7 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
         Message::NewView { view, proofs, .. } => {
             format!("new-view v={view} ({} proofs)", proofs.len())
         }
+        Message::Suspect { view } => format!("suspect v={view}"),
         Message::FetchCommitted { from } => format!("fetch-committed from={from}"),
         Message::Committed { seq, batch } => format!("committed n={seq} {:?}", batch.digest(*seq)),
         Message::FetchOrderState { seq } => format!("fetch-order-state n={seq}"),

@@ -426,6 +426,13 @@ pub enum Message {
         to: Seq,
         writes: Vec<ObjectPayload>,
     },
+
+    // ---- order <-> order (last: variants are numbered on the wire)
+    /// The sender suspects the primary of `view` (Zyzzyva's I-HATE-THE-PRIMARY): a vote for a
+    /// view change, not a departure. The view changes once `min(u,r) + 1` replicas suspect it.
+    Suspect {
+        view: View,
+    },
 }
 
 /// A node of an object tree: `depth` levels below the root, `index` among its depth's nodes.
@@ -513,6 +520,7 @@ impl Message {
             Message::Objects { .. } => "objects",
             Message::FetchStateUpdate { .. } => "fetch-state-update",
             Message::StateUpdate { .. } => "state-update",
+            Message::Suspect { .. } => "suspect",
         }
     }
 }

@@ -33,6 +33,8 @@ pub struct Harness {
     pub load_cps: Vec<(u16, u16, Seq, Digest)>,
     /// Drop every message of these kinds (`Message::kind`).
     pub drop_kinds: Vec<&'static str>,
+    /// Messages of these kinds to this order replica are lost.
+    pub drop_to: Vec<(u16, &'static str)>,
 }
 
 /// What `plumb init` leaves in a fresh order replica's store.
@@ -100,6 +102,7 @@ impl Harness {
             exec_seen: BTreeMap::new(),
             load_cps: Vec::new(),
             drop_kinds: Vec::new(),
+            drop_to: Vec::new(),
         };
         for i in 0..q.order {
             let r = h.build(i as u16);
@@ -172,9 +175,13 @@ impl Harness {
         while let Some((to, frame)) = self.queue.pop_front() {
             budget -= 1;
             assert!(budget > 0, "message storm");
-            if !self.drop_kinds.is_empty() {
+            if !self.drop_kinds.is_empty() || !self.drop_to.is_empty() {
                 let kind = self.rings[&to].open(&frame).map(|(_, m)| m.kind());
-                if kind.is_ok_and(|k| self.drop_kinds.contains(&k)) {
+                let lost = kind.is_ok_and(|k| {
+                    self.drop_kinds.contains(&k)
+                        || matches!(to, Principal::Order(i) if self.drop_to.contains(&(i, k)))
+                });
+                if lost {
                     continue;
                 }
             }

@@ -71,7 +71,9 @@ impl Checker {
             | Observation::StableCheckpoint { .. }
             | Observation::ClientAccepted { .. }
             | Observation::ExecCheckpointDiffers { .. }
-            | Observation::Diverged(_) => {}
+            | Observation::Diverged(_)
+            | Observation::ViewChangeStarted { .. }
+            | Observation::SlowRequest(_) => {}
         }
     }
 

@@ -1,0 +1,202 @@
+//! Why the service paused: the cause of each view change, and the reason a slow request waited
+//! in a stage. Stages report them as observations; the node counts them in `/metrics` and logs
+//! them, so an operator reads why latency spiked instead of guessing (docs/operations.md).
+
+use plumb_wire::{ClientId, Micros, ReqNo, View};
+
+/// Why an order replica asked for a new view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ViewChangeCause {
+    /// No PRE-PREPARE at all for a heartbeat while a request was pending (seed 004 §3.4.3).
+    Heartbeat,
+    /// The primary ordered below the bar: a fraction of what past primaries achieved.
+    SlowPrimary,
+    /// The primary met the base bar but not the bar that rises after the grace period: the
+    /// deliberate rotation that keeps any primary from reigning for ever.
+    Rotation,
+    /// No past view to compare with after the grace period: learn what another primary does.
+    NoReference,
+    /// The primary passed over a request it provably held.
+    Unfair,
+    /// A pending request waited the progress timeout and nothing committed (PBFT).
+    ProgressTimeout,
+    /// The view change to the previous view did not complete in time.
+    Incomplete,
+    /// The primary proposed an invalid batch, or two batches for one slot.
+    Commission,
+    /// `min(u,r) + 1` peers asked for or work in a higher view.
+    Joined,
+    /// A rejoining peer asked for null batches and the primary ordered none.
+    Unfilled,
+}
+
+impl ViewChangeCause {
+    pub const ALL: [ViewChangeCause; 10] = [
+        ViewChangeCause::Heartbeat,
+        ViewChangeCause::SlowPrimary,
+        ViewChangeCause::Rotation,
+        ViewChangeCause::NoReference,
+        ViewChangeCause::Unfair,
+        ViewChangeCause::ProgressTimeout,
+        ViewChangeCause::Incomplete,
+        ViewChangeCause::Commission,
+        ViewChangeCause::Joined,
+        ViewChangeCause::Unfilled,
+    ];
+
+    /// The stage counter this cause bumps.
+    pub fn counter(self) -> &'static str {
+        match self {
+            ViewChangeCause::Heartbeat => "view-change-heartbeat",
+            ViewChangeCause::SlowPrimary => "view-change-slow-primary",
+            ViewChangeCause::Rotation => "view-change-rotation",
+            ViewChangeCause::NoReference => "view-change-no-reference",
+            ViewChangeCause::Unfair => "view-change-unfair",
+            ViewChangeCause::ProgressTimeout => "view-change-progress-timeout",
+            ViewChangeCause::Incomplete => "view-change-incomplete",
+            ViewChangeCause::Commission => "view-change-commission",
+            ViewChangeCause::Joined => "view-change-joined",
+            ViewChangeCause::Unfilled => "view-change-unfilled",
+        }
+    }
+
+    /// The stage counter a suspicion for this cause bumps (once per view).
+    pub fn suspicion_counter(self) -> &'static str {
+        match self {
+            ViewChangeCause::Heartbeat => "suspect-heartbeat",
+            ViewChangeCause::SlowPrimary => "suspect-slow-primary",
+            ViewChangeCause::Rotation => "suspect-rotation",
+            ViewChangeCause::NoReference => "suspect-no-reference",
+            ViewChangeCause::Unfair => "suspect-unfair",
+            ViewChangeCause::ProgressTimeout => "suspect-progress-timeout",
+            ViewChangeCause::Incomplete => "suspect-incomplete",
+            ViewChangeCause::Commission => "suspect-commission",
+            ViewChangeCause::Joined => "suspect-joined",
+            ViewChangeCause::Unfilled => "suspect-unfilled",
+        }
+    }
+
+    /// The `cause` label in `/metrics`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ViewChangeCause::Heartbeat => "heartbeat",
+            ViewChangeCause::SlowPrimary => "slow-primary",
+            ViewChangeCause::Rotation => "rotation",
+            ViewChangeCause::NoReference => "no-reference",
+            ViewChangeCause::Unfair => "unfair",
+            ViewChangeCause::ProgressTimeout => "progress-timeout",
+            ViewChangeCause::Incomplete => "incomplete",
+            ViewChangeCause::Commission => "commission",
+            ViewChangeCause::Joined => "joined",
+            ViewChangeCause::Unfilled => "unfilled",
+        }
+    }
+
+    /// Evidence that the primary is faulty or slow, as opposed to a rotation, a join or a
+    /// view change that could not complete. A fault-free run should show none of these.
+    pub fn is_suspicion(self) -> bool {
+        matches!(
+            self,
+            ViewChangeCause::Heartbeat
+                | ViewChangeCause::SlowPrimary
+                | ViewChangeCause::Unfair
+                | ViewChangeCause::ProgressTimeout
+                | ViewChangeCause::Commission
+        )
+    }
+}
+
+/// The stage a slow request waited in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StallStage {
+    Order,
+    Exec,
+    Client,
+}
+
+impl StallStage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StallStage::Order => "order",
+            StallStage::Exec => "exec",
+            StallStage::Client => "client",
+        }
+    }
+}
+
+/// Why a request waited longer than `slow_request_us` in a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WaitReason {
+    /// Order: a view change began while the request waited to be ordered.
+    ViewChange,
+    /// Order: this replica fell behind and fetched committed batches or a checkpoint.
+    CatchUp,
+    /// Order: ordering stalled for a whole tick (`catch_up_us`) and this replica said its
+    /// votes again: a frame was lost, or a peer's vote never came.
+    Resend,
+    /// Order: no view change and no catch-up, and most of the wait came before the primary's
+    /// PRE-PREPARE arrived (a slow primary, or the primary's window full of unstable batches).
+    Proposal,
+    /// Order: most of the wait came after the PRE-PREPARE: PREPARE and COMMIT quorums came late
+    /// (lost frames, full queues, a slow peer needed for the quorum, CPU).
+    Votes,
+    /// Execution: a body arrived only after the fetch timer asked every authentication
+    /// replica (the first one asked did not answer).
+    FetchTimer,
+    /// Execution: the batch waited for a checkpoint load (state transfer).
+    StateTransfer,
+    /// Execution: the batch waited for bodies or for earlier batches, with no timer involved.
+    Execution,
+    /// Client: a reply quorum came only after a retransmission (a lost or refused first
+    /// transmission, or replies lost).
+    Retransmission,
+    /// Client: no retransmission; the replies were slow.
+    Replies,
+}
+
+impl WaitReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitReason::ViewChange => "view-change",
+            WaitReason::CatchUp => "catch-up",
+            WaitReason::Resend => "resend",
+            WaitReason::Proposal => "proposal",
+            WaitReason::Votes => "votes",
+            WaitReason::FetchTimer => "fetch-timer",
+            WaitReason::StateTransfer => "state-transfer",
+            WaitReason::Execution => "execution",
+            WaitReason::Retransmission => "retransmission",
+            WaitReason::Replies => "replies",
+        }
+    }
+}
+
+/// One request that waited longer than `slow_request_us` in one stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlowRequest {
+    pub stage: StallStage,
+    pub client: ClientId,
+    pub nc: ReqNo,
+    pub waited: Micros,
+    pub reason: WaitReason,
+    /// The view the stage was in when the wait ended (order stage; 0 elsewhere).
+    pub view: View,
+}
+
+impl std::fmt::Display for SlowRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "request {}#{} waited {} ms in the {} stage: {}",
+            self.client,
+            self.nc,
+            self.waited / 1000,
+            self.stage.as_str(),
+            self.reason.as_str()
+        )?;
+        if self.stage == StallStage::Order {
+            write!(f, " (now in view {})", self.view)?;
+        }
+        Ok(())
+    }
+}

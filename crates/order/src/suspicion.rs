@@ -1,0 +1,109 @@
+//! Suspecting the primary is a vote, not a departure (Zyzzyva's I-HATE-THE-PRIMARY).
+//!
+//! A backup whose monitor fires (heartbeat, rate, fairness, progress, a bad batch) sends
+//! SUSPECT(v) to its peers and keeps working in view `v`. The view changes once `min(u,r) + 1`
+//! replicas suspect it, or want a higher view (the join rule of `view_change.rs`, which it
+//! replaces as the way in): `r + 1` include a correct replica, and with `u + 1` suspecting, the
+//! view could not gather `n - u` votes if they left it.
+//!
+//! Before, a backup that suspected left the view at once. Its suspicion alone changes nothing
+//! when `min(u,r) + 1 > 1`, so on two shared cores a false one (a 40 ms gap in PRE-PREPAREs
+//! while a checkpoint was taken) left it alone in a view change, dropping every vote of the
+//! view the others stayed in: each quorum then needed every remaining replica, and in a
+//! fault-free `plumb bench --clients 128` run ordering slowed to a third for seconds at a time
+//! (o2 dropped 17 170 votes as `vote-view`). Now it stays, and the suspicion expires unless the
+//! monitor keeps raising it.
+//!
+//! Safety is untouched: a suspicion is no promise (only a VIEW-CHANGE is), and a replica leaves
+//! a view exactly as before. Faulty replicas gain nothing: `min(u,r) + 1` of anything is what
+//! a view change took before too.
+
+use crate::OrderReplica;
+use plumb_core::{Action, Micros, ViewChangeCause};
+use plumb_wire::{Message, View};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Default)]
+pub(crate) struct Suspicions {
+    /// Each replica's latest suspicion (ours included): the view, and when it was raised or
+    /// heard.
+    by_replica: BTreeMap<u16, (View, Micros)>,
+    /// Why we suspect the current view's primary, if we do.
+    own: Option<(View, ViewChangeCause)>,
+}
+
+impl OrderReplica {
+    /// How long a suspicion counts: the monitor raises a live one again well within this
+    /// (the heartbeat, every rate window, every tick of the progress timeout).
+    fn suspicion_ttl(&self) -> Micros {
+        self.view_change_timeout()
+    }
+
+    /// Suspect the current primary for `cause`: tell peers (again, if we already did: a lost
+    /// SUSPECT must not leave the view in place), and change view if enough replicas do.
+    pub(crate) fn suspect(&mut self, now: Micros, cause: ViewChangeCause, out: &mut Vec<Action>) {
+        if !self.active {
+            return;
+        }
+        let view = self.view;
+        if self.suspicions.own.is_none_or(|(v, _)| v != view) {
+            self.counters.add(cause.suspicion_counter());
+            self.suspicions.own = Some((view, cause));
+        }
+        self.suspicions.by_replica.insert(self.me, (view, now));
+        self.send_to_peers(&Message::Suspect { view }, out);
+        self.count_suspicions(now, out);
+    }
+
+    /// SUSPECT from peer `j`.
+    pub(crate) fn on_suspect(&mut self, now: Micros, j: u16, view: View, out: &mut Vec<Action>) {
+        if view > self.view {
+            // It works in a later view than ours: evidence that we missed a view change.
+            self.note_peer_view(now, j, view, out);
+            return;
+        }
+        if view < self.view {
+            return;
+        }
+        self.suspicions.by_replica.insert(j, (view, now));
+        self.count_suspicions(now, out);
+    }
+
+    /// `min(u,r) + 1` replicas suspect the current view, or want a later one: leave it.
+    pub(crate) fn count_suspicions(&mut self, now: Micros, out: &mut Vec<Action>) {
+        if !self.active {
+            return;
+        }
+        let (view, ttl) = (self.view, self.suspicion_ttl());
+        let mut against: Vec<u16> = self
+            .suspicions
+            .by_replica
+            .iter()
+            .filter(|(_, (v, at))| *v == view && now < at.saturating_add(ttl))
+            .map(|(j, _)| *j)
+            .collect();
+        against.extend(
+            self.view_changes
+                .iter()
+                .filter(|(_, s)| s.vc.new_view > view)
+                .map(|(j, _)| *j),
+        );
+        against.sort_unstable();
+        against.dedup();
+        if against.len() < self.q.view_change_join() {
+            return;
+        }
+        let cause = match self.suspicions.own {
+            Some((v, cause)) if v == view && against.contains(&self.me) => cause,
+            _ => ViewChangeCause::Joined,
+        };
+        self.start_view_change(now, view + 1, cause, out);
+    }
+
+    /// A new view: suspicions of older ones are void.
+    pub(crate) fn forget_suspicions(&mut self) {
+        let view = self.view;
+        self.suspicions.by_replica.retain(|_, (v, _)| *v >= view);
+        self.suspicions.own = self.suspicions.own.filter(|(v, _)| *v >= view);
+    }
+}
