@@ -31,12 +31,10 @@ pub struct RunResult {
     /// count too).
     pub batch_mean: Option<f64>,
     /// Views the cluster moved through while measuring, where the system reports it.
-    #[serde(default)]
     pub views: Option<u64>,
     /// What stalled while measuring, where the system reports it: view changes by cause and
     /// slow requests by stage and reason, summed over nodes (each order replica counts the
     /// view changes it asked for; each stage the requests that waited in it).
-    #[serde(default)]
     pub stalls: Option<String>,
 }
 

@@ -271,7 +271,7 @@ pub struct Observed {
     /// Node id hosting order replica `i`.
     pub order_nodes: Vec<u16>,
     /// When each kind of slow request was last logged, and how many went unlogged since.
-    pub slow_logged: Mutex<BTreeMap<(StallStage, WaitReason), (Instant, u64)>>,
+    pub slow_logged: Mutex<BTreeMap<(StallStage, WaitReason), (Option<Instant>, u64)>>,
 }
 
 impl Observed {
@@ -392,9 +392,8 @@ impl Observed {
     fn log_slow(&self, node: u16, slow: &plumb_core::SlowRequest) {
         let mut logged = self.slow_logged.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
-        let (last, skipped) = logged.entry((slow.stage, slow.reason)).or_insert((now, 0));
-        let first = *last == now && *skipped == 0;
-        if !first && now.duration_since(*last) < std::time::Duration::from_secs(1) {
+        let (last, skipped) = logged.entry((slow.stage, slow.reason)).or_insert((None, 0));
+        if last.is_some_and(|t| now.duration_since(t) < std::time::Duration::from_secs(1)) {
             *skipped += 1;
             return;
         }
@@ -403,7 +402,7 @@ impl Observed {
             n => format!(" (and {n} more like it since the last line)"),
         };
         eprintln!("node {node}: slow: {slow}{more}");
-        *last = now;
+        *last = Some(now);
         *skipped = 0;
     }
 
