@@ -44,65 +44,54 @@ impl ViewChangeCause {
         ViewChangeCause::Unfilled,
     ];
 
-    /// The stage counter this cause bumps.
-    pub fn counter(self) -> &'static str {
+    /// Its names, in one place: the `cause` label in `/metrics`, the stage counter a view
+    /// change for it bumps, and the stage counter a suspicion for it bumps (once per view).
+    fn names(self) -> [&'static str; 3] {
         match self {
-            ViewChangeCause::Heartbeat => "view-change-heartbeat",
-            ViewChangeCause::SlowPrimary => "view-change-slow-primary",
-            ViewChangeCause::Rotation => "view-change-rotation",
-            ViewChangeCause::NoReference => "view-change-no-reference",
-            ViewChangeCause::Unfair => "view-change-unfair",
-            ViewChangeCause::ProgressTimeout => "view-change-progress-timeout",
-            ViewChangeCause::Incomplete => "view-change-incomplete",
-            ViewChangeCause::Commission => "view-change-commission",
-            ViewChangeCause::Joined => "view-change-joined",
-            ViewChangeCause::Unfilled => "view-change-unfilled",
-        }
-    }
-
-    /// The stage counter a suspicion for this cause bumps (once per view).
-    pub fn suspicion_counter(self) -> &'static str {
-        match self {
-            ViewChangeCause::Heartbeat => "suspect-heartbeat",
-            ViewChangeCause::SlowPrimary => "suspect-slow-primary",
-            ViewChangeCause::Rotation => "suspect-rotation",
-            ViewChangeCause::NoReference => "suspect-no-reference",
-            ViewChangeCause::Unfair => "suspect-unfair",
-            ViewChangeCause::ProgressTimeout => "suspect-progress-timeout",
-            ViewChangeCause::Incomplete => "suspect-incomplete",
-            ViewChangeCause::Commission => "suspect-commission",
-            ViewChangeCause::Joined => "suspect-joined",
-            ViewChangeCause::Unfilled => "suspect-unfilled",
+            ViewChangeCause::Heartbeat => {
+                ["heartbeat", "view-change-heartbeat", "suspect-heartbeat"]
+            }
+            ViewChangeCause::SlowPrimary => [
+                "slow-primary",
+                "view-change-slow-primary",
+                "suspect-slow-primary",
+            ],
+            ViewChangeCause::Rotation => ["rotation", "view-change-rotation", "suspect-rotation"],
+            ViewChangeCause::NoReference => [
+                "no-reference",
+                "view-change-no-reference",
+                "suspect-no-reference",
+            ],
+            ViewChangeCause::Unfair => ["unfair", "view-change-unfair", "suspect-unfair"],
+            ViewChangeCause::ProgressTimeout => [
+                "progress-timeout",
+                "view-change-progress-timeout",
+                "suspect-progress-timeout",
+            ],
+            ViewChangeCause::Incomplete => {
+                ["incomplete", "view-change-incomplete", "suspect-incomplete"]
+            }
+            ViewChangeCause::Commission => {
+                ["commission", "view-change-commission", "suspect-commission"]
+            }
+            ViewChangeCause::Joined => ["joined", "view-change-joined", "suspect-joined"],
+            ViewChangeCause::Unfilled => ["unfilled", "view-change-unfilled", "suspect-unfilled"],
         }
     }
 
     /// The `cause` label in `/metrics`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            ViewChangeCause::Heartbeat => "heartbeat",
-            ViewChangeCause::SlowPrimary => "slow-primary",
-            ViewChangeCause::Rotation => "rotation",
-            ViewChangeCause::NoReference => "no-reference",
-            ViewChangeCause::Unfair => "unfair",
-            ViewChangeCause::ProgressTimeout => "progress-timeout",
-            ViewChangeCause::Incomplete => "incomplete",
-            ViewChangeCause::Commission => "commission",
-            ViewChangeCause::Joined => "joined",
-            ViewChangeCause::Unfilled => "unfilled",
-        }
+        self.names()[0]
     }
 
-    /// Evidence that the primary is faulty or slow, as opposed to a rotation, a join or a
-    /// view change that could not complete. A fault-free run should show none of these.
-    pub fn is_suspicion(self) -> bool {
-        matches!(
-            self,
-            ViewChangeCause::Heartbeat
-                | ViewChangeCause::SlowPrimary
-                | ViewChangeCause::Unfair
-                | ViewChangeCause::ProgressTimeout
-                | ViewChangeCause::Commission
-        )
+    /// The stage counter a view change for this cause bumps.
+    pub fn counter(self) -> &'static str {
+        self.names()[1]
+    }
+
+    /// The stage counter a suspicion for this cause bumps.
+    pub fn suspicion_counter(self) -> &'static str {
+        self.names()[2]
     }
 }
 
@@ -198,5 +187,19 @@ impl std::fmt::Display for SlowRequest {
             write!(f, " (now in view {})", self.view)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ViewChangeCause;
+
+    #[test]
+    fn each_cause_names_its_counters_after_its_label() {
+        for cause in ViewChangeCause::ALL {
+            let label = cause.as_str();
+            assert_eq!(cause.counter(), format!("view-change-{label}"));
+            assert_eq!(cause.suspicion_counter(), format!("suspect-{label}"));
+        }
     }
 }

@@ -255,6 +255,26 @@ fn wiped_primary_node(name: &str, slot: u16, u: u16, r: u16) {
     std::fs::remove_dir_all(c.data_dir(0)).unwrap();
     let a = load.acked();
     wait_progress(&load, a, 40, T20, "primary's node down (view change)");
+    // The view change says why: a surviving order replica suspected the dead primary.
+    let suspected: u64 = (1..4)
+        .map(|n| {
+            let text = c.metrics(n).unwrap_or_default();
+            ["heartbeat", "progress-timeout"]
+                .iter()
+                .map(|cause| {
+                    sample(
+                        &text,
+                        &format!("plumb_view_changes_total{{cause=\"{cause}\"}}"),
+                    )
+                })
+                .sum::<u64>()
+        })
+        .sum();
+    assert!(
+        suspected >= 1,
+        "no surviving node counted a suspicion of the dead primary:\n{}",
+        c.metrics_summary(1)
+    );
     c.start_node(0);
     c.wait_ready(T20);
     let rejoined = c.wait_rejoined(0, T20);
@@ -371,4 +391,17 @@ fn gateway_that_lost_its_client_records_gives_no_wrong_answer() {
         "gateway amnesia: {acked} acked, {unknown} unknown, {ops} ops ({unanswered} unanswered); {:?} total",
         t0.elapsed()
     );
+}
+
+/// The value of the metric sample named exactly `name` (labels included), 0 if absent.
+fn sample(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0, |v| v as u64)
 }
