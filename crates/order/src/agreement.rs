@@ -226,7 +226,11 @@ impl OrderReplica {
             self.counters.add("drop-pre-prepare-view");
             return;
         }
-        if seq <= self.state.seq || self.behind_checkpoint() {
+        if seq <= self.state.seq {
+            return;
+        }
+        if self.behind_checkpoint() {
+            self.counters.add("drop-pre-prepare-behind-checkpoint");
             return;
         }
         if seq > self.window_top() {
@@ -373,7 +377,7 @@ impl OrderReplica {
         if !self.vote_in_range(view, seq) || j == self.primary() {
             return;
         }
-        self.slots.entry(seq).or_default().prepares.insert(j, d);
+        self.slots.entry(seq).or_default().prepare_vote(view, j, d);
         self.check_prepared(now, seq, out);
     }
 
@@ -389,7 +393,7 @@ impl OrderReplica {
         if !self.vote_in_range(view, seq) {
             return;
         }
-        self.slots.entry(seq).or_default().commits.insert(j, d);
+        self.slots.entry(seq).or_default().commit_vote(view, j, d);
         self.check_committed(now, seq, out);
     }
 
@@ -400,7 +404,16 @@ impl OrderReplica {
         }
         // Above the stable checkpoint, not above what we committed: after a view change we vote
         // again on slots we committed before, for peers that did not.
-        seq > self.stable.seq && seq <= self.window_top()
+        if seq <= self.stable.seq {
+            return false;
+        }
+        if seq > self.window_top() {
+            // The voter's checkpoint is stable and ours is not yet: its vote is lost to us
+            // until it says it again.
+            self.counters.add("drop-vote-beyond-window");
+            return false;
+        }
+        true
     }
 
     /// Our COMMIT for a slot we committed in the current view, for a peer that lost some: once
@@ -578,6 +591,36 @@ impl OrderReplica {
                 view: self.view,
             })));
         }
+    }
+
+    /// A tick found no progress: count what the next slot waits for (`stall-*` events), so
+    /// an operator can tell a lost vote from a primary held back by its window.
+    pub(crate) fn count_stall(&mut self) {
+        let next = self.state.seq + 1;
+        let medium = self.medium();
+        let what = if self.behind_checkpoint() {
+            "stall-behind-checkpoint"
+        } else {
+            match self.slots.get(&next) {
+                Some(slot) if slot.record.committed.is_some() => "stall-committed-unapplied",
+                Some(slot) => match slot.accepted_digest(next) {
+                    Some((v, _)) if v != self.view => "stall-old-view",
+                    Some((_, d))
+                        if Slot::count(&slot.prepares, &d) < medium && !slot.sent_commit =>
+                    {
+                        "stall-prepares"
+                    }
+                    Some(_) => "stall-commits",
+                    None => "stall-pre-prepare",
+                },
+                None if self.primary() == self.me && self.next_propose > self.window_top() => {
+                    "stall-window-full"
+                }
+                None if self.oldest_pending().is_some() => "stall-pre-prepare",
+                None => return,
+            }
+        };
+        self.counters.add(what);
     }
 
     /// Messages get lost: while stalled, say again what we said about unfinished slots.

@@ -418,6 +418,7 @@ impl OrderReplica {
         self.applied_at_last_tick = self.state.seq;
         if self.active {
             if stalled {
+                self.count_stall();
                 self.resend_agreement(out);
                 self.resent_at = now;
             }

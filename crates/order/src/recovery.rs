@@ -131,6 +131,7 @@ impl OrderReplica {
             if let Some((v, b)) = &slot.record.accepted {
                 if *v == view {
                     let d = b.digest(*seq);
+                    slot.votes_view = view;
                     slot.prepares.insert(me, d);
                     slot.prepares.insert(primary, d);
                     if slot

@@ -469,9 +469,7 @@ impl OrderReplica {
             new_view: self.new_view_digest(),
         }));
         for slot in self.slots.values_mut() {
-            slot.prepares.clear();
-            slot.commits.clear();
-            slot.sent_commit = false;
+            slot.enter_votes_view(view);
         }
         if d.checkpoint_seq > self.stable.seq {
             let own = self

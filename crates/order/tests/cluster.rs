@@ -267,6 +267,25 @@ fn a_primary_that_sends_no_pre_prepare_is_replaced_after_a_heartbeat() {
     assert_eq!(h.committed.len(), 1);
 }
 
+/// Agreement liveness without timers: a PREPARE that overtakes its PRE-PREPARE (it is small,
+/// and comes on another connection) still counts. With one replica down every live vote is
+/// needed, and a wiped early vote stalled the slot until the 200 ms resend (found by the
+/// nemesis harness: 300 ms stalls every few seconds with one node paused).
+#[test]
+fn a_prepare_that_arrives_before_its_pre_prepare_counts() {
+    let mut h = Harness::new(1, 1, 8);
+    h.crash(3);
+    h.hold_to = vec![(1, "pre-prepare")];
+    h.request(0, 1, b"a");
+    h.deliver_all();
+    assert!(!h.held.is_empty(), "the PRE-PREPARE to o1 was held back");
+    assert!(h.committed.is_empty());
+    // No time passes: no tick, no resend. o1 accepts, counts o2's early PREPARE and commits.
+    h.release_held();
+    assert_eq!(h.committed.len(), 1);
+    assert_eq!(h.replica(1).last_committed(), 1);
+}
+
 /// Suspecting is a vote, not a departure (suspicion.rs): one backup that misses the
 /// PRE-PREPAREs suspects the primary but stays in the view, so the others keep their full
 /// quorum; a second voice takes it out.

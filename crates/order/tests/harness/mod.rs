@@ -35,6 +35,10 @@ pub struct Harness {
     pub drop_kinds: Vec<&'static str>,
     /// Messages of these kinds to this order replica are lost.
     pub drop_to: Vec<(u16, &'static str)>,
+    /// Messages of these kinds to this order replica are held back (in `held`) until
+    /// `release_held`: they arrive after everything else.
+    pub hold_to: Vec<(u16, &'static str)>,
+    pub held: Vec<(Principal, Vec<u8>)>,
 }
 
 /// What `plumb init` leaves in a fresh order replica's store.
@@ -103,6 +107,8 @@ impl Harness {
             load_cps: Vec::new(),
             drop_kinds: Vec::new(),
             drop_to: Vec::new(),
+            hold_to: Vec::new(),
+            held: Vec::new(),
         };
         for i in 0..q.order {
             let r = h.build(i as u16);
@@ -175,13 +181,20 @@ impl Harness {
         while let Some((to, frame)) = self.queue.pop_front() {
             budget -= 1;
             assert!(budget > 0, "message storm");
-            if !self.drop_kinds.is_empty() || !self.drop_to.is_empty() {
-                let kind = self.rings[&to].open(&frame).map(|(_, m)| m.kind());
-                let lost = kind.is_ok_and(|k| {
+            if !self.drop_kinds.is_empty() || !self.drop_to.is_empty() || !self.hold_to.is_empty() {
+                let kind = self.rings[&to].open(&frame).map(|(_, m)| m.kind()).ok();
+                let lost = kind.is_some_and(|k| {
                     self.drop_kinds.contains(&k)
                         || matches!(to, Principal::Order(i) if self.drop_to.contains(&(i, k)))
                 });
                 if lost {
+                    continue;
+                }
+                let held = kind.is_some_and(
+                    |k| matches!(to, Principal::Order(i) if self.hold_to.contains(&(i, k))),
+                );
+                if held {
+                    self.held.push((to, frame));
                     continue;
                 }
             }
@@ -274,6 +287,13 @@ impl Harness {
                 ring.seal(Principal::Order(o), &msg).unwrap(),
             ));
         }
+    }
+
+    /// Deliver what `hold_to` held back (and stop holding).
+    pub fn release_held(&mut self) {
+        self.hold_to.clear();
+        self.queue.extend(self.held.drain(..));
+        self.deliver_all();
     }
 
     pub fn crash(&mut self, i: u16) {
