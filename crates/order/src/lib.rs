@@ -19,6 +19,7 @@ mod monitor;
 mod probe;
 mod recovery;
 mod rejoin;
+mod skip;
 mod slot;
 mod state;
 mod suspicion;
@@ -133,6 +134,7 @@ pub struct OrderReplica {
 
     monitor: monitor::Monitor,
     suspicions: suspicion::Suspicions,
+    liveness: skip::Liveness,
     /// Each peer's latest catch-up request of each kind, waiting for idle time.
     deferred_catch_up: BTreeMap<(u16, u8), catch_up::CatchUp>,
 
@@ -211,6 +213,7 @@ impl OrderReplica {
             peer_views: HashMap::new(),
             monitor: Default::default(),
             suspicions: Default::default(),
+            liveness: Default::default(),
             deferred_catch_up: BTreeMap::new(),
             recovered: None,
             incarnation: 0,
@@ -308,6 +311,9 @@ impl OrderReplica {
     }
 
     fn on_message(&mut self, now: Micros, from: Principal, msg: Message, out: &mut Vec<Action>) {
+        if let Principal::Order(j) = from {
+            self.liveness.heard(j, now);
+        }
         if self.ignored_while_rejoining(&msg) {
             return;
         }
@@ -457,6 +463,7 @@ impl Stage for OrderReplica {
         match event {
             Event::Start => {
                 self.last_progress = now;
+                self.liveness.started(self.q.order, now);
                 let rec = self.recovered.take().unwrap_or_default();
                 if !store_is_intact(&rec) && !rejoin::sabotaged_amnesia() {
                     self.begin_rejoin(now, rec, out);

@@ -97,7 +97,8 @@ impl OrderReplica {
             Some((v, cause)) if v == view && against.contains(&self.me) => cause,
             _ => ViewChangeCause::Joined,
         };
-        self.start_view_change(now, view + 1, cause, out);
+        let target = self.next_live_view(view + 1);
+        self.start_view_change(now, target, cause, out);
     }
 
     /// A new view: suspicions of older ones are void.

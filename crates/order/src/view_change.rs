@@ -550,7 +550,8 @@ impl OrderReplica {
             .view_change_quorum_at
             .is_some_and(|t| now >= t + self.view_change_timeout())
         {
-            self.start_view_change(now, self.view + 1, ViewChangeCause::Incomplete, out);
+            let target = self.next_live_view(self.view + 1);
+            self.start_view_change(now, target, ViewChangeCause::Incomplete, out);
             return;
         }
         if let Some(vc) = self.view_changes.get(&self.me).cloned() {
