@@ -211,7 +211,14 @@ pub async fn start_faulty(
             }
         });
         let link = match &peer_keys {
-            Some(keys) => Link::dial_peer(n.address, LINK_QUEUE, on_frame, keys.clone(), n.id),
+            Some(keys) => Link::dial_peer(
+                n.address,
+                LINK_QUEUE,
+                on_frame,
+                keys.clone(),
+                n.id,
+                node.address,
+            ),
             // A node hosting no principal has nothing to send; its links stay unproven.
             None => Link::dial(n.address, LINK_QUEUE, on_frame, None),
         };

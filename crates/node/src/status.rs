@@ -271,8 +271,12 @@ pub struct Observed {
     /// Node id hosting order replica `i`.
     pub order_nodes: Vec<u16>,
     /// When each kind of slow request was last logged, and how many went unlogged since.
-    pub slow_logged: Mutex<BTreeMap<(StallStage, WaitReason), (Option<Instant>, u64)>>,
+    pub slow_logged: Mutex<BTreeMap<(StallStage, WaitReason), SlowLogged>>,
 }
+
+/// When a kind of slow request was last logged (`None`: never), and how many like it went
+/// unlogged since.
+pub type SlowLogged = (Option<Instant>, u64);
 
 impl Observed {
     fn lock(&self) -> std::sync::MutexGuard<'_, Status> {

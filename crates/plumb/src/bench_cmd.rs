@@ -1,6 +1,8 @@
 //! `plumb bench`: measure plumb (and, with `compare`, etcd, ZooKeeper and Redis) on this
 //! machine with the same load generator, and print, write and draw what it measured.
 
+mod nemesis;
+
 use clap::{Args, Subcommand};
 use plumb::cli::{runtime, terminated};
 use plumb_bench::chart;
@@ -41,6 +43,20 @@ pub struct BenchArgs {
     /// --chart draws the ratios.
     #[arg(long)]
     scenario: Option<String>,
+    /// The nemesis: kill (then restart), pause (SIGSTOP, then SIGCONT) or partition (packet
+    /// filter; root only) the primary's node and then the next primary's, one at a time, under
+    /// a Redis load through the gateway whose history is checked for linearizability; prints
+    /// per fault the longest window without a successful operation and the time back to half
+    /// throughput (`all`, or a comma-separated list). --warmup is the fault-free time before
+    /// each fault; --json writes every figure. Exits 1 on a linearizability violation.
+    #[arg(long)]
+    nemesis: Option<String>,
+    /// With --nemesis: seconds each fault lasts.
+    #[arg(long, default_value_t = 3.0)]
+    hold: f64,
+    /// With --nemesis: seconds the load is watched after healing.
+    #[arg(long, default_value_t = 3.0)]
+    recover: f64,
     #[command(flatten)]
     common: Common,
 }
@@ -279,6 +295,9 @@ impl Common {
 }
 
 pub fn bench_cmd(a: BenchArgs) -> ExitCode {
+    if let (None, Some(faults)) = (&a.command, &a.nemesis) {
+        return nemesis::nemesis_cmd(&a, faults);
+    }
     if let (None, Some(names)) = (&a.command, &a.scenario) {
         return scoreboard_cmd(&a, names);
     }

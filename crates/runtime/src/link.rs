@@ -53,8 +53,13 @@ pub type Greeting = Arc<dyn Fn() -> Vec<Vec<u8>> + Send + Sync>;
 enum Opening {
     /// A client's: greetings, if any.
     Greet(Option<Greeting>),
-    /// A node's: the peer handshake, proving this node to node `to`.
-    Prove { keys: Arc<dyn NodeKeys>, to: u16 },
+    /// A node's: the peer handshake, proving this node to node `to`, from this node's own
+    /// address (`from`).
+    Prove {
+        keys: Arc<dyn NodeKeys>,
+        to: u16,
+        from: SocketAddr,
+    },
 }
 
 #[derive(Clone)]
@@ -85,16 +90,20 @@ impl Link {
         Link::open(addr, capacity, on_frame, Opening::Greet(greeting))
     }
 
-    /// `dial`, for a link from this node to node `to`: every connection first proves with
-    /// `keys` that it is this node's, and counts as up only once `to` accepted the proof.
+    /// `dial`, for a link from this node (listening on `from`) to node `to`: every connection
+    /// first proves with `keys` that it is this node's, and counts as up only once `to`
+    /// accepted the proof. Connections leave from `from`'s IP address, so that a node's
+    /// traffic carries the address the configuration gives it both ways (what a firewall
+    /// rule, or the nemesis harness's partition, names the node by).
     pub fn dial_peer(
         addr: SocketAddr,
         capacity: usize,
         on_frame: OnFrame,
         keys: Arc<dyn NodeKeys>,
         to: u16,
+        from: SocketAddr,
     ) -> Link {
-        Link::open(addr, capacity, on_frame, Opening::Prove { keys, to })
+        Link::open(addr, capacity, on_frame, Opening::Prove { keys, to, from })
     }
 
     fn open(addr: SocketAddr, capacity: usize, on_frame: OnFrame, opening: Opening) -> Link {
@@ -128,6 +137,19 @@ impl Link {
     }
 }
 
+/// Connect to `addr`, from `source` (any port) if given and not the unspecified address.
+async fn connect(addr: SocketAddr, source: Option<std::net::IpAddr>) -> std::io::Result<TcpStream> {
+    let Some(ip) = source.filter(|ip| !ip.is_unspecified()) else {
+        return TcpStream::connect(addr).await;
+    };
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.bind(SocketAddr::new(ip, 0))?;
+    socket.connect(addr).await
+}
+
 async fn keep_connected(
     addr: SocketAddr,
     mut rx: mpsc::Receiver<Bytes>,
@@ -137,7 +159,11 @@ async fn keep_connected(
 ) {
     let mut backoff = Duration::from_millis(20);
     loop {
-        let stream = match TcpStream::connect(addr).await {
+        let source = match &opening {
+            Opening::Prove { from, .. } => Some(from.ip()),
+            Opening::Greet(_) => None,
+        };
+        let stream = match connect(addr, source).await {
             Ok(s) => s,
             Err(_) => {
                 // Frames keep queueing (up to the bound) while the peer is down; the protocol
@@ -153,7 +179,7 @@ async fn keep_connected(
         let mut framed = framed(stream);
         let opened = match &opening {
             Opening::Greet(greeting) => greet(&mut framed, greeting.as_ref()).await,
-            Opening::Prove { keys, to } => {
+            Opening::Prove { keys, to, .. } => {
                 let proved = handshake::dial(&mut framed, &**keys, *to, handshake::TIMEOUT).await;
                 if proved.is_err() {
                     stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
