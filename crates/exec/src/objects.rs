@@ -12,13 +12,19 @@
 //!   checkpoint at `seq` (its *delta*), in chunks that bound the record size.
 //!
 //! Taking a checkpoint writes its delta, then the checkpoint record, then syncs: the cost
-//! follows the objects written since the last one. The previous deltas are folded into the
-//! base first (their objects rewritten as of the last checkpoint, then the delta records
-//! deleted), which also costs in proportion to what they changed. The store keeps writes in
-//! order, so after a crash the disk holds a prefix of these writes, and the base plus every
-//! delta up to the newest checkpoint record gives exactly that checkpoint's objects (a
-//! half-done fold is repeated by re-applying its delta; a delta without its checkpoint record
-//! is ignored). Recovery checks the result against the checkpoint's root before using it.
+//! follows the objects written since the last one. The base stays at the oldest checkpoint
+//! still kept (`latest - 2 * CP_interval`, as in memory): only deltas of checkpoints older
+//! than that are folded into it (their objects rewritten as of the newest of them, then the
+//! delta records deleted), which costs in proportion to what they changed. So after a
+//! restart every checkpoint kept can be rebuilt, base plus the deltas up to it, and served to
+//! a peer that lags behind (a restarted replica that kept only its newest checkpoint could
+//! leave a lagging peer with nobody to fetch the order stage's stable checkpoint from).
+//!
+//! The store keeps writes in order, so after a crash the disk holds a prefix of these writes,
+//! and the base plus every delta up to the newest checkpoint record gives exactly that
+//! checkpoint's objects (a half-done fold is repeated by re-applying its deltas; a delta
+//! without its checkpoint record is ignored). An older checkpoint is exact unless a fold was
+//! cut short; recovery checks each against its root and keeps only those that match.
 
 use crate::checkpoint::{checkpoint_key, ExecCheckpoint};
 use crate::ExecReplica;
@@ -27,7 +33,7 @@ use plumb_core::{Action, StoreOp};
 use plumb_objects::{ObjectBytes, ObjectTree};
 use plumb_wire::Seq;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Storage key prefix of base object records.
 pub const OBJECT_PREFIX: &str = "exec/obj/";
@@ -89,9 +95,18 @@ pub(crate) struct ObjectsState {
     pub live: ObjectTree,
     /// The tree of the newest checkpoint on disk.
     pub persisted: ObjectTree,
-    /// Objects of the deltas on disk not yet folded into the base, and their checkpoints.
-    pub unfolded: Vec<ObjectId>,
-    pub unfolded_seqs: Vec<Seq>,
+    /// The deltas on disk not yet folded into the base, oldest first.
+    pub unfolded: Vec<UnfoldedDelta>,
+}
+
+/// A checkpoint's delta on disk.
+#[derive(Debug)]
+pub(crate) struct UnfoldedDelta {
+    pub seq: Seq,
+    /// The objects it holds.
+    pub ids: Vec<ObjectId>,
+    /// The objects as of its checkpoint: what folding it writes into the base.
+    pub tree: ObjectTree,
 }
 
 impl ObjectsState {
@@ -101,7 +116,6 @@ impl ObjectsState {
             live: tree.clone(),
             persisted: tree,
             unfolded: Vec::new(),
-            unfolded_seqs: Vec::new(),
         })
     }
 }
@@ -121,8 +135,8 @@ impl<A: Application> ExecReplica<A> {
     }
 
     /// Make checkpoint `seq` (encoded as `bytes`, whose objects are `tree`) durable: fold the
-    /// previous deltas into the base, write this checkpoint's delta, then its record, then
-    /// sync.
+    /// deltas of checkpoints no longer kept into the base, write this checkpoint's delta, then
+    /// its record, then sync.
     pub(crate) fn persist_object_checkpoint(
         &mut self,
         seq: Seq,
@@ -130,23 +144,37 @@ impl<A: Application> ExecReplica<A> {
         tree: &ObjectTree,
         out: &mut Vec<Action>,
     ) {
+        let keep_from = seq.saturating_sub(2 * self.interval());
         let Some(state) = self.objects.as_mut() else {
             return;
         };
-        for id in std::mem::take(&mut state.unfolded) {
-            let key = object_key(id);
-            out.push(Action::Store(match state.persisted.get(id) {
-                Some(b) => StoreOp::Put {
-                    key,
-                    value: b.to_vec(),
-                },
-                None => StoreOp::Delete { key },
-            }));
-        }
-        for old in std::mem::take(&mut state.unfolded_seqs) {
-            out.push(Action::Store(StoreOp::DeletePrefix {
-                prefix: delta_prefix(old),
-            }));
+        // After a roll-back (divergence.rs) deltas at or after `seq` describe the divergent
+        // state: fold everything, so the base plus the new delta gives `tree` exactly.
+        let rolled_back = state.unfolded.iter().any(|d| d.seq >= seq);
+        let fold = if rolled_back {
+            state.unfolded.len()
+        } else {
+            state.unfolded.iter().filter(|d| d.seq <= keep_from).count()
+        };
+        let folded: Vec<UnfoldedDelta> = state.unfolded.drain(..fold).collect();
+        if let Some(newest) = folded.last() {
+            let ids: BTreeSet<ObjectId> =
+                folded.iter().flat_map(|d| d.ids.iter().copied()).collect();
+            for id in ids {
+                let key = object_key(id);
+                out.push(Action::Store(match newest.tree.get(id) {
+                    Some(b) => StoreOp::Put {
+                        key,
+                        value: b.to_vec(),
+                    },
+                    None => StoreOp::Delete { key },
+                }));
+            }
+            for old in &folded {
+                out.push(Action::Store(StoreOp::DeletePrefix {
+                    prefix: delta_prefix(old.seq),
+                }));
+            }
         }
         let changed = state.persisted.diff(tree).unwrap_or_default();
         let mut chunk: Vec<DeltaObject> = Vec::new();
@@ -178,22 +206,27 @@ impl<A: Application> ExecReplica<A> {
         }));
         out.push(Action::Store(StoreOp::Sync));
         state.persisted = tree.clone();
-        state.unfolded = changed;
-        state.unfolded_seqs = vec![seq];
+        state.unfolded.push(UnfoldedDelta {
+            seq,
+            ids: changed,
+            tree: tree.clone(),
+        });
     }
 
-    /// Restart of a replica whose application has objects: rebuild the newest checkpoint's
-    /// objects from the base and the deltas, and use it only if they give its root.
-    /// Otherwise start empty (state transfer then fetches what differs). Returns the
-    /// checkpoint to adopt.
+    /// Restart of a replica whose application has objects: rebuild each checkpoint's objects
+    /// from the base and the deltas up to it, keeping those that give the checkpoint's root.
+    /// The newest must be among them, or the objects are unusable and the replica starts
+    /// empty (state transfer then fetches what differs). Returns the usable checkpoints' trees.
     pub(crate) fn recover_objects(
         &mut self,
         records: &mut BTreeMap<String, Vec<u8>>,
         checkpoints: &BTreeMap<Seq, (ExecCheckpoint, Vec<u8>)>,
-    ) -> Option<(Seq, ObjectTree)> {
-        let bits = self.objects.as_ref()?.live.bits();
+    ) -> BTreeMap<Seq, ObjectTree> {
+        let Some(bits) = self.objects.as_ref().map(|o| o.live.bits()) else {
+            return BTreeMap::new();
+        };
         let mut base: Vec<(ObjectId, Option<ObjectBytes>)> = Vec::new();
-        let mut deltas: BTreeMap<(Seq, u32), Vec<u8>> = BTreeMap::new();
+        let mut deltas: BTreeMap<Seq, Vec<Vec<u8>>> = BTreeMap::new();
         let keys: Vec<String> = records
             .keys()
             .filter(|k| k.starts_with(OBJECT_PREFIX) || k.starts_with(DELTA_PREFIX))
@@ -205,70 +238,72 @@ impl<A: Application> ExecReplica<A> {
             };
             if let Some(id) = parse_object_key(&key) {
                 base.push((id, Some(ObjectBytes::from(value))));
-            } else if let Some(at) = parse_delta_key(&key) {
-                deltas.insert(at, value);
+            } else if let Some((seq, _chunk)) = parse_delta_key(&key) {
+                // Keys come in order, so chunks do too.
+                deltas.entry(seq).or_default().push(value);
             } else {
                 self.counters.add("recovery-unknown-record");
             }
         }
-        let newest = checkpoints.iter().next_back();
-        let target = newest.and_then(|(seq, (cp, _))| cp.objects.map(|o| (*seq, o)));
-        let mut tree = ObjectTree::new(bits).ok()?;
+        let newest = checkpoints.keys().next_back().copied();
+        let mut tree = match ObjectTree::new(bits) {
+            Ok(t) => t,
+            Err(_) => return BTreeMap::new(),
+        };
         let mut ok = tree.apply(base).is_ok();
-        let mut applied_seqs = Vec::new();
-        let mut applied_ids = Vec::new();
-        if let Some((newest_seq, _)) = target {
-            for ((seq, _), value) in deltas.range(..=(newest_seq, u32::MAX)) {
-                let Some(objs) = decode_delta(value) else {
-                    ok = false;
-                    break;
-                };
-                applied_ids.extend(objs.iter().map(|o| ObjectId(o.id)));
-                ok &= tree
-                    .apply(
-                        objs.into_iter()
-                            .map(|o| (ObjectId(o.id), o.bytes.map(ObjectBytes::from))),
-                    )
-                    .is_ok();
-                if applied_seqs.last() != Some(seq) {
-                    applied_seqs.push(*seq);
+        let mut unfolded: Vec<UnfoldedDelta> = Vec::new();
+        let mut usable: BTreeMap<Seq, ObjectTree> = BTreeMap::new();
+        let mut pending = deltas.range(..=newest.unwrap_or(0)).peekable();
+        for (cp_seq, (cp, _)) in checkpoints {
+            while let Some((seq, chunks)) = pending.next_if(|(s, _)| *s <= cp_seq) {
+                let mut ids = Vec::new();
+                for chunk in chunks {
+                    let Some(objs) = decode_delta(chunk) else {
+                        ok = false;
+                        break;
+                    };
+                    ids.extend(objs.iter().map(|o| ObjectId(o.id)));
+                    ok &= tree
+                        .apply(
+                            objs.into_iter()
+                                .map(|o| (ObjectId(o.id), o.bytes.map(ObjectBytes::from))),
+                        )
+                        .is_ok();
                 }
+                ids.sort_unstable();
+                ids.dedup();
+                unfolded.push(UnfoldedDelta {
+                    seq: *seq,
+                    ids,
+                    tree: tree.clone(),
+                });
+            }
+            let matches = cp
+                .objects
+                .is_some_and(|o| o.bits == bits && o.root == tree.root());
+            if ok && matches {
+                usable.insert(*cp_seq, tree.clone());
             }
         }
-        let nothing_on_disk = deltas.is_empty() && target.is_none() && tree.is_empty();
-        let usable = match target {
-            Some((seq, root)) if ok && root.bits == bits && root.root == tree.root() => {
-                Some((seq, tree))
-            }
-            _ => None,
-        };
-        let Some((seq, tree)) = usable else {
+        let nothing_on_disk = deltas.is_empty() && newest.is_none() && tree.is_empty();
+        let Some(newest) = newest.filter(|s| usable.contains_key(s)) else {
             if !nothing_on_disk {
                 self.counters.add("recovery-objects-unusable");
             }
             self.unusable_prefixes.push(OBJECT_PREFIX.to_string());
             self.unusable_prefixes.push(DELTA_PREFIX.to_string());
-            return None;
+            return BTreeMap::new();
         };
         // Deltas of checkpoints that never got their record are garbage.
-        let mut stale: Vec<Seq> = deltas
-            .keys()
-            .map(|(s, _)| *s)
-            .filter(|s| *s > seq)
-            .collect();
-        stale.dedup();
-        for s in stale {
-            self.unusable_prefixes.push(delta_prefix(s));
+        for s in deltas.keys().filter(|s| **s > newest) {
+            self.unusable_prefixes.push(delta_prefix(*s));
         }
-        applied_ids.sort_unstable();
-        applied_ids.dedup();
         if let Some(state) = self.objects.as_mut() {
             state.live = tree.clone();
-            state.persisted = tree.clone();
-            state.unfolded = applied_ids;
-            state.unfolded_seqs = applied_seqs;
+            state.persisted = tree;
+            state.unfolded = unfolded;
         }
-        Some((seq, tree))
+        usable
     }
 
     /// Give the application every object of `tree` (after a recovery).

@@ -71,31 +71,28 @@ impl<A: Application> ExecReplica<A> {
         }
     }
 
-    /// Objects on disk give the newest checkpoint's state only; older checkpoint records
-    /// cannot be served any more and are deleted.
+    /// Objects on disk give every checkpoint kept (objects.rs): the newest is adopted, older
+    /// ones whose objects check out are held for peers, the rest are deleted.
     fn recover_with_objects(
         &mut self,
         mut records: BTreeMap<String, Vec<u8>>,
         mut candidates: BTreeMap<Seq, (ExecCheckpoint, Vec<u8>)>,
     ) {
-        let recovered = self.recover_objects(&mut records, &candidates);
+        let mut trees = self.recover_objects(&mut records, &candidates);
         for _ in records.keys() {
             self.counters.add("recovery-unknown-record");
         }
-        let newest = candidates.pop_last();
-        for seq in candidates.keys() {
-            self.unusable_keys.push(crate::checkpoint_key(*seq));
-        }
-        let Some((seq, tree)) = recovered else {
-            if let Some((seq, _)) = newest {
-                self.unusable_keys.push(crate::checkpoint_key(seq));
+        let Some((seq, (cp, bytes))) = candidates.pop_last() else {
+            return;
+        };
+        let Some(tree) = trees.remove(&seq) else {
+            // recover_objects cleared the objects; no checkpoint on disk is usable.
+            self.unusable_keys.push(crate::checkpoint_key(seq));
+            for older in candidates.keys() {
+                self.unusable_keys.push(crate::checkpoint_key(*older));
             }
             return;
         };
-        let Some((cp_seq, (cp, bytes))) = newest else {
-            return;
-        };
-        debug_assert_eq!(cp_seq, seq, "objects recovered for the newest checkpoint");
         let loaded = self.load_all_objects(&tree)
             && self
                 .app
@@ -104,6 +101,9 @@ impl<A: Application> ExecReplica<A> {
         if !loaded {
             self.counters.add("recovery-checkpoint-unloadable");
             self.unusable_keys.push(crate::checkpoint_key(seq));
+            for older in candidates.keys() {
+                self.unusable_keys.push(crate::checkpoint_key(*older));
+            }
             self.unusable_prefixes
                 .push(crate::objects::OBJECT_PREFIX.to_string());
             self.unusable_prefixes
@@ -116,6 +116,25 @@ impl<A: Application> ExecReplica<A> {
             return;
         }
         self.adopt_recovered(seq, cp, bytes, Some(tree));
+        for (older, (_, bytes)) in candidates {
+            match trees.remove(&older) {
+                Some(tree) => {
+                    let token = ExecCheckpoint::token(&bytes);
+                    self.checkpoints.insert(
+                        older,
+                        Held {
+                            token,
+                            bytes,
+                            tree: Some(tree),
+                        },
+                    );
+                }
+                None => {
+                    self.counters.add("recovery-checkpoint-objects-mismatch");
+                    self.unusable_keys.push(crate::checkpoint_key(older));
+                }
+            }
+        }
     }
 
     fn adopt_recovered(

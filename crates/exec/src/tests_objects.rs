@@ -123,16 +123,30 @@ fn object_checkpoint_commits_to_the_root_and_persists_only_what_changed() {
     let objs = crate::objects::decode_delta(&delta4[0].1).unwrap();
     let ids: BTreeSet<u64> = objs.iter().map(|o| o.id).collect();
     assert_eq!(ids, buckets_of_puts(3, 2));
-    // Checkpoint 2's delta was folded into the base before, then deleted.
-    let base: BTreeSet<String> = puts
-        .iter()
-        .filter(|(k, _)| k.starts_with(OBJECT_PREFIX))
-        .map(|(k, _)| k.clone())
-        .collect();
-    assert_eq!(base.len(), buckets_of_puts(1, 2).len());
-    assert!(out.contains(&Action::Store(StoreOp::DeletePrefix {
-        prefix: format!("{DELTA_PREFIX}{:020}/", 2)
-    })));
+    // The base stays at the oldest checkpoint kept (4 - 2 * interval = 0: empty), so
+    // checkpoint 2's delta is still on disk.
+    let base_keys = |puts: &[(String, Vec<u8>)]| -> BTreeSet<String> {
+        puts.iter()
+            .filter(|(k, _)| k.starts_with(OBJECT_PREFIX))
+            .map(|(k, _)| k.clone())
+            .collect()
+    };
+    let delete_delta = |seq: Seq| {
+        Action::Store(StoreOp::DeletePrefix {
+            prefix: format!("{DELTA_PREFIX}{seq:020}/"),
+        })
+    };
+    assert!(base_keys(&puts).is_empty());
+    assert!(!out.contains(&delete_delta(2)));
+    // At checkpoint 6 the oldest kept is 2: its delta is folded into the base, then deleted;
+    // checkpoint 4's stays.
+    let (_, out6) = object_leader(&net, 6);
+    assert_eq!(
+        base_keys(&puts_of(&out6)).len(),
+        buckets_of_puts(1, 2).len()
+    );
+    assert!(out6.contains(&delete_delta(2)));
+    assert!(!out6.contains(&delete_delta(4)));
     // The checkpoint record follows its delta, and a sync follows the record.
     let at = out
         .iter()
@@ -329,7 +343,7 @@ fn store_ops(actions: &[Action]) -> Vec<StoreOp> {
 #[test]
 fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
     let net = Net::new(2);
-    let (_, out) = object_leader(&net, 6);
+    let (_, out) = object_leader(&net, 10);
     let ops = store_ops(&out);
     let syncs: Vec<usize> = ops
         .iter()
@@ -337,9 +351,17 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
         .filter(|(_, o)| **o == StoreOp::Sync)
         .map(|(i, _)| i)
         .collect();
-    assert_eq!(syncs.len(), 3, "checkpoints 2, 4, 6");
+    assert_eq!(syncs.len(), 5, "checkpoints 2, 4, 6, 8, 10");
+    let roots: BTreeMap<Seq, Digest> = (1..=5)
+        .map(|i| {
+            let (reference, _) = object_leader(&net, 2 * i);
+            let tree = reference.checkpoints[&(2 * i)].tree.clone().unwrap();
+            (2 * i, tree.root())
+        })
+        .collect();
     // Crash after every prefix of the writes: the replica recovers the newest checkpoint
-    // whose record made it, with exactly its state.
+    // whose record made it, with exactly its state, and every older checkpoint it holds has
+    // exactly its objects.
     for cut in syncs[0] + 1..=ops.len() {
         let disk = disk_after(&ops[..cut]);
         let newest = disk
@@ -363,7 +385,33 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
             "cut {cut}"
         );
         assert_eq!(r.counters().get("recovery-objects-unusable"), 0);
+        for (seq, held) in &r.checkpoints {
+            assert_eq!(
+                held.tree.as_ref().map(|t| t.root()),
+                roots.get(seq).copied()
+            );
+        }
     }
+    // After a clean stop every checkpoint kept (10 - 2 * interval = 6 and on) is held again
+    // and served to a peer that lags behind.
+    let mut r = net.replica(
+        0,
+        Registers::with_objects(),
+        Recovered {
+            records: disk_after(&ops),
+            corrupt: vec![],
+        },
+    );
+    assert_eq!(
+        r.checkpoints.keys().copied().collect::<Vec<_>>(),
+        [6, 8, 10]
+    );
+    plumb_core::run(&mut r, NOW, Event::Start);
+    let served = net.deliver(&mut r, Principal::Exec(1), &Message::FetchExecCp { seq: 6 });
+    assert!(net
+        .sent_to(&served, Principal::Exec(1))
+        .iter()
+        .any(|m| matches!(m, Message::ExecCpState { seq: 6, .. })));
     // A damaged object record makes the objects unusable: the replica starts empty and
     // clears them (state transfer brings back what differs).
     let mut disk = disk_after(&ops);
