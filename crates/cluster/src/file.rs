@@ -74,7 +74,9 @@ pub struct ProtocolOverrides {
     pub throughput_window_us: Option<u64>,
     pub throughput_grace_us: Option<u64>,
     pub throughput_raise_permille: Option<u32>,
-    pub unfair_batches: Option<u32>,
+    /// Called `unfair_batches` before the rule counted one other client's requests.
+    #[serde(alias = "unfair_batches")]
+    pub unfair_orders: Option<u32>,
     pub flood_factor: Option<u64>,
     pub flood_floor_bytes: Option<u64>,
     pub flood_cut_us: Option<u64>,
@@ -185,7 +187,7 @@ fn protocol(
         throughput_window_us,
         throughput_grace_us,
         throughput_raise_permille,
-        unfair_batches,
+        unfair_orders,
         flood_factor,
         flood_floor_bytes,
         flood_cut_us

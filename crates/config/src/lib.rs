@@ -221,10 +221,11 @@ pub struct ProtocolConfig {
     /// `throughput_raise_permille` per window (1%), so every primary is replaced eventually.
     pub throughput_grace_us: u64,
     pub throughput_raise_permille: u32,
-    /// A backup declares the primary unfair when this many batches pass over a client's request
-    /// the primary provably holds while ordering requests that arrived after it (seed 004
-    /// §3.4.3: two).
-    pub unfair_batches: u32,
+    /// A backup declares the primary unfair when, while a client's request the primary provably
+    /// holds waits, this many PRE-PREPAREs order requests of one other client (seed 004 §3.4.3:
+    /// two). With one request outstanding per client, that client went through a whole round
+    /// trip meanwhile.
+    pub unfair_orders: u32,
     /// A node cuts off a peer that sends it more than `flood_factor` times what any other peer
     /// sends (seed 004 §3.4.2: 20) and more than `flood_floor_bytes` a second (64 MiB, above
     /// what a correct peer sends), for `flood_cut_us` (10 min).
@@ -263,7 +264,7 @@ impl ProtocolConfig {
             throughput_window_us: 1_000_000,
             throughput_grace_us: 5_000_000,
             throughput_raise_permille: 10,
-            unfair_batches: 2,
+            unfair_orders: 2,
             flood_factor: 20,
             flood_floor_bytes: 64 << 20,
             flood_cut_us: 600_000_000,
@@ -316,10 +317,10 @@ impl ProtocolConfig {
                 self.throughput_bar_permille <= 1000,
             ),
             (
-                "unfair_batches",
+                "unfair_orders",
                 "at least 1",
-                self.unfair_batches as u64,
-                self.unfair_batches >= 1,
+                self.unfair_orders as u64,
+                self.unfair_orders >= 1,
             ),
         ];
         for (field, requirement, value, ok) in checks {

@@ -19,11 +19,13 @@ pub enum Observation {
     CheckpointTaken { seq: Seq, token: Digest },
     /// An execution replica loaded checkpoint `seq`: its next batch is `seq + 1`.
     CheckpointLoaded { seq: Seq, token: Digest },
-    /// An order replica committed batch `seq`. `carried`: the batch was chosen by a NEW-VIEW
-    /// (carried over from an earlier view), not proposed afresh.
+    /// An order replica committed batch `seq`. `view`: the view in which its own agreement
+    /// committed it; `None` when it took the batch from peers (catch-up) or from its disk,
+    /// whatever view it was in then. `carried`: the batch was chosen by a NEW-VIEW (carried over
+    /// from an earlier view), not proposed afresh.
     Committed {
         seq: Seq,
-        view: View,
+        view: Option<View>,
         digest: Digest,
         carried: bool,
     },

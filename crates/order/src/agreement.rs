@@ -485,12 +485,13 @@ impl OrderReplica {
         if slot.record.committed.is_some() {
             return;
         }
-        let Some((_, d)) = slot.accepted_digest(seq) else {
+        let Some((v, d)) = slot.accepted_digest(seq) else {
             return;
         };
         if Slot::count(&slot.commits, &d) < medium {
             return;
         }
+        slot.committed_in = Some(v);
         slot.record.committed = slot.record.accepted.as_ref().map(|(_, b)| b.clone());
         let record = plumb_core::storage::encode(&slot.record);
         self.put(slot_key(seq), record, out);
@@ -518,10 +519,11 @@ impl OrderReplica {
             progressed = true;
             applied_requests += batch.requests.len();
             let digest = batch.digest(seq);
-            let carried = self.slots.get(&seq).is_some_and(|s| s.carried);
+            let slot = self.slots.get(&seq);
+            let carried = slot.is_some_and(|s| s.carried);
             out.push(Action::Observe(Observation::Committed {
                 seq,
-                view: self.view,
+                view: slot.and_then(|s| s.committed_in),
                 digest,
                 carried,
             }));

@@ -56,8 +56,6 @@ struct Collected {
     /// When enough auth replicas vouched for it here that the primary provably holds it
     /// (`held_evidence`): from then on the primary answers for it (monitor.rs).
     held_since: Option<Micros>,
-    /// Batches of this view that ordered later requests and passed over this one.
-    passed_over: u32,
 }
 
 /// The last stable order checkpoint.

@@ -27,6 +27,9 @@ pub struct Slot {
     /// and counts once the slot accepts a batch of that digest in that view.
     pub prepares: HashMap<u16, Digest>,
     pub commits: HashMap<u16, Digest>,
+    /// The view in which this replica's agreement committed the slot (not set when the batch
+    /// came from peers by catch-up, or from the disk).
+    pub committed_in: Option<View>,
     /// We sent COMMIT in `votes_view`.
     pub sent_commit: bool,
     pub votes_view: View,

@@ -79,6 +79,24 @@ const REGRESSIONS: &[(u64, u16, u16, &str)] = &[
         1,
         "LB: with batches of one request, the burst a new primary re-proposes after a view change looked unfair to some backup every time (requests held before the view counted as passed over): views churned for 10 s",
     ),
+    (
+        153,
+        1,
+        0,
+        "LS4 (checker): one NEW-VIEW carried both copies of a request (proposed at 201 in view 42, afresh at 199 in view 43), so both committed in view 44; the exemption wanted different views",
+    ),
+    (
+        399,
+        2,
+        1,
+        "LS4 (checker): a replica that caught up from a checkpoint reported its commits in view 0, the view it was in; the checker took that for a commit in view 0 and saw the slot chosen in two views",
+    ),
+    (
+        483,
+        1,
+        0,
+        "LL1: an exec replica with objects restarted holding only its newest checkpoint, so a lagging peer asked it forever for the order stage's stable one while the third was down: the order window filled and stayed full",
+    ),
 ];
 
 #[test]
