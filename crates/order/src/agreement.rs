@@ -537,7 +537,7 @@ impl OrderReplica {
             );
             if seq.is_multiple_of(self.cfg.checkpoint_interval) {
                 self.snapshots.insert(seq, self.state.clone());
-                self.finish_checkpoint(seq, out);
+                self.finish_checkpoint(now, seq, out);
             }
         }
         if progressed {

@@ -70,12 +70,12 @@ impl OrderReplica {
         }
         self.put(token_key(seq), token.0.to_vec(), out);
         self.sync(out);
-        self.finish_checkpoint(seq, out);
+        self.finish_checkpoint(now, seq, out);
     }
 
     /// Once batch `seq` is applied and its execution token learned, the order checkpoint at
     /// `seq` exists: persist it, then announce its digest.
-    pub(crate) fn finish_checkpoint(&mut self, seq: Seq, out: &mut Vec<Action>) {
+    pub(crate) fn finish_checkpoint(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
         let Some(token) = self.exec_tokens.get(&seq).copied() else {
             return;
         };
@@ -91,7 +91,7 @@ impl OrderReplica {
         if self.rejoin.is_some() {
             // A rejoining replica casts no checkpoint vote, not even for itself: the fence is
             // passed on n - u votes of others.
-            self.check_stable(seq, out);
+            self.check_stable(now, seq, out);
             return;
         }
         self.send_to_peers(&Message::Checkpoint { seq, digest }, out);
@@ -99,7 +99,7 @@ impl OrderReplica {
             .entry(seq)
             .or_default()
             .insert(self.me, digest);
-        self.check_stable(seq, out);
+        self.check_stable(now, seq, out);
     }
 
     // ---------------------------------------------------------------- order checkpoints
@@ -143,13 +143,12 @@ impl OrderReplica {
             .entry(seq)
             .or_default()
             .insert(j, digest);
-        self.check_stable(seq, out);
-        let _ = now;
+        self.check_stable(now, seq, out);
     }
 
     /// A checkpoint is stable once n-u replicas report the same digest. If it is ahead of what
     /// this replica has applied, fetch the state it describes from a peer.
-    pub(crate) fn check_stable(&mut self, seq: Seq, out: &mut Vec<Action>) {
+    pub(crate) fn check_stable(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
         if seq <= self.stable.seq {
             return;
         }
@@ -167,7 +166,7 @@ impl OrderReplica {
         match self.own_checkpoints.get(&seq) {
             Some((mine, bytes)) if *mine == digest => {
                 let bytes = bytes.clone();
-                self.make_stable(seq, digest, bytes, out);
+                self.make_stable(now, seq, digest, bytes, out);
             }
             Some(_) => self.counters.add("checkpoint-diverged"),
             // Behind it, or our own execution token never arrived: take the state from a peer.
@@ -185,6 +184,7 @@ impl OrderReplica {
     /// Garbage-collect everything the stable checkpoint at `seq` makes obsolete.
     pub(crate) fn make_stable(
         &mut self,
+        now: Micros,
         seq: Seq,
         digest: Digest,
         bytes: Vec<u8>,
@@ -201,6 +201,10 @@ impl OrderReplica {
         self.put(STABLE_KEY.to_string(), record, out);
         self.sync(out);
         let old = self.stable.seq;
+        if self.accepted_upto >= self.window_top() {
+            // The primary could propose nothing until now: its heartbeat starts here.
+            self.monitor_window_reopened(now);
+        }
         for s in self
             .slots
             .range(..=seq)
@@ -260,6 +264,7 @@ impl OrderReplica {
         if self.awaiting_state.is_some_and(|(s, _)| s <= seq) {
             self.awaiting_state = None;
         }
+        self.window_moved = true;
         out.push(Action::Observe(Observation::StableCheckpoint { seq }));
     }
 
@@ -297,7 +302,7 @@ impl OrderReplica {
         self.awaiting_state = None;
         self.caught_up_at = now;
         if seq > self.stable.seq {
-            self.make_stable(seq, digest, state, out);
+            self.make_stable(now, seq, digest, state, out);
         }
         self.apply_committed(now, out);
         if self.active {

@@ -98,6 +98,10 @@ pub struct OrderReplica {
     accepted_upto: Seq,
     buffered: BTreeMap<Seq, (Vec<SignedRequest>, Micros, u64)>,
     next_propose: Seq,
+    /// A stable checkpoint moved the window during this event: a primary proposes what waited
+    /// for it when the event is done (not from inside the checkpoint code, which agreement
+    /// itself calls).
+    window_moved: bool,
     last_proposed_time: Micros,
     batch_timer_armed: bool,
     batch_timer_fired: bool,
@@ -184,6 +188,7 @@ impl OrderReplica {
             accepted_upto: 0,
             buffered: BTreeMap::new(),
             next_propose: 1,
+            window_moved: false,
             last_proposed_time: 0,
             batch_timer_armed: false,
             batch_timer_fired: false,
@@ -504,6 +509,9 @@ impl Stage for OrderReplica {
                 Ok((from, msg)) => self.on_message(now, from, msg, out),
                 Err(e) => self.counters.add(e.drop_counter()),
             },
+        }
+        if std::mem::take(&mut self.window_moved) && self.is_primary() {
+            self.try_propose(now, out);
         }
         if self.rejoin.is_some() {
             self.maybe_rejoin(now, out);

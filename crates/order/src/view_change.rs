@@ -477,7 +477,7 @@ impl OrderReplica {
                 .get(&d.checkpoint_seq)
                 .filter(|(dg, _)| *dg == d.checkpoint_digest);
             if let Some((dg, bytes)) = own.cloned() {
-                self.make_stable(d.checkpoint_seq, dg, bytes, out);
+                self.make_stable(now, d.checkpoint_seq, dg, bytes, out);
             } else {
                 self.awaiting_state = Some((d.checkpoint_seq, d.checkpoint_digest));
                 self.send_to_peers(
