@@ -6,6 +6,9 @@
 //! primaries this replica has heard nothing from for [`SILENT_HEARTBEATS`] heartbeats while it
 //! heard the others.
 //!
+//! A view change already under way to a primary that turns out dead (silent as long, while a
+//! quorum of VIEW-CHANGEs is in) is given up at once instead of after its timeout.
+//!
 //! Safety is untouched: any view number is a safe target (PBFT's view change does not need
 //! consecutive views). Liveness: replicas that judge differently converge as before, since
 //! `min(u,r)+1` VIEW-CHANGEs for a higher view make the rest join it. A replica joining a view
@@ -60,6 +63,15 @@ impl Liveness {
 }
 
 impl OrderReplica {
+    /// This view's primary is known dead: a view change waiting for its NEW-VIEW gives up
+    /// now rather than after the whole view-change timeout (a node paused just as the view
+    /// moved onto it left the nemesis harness 1.1 s without a successful operation).
+    pub(crate) fn awaited_primary_dead(&self) -> bool {
+        let p = self.primary();
+        let silence = self.cfg.heartbeat_us.saturating_mul(SILENT_HEARTBEATS);
+        p != self.me && self.liveness.silent(p, self.me, silence)
+    }
+
     /// The first view from `view` on whose primary is not known dead, skipping at most
     /// `n_order - 1` views (if every other replica looks dead, `view` itself).
     pub(crate) fn next_live_view(&mut self, view: View) -> View {

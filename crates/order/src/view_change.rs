@@ -546,10 +546,14 @@ impl OrderReplica {
 
     pub(crate) fn view_change_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
         self.note_view_change_quorum(now);
-        if self
+        let timed_out = self
             .view_change_quorum_at
-            .is_some_and(|t| now >= t + self.view_change_timeout())
-        {
+            .is_some_and(|t| now >= t + self.view_change_timeout());
+        let primary_dead = self.view_change_quorum_at.is_some() && self.awaited_primary_dead();
+        if primary_dead && !timed_out {
+            self.counters.add("view-change-primary-dead");
+        }
+        if timed_out || primary_dead {
             let target = self.next_live_view(self.view + 1);
             self.start_view_change(now, target, ViewChangeCause::Incomplete, out);
             return;

@@ -298,6 +298,41 @@ fn a_primary_whose_window_is_full_is_not_suspected_by_the_heartbeat() {
     }
 }
 
+/// A view change waiting for a NEW-VIEW from a primary that turns out dead gives up once the
+/// primary has been silent for five heartbeats while the others spoke, not after the whole
+/// view-change timeout (the nemesis harness: a node paused as the view moved onto it left
+/// 1.1 s without a successful operation).
+#[test]
+fn a_view_change_to_a_dead_primary_is_given_up_before_its_timeout() {
+    let mut h = Harness::with_config(1, 1, 8, |c| c.view_change_timeout_us = 1_000_000);
+    let heartbeat = h.cfg.heartbeat_us;
+    let timeout = h.cfg.view_change_timeout_us;
+    h.request(0, 1, b"a");
+    h.advance(20_000);
+    assert_eq!(h.committed.len(), 1);
+    // o1, the primary of view 1, dies just as o0 stops proposing: the backups go to view 1
+    // before o1 has been silent long enough to be skipped.
+    h.crash(1);
+    h.drop_kinds = vec!["pre-prepare"];
+    h.request(1, 1, b"b");
+    h.advance(heartbeat * 2);
+    h.drop_kinds.clear();
+    for b in [2, 3] {
+        assert_eq!(h.replica(b).view(), 1, "backup {b} waits for o1's NEW-VIEW");
+    }
+    h.advance(8 * heartbeat);
+    assert!(8 * heartbeat < timeout / 2);
+    for b in [0, 2, 3] {
+        let r = h.replica(b);
+        assert!(r.view() >= 2, "replica {b} still in view {}", r.view());
+    }
+    assert!([0, 2, 3]
+        .iter()
+        .any(|b| h.replica(*b).counters().get("view-change-primary-dead") >= 1));
+    h.advance(20_000);
+    assert_eq!(h.committed.len(), 2);
+}
+
 /// Agreement liveness without timers: a PREPARE that overtakes its PRE-PREPARE (it is small,
 /// and comes on another connection) still counts. With one replica down every live vote is
 /// needed, and a wiped early vote stalled the slot until the 200 ms resend (found by the

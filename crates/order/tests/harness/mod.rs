@@ -63,12 +63,23 @@ pub fn principals(q: &Quorums) -> Vec<Principal> {
 
 impl Harness {
     pub fn new(u: u16, r: u16, cp: u64) -> Harness {
+        Harness::with_config(u, r, cp, |_| {})
+    }
+
+    /// `new`, with `adjust` applied to the protocol configuration first.
+    pub fn with_config(
+        u: u16,
+        r: u16,
+        cp: u64,
+        adjust: impl FnOnce(&mut ProtocolConfig),
+    ) -> Harness {
         let q = Quorums::minimal(Faults::new(u, r));
         let mut cfg = ProtocolConfig::new(q);
         cfg.checkpoint_interval = cp;
         cfg.batch_max = 4;
         cfg.view_change_timeout_us = 200_000;
         cfg.catch_up_us = 20_000;
+        adjust(&mut cfg);
         let cfg = Arc::new(cfg);
         let ids: HashMap<Principal, Arc<Identity>> = principals(&q)
             .into_iter()
