@@ -79,14 +79,27 @@ impl Default for Recorder {
     }
 }
 
-/// One Redis connection, reopened after any error.
-struct Redis {
+/// One Redis connection running the key-value operations a checked history records (GET,
+/// SET, INCR by 1), reopened after any error. The real-process tests use it too.
+pub struct Redis {
     port: u16,
+    timeout: Duration,
     con: Option<redis::Connection>,
 }
 
 impl Redis {
-    fn call(&mut self, op: &KvOp<Vec<u8>, Vec<u8>>) -> Result<KvRet<Vec<u8>>, String> {
+    /// A client of the Redis front end on 127.0.0.1:`port`; each operation times out after
+    /// `timeout` (connecting, after 2 s).
+    pub fn new(port: u16, timeout: Duration) -> Redis {
+        Redis {
+            port,
+            timeout,
+            con: None,
+        }
+    }
+
+    /// Runs `op`; on any error the connection is dropped (the next call reconnects).
+    pub fn call(&mut self, op: &KvOp<Vec<u8>, Vec<u8>>) -> Result<KvRet<Vec<u8>>, String> {
         let result = self.call_once(op);
         if result.is_err() {
             self.con = None;
@@ -94,20 +107,24 @@ impl Redis {
         result
     }
 
+    fn connect(&self) -> Result<redis::Connection, String> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .map_err(|e| e.to_string())?;
+        let con = client
+            .get_connection_with_timeout(Duration::from_secs(2))
+            .map_err(|e| e.to_string())?;
+        con.set_read_timeout(Some(self.timeout))
+            .map_err(|e| e.to_string())?;
+        con.set_write_timeout(Some(self.timeout))
+            .map_err(|e| e.to_string())?;
+        Ok(con)
+    }
+
     fn call_once(&mut self, op: &KvOp<Vec<u8>, Vec<u8>>) -> Result<KvRet<Vec<u8>>, String> {
-        if self.con.is_none() {
-            let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
-                .map_err(|e| e.to_string())?;
-            let con = client
-                .get_connection_with_timeout(Duration::from_secs(2))
-                .map_err(|e| e.to_string())?;
-            con.set_read_timeout(Some(OP_TIMEOUT))
-                .map_err(|e| e.to_string())?;
-            con.set_write_timeout(Some(OP_TIMEOUT))
-                .map_err(|e| e.to_string())?;
-            self.con = Some(con);
-        }
-        let con = self.con.as_mut().expect("connected above");
+        let con = match &mut self.con {
+            Some(con) => con,
+            None => self.con.insert(self.connect()?),
+        };
         let e = |e: redis::RedisError| e.to_string();
         Ok(match op {
             KvOp::Get { key } => KvRet::Value(
@@ -130,7 +147,7 @@ impl Redis {
             KvOp::Increment { key, delta: 1 } => {
                 KvRet::Int(redis::cmd("INCR").arg(key).query::<i64>(con).map_err(e)?)
             }
-            other => unreachable!("the load never issues {other:?}"),
+            other => return Err(format!("not a GET, SET or INCR by 1: {other:?}")),
         })
     }
 }
@@ -163,7 +180,7 @@ impl Load {
                 let (recorder, stop, last_error) =
                     (recorder.clone(), stop.clone(), last_error.clone());
                 std::thread::spawn(move || {
-                    let mut redis = Redis { port, con: None };
+                    let mut redis = Redis::new(port, OP_TIMEOUT);
                     let mut n = 0;
                     while !stop.load(Ordering::Relaxed) {
                         n += 1;
@@ -204,7 +221,7 @@ pub fn final_reads(
     timeout: Duration,
 ) -> Result<(), String> {
     let start = Instant::now();
-    let mut redis = Redis { port, con: None };
+    let mut redis = Redis::new(port, OP_TIMEOUT);
     for key in REGISTERS.iter().chain([&COUNTER]) {
         loop {
             match recorder.run(client, KvOp::get(key.as_bytes()), &mut redis) {

@@ -196,7 +196,13 @@ impl Processes {
 
     /// A node's `/status`, parsed; `None` if it does not answer within a second.
     pub fn status(&self, node: usize) -> Option<serde_json::Value> {
-        serde_json::from_str(&http_get(self.admin(node), "/status")?).ok()
+        serde_json::from_str(&http_get(
+            self.admin(node),
+            "/status",
+            ADMIN_CONNECT_TIMEOUT,
+            ADMIN_IO_TIMEOUT,
+        )?)
+        .ok()
     }
 
     /// The node hosting the primary, as the first node to answer says.
@@ -230,11 +236,17 @@ pub fn host(node: u16) -> Ipv4Addr {
     Ipv4Addr::new(127, 0, 0, FIRST_HOST + node as u8)
 }
 
-/// HTTP/1.0 GET with short timeouts: the body if the status is 200.
-fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(300)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-    s.set_write_timeout(Some(Duration::from_secs(1))).ok()?;
+/// A node's admin pages are polled with these timeouts: a paused node must not stall the
+/// harness.
+const ADMIN_CONNECT_TIMEOUT: Duration = Duration::from_millis(300);
+const ADMIN_IO_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// HTTP/1.0 GET, giving up after `connect` to connect and `io` per read or write: the body if
+/// the status is 200. The real-process tests use it too.
+pub fn http_get(addr: SocketAddr, path: &str, connect: Duration, io: Duration) -> Option<String> {
+    let mut s = TcpStream::connect_timeout(&addr, connect).ok()?;
+    s.set_read_timeout(Some(io)).ok()?;
+    s.set_write_timeout(Some(io)).ok()?;
     write!(
         s,
         "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"

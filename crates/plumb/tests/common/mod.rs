@@ -506,21 +506,14 @@ impl Drop for Cluster {
     }
 }
 
-/// A minimal HTTP/1.0 GET with short timeouts; the body if the status is 200.
+/// HTTP/1.0 GET with short timeouts (the nemesis harness's); the body if the status is 200.
 pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    plumb_nemesis::processes::http_get(
+        addr,
+        path,
+        Duration::from_millis(500),
+        Duration::from_secs(2),
     )
-    .ok()?;
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).ok()?;
-    let (head, body) = resp.split_once("\r\n\r\n")?;
-    let ok = head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200");
-    ok.then(|| body.to_string())
 }
 
 /// Flips every bit of the byte at `offset` of `path`; returns the old byte.
@@ -611,71 +604,20 @@ impl Recorder {
     }
 }
 
-/// One Redis connection with a read timeout.
-pub struct Redis {
-    port: u16,
-    con: Option<redis::Connection>,
-}
+/// One Redis connection (the nemesis harness's client), with the tests' operation timeout.
+pub struct Redis(plumb_nemesis::load::Redis);
 
 impl Redis {
     pub fn new(port: u16) -> Redis {
-        Redis { port, con: None }
-    }
-
-    fn con(&mut self) -> Result<&mut redis::Connection, String> {
-        if self.con.is_none() {
-            let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
-                .map_err(|e| e.to_string())?;
-            let con = client
-                .get_connection_with_timeout(Duration::from_secs(2))
-                .map_err(|e| e.to_string())?;
-            con.set_read_timeout(Some(OP_TIMEOUT))
-                .map_err(|e| e.to_string())?;
-            con.set_write_timeout(Some(OP_TIMEOUT))
-                .map_err(|e| e.to_string())?;
-            self.con = Some(con);
-        }
-        Ok(self.con.as_mut().unwrap())
+        Redis(plumb_nemesis::load::Redis::new(port, OP_TIMEOUT))
     }
 
     /// Runs `op`; on any error the connection is dropped (the next call reconnects).
     pub fn exec(&mut self, op: &KvOp<Vec<u8>, Vec<u8>>) -> Answer {
-        let r = self.exec_inner(op);
-        match r {
+        match self.0.call(op) {
             Ok(ret) => Answer::Ret(ret),
-            Err(e) => {
-                self.con = None;
-                Answer::Unknown(e)
-            }
+            Err(e) => Answer::Unknown(e),
         }
-    }
-
-    fn exec_inner(&mut self, op: &KvOp<Vec<u8>, Vec<u8>>) -> Result<KvRet<Vec<u8>>, String> {
-        let con = self.con()?;
-        let e = |e: redis::RedisError| e.to_string();
-        Ok(match op {
-            KvOp::Get { key } => KvRet::Value(
-                redis::cmd("GET")
-                    .arg(key)
-                    .query::<Option<Vec<u8>>>(con)
-                    .map_err(e)?,
-            ),
-            KvOp::Set { key, value } => {
-                let s = redis::cmd("SET")
-                    .arg(key)
-                    .arg(value)
-                    .query::<String>(con)
-                    .map_err(e)?;
-                if s != "OK" {
-                    return Err(format!("SET answered {s:?}"));
-                }
-                KvRet::Ok
-            }
-            KvOp::Increment { key, delta: 1 } => {
-                KvRet::Int(redis::cmd("INCR").arg(key).query::<i64>(con).map_err(e)?)
-            }
-            other => panic!("not used: {other:?}"),
-        })
     }
 }
 
