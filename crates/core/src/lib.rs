@@ -20,7 +20,7 @@ pub use keys::KeyRing;
 pub use observe::{Counters, DivergenceReport, Observation};
 pub use plumb_wire::Micros;
 pub use rng::Rng;
-pub use stall::{SlowRequest, StallStage, ViewChangeCause, WaitReason};
+pub use stall::{Evidence, SlowRequest, StallStage, ViewChangeCause, WaitReason};
 pub use storage::{Recovered, StoreOp};
 
 use plumb_wire::{ClientId, Principal, ReqNo};

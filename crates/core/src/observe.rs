@@ -1,4 +1,4 @@
-use crate::stall::{SlowRequest, ViewChangeCause};
+use crate::stall::{Evidence, SlowRequest, ViewChangeCause};
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Micros, ReqNo, Seq, View};
 use std::collections::BTreeMap;
@@ -60,6 +60,13 @@ pub enum Observation {
     Diverged(DivergenceReport),
     /// An order replica asked for view `view`, for `cause`.
     ViewChangeStarted { view: View, cause: ViewChangeCause },
+    /// An order replica began to suspect the primary of view `view` (once per view), for
+    /// `cause`, on `evidence`.
+    Suspected {
+        view: View,
+        cause: ViewChangeCause,
+        evidence: Evidence,
+    },
     /// A request waited longer than `slow_request_us` in a stage.
     SlowRequest(SlowRequest),
 }

@@ -95,6 +95,79 @@ impl ViewChangeCause {
     }
 }
 
+/// What a backup saw when its monitor suspected the primary: logged by the node beside the
+/// cause, so an operator can tell a real fault from a false suspicion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evidence {
+    /// No valid PRE-PREPARE for `silent` while a request had been pending here for `waited`;
+    /// this replica had accepted PRE-PREPAREs up to `accepted` of a window reaching
+    /// `window_top`, and the newest checkpoint the primary announced was `primary_checkpoint`
+    /// above this replica's stable one (the primary's window reaches two intervals past its own
+    /// stable checkpoint, which is at most that).
+    Silence {
+        silent: Micros,
+        waited: Micros,
+        accepted: u64,
+        window_top: u64,
+        primary_checkpoint: Option<u64>,
+    },
+    /// Requests per second of busy time in the window just judged, against the bar it had to
+    /// meet; the mean time a request pending here waited for its PRE-PREPARE in that window,
+    /// against the most a request may wait before the rate counts as the primary's
+    /// (`None`: no reference yet, the rate alone judges).
+    Rate {
+        rate: u64,
+        bar: u64,
+        order_delay: Option<Micros>,
+        delay_bar: Option<Micros>,
+    },
+    /// The cause says it all (a bad batch, a timeout, peers in a later view).
+    None,
+}
+
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Evidence::Silence {
+                silent,
+                waited,
+                accepted,
+                window_top,
+                primary_checkpoint,
+            } => {
+                write!(
+                    f,
+                    "no PRE-PREPARE for {} ms, a request pending for {} ms; accepted up to batch {accepted} of a window reaching {window_top}",
+                    silent / 1000,
+                    waited / 1000
+                )?;
+                match primary_checkpoint {
+                    Some(seq) => write!(f, ", the primary's newest checkpoint {seq}"),
+                    None => write!(f, ", no checkpoint from the primary above the stable one"),
+                }
+            }
+            Evidence::Rate {
+                rate,
+                bar,
+                order_delay,
+                delay_bar,
+            } => {
+                write!(f, "{rate} requests/s of busy time against a bar of {bar}")?;
+                if let (Some(d), Some(b)) = (order_delay, delay_bar) {
+                    write!(
+                        f,
+                        ", requests waited {:.1} ms for their PRE-PREPARE against at most {:.1}",
+                        d as f64 / 1000.0,
+                        b as f64 / 1000.0
+                    )?;
+                }
+                Ok(())
+            }
+            Evidence::None => Ok(()),
+        }
+    }
+}
+
 /// The stage a slow request waited in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum StallStage {

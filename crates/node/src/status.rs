@@ -377,6 +377,21 @@ impl Observed {
                 eprintln!("node {}: {line}", s.node);
                 s.last_view_change = Some(line);
             }
+            Observation::Suspected {
+                view,
+                cause,
+                evidence,
+            } => {
+                let why = match evidence {
+                    plumb_core::Evidence::None => String::new(),
+                    e => format!(" ({e})"),
+                };
+                eprintln!(
+                    "node {}: suspect the primary of view {view}: {}{why}",
+                    s.node,
+                    cause.as_str()
+                );
+            }
             Observation::SlowRequest(slow) => {
                 m.slow_requests
                     .get_or_create(&SlowLabels {

@@ -21,7 +21,7 @@
 //! authentication replica. docs/robustness.md has the argument.
 
 use crate::OrderReplica;
-use plumb_core::{Action, Micros, TimerId, ViewChangeCause};
+use plumb_core::{Action, Evidence, Micros, TimerId, ViewChangeCause};
 use plumb_wire::{ClientId, ReqNo};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
@@ -69,6 +69,12 @@ pub(crate) struct Monitor {
     /// When a stable checkpoint last freed a window the primary had filled: it could propose
     /// nothing before, so the heartbeat counts from here.
     window_reopened: Micros,
+    /// Order delay (how long a request pending here waited for the PRE-PREPARE that ordered
+    /// it) over the current window, and over the judged windows of this view: (sum, count).
+    window_delay: (Micros, u64),
+    view_delay: (Micros, u64),
+    /// Mean order delays of past views, newest last, at most `throughput_views`.
+    past_delays: VecDeque<Micros>,
 }
 
 impl OrderReplica {
@@ -135,7 +141,18 @@ impl OrderReplica {
         let due = since + self.heartbeat();
         if now >= due {
             self.monitor.misses = self.monitor.misses.saturating_add(1);
-            self.suspect(now, ViewChangeCause::Heartbeat, out);
+            let evidence = Evidence::Silence {
+                silent: now.saturating_sub(
+                    self.monitor
+                        .last_pre_prepare
+                        .max(self.monitor.window_reopened),
+                ),
+                waited: now.saturating_sub(pending),
+                accepted: self.accepted_upto,
+                window_top: self.window_top(),
+                primary_checkpoint: self.newest_checkpoint_of(self.primary()),
+            };
+            self.suspect_on(now, ViewChangeCause::Heartbeat, evidence, out);
             if !self.watching() {
                 return;
             }
@@ -155,6 +172,15 @@ impl OrderReplica {
         });
     }
 
+    /// The newest checkpoint replica `j` announced that this replica still holds a vote for.
+    fn newest_checkpoint_of(&self, j: u16) -> Option<u64> {
+        self.checkpoint_votes
+            .iter()
+            .rev()
+            .find(|(_, votes)| votes.contains_key(&j))
+            .map(|(seq, _)| *seq)
+    }
+
     /// A stable checkpoint freed the window the primary had filled.
     pub(crate) fn monitor_window_reopened(&mut self, now: Micros) {
         self.monitor.window_reopened = now;
@@ -170,6 +196,17 @@ impl OrderReplica {
     ) {
         self.monitor.misses = 0;
         self.monitor.last_pre_prepare = now;
+        for (c, nc) in batch {
+            let waited = self
+                .requests
+                .get(c)
+                .filter(|e| e.nc == *nc)
+                .and_then(|e| e.pending_since);
+            if let Some(t) = waited {
+                self.monitor.window_delay.0 += now.saturating_sub(t);
+                self.monitor.window_delay.1 += 1;
+            }
+        }
         self.note_busy(now);
         // Aardvark's rule (seed 004 §3.4.3): client c's request, held here since h, is passed
         // over unfairly once `unfair_orders` PRE-PREPAREs after h ordered requests of one other
@@ -240,6 +277,10 @@ impl OrderReplica {
         let rate = done.saturating_mul(1_000_000) / elapsed;
         self.monitor.view_busy += elapsed;
         self.monitor.view_applied += done;
+        let (delay_sum, delays) = std::mem::take(&mut self.monitor.window_delay);
+        self.monitor.view_delay.0 += delay_sum;
+        self.monitor.view_delay.1 += delays;
+        let order_delay = delay_sum.checked_div(delays);
         if self.primary() == self.me {
             return;
         }
@@ -249,7 +290,13 @@ impl OrderReplica {
             // another primary achieves (a primary slow from the start is otherwise never
             // measured against anything).
             if graced {
-                self.suspect(now, ViewChangeCause::NoReference, out);
+                let evidence = Evidence::Rate {
+                    rate,
+                    bar: 0,
+                    order_delay,
+                    delay_bar: None,
+                };
+                self.suspect_on(now, ViewChangeCause::NoReference, evidence, out);
             }
             return;
         };
@@ -260,18 +307,51 @@ impl OrderReplica {
         if graced {
             self.monitor.raises += 1;
         }
-        let rate = rate as f64;
-        if rate < base {
+        let delay_bar = self.order_delay_bar();
+        let evidence = |bar: f64| Evidence::Rate {
+            rate,
+            bar: bar as u64,
+            order_delay,
+            delay_bar,
+        };
+        if (rate as f64) < base {
+            // Below the bar is the primary's doing only if requests waited for it: with
+            // closed-loop clients the rate is bounded by their round trips, and on two shared
+            // cores a window's rate swings by tens of percent with everything else on the
+            // machine. A primary that holds requests back shows in the order delay; one that
+            // keeps up while the rest of the pipeline is slow does not.
+            // With no past order delay to compare with (this replica was the primary of every
+            // view it measured) it cannot tell: the backups that can will judge.
+            let excused = match (order_delay, delay_bar) {
+                (Some(d), Some(b)) => (d <= b).then_some("rate-below-bar-primary-kept-up"),
+                (None, Some(_)) => None,
+                (_, None) => Some("rate-below-bar-no-delay-reference"),
+            };
+            if let Some(excuse) = excused {
+                self.counters.add(excuse);
+                self.monitor.below = 0;
+                return;
+            }
             self.monitor.below += 1;
             if self.monitor.below >= SLOW_WINDOWS {
-                self.suspect(now, ViewChangeCause::SlowPrimary, out);
+                self.suspect_on(now, ViewChangeCause::SlowPrimary, evidence(base), out);
             }
             return;
         }
         self.monitor.below = 0;
-        if rate < risen {
-            self.suspect(now, ViewChangeCause::Rotation, out);
+        if (rate as f64) < risen {
+            self.suspect_on(now, ViewChangeCause::Rotation, evidence(risen), out);
         }
+    }
+
+    /// The most a request pending here may wait, on average over a window, for the
+    /// PRE-PREPARE that orders it while the rate below the bar still counts as not the
+    /// primary's doing: twice the best mean order delay of past views, plus a batch timeout
+    /// (a correct primary may wait that long to fill a batch). `None` with no past view to
+    /// compare with.
+    fn order_delay_bar(&self) -> Option<Micros> {
+        let best = self.monitor.past_delays.iter().min()?;
+        Some(best.saturating_mul(2) + self.cfg.batch_timeout_us)
     }
 
     /// When the current view was entered, or the last view change began.
@@ -310,6 +390,14 @@ impl OrderReplica {
                 self.monitor.past_rates.pop_front();
             }
         }
+        let (sum, count) = std::mem::take(&mut self.monitor.view_delay);
+        if let Some(delay) = sum.checked_div(count) {
+            self.monitor.past_delays.push_back(delay);
+            while self.monitor.past_delays.len() > self.cfg.throughput_views {
+                self.monitor.past_delays.pop_front();
+            }
+        }
+        self.monitor.window_delay = (0, 0);
         self.monitor.view_busy = 0;
         self.monitor.view_applied = 0;
         self.monitor.below = 0;

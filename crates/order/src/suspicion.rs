@@ -19,7 +19,7 @@
 //! a view change took before too.
 
 use crate::OrderReplica;
-use plumb_core::{Action, Micros, ViewChangeCause};
+use plumb_core::{Action, Evidence, Micros, Observation, ViewChangeCause};
 use plumb_wire::{Message, View};
 use std::collections::BTreeMap;
 
@@ -42,6 +42,17 @@ impl OrderReplica {
     /// Suspect the current primary for `cause`: tell peers (again, if we already did: a lost
     /// SUSPECT must not leave the view in place), and change view if enough replicas do.
     pub(crate) fn suspect(&mut self, now: Micros, cause: ViewChangeCause, out: &mut Vec<Action>) {
+        self.suspect_on(now, cause, Evidence::None, out);
+    }
+
+    /// `suspect`, saying what the monitor saw (logged with the first suspicion of a view).
+    pub(crate) fn suspect_on(
+        &mut self,
+        now: Micros,
+        cause: ViewChangeCause,
+        evidence: Evidence,
+        out: &mut Vec<Action>,
+    ) {
         if !self.active {
             return;
         }
@@ -49,6 +60,11 @@ impl OrderReplica {
         if self.suspicions.own.is_none_or(|(v, _)| v != view) {
             self.counters.add(cause.suspicion_counter());
             self.suspicions.own = Some((view, cause));
+            out.push(Action::Observe(Observation::Suspected {
+                view,
+                cause,
+                evidence,
+            }));
         }
         self.suspicions.by_replica.insert(self.me, (view, now));
         self.send_to_peers(&Message::Suspect { view }, out);

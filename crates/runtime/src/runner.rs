@@ -85,7 +85,15 @@ pub struct Runner<S: Stage, H: Host<S>> {
     sync_pending: bool,
     /// Actions that must wait for that sync, in order.
     held: Vec<Action>,
+    /// Time spent in storage so far: the part of a slow step that was the disk's.
+    store_time: Duration,
+    /// When a slow step was last logged, and how many went unlogged since.
+    slow_logged: Option<(Instant, u64)>,
 }
+
+/// A step (one event handled, or one group commit) or a timer's lateness beyond this is logged:
+/// it is a pause every peer sees (the heartbeat is 40 ms).
+const SLOW_STEP: Duration = Duration::from_millis(20);
 
 /// Most events handled under one group commit.
 pub const GROUP_MAX: usize = 64;
@@ -113,6 +121,8 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
             actions: Vec::new(),
             sync_pending: false,
             held: Vec::new(),
+            store_time: Duration::ZERO,
+            slow_logged: None,
         }
     }
 
@@ -136,7 +146,12 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
                 .map(|(id, _)| *id)
                 .collect();
             for id in due {
-                self.timers.remove(&id);
+                if let Some(at) = self.timers.remove(&id) {
+                    let late = now.saturating_duration_since(at);
+                    if late > SLOW_STEP {
+                        self.log_slow("a timer fired late (the thread got no CPU, or was busy with a group of events)", late, None);
+                    }
+                }
                 self.step(Event::Timer(id));
             }
             self.commit();
@@ -189,6 +204,12 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
     /// host start more work (a completed client takes the next job), which may need its own
     /// sync: repeat until nothing waits.
     fn commit(&mut self) {
+        let (started, stored) = (Instant::now(), self.store_time);
+        self.commit_group();
+        self.check_slow("group commit", started, stored);
+    }
+
+    fn commit_group(&mut self) {
         let me = self.shared.principal;
         while self.sync_pending || !self.held.is_empty() {
             if self.sync_pending {
@@ -208,11 +229,52 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
     }
 
     fn step(&mut self, event: Event) {
+        let (started, stored) = (Instant::now(), self.store_time);
+        let what = match event {
+            Event::Start => "starting",
+            Event::Receive(_) => "handling a message",
+            Event::Timer(_) => "handling a timer",
+        };
         let mut out = std::mem::take(&mut self.actions);
         self.stage.handle(wall_micros(), event, &mut out);
         self.carry_out(&mut out);
         self.actions = out;
         self.after();
+        self.check_slow(what, started, stored);
+    }
+
+    fn check_slow(&mut self, what: &str, started: Instant, stored_before: Duration) {
+        let took = started.elapsed();
+        if took > SLOW_STEP {
+            let stored = self.store_time.saturating_sub(stored_before);
+            self.log_slow(what, took, Some(stored));
+        }
+    }
+
+    /// One line per second at most, saying how many went unlogged: under a stall every step
+    /// is slow.
+    fn log_slow(&mut self, what: &str, took: Duration, stored: Option<Duration>) {
+        let now = Instant::now();
+        if let Some((last, skipped)) = &mut self.slow_logged {
+            if now.duration_since(*last) < Duration::from_secs(1) {
+                *skipped += 1;
+                return;
+            }
+        }
+        let skipped = self.slow_logged.map_or(0, |(_, n)| n);
+        let store = stored.map_or(String::new(), |d| {
+            format!(", {} ms of it in storage", d.as_millis())
+        });
+        let more = match skipped {
+            0 => String::new(),
+            n => format!(" ({n} more slow steps since the last line)"),
+        };
+        eprintln!(
+            "plumb: {}: slow step: {what} took {} ms{store}{more}",
+            self.shared.principal,
+            took.as_millis()
+        );
+        self.slow_logged = Some((now, 0));
     }
 
     fn after(&mut self) {
@@ -258,6 +320,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
             );
             std::process::exit(70);
         }
+        self.store_time += started.elapsed();
         if sync {
             self.shared
                 .fsync_seconds

@@ -78,6 +78,7 @@ impl Checker {
             | Observation::ExecCheckpointDiffers { .. }
             | Observation::Diverged(_)
             | Observation::ViewChangeStarted { .. }
+            | Observation::Suspected { .. }
             | Observation::SlowRequest(_) => {}
         }
     }
