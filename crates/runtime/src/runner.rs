@@ -91,8 +91,8 @@ pub struct Runner<S: Stage, H: Host<S>> {
     slow_logged: Option<(Instant, u64)>,
 }
 
-/// A step (one event handled, or one group commit) or a timer's lateness beyond this is logged:
-/// it is a pause every peer sees (the heartbeat is 40 ms).
+/// A replica's step (one event handled, or one group commit) or a timer's lateness beyond this
+/// is logged: it is a pause every peer sees (the heartbeat is 40 ms).
 const SLOW_STEP: Duration = Duration::from_millis(20);
 
 /// Most events handled under one group commit.
@@ -254,6 +254,10 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
     /// One line per second at most, saying how many went unlogged: under a stall every step
     /// is slow.
     fn log_slow(&mut self, what: &str, took: Duration, stored: Option<Duration>) {
+        // A client runs inside an application's process, whose stderr is the application's.
+        if matches!(self.shared.principal, Principal::Client(_)) {
+            return;
+        }
         let now = Instant::now();
         if let Some((last, skipped)) = &mut self.slow_logged {
             if now.duration_since(*last) < Duration::from_secs(1) {
