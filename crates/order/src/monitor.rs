@@ -5,7 +5,10 @@
 //!   still makes progress);
 //! - orders fewer requests per second over a window of busy time than a bar: a fraction of the
 //!   best rate of the last few views, rising after a grace period so that no primary reigns for
-//!   ever (with no past view to compare with, the view changes once the grace period is over);
+//!   ever (with no past view to compare with, the view changes once the grace period is over).
+//!   Below the base bar counts only while requests wait longer than usual for their
+//!   PRE-PREPAREs (the order delay): otherwise the clients or the rest of the pipeline, not the
+//!   primary, set the rate;
 //! - passes over a request it provably holds while `unfair_orders` PRE-PREPAREs order requests
 //!   of one other client.
 //!
