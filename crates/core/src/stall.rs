@@ -112,12 +112,12 @@ pub enum Evidence {
         primary_checkpoint: Option<u64>,
     },
     /// Requests per second of busy time in the window just judged, against the bar it had to
-    /// meet; the mean time a request pending here waited for its PRE-PREPARE in that window,
+    /// meet (`None`: no past view to compare with); the mean time a request pending here waited for its PRE-PREPARE in that window,
     /// against the most a request may wait before the rate counts as the primary's
     /// (`None`: no reference yet, the rate alone judges).
     Rate {
         rate: u64,
-        bar: u64,
+        bar: Option<u64>,
         order_delay: Option<Micros>,
         delay_bar: Option<Micros>,
     },
@@ -152,7 +152,15 @@ impl std::fmt::Display for Evidence {
                 order_delay,
                 delay_bar,
             } => {
-                write!(f, "{rate} requests/s of busy time against a bar of {bar}")?;
+                match bar {
+                    Some(bar) => {
+                        write!(f, "{rate} requests/s of busy time against a bar of {bar}")?
+                    }
+                    None => write!(
+                        f,
+                        "{rate} requests/s of busy time, no past view to compare with"
+                    )?,
+                }
                 if let (Some(d), Some(b)) = (order_delay, delay_bar) {
                     write!(
                         f,

@@ -295,7 +295,7 @@ impl OrderReplica {
             if graced {
                 let evidence = Evidence::Rate {
                     rate,
-                    bar: 0,
+                    bar: None,
                     order_delay,
                     delay_bar: None,
                 };
@@ -313,7 +313,7 @@ impl OrderReplica {
         let delay_bar = self.order_delay_bar();
         let evidence = |bar: f64| Evidence::Rate {
             rate,
-            bar: bar as u64,
+            bar: Some(bar as u64),
             order_delay,
             delay_bar,
         };
