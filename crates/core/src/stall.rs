@@ -121,6 +121,17 @@ pub enum Evidence {
         order_delay: Option<Micros>,
         delay_bar: Option<Micros>,
     },
+    /// Client `passed`'s request, held here (enough authentication rows that the primary has
+    /// it too) for `held` and pending here for `pending`, was passed over while `orders`
+    /// PRE-PREPAREs in a row, the first `ordering` ago, ordered requests of client `other`.
+    PassedOver {
+        passed: u64,
+        held: Micros,
+        pending: Micros,
+        other: u64,
+        orders: u32,
+        ordering: Micros,
+    },
     /// The cause says it all (a bad batch, a timeout, peers in a later view).
     None,
 }
@@ -171,6 +182,20 @@ impl std::fmt::Display for Evidence {
                 }
                 Ok(())
             }
+            Evidence::PassedOver {
+                passed,
+                held,
+                pending,
+                other,
+                orders,
+                ordering,
+            } => write!(
+                f,
+                "client {passed}'s request held here for {:.1} ms (pending {:.1} ms) while {orders} PRE-PREPAREs over {:.1} ms ordered client {other}'s",
+                held as f64 / 1000.0,
+                pending as f64 / 1000.0,
+                ordering as f64 / 1000.0
+            ),
             Evidence::None => Ok(()),
         }
     }

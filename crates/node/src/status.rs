@@ -53,6 +53,11 @@ pub struct DropLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StoreLabels {
+    pub principal: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EventLabels {
     pub principal: String,
     pub event: String,
@@ -108,6 +113,10 @@ pub struct Metrics {
     peer_cut_off: Family<PeerLabels, Gauge>,
     handshakes_refused: Family<ReasonLabels, Counter>,
     handshakes_failed: Family<PeerLabels, Counter>,
+    store_log_bytes: Family<StoreLabels, Gauge>,
+    store_live_bytes: Family<StoreLabels, Gauge>,
+    store_compactions: Family<StoreLabels, Counter>,
+    store_max_compaction_step_us: Family<StoreLabels, Gauge>,
 }
 
 impl Metrics {
@@ -136,6 +145,10 @@ impl Metrics {
             peer_cut_off: Family::default(),
             handshakes_refused: Family::default(),
             handshakes_failed: Family::default(),
+            store_log_bytes: Family::default(),
+            store_live_bytes: Family::default(),
+            store_compactions: Family::default(),
+            store_max_compaction_step_us: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -244,6 +257,26 @@ impl Metrics {
             "peer_handshakes_failed",
             "Handshakes this node's link to the peer node did not complete (refused by the peer, or cut short)",
             m.handshakes_failed.clone(),
+        );
+        registry.register(
+            "store_log_bytes",
+            "Length of the stage's storage log (a compaction starts at 64 MiB when it is more than twice the live bytes)",
+            m.store_log_bytes.clone(),
+        );
+        registry.register(
+            "store_live_bytes",
+            "Bytes the stage's live records take in its storage log",
+            m.store_live_bytes.clone(),
+        );
+        registry.register(
+            "store_compactions",
+            "Compactions of the stage's storage log finished since the node started",
+            m.store_compactions.clone(),
+        );
+        registry.register(
+            "store_max_compaction_step_us",
+            "Longest time one storage op of the stage spent on compaction since the node started, in microseconds",
+            m.store_max_compaction_step_us.clone(),
         );
         for s in stages {
             let sub = registry.sub_registry_with_label((
@@ -474,6 +507,27 @@ impl Observed {
                     advance_to(&m.events.get_or_create(&labels), v);
                 }
             }
+        }
+        for stage in &self.stages {
+            let st = stage
+                .store
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            let labels = StoreLabels {
+                principal: stage.principal.to_string(),
+            };
+            let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            m.store_log_bytes
+                .get_or_create(&labels)
+                .set(gauge(st.log_bytes));
+            m.store_live_bytes
+                .get_or_create(&labels)
+                .set(gauge(st.live_bytes));
+            advance_to(&m.store_compactions.get_or_create(&labels), st.compactions);
+            m.store_max_compaction_step_us
+                .get_or_create(&labels)
+                .set(gauge(st.max_compaction_step.as_micros() as u64));
         }
         for (reason, v) in router.drops.snapshot() {
             current.push((

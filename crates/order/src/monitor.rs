@@ -219,19 +219,22 @@ impl OrderReplica {
         // held here after c's: with 128 clients on two cores that fired 144 times in a
         // fault-free 15 s u1r0 run (one suspicion changes the view when r = 0).
         let k = self.cfg.unfair_orders.max(1) as usize;
-        let mut since = None;
+        // The client in this batch whose last `k` orderings began earliest, and when.
+        let mut since: Option<(Micros, ClientId)> = None;
         for (c, _) in batch {
             let times = self.monitor.ordered.entry(*c).or_default();
             times.push_back(now);
             while times.len() > k {
                 times.pop_front();
             }
-            if times.len() == k {
-                since = since.max(times.front().copied());
+            if let (true, Some(&first)) = (times.len() == k, times.front()) {
+                if since.is_none_or(|(t, _)| first > t) {
+                    since = Some((first, *c));
+                }
             }
         }
         // Requests held before `since` waited through `k` orders of some client in the batch.
-        let Some(since) = since else {
+        let Some((since, other)) = since else {
             return;
         };
         let in_batch: BTreeSet<ClientId> = batch.iter().map(|(c, _)| *c).collect();
@@ -242,13 +245,30 @@ impl OrderReplica {
         // looked unfair to some backup, and views churned (simulator seed 271, u=2 r=1).
         // A request held from before keeps the pending-request timeout as its guard.
         let view_since = self.monitor.view_since;
-        let unfair = self.requests.iter().any(|(c, e)| {
-            !in_batch.contains(c)
-                && e.nc > tentative.get(*c)
-                && e.held_since.is_some_and(|h| h < since && h >= view_since)
-        });
-        if unfair {
-            self.suspect(now, ViewChangeCause::Unfair, out);
+        // The longest-held such request is the evidence (a minimum, not the map's order, so
+        // the log is the same in every run of a simulation seed).
+        let passed = self
+            .requests
+            .iter()
+            .filter_map(|(c, e)| {
+                let held = e.held_since?;
+                let unfair = !in_batch.contains(c)
+                    && e.nc > tentative.get(*c)
+                    && held < since
+                    && held >= view_since;
+                unfair.then(|| (held, *c, e.pending_since.unwrap_or(held)))
+            })
+            .min();
+        if let Some((held, passed, pending)) = passed {
+            let evidence = Evidence::PassedOver {
+                passed: passed.into(),
+                held: now.saturating_sub(held),
+                pending: now.saturating_sub(pending),
+                other: other.into(),
+                orders: k as u32,
+                ordering: now.saturating_sub(since),
+            };
+            self.suspect_on(now, ViewChangeCause::Unfair, evidence, out);
         }
     }
 

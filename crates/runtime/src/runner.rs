@@ -13,7 +13,7 @@
 
 use crate::mailbox::{Item, Mailbox};
 use plumb_core::{Action, Counters, Event, Micros, Observation, Stage, StoreOp, TimerId};
-use plumb_storage::Store;
+use plumb_storage::{Store, StoreStats};
 use plumb_wire::Principal;
 use prometheus_client::metrics::histogram::Histogram;
 use std::collections::HashMap;
@@ -45,6 +45,8 @@ pub struct StageShared {
     pub counters: Mutex<Counters>,
     /// Seconds per `Sync`.
     pub fsync_seconds: Histogram,
+    /// The store's counters (log size, compactions), refreshed with `counters`.
+    pub store: Mutex<StoreStats>,
 }
 
 impl StageShared {
@@ -59,6 +61,7 @@ impl StageShared {
                 ]
                 .into_iter(),
             ),
+            store: Mutex::new(StoreStats::default()),
         })
     }
 }
@@ -194,6 +197,8 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner());
                 *c = self.stage.counters().clone();
+                drop(c);
+                *self.shared.store.lock().unwrap_or_else(|p| p.into_inner()) = self.store.stats();
             }
         }
         // Make sure everything written so far is durable before the thread ends.

@@ -19,6 +19,7 @@ const DIR: &str = "/store";
 fn options() -> StoreOptions {
     StoreOptions {
         compact_threshold: 16 << 10,
+        compact_step: 1 << 10,
         write_buffer: 2 << 10,
     }
 }

@@ -96,8 +96,12 @@
 //!   renamed over `log`, and the directory is fsynced before the store goes on, so a crash at
 //!   any point leaves either the complete old log or the complete new one.
 //! * Compaction starts, after a write, when the log is at least
-//!   [`StoreOptions::compact_threshold`] bytes and more than twice the live bytes. It makes
-//!   every earlier op durable (the new file is synced).
+//!   [`StoreOptions::compact_threshold`] bytes and more than twice the live bytes, and runs a
+//!   step at a time beside the store (see `compaction.rs` for why its new log replays to the
+//!   live state): each later op copies twice its own size of live state, each `Sync` copies
+//!   [`StoreOptions::compact_step`] bytes. The first `Sync` after the copy is complete syncs
+//!   and renames the new log instead of syncing the old one, so it makes every earlier op
+//!   durable as any `Sync` does. The replaced log is closed through [`Fs::retire`].
 //! * After any I/O error the store is poisoned and refuses every later op: after a failed
 //!   `fdatasync` the kernel may have dropped the dirty pages, so the only safe way on is to
 //!   reopen, which re-reads what really is on disk.
@@ -105,10 +109,12 @@
 //!   out of order, an unsynced record may read as damaged in front of the now-valid Sync
 //!   record; it is then reported as corrupt, which makes the stage recover it from peers.
 
+mod compaction;
 mod format;
 mod fs;
 pub mod inspect;
 mod sim_fs;
+mod writer;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -117,11 +123,13 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use format::{encode_head, record_len, Kind};
+use compaction::Compaction;
+use format::{record_len, Kind};
 pub use format::{FORMAT_VERSION, MAX_KEY_LEN, MAX_RECORD_LEN};
 pub use fs::{Fs, FsFile, RealFs};
 pub use plumb_core::{Recovered, StoreOp};
 pub use sim_fs::{SimFile, SimFs, SimLock, SECTOR};
+use writer::LogWriter;
 
 /// Name of the log file inside the store directory.
 pub const LOG_FILE: &str = "log";
@@ -135,6 +143,9 @@ pub const LOCK_FILE: &str = "LOCK";
 pub struct StoreOptions {
     /// Compact once the log is at least this many bytes and more than twice the live bytes.
     pub compact_threshold: u64,
+    /// Bytes of live state a compaction copies at each `Sync` (it also copies twice what each
+    /// other op appends).
+    pub compact_step: u64,
     /// Write the append buffer to the file once it holds this many bytes.
     pub write_buffer: usize,
 }
@@ -143,6 +154,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             compact_threshold: 64 << 20,
+            compact_step: 1 << 20,
             write_buffer: 256 << 10,
         }
     }
@@ -172,10 +184,14 @@ pub struct StoreStats {
     pub corrupt_keys: u64,
     /// Bytes appended since open (compaction output not included).
     pub bytes_appended: u64,
-    /// Compactions since open.
+    /// Compactions finished since open.
     pub compactions: u64,
     /// Total time spent compacting.
     pub compaction_time: Duration,
+    /// Longest time one op spent on compaction (its share of the copy, or the finish).
+    pub max_compaction_step: Duration,
+    /// Length of the new log of a compaction under way (0 if none).
+    pub compacting_bytes: u64,
     /// Records recovered at open.
     pub recovered_records: u64,
     /// Entries of [`Recovered::corrupt`] at open (keys and damaged spans).
@@ -298,54 +314,6 @@ fn live_len(key: &str, value: &[u8]) -> u64 {
     record_len(key.len(), value.len())
 }
 
-/// Write a complete log holding `records` and `corrupt` under the temporary name, sync it,
-/// rename it over the log and sync the directory. Returns the open file (positioned at its
-/// end), its salt and its length.
-fn write_snapshot<F: Fs>(
-    fs: &F,
-    dir: &Path,
-    records: &BTreeMap<String, Vec<u8>>,
-    corrupt: &BTreeSet<String>,
-) -> Result<(F::File, u32, u64), StoreError> {
-    let tmp = dir.join(TEMP_FILE);
-    let log = dir.join(LOG_FILE);
-    let mut file = fs.create(&tmp).map_err(io_err(&tmp, "create"))?;
-    let salt = fs.new_salt();
-    let mut out = Vec::with_capacity(1 << 20);
-    out.extend_from_slice(&format::encode_file_header(salt));
-    let mut len = out.len() as u64;
-    let write = |out: &mut Vec<u8>, file: &mut F::File| -> Result<(), StoreError> {
-        file.write_all(out).map_err(io_err(&tmp, "write"))?;
-        out.clear();
-        Ok(())
-    };
-    for (key, value) in records {
-        encode_head(&mut out, salt, Kind::Put, key.as_bytes(), value);
-        if value.len() >= 1 << 20 {
-            write(&mut out, &mut file)?;
-            file.write_all(value).map_err(io_err(&tmp, "write"))?;
-        } else {
-            out.extend_from_slice(value);
-        }
-        len += live_len(key, value);
-        if out.len() >= 1 << 20 {
-            write(&mut out, &mut file)?;
-        }
-    }
-    for key in corrupt {
-        encode_head(&mut out, salt, Kind::Corrupt, key.as_bytes(), &[]);
-        len += live_len(key, &[]);
-    }
-    encode_head(&mut out, salt, Kind::Sync, &[], &[]);
-    len += record_len(0, 0);
-    write(&mut out, &mut file)?;
-    file.sync_data().map_err(io_err(&tmp, "fdatasync"))?;
-    fs.rename(&tmp, &log)
-        .map_err(io_err(&tmp, "rename to log"))?;
-    sync_dir(fs, dir)?;
-    Ok((file, salt, len))
-}
-
 /// A stage's durable key-value space in one directory. See the crate docs for the format, the
 /// recovery rules and the durability contract.
 ///
@@ -356,13 +324,11 @@ pub struct Store<F: Fs = RealFs> {
     dir: PathBuf,
     log_path: PathBuf,
     _lock: F::Lock,
-    file: F::File,
-    salt: u32,
+    log: LogWriter<F::File>,
+    /// The new log being written beside `log`, if a compaction is under way.
+    compaction: Option<Compaction<F::File>>,
     opts: StoreOptions,
-    /// Appended bytes not yet written to `file`.
-    buf: Vec<u8>,
-    /// Bytes of the log written to `file`.
-    written: u64,
+    /// Bytes of the log known to be on stable storage.
     synced: u64,
     /// Ops appended since the last sync point.
     dirty: bool,
@@ -419,16 +385,21 @@ impl<F: Fs> Store<F> {
         let log_path = dir.join(LOG_FILE);
         let mut stats = StoreStats::default();
         let opened = fs.open(&log_path);
-        let (file, salt, replay) = match opened {
+        let (log, replay) = match opened {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let (file, salt, len) =
-                    write_snapshot(&fs, &dir, &BTreeMap::new(), &BTreeSet::new())?;
+                let log = compaction::write_whole(
+                    &fs,
+                    &dir,
+                    &BTreeMap::new(),
+                    &BTreeSet::new(),
+                    opts.write_buffer,
+                )?;
                 let replay = format::Replay {
-                    valid_len: len,
+                    valid_len: log.len(),
                     ends_synced: true,
                     ..format::Replay::default()
                 };
-                (file, salt, replay)
+                (log, replay)
             }
             Err(e) => return Err(io_err(&log_path, "open")(e)),
             Ok(mut file) => {
@@ -455,7 +426,14 @@ impl<F: Fs> Store<F> {
                 }
                 file.seek_to(replay.valid_len)
                     .map_err(io_err(&log_path, "seek"))?;
-                (file, salt, replay)
+                let log = LogWriter::resume(
+                    log_path.clone(),
+                    file,
+                    salt,
+                    replay.valid_len,
+                    opts.write_buffer,
+                );
+                (log, replay)
             }
         };
         let format::Replay {
@@ -484,11 +462,9 @@ impl<F: Fs> Store<F> {
             dir,
             log_path,
             _lock: lock,
-            file,
-            salt,
+            log,
+            compaction: None,
             opts,
-            buf: Vec::new(),
-            written: len,
             synced: len,
             dirty: !ends_synced,
             poisoned: false,
@@ -521,7 +497,7 @@ impl<F: Fs> Store<F> {
     }
 
     fn apply_inner(&mut self, op: StoreOp) -> Result<(), StoreError> {
-        match op {
+        let appended = match op {
             StoreOp::Put { key, value } => {
                 let len = live_len(&key, &value);
                 if key.len() > MAX_KEY_LEN || len > MAX_RECORD_LEN {
@@ -535,6 +511,7 @@ impl<F: Fs> Store<F> {
                 if let Some(old) = self.records.insert(key.clone(), value) {
                     self.live_bytes -= live_len(&key, &old);
                 }
+                len
             }
             StoreOp::Delete { key } => {
                 let in_records = self.records.contains_key(&key);
@@ -548,6 +525,7 @@ impl<F: Fs> Store<F> {
                 if self.corrupt.remove(&key) {
                     self.live_bytes -= live_len(&key, &[]);
                 }
+                live_len(&key, &[])
             }
             StoreOp::DeletePrefix { prefix } => {
                 let from = (Bound::Included(prefix.as_str()), Bound::Unbounded);
@@ -569,38 +547,20 @@ impl<F: Fs> Store<F> {
                 for k in format::remove_prefix_keys(&mut self.corrupt, &prefix) {
                     self.live_bytes -= live_len(&k, &[]);
                 }
+                live_len(&prefix, &[])
             }
             StoreOp::Sync => return self.sync(),
-        }
-        self.maybe_compact()
+        };
+        self.compact_along(appended)
     }
 
+    /// Append a record to the log, and to the new log if a compaction is under way.
     fn append(&mut self, kind: Kind, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        encode_head(&mut self.buf, self.salt, kind, key.as_bytes(), value);
-        if value.len() >= self.opts.write_buffer {
-            self.flush_buf()?;
-            self.file
-                .write_all(value)
-                .map_err(io_err(&self.log_path, "write"))?;
-            self.written += value.len() as u64;
-        } else {
-            self.buf.extend_from_slice(value);
-        }
-        self.stats.bytes_appended += record_len(key.len(), value.len());
+        let len = self.log.append(kind, key, value)?;
+        self.stats.bytes_appended += len;
         self.dirty = true;
-        if self.buf.len() >= self.opts.write_buffer {
-            self.flush_buf()?;
-        }
-        Ok(())
-    }
-
-    fn flush_buf(&mut self) -> Result<(), StoreError> {
-        if !self.buf.is_empty() {
-            self.file
-                .write_all(&self.buf)
-                .map_err(io_err(&self.log_path, "write"))?;
-            self.written += self.buf.len() as u64;
-            self.buf.clear();
+        if let Some(c) = self.compaction.as_mut() {
+            c.record(kind, key, value)?;
         }
         Ok(())
     }
@@ -610,37 +570,82 @@ impl<F: Fs> Store<F> {
             return Ok(());
         }
         let start = Instant::now();
-        self.append(Kind::Sync, "", &[])?;
-        self.flush_buf()?;
-        self.file
-            .sync_data()
-            .map_err(io_err(&self.log_path, "fdatasync"))?;
-        let took = start.elapsed();
-        self.synced = self.written;
+        if let Some(c) = self.compaction.as_mut() {
+            c.copy(&self.records, &self.corrupt, self.opts.compact_step)?;
+            if c.is_copied() {
+                // The new log holds every op: syncing it replaces syncing the old one.
+                self.finish_compaction()?;
+                self.count_compaction_step(start);
+                self.count_sync(start);
+                return Ok(());
+            }
+            self.count_compaction_step(start);
+        }
+        self.stats.bytes_appended += self.log.append(Kind::Sync, "", &[])?;
+        self.log.sync()?;
+        self.synced = self.log.len();
         self.dirty = false;
+        self.count_sync(start);
+        Ok(())
+    }
+
+    fn count_sync(&mut self, start: Instant) {
+        let took = start.elapsed();
         self.stats.syncs += 1;
         self.stats.sync_time += took;
         self.stats.last_sync = took;
         self.stats.max_sync = self.stats.max_sync.max(took);
+    }
+
+    fn count_compaction_step(&mut self, start: Instant) {
+        let took = start.elapsed();
+        self.stats.compaction_time += took;
+        self.stats.max_compaction_step = self.stats.max_compaction_step.max(took);
+    }
+
+    /// After an op that appended `appended` bytes: start a compaction when the log is mostly
+    /// dead records, or move one under way along by twice what the op appended, so it ends
+    /// even if no `Sync` comes. (Each `Sync` moves it by [`StoreOptions::compact_step`].)
+    fn compact_along(&mut self, appended: u64) -> Result<(), StoreError> {
+        let start = Instant::now();
+        match self.compaction.as_mut() {
+            Some(c) => c.copy(&self.records, &self.corrupt, 2 * appended)?,
+            None => {
+                let len = self.log.len();
+                // The fixed overhead keeps a nearly empty store from compacting on every write.
+                let overhead = record_len(0, 0) + format::FILE_HEADER_LEN as u64;
+                if len < self.opts.compact_threshold || len <= 2 * (self.live_bytes + overhead) {
+                    return Ok(());
+                }
+                self.compaction = Some(Compaction::start(
+                    &self.fs,
+                    &self.dir,
+                    self.opts.write_buffer,
+                )?);
+            }
+        }
+        self.count_compaction_step(start);
         Ok(())
     }
 
-    fn log_len(&self) -> u64 {
-        self.written + self.buf.len() as u64
-    }
-
-    fn maybe_compact(&mut self) -> Result<(), StoreError> {
-        let len = self.log_len();
-        // The fixed overhead keeps a nearly empty store from compacting on every write.
-        let overhead = record_len(0, 0) + format::FILE_HEADER_LEN as u64;
-        if len >= self.opts.compact_threshold && len > 2 * (self.live_bytes + overhead) {
-            self.compact_inner()?;
+    /// Replace the log by the compaction's fully copied new log (which makes every op
+    /// durable).
+    fn finish_compaction(&mut self) -> Result<(), StoreError> {
+        let c = self.compaction.take();
+        debug_assert!(c.as_ref().is_some_and(Compaction::is_copied));
+        if let Some(c) = c {
+            let old = std::mem::replace(&mut self.log, c.finish(&self.fs, &self.dir)?);
+            // Closing the replaced log frees its blocks and page cache: see `Fs::retire`.
+            self.fs.retire(old.into_file());
+            self.synced = self.log.len();
+            self.dirty = false;
+            self.stats.compactions += 1;
         }
         Ok(())
     }
 
     /// Rewrite the log to hold only the live records (and corrupt-key markers), whatever its
-    /// size. Makes every earlier op durable.
+    /// size, finishing a compaction under way. Makes every earlier op durable.
     pub fn compact(&mut self) -> Result<(), StoreError> {
         if self.poisoned {
             return Err(StoreError::Poisoned {
@@ -656,15 +661,18 @@ impl<F: Fs> Store<F> {
 
     fn compact_inner(&mut self) -> Result<(), StoreError> {
         let start = Instant::now();
-        let (file, salt, len) = write_snapshot(&self.fs, &self.dir, &self.records, &self.corrupt)?;
-        self.file = file;
-        self.salt = salt;
-        self.buf.clear();
-        self.written = len;
-        self.synced = len;
-        self.dirty = false;
-        self.stats.compactions += 1;
-        self.stats.compaction_time += start.elapsed();
+        if self.compaction.is_none() {
+            self.compaction = Some(Compaction::start(
+                &self.fs,
+                &self.dir,
+                self.opts.write_buffer,
+            )?);
+        }
+        if let Some(c) = self.compaction.as_mut() {
+            c.copy(&self.records, &self.corrupt, u64::MAX)?;
+        }
+        self.finish_compaction()?;
+        self.count_compaction_step(start);
         Ok(())
     }
 
@@ -695,7 +703,8 @@ impl<F: Fs> Store<F> {
 
     pub fn stats(&self) -> StoreStats {
         StoreStats {
-            log_bytes: self.log_len(),
+            log_bytes: self.log.len(),
+            compacting_bytes: self.compaction.as_ref().map_or(0, Compaction::len),
             synced_bytes: self.synced,
             live_records: self.records.len() as u64,
             live_bytes: self.live_bytes,
@@ -710,7 +719,7 @@ impl<F: Fs> Drop for Store<F> {
     /// sync.
     fn drop(&mut self) {
         if !self.poisoned {
-            let _ = self.flush_buf();
+            let _ = self.log.flush();
         }
     }
 }

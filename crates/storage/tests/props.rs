@@ -89,6 +89,7 @@ fn apply_model(model: &mut BTreeMap<String, Vec<u8>>, op: &StoreOp) {
 fn opts(threshold: u64) -> StoreOptions {
     StoreOptions {
         compact_threshold: threshold,
+        compact_step: 100,
         write_buffer: 300,
     }
 }

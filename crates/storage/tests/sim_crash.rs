@@ -17,6 +17,7 @@ fn opts() -> StoreOptions {
     // Tiny limits: compactions and partial buffer writes happen every few ops.
     StoreOptions {
         compact_threshold: 2 << 10,
+        compact_step: 200,
         write_buffer: 256,
     }
 }

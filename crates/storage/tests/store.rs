@@ -36,6 +36,7 @@ fn open(dir: &Path) -> (Store, Recovered) {
 fn small(threshold: u64) -> StoreOptions {
     StoreOptions {
         compact_threshold: threshold,
+        compact_step: 1 << 10,
         write_buffer: 512,
     }
 }
@@ -376,6 +377,76 @@ fn compaction_shrinks_the_log_and_keeps_the_records() {
     assert!(!dir.path().join(TEMP_FILE).exists());
     drop(s);
     let (_s, rec) = open(dir.path());
+    assert_eq!(rec.records, model);
+    assert!(rec.corrupt.is_empty());
+}
+
+/// A compaction runs a step at a time beside the store: it spans several syncs, and the ops
+/// applied meanwhile (on keys the copy has passed and keys it has not reached, deletions of
+/// either, a prefix deletion across both) are all in the log that replaces the old one.
+#[test]
+fn compaction_spreads_over_syncs_and_keeps_the_ops_applied_during_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = StoreOptions {
+        compact_threshold: 16 << 10,
+        compact_step: 1 << 10,
+        write_buffer: 512,
+    };
+    let (mut s, _) = Store::open_with(dir.path(), opts.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    let run = |s: &mut Store, model: &mut BTreeMap<String, Vec<u8>>, op: StoreOp| {
+        apply_model(model, &op);
+        s.apply(op).unwrap();
+    };
+    // 40 live keys of ~130 bytes (about 5 KiB live), overwritten until the log passes 16 KiB
+    // and twice the live bytes: a compaction starts.
+    let mut i = 0u32;
+    while s.stats().compacting_bytes == 0 {
+        run(
+            &mut s,
+            &mut model,
+            put(&format!("k/{:02}", i % 40), &i.to_le_bytes().repeat(25)),
+        );
+        i += 1;
+    }
+    assert_eq!(s.stats().compactions, 0);
+    let mut syncs_during = 0;
+    let mut round = 0u32;
+    while s.stats().compactions == 0 {
+        // The copy goes in key order: k/00 is behind the cursor soon, k/39 ahead of it
+        // until the end.
+        run(
+            &mut s,
+            &mut model,
+            put("k/00", format!("behind {round}").as_bytes()),
+        );
+        run(
+            &mut s,
+            &mut model,
+            put("k/39", format!("ahead {round}").as_bytes()),
+        );
+        run(&mut s, &mut model, del(&format!("k/{:02}", 1 + round % 38)));
+        run(
+            &mut s,
+            &mut model,
+            put(&format!("new/{round}"), b"added during"),
+        );
+        if round == 3 {
+            run(&mut s, &mut model, del_prefix("k/3"));
+        }
+        run(&mut s, &mut model, StoreOp::Sync);
+        syncs_during += 1;
+        round += 1;
+        assert!(syncs_during < 100, "the compaction never finished");
+    }
+    assert!(syncs_during > 1, "the compaction did not spread over syncs");
+    assert!(!dir.path().join(TEMP_FILE).exists());
+    assert_eq!(s.records(), &model);
+    let stats = s.stats();
+    assert_eq!(stats.synced_bytes, stats.log_bytes);
+    assert_eq!(fs::metadata(s.log_path()).unwrap().len(), stats.log_bytes);
+    drop(s);
+    let (_s, rec) = Store::open_with(dir.path(), opts).unwrap();
     assert_eq!(rec.records, model);
     assert!(rec.corrupt.is_empty());
 }
