@@ -122,15 +122,15 @@ pub enum Evidence {
         delay_bar: Option<Micros>,
     },
     /// Client `passed`'s request, held here (enough authentication rows that the primary has
-    /// it too) for `held` and pending here for `pending`, was passed over while `orders`
-    /// PRE-PREPAREs in a row, the first `ordering` ago, ordered requests of client `other`.
+    /// it too) for `held` and pending here for `pending`, was passed over while PRE-PREPAREs
+    /// ordered `orders` requests of client `other`, all pending here for at most `since`.
     PassedOver {
         passed: u64,
         held: Micros,
         pending: Micros,
         other: u64,
         orders: u32,
-        ordering: Micros,
+        since: Micros,
     },
     /// The cause says it all (a bad batch, a timeout, peers in a later view).
     None,
@@ -188,13 +188,13 @@ impl std::fmt::Display for Evidence {
                 pending,
                 other,
                 orders,
-                ordering,
+                since,
             } => write!(
                 f,
-                "client {passed}'s request held here for {:.1} ms (pending {:.1} ms) while {orders} PRE-PREPAREs over {:.1} ms ordered client {other}'s",
+                "client {passed}'s request held here for {:.1} ms (pending {:.1} ms) while {orders} requests of client {other} that came in the last {:.1} ms were ordered",
                 held as f64 / 1000.0,
                 pending as f64 / 1000.0,
-                ordering as f64 / 1000.0
+                since as f64 / 1000.0
             ),
             Evidence::None => Ok(()),
         }

@@ -50,6 +50,7 @@ impl OrderReplica {
                 nc: core.nc,
                 ..Default::default()
             };
+            self.monitor.note_arrival(c, core.nc, now);
         }
         let rows = &mut entry
             .by_id

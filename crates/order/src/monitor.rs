@@ -66,8 +66,8 @@ pub(crate) struct Monitor {
     below: u32,
     /// Windows judged after the grace period in this view: the bar rises with each.
     raises: u32,
-    /// When this replica accepted the last `unfair_orders` PRE-PREPAREs ordering each
-    /// client's requests, oldest first.
+    /// For the last `unfair_orders` requests of each client that PRE-PREPAREs ordered: when
+    /// each first reached this replica (or its PRE-PREPARE did, if that was first).
     ordered: HashMap<ClientId, VecDeque<Micros>>,
     /// When a stable checkpoint last freed a window the primary had filled: it could propose
     /// nothing before, so the heartbeat counts from here.
@@ -78,6 +78,34 @@ pub(crate) struct Monitor {
     view_delay: (Micros, u64),
     /// Mean order delays of past views, newest last, at most `throughput_views`.
     past_delays: VecDeque<Micros>,
+    /// When the first AUTH-REQ row of each client's latest few request numbers came.
+    arrivals: HashMap<ClientId, VecDeque<(ReqNo, Micros)>>,
+}
+
+/// Request numbers per client whose arrival is remembered: the ones a PRE-PREPARE may still
+/// order while a later one already arrived.
+const ARRIVALS_KEPT: usize = 4;
+
+impl Monitor {
+    /// The first row of client `c`'s request `nc` came now.
+    pub(crate) fn note_arrival(&mut self, c: ClientId, nc: ReqNo, now: Micros) {
+        let seen = self.arrivals.entry(c).or_default();
+        if seen.iter().any(|(n, _)| *n == nc) {
+            return;
+        }
+        seen.push_back((nc, now));
+        while seen.len() > ARRIVALS_KEPT {
+            seen.pop_front();
+        }
+    }
+
+    fn arrived(&self, c: ClientId, nc: ReqNo) -> Option<Micros> {
+        self.arrivals
+            .get(&c)?
+            .iter()
+            .find(|(n, _)| *n == nc)
+            .map(|(_, t)| *t)
+    }
 }
 
 impl OrderReplica {
@@ -212,22 +240,32 @@ impl OrderReplica {
         }
         self.note_busy(now);
         // Aardvark's rule (seed 004 §3.4.3): client c's request, held here since h, is passed
-        // over unfairly once `unfair_orders` PRE-PREPAREs after h ordered requests of one other
-        // client. A closed-loop client gets a second request ordered only after a whole round
-        // trip, so this does not fire on the few milliseconds by which arrival orders differ
-        // between replicas. A first version counted any batch holding a request that became
-        // held here after c's: with 128 clients on two cores that fired 144 times in a
-        // fault-free 15 s u1r0 run (one suspicion changes the view when r = 0).
+        // over unfairly once `unfair_orders` PRE-PREPAREs order requests of one other client
+        // d that all first reached this replica after h. A closed-loop client gets a second
+        // request ordered only after a whole round trip, so this does not fire on the few
+        // milliseconds by which arrival orders differ between replicas.
+        //
+        // Two earlier versions fired without a fault. Counting any batch holding a request
+        // held here after c's fired 144 times in a fault-free 15 s u1r0 run with 128 clients
+        // on two cores (one suspicion changes the view when r = 0). Counting d's orders by
+        // when their PRE-PREPAREs arrived here still fired a few times per run: a backup
+        // whose inbound link from the primary lags takes PRE-PREPAREs the primary sent a
+        // round trip apart within a millisecond, after c's request (which came by other
+        // links) was held here, though the primary made them before it could have had that
+        // request. Requests of d that reached this replica after c's was held went out from
+        // the same authentication replicas after c's did.
         let k = self.cfg.unfair_orders.max(1) as usize;
-        // The client in this batch whose last `k` orderings began earliest, and when.
+        // Of the clients in this batch with `k` requests ordered, the one whose oldest of
+        // them reached this replica latest, and when.
         let mut since: Option<(Micros, ClientId)> = None;
-        for (c, _) in batch {
+        for (c, nc) in batch {
+            let arrived = self.monitor.arrived(*c, *nc).unwrap_or(now).min(now);
             let times = self.monitor.ordered.entry(*c).or_default();
-            times.push_back(now);
+            times.push_back(arrived);
             while times.len() > k {
                 times.pop_front();
             }
-            if let (true, Some(&first)) = (times.len() == k, times.front()) {
+            if let (true, Some(&first)) = (times.len() == k, times.iter().min()) {
                 if since.is_none_or(|(t, _)| first > t) {
                     since = Some((first, *c));
                 }
@@ -266,7 +304,7 @@ impl OrderReplica {
                 pending: now.saturating_sub(pending),
                 other: other.into(),
                 orders: k as u32,
-                ordering: now.saturating_sub(since),
+                since: now.saturating_sub(since),
             };
             self.suspect_on(now, ViewChangeCause::Unfair, evidence, out);
         }
