@@ -92,11 +92,46 @@ pub struct Runner<S: Stage, H: Host<S>> {
     store_time: Duration,
     /// When a slow step was last logged, and how many went unlogged since.
     slow_logged: Option<(Instant, u64)>,
+    /// This thread's CPU time when the current round (due timers, a group of events, their
+    /// commit) began.
+    round_cpu: Duration,
 }
 
 /// A replica's step (one event handled, or one group commit) or a timer's lateness beyond this
 /// is logged: it is a pause every peer sees (the heartbeat is 40 ms).
 const SLOW_STEP: Duration = Duration::from_millis(20);
+
+/// Where a step started: to tell, if it is slow, how much was storage.
+#[derive(Clone, Copy)]
+struct StepMark {
+    started: Instant,
+    stored: Duration,
+}
+
+/// What a slow step spent: CPU time of the stage's thread in the round so far (at least the
+/// step's own; far less than the step's wall time means it waited for a core or the disk),
+/// and time in storage calls.
+#[derive(Clone, Copy)]
+struct StepCost {
+    cpu: Duration,
+    stored: Duration,
+}
+
+/// CPU time this thread has used (zero where the platform does not say).
+fn thread_cpu_time() -> Duration {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+            return Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32);
+        }
+    }
+    Duration::ZERO
+}
 
 /// Most events handled under one group commit.
 pub const GROUP_MAX: usize = 64;
@@ -126,6 +161,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
             held: Vec::new(),
             store_time: Duration::ZERO,
             slow_logged: None,
+            round_cpu: Duration::ZERO,
         }
     }
 
@@ -141,6 +177,9 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
         self.commit();
         let mut published = Instant::now();
         loop {
+            // One CPU-clock reading per round (it is a system call); a slow step's line reports
+            // the CPU its round used up to it.
+            self.round_cpu = thread_cpu_time();
             let now = Instant::now();
             let due: Vec<TimerId> = self
                 .timers
@@ -209,9 +248,9 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
     /// host start more work (a completed client takes the next job), which may need its own
     /// sync: repeat until nothing waits.
     fn commit(&mut self) {
-        let (started, stored) = (Instant::now(), self.store_time);
+        let mark = self.mark();
         self.commit_group();
-        self.check_slow("group commit", started, stored);
+        self.check_slow("group commit", mark);
     }
 
     fn commit_group(&mut self) {
@@ -234,7 +273,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
     }
 
     fn step(&mut self, event: Event) {
-        let (started, stored) = (Instant::now(), self.store_time);
+        let mark = self.mark();
         let what = match event {
             Event::Start => "starting",
             Event::Receive(_) => "handling a message",
@@ -245,20 +284,30 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
         self.carry_out(&mut out);
         self.actions = out;
         self.after();
-        self.check_slow(what, started, stored);
+        self.check_slow(what, mark);
     }
 
-    fn check_slow(&mut self, what: &str, started: Instant, stored_before: Duration) {
-        let took = started.elapsed();
+    fn mark(&self) -> StepMark {
+        StepMark {
+            started: Instant::now(),
+            stored: self.store_time,
+        }
+    }
+
+    fn check_slow(&mut self, what: &str, mark: StepMark) {
+        let took = mark.started.elapsed();
         if took > SLOW_STEP {
-            let stored = self.store_time.saturating_sub(stored_before);
-            self.log_slow(what, took, Some(stored));
+            let cost = StepCost {
+                cpu: thread_cpu_time().saturating_sub(self.round_cpu),
+                stored: self.store_time.saturating_sub(mark.stored),
+            };
+            self.log_slow(what, took, Some(cost));
         }
     }
 
     /// One line per second at most, saying how many went unlogged: under a stall every step
     /// is slow.
-    fn log_slow(&mut self, what: &str, took: Duration, stored: Option<Duration>) {
+    fn log_slow(&mut self, what: &str, took: Duration, cost: Option<StepCost>) {
         // A client runs inside an application's process, whose stderr is the application's.
         if matches!(self.shared.principal, Principal::Client(_)) {
             return;
@@ -271,8 +320,12 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
             }
         }
         let skipped = self.slow_logged.map_or(0, |(_, n)| n);
-        let store = stored.map_or(String::new(), |d| {
-            format!(", {} ms of it in storage", d.as_millis())
+        let store = cost.map_or(String::new(), |c| {
+            format!(
+                ", {} ms in storage; the thread's round used {} ms of CPU so far",
+                c.stored.as_millis(),
+                c.cpu.as_millis()
+            )
         });
         let more = match skipped {
             0 => String::new(),
