@@ -373,6 +373,40 @@ async fn attack(cluster: plumb_cluster::Cluster, a: ClientAttack, stop: Arc<Atom
     }
 }
 
+/// The attacker's own source address: on loopback every correct client is 127.0.0.1, and a
+/// per-source limit can only tell the attacker apart if it comes from elsewhere, as a real
+/// attacker would.
+const FLOOD_SOURCE: [u8; 4] = [127, 0, 0, 250];
+
+/// A connection to `to` from [`FLOOD_SOURCE`] (from any address if `to` is not IPv4).
+async fn connect_from_flood_source(
+    to: std::net::SocketAddr,
+) -> std::io::Result<tokio::net::TcpStream> {
+    if !to.is_ipv4() {
+        return tokio::net::TcpStream::connect(to).await;
+    }
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    // Choose the port at connect, per destination, as an unbound connect does: bound to a
+    // port at `bind`, thousands of connections a second in TIME_WAIT would exhaust the
+    // ports and weaken the attack.
+    {
+        use std::os::fd::AsRawFd;
+        let on: libc::c_int = 1;
+        // SAFETY: a valid socket descriptor and a c_int option value of the right size.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    }
+    socket.bind(std::net::SocketAddr::from((FLOOD_SOURCE, 0)))?;
+    socket.connect(to).await
+}
+
 /// Open connections to every node as fast as they are accepted, keeping the newest
 /// `FLOOD_CONNECTIONS` per node open.
 async fn connection_flood(addresses: &[std::net::SocketAddr], stop: &AtomicBool) {
@@ -384,7 +418,7 @@ async fn connection_flood(addresses: &[std::net::SocketAddr], stop: &AtomicBool)
             let i = k % addresses.len().max(1);
             if let Ok(Ok(s)) = tokio::time::timeout(
                 Duration::from_millis(50),
-                tokio::net::TcpStream::connect(addresses[i]),
+                connect_from_flood_source(addresses[i]),
             )
             .await
             {

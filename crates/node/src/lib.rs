@@ -24,6 +24,7 @@ use plumb_auth::AuthReplica;
 use plumb_cluster::Cluster;
 use plumb_core::{Stage, StageContext};
 use plumb_order::OrderReplica;
+use plumb_runtime::source_limit::SourceLimit;
 use plumb_runtime::{admin, handshake, link, Link, Mailbox, OnFrame, Runner, StageShared};
 use plumb_storage::Store;
 use plumb_wire::Principal;
@@ -444,12 +445,26 @@ async fn accept_loop(
 ) {
     static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
     let failures = AtomicU64::new(0);
+    let sources = SourceLimit::new();
     loop {
         let stream = plumb_runtime::accept::accept(&listener, &failures, "node").await;
+        // A source over its limits is closed before anything is spawned for it
+        // (docs/robustness.md, "Connection floods").
+        let admitted = match stream.peer_addr() {
+            Ok(addr) => match sources.admit(addr.ip(), std::time::Instant::now()) {
+                Ok(admitted) => admitted,
+                Err(over) => {
+                    router.drops.over_source_limit(over);
+                    continue;
+                }
+            },
+            Err(_) => continue, // already gone
+        };
         let conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed);
         let router = router.clone();
         let keys = keys.clone();
         tokio::spawn(async move {
+            let _admitted = admitted;
             let mut framed = link::framed(stream);
             let Some(Ok(first)) = framed.next().await else {
                 return;

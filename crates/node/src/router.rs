@@ -12,6 +12,7 @@
 use bytes::Bytes;
 use plumb_core::KeyRing;
 use plumb_runtime::handshake::Refused;
+use plumb_runtime::source_limit::OverLimit;
 use plumb_runtime::{Item, Link, Mailbox, Outbox, QueueKey};
 use plumb_wire::{Envelope, Message, Principal};
 use std::collections::{BTreeMap, HashMap};
@@ -62,6 +63,10 @@ pub struct Drops {
     pub spoofed: [AtomicU64; Spoofed::ALL.len()],
     /// Peer handshakes refused on accepted connections, by reason.
     pub refused: [AtomicU64; Refused::ALL.len()],
+    /// Connections closed unserved because their source held too many open
+    /// (`source_open`) or opened them too fast (`source_rate`).
+    pub source_open: AtomicU64,
+    pub source_rate: AtomicU64,
 }
 
 /// A frame whose header names a sender its connection did not prove.
@@ -109,6 +114,14 @@ impl Drops {
                 self.bad_route_claim.load(Ordering::Relaxed),
             ),
             ("flooding-peer", self.flooding_peer.load(Ordering::Relaxed)),
+            (
+                "connection-source-open-limit",
+                self.source_open.load(Ordering::Relaxed),
+            ),
+            (
+                "connection-source-rate-limit",
+                self.source_rate.load(Ordering::Relaxed),
+            ),
         ]
         .into_iter()
         .chain(
@@ -121,6 +134,14 @@ impl Drops {
 
     pub fn spoofed(&self, reason: Spoofed) {
         self.spoofed[reason as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn over_source_limit(&self, over: OverLimit) {
+        match over {
+            OverLimit::Open => &self.source_open,
+            OverLimit::Rate => &self.source_rate,
+        }
+        .fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn refused(&self, reason: Refused) {

@@ -12,6 +12,7 @@ pub mod handshake;
 pub mod link;
 pub mod mailbox;
 pub mod runner;
+pub mod source_limit;
 
 pub use handshake::NodeKeys;
 pub use link::{Greeting, Link, OnFrame};
