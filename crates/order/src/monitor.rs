@@ -252,8 +252,9 @@ impl OrderReplica {
         // whose inbound link from the primary lags takes PRE-PREPAREs the primary sent a
         // round trip apart within a millisecond, after c's request (which came by other
         // links) was held here, though the primary made them before it could have had that
-        // request. Requests of d that reached this replica after c's was held went out from
-        // the same authentication replicas after c's did.
+        // request. Two requests of closed-loop d that both reached this replica after c's
+        // was held are a round trip of d apart; a primary that ordered both and not c's had
+        // c's rows (sent to it too) for that round trip, unless its links lag by more.
         let k = self.cfg.unfair_orders.max(1) as usize;
         // Of the clients in this batch with `k` requests ordered, the one whose oldest of
         // them reached this replica latest, and when.
