@@ -449,7 +449,7 @@ async fn accept_loop(
     loop {
         let stream = plumb_runtime::accept::accept(&listener, &failures, "node").await;
         // A source over its limits is closed before anything is spawned for it
-        // (docs/robustness.md, "Connection floods").
+        // (docs/robustness.md, "Connections per source").
         let admitted = match stream.peer_addr() {
             Ok(addr) => match sources.admit(addr.ip(), std::time::Instant::now()) {
                 Ok(admitted) => admitted,

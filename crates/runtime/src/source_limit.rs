@@ -1,7 +1,7 @@
-//! Connections per source address. A node or gateway serves whoever connects, so one source
-//! that opens connections as fast as it can (seed 004 §3.4.1: a client flooding the server
-//! with connections) would otherwise make every accepted connection cost a task, buffers and
-//! a descriptor. Each source gets a bucket of new connections that refills at a steady rate
+//! Connections per source address. A node serves whoever connects, so one source that opens
+//! connections as fast as it can (seed 004 Table 3.3's "TCP network flooding": a single faulty
+//! client that repeatedly requests TCP connections, which crashed the Q/U and HQ servers)
+//! would otherwise make every accepted connection cost a task, buffers and a descriptor. Each source gets a bucket of new connections that refills at a steady rate
 //! and a cap on connections open at once; over either, the connection is closed as soon as
 //! it is accepted, before anything is spawned or read for it. Correct clients connect once per
 //! server and reconnect rarely, far below both.
