@@ -9,7 +9,6 @@ mod common;
 use common::*;
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
 use std::time::Duration;
 
 const T20: Duration = Duration::from_secs(20);
@@ -17,15 +16,8 @@ const T20: Duration = Duration::from_secs(20);
 /// The attacker's source address (127.0.0.1 is the correct client's).
 const ATTACKER: [u8; 4] = [127, 0, 0, 77];
 
-fn sample(text: &str, series: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|v| v.parse::<f64>().ok())
-        .map_or(0, |v| v as u64)
-}
-
 fn refused(text: &str, limit: &str) -> u64 {
-    sample(
+    metric_sample(
         text,
         &format!("plumb_messages_dropped_total{{principal=\"node\",reason=\"connection-source-{limit}-limit\"}}"),
     )
@@ -37,17 +29,6 @@ fn connect_from_attacker(to: SocketAddr) -> std::io::Result<TcpStream> {
     socket.bind(&SocketAddr::from((ATTACKER, 0)).into())?;
     socket.connect_timeout(&to.into(), T20)?;
     Ok(socket.into())
-}
-
-fn kv(c: &Cluster, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args(["kv", "--config"])
-        .arg(c.config())
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "plumb kv {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// Raise this process's descriptor limit to its hard limit: the attacker holds well over a
@@ -72,7 +53,7 @@ fn a_source_opening_connections_too_fast_is_closed_at_once_and_others_are_served
     let mut c = Cluster::init("connection-limits", 40);
     c.start_all();
     c.wait_ready(T20);
-    assert_eq!(kv(&c, &["set", "before", "1"]), "OK");
+    assert_eq!(c.kv(&["set", "before", "1"]), "OK");
 
     let node0 = SocketAddr::from(([127, 0, 0, 1], c.base_port));
     // Far more than the burst a source may open at once
@@ -95,7 +76,7 @@ fn a_source_opening_connections_too_fast_is_closed_at_once_and_others_are_served
 
     // A correct client from another address is served while the attacker holds its
     // connections.
-    assert_eq!(kv(&c, &["set", "during", "2"]), "OK");
+    assert_eq!(c.kv(&["set", "during", "2"]), "OK");
     let text = c.metrics(0).expect("node 0 metrics");
     let over = refused(&text, "rate") + refused(&text, "open");
     assert!(
@@ -107,7 +88,7 @@ fn a_source_opening_connections_too_fast_is_closed_at_once_and_others_are_served
         held.len()
     );
     drop(held);
-    assert_eq!(kv(&c, &["get", "before"]), "1");
-    assert_eq!(kv(&c, &["get", "during"]), "2");
+    assert_eq!(c.kv(&["get", "before"]), "1");
+    assert_eq!(c.kv(&["get", "during"]), "2");
     c.assert_running();
 }

@@ -10,7 +10,6 @@ mod common;
 use common::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const T20: Duration = Duration::from_secs(20);
@@ -40,30 +39,11 @@ fn spoofed(sender: u64, receiver: u64, body_len: usize) -> Vec<u8> {
     f
 }
 
-/// The value of the sample whose series is exactly `series` (0 if absent).
-fn sample(text: &str, series: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|v| v.parse::<f64>().ok())
-        .map_or(0, |v| v as u64)
-}
-
 fn dropped(text: &str, reason: &str) -> u64 {
-    sample(
+    metric_sample(
         text,
         &format!("plumb_messages_dropped_total{{principal=\"node\",reason=\"{reason}\"}}"),
     )
-}
-
-fn kv(c: &Cluster, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
-        .args(["kv", "--config"])
-        .arg(c.config())
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "plumb kv {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// Open a peer handshake claiming to be node 1, then answer the challenge with a MAC made
@@ -101,7 +81,7 @@ fn frames_spoofing_a_peer_on_an_unproven_connection_are_dropped_and_never_cut_th
     c.set_protocol("flood_floor_bytes = 8388608");
     c.start_all();
     c.wait_ready(T20);
-    assert_eq!(kv(&c, &["set", "before", "1"]), "OK");
+    assert_eq!(c.kv(&["set", "before", "1"]), "OK");
 
     // The attacker: a raw connection to node 0 (listening on base_port), no handshake, no keys.
     let node0 = SocketAddr::from(([127, 0, 0, 1], c.base_port));
@@ -144,7 +124,7 @@ fn frames_spoofing_a_peer_on_an_unproven_connection_are_dropped_and_never_cut_th
     eprintln!("peer-auth: sent {sent} spoofed frames to node 0");
     assert_eq!(dropped(&text, "replica-on-client-connection"), sent);
     assert_eq!(
-        sample(&text, "plumb_peer_cut_off{node=\"1\"}"),
+        metric_sample(&text, "plumb_peer_cut_off{node=\"1\"}"),
         0,
         "node 1 is cut off:\n{text}"
     );
@@ -152,14 +132,14 @@ fn frames_spoofing_a_peer_on_an_unproven_connection_are_dropped_and_never_cut_th
     for (p, reason) in [("o0", "bad-mac"), ("a0", "bad-mac")] {
         let series =
             format!("plumb_messages_dropped_total{{principal=\"{p}\",reason=\"{reason}\"}}");
-        assert_eq!(sample(&text, &series), 0, "{series} in\n{text}");
+        assert_eq!(metric_sample(&text, &series), 0, "{series} in\n{text}");
     }
 
     // Nor can the attacker pass the handshake as node 1.
     fake_handshake(node0);
     let text = c.metrics(0).expect("node 0 metrics");
     assert_eq!(
-        sample(
+        metric_sample(
             &text,
             "plumb_peer_handshakes_refused_total{reason=\"bad-mac\"}"
         ),
@@ -177,8 +157,8 @@ fn frames_spoofing_a_peer_on_an_unproven_connection_are_dropped_and_never_cut_th
             .any(|p| p[0] == to && p[1] == true);
         assert!(up, "node {from}'s link to node {to} is down: {status}");
     }
-    assert_eq!(kv(&c, &["set", "after", "2"]), "OK");
-    assert_eq!(kv(&c, &["get", "before"]), "1");
-    assert_eq!(kv(&c, &["get", "after"]), "2");
+    assert_eq!(c.kv(&["set", "after", "2"]), "OK");
+    assert_eq!(c.kv(&["get", "before"]), "1");
+    assert_eq!(c.kv(&["get", "after"]), "2");
     c.assert_running();
 }

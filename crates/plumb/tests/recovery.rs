@@ -262,7 +262,7 @@ fn wiped_primary_node(name: &str, slot: u16, u: u16, r: u16) {
             ["heartbeat", "progress-timeout"]
                 .iter()
                 .map(|cause| {
-                    sample(
+                    metric_sample(
                         &text,
                         &format!("plumb_view_changes_total{{cause=\"{cause}\"}}"),
                     )
@@ -391,17 +391,4 @@ fn gateway_that_lost_its_client_records_gives_no_wrong_answer() {
         "gateway amnesia: {acked} acked, {unknown} unknown, {ops} ops ({unanswered} unanswered); {:?} total",
         t0.elapsed()
     );
-}
-
-/// The value of the metric sample named exactly `name` (labels included), 0 if absent.
-fn sample(text: &str, name: &str) -> u64 {
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix(name)?
-                .strip_prefix(' ')?
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .map_or(0, |v| v as u64)
 }

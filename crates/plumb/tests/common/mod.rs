@@ -385,6 +385,18 @@ impl Cluster {
         http_get(self.admin(node), "/metrics")
     }
 
+    /// `plumb kv --config <this cluster> ARGS`: its output, trimmed; panics if it fails.
+    pub fn kv(&self, args: &[&str]) -> String {
+        let out = Command::new(bin())
+            .args(["kv", "--config"])
+            .arg(self.config())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "plumb kv {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     pub fn last_executed(&self, node: usize) -> Option<u64> {
         self.status(node)?.get("last_executed")?.as_u64()
     }
@@ -504,6 +516,20 @@ impl Drop for Cluster {
             }
         }
     }
+}
+
+/// The value of the Prometheus sample whose series is exactly `series` in `/metrics` text (0 if
+/// absent).
+pub fn metric_sample(text: &str, series: &str) -> u64 {
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0, |v| v as u64)
 }
 
 /// HTTP/1.0 GET with short timeouts (the nemesis harness's); the body if the status is 200.
