@@ -582,6 +582,13 @@ fn a_record_beside_a_damaged_span_is_not_trusted() {
     assert!(sent
         .iter()
         .all(|(_, m)| matches!(m, Message::LastRequestQuery)));
+    // Request 1 never reached a quorum: the replicas report nothing executed, and the next
+    // request is 1 again, not 2 as the record would have it (no gap: OS3).
+    let mut c = c;
+    run(&mut c, 1, w.last_request(0, 0));
+    run(&mut c, 1, w.last_request(1, 0));
+    assert!(!c.learning());
+    assert_eq!(c.next_request_number(), 1);
 }
 
 #[test]
