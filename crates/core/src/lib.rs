@@ -6,7 +6,10 @@
 //! arrives with each event and randomness through the seed it was built with. Drivers (the
 //! production node, the simulator) carry out the actions *in order*: in particular every
 //! [`StoreOp::Sync`] completes before any action after it, so "persist, sync, then send" in
-//! an action list means the message leaves only once the record is durable.
+//! an action list means the message leaves only once the record is durable. The one
+//! exception is [`Action::SendUnsynced`], which may overtake pending syncs (and the actions
+//! held behind them); a driver may also carry out a sync while it goes on handling later
+//! events, holding their visible actions until it completes.
 
 pub mod keys;
 pub mod observe;
@@ -40,8 +43,16 @@ pub enum Event {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// Send an already sealed frame.
+    /// Send an already sealed frame, once every sync asked for before it has completed.
     Send {
+        to: Principal,
+        frame: Vec<u8>,
+    },
+    /// Send an already sealed frame now, ahead of pending syncs and of the actions held
+    /// behind them. The stage takes on what the barrier would have given it: the message may
+    /// reach its peers while the records written before it are lost in a crash. Only the
+    /// primary's PRE-PREPARE uses it (docs/protocol.md, "Pre-prepares ahead of the disk").
+    SendUnsynced {
         to: Principal,
         frame: Vec<u8>,
     },

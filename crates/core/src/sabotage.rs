@@ -27,9 +27,12 @@ pub enum Sabotage {
     /// its record and reuses the number of a request its previous life sent to too few
     /// replicas is stuck for good.
     KeepStranded,
+    /// An order replica restarted as the active primary of its view goes on proposing in it,
+    /// although it may have sent PRE-PREPAREs it lost in the crash.
+    ReproposeAfterRestart,
 }
 
-pub const ALL: [(Sabotage, &str); 8] = [
+pub const ALL: [(Sabotage, &str); 9] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -41,6 +44,10 @@ pub const ALL: [(Sabotage, &str); 8] = [
     (Sabotage::AnyNewView, "any-new-view"),
     (Sabotage::StaleReadOnly, "stale-read-only"),
     (Sabotage::KeepStranded, "keep-stranded"),
+    (
+        Sabotage::ReproposeAfterRestart,
+        "primary-reproposes-after-restart",
+    ),
 ];
 
 // The active sabotage is process-wide: the simulator runs one seed at a time in one thread.

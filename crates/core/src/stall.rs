@@ -28,10 +28,13 @@ pub enum ViewChangeCause {
     Joined,
     /// A rejoining peer asked for null batches and the primary ordered none.
     Unfilled,
+    /// This replica restarted as its view's primary: it may have sent PRE-PREPAREs it no
+    /// longer remembers, so it proposes nothing more in that view and asks for the next.
+    Restarted,
 }
 
 impl ViewChangeCause {
-    pub const ALL: [ViewChangeCause; 10] = [
+    pub const ALL: [ViewChangeCause; 11] = [
         ViewChangeCause::Heartbeat,
         ViewChangeCause::SlowPrimary,
         ViewChangeCause::Rotation,
@@ -42,6 +45,7 @@ impl ViewChangeCause {
         ViewChangeCause::Commission,
         ViewChangeCause::Joined,
         ViewChangeCause::Unfilled,
+        ViewChangeCause::Restarted,
     ];
 
     /// Its names, in one place: the `cause` label in `/metrics`, the stage counter a view
@@ -76,6 +80,9 @@ impl ViewChangeCause {
             }
             ViewChangeCause::Joined => ["joined", "view-change-joined", "suspect-joined"],
             ViewChangeCause::Unfilled => ["unfilled", "view-change-unfilled", "suspect-unfilled"],
+            ViewChangeCause::Restarted => {
+                ["restarted", "view-change-restarted", "suspect-restarted"]
+            }
         }
     }
 

@@ -178,6 +178,6 @@ where
     ) -> std::io::Result<JoinHandle<()>> {
         let replica = ExecReplica::new(ctx, (self.0)(), recovered);
         observed.recovered_exec(replica.next_seq().saturating_sub(1));
-        Runner::new(replica, t.store, t.mailbox, t.outbox, t.host, t.shared).spawn(t.name)
+        Runner::new(replica, t.store, t.mailbox, t.outbox, t.host, t.shared)?.spawn(t.name)
     }
 }

@@ -435,7 +435,7 @@ fn spawn<S: Stage + Send + 'static>(
     shared: Arc<StageShared>,
     name: String,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    Runner::new(stage, store, mailbox, outbox, host, shared).spawn(name)
+    Runner::new(stage, store, mailbox, outbox, host, shared)?.spawn(name)
 }
 
 async fn accept_loop(

@@ -168,7 +168,9 @@ impl OrderReplica {
                 time,
                 seed,
             };
-            self.send_to_peers(&pp, out);
+            // Ahead of the batch's sync once the view's record is durable (ahead.rs).
+            let unsynced = self.pre_prepare_unsynced(seq);
+            self.send_to_peers_as(&pp, unsynced, out);
             self.check_prepared(now, seq, out);
         }
     }
@@ -465,6 +467,7 @@ impl OrderReplica {
         slot.record.prepared = slot.record.accepted.clone();
         slot.commits.insert(self.me, d);
         let record = plumb_core::storage::encode(&slot.record);
+        self.note_prepared(seq);
         self.put(slot_key(seq), record, out);
         self.sync(out);
         self.send_to_peers(

@@ -12,6 +12,7 @@
 //! fence, no vote until a stable checkpoint above the fence).
 
 mod agreement;
+mod ahead;
 mod catch_up;
 mod checkpoint;
 mod divergence;
@@ -136,6 +137,8 @@ pub struct OrderReplica {
 
     monitor: monitor::Monitor,
     suspicions: suspicion::Suspicions,
+    /// Whether PRE-PREPAREs may leave before their records are synced (ahead.rs).
+    ahead: ahead::Ahead,
     liveness: skip::Liveness,
     /// Each peer's latest catch-up request of each kind, waiting for idle time.
     deferred_catch_up: BTreeMap<(u16, u8), catch_up::CatchUp>,
@@ -216,6 +219,7 @@ impl OrderReplica {
             peer_views: HashMap::new(),
             monitor: Default::default(),
             suspicions: Default::default(),
+            ahead: Default::default(),
             liveness: Default::default(),
             deferred_catch_up: BTreeMap::new(),
             recovered: None,
@@ -267,8 +271,10 @@ impl OrderReplica {
         self.own_checkpoints.keys().copied().collect()
     }
 
+    /// Whether this replica proposes now: the active primary, caught up, and not restarted in
+    /// this view (ahead.rs).
     fn is_primary(&self) -> bool {
-        self.active && self.primary() == self.me && !self.behind_checkpoint()
+        self.active && self.primary() == self.me && !self.behind_checkpoint() && !self.abstaining()
     }
 
     /// Waiting for the state of a stable checkpoint beyond what this replica has applied.
@@ -281,20 +287,32 @@ impl OrderReplica {
     }
 
     fn send(&self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
+        self.send_as(to, msg, false, out);
+    }
+
+    /// `unsynced`: the message may overtake pending syncs (ahead.rs).
+    fn send_as(&self, to: Principal, msg: &Message, unsynced: bool, out: &mut Vec<Action>) {
         // A replica recovering from lost records casts no vote of any kind and vouches for
         // nothing (rejoin.rs): it only asks. This is the one door every message leaves by.
         if self.rejoin.is_some() && !rejoin::may_send_while_rejoining(msg) {
             return;
         }
         if let Some(frame) = self.ctx.keys.seal(to, msg) {
-            out.push(Action::Send { to, frame });
+            out.push(match unsynced {
+                false => Action::Send { to, frame },
+                true => Action::SendUnsynced { to, frame },
+            });
         }
     }
 
     fn send_to_peers(&self, msg: &Message, out: &mut Vec<Action>) {
+        self.send_to_peers_as(msg, false, out);
+    }
+
+    fn send_to_peers_as(&self, msg: &Message, unsynced: bool, out: &mut Vec<Action>) {
         for j in 0..self.q.order as u16 {
             if j != self.me {
-                self.send(Principal::Order(j), msg, out);
+                self.send_as(Principal::Order(j), msg, unsynced, out);
             }
         }
     }
@@ -432,6 +450,7 @@ impl OrderReplica {
                 self.resent_at = now;
             }
             self.maybe_suspect_primary(now, out);
+            self.abdicate(now, out);
             if self.is_primary() {
                 self.batch_timer_fired = true;
                 self.try_propose(now, out);
@@ -484,6 +503,7 @@ impl Stage for OrderReplica {
                         new_view: self.new_view_digest(),
                     }));
                 }
+                self.abdicate(now, out);
                 // We may have missed anything while down: ask.
                 self.send_to_peers(
                     &Message::FetchCommitted {

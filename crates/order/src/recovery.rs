@@ -92,11 +92,11 @@ impl OrderReplica {
                 }
             }
         }
-        if let Some((view, active)) = rec
+        let view_record = rec
             .records
             .get(VIEW_KEY)
-            .and_then(|b| storage::decode::<(View, bool)>(b))
-        {
+            .and_then(|b| storage::decode::<(View, bool)>(b));
+        if let Some((view, active)) = view_record {
             self.view = view;
             self.active = active;
         }
@@ -146,6 +146,7 @@ impl OrderReplica {
                 }
             }
         }
+        self.resume_proposing(view_record.is_some(), out);
         self.apply_committed(now, out);
         // Tell metrics and status where this replica resumed (its view: at Start).
         if self.stable.seq > 0 {

@@ -108,6 +108,59 @@ fn primary_crash_view_change_keeps_committed_batches() {
     }
 }
 
+/// Ahead-of-disk PRE-PREPAREs: the first of a view waits for its sync like any message; once
+/// one sent that way prepared, the view's record is durable and the next go unsynced. Backups
+/// never send ahead of their disk.
+#[test]
+fn pre_prepares_go_ahead_of_the_disk_once_one_behind_it_prepared() {
+    let mut h = Harness::new(1, 1, 8);
+    h.request(0, 1, b"a");
+    h.advance(50_000);
+    assert_eq!(h.committed.len(), 1);
+    assert_eq!(h.unsynced, vec![0; 4], "the first waits for its sync");
+    h.request(0, 2, b"b");
+    h.advance(50_000);
+    assert_eq!(h.committed.len(), 2);
+    assert_eq!(
+        h.unsynced,
+        vec![3, 0, 0, 0],
+        "the second goes to the 3 backups at once"
+    );
+}
+
+/// A primary that restarts in its view may have sent PRE-PREPAREs ahead of its disk and lost
+/// them: it proposes nothing more in that view (never a second batch for a slot: OS-vote-
+/// equivocation), asks for the next one, and what was committed stays.
+#[test]
+fn a_primary_restarted_in_its_view_proposes_nothing_more_there() {
+    let mut h = Harness::new(1, 1, 8);
+    h.request(0, 1, b"a");
+    h.advance(50_000);
+    h.request(0, 2, b"b");
+    h.advance(50_000);
+    let before = h.committed.clone();
+    assert_eq!(before.len(), 2);
+    h.crash(0);
+    h.restart(0);
+    assert_eq!(h.replica(0).view(), 0, "it resumes in its view");
+    assert_eq!(h.replica(0).counters().get("suspect-restarted"), 1);
+    let sent_before = h.unsynced[0];
+    h.request(1, 1, b"c");
+    h.advance(2_000_000);
+    assert_eq!(h.unsynced[0], sent_before, "no pre-prepare in view 0 again");
+    assert!(h.replica(1).view() >= 1, "the view changed");
+    assert_eq!(h.replica(0).counters().get("view-change-restarted"), 1);
+    let ncs: Vec<(u32, u64)> = h
+        .exec_seen
+        .values()
+        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc)))
+        .collect();
+    assert!(ncs.contains(&(1, 1)), "ordered in the new view: {ncs:?}");
+    for (s, d) in before {
+        assert_eq!(h.committed[&s], d);
+    }
+}
+
 #[test]
 fn restarted_replica_catches_up() {
     let mut h = Harness::new(1, 1, 4);

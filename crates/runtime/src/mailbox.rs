@@ -32,6 +32,8 @@ impl QueueKey {
 pub enum Item<J> {
     Frame(Vec<u8>),
     Job(J),
+    /// The stage's disk finished a sync (the runner's syncer thread wakes it with this).
+    Synced,
 }
 
 struct Inner<J> {

@@ -1,22 +1,29 @@
 //! Runs one pure stage on its own thread with real time and a durable store.
 //!
 //! The thread takes frames and jobs from the stage's [`Mailbox`], fires timers, and carries out
-//! the stage's actions in order, with one liberty: **group commit**. A `Store(Sync)` does not
-//! sync at once; every externally visible action after it (sends, completions) is held, and the
-//! thread goes on with the next waiting events (up to [`GROUP_MAX`]). When the mailbox is
-//! empty or the group is full, one `fdatasync` covers them all and the held actions go out in
-//! order. So a message still leaves only after every record written before it is durable,
-//! which is all "put, sync, send" promises, while N requests cost one sync instead of N. A
-//! crash before the group's sync loses only state nothing outside has seen.
+//! the stage's actions in order, with two liberties, both about `Store(Sync)`:
+//! - **Group commit.** A sync is not begun at once: the thread goes on with the next waiting
+//!   events (up to [`GROUP_MAX`]), and when the mailbox is empty or the group is full, one
+//!   `fdatasync` covers them all. N requests cost one sync instead of N.
+//! - **Syncs off the thread.** The `fdatasync` runs on a syncer thread, and the stage's thread
+//!   goes on handling events meanwhile: a disk that stalls for 100 ms stalls this stage's
+//!   messages that wait for it, not the stage. At most one sync is in flight; syncs asked for
+//!   meanwhile wait for it and then share the next.
+//!
+//! What a sync promises stays: every externally visible action (send, completion, push) after
+//! a `Sync` is held until a sync begun after that `Sync` was asked for has completed, and held
+//! actions leave in order. A crash before then loses only state nothing outside has seen.
+//! [`Action::SendUnsynced`] is the stage's own exception: it leaves at once.
 //! A failed write or sync ends the process: after a failed `fsync` the kernel may have dropped
 //! the dirty pages, and carrying on could acknowledge what is not on disk.
 
-use crate::mailbox::{Item, Mailbox};
+use crate::mailbox::{Item, Mailbox, QueueKey};
 use plumb_core::{Action, Counters, Event, Micros, Observation, Stage, StoreOp, TimerId};
-use plumb_storage::{Store, StoreStats};
+use plumb_storage::{PendingSync, Store, StoreError, StoreStats, SyncDone};
 use plumb_wire::Principal;
 use prometheus_client::metrics::histogram::Histogram;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -84,10 +91,8 @@ pub struct Runner<S: Stage, H: Host<S>> {
     shared: Arc<StageShared>,
     timers: HashMap<TimerId, Instant>,
     actions: Vec<Action>,
-    /// A `Sync` was asked for and not done yet.
-    sync_pending: bool,
-    /// Actions that must wait for that sync, in order.
-    held: Vec<Action>,
+    /// Syncs and the actions that wait for them.
+    syncs: Syncs,
     /// Time spent in storage so far: the part of a slow step that was the disk's.
     store_time: Duration,
     /// When a slow step was last logged, and how many went unlogged since.
@@ -133,6 +138,59 @@ fn thread_cpu_time() -> Duration {
     Duration::ZERO
 }
 
+/// The syncs of one stage. Syncs are numbered from 1 in the order they begin; `begun` and
+/// `done` are the latest begun and completed (0: none), and at most one is in flight.
+struct Syncs {
+    /// A `Sync` was asked for since the latest sync began: the next one (`begun + 1`) must
+    /// cover it.
+    wanted: bool,
+    begun: u64,
+    done: u64,
+    /// Visible actions in order, each with the sync it waits for.
+    held: VecDeque<(u64, Action)>,
+    /// The syncer thread's work queue and answers.
+    jobs: mpsc::Sender<PendingSync>,
+    answers: mpsc::Receiver<Result<SyncDone, StoreError>>,
+    /// When the sync in flight began, for the fsync histogram.
+    began_at: Instant,
+}
+
+impl Syncs {
+    /// Start the syncer thread, which wakes the stage's thread through its mailbox.
+    fn start<J: Send + 'static>(name: &str, mailbox: Arc<Mailbox<J>>) -> std::io::Result<Syncs> {
+        let (jobs, job_rx) = mpsc::channel::<PendingSync>();
+        let (answer_tx, answers) = mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("{name}-sync"))
+            .spawn(move || {
+                for job in job_rx {
+                    if answer_tx.send(job.run()).is_err() {
+                        break;
+                    }
+                    mailbox.push(QueueKey::Local, Item::Synced);
+                }
+            })?;
+        Ok(Syncs {
+            wanted: false,
+            begun: 0,
+            done: 0,
+            held: VecDeque::new(),
+            jobs,
+            answers,
+            began_at: Instant::now(),
+        })
+    }
+
+    fn in_flight(&self) -> bool {
+        self.begun > self.done
+    }
+
+    /// The sync an action carried out now must wait for (`<= done`: none).
+    fn needed(&self) -> u64 {
+        self.begun + u64::from(self.wanted)
+    }
+}
+
 /// Most events handled under one group commit.
 pub const GROUP_MAX: usize = 64;
 
@@ -140,6 +198,7 @@ pub const GROUP_MAX: usize = 64;
 const TICK: Duration = Duration::from_millis(100);
 
 impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
+    /// A runner for `stage`; fails only if the syncer thread cannot be started.
     pub fn new(
         stage: S,
         store: Store,
@@ -147,8 +206,9 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
         outbox: Arc<dyn Outbox>,
         host: H,
         shared: Arc<StageShared>,
-    ) -> Self {
-        Runner {
+    ) -> std::io::Result<Self> {
+        let syncs = Syncs::start(&shared.principal.to_string(), mailbox.clone())?;
+        Ok(Runner {
             stage,
             store,
             mailbox,
@@ -157,12 +217,11 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
             shared,
             timers: HashMap::new(),
             actions: Vec::new(),
-            sync_pending: false,
-            held: Vec::new(),
+            syncs,
             store_time: Duration::ZERO,
             slow_logged: None,
             round_cpu: Duration::ZERO,
-        }
+        })
     }
 
     /// Run on a new thread until the mailbox is closed.
@@ -219,6 +278,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
                         self.actions = out;
                         self.after();
                     }
+                    Some(Item::Synced) => self.synced(),
                     None => break,
                 }
                 handled += 1;
@@ -241,35 +301,91 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
             }
         }
         // Make sure everything written so far is durable before the thread ends.
+        if self.syncs.in_flight() {
+            let answer = self.syncs.answers.recv().unwrap_or_else(|_| {
+                self.fail(StoreError::Poisoned {
+                    path: self.store.log_path().to_path_buf(),
+                })
+            });
+            self.end_sync(answer);
+        }
         self.store_op(StoreOp::Sync);
+        // Everything is durable now: what waited for it may go (a completion's caller learns
+        // its operation's outcome rather than that the client closed).
+        self.syncs.begun += 1;
+        self.completed();
     }
 
-    /// Do the pending sync, then release what waited for it. What was released may let the
-    /// host start more work (a completed client takes the next job), which may need its own
-    /// sync: repeat until nothing waits.
+    /// The group is over: begin the sync it asked for, unless one is in flight (then the
+    /// next begins when that one completes). A sync with nothing to do completes at once and
+    /// may let the host start work that asks for another: repeat.
     fn commit(&mut self) {
         let mark = self.mark();
-        self.commit_group();
+        while self.syncs.wanted && !self.syncs.in_flight() {
+            self.begin_sync();
+        }
         self.check_slow("group commit", mark);
     }
 
-    fn commit_group(&mut self) {
-        let me = self.shared.principal;
-        while self.sync_pending || !self.held.is_empty() {
-            if self.sync_pending {
-                self.sync_pending = false;
-                self.store_op(StoreOp::Sync);
-            }
-            for action in std::mem::take(&mut self.held) {
-                match action {
-                    Action::Send { to, frame } => self.outbox.send(me, to, frame),
-                    Action::Complete { nc, result } => self.host.complete(nc, result),
-                    Action::Pushed { event, payload } => self.host.pushed(event, payload),
-                    _ => {}
+    fn begin_sync(&mut self) {
+        let started = Instant::now();
+        let pending = self.store.begin_sync();
+        self.store_time += started.elapsed();
+        self.syncs.wanted = false;
+        self.syncs.begun += 1;
+        self.syncs.began_at = started;
+        match pending {
+            Ok(Some(job)) => {
+                if self.syncs.jobs.send(job).is_err() {
+                    self.fail(StoreError::Poisoned {
+                        path: self.store.log_path().to_path_buf(),
+                    });
                 }
             }
-            self.after();
+            // Durable already (nothing written since the last sync, or a finished compaction
+            // synced its new log).
+            Ok(None) => self.completed(),
+            Err(e) => self.fail(e),
         }
+    }
+
+    /// The syncer thread says the sync in flight is over.
+    fn synced(&mut self) {
+        while let Ok(answer) = self.syncs.answers.try_recv() {
+            self.end_sync(answer);
+            self.completed();
+        }
+    }
+
+    fn end_sync(&mut self, answer: Result<SyncDone, StoreError>) {
+        if let Err(e) = self.store.end_sync(answer) {
+            self.fail(e);
+        }
+        self.shared
+            .fsync_seconds
+            .observe(self.syncs.began_at.elapsed().as_secs_f64());
+    }
+
+    /// The latest sync begun is complete: release what waited for it. What was released may
+    /// let the host start more work (a completed client takes the next job).
+    fn completed(&mut self) {
+        let me = self.shared.principal;
+        self.syncs.done = self.syncs.begun;
+        while let Some((need, _)) = self.syncs.held.front() {
+            if *need > self.syncs.done {
+                break;
+            }
+            let Some((_, action)) = self.syncs.held.pop_front() else {
+                break;
+            };
+            match action {
+                Action::Send { to, frame } => self.outbox.send(me, to, frame),
+                Action::Complete { nc, result } => self.host.complete(nc, result),
+                Action::Pushed { event, payload } => self.host.pushed(event, payload),
+                _ => {}
+            }
+        }
+        self.after();
     }
 
     fn step(&mut self, event: Event) {
@@ -350,14 +466,17 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
         let me = self.shared.principal;
         for action in actions.drain(..) {
             match action {
-                Action::Store(StoreOp::Sync) => self.sync_pending = true,
+                Action::Store(StoreOp::Sync) => self.syncs.wanted = true,
                 Action::Store(op) => self.store_op(op),
                 Action::Send { .. } | Action::Complete { .. } | Action::Pushed { .. }
-                    if self.sync_pending =>
+                    if self.syncs.needed() > self.syncs.done =>
                 {
-                    self.held.push(action)
+                    let need = self.syncs.needed();
+                    self.syncs.held.push_back((need, action))
                 }
-                Action::Send { to, frame } => self.outbox.send(me, to, frame),
+                Action::Send { to, frame } | Action::SendUnsynced { to, frame } => {
+                    self.outbox.send(me, to, frame)
+                }
                 Action::Complete { nc, result } => self.host.complete(nc, result),
                 Action::Pushed { event, payload } => self.host.pushed(event, payload),
                 Action::SetTimer { id, after } => {
@@ -372,15 +491,20 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
         }
     }
 
+    /// A write or sync failed: stop the process.
+    fn fail(&self, e: StoreError) -> ! {
+        eprintln!(
+            "plumb: {}: durable storage failed: {e}; stopping so nothing unsynced is acknowledged. Fix the disk, then restart the process: it recovers from what is on disk and from its peers.",
+            self.shared.principal
+        );
+        std::process::exit(70);
+    }
+
     fn store_op(&mut self, op: StoreOp) {
         let sync = matches!(op, StoreOp::Sync);
         let started = Instant::now();
         if let Err(e) = self.store.apply(op) {
-            eprintln!(
-                "plumb: {}: durable storage failed: {e}; stopping so nothing unsynced is acknowledged. Fix the disk, then restart the process: it recovers from what is on disk and from its peers.",
-                self.shared.principal
-            );
-            std::process::exit(70);
+            self.fail(e);
         }
         self.store_time += started.elapsed();
         if sync {

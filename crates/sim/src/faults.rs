@@ -76,6 +76,15 @@ pub struct TargetedAmnesia {
     pub until: Micros,
 }
 
+/// See [`FaultPlan::crash_ahead`]: what a primary must survive for sending ahead of its disk.
+#[derive(Debug, Clone, Copy)]
+pub struct CrashAhead {
+    pub at: Micros,
+    pub until: Micros,
+    pub down: Micros,
+    pub times: u32,
+}
+
 /// Between `from` and `until`, messages between `side` and everyone else are lost.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Partition {
@@ -116,6 +125,10 @@ pub struct FaultPlan {
     pub crashes: Vec<Crash>,
     pub partitions: Vec<Partition>,
     pub targeted_amnesia: Option<TargetedAmnesia>,
+    /// From `at` until `until`, the first correct order replica to send a PRE-PREPARE ahead
+    /// of its disk crashes at once (power loss) and restarts `down` later; `times` such
+    /// crashes, each armed again half a second after the previous restart.
+    pub crash_ahead: Option<CrashAhead>,
     pub clocks: BTreeMap<Principal, Clock>,
     /// The plan restarts every execution replica while the order stage is cut off (the
     /// workload then sends every `Get` read-only).
@@ -196,7 +209,41 @@ pub fn generate(rng: &mut SimRng, q: &Quorums, clients: u32, heal_at: Micros) ->
     exec_restart_while_order_cut_off(rng, &mut plan, &stage_lists, heal_at);
     // After that, for the same reason.
     client_crashes(rng, &mut plan, clients, heal_at);
+    // And after that.
+    plan.crash_ahead = crash_ahead(rng, &plan, &stage_lists, u, heal_at);
     plan
+}
+
+/// A crash of the primary right after a PRE-PREPARE it sent ahead of its disk, restarting
+/// before the backups' heartbeat would replace it: it must not propose that slot again. A
+/// liveness seed spends its order-stage failure on it only if nothing else failed there.
+fn crash_ahead(
+    rng: &mut SimRng,
+    plan: &FaultPlan,
+    stages: &[Vec<Principal>; 3],
+    u: usize,
+    heal_at: Micros,
+) -> Option<CrashAhead> {
+    if u == 0 || !rng.chance(0.3) {
+        return None;
+    }
+    let order_failed = plan.targeted_amnesia.is_some()
+        || stages[1]
+            .iter()
+            .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p));
+    if plan.liveness && order_failed {
+        return None;
+    }
+    let latest = heal_at.saturating_sub(1_500_000);
+    if latest <= 600_000 {
+        return None;
+    }
+    Some(CrashAhead {
+        at: rng.range(300_000, latest),
+        until: latest,
+        down: rng.range(1_000, 30_000),
+        times: rng.range(1, 4) as u32,
+    })
 }
 
 /// Up to two crashes of correct clients, each restarting within a second, most with their
@@ -590,6 +637,16 @@ impl fmt::Display for FaultPlan {
                 secs(t.at),
                 secs(t.restart_at),
                 secs(t.until)
+            )?;
+        }
+        if let Some(c) = &self.crash_ahead {
+            writeln!(
+                f,
+                "  from {} until {}: the first order replica to send a PRE-PREPARE ahead of its disk crashes, down {}, {} times",
+                secs(c.at),
+                secs(c.until),
+                secs(c.down),
+                c.times
             )?;
         }
         for p in &self.partitions {

@@ -97,6 +97,24 @@ const REGRESSIONS: &[(u64, u16, u16, &str)] = &[
         0,
         "LL1: an exec replica with objects restarted holding only its newest checkpoint, so a lagging peer asked it forever for the order stage's stable one while the third was down: the order window filled and stayed full",
     ),
+    (
+        942,
+        1,
+        0,
+        "LL1: a client whose record sat beside a damaged span learned its number but kept the record's higher one, one above a request that never reached a quorum: a gap the order stage refused for good",
+    ),
+    (
+        33,
+        1,
+        0,
+        "OS-recovering-vote (simulator): actions released by a completed sync were held again behind a sync asked for since, so a VIEW-CHANGE left before the Rejoined it followed",
+    ),
+    (
+        285,
+        1,
+        1,
+        "LS1 (simulator): a client that crashed before its new request's record was synced resent the previous one on restart, and the workload took that for the new operation",
+    ),
 ];
 
 #[test]

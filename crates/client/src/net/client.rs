@@ -218,7 +218,8 @@ impl Client {
             links.clone(),
             host,
             stage_shared.clone(),
-        );
+        )
+        .map_err(ClientError::Thread)?;
         let thread = runner
             .spawn(format!("plumb-clients-{first}"))
             .map_err(ClientError::Thread)?;

@@ -25,6 +25,8 @@ pub struct Harness {
     /// (replica, seq) -> digest of committed NextBatch
     pub next_batches: BTreeMap<(u16, Seq), Digest>,
     pub committed: BTreeMap<Seq, Digest>,
+    /// Frames each replica sent ahead of its pending syncs (`Action::SendUnsynced`).
+    pub unsynced: Vec<usize>,
     pub down: Vec<bool>,
     /// Drop every message to or from these replicas.
     pub cut: Vec<bool>,
@@ -112,6 +114,7 @@ impl Harness {
             timers: vec![BTreeMap::new(); q.order],
             next_batches: BTreeMap::new(),
             committed: BTreeMap::new(),
+            unsynced: vec![0; q.order],
             down: vec![false; q.order],
             cut: vec![false; q.order],
             exec_seen: BTreeMap::new(),
@@ -154,6 +157,10 @@ impl Harness {
         r.handle(self.now, ev, &mut out);
         for a in out {
             match a {
+                Action::SendUnsynced { to, frame } if !self.cut[i as usize] => {
+                    self.unsynced[i as usize] += 1;
+                    self.queue.push_back((to, frame));
+                }
                 Action::Send { to, frame } if !self.cut[i as usize] => {
                     self.queue.push_back((to, frame));
                 }

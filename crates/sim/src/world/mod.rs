@@ -4,13 +4,15 @@
 //! Each principal has its stage, its simulated disk, its (drifting) clock, its timer table and
 //! possibly an adversary that rewrites what it sends. The world carries out each stage's
 //! actions in order: sends go to the network, storage writes to the disk's volatile buffer
-//! (`Sync` makes them durable), timers into the queue, observations to the checkers, client
-//! completions to the workload.
+//! (`Sync` makes them durable, after a simulated latency), timers into the queue, observations
+//! to the checkers, client completions to the workload.
 //!
-//! `clients.rs` drives the workload and the Byzantine client; `report.rs` judges the run.
+//! `clients.rs` drives the workload and the Byzantine client; `report.rs` judges the run;
+//! `syncs.rs` holds visible actions until the syncs before them complete.
 
 mod clients;
 mod report;
+mod syncs;
 
 use crate::app::SimApp;
 use crate::check::Checker;
@@ -69,6 +71,8 @@ struct Node<P: Application> {
     correct: bool,
     /// Damage done to the disk before the next restart.
     disk_fault: DiskFault,
+    /// Syncs in flight and the actions waiting for them.
+    syncs: syncs::Syncs,
 }
 
 enum Ev {
@@ -104,6 +108,13 @@ enum Ev {
     PartitionStart(usize),
     PartitionEnd(usize),
     Heal,
+    /// From now, the next correct order replica to send ahead of its disk crashes.
+    ArmCrashAhead,
+    /// Node `node`'s sync in flight completes (void if it crashed since: `life`).
+    Synced {
+        node: usize,
+        life: u64,
+    },
 }
 
 struct Queued {
@@ -143,6 +154,11 @@ pub struct World<'a, A: SimApp> {
     nodes: Vec<Node<A::App>>,
     net: Network,
     fault_rng: SimRng,
+    /// Draws sync latencies.
+    sync_rng: SimRng,
+    /// The plan's crash ahead of the disk is armed (faults.rs), and how many it did.
+    crash_ahead_armed: bool,
+    crashes_ahead: u32,
     workload: Workload,
     checker: Checker,
     trace: Trace,
@@ -197,6 +213,7 @@ impl<'a, A: SimApp> World<'a, A> {
                     adversary,
                     correct: !cfg.plan.is_byzantine(p),
                     disk_fault: DiskFault::None,
+                    syncs: Default::default(),
                 }
             })
             .collect();
@@ -220,6 +237,9 @@ impl<'a, A: SimApp> World<'a, A> {
             nodes,
             net,
             fault_rng: SimRng::new(cfg.seed, "faults"),
+            sync_rng: SimRng::new(cfg.seed, "disk syncs"),
+            crash_ahead_armed: false,
+            crashes_ahead: 0,
             workload,
             checker,
             trace: Trace::new(verbose),
@@ -279,6 +299,9 @@ impl<'a, A: SimApp> World<'a, A> {
         for (i, p) in partitions.iter().enumerate() {
             self.push(p.from, Ev::PartitionStart(i));
             self.push(p.until, Ev::PartitionEnd(i));
+        }
+        if let Some(c) = self.cfg.plan.crash_ahead {
+            self.push(c.at, Ev::ArmCrashAhead);
         }
         if let Some(t) = &self.cfg.plan.targeted_amnesia {
             self.push(t.at, Ev::TargetedAmnesia);
@@ -375,6 +398,8 @@ impl<'a, A: SimApp> World<'a, A> {
                     .line(self.now, format_args!("partition {i} heals"));
                 self.net.end_partition(i);
             }
+            Ev::Synced { node, life } => self.synced(node, life),
+            Ev::ArmCrashAhead => self.crash_ahead_armed = true,
             Ev::Heal => {
                 self.trace.line(self.now, format_args!("faults stop"));
                 self.net.heal();
@@ -447,43 +472,55 @@ impl<'a, A: SimApp> World<'a, A> {
         self.actions = actions;
     }
 
+    /// Carry out node `i`'s actions, holding the visible ones that wait for a sync.
     fn carry_out(&mut self, i: usize, actions: &mut Vec<Action>) {
         for action in actions.drain(..) {
-            match action {
-                Action::Send { to, frame } => self.send(i, to, frame),
-                Action::SetTimer { id, after } => {
-                    self.inserted += 1;
-                    let generation = self.inserted;
-                    self.nodes[i].timers.insert(id, generation);
-                    let at = self.now + self.nodes[i].clock.to_global(after);
-                    self.push(
-                        at,
-                        Ev::Timer {
-                            node: i,
-                            id,
-                            generation,
-                        },
+            if let Some(action) = self.nodes[i].syncs.hold(action) {
+                self.perform(i, action);
+            }
+        }
+        self.begin_sync(i);
+    }
+
+    fn perform(&mut self, i: usize, action: Action) {
+        match action {
+            Action::Send { to, frame } => self.send(i, to, frame),
+            Action::SendUnsynced { to, frame } => {
+                self.send(i, to, frame);
+                self.maybe_crash_ahead(i);
+            }
+            Action::SetTimer { id, after } => {
+                self.inserted += 1;
+                let generation = self.inserted;
+                self.nodes[i].timers.insert(id, generation);
+                let at = self.now + self.nodes[i].clock.to_global(after);
+                self.push(
+                    at,
+                    Ev::Timer {
+                        node: i,
+                        id,
+                        generation,
+                    },
+                );
+            }
+            Action::CancelTimer { id } => {
+                self.nodes[i].timers.remove(&id);
+            }
+            Action::Store(op) => self.nodes[i].disk.apply(op),
+            Action::Observe(obs) => {
+                let p = self.nodes[i].p;
+                if self.trace.verbose {
+                    self.trace.line(
+                        self.now,
+                        format_args!("{p} {}", trace::describe_observation(&obs)),
                     );
                 }
-                Action::CancelTimer { id } => {
-                    self.nodes[i].timers.remove(&id);
+                if self.nodes[i].correct {
+                    self.checker.observe(self.now, p, &obs);
                 }
-                Action::Store(op) => self.nodes[i].disk.apply(op),
-                Action::Observe(obs) => {
-                    let p = self.nodes[i].p;
-                    if self.trace.verbose {
-                        self.trace.line(
-                            self.now,
-                            format_args!("{p} {}", trace::describe_observation(&obs)),
-                        );
-                    }
-                    if self.nodes[i].correct {
-                        self.checker.observe(self.now, p, &obs);
-                    }
-                }
-                Action::Complete { nc, result } => self.complete(i, nc, result),
-                Action::Pushed { .. } => self.stats.pushes += 1,
             }
+            Action::Complete { nc, result } => self.complete(i, nc, result),
+            Action::Pushed { .. } => self.stats.pushes += 1,
         }
     }
 
@@ -694,15 +731,18 @@ impl<'a, A: SimApp> World<'a, A> {
         if matches!(p, Principal::Exec(_)) && self.nodes[i].correct {
             self.checker.exec_started(p);
         }
-        self.step(i, Event::Start);
-        if let Principal::Client(c) = p {
-            if incarnation > 0 {
-                if let Some(StageBox::Client(client)) = &self.nodes[i].stage {
-                    let (resumed, lost_record) = (client.outstanding_request(), client.learning());
-                    self.workload.client_restarted(c, resumed, lost_record);
-                    self.stats.client_restarts_without_record += u64::from(lost_record);
-                }
+        // What a restarted client resumes is known from its record, before it resends
+        // anything: a resent request must not be taken for the operation it was invoking when
+        // it crashed, which never left if the crash came before its record was synced.
+        if let (Principal::Client(c), true) = (p, incarnation > 0) {
+            if let Some(StageBox::Client(client)) = &self.nodes[i].stage {
+                let (resumed, lost_record) = (client.outstanding_request(), client.learning());
+                self.workload.client_restarted(c, resumed, lost_record);
+                self.stats.client_restarts_without_record += u64::from(lost_record);
             }
+        }
+        self.step(i, Event::Start);
+        if let Principal::Client(_) = p {
             // A client that resumed a request is woken by its completion.
             let busy =
                 matches!(&self.nodes[i].stage, Some(StageBox::Client(cl)) if cl.outstanding());
@@ -720,6 +760,7 @@ impl<'a, A: SimApp> World<'a, A> {
         let node = &mut self.nodes[i];
         node.stage = None;
         node.timers.clear();
+        node.syncs = Default::default();
         node.incarnation += 1;
         node.disk.crash(&mut self.fault_rng);
         node.disk_fault = disk;
@@ -729,6 +770,38 @@ impl<'a, A: SimApp> World<'a, A> {
         if let Principal::Client(c) = self.nodes[i].p {
             self.workload.client_crashed(c);
         }
+    }
+
+    /// The plan's crash ahead of the disk: node `i` just sent ahead of its pending syncs. It
+    /// crashes before they complete (right after this step), losing what they would have made
+    /// durable, and restarts soon.
+    fn maybe_crash_ahead(&mut self, i: usize) {
+        let (Some(plan), true) = (self.cfg.plan.crash_ahead, self.crash_ahead_armed) else {
+            return;
+        };
+        if !self.nodes[i].correct || !matches!(self.nodes[i].p, Principal::Order(_)) {
+            return;
+        }
+        self.crash_ahead_armed = false;
+        if self.now > plan.until {
+            return;
+        }
+        self.crashes_ahead += 1;
+        if self.crashes_ahead < plan.times {
+            self.push(self.now + plan.down + 500_000, Ev::ArmCrashAhead);
+        }
+        self.trace.line(
+            self.now,
+            format_args!("{} sent ahead of its disk: it crashes now", self.nodes[i].p),
+        );
+        self.push(
+            self.now,
+            Ev::Crash {
+                node: i,
+                disk: DiskFault::None,
+            },
+        );
+        self.push(self.now + plan.down, Ev::Start { node: i });
     }
 
     /// Wake client node `i` after a think time.
