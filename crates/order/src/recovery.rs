@@ -92,11 +92,11 @@ impl OrderReplica {
                 }
             }
         }
-        let view_record = rec
+        if let Some((view, active)) = rec
             .records
             .get(VIEW_KEY)
-            .and_then(|b| storage::decode::<(View, bool)>(b));
-        if let Some((view, active)) = view_record {
+            .and_then(|b| storage::decode::<(View, bool)>(b))
+        {
             self.view = view;
             self.active = active;
         }
@@ -146,7 +146,9 @@ impl OrderReplica {
                 }
             }
         }
-        self.resume_proposing(view_record.is_some(), out);
+        // Present but unreadable counts as present: then the replica cannot tell what it
+        // proposed, and abstaining is the safe side.
+        self.resume_proposing(rec.records.contains_key(VIEW_KEY), out);
         self.apply_committed(now, out);
         // Tell metrics and status where this replica resumed (its view: at Start).
         if self.stable.seq > 0 {
