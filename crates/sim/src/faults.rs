@@ -224,20 +224,7 @@ fn crash_ahead(
     u: usize,
     heal_at: Micros,
 ) -> Option<CrashAhead> {
-    if u == 0 || !rng.chance(0.3) {
-        return None;
-    }
-    let order_failed = plan.targeted_amnesia.is_some()
-        || stages[1]
-            .iter()
-            .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p));
-    if plan.liveness && order_failed {
-        return None;
-    }
-    let latest = heal_at.saturating_sub(1_500_000);
-    if latest <= 600_000 {
-        return None;
-    }
+    let latest = spare_order_replica(rng, plan, stages, u, heal_at)?;
     Some(CrashAhead {
         at: rng.range(300_000, latest),
         until: latest,
@@ -518,8 +505,32 @@ fn disk_fault(rng: &mut SimRng, node: Principal) -> DiskFault {
     }
 }
 
-/// Targeted amnesia needs an order replica to spare: `u >= 1`, and in a liveness seed no other
-/// order replica already failed (the wiped one and the cut-off ones are down for a while).
+/// For a targeted order-stage fault, drawn in 30% of seeds: an order replica to spare (`u >= 1`,
+/// and in a liveness seed no order replica already failed or is targeted), and time before the
+/// heal for it. Returns the latest time it may strike.
+fn spare_order_replica(
+    rng: &mut SimRng,
+    plan: &FaultPlan,
+    stages: &[Vec<Principal>; 3],
+    u: usize,
+    heal_at: Micros,
+) -> Option<Micros> {
+    if u == 0 || !rng.chance(0.3) {
+        return None;
+    }
+    let order_failed = plan.targeted_amnesia.is_some()
+        || stages[1]
+            .iter()
+            .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p));
+    if plan.liveness && order_failed {
+        return None;
+    }
+    let latest = heal_at.saturating_sub(1_500_000);
+    (latest > 600_000).then_some(latest)
+}
+
+/// Targeted amnesia wipes the order replica that sent the newest COMMIT (the wiped one and the
+/// cut-off ones are down for a while).
 fn targeted_amnesia(
     rng: &mut SimRng,
     plan: &FaultPlan,
@@ -527,19 +538,7 @@ fn targeted_amnesia(
     u: usize,
     heal_at: Micros,
 ) -> Option<TargetedAmnesia> {
-    if u == 0 || !rng.chance(0.3) {
-        return None;
-    }
-    let order_failed = stages[1]
-        .iter()
-        .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p));
-    if plan.liveness && order_failed {
-        return None;
-    }
-    let latest = heal_at.saturating_sub(1_500_000);
-    if latest <= 600_000 {
-        return None;
-    }
+    let latest = spare_order_replica(rng, plan, stages, u, heal_at)?;
     let at = rng.range(500_000, latest);
     let restart_at = at + rng.range(10_000, 200_000);
     let until = (restart_at + rng.range(200_000, 1_000_000)).min(heal_at);
