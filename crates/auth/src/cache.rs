@@ -30,25 +30,34 @@ pub(crate) struct Cached {
 /// `commandCache{0,1,2}` as one map from checkpoint interval (`seq / CP_interval`) to bodies.
 /// The figure's `i mod 3` ring becomes explicit interval numbers, so garbage collection can
 /// say exactly which intervals it drops even when batches jump several intervals at once.
+///
+/// A number usually has one body; it has more when its client superseded a stranded request
+/// (`request.rs`): any of them may be the one ordered, so all are kept.
 #[derive(Debug, Default)]
 pub(crate) struct CommandCache {
-    intervals: BTreeMap<u64, BTreeMap<(ClientId, ReqNo), Cached>>,
+    intervals: BTreeMap<u64, BTreeMap<(ClientId, ReqNo), Vec<Cached>>>,
 }
 
 impl CommandCache {
     pub fn insert(&mut self, interval: u64, client: ClientId, nc: ReqNo, body: Cached) {
-        self.intervals
+        let bodies = self
+            .intervals
             .entry(interval)
             .or_default()
-            .insert((client, nc), body);
+            .entry((client, nc))
+            .or_default();
+        bodies.retain(|b| b.digest != body.digest);
+        bodies.push(body);
     }
 
-    /// The body of `(client, nc)`, newest interval first.
-    pub fn get(&self, client: ClientId, nc: ReqNo) -> Option<&Cached> {
-        self.intervals
-            .values()
-            .rev()
-            .find_map(|bodies| bodies.get(&(client, nc)))
+    /// The body of `(client, nc)` with `digest`, newest interval first.
+    pub fn get(&self, client: ClientId, nc: ReqNo, digest: Digest) -> Option<&Cached> {
+        self.intervals.values().rev().find_map(|bodies| {
+            bodies
+                .get(&(client, nc))?
+                .iter()
+                .find(|b| b.digest == digest)
+        })
     }
 
     /// The highest request number held for `client`.
@@ -68,7 +77,11 @@ impl CommandCache {
     }
 
     pub fn len(&self) -> usize {
-        self.intervals.values().map(BTreeMap::len).sum()
+        self.intervals
+            .values()
+            .flat_map(BTreeMap::values)
+            .map(Vec::len)
+            .sum()
     }
 
     #[cfg(test)]

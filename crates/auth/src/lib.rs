@@ -62,9 +62,10 @@ pub struct AuthReplica {
     /// Per client, the request after its pending one, received before the pending one was
     /// known to be ordered: handled when it is.
     deferred: BTreeMap<ClientId, (plumb_wire::ReqNo, Vec<u8>)>,
-    /// Per client, a stranded pending request superseded by another operation under its number
-    /// (`request.rs`): its body stays fetchable until a later request of the client is ordered.
-    superseded: BTreeMap<ClientId, Pending>,
+    /// Per client, the stranded pending requests superseded by other operations under their
+    /// number (`request.rs`), at most [`request::MAX_SUPERSEDED`]: their bodies stay fetchable until a
+    /// later request of the client is ordered.
+    superseded: BTreeMap<ClientId, Vec<Pending>>,
     /// Clients caught sending what no correct client sends: refused until their entry expires.
     blacklist: blacklist::Blacklist,
 }

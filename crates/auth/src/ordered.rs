@@ -246,11 +246,22 @@ impl AuthReplica {
                     seq,
                 },
             );
+            // The bodies it superseded under the same number go with it: which one was
+            // ordered is not in a BATCH-COMPLETE, and an execution replica that loads an
+            // earlier checkpoint fetches it again. (In memory only: their `auth/req/{c}` was
+            // overwritten when they were superseded.)
+            for old in self.superseded.remove(&client).unwrap_or_default() {
+                if old.nc == p.nc && old.digest != p.digest {
+                    let body = Cached {
+                        op: old.op,
+                        digest: old.digest,
+                        seq,
+                    };
+                    self.cache.insert(interval, client, old.nc, body);
+                }
+            }
             self.counters.add("ordered");
             self.executed_votes.remove(&client);
-            if self.superseded.get(&client).is_some_and(|s| nc > s.nc) {
-                self.superseded.remove(&client);
-            }
             if let Some((next, op)) = self.deferred.remove(&client) {
                 self.on_request(client, next, op, out);
             }
@@ -296,16 +307,12 @@ impl AuthReplica {
             .get(&client)
             .filter(|p| p.nc == nc && p.digest == digest)
             .map(|p| &p.op);
-        let cached = || {
-            self.cache
-                .get(client, nc)
-                .filter(|c| c.digest == digest)
-                .map(|c| &c.op)
-        };
+        let cached = || self.cache.get(client, nc, digest).map(|c| &c.op);
         let superseded = || {
             self.superseded
-                .get(&client)
-                .filter(|p| p.nc == nc && p.digest == digest)
+                .get(&client)?
+                .iter()
+                .find(|p| p.nc == nc && p.digest == digest)
                 .map(|p| &p.op)
         };
         let Some(op) = pending.or_else(cached).or_else(superseded).cloned() else {

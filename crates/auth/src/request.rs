@@ -65,6 +65,9 @@ pub(crate) fn authenticate_core(
     })
 }
 
+/// How many stranded requests of one client number a replica keeps after superseding them.
+pub(crate) const MAX_SUPERSEDED: usize = 8;
+
 impl AuthReplica {
     /// A CLIENT-REQ whose envelope `open` has already authenticated (filter step 1).
     pub(crate) fn on_request(
@@ -133,7 +136,13 @@ impl AuthReplica {
     ///   is then superseded: the new operation is authenticated under the number. This is no
     ///   new situation for the order stage, which already meets two fully vouched operations
     ///   under one number when Byzantine authentication replicas vouch for both; it orders one
-    ///   request per client number (OS3). The old body stays fetchable (AS2).
+    ///   request per client number (OS3). The old body stays fetchable (AS2), whichever
+    ///   supersession it lost to: any body this replica vouched for may be the one ordered,
+    ///   however long after (a client that sent `dbsize`, `get k2` and `get k0` under one
+    ///   number had `dbsize` ordered 1.35 s later, when only the newest superseded body was
+    ///   kept, and no replica could serve it: sim seed 737, u1r1). A correct client reuses a
+    ///   number once per lost record; one that supersedes it more than [`MAX_SUPERSEDED`]
+    ///   times is blacklisted rather than let pin more bodies.
     fn on_reused_number(
         &mut self,
         client: ClientId,
@@ -152,8 +161,13 @@ impl AuthReplica {
             self.resend_last(client, out);
             return;
         }
+        let kept = self.superseded.get(&client).map_or(0, Vec::len);
+        if kept >= MAX_SUPERSEDED {
+            self.blacklist_client(client, "blacklisted-superseding");
+            return;
+        }
         if let Some(old) = self.pending.remove(&client) {
-            self.superseded.insert(client, old);
+            self.superseded.entry(client).or_default().push(old);
         }
         self.counters.add("superseded-stranded");
         self.authenticate(client, nc, op, out);

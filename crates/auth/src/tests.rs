@@ -342,7 +342,8 @@ fn as3_one_request_per_identifier() {
 /// A client that lost its record reuses a number whose request its previous life sent to too
 /// few replicas to be ordered (issue 10: the stranded request). The replicas holding the old
 /// request refuse the new one until the old one has waited `auth_resend_us`; then the new one
-/// is authenticated, and the old body stays fetchable until a later request is ordered (AS2).
+/// is authenticated, and the old body stays fetchable as long as the batch that ordered the
+/// number may need it (AS2).
 #[test]
 fn a_stranded_pending_request_is_superseded_after_auth_resend_us() {
     let net = Net::new();
@@ -378,15 +379,64 @@ fn a_stranded_pending_request_is_superseded_after_auth_resend_us() {
         1,
         "the superseded body is still served"
     );
-    // Number 1 ordered (either body): the superseded one is kept for its batch...
+    // Number 1 ordered (either body): both bodies go to the command cache with the batch...
     net.complete(&mut r, &[0, 1], 3, &[(1, 1)]);
     let served = net.deliver(&mut r, wait, Principal::Exec(0), &fetch(1, &old));
     assert_eq!(net.opened(&served).len(), 1);
-    // ...until a later request of the client is ordered.
+    assert_eq!(r.cached_bodies(), 2);
+    // ...and stay there when a later request is ordered (an execution replica that loads an
+    // earlier checkpoint fetches them again)...
     net.request(&mut r, wait + 1, 1, 2, b"next");
     net.complete(&mut r, &[0, 1], 4, &[(1, 2)]);
     let served = net.deliver(&mut r, wait + 2, Principal::Exec(0), &fetch(1, &old));
+    assert_eq!(net.opened(&served).len(), 1);
+    // ...until their interval is collected.
+    let cp = net.cfg.checkpoint_interval;
+    net.request(&mut r, wait + 3, 1, 3, b"much later");
+    net.complete(&mut r, &[0, 1], 4 * cp, &[(1, 3)]);
+    let served = net.deliver(&mut r, wait + 4, Principal::Exec(0), &fetch(1, &old));
     assert!(net.opened(&served).is_empty());
+}
+
+/// Every body a replica vouched for under a number stays fetchable, not only the newest
+/// superseded one: any of them may be the one ordered (sim seed 737, u1r1). A client that
+/// supersedes one number more than `MAX_SUPERSEDED` times is blacklisted instead.
+#[test]
+fn every_superseded_body_stays_fetchable_and_endless_superseding_is_blacklisted() {
+    let net = Net::new();
+    let wait = net.cfg.auth_resend_us;
+    let mut r = net.replica(Recovered::default());
+    let ops: Vec<Vec<u8>> = (0..=crate::request::MAX_SUPERSEDED)
+        .map(|i| format!("op {i}").into_bytes())
+        .collect();
+    for (i, op) in ops.iter().enumerate() {
+        let sent = net.request(&mut r, i as u64 * wait, 1, 1, op);
+        assert_eq!(net.auth_reqs(&sent).len(), net.cfg.quorums.order, "op {i}");
+    }
+    assert_eq!(
+        r.counters().get("superseded-stranded"),
+        crate::request::MAX_SUPERSEDED as u64
+    );
+    for op in &ops {
+        let fetch = Message::Fetch {
+            seq: 3,
+            client: 1,
+            nc: 1,
+            digest: Digest::of(op),
+        };
+        let served = net.deliver(&mut r, ops.len() as u64 * wait, Principal::Exec(0), &fetch);
+        assert_eq!(
+            net.opened(&served).len(),
+            1,
+            "{:?} is served",
+            String::from_utf8_lossy(op)
+        );
+    }
+    assert_eq!(r.blacklisted(), 0);
+    let once_more = net.request(&mut r, ops.len() as u64 * wait, 1, 1, b"one more");
+    assert!(net.auth_reqs(&once_more).is_empty());
+    assert_eq!(r.counters().get("blacklisted-superseding"), 1);
+    assert_eq!(r.blacklisted(), 1);
 }
 
 /// Seed 004 §3.4.1: a client caught sending what no correct client sends is refused, even its

@@ -61,7 +61,12 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
     match msg {
         Message::Request { nc, op } => format!("request nc={nc} {}", op_text(op)),
         Message::ReadOnly { nc, op } => format!("read-only ro={nc} {}", op_text(op)),
-        Message::AuthReq { core, .. } => format!("auth-req c{} nc={}", core.client, core.nc),
+        Message::AuthReq { core, .. } => format!(
+            "auth-req c{} nc={} {:?}",
+            core.client,
+            core.nc,
+            core.op_digest()
+        ),
         Message::PrePrepare {
             view,
             seq,
@@ -115,8 +120,11 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
             format!("batch-complete n={seq} ({} executed)", executed.len())
         }
         Message::Fetch {
-            seq, client, nc, ..
-        } => format!("fetch n={seq} c{client}/{nc}"),
+            seq,
+            client,
+            nc,
+            digest,
+        } => format!("fetch n={seq} c{client}/{nc} {digest:?}"),
         Message::Command {
             seq, client, nc, ..
         } => format!("command n={seq} c{client}/{nc}"),
