@@ -332,8 +332,11 @@ impl OrderReplica {
         valid.len() >= self.q.matrix_valid()
     }
 
-    /// Accept `batch` at `(view, seq)`: persist before voting, then PREPARE (backups) — the
-    /// primary's pre-prepare counts as its own prepare.
+    /// Accept `batch` at `(view, seq)`: persist, then PREPARE. The primary votes with a
+    /// PREPARE too, not with its PRE-PREPARE: that may leave before the batch is on its disk
+    /// (ahead.rs), and a vote a prepared certificate counts must come from a replica that
+    /// still holds the batch after a restart, or the view change can lose sight of a prepared
+    /// batch (docs/protocol.md, "Pre-prepares ahead of the disk").
     pub(crate) fn accept_and_prepare(
         &mut self,
         now: Micros,
@@ -343,27 +346,23 @@ impl OrderReplica {
         out: &mut Vec<Action>,
     ) {
         let d = batch.digest(seq);
-        let primary = self.primary();
         let me = self.me;
         let slot = self.slots.entry(seq).or_default();
         slot.accept(seq, view, batch);
         slot.accepted_at = now;
-        slot.prepares.insert(primary, d);
         slot.prepares.insert(me, d);
         let record = plumb_core::storage::encode(&slot.record);
         self.accepted_upto = self.accepted_upto.max(seq);
         self.put(slot_key(seq), record, out);
         self.sync(out);
-        if me != primary {
-            self.send_to_peers(
-                &Message::Prepare {
-                    view,
-                    seq,
-                    digest: d,
-                },
-                out,
-            );
-        }
+        self.send_to_peers(
+            &Message::Prepare {
+                view,
+                seq,
+                digest: d,
+            },
+            out,
+        );
     }
 
     // ---------------------------------------------------------------- votes
@@ -377,7 +376,7 @@ impl OrderReplica {
         d: Digest,
         out: &mut Vec<Action>,
     ) {
-        if !self.vote_in_range(view, seq) || j == self.primary() {
+        if !self.vote_in_range(view, seq) {
             return;
         }
         self.slots.entry(seq).or_default().prepare_vote(view, j, d);
@@ -660,13 +659,12 @@ impl OrderReplica {
                         seed: b.seed,
                     });
                 }
-            } else {
-                msgs.push(Message::Prepare {
-                    view,
-                    seq: *seq,
-                    digest: d,
-                });
             }
+            msgs.push(Message::Prepare {
+                view,
+                seq: *seq,
+                digest: d,
+            });
             if slot.sent_commit {
                 msgs.push(Message::Commit {
                     view,

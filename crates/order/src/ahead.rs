@@ -22,14 +22,12 @@
 //!   faulty, but then no correct backup exists to accept a second proposal.) Until then,
 //!   PRE-PREPAREs wait like any other message, which also keeps the first ones of a view from
 //!   overtaking its NEW-VIEW.
-//! - **Votes that stand.** The primary's PRE-PREPARE is also its prepare vote. A primary that
-//!   lost the batch in a crash has not sent its COMMIT for it: that is held behind the sync of
-//!   the prepared record, which follows the batch's record. So every COMMIT a commit
-//!   certificate counts still comes from a replica that holds the batch on disk, which is what
-//!   the view change's choice needs. Losing the batch makes the restarted primary look, in its
-//!   VIEW-CHANGE, like a replica that never received it: an omission. That is safe, but for
-//!   liveness it counts like a fault until the next view is installed (docs/robustness.md,
-//!   "Not built yet").
+//! - **Votes that stand.** The PRE-PREPARE is not the primary's prepare vote: it votes with a
+//!   PREPARE, which waits for the batch's record like every vote, and its COMMIT follows the
+//!   sync of its prepared record. So every vote a prepared or commit certificate counts comes
+//!   from a replica that holds the batch on disk, which is what the view change's choice needs
+//!   to stay live. A primary that lost the batch in a crash reports nothing for it in its
+//!   VIEW-CHANGE, and that is true of its votes: it cast none.
 
 use crate::OrderReplica;
 use plumb_core::{Action, Micros, ViewChangeCause};

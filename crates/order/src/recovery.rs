@@ -126,14 +126,13 @@ impl OrderReplica {
             }
         }
         // Our own prepares and commits stand: re-count them so resends carry them.
-        let (view, me, primary) = (self.view, self.me, self.primary());
+        let (view, me) = (self.view, self.me);
         for (seq, slot) in self.slots.iter_mut() {
             if let Some((v, b)) = &slot.record.accepted {
                 if *v == view {
                     let d = b.digest(*seq);
                     slot.votes_view = view;
                     slot.prepares.insert(me, d);
-                    slot.prepares.insert(primary, d);
                     if slot
                         .record
                         .prepared

@@ -161,6 +161,50 @@ fn a_primary_restarted_in_its_view_proposes_nothing_more_there() {
     }
 }
 
+/// The view change must not lose sight of a batch whose primary forgot it. The primary sends
+/// slot 2's PRE-PREPARE ahead of its disk; it reaches replicas 1 and 3, not 2; both PREPARE;
+/// the primary crashes before its record is synced (nothing it said after the PRE-PREPARE
+/// leaves, the record is lost) and replica 3, the faulty one, says nothing more. When the PRE-PREPARE
+/// counted as the primary's vote, replica 1 prepared the batch on {0, 1, 3} and reported it in
+/// its VIEW-CHANGE; with 0 and 2 reporting nothing, the choice found neither r+1 replicas
+/// vouching for the batch nor n-u reporting no prepared batch, and the view change waited for
+/// replica 3 for ever (LL1). Only votes from replicas that hold the batch on disk count now.
+#[test]
+fn a_batch_its_primary_forgot_does_not_stall_the_view_change() {
+    let mut h = Harness::new(1, 1, 8);
+    h.request(0, 1, b"a");
+    h.advance(50_000);
+    assert_eq!(h.committed.len(), 1);
+    h.drop_to.push((2, "pre-prepare"));
+    h.drop_from.push((0, "prepare"));
+    h.drop_from.push((0, "commit"));
+    h.drop_from.push((0, "next-batch"));
+    h.request(0, 2, b"b");
+    h.advance(1_000);
+    assert_eq!(h.unsynced[0], 3, "slot 2 went ahead of the primary's disk");
+    assert_eq!(h.replica(1).last_committed(), 1, "slot 2 did not commit");
+    h.crash(3);
+    h.crash(0);
+    h.disks[0].remove(&format!("order/slot/{:020}", 2));
+    h.drop_to.clear();
+    h.drop_from.clear();
+    h.restart(0);
+    h.request(1, 1, b"c");
+    h.advance(5_000_000);
+    assert!(h.replica(1).view() >= 1, "the view changed");
+    let ncs: Vec<(u32, u64)> = h
+        .exec_seen
+        .values()
+        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc)))
+        .collect();
+    assert!(
+        ncs.contains(&(0, 2)) && ncs.contains(&(1, 1)),
+        "ordered after the view change: {ncs:?} (replica 1 in view {}, active {})",
+        h.replica(1).view(),
+        h.replica(1).is_view_active()
+    );
+}
+
 #[test]
 fn restarted_replica_catches_up() {
     let mut h = Harness::new(1, 1, 4);

@@ -215,8 +215,10 @@ pub fn generate(rng: &mut SimRng, q: &Quorums, clients: u32, heal_at: Micros) ->
 }
 
 /// A crash of the primary right after a PRE-PREPARE it sent ahead of its disk, restarting
-/// before the backups' heartbeat would replace it: it must not propose that slot again. A
-/// liveness seed spends its order-stage failure on it only if nothing else failed there.
+/// before the backups' heartbeat would replace it: it must not propose that slot again. Once
+/// restarted it is a correct replica (every vote it cast is on its disk), so a liveness seed
+/// may combine it with a failed order replica, a Byzantine one included: the view change must
+/// not wait for the faulty one to report a batch the restarted primary forgot (LL1).
 fn crash_ahead(
     rng: &mut SimRng,
     plan: &FaultPlan,
@@ -224,7 +226,7 @@ fn crash_ahead(
     u: usize,
     heal_at: Micros,
 ) -> Option<CrashAhead> {
-    let latest = spare_order_replica(rng, plan, stages, u, heal_at)?;
+    let latest = spare_order_replica(rng, plan, stages, u, heal_at, Spare::BesideFailures)?;
     Some(CrashAhead {
         at: rng.range(300_000, latest),
         until: latest,
@@ -505,24 +507,35 @@ fn disk_fault(rng: &mut SimRng, node: Principal) -> DiskFault {
     }
 }
 
+/// Whether a targeted order-stage fault leaves its victim faulty for the liveness check.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Spare {
+    /// It does (a wiped replica votes for nothing until it has rejoined): in a liveness seed,
+    /// only if no other order replica failed.
+    Alone,
+    /// It does not: beside any other failure, but not beside a second targeted fault.
+    BesideFailures,
+}
+
 /// For a targeted order-stage fault, drawn in 30% of seeds: an order replica to spare (`u >= 1`,
-/// and in a liveness seed no order replica already failed or is targeted), and time before the
-/// heal for it. Returns the latest time it may strike.
+/// and in a liveness seed none already targeted, nor failed if `spare` says so), and time
+/// before the heal for it. Returns the latest time it may strike.
 fn spare_order_replica(
     rng: &mut SimRng,
     plan: &FaultPlan,
     stages: &[Vec<Principal>; 3],
     u: usize,
     heal_at: Micros,
+    spare: Spare,
 ) -> Option<Micros> {
     if u == 0 || !rng.chance(0.3) {
         return None;
     }
-    let order_failed = plan.targeted_amnesia.is_some()
-        || stages[1]
-            .iter()
-            .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p));
-    if plan.liveness && order_failed {
+    let order_failed = stages[1]
+        .iter()
+        .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p));
+    let taken = plan.targeted_amnesia.is_some() || (spare == Spare::Alone && order_failed);
+    if plan.liveness && taken {
         return None;
     }
     let latest = heal_at.saturating_sub(1_500_000);
@@ -538,7 +551,7 @@ fn targeted_amnesia(
     u: usize,
     heal_at: Micros,
 ) -> Option<TargetedAmnesia> {
-    let latest = spare_order_replica(rng, plan, stages, u, heal_at)?;
+    let latest = spare_order_replica(rng, plan, stages, u, heal_at, Spare::Alone)?;
     let at = rng.range(500_000, latest);
     let restart_at = at + rng.range(10_000, 200_000);
     let until = (restart_at + rng.range(200_000, 1_000_000)).min(heal_at);

@@ -115,6 +115,12 @@ const REGRESSIONS: &[(u64, u16, u16, &str)] = &[
         1,
         "LS1 (simulator): a client that crashed before its new request's record was synced resent the previous one on restart, and the workload took that for the new operation",
     ),
+    (
+        737,
+        1,
+        1,
+        "LL1: a Byzantine client superseded one request number twice; auth replicas kept only the newest superseded body, then filed only the pending one when the number was ordered, so the ordered body could not be fetched and execution stalled for every client",
+    ),
 ];
 
 #[test]

@@ -37,6 +37,8 @@ pub struct Harness {
     pub drop_kinds: Vec<&'static str>,
     /// Messages of these kinds to this order replica are lost.
     pub drop_to: Vec<(u16, &'static str)>,
+    /// Messages of these kinds from this order replica are lost.
+    pub drop_from: Vec<(u16, &'static str)>,
     /// Messages of these kinds to this order replica are held back (in `held`) until
     /// `release_held`: they arrive after everything else.
     pub hold_to: Vec<(u16, &'static str)>,
@@ -121,6 +123,7 @@ impl Harness {
             load_cps: Vec::new(),
             drop_kinds: Vec::new(),
             drop_to: Vec::new(),
+            drop_from: Vec::new(),
             hold_to: Vec::new(),
             held: Vec::new(),
         };
@@ -199,11 +202,18 @@ impl Harness {
         while let Some((to, frame)) = self.queue.pop_front() {
             budget -= 1;
             assert!(budget > 0, "message storm");
-            if !self.drop_kinds.is_empty() || !self.drop_to.is_empty() || !self.hold_to.is_empty() {
-                let kind = self.rings[&to].open(&frame).map(|(_, m)| m.kind()).ok();
+            if !self.drop_kinds.is_empty()
+                || !self.drop_to.is_empty()
+                || !self.drop_from.is_empty()
+                || !self.hold_to.is_empty()
+            {
+                let opened = self.rings[&to].open(&frame).ok();
+                let from = opened.as_ref().map(|(p, _)| *p);
+                let kind = opened.map(|(_, m)| m.kind());
                 let lost = kind.is_some_and(|k| {
                     self.drop_kinds.contains(&k)
                         || matches!(to, Principal::Order(i) if self.drop_to.contains(&(i, k)))
+                        || matches!(from, Some(Principal::Order(i)) if self.drop_from.contains(&(i, k)))
                 });
                 if lost {
                     continue;
