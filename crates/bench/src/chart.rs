@@ -647,6 +647,7 @@ mod tests {
             p999_ms: p50,
             max_ms: p50,
             mean_ms: p50,
+            longest_gap_ms: p50,
             cpu_us_per_op: None,
             batch_mean: None,
             views: None,

@@ -59,6 +59,9 @@ struct Shared {
     errors: AtomicU64,
     first_error: Mutex<Option<String>>,
     histogram: Mutex<Histogram<u64>>,
+    /// When the last operation completed while measuring, and the longest window so far in
+    /// which none did (a stall every client waits out shows here, whatever the percentiles say).
+    gaps: Mutex<(Instant, Duration)>,
 }
 
 impl Shared {
@@ -72,6 +75,8 @@ impl Shared {
                 let us = (latency.as_micros() as u64).max(1);
                 let mut h = self.histogram.lock().unwrap_or_else(|p| p.into_inner());
                 let _ = h.record(us);
+                drop(h);
+                self.completed_at(Instant::now());
             }
             Err(e) => {
                 self.errors.fetch_add(1, Ordering::Relaxed);
@@ -79,6 +84,15 @@ impl Shared {
                 first.get_or_insert(e);
             }
         }
+    }
+}
+
+impl Shared {
+    fn completed_at(&self, now: Instant) {
+        let mut g = self.gaps.lock().unwrap_or_else(|p| p.into_inner());
+        let gap = now.saturating_duration_since(g.0);
+        g.1 = g.1.max(gap);
+        g.0 = g.0.max(now);
     }
 }
 
@@ -124,6 +138,7 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
         histogram: Mutex::new(
             Histogram::new_with_bounds(1, 600_000_000, 3).map_err(|e| e.to_string())?,
         ),
+        gaps: Mutex::new((Instant::now(), Duration::ZERO)),
     });
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -158,6 +173,7 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
     let cpu_before = total_cpu_seconds(&pids);
     let batches_before = target.batch_stats().await;
     let measure_start = Instant::now();
+    *shared.gaps.lock().unwrap_or_else(|p| p.into_inner()) = (measure_start, Duration::ZERO);
     shared.measuring.store(true, Ordering::Relaxed);
     let label = format!(
         "{} {} {} {}",
@@ -195,6 +211,8 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
         }
     }
     shared.stop.store(true, Ordering::Relaxed);
+    // The window from the last completion to the end counts too.
+    shared.completed_at(Instant::now());
     let seconds = measure_start.elapsed().as_secs_f64();
     let cpu = total_cpu_seconds(&pids) - cpu_before;
     let batches_after = target.batch_stats().await;
@@ -224,6 +242,10 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
             "{label}: nothing completed in {seconds:.1} s: {why}"
         ));
     }
+    let longest_gap_ms = {
+        let gaps = shared.gaps.lock().unwrap_or_else(|p| p.into_inner());
+        gaps.1.as_secs_f64() * 1000.0
+    };
     let h = shared.histogram.lock().unwrap_or_else(|p| p.into_inner());
     let ms = |us: u64| us as f64 / 1000.0;
     Ok(RunResult {
@@ -242,6 +264,7 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
         p999_ms: ms(h.value_at_quantile(0.999)),
         max_ms: ms(h.max()),
         mean_ms: h.mean() / 1000.0,
+        longest_gap_ms,
         cpu_us_per_op: (!pids.is_empty()).then(|| cpu * 1e6 / ops as f64),
         batch_mean: during.as_ref().and_then(BatchStats::mean),
         views: during.as_ref().map(|d| d.view),

@@ -24,6 +24,8 @@ pub struct RunResult {
     pub p999_ms: f64,
     pub max_ms: f64,
     pub mean_ms: f64,
+    /// The longest window while measuring in which no operation completed.
+    pub longest_gap_ms: f64,
     /// CPU time (user + system) of every server process, per completed operation.
     pub cpu_us_per_op: Option<f64>,
     /// Mean requests per batch the order stage formed, where the system reports it (empty
@@ -108,12 +110,16 @@ pub fn table(results: &[RunResult]) -> String {
         );
     }
     for r in results {
-        if let Some(stalls) = r.stalls.as_deref().filter(|s| !s.is_empty()) {
-            s += &format!(
-                "  {} {} {} {}: {stalls}\n",
-                r.system, r.config, r.workload, r.load
-            );
-        }
+        let stalls = r
+            .stalls
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(|s| format!("; {s}"))
+            .unwrap_or_default();
+        s += &format!(
+            "  {} {} {} {}: longest window without a completed operation {:.0} ms{stalls}\n",
+            r.system, r.config, r.workload, r.load, r.longest_gap_ms
+        );
     }
     s
 }
@@ -176,12 +182,12 @@ pub fn comparison_csv(peaks: &[RunResult]) -> String {
 /// Every run as CSV, every field.
 pub fn runs_csv(results: &[RunResult]) -> String {
     let mut s = String::from(
-        "system,config,workload,load,clients,ops,errors,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,mean_ms,cpu_us_per_op,batch_mean\n",
+        "system,config,workload,load,clients,ops,errors,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,mean_ms,cpu_us_per_op,batch_mean,longest_gap_ms\n",
     );
     let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
     for r in results {
         s += &format!(
-            "{},{},{},{},{},{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{}\n",
+            "{},{},{},{},{},{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{:.1}\n",
             r.system,
             r.config,
             r.workload,
@@ -198,7 +204,8 @@ pub fn runs_csv(results: &[RunResult]) -> String {
             r.max_ms,
             r.mean_ms,
             o(r.cpu_us_per_op),
-            o(r.batch_mean)
+            o(r.batch_mean),
+            r.longest_gap_ms
         );
     }
     s
@@ -229,6 +236,7 @@ mod tests {
             p999_ms: 1.0,
             max_ms: 1.0,
             mean_ms: 1.0,
+            longest_gap_ms: 1.0,
             cpu_us_per_op: None,
             batch_mean: None,
             views: None,
