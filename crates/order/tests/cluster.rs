@@ -531,6 +531,41 @@ fn a_primary_that_passes_over_a_client_is_replaced_and_the_client_served() {
     assert!(h.replica(1).view() >= 1);
 }
 
+/// Seed 004 §3.4.3 fairness without a fault: on two shared cores a backup's links lag by a
+/// millisecond or two, so it can see client 1's two requests arrive and get ordered within
+/// 1.5 ms while client 0's, which the primary had not received yet, waited there 1.5 ms
+/// (a false `unfair` view change in a fault-free u1r0 run with 16 clients). A request counts
+/// as passed over only once it was held for a heartbeat.
+#[test]
+fn a_request_held_for_less_than_a_heartbeat_is_not_passed_over() {
+    let mut h = Harness::new(1, 1, 8);
+    let late_to_primary = |h: &mut Harness| {
+        let ring = &h.rings[&Principal::Order(0)];
+        h.queue.retain(|(to, frame)| {
+            *to != Principal::Order(0)
+                || !matches!(ring.open(frame), Ok((_, Message::AuthReq { core, .. })) if core.client == 0)
+        });
+    };
+    h.request(0, 1, b"reaches the primary late");
+    late_to_primary(&mut h);
+    h.advance(500);
+    let k = h.cfg.unfair_orders as u64;
+    for nc in 1..=k {
+        h.request(1, nc, b"ordered meanwhile");
+        h.advance(500);
+    }
+    assert!(h.exec_seen.len() as u64 >= k, "{:?}", h.exec_seen.keys());
+    for b in 1..4 {
+        let counters = h.replica(b).counters();
+        assert_eq!(
+            counters.get("suspect-unfair"),
+            0,
+            "backup {b}: {:?}",
+            counters.iter().collect::<Vec<_>>()
+        );
+    }
+}
+
 /// Seed 004 §3.4.3 fairness without a fault: a backup whose PRE-PREPAREs from the primary lag
 /// behind the AUTH-REQs takes two orders of client 1, which the primary made a round trip
 /// apart, in one burst after client 0's request was held here. The primary could not have had
