@@ -482,6 +482,9 @@ impl Stage for OrderReplica {
     }
 
     fn handle(&mut self, now: Micros, event: Event, out: &mut Vec<Action>) {
+        // The tick comes every `catch_up_us`: twice that without an event is a stall of ours.
+        self.liveness
+            .awake(now, self.cfg.catch_up_us.saturating_mul(2));
         match event {
             Event::Start => {
                 self.last_progress = now;

@@ -29,13 +29,33 @@ pub(crate) const SILENT_HEARTBEATS: u64 = 5;
 #[derive(Debug, Default)]
 pub(crate) struct Liveness {
     /// When an authenticated message from each order replica last arrived (or this replica
-    /// started: everyone is presumed alive until shown otherwise).
+    /// started or woke up: everyone is presumed alive until shown otherwise).
     last_heard: Vec<Micros>,
+    /// When this replica last handled an event.
+    last_event: Micros,
 }
 
 impl Liveness {
     pub(crate) fn started(&mut self, replicas: usize, now: Micros) {
         self.last_heard = vec![now; replicas];
+        self.last_event = now;
+    }
+
+    /// This replica handles an event at `now`. If it handled none for longer than `stall`
+    /// (its tick alone comes more often), it was itself stopped: paused, or starved of CPU.
+    /// It heard nothing meanwhile, from anyone, and the first peers whose queued frames it
+    /// reads would make the others look silent: after a 2 s `SIGSTOP` a replica took two
+    /// live primaries for dead, asked alone for a view two ahead of the cluster's and sat in
+    /// that view change, so the next fault found one replica fewer than it needed (the
+    /// nemesis harness's `pause next-primary`, 2 s without a successful operation). So
+    /// everyone is presumed alive again, as at a start.
+    pub(crate) fn awake(&mut self, now: Micros, stall: Micros) {
+        if now > self.last_event.saturating_add(stall) {
+            for t in &mut self.last_heard {
+                *t = (*t).max(now);
+            }
+        }
+        self.last_event = self.last_event.max(now);
     }
 
     pub(crate) fn heard(&mut self, j: u16, now: Micros) {
@@ -96,6 +116,26 @@ impl OrderReplica {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replica_that_was_stopped_presumes_everyone_alive() {
+        let mut l = Liveness::default();
+        l.started(4, 0);
+        l.awake(40_000, 100_000);
+        l.heard(1, 40_000);
+        l.heard(2, 40_000);
+        l.heard(3, 40_000);
+        // Stopped for 2 s; the queued frames of replica 3 are read first.
+        l.awake(2_040_000, 100_000);
+        l.heard(3, 2_040_000);
+        assert!(!l.silent(1, 0, 200_000) && !l.silent(2, 0, 200_000));
+        // Running (events every 50 ms), replica 1 stays silent while 3 speaks: dead.
+        for t in (2_090_000..=2_300_000).step_by(50_000) {
+            l.awake(t, 100_000);
+            l.heard(3, t);
+        }
+        assert!(l.silent(1, 0, 200_000));
+    }
 
     #[test]
     fn a_peer_is_silent_only_against_others_who_spoke() {
