@@ -320,8 +320,10 @@ fn view(processes: &Processes) -> u64 {
         .unwrap_or(0)
 }
 
-/// Waits until every node answers and has committed as far as the furthest one had when
-/// the wait began (a node back from a fault has caught up). Returns how long it took.
+/// Waits until every node answers, has committed as far as the furthest one had when the
+/// wait began, and works in the same view as the others (a node back from a fault has caught
+/// up and votes again: catching up on committed batches alone is not that, and a node still
+/// in an old view made the next fault a second one). Returns how long it took.
 fn settle(processes: &mut Processes) -> Result<Duration, String> {
     let start = Instant::now();
     let target = (0..processes.node_count())
@@ -330,15 +332,22 @@ fn settle(processes: &mut Processes) -> Result<Duration, String> {
         .unwrap_or(0);
     loop {
         processes.check_running()?;
+        let statuses: Vec<Option<(u64, u64)>> = (0..processes.node_count())
+            .map(|n| {
+                let s = processes.status(n)?;
+                Some((s.get("last_committed")?.as_u64()?, s.get("view")?.as_u64()?))
+            })
+            .collect();
+        let top_view = statuses.iter().flatten().map(|(_, v)| *v).max();
         let behind: Vec<usize> = (0..processes.node_count())
-            .filter(|&n| processes.last_committed(n).is_none_or(|c| c < target))
+            .filter(|&n| statuses[n].is_none_or(|(c, v)| c < target || Some(v) != top_view))
             .collect();
         if behind.is_empty() {
             return Ok(start.elapsed());
         }
         if start.elapsed() > Duration::from_secs(60) {
             return Err(format!(
-                "nodes {behind:?} did not catch up to sequence number {target} within 60 s"
+                "nodes {behind:?} did not catch up to sequence number {target} and view {top_view:?} within 60 s"
             ));
         }
         std::thread::sleep(Duration::from_millis(100));

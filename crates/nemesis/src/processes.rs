@@ -2,6 +2,7 @@
 //! (127.0.0.10, .11, ...), its nodes, and the Redis gateway the load goes through; kill,
 //! restart, pause and resume one node; read a node's `/status`.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -205,12 +206,24 @@ impl Processes {
         .ok()
     }
 
-    /// The node hosting the primary, as the first node to answer says.
+    /// The node hosting the primary, as most answering nodes say (the later view on a tie).
+    /// Not the first to answer: a node that was just paused or restarted may still be in an
+    /// earlier view, and a "next primary" picked from it was the current one.
     pub fn primary(&self) -> Option<usize> {
-        (0..self.nodes.len())
-            .filter_map(|n| self.status(n)?.get("primary_node")?.as_u64())
-            .next()
-            .map(|p| p as usize)
+        let mut said: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+        for n in 0..self.nodes.len() {
+            let Some(status) = self.status(n) else {
+                continue;
+            };
+            let view = status.get("view").and_then(|v| v.as_u64());
+            let primary = status.get("primary_node").and_then(|p| p.as_u64());
+            if let (Some(view), Some(primary)) = (view, primary) {
+                *said.entry((view, primary)).or_default() += 1;
+            }
+        }
+        said.into_iter()
+            .max_by_key(|((view, _), count)| (*count, *view))
+            .map(|((_, primary), _)| primary as usize)
     }
 
     /// A node's `last_committed` from `/status`.
