@@ -2,14 +2,18 @@
 //! libraries) talk RESP2 to the gateway, which turns each command into one key-value
 //! operation and runs it through the replicated store via the [`Pool`].
 //!
-//! A connection's commands run one after another in arrival order (so a client sees its own
-//! writes in order); pipelined commands are read together and their replies written together.
+//! A connection's commands run in arrival order (so a client sees its own writes in order).
+//! Commands that arrive together (a pipeline) go to the cluster together, as one request that
+//! runs them in order, and their replies go back together; a transaction (`MULTI` ... `EXEC`)
+//! goes as one request that runs atomically.
 //! Writes, and reads unless the fast read path is on, go through the ordered path and are
 //! linearizable.
 
 use crate::pool::Pool;
 use plumb_kv::KvResult;
-use plumb_resp::{encode, plan, render, Limits, Parser, Plan, Resp, ServerInfo};
+use plumb_resp::{
+    each, encode, exec_reply, plan, Limits, Parser, Pipeline, Plan, Resp, ServerInfo, Session, Step,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -69,7 +73,9 @@ impl RespServer {
     async fn connection(&self, mut stream: TcpStream, id: u64) {
         let mut parser = Parser::new(Limits::default());
         let mut name: Option<Vec<u8>> = None;
-        let mut buf = vec![0u8; 16 * 1024];
+        let mut session = Session::default();
+        let mut pipeline = Pipeline::default();
+        let mut buf = vec![0u8; 64 * 1024];
         let mut out = Vec::with_capacity(16 * 1024);
         loop {
             let n = match stream.read(&mut buf).await {
@@ -78,12 +84,16 @@ impl RespServer {
             };
             parser.feed(&buf[..n]);
             let mut close = false;
+            // Every command read so far is planned before any goes out: commands for the
+            // cluster gather in `pipeline` and go as one request, their replies (and local
+            // ones between them) in order.
             loop {
                 let args = match parser.next_command() {
                     Ok(Some(args)) => args,
                     Ok(None) => break,
                     Err(e) => {
                         self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                        self.flush(&mut pipeline, &mut out).await;
                         encode(&e.to_resp(), &mut out);
                         close = true;
                         break;
@@ -91,40 +101,48 @@ impl RespServer {
                 };
                 self.stats.commands.fetch_add(1, Ordering::Relaxed);
                 let info = self.info_for(id, &name);
-                match plan(&args, &info) {
-                    Plan::Reply(r) => encode(&r, &mut out),
-                    Plan::Close(r) => {
+                match session.step(plan(&args, &info)) {
+                    Step::Plan(Plan::Submit {
+                        op,
+                        read_only,
+                        render: how,
+                    }) => {
+                        let op = op.encode();
+                        if !pipeline.has_room_for(op.len()) {
+                            self.flush(&mut pipeline, &mut out).await;
+                        }
+                        pipeline.submit(op, read_only, how);
+                    }
+                    Step::Plan(Plan::SetName { name: n, reply }) => {
+                        name = n;
+                        pipeline.local(reply);
+                    }
+                    Step::Plan(Plan::Close(r)) => {
+                        self.flush(&mut pipeline, &mut out).await;
                         encode(&r, &mut out);
                         close = true;
                         break;
                     }
-                    Plan::SetName { name: n, reply } => {
-                        name = n;
-                        encode(&reply, &mut out);
+                    // The session answers every other plan itself.
+                    Step::Plan(Plan::Reply(r) | Plan::Reject(r)) => pipeline.local(r),
+                    Step::Plan(_) => pipeline.local(Resp::error("ERR internal: unplanned command")),
+                    Step::Watch { op, keys } => {
+                        self.flush(&mut pipeline, &mut out).await;
+                        let result = self.call(op.encode(), true).await;
+                        encode(&session.watched(keys, result), &mut out);
                     }
-                    Plan::Submit {
+                    Step::Exec {
                         op,
                         read_only,
-                        render: how,
+                        slots,
                     } => {
-                        self.stats.submitted.fetch_add(1, Ordering::Relaxed);
-                        let reply = match self
-                            .pool
-                            .call(op.encode(), read_only && self.fast_reads)
-                            .await
-                        {
-                            Ok(bytes) => match KvResult::decode(&bytes) {
-                                Ok(result) => render(&how, result),
-                                Err(e) => Resp::error(format!(
-                                    "ERR the cluster's answer does not decode: {e}"
-                                )),
-                            },
-                            Err(e) => Resp::error(format!("ERR {e}")),
-                        };
-                        encode(&reply, &mut out);
+                        self.flush(&mut pipeline, &mut out).await;
+                        let result = self.call(op.encode(), read_only).await;
+                        encode(&exec_reply(&slots, result), &mut out);
                     }
                 }
             }
+            self.flush(&mut pipeline, &mut out).await;
             if !out.is_empty() {
                 if stream.write_all(&out).await.is_err() {
                     return;
@@ -135,6 +153,52 @@ impl RespServer {
                 let _ = stream.shutdown().await;
                 return;
             }
+        }
+    }
+
+    /// Send the pipeline's ops (one request, or several if the cluster ran only part of one)
+    /// and encode every reply it holds, in order.
+    async fn flush(&self, pipeline: &mut Pipeline, out: &mut Vec<u8>) {
+        if pipeline.is_empty() {
+            return;
+        }
+        let ops = pipeline.ops().len();
+        let read_only = pipeline.read_only();
+        let mut results = Vec::with_capacity(ops);
+        let mut failure = Resp::error("ERR the pipelined command did not run");
+        while results.len() < ops {
+            let from = results.len();
+            match self.call(pipeline.request(from), read_only).await {
+                KvResult::Each(mut ran) if ops - from > 1 && !ran.is_empty() => {
+                    ran.truncate(ops - from);
+                    results.extend(each(ran));
+                }
+                KvResult::Error(text) if ops - from > 1 => {
+                    // The request itself failed: every command in it gets the error.
+                    failure = Resp::Error(text);
+                    break;
+                }
+                one if ops - from == 1 => results.push(one),
+                _ => {
+                    failure =
+                        Resp::error("ERR the cluster's answer to a pipeline has the wrong shape");
+                    break;
+                }
+            }
+        }
+        for reply in pipeline.finish(results, &failure) {
+            encode(&reply, out);
+        }
+    }
+
+    /// Run one request through the pool: its result, or an error result saying why not.
+    async fn call(&self, op: Vec<u8>, read_only: bool) -> KvResult {
+        self.stats.submitted.fetch_add(1, Ordering::Relaxed);
+        match self.pool.call(op, read_only && self.fast_reads).await {
+            Ok(bytes) => KvResult::decode(&bytes).unwrap_or_else(|e| {
+                KvResult::Error(format!("ERR the cluster's answer does not decode: {e}"))
+            }),
+            Err(e) => KvResult::Error(format!("ERR {e}")),
         }
     }
 

@@ -218,6 +218,41 @@ pub enum KvOp {
     /// order (`ZPOPMIN`, `ZPOPMAX`). `Scored`, empty if the key is absent; an emptied sorted
     /// set removes the key.
     ZPop { key: Vec<u8>, max: bool, count: u64 },
+
+    // ---- Several commands in one request. Appended. ----
+    /// Commands one Redis connection pipelined, run one after another (`ops`: each an encoded
+    /// [`KvOp`]). Replies `Each` with the encoded results in order. It may stop early, after
+    /// at least one op, once the results pass [`PIPELINE_REPLY_BUDGET`] bytes (a reply must fit
+    /// one frame); the caller sends the ops that did not run again. Nothing else runs between
+    /// the ops of one request, which is more than a pipeline promises and costs nothing.
+    Pipeline { ops: Vec<Vec<u8>> },
+    /// A Redis transaction (`MULTI` ... `EXEC`): if every watched key still has the
+    /// fingerprint it had when it was watched, run every op in order with nothing in between
+    /// and reply `Each` with every encoded result (an op's error does not stop the others, as
+    /// in Redis); otherwise run none and reply `Aborted`.
+    Transaction {
+        watched: Vec<Watched>,
+        ops: Vec<Vec<u8>>,
+    },
+    /// The fingerprint of each key's entry, value and expiry (`WATCH`): `Items` of 32-byte
+    /// digests, one per key; an absent key has one too.
+    Fingerprints { keys: Vec<Vec<u8>> },
+}
+
+/// Reply bytes after which a [`KvOp::Pipeline`] stops and leaves its remaining ops to the
+/// next request: a quarter of a frame, so one more large result still fits.
+pub const PIPELINE_REPLY_BUDGET: usize = 4 << 20;
+
+/// Error text for a pipeline or transaction inside another: the ops of one are single
+/// commands. Decoding them one level at a time keeps hostile nesting from exhausting the
+/// stack.
+pub const ERR_NESTED: &str = "ERR a pipelined or transaction command cannot hold another";
+
+/// A key a transaction watches and the fingerprint ([`KvOp::Fingerprints`]) it had.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watched {
+    pub key: Vec<u8>,
+    pub fingerprint: [u8; 32],
 }
 
 /// The options of Redis 7 `ZADD`.
@@ -319,6 +354,11 @@ pub enum KvResult {
     Score(Option<Score>),
     /// Members with their scores, in order (`ZRANGE ... WITHSCORES`, `ZPOPMIN`).
     Scored(Vec<(Vec<u8>, Score)>),
+    // ---- Appended for pipelines and transactions. ----
+    /// One encoded result per op that ran, in order.
+    Each(Vec<Vec<u8>>),
+    /// A watched key changed: the transaction did not run (`EXEC` replies nil).
+    Aborted,
 }
 
 /// Why bytes did not decode.
@@ -385,7 +425,11 @@ impl KvOp {
             | KvOp::ZCard { .. }
             | KvOp::ZRank { .. }
             | KvOp::ZRange { .. }
-            | KvOp::ZCount { .. } => false,
+            | KvOp::ZCount { .. }
+            | KvOp::Fingerprints { .. } => false,
+            KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
+                .iter()
+                .any(|op| KvOp::decode(op).map_or(true, |op| op.is_mutating())),
             KvOp::Set { .. }
             | KvOp::Delete { .. }
             | KvOp::CompareAndSet { .. }
@@ -447,7 +491,10 @@ impl KvOp {
             | KvOp::ZRange { key, .. }
             | KvOp::ZCount { key, .. }
             | KvOp::ZPop { key, .. } => Footprint::Keys(vec![key.as_slice()]),
-            KvOp::DeleteMany { keys } | KvOp::Exists { keys } | KvOp::MGet { keys } => {
+            KvOp::DeleteMany { keys }
+            | KvOp::Exists { keys }
+            | KvOp::MGet { keys }
+            | KvOp::Fingerprints { keys } => {
                 Footprint::Keys(keys.iter().map(Vec::as_slice).collect())
             }
             KvOp::MSet { pairs } => {
@@ -457,7 +504,11 @@ impl KvOp {
             KvOp::KeysMatching { pattern } => {
                 Footprint::Prefix(crate::glob::literal_prefix(pattern))
             }
-            KvOp::DbSize | KvOp::FlushAll => Footprint::Prefix(&[]),
+            // The whole key space: the ops inside are encoded, and a footprint borrows from
+            // the op. Conservative until object-level execution needs better.
+            KvOp::DbSize | KvOp::FlushAll | KvOp::Pipeline { .. } | KvOp::Transaction { .. } => {
+                Footprint::Prefix(&[])
+            }
         }
     }
 }

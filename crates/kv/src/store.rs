@@ -23,10 +23,10 @@
 use crate::glob::glob_match;
 use crate::objects::Buckets;
 use crate::op::{
-    parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry, ZAddOptions,
-    ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_MALFORMED, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY,
-    ERR_OVERFLOW, ERR_SCORE_NAN, ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX,
-    ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
+    parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry, Watched,
+    ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_MALFORMED, ERR_NESTED, ERR_NOT_INTEGER,
+    ERR_NOT_READ_ONLY, ERR_OVERFLOW, ERR_SCORE_NAN, ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE,
+    ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX, PIPELINE_REPLY_BUDGET,
 };
 use crate::zset::{Score, ZSet};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
@@ -228,6 +228,20 @@ impl KvStore {
             } => self.zadd(key, members, *options),
             KvOp::ZRem { key, members } => self.zrem(key, members),
             KvOp::ZPop { key, max, count } => self.zpop(key, *max, *count),
+            KvOp::Pipeline { ops } => pipeline(ops, |i, op| {
+                self.apply_inner(op, now, request_seed(seed, i))
+            }),
+            KvOp::Transaction { watched, ops } => {
+                if !self.unchanged(watched) {
+                    return KvResult::Aborted;
+                }
+                let results = ops
+                    .iter()
+                    .enumerate()
+                    .map(|(i, op)| self.apply_inner(op, now, request_seed(seed, i)).encode())
+                    .collect();
+                KvResult::Each(results)
+            }
             KvOp::Get { .. }
             | KvOp::Keys { .. }
             | KvOp::DbSize
@@ -246,8 +260,42 @@ impl KvStore {
             | KvOp::ZCard { .. }
             | KvOp::ZRank { .. }
             | KvOp::ZRange { .. }
-            | KvOp::ZCount { .. } => self.read(op),
+            | KvOp::ZCount { .. }
+            | KvOp::Fingerprints { .. } => self.read(op),
         }
+    }
+
+    /// One op of a pipeline or transaction: a single command, never another of those.
+    fn apply_inner(&mut self, op: &[u8], now: Micros, seed: u64) -> KvResult {
+        match KvOp::decode(op) {
+            Ok(KvOp::Pipeline { .. } | KvOp::Transaction { .. }) => KvResult::error(ERR_NESTED),
+            Ok(op) => self.apply_seeded(&op, now, seed),
+            Err(_) => KvResult::error(ERR_MALFORMED),
+        }
+    }
+
+    /// [`KvStore::read`] for one op of a pipeline or transaction.
+    fn read_inner(&self, op: &[u8]) -> KvResult {
+        match KvOp::decode(op) {
+            Ok(KvOp::Pipeline { .. } | KvOp::Transaction { .. }) => KvResult::error(ERR_NESTED),
+            Ok(op) => self.read(&op),
+            Err(_) => KvResult::error(ERR_MALFORMED),
+        }
+    }
+
+    /// The fingerprint of what `key` holds: its value and expiry, or its absence. Equal
+    /// entries have equal fingerprints on every replica (the encoding is canonical).
+    pub fn fingerprint(&self, key: &[u8]) -> [u8; 32] {
+        // Serializing plain data cannot fail.
+        let bytes = postcard::to_stdvec(&self.entries.get(key)).unwrap_or_default();
+        Digest::of(&bytes).0
+    }
+
+    /// Whether every watched key still holds what it held when it was watched.
+    fn unchanged(&self, watched: &[Watched]) -> bool {
+        watched
+            .iter()
+            .all(|w| self.fingerprint(&w.key) == w.fingerprint)
     }
 
     /// Run a read-only operation against the state as of the last executed batch. A mutating
@@ -354,6 +402,17 @@ impl KvStore {
                 Some(Value::ZSet(z)) => int(z.range_by_score(*min, *max, false).count()),
                 Some(_) => wrong_type(),
             },
+            KvOp::Fingerprints { keys } => {
+                KvResult::Items(keys.iter().map(|k| self.fingerprint(k).to_vec()).collect())
+            }
+            // On the read-only path a mutating op of a pipeline or transaction gets an error.
+            KvOp::Pipeline { ops } => pipeline(ops, |_, op| self.read_inner(op)),
+            KvOp::Transaction { watched, ops } => {
+                if !self.unchanged(watched) {
+                    return KvResult::Aborted;
+                }
+                KvResult::Each(ops.iter().map(|op| self.read_inner(op).encode()).collect())
+            }
             KvOp::Set { .. }
             | KvOp::Delete { .. }
             | KvOp::CompareAndSet { .. }
@@ -1035,6 +1094,22 @@ fn ttl(entry: Option<&Entry>, now: Option<Micros>) -> KvResult {
 fn random_index(rng: &mut u64, len: usize) -> Option<usize> {
     let len = u64::try_from(len).ok().filter(|&n| n > 0)?;
     usize::try_from(splitmix(rng) % len).ok()
+}
+
+/// Run a pipeline's ops in order with `run` (given each op's index) until they are done or
+/// their results pass [`PIPELINE_REPLY_BUDGET`] bytes, at least one op.
+fn pipeline(ops: &[Vec<u8>], mut run: impl FnMut(usize, &[u8]) -> KvResult) -> KvResult {
+    let mut results = Vec::with_capacity(ops.len());
+    let mut bytes = 0;
+    for (i, op) in ops.iter().enumerate() {
+        if bytes > PIPELINE_REPLY_BUDGET {
+            break;
+        }
+        let result = run(i, op).encode();
+        bytes += result.len();
+        results.push(result);
+    }
+    KvResult::Each(results)
 }
 
 /// Redis' `LRANGE`.

@@ -73,7 +73,21 @@ pub enum Plan {
     Close(Resp),
     /// Set the connection's name (`None`: clear it), then send `reply` (`CLIENT SETNAME`,
     /// `HELLO ... SETNAME`).
-    SetName { name: Option<Vec<u8>>, reply: Resp },
+    SetName {
+        name: Option<Vec<u8>>,
+        reply: Resp,
+    },
+    /// Refused before it could run (unknown command or subcommand, wrong number of
+    /// arguments): reply with the error; inside `MULTI` it also fails the transaction.
+    Reject(Resp),
+    /// Transaction commands: the connection's [`crate::Session`] handles them.
+    Multi,
+    Exec,
+    Discard,
+    Watch {
+        keys: Vec<Vec<u8>>,
+    },
+    Unwatch,
 }
 
 /// A command of the table: what `COMMAND` reports about it.
@@ -112,6 +126,7 @@ const R: &[&str] = &["readonly"];
 const RF: &[&str] = &["readonly", "fast"];
 const CONN: &[&str] = &["noscript", "loading", "stale", "fast"];
 const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
+const TX: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 const ONE: (i64, i64, i64) = (1, 1, 1);
 const ALL: (i64, i64, i64) = (1, -1, 1);
 const NONE: (i64, i64, i64) = (0, 0, 0);
@@ -185,6 +200,16 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("command", -1, &["loading", "stale"], NONE),
     spec("config", -2, ADMIN, NONE),
     spec("info", -1, &["loading", "stale"], NONE),
+    spec("multi", 1, TX, NONE),
+    spec(
+        "exec",
+        1,
+        &["noscript", "loading", "stale", "skip_slowlog"],
+        NONE,
+    ),
+    spec("discard", 1, TX, NONE),
+    spec("watch", -2, TX, ALL),
+    spec("unwatch", 1, TX, NONE),
 ];
 
 /// The table entry of a command name, case-insensitively.
@@ -198,10 +223,24 @@ fn err(text: impl Into<String>) -> Plan {
     Plan::Reply(Resp::Error(text.into()))
 }
 
+fn reject(text: impl Into<String>) -> Plan {
+    Plan::Reject(Resp::Error(text.into()))
+}
+
+fn arity_text(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
+}
+
+/// Wrong number of arguments for the command table (or a subcommand's): refused before it
+/// runs, as Redis does, so it fails a transaction it is queued in.
 fn arity_error(name: &str) -> Plan {
-    err(format!(
-        "ERR wrong number of arguments for '{name}' command"
-    ))
+    reject(arity_text(name))
+}
+
+/// Wrong number of arguments found by the command itself (an odd `MSET`): in Redis an error
+/// the command returns when it runs, inside `EXEC` too.
+fn arity_error_at_run(name: &str) -> Plan {
+    err(arity_text(name))
 }
 
 fn syntax_error() -> Plan {
@@ -235,13 +274,13 @@ fn unknown_command(args: &[Vec<u8>]) -> Plan {
         let room = 128 - shown.len();
         shown.push_str(&format!("'{}' ", text_prefix(arg, room)));
     }
-    err(format!(
+    reject(format!(
         "ERR unknown command '{name}', with args beginning with: {shown}"
     ))
 }
 
 fn unknown_subcommand(sub: &[u8], command: &str) -> Plan {
-    err(format!(
+    reject(format!(
         "ERR unknown subcommand '{}'. Try {} HELP.",
         text_prefix(sub, 128),
         command.to_ascii_uppercase()
@@ -341,7 +380,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         "mget" => submit(KvOp::MGet { keys: rest(1) }, Render::Plain),
         "mset" => {
             if args.len().is_multiple_of(2) {
-                return arity_error(spec.name);
+                return arity_error_at_run(spec.name);
             }
             let pairs = args[1..]
                 .chunks_exact(2)
@@ -369,7 +408,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         },
         "hset" | "hmset" => {
             if !args.len().is_multiple_of(2) {
-                return arity_error(spec.name);
+                return arity_error_at_run(spec.name);
             }
             let fields = args[2..]
                 .chunks_exact(2)
@@ -422,7 +461,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         ),
         "lpop" | "rpop" => {
             if args.len() > 3 {
-                return arity_error(spec.name);
+                return arity_error_at_run(spec.name);
             }
             let count = match args.get(2).map(|c| positive(c)) {
                 None => None,
@@ -549,7 +588,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         "ping" => match args.len() {
             1 => Plan::Reply(Resp::Simple("PONG".into())),
             2 => Plan::Reply(Resp::bulk(args[1].clone())),
-            _ => arity_error(spec.name),
+            _ => arity_error_at_run(spec.name),
         },
         "echo" => Plan::Reply(Resp::bulk(args[1].clone())),
         "quit" => Plan::Close(Resp::ok()),
@@ -571,6 +610,11 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         "command" => plan_command(args),
         "config" => plan_config(args),
         "info" => Plan::Reply(Resp::bulk(info_text(&args[1..], info))),
+        "multi" => Plan::Multi,
+        "exec" => Plan::Exec,
+        "discard" => Plan::Discard,
+        "watch" => Plan::Watch { keys: rest(1) },
+        "unwatch" => Plan::Unwatch,
         _ => unknown_command(args),
     }
 }
@@ -1134,5 +1178,13 @@ fn plain(result: KvResult) -> Resp {
                 .flat_map(|(m, s)| [Resp::bulk(m), Resp::bulk(s.to_string())])
                 .collect(),
         ),
+        // Not a single command's result (the session renders these); shown plainly.
+        KvResult::Each(results) => Resp::array(
+            crate::session::each(results)
+                .into_iter()
+                .map(plain)
+                .collect(),
+        ),
+        KvResult::Aborted => Resp::Array(None),
     }
 }

@@ -7,9 +7,12 @@
 //!   [`plumb_kv::KvOp`] to the replicated store ([`Plan::Submit`]), close the connection
 //!   ([`Plan::Close`]) or rename it ([`Plan::SetName`]).
 //! - [`render`]: the store's [`plumb_kv::KvResult`] as the command's reply.
+//! - [`Session`]: a connection's transaction (`MULTI`, `EXEC`, `DISCARD`, `WATCH`), and
+//!   [`Pipeline`]: the commands it sent back to back, gathered into one request.
 //!
 //! Every Redis command maps to at most one operation, so multi-key commands (`MSET`, `DEL`,
-//! `MGET`) are atomic. Replies and error texts follow Redis 7.0 in RESP2.
+//! `MGET`) are atomic, and so is a transaction (one [`plumb_kv::KvOp::Transaction`]).
+//! Replies and error texts follow Redis 7.0 in RESP2.
 //!
 //! ```
 //! use plumb_resp::{plan, render, Limits, Parser, Plan, Resp, ServerInfo};
@@ -27,6 +30,7 @@
 
 mod commands;
 mod parser;
+mod session;
 mod value;
 
 pub use commands::{
@@ -34,4 +38,8 @@ pub use commands::{
     CONFIG, ERR_NOT_INTEGER, ERR_NOT_POSITIVE, ERR_SYNTAX, REDIS_VERSION,
 };
 pub use parser::{split_args, Limits, Parser, ProtocolError};
+pub use session::{
+    each, exec_reply, replies, Pipeline, Session, Slot, Step, ERR_EXECABORT, PIPELINE_MAX_BYTES,
+    PIPELINE_MAX_OPS,
+};
 pub use value::{encode, Resp};

@@ -38,7 +38,7 @@ fn planned(line: &str) -> Plan {
 
 fn reply(line: &str) -> Resp {
     match planned(line) {
-        Plan::Reply(r) => r,
+        Plan::Reply(r) | Plan::Reject(r) => r,
         other => panic!("{line}: {other:?}"),
     }
 }
@@ -69,11 +69,13 @@ fn bulk(s: &str) -> Resp {
     Resp::bulk(b(s))
 }
 
-/// A store the gateway talks to: each command is one batch at a fixed agreed time.
+/// A store the gateway talks to: each request is one batch at a fixed agreed time, and the
+/// connection's session as the gateway keeps it.
 struct Gateway {
     store: KvStore,
     time: u64,
     info: ServerInfo,
+    session: Session,
 }
 
 impl Gateway {
@@ -85,31 +87,46 @@ impl Gateway {
                 client_name: None,
                 ..info()
             },
+            session: Session::default(),
         }
     }
 
+    fn execute(&mut self, op: &KvOp) -> KvResult {
+        let bytes = op.encode();
+        let cmd = Command {
+            client: 1,
+            nc: 1,
+            op: &bytes,
+        };
+        let nd = NonDeterminism {
+            time: self.time,
+            seed: 1,
+        };
+        let out = self.store.execute(1, &[cmd], nd);
+        KvResult::decode(&out.replies[0]).unwrap()
+    }
+
     fn run_args(&mut self, args: &[Vec<u8>]) -> Resp {
-        match plan(args, &self.info) {
-            Plan::Reply(r) | Plan::Close(r) => r,
-            Plan::SetName { name, reply } => {
+        match self.session.step(plan(args, &self.info)) {
+            Step::Plan(Plan::Reply(r) | Plan::Close(r) | Plan::Reject(r)) => r,
+            Step::Plan(Plan::SetName { name, reply }) => {
                 self.info.client_name = name;
                 reply
             }
-            Plan::Submit {
+            Step::Plan(Plan::Submit {
                 op, render: how, ..
-            } => {
-                let bytes = op.encode();
-                let cmd = Command {
-                    client: 1,
-                    nc: 1,
-                    op: &bytes,
-                };
-                let nd = NonDeterminism {
-                    time: self.time,
-                    seed: 1,
-                };
-                let out = self.store.execute(1, &[cmd], nd);
-                render(&how, KvResult::decode(&out.replies[0]).unwrap())
+            }) => {
+                let result = self.execute(&op);
+                render(&how, result)
+            }
+            Step::Plan(other) => panic!("the session left {other:?}"),
+            Step::Watch { op, keys } => {
+                let result = self.execute(&op);
+                self.session.watched(keys, result)
+            }
+            Step::Exec { op, slots, .. } => {
+                let result = self.execute(&op);
+                exec_reply(&slots, result)
             }
         }
     }
@@ -702,7 +719,7 @@ fn every_command_checks_its_arity() {
             args.extend((1..count).map(|i| format!("a{i}").into_bytes()));
             assert_eq!(
                 plan(&args, &info()),
-                Plan::Reply(Resp::Error(format!(
+                Plan::Reject(Resp::Error(format!(
                     "ERR wrong number of arguments for '{}' command",
                     spec.name
                 ))),
@@ -763,7 +780,7 @@ fn unknown_commands_are_errors_naming_their_arguments() {
     );
     assert_eq!(
         plan(&[], &info()),
-        Plan::Reply(Resp::Error(
+        Plan::Reject(Resp::Error(
             "ERR unknown command '', with args beginning with: ".into()
         ))
     );
@@ -1623,6 +1640,109 @@ fn zset_replies_match_a_recorded_redis_session() {
     }
 }
 
+/// Transactions, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was: queue-time
+/// refusals (unknown command, the table's arity) abort `EXEC`, errors found when a command
+/// runs are its reply inside `EXEC`, `WATCH` aborts on a change, `UNWATCH` and `EXEC` end
+/// watching, local commands (`PING`, `CLIENT`) are queued too.
+const TRANSACTION_TRANSCRIPT: &[(&[u8], &[u8])] = &[
+    (b"flushall", b"+OK\r\n"),
+    (b"exec", b"-ERR EXEC without MULTI\r\n"),
+    (b"discard", b"-ERR DISCARD without MULTI\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"multi", b"-ERR MULTI calls can not be nested\r\n"),
+    (b"set a 1", b"+QUEUED\r\n"),
+    (b"incr a", b"+QUEUED\r\n"),
+    (b"incr nosuchcommand x", b"-ERR wrong number of arguments for 'incr' command\r\n"),
+    (b"get a", b"+QUEUED\r\n"),
+    (b"exec", b"-EXECABORT Transaction discarded because of previous errors.\r\n"),
+    (b"get a", b"$-1\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"set a 1", b"+QUEUED\r\n"),
+    (b"incr a", b"+QUEUED\r\n"),
+    (b"lpush a x", b"+QUEUED\r\n"),
+    (b"get", b"-ERR wrong number of arguments for 'get' command\r\n"),
+    (b"exec", b"-EXECABORT Transaction discarded because of previous errors.\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"set b 1", b"+QUEUED\r\n"),
+    (b"incr b", b"+QUEUED\r\n"),
+    (b"lpush b x", b"+QUEUED\r\n"),
+    (b"ping", b"+QUEUED\r\n"),
+    (b"echo hi", b"+QUEUED\r\n"),
+    (b"get b", b"+QUEUED\r\n"),
+    (b"exec", b"*6\r\n+OK\r\n:2\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n+PONG\r\n$2\r\nhi\r\n$1\r\n2\r\n"),
+    (b"get b", b"$1\r\n2\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"discard", b"+OK\r\n"),
+    (b"get b", b"$1\r\n2\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"exec", b"*0\r\n"),
+    (b"watch", b"-ERR wrong number of arguments for 'watch' command\r\n"),
+    (b"watch b", b"+OK\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"watch b", b"-ERR WATCH inside MULTI is not allowed\r\n"),
+    (b"set c 1", b"+QUEUED\r\n"),
+    (b"exec", b"*1\r\n+OK\r\n"),
+    (b"watch b", b"+OK\r\n"),
+    (b"set b 7", b"+OK\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"set c 2", b"+QUEUED\r\n"),
+    (b"exec", b"*-1\r\n"),
+    (b"get c", b"$1\r\n1\r\n"),
+    (b"watch b", b"+OK\r\n"),
+    (b"unwatch", b"+OK\r\n"),
+    (b"set b 3", b"+OK\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"set c 3", b"+QUEUED\r\n"),
+    (b"exec", b"*1\r\n+OK\r\n"),
+    (b"watch nokey", b"+OK\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"set c 4", b"+QUEUED\r\n"),
+    (b"exec", b"*1\r\n+OK\r\n"),
+    (b"watch nokey", b"+OK\r\n"),
+    (b"set nokey 1", b"+OK\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"set c 5", b"+QUEUED\r\n"),
+    (b"exec", b"*-1\r\n"),
+    (b"get c", b"$1\r\n4\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"mset x", b"-ERR wrong number of arguments for 'mset' command\r\n"),
+    (b"exec", b"-EXECABORT Transaction discarded because of previous errors.\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"lpop a 1 2", b"+QUEUED\r\n"),
+    (b"ping a b", b"+QUEUED\r\n"),
+    (b"hset h f", b"-ERR wrong number of arguments for 'hset' command\r\n"),
+    (b"exec", b"-EXECABORT Transaction discarded because of previous errors.\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"mset x y z", b"+QUEUED\r\n"),
+    (b"hset h f v g", b"+QUEUED\r\n"),
+    (b"lpop a 1 2", b"+QUEUED\r\n"),
+    (b"ping a b", b"+QUEUED\r\n"),
+    (b"set k v foo", b"+QUEUED\r\n"),
+    (b"exec", b"*5\r\n-ERR wrong number of arguments for 'mset' command\r\n-ERR wrong number of arguments for 'hset' command\r\n-ERR wrong number of arguments for 'lpop' command\r\n-ERR wrong number of arguments for 'ping' command\r\n-ERR syntax error\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"client setname txname", b"+QUEUED\r\n"),
+    (b"client getname", b"+QUEUED\r\n"),
+    (b"exec", b"*2\r\n+OK\r\n$6\r\ntxname\r\n"),
+    (b"client getname", b"$6\r\ntxname\r\n"),
+    (b"multi", b"+OK\r\n"),
+    (b"unwatch", b"+QUEUED\r\n"),
+    (b"exec", b"*1\r\n+OK\r\n"),
+];
+
+#[test]
+fn transactions_match_a_recorded_redis_session() {
+    let mut gateway = Gateway::new();
+    for (line, expected) in TRANSACTION_TRANSCRIPT {
+        let line = std::str::from_utf8(line).unwrap();
+        let got = gateway.run(line).to_bytes();
+        assert_eq!(
+            got.escape_ascii().to_string(),
+            expected.escape_ascii().to_string(),
+            "{line}"
+        );
+    }
+}
+
 #[test]
 fn redis_benchmark_default_commands_work_end_to_end() {
     let input = std::cell::RefCell::new(Vec::new());
@@ -1723,4 +1843,52 @@ fn ttl_counts_down_in_agreed_time_through_the_gateway() {
     gateway.time += 69_600_000;
     assert_eq!(gateway.run("GET k"), Resp::nil());
     assert_eq!(gateway.run("TTL k"), Resp::Integer(-2));
+}
+
+#[test]
+fn a_pipeline_gathers_commands_keeps_reply_order_and_leaves_large_ones_alone() {
+    let mut p = Pipeline::default();
+    assert!(p.is_empty());
+    let get = KvOp::Get { key: b("k") };
+    p.submit(get.encode(), true, Render::Plain);
+    p.local(Resp::Simple("PONG".into()));
+    p.submit(
+        KvOp::Increment {
+            key: b("n"),
+            delta: 1,
+        }
+        .encode(),
+        false,
+        Render::Plain,
+    );
+    assert!(!p.read_only(), "one write makes the whole request ordered");
+    // Several ops go as one Pipeline; from the last one on, the op itself.
+    assert_eq!(
+        KvOp::decode(&p.request(0)).unwrap(),
+        KvOp::Pipeline {
+            ops: p.ops().to_vec()
+        }
+    );
+    assert_eq!(
+        KvOp::decode(&p.request(1)).unwrap(),
+        KvOp::Increment {
+            key: b("n"),
+            delta: 1
+        }
+    );
+    // A command that would push it over the byte limit waits for the others to go.
+    assert!(p.has_room_for(100));
+    assert!(!p.has_room_for(PIPELINE_MAX_BYTES));
+    // Replies in command order; an op without a result gets the failure reply.
+    let failure = Resp::error("ERR failed");
+    let replies = p.finish(vec![KvResult::Value(Some(b("v")))], &failure);
+    assert_eq!(
+        replies,
+        vec![bulk("v"), Resp::Simple("PONG".into()), failure.clone()]
+    );
+    assert!(p.is_empty());
+    assert!(
+        p.has_room_for(PIPELINE_MAX_BYTES * 2),
+        "a lone command always fits"
+    );
 }

@@ -1,0 +1,182 @@
+//! Transactions and pipelining through the Redis gateway of a real cluster, with clients
+//! nobody on the project wrote: redis-cli, redis-rs and redis-py.
+//!
+//! - `MULTI` ... `EXEC` is one operation: queued commands do not run before `EXEC`, and they
+//!   run together (`printf 'MULTI\nINCR txctr\nEXEC\n' | redis-cli` leaves txctr at 1).
+//! - `WATCH` is an optimistic lock: concurrent read-modify-write loops under it lose no
+//!   update.
+//! - A pipeline's commands go as one request and their replies come back in order.
+//!
+//! Ports: slot 24 (23400..23499) of `common::Cluster`'s scheme.
+
+mod common;
+
+use common::Cluster;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+fn redis_cli(port: u16, input: &str) -> String {
+    let mut child = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("redis-cli is installed (.ci/run installs redis-tools)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "redis-cli failed: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn connect(port: u16) -> redis::Connection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+    let con = client.get_connection().unwrap();
+    con.set_read_timeout(Some(common::OP_TIMEOUT)).unwrap();
+    con
+}
+
+#[test]
+fn transactions_and_pipelines_with_real_redis_clients() {
+    let mut c = Cluster::init("redis-transactions", 24);
+    c.start_all();
+    let port = c.resp_port;
+
+    // redis-cli, commands one per line as a user types them.
+    let out = redis_cli(
+        port,
+        "MULTI\nINCR txctr\nINCR txctr\nGET txctr\nEXEC\nGET txctr\n",
+    );
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        // Not a terminal: redis-cli prints raw replies, EXEC's array one element a line.
+        ["OK", "QUEUED", "QUEUED", "QUEUED", "1", "2", "2", "2"],
+        "{out}"
+    );
+    // A queue-time error discards the whole transaction; nothing of it ran.
+    let out = redis_cli(port, "MULTI\nINCR txctr\nNOSUCH\nEXEC\nGET txctr\n");
+    assert!(out.contains("EXECABORT"), "{out}");
+    assert!(out.trim_end().ends_with("\n2"), "{out}");
+
+    // redis-rs: concurrent WATCH/MULTI/EXEC read-modify-write loops lose no update.
+    let mut con = connect(port);
+    redis::cmd("SET")
+        .arg("counter")
+        .arg(0)
+        .query::<()>(&mut con)
+        .unwrap();
+    let (threads, each) = (4, 20);
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut con = connect(port);
+                let mut aborted = 0;
+                for _ in 0..each {
+                    loop {
+                        redis::cmd("WATCH")
+                            .arg("counter")
+                            .query::<()>(&mut con)
+                            .unwrap();
+                        let v: i64 = redis::cmd("GET").arg("counter").query(&mut con).unwrap();
+                        let done: Option<(String,)> = redis::pipe()
+                            .atomic()
+                            .cmd("SET")
+                            .arg("counter")
+                            .arg(v + 1)
+                            .query(&mut con)
+                            .unwrap();
+                        if done.is_some() {
+                            break;
+                        }
+                        aborted += 1;
+                    }
+                }
+                aborted
+            })
+        })
+        .collect();
+    let aborted: u32 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    let total: i64 = redis::cmd("GET").arg("counter").query(&mut con).unwrap();
+    assert_eq!(total, threads * each, "no update lost under WATCH");
+    eprintln!(
+        "WATCH: {} increments from {threads} connections, {aborted} EXECs aborted and retried",
+        total
+    );
+
+    // redis-rs: a pipeline of 1000 INCRs, replies in order, against the same INCRs one by one.
+    let n = 1000;
+    let started = Instant::now();
+    let mut pipe = redis::pipe();
+    for _ in 0..n {
+        pipe.cmd("INCR").arg("piped");
+    }
+    let replies: Vec<i64> = pipe.query(&mut con).unwrap();
+    let pipelined = started.elapsed();
+    assert_eq!(replies, (1..=n).collect::<Vec<i64>>());
+    let started = Instant::now();
+    for i in 1..=n {
+        let got: i64 = redis::cmd("INCR").arg("single").query(&mut con).unwrap();
+        assert_eq!(got, i);
+    }
+    let single = started.elapsed();
+    eprintln!(
+        "{n} INCRs on one connection: pipelined {:.3} s, one by one {:.3} s ({:.1}x)",
+        pipelined.as_secs_f64(),
+        single.as_secs_f64(),
+        single.as_secs_f64() / pipelined.as_secs_f64().max(1e-6)
+    );
+    // The gateway sent the pipeline as few requests: its submitted counter grew by far less
+    // than the commands (a count, not a time).
+    let submitted = |c: &Cluster| -> u64 {
+        let text = common::http_get(c.gateway_admin(), "/metrics").unwrap();
+        common::metric_sample(&text, "plumb_gateway_submitted_total")
+    };
+    let before = submitted(&c);
+    let mut pipe = redis::pipe();
+    for _ in 0..n {
+        pipe.cmd("INCR").arg("piped");
+    }
+    let _: Vec<i64> = pipe.query(&mut con).unwrap();
+    let requests = submitted(&c) - before;
+    assert!(
+        requests * 10 <= n as u64,
+        "{requests} requests for {n} pipelined commands"
+    );
+
+    // redis-py, from Python's ecosystem.
+    // Debian's python3-redis installs for the system's Python, which a pyenv or venv on the
+    // PATH may hide.
+    let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| {
+        Command::new(p)
+            .args(["-c", "import redis"])
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    let Some(python) = python else {
+        eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
+        return;
+    };
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/redis_py/transactions.py"
+    );
+    let started = Instant::now();
+    let out = Command::new(python)
+        .arg(script)
+        .arg(port.to_string())
+        .output()
+        .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "redis-py failed after {:?}: {}",
+        started.elapsed(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
