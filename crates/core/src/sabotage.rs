@@ -30,9 +30,12 @@ pub enum Sabotage {
     /// An order replica restarted as the active primary of its view goes on proposing in it,
     /// although it may have sent PRE-PREPAREs it lost in the crash.
     ReproposeAfterRestart,
+    /// The key-value store runs a transaction whatever its watched keys now hold (caught by
+    /// `plumb sim --app redis`, whose workload has transactions).
+    TransactionIgnoresWatch,
 }
 
-pub const ALL: [(Sabotage, &str); 9] = [
+pub const ALL: [(Sabotage, &str); 10] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -48,7 +51,20 @@ pub const ALL: [(Sabotage, &str); 9] = [
         Sabotage::ReproposeAfterRestart,
         "primary-reproposes-after-restart",
     ),
+    (
+        Sabotage::TransactionIgnoresWatch,
+        "transaction-ignores-watch",
+    ),
 ];
+
+/// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value
+/// store's own breakages need a workload that uses what they break.
+pub fn app_for(s: Sabotage) -> &'static str {
+    match s {
+        Sabotage::TransactionIgnoresWatch => "redis",
+        _ => "kv",
+    }
+}
 
 // The active sabotage is process-wide: the simulator runs one seed at a time in one thread.
 static ACTIVE: AtomicU32 = AtomicU32::new(0);

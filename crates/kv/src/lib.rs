@@ -27,5 +27,5 @@ pub use op::{
     ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX, OP_VERSION, PIPELINE_REPLY_BUDGET, RESULT_VERSION,
 };
 pub use random::{random_op, random_op_with_expiry};
-pub use store::{request_seed, Entry, KvStore, Value, CHECKPOINT_VERSION};
+pub use store::{fingerprint, request_seed, Entry, KvStore, Value, CHECKPOINT_VERSION};
 pub use zset::{Score, ScoreBound, ZSet};

@@ -283,16 +283,17 @@ impl KvStore {
         }
     }
 
-    /// The fingerprint of what `key` holds: its value and expiry, or its absence. Equal
-    /// entries have equal fingerprints on every replica (the encoding is canonical).
+    /// The fingerprint of what `key` holds ([`fingerprint`]).
     pub fn fingerprint(&self, key: &[u8]) -> [u8; 32] {
-        // Serializing plain data cannot fail.
-        let bytes = postcard::to_stdvec(&self.entries.get(key)).unwrap_or_default();
-        Digest::of(&bytes).0
+        fingerprint(self.entries.get(key))
     }
 
     /// Whether every watched key still holds what it held when it was watched.
     fn unchanged(&self, watched: &[Watched]) -> bool {
+        #[cfg(feature = "sabotage")]
+        if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::TransactionIgnoresWatch) {
+            return true;
+        }
         watched
             .iter()
             .all(|w| self.fingerprint(&w.key) == w.fingerprint)
@@ -1094,6 +1095,14 @@ fn ttl(entry: Option<&Entry>, now: Option<Micros>) -> KvResult {
 fn random_index(rng: &mut u64, len: usize) -> Option<usize> {
     let len = u64::try_from(len).ok().filter(|&n| n > 0)?;
     usize::try_from(splitmix(rng) % len).ok()
+}
+
+/// The fingerprint `WATCH` takes of a key: a digest of its entry, value and expiry, or of its
+/// absence. Equal entries have equal fingerprints on every replica (the encoding is canonical).
+pub fn fingerprint(entry: Option<&Entry>) -> [u8; 32] {
+    // Serializing plain data cannot fail.
+    let bytes = postcard::to_stdvec(&entry).unwrap_or_default();
+    Digest::of(&bytes).0
 }
 
 /// Run a pipeline's ops in order with `run` (given each op's index) until they are done or

@@ -1,7 +1,9 @@
 //! A key-value model with plumb's KV application semantics (`plumb-kv`), for the single-key
-//! operations: `Get`, `Set` (without expiry), `Delete`, `CompareAndSet` and `Increment`.
+//! operations `Get`, `Set` (without expiry), `Delete`, `CompareAndSet` and `Increment`, and
+//! for transactions of them under guards (Redis' `MULTI`/`EXEC` under `WATCH`).
 //!
-//! Every operation touches one key and keys are independent, so the model partitions by key.
+//! A single-key operation touches one key and keys are independent, so the model partitions
+//! by key; a history with a transaction in it is checked whole.
 //!
 //! Feeding it from `plumb_kv` results: `Value`, `Ok`, `Bool` and `Int` map one to one;
 //! `Error(ERR_NOT_INTEGER)` is [`KvError::NotInteger`] and `Error(ERR_OVERFLOW)` is
@@ -93,16 +95,27 @@ pub enum KvOp<K, V> {
     /// Add `delta` to the integer at `key` (absent counts as 0); returns `Int(new)`, or
     /// `Error` with no change if the value is not an integer or the sum overflows.
     Increment { key: K, delta: i64 },
+    /// If every guard's key holds its value (`None`: absent), run `ops` one after another
+    /// with nothing in between and return `Each` of their returns; otherwise change nothing
+    /// and return `Aborted`. A Redis `MULTI`/`EXEC` under `WATCH` (and, with no guards, a
+    /// pipeline, which plumb also runs as one step). Touches several keys: a history with one
+    /// is checked whole.
+    Transaction {
+        guards: Vec<(K, Option<V>)>,
+        ops: Vec<KvOp<K, V>>,
+    },
 }
 
 impl<K, V> KvOp<K, V> {
-    pub fn key(&self) -> &K {
+    /// The one key the operation touches; `None` for a transaction.
+    pub fn key(&self) -> Option<&K> {
         match self {
             KvOp::Get { key }
             | KvOp::Set { key, .. }
             | KvOp::Delete { key }
             | KvOp::CompareAndSet { key, .. }
-            | KvOp::Increment { key, .. } => key,
+            | KvOp::Increment { key, .. } => Some(key),
+            KvOp::Transaction { .. } => None,
         }
     }
 
@@ -176,6 +189,13 @@ impl<K: KvKey, V: KvValue> Debug for KvOp<K, V> {
                 .field(&ShowKey(key))
                 .field(delta)
                 .finish(),
+            KvOp::Transaction { guards, ops } => {
+                let mut t = f.debug_tuple("Transaction");
+                for (key, value) in guards {
+                    t.field(&(ShowKey(key), value.as_ref().map(ShowValue)));
+                }
+                t.field(ops).finish()
+            }
         }
     }
 }
@@ -196,6 +216,10 @@ pub enum KvRet<V> {
     Bool(bool),
     Int(i64),
     Error(KvError),
+    /// A transaction's returns, one per op.
+    Each(Vec<KvRet<V>>),
+    /// A transaction whose guard failed: nothing ran.
+    Aborted,
 }
 
 impl<V: KvValue> Debug for KvRet<V> {
@@ -209,6 +233,8 @@ impl<V: KvValue> Debug for KvRet<V> {
             KvRet::Bool(b) => f.debug_tuple("Bool").field(b).finish(),
             KvRet::Int(n) => f.debug_tuple("Int").field(n).finish(),
             KvRet::Error(e) => f.debug_tuple("Error").field(e).finish(),
+            KvRet::Each(rets) => f.debug_tuple("Each").field(rets).finish(),
+            KvRet::Aborted => f.write_str("Aborted"),
         }
     }
 }
@@ -249,7 +275,7 @@ impl<K: KvKey, V: KvValue> Model for Kv<K, V> {
     }
 
     fn partition(&self, op: &Self::Op) -> Option<K> {
-        Some(op.key().clone())
+        op.key().cloned()
     }
 
     fn is_read_only(&self, op: &Self::Op) -> bool {
@@ -276,6 +302,15 @@ fn apply<K: KvKey, V: KvValue>(map: &mut BTreeMap<K, V>, op: &KvOp<K, V>) -> KvR
                 map.insert(key.clone(), new.clone());
             }
             KvRet::Bool(swapped)
+        }
+        KvOp::Transaction { guards, ops } => {
+            if guards
+                .iter()
+                .any(|(key, value)| map.get(key) != value.as_ref())
+            {
+                return KvRet::Aborted;
+            }
+            KvRet::Each(ops.iter().map(|op| apply(map, op)).collect())
         }
         KvOp::Increment { key, delta } => {
             let current = match map.get(key) {

@@ -398,7 +398,11 @@ fn a_failing_partition_outranks_an_undecided_one() {
 /// The history minus the operations on `key`.
 fn without_key(h: &H, key: &[u8]) -> H {
     let mut out = H::new();
-    for o in h.ops().iter().filter(|o| o.op.key().as_slice() != key) {
+    for o in h
+        .ops()
+        .iter()
+        .filter(|o| o.op.key().is_none_or(|k| k.as_slice() != key))
+    {
         let id = out.invoke(o.client, o.op.clone(), o.invoke);
         if let Some(r) = &o.response {
             out.complete(id, r.ret.clone(), r.time).unwrap();
@@ -432,4 +436,64 @@ fn history_refuses_malformed_responses() {
     );
     assert!(h.record(2, Op::get(b"k"), 5, absent(), 4).is_err());
     assert_eq!(h.len(), 1, "a refused record leaves no operation behind");
+}
+
+fn tx(guards: &[(&[u8], Option<&[u8]>)], ops: Vec<Op>) -> Op {
+    KvOp::Transaction {
+        guards: guards
+            .iter()
+            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+            .collect(),
+        ops,
+    }
+}
+
+#[test]
+fn a_transaction_seen_half_done_is_a_violation() {
+    // The writer sets a and b in one transaction; a reader's transaction overlapping it may
+    // see both or neither, never one.
+    let write = || tx(&[], vec![KvOp::set(b"a", b"1"), KvOp::set(b"b", b"1")]);
+    let read = || tx(&[], vec![KvOp::get(b"a"), KvOp::get(b"b")]);
+    for (ret, ok) in [
+        (vec![value(b"1"), value(b"1")], true),
+        (vec![absent(), absent()], true),
+        (vec![value(b"1"), absent()], false),
+    ] {
+        let mut h = H::new();
+        rec(
+            &mut h,
+            1,
+            write(),
+            (0, 10),
+            KvRet::Each(vec![KvRet::Ok, KvRet::Ok]),
+        );
+        rec(&mut h, 2, read(), (2, 8), KvRet::Each(ret));
+        if ok {
+            assert_linearizable(&h);
+        } else {
+            let v = assert_violation(&h);
+            assert_eq!(v.partition, Partition::Whole);
+        }
+    }
+}
+
+#[test]
+fn a_transaction_runs_only_if_its_guards_hold() {
+    let guarded = || tx(&[(b"a", None)], vec![KvOp::set(b"a", b"2")]);
+    // a was set before the transaction began: its guard (a absent) fails.
+    let mut h = H::new();
+    rec(&mut h, 1, KvOp::set(b"a", b"1"), (0, 1), KvRet::Ok);
+    rec(&mut h, 2, guarded(), (2, 3), KvRet::Aborted);
+    assert_linearizable(&h);
+    let mut h = H::new();
+    rec(&mut h, 1, KvOp::set(b"a", b"1"), (0, 1), KvRet::Ok);
+    rec(&mut h, 2, guarded(), (2, 3), KvRet::Each(vec![KvRet::Ok]));
+    assert_violation(&h);
+    // Concurrent with the set, either outcome fits.
+    for ret in [KvRet::Aborted, KvRet::Each(vec![KvRet::Ok])] {
+        let mut h = H::new();
+        rec(&mut h, 1, KvOp::set(b"a", b"1"), (0, 5), KvRet::Ok);
+        rec(&mut h, 2, guarded(), (2, 3), ret);
+        assert_linearizable(&h);
+    }
 }

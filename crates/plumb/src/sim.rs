@@ -36,8 +36,9 @@ pub struct SimArgs {
     /// Break the protocol on purpose (`list` prints the names); requires the `sabotage` feature.
     #[arg(long)]
     sabotage: Option<String>,
-    /// The application under test: `kv` (the key-value store) or `bank` (examples/bank).
-    #[arg(long, default_value = "kv", value_parser = ["kv", "bank"])]
+    /// The application under test: `kv` (the key-value store), `redis` (the key-value store
+    /// with Redis transactions and pipelines in the workload) or `bank` (examples/bank).
+    #[arg(long, default_value = "kv", value_parser = ["kv", "redis", "bank"])]
     app: String,
 }
 
@@ -45,13 +46,14 @@ pub struct SimArgs {
 fn run_seed(args: &SimArgs, opts: &SimOptions) -> SeedReport {
     match args.app.as_str() {
         "bank" => run_app_seed(&plumb_bank::sim::BankSim, opts),
+        "redis" => run_app_seed(&plumb_sim::apps::redis::Redis, opts),
         _ => run_app_seed(&plumb_sim::apps::kv::Kv, opts),
     }
 }
 
 pub fn run(args: SimArgs) -> ExitCode {
     if let Some(name) = &args.sabotage {
-        match sabotage::enable(name) {
+        match sabotage::enable(name, &args.app) {
             Ok(true) => {}
             Ok(false) => return ExitCode::SUCCESS,
             Err(e) => {
@@ -199,10 +201,11 @@ fn exit_code(violations: usize) -> ExitCode {
 
 #[cfg(feature = "sabotage")]
 mod sabotage {
-    use plumb_sim::sabotage::{set, ALL};
+    use plumb_sim::sabotage::{app_for, set, ALL};
 
-    /// Turn on the named sabotage. `Ok(false)`: the names were listed, nothing to run.
-    pub fn enable(name: &str) -> Result<bool, String> {
+    /// Turn on the named sabotage for a run of `app`. `Ok(false)`: the names were listed,
+    /// nothing to run.
+    pub fn enable(name: &str, app: &str) -> Result<bool, String> {
         if name == "list" {
             for (_, n) in ALL {
                 out!("{n}");
@@ -210,6 +213,11 @@ mod sabotage {
             return Ok(false);
         }
         match ALL.iter().find(|(_, n)| *n == name) {
+            Some((s, _)) if app_for(*s) != app => Err(format!(
+                "sabotage {name} breaks what only the {} workload exercises: add --app {}",
+                app_for(*s),
+                app_for(*s)
+            )),
             Some((s, _)) => {
                 set(Some(*s));
                 Ok(true)
@@ -223,7 +231,7 @@ mod sabotage {
 
 #[cfg(not(feature = "sabotage"))]
 mod sabotage {
-    pub fn enable(_name: &str) -> Result<bool, String> {
+    pub fn enable(_name: &str, _app: &str) -> Result<bool, String> {
         Err("this build has no sabotage switches (build with --features sabotage)".to_string())
     }
 }

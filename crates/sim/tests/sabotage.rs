@@ -2,8 +2,9 @@
 //! with `--features sabotage`. One test function: the sabotage switch is process-wide.
 #![cfg(feature = "sabotage")]
 
-use plumb_sim::sabotage::{set, ALL};
-use plumb_sim::{run_seed, SimOptions};
+use plumb_sim::apps::redis::Redis;
+use plumb_sim::sabotage::{app_for, set, ALL};
+use plumb_sim::{run_app_seed, run_seed, SimOptions};
 
 /// Seeds of the u=1, r=1 cluster tried per sabotage before giving up (the subtle ones need a
 /// Byzantine replica in the right place: a few percent of seeds).
@@ -15,7 +16,11 @@ fn every_sabotage_is_reported() {
     for (s, name) in ALL {
         set(Some(s));
         let caught = (0..BUDGET).find_map(|seed| {
-            let report = run_seed(&SimOptions::new(seed, 1, 1));
+            let opts = SimOptions::new(seed, 1, 1);
+            let report = match app_for(s) {
+                "redis" => run_app_seed(&Redis, &opts),
+                _ => run_seed(&opts),
+            };
             report
                 .violations
                 .first()

@@ -2,3 +2,4 @@
 //! own crate (`examples/bank`).
 
 pub mod kv;
+pub mod redis;
