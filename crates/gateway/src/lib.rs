@@ -2,6 +2,7 @@
 //! clients: [`pool`] runs library clients, [`resp_server`] speaks RESP to Redis clients and
 //! turns their commands into replicated key-value operations.
 
+pub mod blocking;
 pub mod pool;
 
 pub use pool::Pool;

@@ -9,14 +9,16 @@
 //! Writes, and reads unless the fast read path is on, go through the ordered path and are
 //! linearizable.
 
+use crate::blocking::{Waiters, POLL_FIRST, POLL_MAX};
 use crate::pool::Pool;
-use plumb_kv::KvResult;
+use plumb_kv::{KvOp, KvResult};
 use plumb_resp::{
-    each, encode, exec_reply, plan, Limits, Parser, Pipeline, Plan, Resp, ServerInfo, Session, Step,
+    each, encode, exec_reply, plan, render, Limits, Parser, Pipeline, Plan, Render, Resp,
+    ServerInfo, Session, Step,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -33,6 +35,8 @@ pub struct GatewayStats {
 
 pub struct RespServer {
     pub pool: Arc<Pool>,
+    /// Callers blocked in `BLPOP` and the like.
+    pub waiters: Waiters,
     pub fast_reads: bool,
     pub info: ServerInfo,
     pub stats: Arc<GatewayStats>,
@@ -117,6 +121,15 @@ impl RespServer {
                         name = n;
                         pipeline.local(reply);
                     }
+                    Step::Plan(Plan::Block {
+                        op,
+                        render: how,
+                        timeout,
+                    }) => {
+                        self.flush(&mut pipeline, &mut out).await;
+                        let reply = self.block(op, how, timeout).await;
+                        encode(&reply, &mut out);
+                    }
                     Step::Plan(Plan::Close(r)) => {
                         self.flush(&mut pipeline, &mut out).await;
                         encode(&r, &mut out);
@@ -191,14 +204,60 @@ impl RespServer {
         }
     }
 
-    /// Run one request through the pool: its result, or an error result saying why not.
+    /// Run one request through the pool: its result, or an error result saying why not. A
+    /// write wakes the callers blocked on the keys it touches.
     async fn call(&self, op: Vec<u8>, read_only: bool) -> KvResult {
         self.stats.submitted.fetch_add(1, Ordering::Relaxed);
-        match self.pool.call(op, read_only && self.fast_reads).await {
+        // Only a copy when someone waits (one who starts waiting meanwhile has its poll).
+        let written =
+            (!read_only && self.waiters.blocked.load(Ordering::Relaxed) > 0).then(|| op.clone());
+        let result = match self.pool.call(op, read_only && self.fast_reads).await {
             Ok(bytes) => KvResult::decode(&bytes).unwrap_or_else(|e| {
                 KvResult::Error(format!("ERR the cluster's answer does not decode: {e}"))
             }),
             Err(e) => KvResult::Error(format!("ERR {e}")),
+        };
+        if let Some(op) = written {
+            self.waiters.wake_for(&op);
+        }
+        result
+    }
+
+    /// A blocking command: try `op`; while it finds nothing, wait for a write through this
+    /// gateway to one of its keys (or the next poll) and try again, until `timeout`. No pool
+    /// client is held while waiting.
+    async fn block(&self, op: KvOp, how: Render, timeout: Option<Duration>) -> Resp {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let keys: Vec<Vec<u8>> = match &op {
+            KvOp::PopFirst { keys, .. } => keys.clone(),
+            KvOp::Move { from, .. } => vec![from.clone()],
+            _ => Vec::new(),
+        };
+        let waiter = self.waiters.register(&keys);
+        let encoded = op.encode();
+        let mut poll = POLL_FIRST;
+        loop {
+            let result = self.call(encoded.clone(), false).await;
+            if !matches!(result, KvResult::Nil | KvResult::Value(None)) {
+                drop(waiter);
+                // The list may hold more: the next waiter in line tries too.
+                let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                self.waiters.wake(&keys);
+                return render(&how, result);
+            }
+            let mut wait = poll;
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    // Redis' reply to every blocking command that timed out.
+                    return Resp::Array(None);
+                }
+                wait = wait.min(left);
+            }
+            tokio::select! {
+                _ = waiter.notify.notified() => {}
+                _ = tokio::time::sleep(wait) => poll = (poll * 2).min(POLL_MAX),
+            }
         }
     }
 
@@ -208,6 +267,7 @@ impl RespServer {
             connected_clients: self.stats.connections_open.load(Ordering::Relaxed),
             client_id: id,
             client_name: name.clone(),
+            blocked_clients: self.waiters.blocked.load(Ordering::Relaxed),
             plumb_fields: vec![
                 ("pool_clients".into(), self.pool.clients.len().to_string()),
                 ("pool_backlog".into(), self.pool.backlog().to_string()),

@@ -237,7 +237,87 @@ pub enum KvOp {
     /// The fingerprint of each key's entry, value and expiry (`WATCH`): `Items` of 32-byte
     /// digests, one per key; an absent key has one too.
     Fingerprints { keys: Vec<Vec<u8>> },
+
+    // ---- More Redis commands. Appended. ----
+    /// The values of hash fields (`HMGET`); an absent field or key gives `None`. `Values`.
+    HMGet { key: Vec<u8>, fields: Vec<Vec<u8>> },
+    /// Whether the hash has `field` (`HEXISTS`). `Bool`.
+    HExists { key: Vec<u8>, field: Vec<u8> },
+    /// Number of fields, 0 if absent (`HLEN`). `Int`.
+    HLen { key: Vec<u8> },
+    /// Every field (`HKEYS`) or, with `values`, every value (`HVALS`), in field order. `Items`.
+    HKeys { key: Vec<u8>, values: bool },
+    /// Set the field only if the hash lacks it (`HSETNX`). `Bool(set)`.
+    HSetNx {
+        key: Vec<u8>,
+        field: Vec<u8>,
+        value: Vec<u8>,
+    },
+    /// Length of the field's value, 0 if absent (`HSTRLEN`). `Int`.
+    HStrLen { key: Vec<u8>, field: Vec<u8> },
+    /// Number of members, 0 if absent (`SCARD`). `Int`.
+    SCard { key: Vec<u8> },
+    /// Whether each member is in the set (`SMISMEMBER`). `Ints` of 0 and 1.
+    SMIsMember { key: Vec<u8>, members: Vec<Vec<u8>> },
+    /// The list element at `index`, negative counting from the end (`LINDEX`). `Value`.
+    LIndex { key: Vec<u8>, index: i64 },
+    /// Replace the list element at `index` (`LSET`). `Ok`, or an error: no such key, index out
+    /// of range.
+    LSet {
+        key: Vec<u8>,
+        index: i64,
+        value: Vec<u8>,
+    },
+    /// Keep only elements `start..=stop` (`LTRIM`, indexes as `LRANGE`); an emptied list
+    /// removes the key. `Ok`.
+    LTrim { key: Vec<u8>, start: i64, stop: i64 },
+    /// The string at `key`, and the key removed (`GETDEL`). `Value`; `WRONGTYPE` without
+    /// change if it holds another kind.
+    GetDel { key: Vec<u8> },
+    /// Move `from`'s value and expiry to `to` (`RENAME`: replacing it, `Ok`; `RENAMENX` with
+    /// `nx`: only if `to` is absent, `Bool(moved)`). An error if `from` is absent.
+    Rename {
+        from: Vec<u8>,
+        to: Vec<u8>,
+        nx: bool,
+    },
+    /// Intersection, union or difference (first minus the rest) of the sets at `keys`, an
+    /// absent key an empty set (`SINTER`, `SUNION`, `SDIFF`): `Items` in byte order. With
+    /// `store` (`SINTERSTORE` ...), the result replaces that key, of any kind (an empty result
+    /// removes it), and the reply is `Int(size)`.
+    SetAlgebra {
+        op: SetOp,
+        keys: Vec<Vec<u8>>,
+        store: Option<Vec<u8>>,
+    },
+    /// Pop one element from `end` of the first non-empty list among `keys` (`BLPOP`, `BRPOP`
+    /// once they find one): `Pairs` of that key and the element, `Nil` if every key is absent
+    /// (a blocking caller then waits), `WRONGTYPE` if a key before it holds another kind.
+    PopFirst { keys: Vec<Vec<u8>>, end: End },
+    /// Pop from `from_end` of the list at `from` and push onto `to_end` of the list at `to`
+    /// (`LMOVE`, `RPOPLPUSH` and their blocking forms); the same key rotates. `Value` of the
+    /// element, `Value(None)` if `from` is absent, `WRONGTYPE` (no change) if either key holds
+    /// another kind.
+    Move {
+        from: Vec<u8>,
+        to: Vec<u8>,
+        from_end: End,
+        to_end: End,
+    },
 }
+
+/// The operation of [`KvOp::SetAlgebra`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SetOp {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// Error text for `RENAME` of an absent key (and `LSET` on one).
+pub const ERR_NO_SUCH_KEY: &str = "ERR no such key";
+/// Error text for `LSET` past either end.
+pub const ERR_INDEX_RANGE: &str = "ERR index out of range";
 
 /// Reply bytes after which a [`KvOp::Pipeline`] stops and leaves its remaining ops to the
 /// next request: a quarter of a frame, so one more large result still fits.
@@ -359,6 +439,9 @@ pub enum KvResult {
     Each(Vec<Vec<u8>>),
     /// A watched key changed: the transaction did not run (`EXEC` replies nil).
     Aborted,
+    // ---- Appended. ----
+    /// Integers (`SMISMEMBER`).
+    Ints(Vec<i64>),
 }
 
 /// Why bytes did not decode.
@@ -426,7 +509,24 @@ impl KvOp {
             | KvOp::ZRank { .. }
             | KvOp::ZRange { .. }
             | KvOp::ZCount { .. }
-            | KvOp::Fingerprints { .. } => false,
+            | KvOp::Fingerprints { .. }
+            | KvOp::HMGet { .. }
+            | KvOp::HExists { .. }
+            | KvOp::HLen { .. }
+            | KvOp::HKeys { .. }
+            | KvOp::HStrLen { .. }
+            | KvOp::SCard { .. }
+            | KvOp::SMIsMember { .. }
+            | KvOp::LIndex { .. }
+            | KvOp::SetAlgebra { store: None, .. } => false,
+            KvOp::HSetNx { .. }
+            | KvOp::LSet { .. }
+            | KvOp::LTrim { .. }
+            | KvOp::GetDel { .. }
+            | KvOp::Rename { .. }
+            | KvOp::SetAlgebra { store: Some(_), .. }
+            | KvOp::PopFirst { .. }
+            | KvOp::Move { .. } => true,
             KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
                 .iter()
                 .any(|op| KvOp::decode(op).map_or(true, |op| op.is_mutating())),
@@ -490,7 +590,28 @@ impl KvOp {
             | KvOp::ZRank { key, .. }
             | KvOp::ZRange { key, .. }
             | KvOp::ZCount { key, .. }
-            | KvOp::ZPop { key, .. } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::ZPop { key, .. }
+            | KvOp::HMGet { key, .. }
+            | KvOp::HExists { key, .. }
+            | KvOp::HLen { key }
+            | KvOp::HKeys { key, .. }
+            | KvOp::HSetNx { key, .. }
+            | KvOp::HStrLen { key, .. }
+            | KvOp::SCard { key }
+            | KvOp::SMIsMember { key, .. }
+            | KvOp::LIndex { key, .. }
+            | KvOp::LSet { key, .. }
+            | KvOp::LTrim { key, .. }
+            | KvOp::GetDel { key } => Footprint::Keys(vec![key.as_slice()]),
+            KvOp::Rename { from, to, .. } | KvOp::Move { from, to, .. } => {
+                Footprint::Keys(vec![from.as_slice(), to.as_slice()])
+            }
+            KvOp::PopFirst { keys, .. } => {
+                Footprint::Keys(keys.iter().map(Vec::as_slice).collect())
+            }
+            KvOp::SetAlgebra { keys, store, .. } => {
+                Footprint::Keys(keys.iter().chain(store.iter()).map(Vec::as_slice).collect())
+            }
             KvOp::DeleteMany { keys }
             | KvOp::Exists { keys }
             | KvOp::MGet { keys }

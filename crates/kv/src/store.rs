@@ -23,10 +23,11 @@
 use crate::glob::glob_match;
 use crate::objects::Buckets;
 use crate::op::{
-    parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry, Watched,
-    ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_MALFORMED, ERR_NESTED, ERR_NOT_INTEGER,
-    ERR_NOT_READ_ONLY, ERR_OVERFLOW, ERR_SCORE_NAN, ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE,
-    ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX, PIPELINE_REPLY_BUDGET,
+    parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry, SetOp, Watched,
+    ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_INDEX_RANGE, ERR_MALFORMED, ERR_NESTED,
+    ERR_NOT_INTEGER, ERR_NOT_READ_ONLY, ERR_NO_SUCH_KEY, ERR_OVERFLOW, ERR_SCORE_NAN,
+    ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
+    PIPELINE_REPLY_BUDGET,
 };
 use crate::zset::{Score, ZSet};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
@@ -231,6 +232,45 @@ impl KvStore {
             KvOp::Pipeline { ops } => pipeline(ops, |i, op| {
                 self.apply_inner(op, now, request_seed(seed, i))
             }),
+            KvOp::HSetNx { key, field, value } => {
+                self.with_collection(key, KvStore::hash_mut, |h| {
+                    if h.contains_key(field.as_slice()) {
+                        return KvResult::Bool(false);
+                    }
+                    h.insert(field.clone(), value.clone());
+                    KvResult::Bool(true)
+                })
+            }
+            KvOp::LSet { key, index, value } => self.lset(key, *index, value),
+            KvOp::LTrim { key, start, stop } => self.ltrim(key, *start, *stop),
+            KvOp::GetDel { key } => self.getdel(key),
+            KvOp::Rename { from, to, nx } => self.rename(from, to, *nx),
+            KvOp::PopFirst { keys, end } => self.pop_first(keys, *end),
+            KvOp::Move {
+                from,
+                to,
+                from_end,
+                to_end,
+            } => self.move_element(from, to, *from_end, *to_end),
+            KvOp::SetAlgebra {
+                op,
+                keys,
+                store: Some(dest),
+            } => match self.set_algebra(*op, keys) {
+                Ok(members) => {
+                    let size = int(members.len());
+                    self.remove(dest);
+                    if !members.is_empty() {
+                        let entry = Entry {
+                            value: Value::Set(members),
+                            expires_at: None,
+                        };
+                        self.put(dest, entry);
+                    }
+                    size
+                }
+                Err(e) => e,
+            },
             KvOp::Transaction { watched, ops } => {
                 if !self.unchanged(watched) {
                     return KvResult::Aborted;
@@ -261,7 +301,16 @@ impl KvStore {
             | KvOp::ZRank { .. }
             | KvOp::ZRange { .. }
             | KvOp::ZCount { .. }
-            | KvOp::Fingerprints { .. } => self.read(op),
+            | KvOp::Fingerprints { .. }
+            | KvOp::HMGet { .. }
+            | KvOp::HExists { .. }
+            | KvOp::HLen { .. }
+            | KvOp::HKeys { .. }
+            | KvOp::HStrLen { .. }
+            | KvOp::SCard { .. }
+            | KvOp::SMIsMember { .. }
+            | KvOp::LIndex { .. }
+            | KvOp::SetAlgebra { store: None, .. } => self.read(op),
         }
     }
 
@@ -406,6 +455,67 @@ impl KvStore {
             KvOp::Fingerprints { keys } => {
                 KvResult::Items(keys.iter().map(|k| self.fingerprint(k).to_vec()).collect())
             }
+            KvOp::HMGet { key, fields } => match self.value(key) {
+                None => KvResult::Values(vec![None; fields.len()]),
+                Some(Value::Hash(h)) => KvResult::Values(
+                    fields
+                        .iter()
+                        .map(|f| h.get(f.as_slice()).cloned())
+                        .collect(),
+                ),
+                Some(_) => wrong_type(),
+            },
+            KvOp::HExists { key, field } => match self.value(key) {
+                None => KvResult::Bool(false),
+                Some(Value::Hash(h)) => KvResult::Bool(h.contains_key(field.as_slice())),
+                Some(_) => wrong_type(),
+            },
+            KvOp::HLen { key } => match self.value(key) {
+                None => KvResult::Int(0),
+                Some(Value::Hash(h)) => int(h.len()),
+                Some(_) => wrong_type(),
+            },
+            KvOp::HKeys { key, values } => match self.value(key) {
+                None => KvResult::Items(Vec::new()),
+                Some(Value::Hash(h)) if *values => KvResult::Items(h.values().cloned().collect()),
+                Some(Value::Hash(h)) => KvResult::Items(h.keys().cloned().collect()),
+                Some(_) => wrong_type(),
+            },
+            KvOp::HStrLen { key, field } => match self.value(key) {
+                None => KvResult::Int(0),
+                Some(Value::Hash(h)) => int(h.get(field.as_slice()).map_or(0, Vec::len)),
+                Some(_) => wrong_type(),
+            },
+            KvOp::SCard { key } => match self.value(key) {
+                None => KvResult::Int(0),
+                Some(Value::Set(s)) => int(s.len()),
+                Some(_) => wrong_type(),
+            },
+            KvOp::SMIsMember { key, members } => match self.value(key) {
+                None => KvResult::Ints(vec![0; members.len()]),
+                Some(Value::Set(s)) => KvResult::Ints(
+                    members
+                        .iter()
+                        .map(|m| i64::from(s.contains(m.as_slice())))
+                        .collect(),
+                ),
+                Some(_) => wrong_type(),
+            },
+            KvOp::LIndex { key, index } => match self.value(key) {
+                None => KvResult::Value(None),
+                Some(Value::List(l)) => {
+                    KvResult::Value(list_position(l.len(), *index).and_then(|i| l.get(i).cloned()))
+                }
+                Some(_) => wrong_type(),
+            },
+            KvOp::SetAlgebra {
+                op,
+                keys,
+                store: None,
+            } => match self.set_algebra(*op, keys) {
+                Ok(members) => KvResult::Items(members.into_iter().collect()),
+                Err(e) => e,
+            },
             // On the read-only path a mutating op of a pipeline or transaction gets an error.
             KvOp::Pipeline { ops } => pipeline(ops, |_, op| self.read_inner(op)),
             KvOp::Transaction { watched, ops } => {
@@ -435,7 +545,15 @@ impl KvStore {
             | KvOp::Persist { .. }
             | KvOp::ZAdd { .. }
             | KvOp::ZRem { .. }
-            | KvOp::ZPop { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::ZPop { .. }
+            | KvOp::HSetNx { .. }
+            | KvOp::LSet { .. }
+            | KvOp::LTrim { .. }
+            | KvOp::GetDel { .. }
+            | KvOp::Rename { .. }
+            | KvOp::SetAlgebra { store: Some(_), .. }
+            | KvOp::PopFirst { .. }
+            | KvOp::Move { .. } => KvResult::error(ERR_NOT_READ_ONLY),
         }
     }
 
@@ -890,6 +1008,37 @@ impl KvStore {
         })
     }
 
+    fn pop_first(&mut self, keys: &[Vec<u8>], end: End) -> KvResult {
+        for key in keys {
+            match self.value(key) {
+                None => continue,
+                Some(Value::List(_)) => {
+                    if let KvResult::Value(Some(v)) = self.pop(key, end, None) {
+                        return KvResult::Pairs(vec![(key.clone(), v)]);
+                    }
+                }
+                Some(_) => return wrong_type(),
+            }
+        }
+        KvResult::Nil
+    }
+
+    fn move_element(&mut self, from: &[u8], to: &[u8], from_end: End, to_end: End) -> KvResult {
+        match self.value(from) {
+            None => return KvResult::Value(None),
+            Some(Value::List(_)) => {}
+            Some(_) => return wrong_type(),
+        }
+        if !matches!(self.value(to), None | Some(Value::List(_))) {
+            return wrong_type();
+        }
+        let KvResult::Value(Some(v)) = self.pop(from, from_end, None) else {
+            return KvResult::Value(None);
+        };
+        self.push(to, to_end, std::slice::from_ref(&v));
+        KvResult::Value(Some(v))
+    }
+
     fn sadd(&mut self, key: &[u8], members: &[Vec<u8>]) -> KvResult {
         self.with_collection(key, KvStore::set_mut, |s| {
             int(members.iter().filter(|m| s.insert(m.to_vec())).count())
@@ -1022,9 +1171,124 @@ impl KvStore {
             KvResult::Scored(std::iter::from_fn(|| z.pop(max)).take(n).collect())
         })
     }
+
+    fn lset(&mut self, key: &[u8], index: i64, value: &[u8]) -> KvResult {
+        match self.value(key) {
+            None => return KvResult::error(ERR_NO_SUCH_KEY),
+            Some(Value::List(_)) => {}
+            Some(_) => return wrong_type(),
+        }
+        self.with_collection(key, KvStore::list_mut, |l| {
+            match list_position(l.len(), index).and_then(|i| l.get_mut(i)) {
+                Some(slot) => {
+                    *slot = value.to_vec();
+                    KvResult::Ok
+                }
+                None => KvResult::error(ERR_INDEX_RANGE),
+            }
+        })
+    }
+
+    fn ltrim(&mut self, key: &[u8], start: i64, stop: i64) -> KvResult {
+        match self.value(key) {
+            None => return KvResult::Ok,
+            Some(Value::List(_)) => {}
+            Some(_) => return wrong_type(),
+        }
+        self.with_collection(key, KvStore::list_mut, |l| {
+            match index_range(l.len(), start, stop) {
+                Some((from, len)) => {
+                    l.truncate(from + len);
+                    l.drain(..from);
+                }
+                None => l.clear(),
+            }
+            KvResult::Ok
+        })
+    }
+
+    fn getdel(&mut self, key: &[u8]) -> KvResult {
+        match self.value(key) {
+            None => return KvResult::Value(None),
+            Some(Value::Str(_)) => {}
+            Some(_) => return wrong_type(),
+        }
+        match self.remove(key).map(|e| e.value) {
+            Some(Value::Str(v)) => KvResult::Value(Some(v)),
+            _ => KvResult::Value(None),
+        }
+    }
+
+    fn rename(&mut self, from: &[u8], to: &[u8], nx: bool) -> KvResult {
+        if !self.entries.contains_key(from) {
+            return KvResult::error(ERR_NO_SUCH_KEY);
+        }
+        if from == to {
+            return if nx {
+                KvResult::Bool(false)
+            } else {
+                KvResult::Ok
+            };
+        }
+        if nx && self.entries.contains_key(to) {
+            return KvResult::Bool(false);
+        }
+        if let Some(entry) = self.remove(from) {
+            self.put(to, entry);
+        }
+        if nx {
+            KvResult::Bool(true)
+        } else {
+            KvResult::Ok
+        }
+    }
+
+    /// The members [`KvOp::SetAlgebra`] computes, or a `WRONGTYPE` error if a key holds
+    /// another kind.
+    fn set_algebra(&self, op: SetOp, keys: &[Vec<u8>]) -> Result<BTreeSet<Vec<u8>>, KvResult> {
+        let empty = BTreeSet::new();
+        let mut sets = Vec::with_capacity(keys.len());
+        for key in keys {
+            match self.value(key) {
+                None => sets.push(&empty),
+                Some(Value::Set(s)) => sets.push(s),
+                Some(_) => return Err(wrong_type()),
+            }
+        }
+        let Some((first, rest)) = sets.split_first() else {
+            return Ok(BTreeSet::new());
+        };
+        Ok(match op {
+            SetOp::Union => sets.iter().flat_map(|s| s.iter().cloned()).collect(),
+            SetOp::Inter => first
+                .iter()
+                .filter(|m| rest.iter().all(|s| s.contains(*m)))
+                .cloned()
+                .collect(),
+            SetOp::Diff => first
+                .iter()
+                .filter(|m| !rest.iter().any(|s| s.contains(*m)))
+                .cloned()
+                .collect(),
+        })
+    }
 }
 
 /// The members `ZRANGE` selects, in its direction.
+/// The position `index` names in a list of `len` (negative: from the end), if inside it.
+fn list_position(len: usize, index: i64) -> Option<usize> {
+    let len = i64::try_from(len).ok()?;
+    let i = if index < 0 {
+        len.checked_add(index)?
+    } else {
+        index
+    };
+    (0..len)
+        .contains(&i)
+        .then(|| usize::try_from(i).ok())
+        .flatten()
+}
+
 fn zrange(z: &ZSet, range: ZRangeBy, rev: bool) -> Box<dyn Iterator<Item = (&[u8], Score)> + '_> {
     match range {
         ZRangeBy::Index { start, stop } => {

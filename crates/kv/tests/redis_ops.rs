@@ -930,6 +930,12 @@ fn bound(rng: &mut impl FnMut() -> u64) -> ScoreBound {
 }
 
 fn any_op(rng: &mut impl FnMut() -> u64) -> KvOp {
+    any_op_of(rng, true)
+}
+
+/// A random op of any kind; pipelines and transactions only if `nesting` (their ops are
+/// single commands).
+fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
     let key = b(pick(rng, KEYS));
     let v = b(pick(rng, VALS));
     let small = (rng() % 7) as i64 - 3;
@@ -938,7 +944,7 @@ fn any_op(rng: &mut impl FnMut() -> u64) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 41 {
+    match rng() % 60 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1115,10 +1121,84 @@ fn any_op(rng: &mut impl FnMut() -> u64) -> KvOp {
             min: bound(rng),
             max: bound(rng),
         },
-        _ => KvOp::ZPop {
+        40 => KvOp::ZPop {
             key,
             max: rng().is_multiple_of(2),
             count: count.unwrap_or(1),
+        },
+        41 | 42 if !nesting => KvOp::Get { key },
+        41 => KvOp::Pipeline {
+            ops: (0..rng() % 4)
+                .map(|_| any_op_of(rng, false).encode())
+                .collect(),
+        },
+        42 => KvOp::Transaction {
+            // An arbitrary fingerprint never matches: half the watched transactions abort.
+            watched: (0..rng() % 2)
+                .map(|_| Watched {
+                    key: key.clone(),
+                    fingerprint: [rng() as u8; 32],
+                })
+                .collect(),
+            ops: (0..rng() % 4)
+                .map(|_| any_op_of(rng, false).encode())
+                .collect(),
+        },
+        43 => KvOp::Fingerprints {
+            keys: some_bytes(rng, KEYS),
+        },
+        44 => KvOp::HMGet {
+            key,
+            fields: some_bytes(rng, VALS),
+        },
+        45 => KvOp::HExists { key, field: v },
+        46 => KvOp::HLen { key },
+        47 => KvOp::HKeys {
+            key,
+            values: rng().is_multiple_of(2),
+        },
+        48 => KvOp::HSetNx {
+            key,
+            field: v.clone(),
+            value: v,
+        },
+        49 => KvOp::HStrLen { key, field: v },
+        50 => KvOp::SCard { key },
+        51 => KvOp::SMIsMember {
+            key,
+            members: some_bytes(rng, VALS),
+        },
+        52 => KvOp::LIndex { key, index: small },
+        53 => KvOp::LSet {
+            key,
+            index: small,
+            value: v,
+        },
+        54 => KvOp::LTrim {
+            key,
+            start: small,
+            stop: -small,
+        },
+        55 => KvOp::GetDel { key },
+        56 => KvOp::Rename {
+            from: key,
+            to: b(pick(rng, KEYS)),
+            nx: rng().is_multiple_of(2),
+        },
+        57 => KvOp::PopFirst {
+            keys: some_bytes(rng, KEYS),
+            end,
+        },
+        58 => KvOp::Move {
+            from: key,
+            to: b(pick(rng, KEYS)),
+            from_end: end,
+            to_end: pick(rng, &[End::Left, End::Right]),
+        },
+        _ => KvOp::SetAlgebra {
+            op: pick(rng, &[SetOp::Inter, SetOp::Union, SetOp::Diff]),
+            keys: some_bytes(rng, KEYS),
+            store: rng().is_multiple_of(2).then(|| b(pick(rng, KEYS))),
         },
     }
 }
@@ -1149,7 +1229,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 42);
+    assert_eq!(kinds.len(), 61);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {
@@ -1172,6 +1252,9 @@ fn arb_result() -> impl Strategy<Value = KvResult> {
             0..4
         )
         .prop_map(KvResult::Scored),
+        proptest::collection::vec(bytes(), 0..4).prop_map(KvResult::Each),
+        Just(KvResult::Aborted),
+        proptest::collection::vec(any::<i64>(), 0..4).prop_map(KvResult::Ints),
     ]
 }
 

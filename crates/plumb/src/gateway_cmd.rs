@@ -53,6 +53,7 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
         let stats = Arc::new(GatewayStats::default());
         let server = Arc::new(RespServer {
             pool: pool.clone(),
+            waiters: Default::default(),
             fast_reads: gw.fast_reads,
             info: ServerInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),

@@ -1,11 +1,13 @@
-//! Transactions and pipelining through the Redis gateway of a real cluster, with clients
-//! nobody on the project wrote: redis-cli, redis-rs and redis-py.
+//! Transactions, pipelining and blocking pops through the Redis gateway of a real cluster,
+//! with clients nobody on the project wrote: redis-cli, redis-rs and redis-py.
 //!
 //! - `MULTI` ... `EXEC` is one operation: queued commands do not run before `EXEC`, and they
 //!   run together (`printf 'MULTI\nINCR txctr\nEXEC\n' | redis-cli` leaves txctr at 1).
 //! - `WATCH` is an optimistic lock: concurrent read-modify-write loops under it lose no
 //!   update.
 //! - A pipeline's commands go as one request and their replies come back in order.
+//! - A `BLPOP` on an empty list waits, holding no pool client, and is served by a later push;
+//!   producers and consumers of a queue move every job exactly once.
 //!
 //! Ports: slot 24 (23400..23499) of `common::Cluster`'s scheme.
 
@@ -43,7 +45,7 @@ fn connect(port: u16) -> redis::Connection {
 }
 
 #[test]
-fn transactions_and_pipelines_with_real_redis_clients() {
+fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
     let mut c = Cluster::init("redis-transactions", 24);
     c.start_all();
     let port = c.resp_port;
@@ -149,6 +151,33 @@ fn transactions_and_pipelines_with_real_redis_clients() {
         "{requests} requests for {n} pipelined commands"
     );
 
+    // redis-rs: a BLPOP waits for a push from another connection, and times out with nil.
+    let waiter = std::thread::spawn(move || {
+        let mut con = connect(port);
+        let started = Instant::now();
+        let got: Option<(String, String)> = redis::cmd("BLPOP")
+            .arg("queue")
+            .arg(10)
+            .query(&mut con)
+            .unwrap();
+        (got, started.elapsed())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    redis::cmd("RPUSH")
+        .arg("queue")
+        .arg("job-1")
+        .query::<()>(&mut con)
+        .unwrap();
+    let (got, waited) = waiter.join().unwrap();
+    assert_eq!(got, Some(("queue".to_string(), "job-1".to_string())));
+    eprintln!("BLPOP served by a push after {:.3} s", waited.as_secs_f64());
+    let none: Option<(String, String)> = redis::cmd("BLPOP")
+        .arg("empty")
+        .arg(0.2)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(none, None);
+
     // redis-py, from Python's ecosystem.
     // Debian's python3-redis installs for the system's Python, which a pyenv or venv on the
     // PATH may hide.
@@ -162,10 +191,7 @@ fn transactions_and_pipelines_with_real_redis_clients() {
         eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
         return;
     };
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/redis_py/transactions.py"
-    );
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py/clients.py");
     let started = Instant::now();
     let out = Command::new(python)
         .arg(script)

@@ -4,7 +4,7 @@
 use crate::Resp;
 use plumb_kv::{
     glob_match, parse_integer, End, ExpireCondition, KvOp, KvResult, Score, ScoreBound,
-    SetCondition, SetExpiry, ZAddOptions, ZRangeBy, ERR_MIN_MAX_NOT_FLOAT, ERR_NOT_FLOAT,
+    SetCondition, SetExpiry, SetOp, ZAddOptions, ZRangeBy, ERR_MIN_MAX_NOT_FLOAT, ERR_NOT_FLOAT,
     ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
 };
 
@@ -37,6 +37,8 @@ pub struct ServerInfo {
     pub client_id: u64,
     /// This connection's name (`CLIENT GETNAME`).
     pub client_name: Option<Vec<u8>>,
+    /// Connections waiting in a blocking command.
+    pub blocked_clients: u64,
 }
 
 /// How a command shapes the store's result into its reply. A [`KvResult::Error`] is always
@@ -80,6 +82,15 @@ pub enum Plan {
     /// Refused before it could run (unknown command or subcommand, wrong number of
     /// arguments): reply with the error; inside `MULTI` it also fails the transaction.
     Reject(Resp),
+    /// A blocking command (`BLPOP`, `BLMOVE`, ...): send `op`; if it finds nothing (`Nil` or
+    /// `Value(None)`), wait until a write may have changed that or `timeout` passes (`None`:
+    /// forever) and send it again; the reply is the last result rendered. Inside `MULTI` it
+    /// does not block.
+    Block {
+        op: KvOp,
+        render: Render,
+        timeout: Option<std::time::Duration>,
+    },
     /// Transaction commands: the connection's [`crate::Session`] handles them.
     Multi,
     Exec,
@@ -127,6 +138,7 @@ const RF: &[&str] = &["readonly", "fast"];
 const CONN: &[&str] = &["noscript", "loading", "stale", "fast"];
 const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
 const TX: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
+const BLOCKING: &[&str] = &["write", "noscript", "blocking"];
 const ONE: (i64, i64, i64) = (1, 1, 1);
 const ALL: (i64, i64, i64) = (1, -1, 1);
 const NONE: (i64, i64, i64) = (0, 0, 0);
@@ -200,6 +212,34 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("command", -1, &["loading", "stale"], NONE),
     spec("config", -2, ADMIN, NONE),
     spec("info", -1, &["loading", "stale"], NONE),
+    spec("hmget", -3, RF, ONE),
+    spec("hexists", 3, RF, ONE),
+    spec("hlen", 2, RF, ONE),
+    spec("hkeys", 2, R, ONE),
+    spec("hvals", 2, R, ONE),
+    spec("hsetnx", 4, WDF, ONE),
+    spec("hstrlen", 3, RF, ONE),
+    spec("scard", 2, RF, ONE),
+    spec("smismember", -3, RF, ONE),
+    spec("sinter", -2, R, ALL),
+    spec("sunion", -2, R, ALL),
+    spec("sdiff", -2, R, ALL),
+    spec("sinterstore", -3, WD, ALL),
+    spec("sunionstore", -3, WD, ALL),
+    spec("sdiffstore", -3, WD, ALL),
+    spec("lindex", 3, R, ONE),
+    spec("lset", 4, WD, ONE),
+    spec("ltrim", 4, W, ONE),
+    spec("getdel", 2, WF, ONE),
+    spec("rename", 3, W, (1, 2, 1)),
+    spec("renamenx", 3, WF, (1, 2, 1)),
+    spec("unlink", -2, WF, ALL),
+    spec("lmove", 5, WD, (1, 2, 1)),
+    spec("rpoplpush", 3, WD, (1, 2, 1)),
+    spec("blpop", -3, BLOCKING, (1, -2, 1)),
+    spec("brpop", -3, BLOCKING, (1, -2, 1)),
+    spec("blmove", 6, BLOCKING, (1, 2, 1)),
+    spec("brpoplpush", 4, BLOCKING, (1, 2, 1)),
     spec("multi", 1, TX, NONE),
     spec(
         "exec",
@@ -610,6 +650,142 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         "command" => plan_command(args),
         "config" => plan_config(args),
         "info" => Plan::Reply(Resp::bulk(info_text(&args[1..], info))),
+        "hmget" => submit(
+            KvOp::HMGet {
+                key: key(),
+                fields: rest(2),
+            },
+            Render::Plain,
+        ),
+        "hexists" => submit(
+            KvOp::HExists {
+                key: key(),
+                field: args[2].clone(),
+            },
+            Render::Plain,
+        ),
+        "hlen" => submit(KvOp::HLen { key: key() }, Render::Plain),
+        "hkeys" | "hvals" => submit(
+            KvOp::HKeys {
+                key: key(),
+                values: spec.name == "hvals",
+            },
+            Render::Plain,
+        ),
+        "hsetnx" => submit(
+            KvOp::HSetNx {
+                key: key(),
+                field: args[2].clone(),
+                value: args[3].clone(),
+            },
+            Render::Plain,
+        ),
+        "hstrlen" => submit(
+            KvOp::HStrLen {
+                key: key(),
+                field: args[2].clone(),
+            },
+            Render::Plain,
+        ),
+        "scard" => submit(KvOp::SCard { key: key() }, Render::Plain),
+        "smismember" => submit(
+            KvOp::SMIsMember {
+                key: key(),
+                members: rest(2),
+            },
+            Render::Plain,
+        ),
+        "sinter" | "sunion" | "sdiff" | "sinterstore" | "sunionstore" | "sdiffstore" => {
+            let op = match &spec.name[..4] {
+                "sint" => SetOp::Inter,
+                "suni" => SetOp::Union,
+                _ => SetOp::Diff,
+            };
+            let (keys, store) = if spec.name.ends_with("store") {
+                (rest(2), Some(key()))
+            } else {
+                (rest(1), None)
+            };
+            submit(KvOp::SetAlgebra { op, keys, store }, Render::Plain)
+        }
+        "lindex" => match int_arg(&args[2]) {
+            Some(index) => submit(KvOp::LIndex { key: key(), index }, Render::Plain),
+            None => not_integer(),
+        },
+        "lset" => match int_arg(&args[2]) {
+            Some(index) => submit(
+                KvOp::LSet {
+                    key: key(),
+                    index,
+                    value: args[3].clone(),
+                },
+                Render::Plain,
+            ),
+            None => not_integer(),
+        },
+        "ltrim" => match (int_arg(&args[2]), int_arg(&args[3])) {
+            (Some(start), Some(stop)) => submit(
+                KvOp::LTrim {
+                    key: key(),
+                    start,
+                    stop,
+                },
+                Render::Plain,
+            ),
+            _ => not_integer(),
+        },
+        "getdel" => submit(KvOp::GetDel { key: key() }, Render::Plain),
+        "rename" | "renamenx" => submit(
+            KvOp::Rename {
+                from: key(),
+                to: args[2].clone(),
+                nx: spec.name == "renamenx",
+            },
+            Render::Plain,
+        ),
+        "unlink" => submit(KvOp::DeleteMany { keys: rest(1) }, Render::Plain),
+        "lmove" | "blmove" => {
+            let (Some(from_end), Some(to_end)) = (end_arg(&args[3]), end_arg(&args[4])) else {
+                return syntax_error();
+            };
+            let op = KvOp::Move {
+                from: key(),
+                to: args[2].clone(),
+                from_end,
+                to_end,
+            };
+            if spec.name == "lmove" {
+                return submit(op, Render::Plain);
+            }
+            block(op, &args[5])
+        }
+        "rpoplpush" | "brpoplpush" => {
+            let op = KvOp::Move {
+                from: key(),
+                to: args[2].clone(),
+                from_end: End::Right,
+                to_end: End::Left,
+            };
+            if spec.name == "rpoplpush" {
+                return submit(op, Render::Plain);
+            }
+            block(op, &args[3])
+        }
+        "blpop" | "brpop" => {
+            let end = if spec.name == "blpop" {
+                End::Left
+            } else {
+                End::Right
+            };
+            let (last, keys) = args[1..].split_last().unwrap_or((&args[0], &[]));
+            block(
+                KvOp::PopFirst {
+                    keys: keys.to_vec(),
+                    end,
+                },
+                last,
+            )
+        }
         "multi" => Plan::Multi,
         "exec" => Plan::Exec,
         "discard" => Plan::Discard,
@@ -757,6 +933,40 @@ fn plan_zrange(args: &[Vec<u8>], by: Option<ByScore>, rev: Option<bool>) -> Plan
 }
 
 /// A count argument of `LPOP`/`SPOP`: a non-negative integer.
+fn end_arg(arg: &[u8]) -> Option<End> {
+    if is(arg, "left") {
+        Some(End::Left)
+    } else if is(arg, "right") {
+        Some(End::Right)
+    } else {
+        None
+    }
+}
+
+/// A blocking command with its timeout argument: seconds, fractions allowed, 0 for ever.
+fn block(op: KvOp, timeout: &[u8]) -> Plan {
+    let secs = match std::str::from_utf8(timeout)
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+    {
+        Some(s) if s.is_finite() => s,
+        _ => return err("ERR timeout is not a float or out of range"),
+    };
+    if secs < 0.0 {
+        return err("ERR timeout is negative");
+    }
+    let timeout = match std::time::Duration::try_from_secs_f64(secs) {
+        Ok(d) if d.is_zero() => None,
+        Ok(d) => Some(d),
+        Err(_) => return err("ERR timeout is out of range"),
+    };
+    Plan::Block {
+        op,
+        render: Render::Plain,
+        timeout,
+    }
+}
+
 fn positive(arg: &[u8]) -> Option<u64> {
     int_arg(arg).and_then(|n| u64::try_from(n).ok())
 }
@@ -1130,7 +1340,10 @@ pub fn info_text(sections: &[Vec<u8>], info: &ServerInfo) -> Vec<u8> {
     );
     section(
         "Clients",
-        vec![kv("connected_clients", info.connected_clients.to_string())],
+        vec![
+            kv("connected_clients", info.connected_clients.to_string()),
+            kv("blocked_clients", info.blocked_clients.to_string()),
+        ],
     );
     let mut plumb = vec![kv("u", info.u.to_string()), kv("r", info.r.to_string())];
     plumb.extend(info.plumb_fields.iter().cloned());
@@ -1186,5 +1399,6 @@ fn plain(result: KvResult) -> Resp {
                 .collect(),
         ),
         KvResult::Aborted => Resp::Array(None),
+        KvResult::Ints(ns) => Resp::array(ns.into_iter().map(Resp::Integer).collect()),
     }
 }

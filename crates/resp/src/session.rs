@@ -128,7 +128,9 @@ impl Session {
                     reply: Resp::Simple("QUEUED".into()),
                 })
             }
-            Plan::Submit { op, render, .. } => {
+            // Inside a transaction a blocking command does not block (as in Redis): it runs
+            // once, and finding nothing is its reply.
+            Plan::Submit { op, render, .. } | Plan::Block { op, render, .. } => {
                 queue.ops.push(op.encode());
                 queue.slots.push(Slot::Op(render));
                 queued()

@@ -1,7 +1,7 @@
-"""Transactions and pipelines through plumb's gateway with redis-py, a client library
-nobody on the project wrote. Run by crates/plumb/tests/redis_transactions.rs:
+"""Transactions, pipelines and blocking queues through plumb's gateway with redis-py, a
+client library nobody on the project wrote. Run by crates/plumb/tests/redis_clients.rs:
 
-    python3 transactions.py PORT
+    python3 clients.py PORT
 
 Exits non-zero (an AssertionError or a redis error) on any wrong reply.
 """
@@ -68,4 +68,66 @@ print(
     f"redis-py: {N} INCRs pipelined {pipelined:.3f} s, one by one {one_by_one:.3f} s "
     f"({one_by_one / pipelined:.1f}x)"
 )
-print("redis-py transactions and pipelines: all replies as Redis gives them")
+
+# A job queue: consumers block in BLPOP on an empty list before the producers start; every
+# job is taken exactly once, and each producer's jobs reach a consumer in the order pushed
+# whenever one consumer takes two of them.
+PRODUCERS, CONSUMERS, JOBS = 3, 3, 40
+r.delete("py:jobs", "py:done")
+taken = [[] for _ in range(CONSUMERS)]
+
+
+def consume(me):
+    c = redis.Redis(host="127.0.0.1", port=port, socket_timeout=30)
+    while True:
+        got = c.blpop(["py:other", "py:jobs"], timeout=5)
+        if got is None:
+            return
+        key, job = got
+        assert key == b"py:jobs", got
+        if job == b"stop":
+            return
+        taken[me].append(job.decode())
+
+
+def produce(me):
+    p = redis.Redis(host="127.0.0.1", port=port, socket_timeout=30)
+    for n in range(JOBS):
+        p.rpush("py:jobs", f"{me}:{n}")
+
+
+consumers = [threading.Thread(target=consume, args=(i,)) for i in range(CONSUMERS)]
+for t in consumers:
+    t.start()
+time.sleep(0.5)
+assert int(r.info("clients")["blocked_clients"]) == CONSUMERS, r.info("clients")
+started = time.monotonic()
+producers = [threading.Thread(target=produce, args=(i,)) for i in range(PRODUCERS)]
+for t in producers:
+    t.start()
+for t in producers:
+    t.join()
+r.rpush("py:jobs", *["stop"] * CONSUMERS)
+for t in consumers:
+    t.join()
+elapsed = time.monotonic() - started
+everything = sorted(job for jobs in taken for job in jobs)
+expected = sorted(f"{p}:{n}" for p in range(PRODUCERS) for n in range(JOBS))
+assert everything == expected, (len(everything), len(expected))
+for jobs in taken:
+    for p in range(PRODUCERS):
+        mine = [int(j.split(":")[1]) for j in jobs if j.startswith(f"{p}:")]
+        assert mine == sorted(mine), (p, mine)
+print(
+    f"redis-py queue: {PRODUCERS * JOBS} jobs from {PRODUCERS} producers to {CONSUMERS} "
+    f"blocked consumers, each exactly once, in {elapsed:.2f} s "
+    f"(taken {[len(t) for t in taken]})"
+)
+
+# BRPOPLPUSH as a reliable queue step, and a timeout.
+r.delete("py:src", "py:work")
+assert r.brpoplpush("py:src", "py:work", timeout=0.2) is None
+r.rpush("py:src", "job")
+assert r.brpoplpush("py:src", "py:work", timeout=1) == b"job"
+assert r.lrange("py:work", 0, -1) == [b"job"]
+print("redis-py transactions, pipelines and blocking queues: all replies as Redis gives them")

@@ -1,0 +1,161 @@
+//! Callers blocked on keys (`BLPOP`, `BRPOP`, `BLMOVE`, `BRPOPLPUSH`), and what wakes them.
+//!
+//! A blocked caller holds no pool client: between attempts it only waits here. It is woken
+//! when a write through this gateway touches one of its keys, oldest waiter of a key first:
+//! a waiter that gets an element passes the wake-up on to the next one (the list may hold
+//! more), and one that finds the list empty again waits at the front of the queue. Writes
+//! through another gateway or a library client are not seen here, so every waiter also
+//! tries again on its own, after 250 ms and then at doubling intervals up to 2 s.
+
+use plumb_kv::{Footprint, KvOp};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The first and the longest pause between a waiter's own attempts.
+pub const POLL_FIRST: Duration = Duration::from_millis(250);
+pub const POLL_MAX: Duration = Duration::from_secs(2);
+
+/// A key's waiters in order of arrival: id and wake-up of each.
+type Line = VecDeque<(u64, Arc<Notify>)>;
+
+#[derive(Default)]
+pub struct Waiters {
+    queues: Mutex<BTreeMap<Vec<u8>, Line>>,
+    next_id: AtomicU64,
+    /// How many callers are blocked now (for `INFO` and the fast path of [`Waiters::wake`]).
+    pub blocked: AtomicU64,
+}
+
+/// One blocked caller's place in the queues; leaving (dropping it) takes it out of them, also
+/// when its connection closes mid-wait.
+pub struct Waiter<'a> {
+    waiters: &'a Waiters,
+    id: u64,
+    keys: Vec<Vec<u8>>,
+    pub notify: Arc<Notify>,
+}
+
+impl Waiters {
+    /// Queue a caller on `keys`, behind every earlier one.
+    pub fn register(&self, keys: &[Vec<u8>]) -> Waiter<'_> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let notify = Arc::new(Notify::new());
+        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        for key in keys {
+            queues
+                .entry(key.clone())
+                .or_default()
+                .push_back((id, notify.clone()));
+        }
+        self.blocked.fetch_add(1, Ordering::Relaxed);
+        Waiter {
+            waiters: self,
+            id,
+            keys: keys.to_vec(),
+            notify,
+        }
+    }
+
+    /// A write may have made `keys` non-empty: wake the oldest waiter of each.
+    pub fn wake(&self, keys: &[&[u8]]) {
+        if self.blocked.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        for key in keys {
+            if let Some((_, notify)) = queues.get(*key).and_then(VecDeque::front) {
+                notify.notify_one();
+            }
+        }
+    }
+
+    /// Wake the oldest waiter of every key (a write whose keys are not known).
+    pub fn wake_all(&self) {
+        if self.blocked.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        for (_, notify) in queues.values().filter_map(VecDeque::front) {
+            notify.notify_one();
+        }
+    }
+
+    /// Wake the waiters of whatever the encoded mutating op `op` writes.
+    pub fn wake_for(&self, op: &[u8]) {
+        if self.blocked.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let Ok(op) = KvOp::decode(op) else {
+            return;
+        };
+        let ops: Vec<KvOp> = match op {
+            KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => {
+                ops.iter().filter_map(|o| KvOp::decode(o).ok()).collect()
+            }
+            op => vec![op],
+        };
+        for op in ops.iter().filter(|o| o.is_mutating()) {
+            match op.footprint() {
+                Footprint::Keys(keys) => self.wake(&keys),
+                Footprint::Prefix(_) => self.wake_all(),
+            }
+        }
+    }
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        let mut queues = self
+            .waiters
+            .queues
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for key in &self.keys {
+            if let Some(queue) = queues.get_mut(key) {
+                queue.retain(|(id, _)| *id != self.id);
+                if queue.is_empty() {
+                    queues.remove(key);
+                }
+            }
+        }
+        self.waiters.blocked.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_oldest_waiter_of_a_key_is_woken_and_leaving_takes_it_out() {
+        let waiters = Waiters::default();
+        let first = waiters.register(&[b"q".to_vec()]);
+        let second = waiters.register(&[b"q".to_vec(), b"r".to_vec()]);
+        waiters.wake(&[b"q"]);
+        // The permit is the first's; the second was not woken.
+        tokio::time::timeout(Duration::from_millis(100), first.notify.notified())
+            .await
+            .expect("the oldest waiter is woken");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), second.notify.notified())
+                .await
+                .is_err()
+        );
+        drop(first);
+        assert_eq!(waiters.blocked.load(Ordering::Relaxed), 1);
+        let push = KvOp::Push {
+            key: b"q".to_vec(),
+            end: plumb_kv::End::Left,
+            values: vec![b"x".to_vec()],
+        };
+        waiters.wake_for(&push.encode());
+        tokio::time::timeout(Duration::from_millis(100), second.notify.notified())
+            .await
+            .expect("now the second is the oldest");
+        drop(second);
+        assert!(waiters.queues.lock().unwrap().is_empty());
+    }
+}
