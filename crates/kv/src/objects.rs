@@ -16,7 +16,7 @@
 use crate::store::{Entry, KvStore};
 use plumb_app::{LoadError, ObjectId, ObjectState, ObjectWrite};
 use plumb_crypto::Digest;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// Bits of a bucket id: the store has `2^BUCKET_BITS` buckets.
 pub const BUCKET_BITS: u8 = 22;
@@ -32,9 +32,10 @@ pub fn bucket_of(key: &[u8]) -> ObjectId {
 }
 
 /// The keys of each non-empty bucket and the buckets written since the last object checkpoint.
+/// Ordered by bucket, so `SCAN` walks the buckets in order from a cursor.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Buckets {
-    keys: HashMap<u64, BTreeSet<Vec<u8>>>,
+    keys: BTreeMap<u64, BTreeSet<Vec<u8>>>,
     dirty: HashSet<u64>,
 }
 
@@ -58,6 +59,20 @@ impl Buckets {
             }
         }
         self.dirty.insert(b);
+    }
+
+    /// Whole buckets from bucket `from` on, in bucket order, until they hold at least `count`
+    /// keys: their keys, and the bucket to go on from (`None`: none left).
+    pub(crate) fn scan(&self, from: u64, count: usize) -> (Vec<&[u8]>, Option<u64>) {
+        let mut found = Vec::new();
+        let mut buckets = self.keys.range(from..);
+        for (_, keys) in buckets.by_ref() {
+            found.extend(keys.iter().map(Vec::as_slice));
+            if found.len() >= count {
+                break;
+            }
+        }
+        (found, buckets.next().map(|(b, _)| *b))
     }
 
     /// Every key removed at once (FLUSHALL).

@@ -304,6 +304,33 @@ pub enum KvOp {
         from_end: End,
         to_end: End,
     },
+    /// One step of `SCAN`: the keys of whole hash buckets from bucket `cursor` on, at least
+    /// `count` of them unless none are left, filtered by the glob `pattern` and the kind `kind`
+    /// (a `TYPE` name). `Cursor` of the next bucket (0: done) and the keys. A key stays in
+    /// its bucket, so every key present from the first step to the last is returned exactly
+    /// once.
+    Scan {
+        cursor: u64,
+        count: u64,
+        pattern: Option<Vec<u8>>,
+        kind: Option<Vec<u8>>,
+    },
+    /// `HSCAN`, `SSCAN`, `ZSCAN` of the collection at `key` (of the kind `of` names): all of it
+    /// in one step, fields and values, members, or members and scores, filtered by `pattern`:
+    /// `Cursor(0, items)`; `WRONGTYPE` for another kind.
+    ScanCollection {
+        key: Vec<u8>,
+        of: CollectionKind,
+        pattern: Option<Vec<u8>>,
+    },
+}
+
+/// The collection kind a [`KvOp::ScanCollection`] expects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CollectionKind {
+    Hash,
+    Set,
+    ZSet,
 }
 
 /// The operation of [`KvOp::SetAlgebra`].
@@ -442,6 +469,8 @@ pub enum KvResult {
     // ---- Appended. ----
     /// Integers (`SMISMEMBER`).
     Ints(Vec<i64>),
+    /// A scan step: the cursor to go on from (0: done) and what it found.
+    Cursor(u64, Vec<Vec<u8>>),
 }
 
 /// Why bytes did not decode.
@@ -518,7 +547,9 @@ impl KvOp {
             | KvOp::SCard { .. }
             | KvOp::SMIsMember { .. }
             | KvOp::LIndex { .. }
-            | KvOp::SetAlgebra { store: None, .. } => false,
+            | KvOp::SetAlgebra { store: None, .. }
+            | KvOp::Scan { .. }
+            | KvOp::ScanCollection { .. } => false,
             KvOp::HSetNx { .. }
             | KvOp::LSet { .. }
             | KvOp::LTrim { .. }
@@ -602,7 +633,8 @@ impl KvOp {
             | KvOp::LIndex { key, .. }
             | KvOp::LSet { key, .. }
             | KvOp::LTrim { key, .. }
-            | KvOp::GetDel { key } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::GetDel { key }
+            | KvOp::ScanCollection { key, .. } => Footprint::Keys(vec![key.as_slice()]),
             KvOp::Rename { from, to, .. } | KvOp::Move { from, to, .. } => {
                 Footprint::Keys(vec![from.as_slice(), to.as_slice()])
             }
@@ -627,9 +659,11 @@ impl KvOp {
             }
             // The whole key space: the ops inside are encoded, and a footprint borrows from
             // the op. Conservative until object-level execution needs better.
-            KvOp::DbSize | KvOp::FlushAll | KvOp::Pipeline { .. } | KvOp::Transaction { .. } => {
-                Footprint::Prefix(&[])
-            }
+            KvOp::DbSize
+            | KvOp::FlushAll
+            | KvOp::Scan { .. }
+            | KvOp::Pipeline { .. }
+            | KvOp::Transaction { .. } => Footprint::Prefix(&[]),
         }
     }
 }

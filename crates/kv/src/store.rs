@@ -23,9 +23,9 @@
 use crate::glob::glob_match;
 use crate::objects::Buckets;
 use crate::op::{
-    parse_integer, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry, SetOp, Watched,
-    ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_INDEX_RANGE, ERR_MALFORMED, ERR_NESTED,
-    ERR_NOT_INTEGER, ERR_NOT_READ_ONLY, ERR_NO_SUCH_KEY, ERR_OVERFLOW, ERR_SCORE_NAN,
+    parse_integer, CollectionKind, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry,
+    SetOp, Watched, ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_INDEX_RANGE, ERR_MALFORMED,
+    ERR_NESTED, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY, ERR_NO_SUCH_KEY, ERR_OVERFLOW, ERR_SCORE_NAN,
     ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
     PIPELINE_REPLY_BUDGET,
 };
@@ -310,7 +310,9 @@ impl KvStore {
             | KvOp::SCard { .. }
             | KvOp::SMIsMember { .. }
             | KvOp::LIndex { .. }
-            | KvOp::SetAlgebra { store: None, .. } => self.read(op),
+            | KvOp::SetAlgebra { store: None, .. }
+            | KvOp::Scan { .. }
+            | KvOp::ScanCollection { .. } => self.read(op),
         }
     }
 
@@ -516,6 +518,48 @@ impl KvStore {
                 Ok(members) => KvResult::Items(members.into_iter().collect()),
                 Err(e) => e,
             },
+            KvOp::Scan {
+                cursor,
+                count,
+                pattern,
+                kind,
+            } => {
+                let count = usize::try_from(*count).unwrap_or(usize::MAX).max(1);
+                let (keys, next) = self.buckets.scan(*cursor, count);
+                let keys = keys
+                    .into_iter()
+                    .filter(|k| pattern.as_ref().is_none_or(|p| glob_match(p, k)))
+                    .filter(|k| {
+                        kind.as_ref().is_none_or(|t| {
+                            self.value(k)
+                                .is_some_and(|v| v.type_name().as_bytes().eq_ignore_ascii_case(t))
+                        })
+                    })
+                    .map(<[u8]>::to_vec)
+                    .collect();
+                KvResult::Cursor(next.unwrap_or(0), keys)
+            }
+            KvOp::ScanCollection { key, of, pattern } => {
+                let wanted = |m: &[u8]| pattern.as_ref().is_none_or(|p| glob_match(p, m));
+                let items = match (self.value(key), of) {
+                    (None, _) => Vec::new(),
+                    (Some(Value::Hash(h)), CollectionKind::Hash) => h
+                        .iter()
+                        .filter(|(f, _)| wanted(f))
+                        .flat_map(|(f, v)| [f.clone(), v.clone()])
+                        .collect(),
+                    (Some(Value::Set(s)), CollectionKind::Set) => {
+                        s.iter().filter(|m| wanted(m)).cloned().collect()
+                    }
+                    (Some(Value::ZSet(z)), CollectionKind::ZSet) => z
+                        .iter()
+                        .filter(|(m, _)| wanted(m))
+                        .flat_map(|(m, s)| [m.to_vec(), s.to_string().into_bytes()])
+                        .collect(),
+                    (Some(_), _) => return wrong_type(),
+                };
+                KvResult::Cursor(0, items)
+            }
             // On the read-only path a mutating op of a pipeline or transaction gets an error.
             KvOp::Pipeline { ops } => pipeline(ops, |_, op| self.read_inner(op)),
             KvOp::Transaction { watched, ops } => {

@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 60 {
+    match rng() % 62 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1195,6 +1195,28 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             from_end: end,
             to_end: pick(rng, &[End::Left, End::Right]),
         },
+        59 => KvOp::Scan {
+            cursor: rng() % (1 << 22),
+            count: 1 + rng() % 5,
+            pattern: rng()
+                .is_multiple_of(2)
+                .then(|| b(pick(rng, &["*", "h*", "[ab]*"]))),
+            kind: rng()
+                .is_multiple_of(2)
+                .then(|| b(pick(rng, &["string", "hash", "list"]))),
+        },
+        60 => KvOp::ScanCollection {
+            key,
+            of: pick(
+                rng,
+                &[
+                    CollectionKind::Hash,
+                    CollectionKind::Set,
+                    CollectionKind::ZSet,
+                ],
+            ),
+            pattern: rng().is_multiple_of(2).then(|| b(pick(rng, &["*", "a*"]))),
+        },
         _ => KvOp::SetAlgebra {
             op: pick(rng, &[SetOp::Inter, SetOp::Union, SetOp::Diff]),
             keys: some_bytes(rng, KEYS),
@@ -1229,7 +1251,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 61);
+    assert_eq!(kinds.len(), 63);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {
@@ -1255,6 +1277,8 @@ fn arb_result() -> impl Strategy<Value = KvResult> {
         proptest::collection::vec(bytes(), 0..4).prop_map(KvResult::Each),
         Just(KvResult::Aborted),
         proptest::collection::vec(any::<i64>(), 0..4).prop_map(KvResult::Ints),
+        (any::<u64>(), proptest::collection::vec(bytes(), 0..4))
+            .prop_map(|(c, items)| KvResult::Cursor(c, items)),
     ]
 }
 

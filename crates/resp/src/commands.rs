@@ -3,9 +3,9 @@
 
 use crate::Resp;
 use plumb_kv::{
-    glob_match, parse_integer, End, ExpireCondition, KvOp, KvResult, Score, ScoreBound,
-    SetCondition, SetExpiry, SetOp, ZAddOptions, ZRangeBy, ERR_MIN_MAX_NOT_FLOAT, ERR_NOT_FLOAT,
-    ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
+    glob_match, parse_integer, CollectionKind, End, ExpireCondition, KvOp, KvResult, Score,
+    ScoreBound, SetCondition, SetExpiry, SetOp, ZAddOptions, ZRangeBy, ERR_MIN_MAX_NOT_FLOAT,
+    ERR_NOT_FLOAT, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
 };
 
 /// The Redis version the gateway reports (`INFO`, `HELLO`): the command set and replies
@@ -240,6 +240,10 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("brpop", -3, BLOCKING, (1, -2, 1)),
     spec("blmove", 6, BLOCKING, (1, 2, 1)),
     spec("brpoplpush", 4, BLOCKING, (1, 2, 1)),
+    spec("scan", -2, R, NONE),
+    spec("hscan", -3, R, ONE),
+    spec("sscan", -3, R, ONE),
+    spec("zscan", -3, R, ONE),
     spec("multi", 1, TX, NONE),
     spec(
         "exec",
@@ -786,6 +790,10 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                 last,
             )
         }
+        "scan" => plan_scan(&args[1..], None),
+        "hscan" => plan_scan(&args[2..], Some((key(), CollectionKind::Hash))),
+        "sscan" => plan_scan(&args[2..], Some((key(), CollectionKind::Set))),
+        "zscan" => plan_scan(&args[2..], Some((key(), CollectionKind::ZSet))),
         "multi" => Plan::Multi,
         "exec" => Plan::Exec,
         "discard" => Plan::Discard,
@@ -933,6 +941,47 @@ fn plan_zrange(args: &[Vec<u8>], by: Option<ByScore>, rev: Option<bool>) -> Plan
 }
 
 /// A count argument of `LPOP`/`SPOP`: a non-negative integer.
+/// `SCAN cursor [MATCH p] [COUNT n] [TYPE t]`, or with `collection` the `HSCAN`/`SSCAN`/
+/// `ZSCAN` of that key (no `TYPE`). `args` starts at the cursor.
+fn plan_scan(args: &[Vec<u8>], collection: Option<(Vec<u8>, CollectionKind)>) -> Plan {
+    let Some(cursor) = std::str::from_utf8(&args[0])
+        .ok()
+        .and_then(|c| c.parse::<u64>().ok())
+    else {
+        return err("ERR invalid cursor");
+    };
+    let (mut pattern, mut count, mut kind) = (None, 10, None);
+    let mut options = args[1..].chunks(2);
+    for option in options.by_ref() {
+        let [name, value] = option else {
+            return syntax_error();
+        };
+        if is(name, "match") {
+            pattern = Some(value.clone());
+        } else if is(name, "count") {
+            match int_arg(value) {
+                Some(n) if n >= 1 => count = n.unsigned_abs(),
+                Some(_) => return syntax_error(),
+                None => return not_integer(),
+            }
+        } else if is(name, "type") && collection.is_none() {
+            kind = Some(value.clone());
+        } else {
+            return syntax_error();
+        }
+    }
+    let op = match collection {
+        None => KvOp::Scan {
+            cursor,
+            count,
+            pattern,
+            kind,
+        },
+        Some((key, of)) => KvOp::ScanCollection { key, of, pattern },
+    };
+    submit(op, Render::Plain)
+}
+
 fn end_arg(arg: &[u8]) -> Option<End> {
     if is(arg, "left") {
         Some(End::Left)
@@ -1400,5 +1449,9 @@ fn plain(result: KvResult) -> Resp {
         ),
         KvResult::Aborted => Resp::Array(None),
         KvResult::Ints(ns) => Resp::array(ns.into_iter().map(Resp::Integer).collect()),
+        KvResult::Cursor(next, items) => Resp::array(vec![
+            Resp::bulk(next.to_string().into_bytes()),
+            Resp::bulks(items),
+        ]),
     }
 }

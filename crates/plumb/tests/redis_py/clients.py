@@ -130,4 +130,26 @@ assert r.brpoplpush("py:src", "py:work", timeout=0.2) is None
 r.rpush("py:src", "job")
 assert r.brpoplpush("py:src", "py:work", timeout=1) == b"job"
 assert r.lrange("py:work", 0, -1) == [b"job"]
-print("redis-py transactions, pipelines and blocking queues: all replies as Redis gives them")
+
+# SCAN over 10 000 keys, written through a pipeline: each key exactly once, in steps.
+with r.pipeline(transaction=False) as p:
+    for i in range(10_000):
+        p.set(f"scan:{i}", i)
+    p.execute()
+seen = {}
+steps = 0
+cursor = 0
+while True:
+    cursor, keys = r.scan(cursor=cursor, match="scan:*", count=500)
+    steps += 1
+    for k in keys:
+        seen[k] = seen.get(k, 0) + 1
+    if cursor == 0:
+        break
+assert len(seen) == 10_000 and set(seen.values()) == {1}, (len(seen), set(seen.values()))
+assert steps > 10, steps
+assert sorted(r.sscan_iter("py:none")) == []
+r.hset("py:h", mapping={"a": 1, "b": 2})
+assert dict(r.hscan_iter("py:h")) == {b"a": b"1", b"b": b"2"}
+print(f"redis-py SCAN: 10000 keys, each exactly once, in {steps} steps")
+print("redis-py transactions, pipelines, blocking queues and scans: all replies as Redis gives them")
