@@ -268,6 +268,9 @@ impl RespServer {
             client_id: id,
             client_name: name.clone(),
             blocked_clients: self.waiters.blocked.load(Ordering::Relaxed),
+            now_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
             plumb_fields: vec![
                 ("pool_clients".into(), self.pool.clients.len().to_string()),
                 ("pool_backlog".into(), self.pool.backlog().to_string()),

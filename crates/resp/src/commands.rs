@@ -39,6 +39,9 @@ pub struct ServerInfo {
     pub client_name: Option<Vec<u8>>,
     /// Connections waiting in a blocking command.
     pub blocked_clients: u64,
+    /// The gateway's clock, Unix milliseconds: Redis refuses an expiry whose absolute time
+    /// would pass `i64::MAX` milliseconds, and the agreed time a key expires by is near it.
+    pub now_ms: i64,
 }
 
 /// How a command shapes the store's result into its reply. A [`KvResult::Error`] is always
@@ -361,7 +364,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
     let rest = |from: usize| args[from..].to_vec();
     match spec.name {
         "get" => submit(KvOp::Get { key: key() }, Render::Plain),
-        "set" => plan_set(args),
+        "set" => plan_set(args, info.now_ms),
         "setnx" => submit(
             KvOp::SetExtended {
                 key: key(),
@@ -374,7 +377,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         ),
         "setex" | "psetex" => {
             let millis = spec.name == "psetex";
-            match expire_micros(&args[2], millis, spec.name) {
+            match expire_micros(&args[2], millis, spec.name, info.now_ms) {
                 Ok(expire) => submit(
                     KvOp::Set {
                         key: key(),
@@ -432,7 +435,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                 .collect();
             submit(KvOp::MSet { pairs }, Render::Plain)
         }
-        "expire" | "pexpire" => plan_expire(args, spec.name),
+        "expire" | "pexpire" => plan_expire(args, spec.name, info.now_ms),
         "ttl" | "pttl" => Plan::Submit {
             op: KvOp::Ttl { key: key() },
             // Remaining time is relative to agreed time, which only the ordered path has.
@@ -1031,9 +1034,16 @@ fn auth(user: &[u8]) -> Plan {
 
 /// A relative expiry argument of `SET EX|PX`, `SETEX`, `PSETEX` in micros: a positive
 /// integer of seconds (`millis` false) or milliseconds.
-fn expire_micros(arg: &[u8], millis: bool, command: &str) -> Result<u64, Plan> {
+/// Whether an expiry `n` seconds (or, with `millis`, milliseconds) from now passes what Redis
+/// can hold: `i64::MAX` milliseconds since the epoch, counting from `now_ms`.
+fn expire_overflows(n: i64, millis: bool, now_ms: i64) -> bool {
+    let ms = if millis { Some(n) } else { n.checked_mul(1000) };
+    ms.is_none_or(|ms| ms > i64::MAX - now_ms.max(0))
+}
+
+fn expire_micros(arg: &[u8], millis: bool, command: &str, now_ms: i64) -> Result<u64, Plan> {
     let n = int_arg(arg).ok_or_else(not_integer)?;
-    if n <= 0 || (!millis && n > i64::MAX / 1000) {
+    if n <= 0 || expire_overflows(n, millis, now_ms) {
         return Err(err(format!(
             "ERR invalid expire time in '{command}' command"
         )));
@@ -1051,7 +1061,7 @@ enum Unit {
 }
 
 /// `SET key value [NX|XX] [GET] [EX s|PX ms|KEEPTTL]`, parsed as Redis 7.0 does.
-fn plan_set(args: &[Vec<u8>]) -> Plan {
+fn plan_set(args: &[Vec<u8>], now_ms: i64) -> Plan {
     let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
     let mut expire: Option<(Unit, &[u8])> = None;
     let mut j = 3;
@@ -1094,7 +1104,7 @@ fn plan_set(args: &[Vec<u8>]) -> Plan {
         Some((Unit::ExAt | Unit::PxAt, _)) => {
             return err("ERR EXAT and PXAT are not supported: keys expire in agreed time");
         }
-        Some((unit, arg)) => match expire_micros(arg, unit == Unit::Px, "set") {
+        Some((unit, arg)) => match expire_micros(arg, unit == Unit::Px, "set", now_ms) {
             Ok(micros) => Some(micros),
             Err(plan) => return plan,
         },
@@ -1122,7 +1132,7 @@ fn plan_set(args: &[Vec<u8>]) -> Plan {
 }
 
 /// `EXPIRE key seconds [NX|XX|GT|LT]...`, `PEXPIRE key millis ...`.
-fn plan_expire(args: &[Vec<u8>], command: &str) -> Plan {
+fn plan_expire(args: &[Vec<u8>], command: &str, now_ms: i64) -> Plan {
     let mut cond = ExpireCondition::default();
     for opt in &args[3..] {
         if is(opt, "nx") {
@@ -1147,7 +1157,15 @@ fn plan_expire(args: &[Vec<u8>], command: &str) -> Plan {
         return not_integer();
     };
     let millis = command == "pexpire";
-    if !millis && !(i64::MIN / 1000..=i64::MAX / 1000).contains(&n) {
+    // Redis' checks: seconds that overflow as milliseconds, then an absolute time past
+    // i64::MAX milliseconds (a negative time expires the key at once, whatever its size).
+    let too_far = if millis {
+        n > 0 && expire_overflows(n, true, now_ms)
+    } else {
+        !(i64::MIN / 1000..=i64::MAX / 1000).contains(&n)
+            || (n > 0 && expire_overflows(n, false, now_ms))
+    };
+    if too_far {
         return err(format!("ERR invalid expire time in '{command}' command"));
     }
     let after = n.saturating_mul(if millis { 1_000 } else { 1_000_000 });

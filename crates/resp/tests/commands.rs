@@ -30,6 +30,8 @@ fn info() -> ServerInfo {
         client_id: 9,
         client_name: Some(b("me")),
         blocked_clients: 0,
+        // 2026-11-25, when the transcripts' overflow cases were recorded.
+        now_ms: 1_764_093_000_000,
     }
 }
 
@@ -860,7 +862,7 @@ fn set_options() {
             Render::Plain,
         ),
         (
-            "SET k v ex 9223372036854775",
+            "SET k v ex 9223370000000000",
             KvOp::Set {
                 key: b("k"),
                 value: b("v"),
@@ -941,8 +943,14 @@ fn expire_options_and_errors() {
             }
         }
     );
+    // Redis refuses an expiry whose absolute time passes i64::MAX milliseconds ...
     assert_eq!(
-        op("PEXPIRE k 9223372036854775807"),
+        error("PEXPIRE k 9223372036854775807"),
+        "ERR invalid expire time in 'pexpire' command"
+    );
+    // ... and below that the micros the store counts in saturate.
+    assert_eq!(
+        op("PEXPIRE k 9223370000000000000"),
         KvOp::Expire {
             key: b("k"),
             after: i64::MAX,
@@ -1461,6 +1469,18 @@ const REDIS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
     (b"flushall async", b"+OK\r\n"),
     (b"flushall foo", b"-ERR syntax error\r\n"),
     (b"flushall a b", b"-ERR syntax error\r\n"),
+    // Expiry overflow, recorded on 2026-11-25 (the bound depends on the clock: `now_ms`).
+    (b"set foo bar", b"+OK\r\n"),
+    (b"expire foo 9223370399119966", b"-ERR invalid expire time in 'expire' command\r\n"),
+    (b"pexpire foo 9223370399119966000", b"-ERR invalid expire time in 'pexpire' command\r\n"),
+    (b"expire foo 9223372036854776", b"-ERR invalid expire time in 'expire' command\r\n"),
+    (b"expire foo 9223370000000000", b":1\r\n"),
+    (b"pexpire foo 9223370000000000000", b":1\r\n"),
+    (b"expire foo -9223372036854775", b":1\r\n"),
+    (b"expire foo -9223372036854776", b"-ERR invalid expire time in 'expire' command\r\n"),
+    (b"set foo bar ex 9223370399119966", b"-ERR invalid expire time in 'set' command\r\n"),
+    (b"set foo bar px 9223370399119966000", b"-ERR invalid expire time in 'set' command\r\n"),
+    (b"set foo bar ex 9223370000000000", b"+OK\r\n"),
 ];
 
 #[test]
