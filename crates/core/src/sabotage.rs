@@ -33,9 +33,12 @@ pub enum Sabotage {
     /// The key-value store runs a transaction whatever its watched keys now hold (caught by
     /// `plumb sim --app redis`, whose workload has transactions).
     TransactionIgnoresWatch,
+    /// The key-value store's pop from the first non-empty list (under `BLPOP`) returns the
+    /// element but leaves it in the list (caught by `plumb sim --app redis`'s queue check).
+    PopKeepsElement,
 }
 
-pub const ALL: [(Sabotage, &str); 10] = [
+pub const ALL: [(Sabotage, &str); 11] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -55,13 +58,14 @@ pub const ALL: [(Sabotage, &str); 10] = [
         Sabotage::TransactionIgnoresWatch,
         "transaction-ignores-watch",
     ),
+    (Sabotage::PopKeepsElement, "pop-keeps-element"),
 ];
 
 /// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value
 /// store's own breakages need a workload that uses what they break.
 pub fn app_for(s: Sabotage) -> &'static str {
     match s {
-        Sabotage::TransactionIgnoresWatch => "redis",
+        Sabotage::TransactionIgnoresWatch | Sabotage::PopKeepsElement => "redis",
         _ => "kv",
     }
 }

@@ -1056,6 +1056,20 @@ impl KvStore {
         for key in keys {
             match self.value(key) {
                 None => continue,
+                #[cfg(feature = "sabotage")]
+                Some(Value::List(l))
+                    if plumb_core::sabotage::on(
+                        plumb_core::sabotage::Sabotage::PopKeepsElement,
+                    ) =>
+                {
+                    let v = match end {
+                        End::Left => l.front(),
+                        End::Right => l.back(),
+                    };
+                    if let Some(v) = v {
+                        return KvResult::Pairs(vec![(key.clone(), v.clone())]);
+                    }
+                }
                 Some(Value::List(_)) => {
                     if let KvResult::Value(Some(v)) = self.pop(key, end, None) {
                         return KvResult::Pairs(vec![(key.clone(), v)]);

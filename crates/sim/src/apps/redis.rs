@@ -6,14 +6,22 @@
 //!
 //! A `WATCH` guard is the fingerprint of a value the generator chose (or of absence), so a
 //! guard holds or fails by chance, and the model knows which value it stands for.
+//!
+//! Queues: pushes of unique elements onto two lists (`q0`, `q1`, never touched by the string
+//! workload), and the pops and moves under `BLPOP`, `BRPOPLPUSH` and the like. They are left
+//! out of the linearizability model (the lists are objects of their own, which no modelled op
+//! reads, so dropping them keeps the rest sound). Instead the agreed history is replayed on
+//! plain queues (`REDIS-queue`): every element popped or moved was pushed and is still in its
+//! list, at the end it says, so no element is popped twice or made up.
 //! `plumb sim --app redis`.
 
-use crate::app::SimApp;
+use crate::app::{AppViolation, Executed, SimApp};
 use crate::apps::kv::{kv_op_text, Kv};
 use crate::rng::SimRng;
 use plumb_adversary::AppForgery;
-use plumb_kv::{fingerprint, Entry, KvOp, KvResult, KvStore, Value, Watched};
+use plumb_kv::{fingerprint, End, Entry, KvOp, KvResult, KvStore, Value, Watched};
 use plumb_lincheck::kv::{BytesKv, KvOp as LinOp, KvRet};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 /// Redis transactions and pipelines over the key-value store.
@@ -60,10 +68,135 @@ fn singles(rng: &mut SimRng, objects: &[Vec<u8>], most: usize) -> Vec<Vec<u8>> {
     (0..n).map(|_| single(rng, objects).encode()).collect()
 }
 
+/// The lists of the queue workload.
+const QUEUES: [&[u8]; 2] = [b"q0", b"q1"];
+
+fn end(rng: &mut SimRng) -> End {
+    if rng.chance(0.5) {
+        End::Left
+    } else {
+        End::Right
+    }
+}
+
+/// A queue operation: a push of a unique element, a pop from the first non-empty list, a move
+/// between the lists, or a plain pop.
+fn queue_op(rng: &mut SimRng) -> KvOp {
+    let q = |rng: &mut SimRng| rng.pick(&QUEUES).map_or(b"q0".to_vec(), |q| q.to_vec());
+    match rng.index(4) {
+        0 | 1 => KvOp::Push {
+            key: q(rng),
+            end: end(rng),
+            values: vec![format!("e{:016x}", rng.next_u64()).into_bytes()],
+        },
+        2 => {
+            let mut keys: Vec<Vec<u8>> = QUEUES.iter().map(|q| q.to_vec()).collect();
+            if rng.chance(0.5) {
+                keys.reverse();
+            }
+            KvOp::PopFirst {
+                keys,
+                end: end(rng),
+            }
+        }
+        _ if rng.chance(0.5) => KvOp::Move {
+            from: q(rng),
+            to: q(rng),
+            from_end: end(rng),
+            to_end: end(rng),
+        },
+        _ => KvOp::Pop {
+            key: q(rng),
+            end: end(rng),
+            count: None,
+        },
+    }
+}
+
+/// The agreed history's queue operations replayed on plain lists: what each must have
+/// returned. `Err` names the first one that returned something else.
+fn check_queues(executed: &[Executed<'_>]) -> Result<(), String> {
+    let mut lists: BTreeMap<Vec<u8>, VecDeque<Vec<u8>>> = BTreeMap::new();
+    let pop = |lists: &mut BTreeMap<Vec<u8>, VecDeque<Vec<u8>>>, key: &[u8], end: End| {
+        let list = lists.get_mut(key)?;
+        match end {
+            End::Left => list.pop_front(),
+            End::Right => list.pop_back(),
+        }
+    };
+    let push = |lists: &mut BTreeMap<Vec<u8>, VecDeque<Vec<u8>>>, key: &[u8], end: End, v| {
+        let list = lists.entry(key.to_vec()).or_default();
+        match end {
+            End::Left => list.push_front(v),
+            End::Right => list.push_back(v),
+        }
+    };
+    for e in executed {
+        let (Ok(op), Ok(result)) = (KvOp::decode(e.op), KvResult::decode(e.result)) else {
+            continue;
+        };
+        let expected = match op {
+            KvOp::Push { key, end, values } if QUEUES.contains(&key.as_slice()) => {
+                for v in values {
+                    push(&mut lists, &key, end, v);
+                }
+                KvResult::Int(lists.get(&key).map_or(0, |l| l.len() as i64))
+            }
+            KvOp::PopFirst { keys, end } if keys.iter().all(|k| QUEUES.contains(&k.as_slice())) => {
+                let found = keys
+                    .iter()
+                    .find_map(|k| Some((k.clone(), pop(&mut lists, k, end)?)));
+                match found {
+                    Some(pair) => KvResult::Pairs(vec![pair]),
+                    None => KvResult::Nil,
+                }
+            }
+            KvOp::Move {
+                from,
+                to,
+                from_end,
+                to_end,
+            } if QUEUES.contains(&from.as_slice()) => {
+                let v = pop(&mut lists, &from, from_end);
+                if let Some(v) = &v {
+                    push(&mut lists, &to, to_end, v.clone());
+                }
+                KvResult::Value(v)
+            }
+            KvOp::Pop {
+                key,
+                end,
+                count: None,
+            } if QUEUES.contains(&key.as_slice()) => KvResult::Value(pop(&mut lists, &key, end)),
+            _ => continue,
+        };
+        if result != expected {
+            return Err(format!(
+                "batch {} c{}: {} returned {result:?} where the queues held {expected:?}",
+                e.seq,
+                e.client,
+                Redis.op_text(e.op)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The model's version of one command inside a transaction or pipeline.
 fn model_single(op: &[u8]) -> Option<LinOp<Vec<u8>, Vec<u8>>> {
     let op = Kv.model_op(op)?;
     op.key().is_some().then_some(op)
+}
+
+fn text(bytes: &[u8]) -> String {
+    bytes.escape_ascii().to_string()
+}
+
+fn side(end: End) -> &'static str {
+    match end {
+        End::Left => "l",
+        End::Right => "r",
+    }
 }
 
 fn text_of(op: &[u8]) -> String {
@@ -109,6 +242,7 @@ impl SimApp for Redis {
                 ops: singles(rng, objects, 4),
             }
             .encode(),
+            4 => queue_op(rng).encode(),
             _ => single(rng, objects).encode(),
         }
     }
@@ -156,6 +290,31 @@ impl SimApp for Redis {
                 let ops: Vec<String> = ops.iter().map(|o| text_of(o)).collect();
                 format!("pipeline [{}]", ops.join("; "))
             }
+            Ok(KvOp::Push { key, end, values }) => {
+                let values: Vec<String> = values.iter().map(|v| text(v)).collect();
+                format!("{}push {} {}", side(end), text(&key), values.join(" "))
+            }
+            Ok(KvOp::PopFirst { keys, end }) => {
+                let keys: Vec<String> = keys.iter().map(|k| text(k)).collect();
+                format!("b{}pop {}", side(end), keys.join(" "))
+            }
+            Ok(KvOp::Move {
+                from,
+                to,
+                from_end,
+                to_end,
+            }) => format!(
+                "lmove {} {} {:?} {:?}",
+                text(&from),
+                text(&to),
+                from_end,
+                to_end
+            ),
+            Ok(KvOp::Pop {
+                key,
+                end,
+                count: None,
+            }) => format!("{}pop {}", side(end), text(&key)),
             _ => Kv.op_text(op),
         }
     }
@@ -172,6 +331,16 @@ impl SimApp for Redis {
 
     fn model(&self) -> BytesKv {
         BytesKv::new()
+    }
+
+    fn check_history(&self, executed: &[Executed<'_>], _end: &KvStore) -> Vec<AppViolation> {
+        match check_queues(executed) {
+            Ok(()) => Vec::new(),
+            Err(detail) => vec![AppViolation {
+                property: "REDIS-queue",
+                detail,
+            }],
+        }
     }
 
     /// A pipeline is modelled as a transaction without guards: plumb runs its commands as one
@@ -228,9 +397,13 @@ mod tests {
                 KvOp::Pipeline { .. } => kinds[1] += 1,
                 _ => kinds[2] += 1,
             }
-            let mutating = KvOp::decode(&op).unwrap().is_mutating();
+            let decoded = KvOp::decode(&op).unwrap();
+            let on_queues = match decoded.footprint() {
+                plumb_kv::Footprint::Keys(keys) => keys.iter().all(|k| QUEUES.contains(k)),
+                plumb_kv::Footprint::Prefix(_) => false,
+            };
             assert!(
-                Redis.model_op(&op).is_some() || !mutating,
+                Redis.model_op(&op).is_some() || !decoded.is_mutating() || on_queues,
                 "{}",
                 Redis.op_text(&op)
             );
@@ -259,5 +432,34 @@ mod tests {
             1,
         );
         assert_eq!(store.fingerprint(b"k"), guard_fingerprint(Some(b"7")));
+    }
+
+    #[test]
+    fn the_queue_check_catches_a_pop_of_an_element_already_popped() {
+        let push = KvOp::Push {
+            key: b"q0".to_vec(),
+            end: End::Right,
+            values: vec![b"e1".to_vec()],
+        }
+        .encode();
+        let pop = KvOp::PopFirst {
+            keys: vec![b"q1".to_vec(), b"q0".to_vec()],
+            end: End::Left,
+        }
+        .encode();
+        let one = KvResult::Int(1).encode();
+        let got = KvResult::Pairs(vec![(b"q0".to_vec(), b"e1".to_vec())]).encode();
+        fn step<'a>(op: &'a [u8], result: &'a [u8]) -> Executed<'a> {
+            Executed {
+                seq: 1,
+                client: 0,
+                op,
+                result,
+            }
+        }
+        let (push, pop, one, got) = (&push[..], &pop[..], &one[..], &got[..]);
+        assert!(check_queues(&[step(push, one), step(pop, got)]).is_ok());
+        let err = check_queues(&[step(push, one), step(pop, got), step(pop, got)]).unwrap_err();
+        assert!(err.contains("Nil"), "{err}");
     }
 }
