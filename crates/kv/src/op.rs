@@ -323,6 +323,16 @@ pub enum KvOp {
         of: CollectionKind,
         pattern: Option<Vec<u8>>,
     },
+    /// [`KvOp::Expire`] to an absolute agreed time, micros since the Unix epoch (`EXPIREAT`,
+    /// `PEXPIREAT`; agreed time is the primaries' wall clock). `Bool(done)`.
+    ExpireAt {
+        key: Vec<u8>,
+        at: i64,
+        condition: ExpireCondition,
+    },
+    /// The key's expiry as agreed micros since the Unix epoch (`EXPIRETIME`, `PEXPIRETIME`):
+    /// `Int(-2)` if absent, `Int(-1)` if it has none.
+    ExpireTime { key: Vec<u8> },
 }
 
 /// The collection kind a [`KvOp::ScanCollection`] expects.
@@ -404,6 +414,9 @@ pub enum SetExpiry {
     After(Micros),
     /// Keep the key's current expiry (`KEEPTTL`).
     Keep,
+    /// Appended. Expire at this agreed time, micros since the Unix epoch (`EXAT`, `PXAT`); a
+    /// time not after the batch's removes the key.
+    At(Micros),
 }
 
 /// When [`KvOp::SetExtended`] writes.
@@ -549,7 +562,8 @@ impl KvOp {
             | KvOp::LIndex { .. }
             | KvOp::SetAlgebra { store: None, .. }
             | KvOp::Scan { .. }
-            | KvOp::ScanCollection { .. } => false,
+            | KvOp::ScanCollection { .. }
+            | KvOp::ExpireTime { .. } => false,
             KvOp::HSetNx { .. }
             | KvOp::LSet { .. }
             | KvOp::LTrim { .. }
@@ -557,7 +571,8 @@ impl KvOp {
             | KvOp::Rename { .. }
             | KvOp::SetAlgebra { store: Some(_), .. }
             | KvOp::PopFirst { .. }
-            | KvOp::Move { .. } => true,
+            | KvOp::Move { .. }
+            | KvOp::ExpireAt { .. } => true,
             KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
                 .iter()
                 .any(|op| KvOp::decode(op).map_or(true, |op| op.is_mutating())),
@@ -634,7 +649,9 @@ impl KvOp {
             | KvOp::LSet { key, .. }
             | KvOp::LTrim { key, .. }
             | KvOp::GetDel { key }
-            | KvOp::ScanCollection { key, .. } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::ScanCollection { key, .. }
+            | KvOp::ExpireAt { key, .. }
+            | KvOp::ExpireTime { key } => Footprint::Keys(vec![key.as_slice()]),
             KvOp::Rename { from, to, .. } | KvOp::Move { from, to, .. } => {
                 Footprint::Keys(vec![from.as_slice(), to.as_slice()])
             }

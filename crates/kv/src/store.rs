@@ -246,6 +246,12 @@ impl KvStore {
             KvOp::GetDel { key } => self.getdel(key),
             KvOp::Rename { from, to, nx } => self.rename(from, to, *nx),
             KvOp::PopFirst { keys, end } => self.pop_first(keys, *end),
+            KvOp::ExpireAt { key, at, condition } => {
+                let after = i128::from(*at) - i128::from(now);
+                let after =
+                    i64::try_from(after).unwrap_or(if after < 0 { i64::MIN } else { i64::MAX });
+                self.expire(key, after, *condition, now)
+            }
             KvOp::Move {
                 from,
                 to,
@@ -312,7 +318,8 @@ impl KvStore {
             | KvOp::LIndex { .. }
             | KvOp::SetAlgebra { store: None, .. }
             | KvOp::Scan { .. }
-            | KvOp::ScanCollection { .. } => self.read(op),
+            | KvOp::ScanCollection { .. }
+            | KvOp::ExpireTime { .. } => self.read(op),
         }
     }
 
@@ -518,6 +525,16 @@ impl KvStore {
                 Ok(members) => KvResult::Items(members.into_iter().collect()),
                 Err(e) => e,
             },
+            KvOp::ExpireTime { key } => match self.entries.get(key.as_slice()) {
+                None => KvResult::Int(-2),
+                Some(Entry {
+                    expires_at: None, ..
+                }) => KvResult::Int(-1),
+                Some(Entry {
+                    expires_at: Some(at),
+                    ..
+                }) => KvResult::Int(i64::try_from(*at).unwrap_or(i64::MAX)),
+            },
             KvOp::Scan {
                 cursor,
                 count,
@@ -597,7 +614,8 @@ impl KvStore {
             | KvOp::Rename { .. }
             | KvOp::SetAlgebra { store: Some(_), .. }
             | KvOp::PopFirst { .. }
-            | KvOp::Move { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::Move { .. }
+            | KvOp::ExpireAt { .. } => KvResult::error(ERR_NOT_READ_ONLY),
         }
     }
 
@@ -787,6 +805,7 @@ impl KvStore {
                 SetExpiry::Clear => None,
                 SetExpiry::After(rel) => Some(now.saturating_add(rel)),
                 SetExpiry::Keep => current.and_then(|e| e.expires_at),
+                SetExpiry::At(at) => Some(at),
             };
             self.put_string(key, value, expires_at, now);
         }

@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 62 {
+    match rng() % 64 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -960,23 +960,31 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         4 => KvOp::Increment { key, delta: small },
         5 => KvOp::Keys { prefix: vec![] },
         6 => KvOp::DbSize,
-        7 => KvOp::SetExtended {
-            key,
-            value: v,
-            expire: pick(
-                rng,
-                &[SetExpiry::Clear, SetExpiry::Keep, SetExpiry::After(5)],
-            ),
-            condition: pick(
-                rng,
-                &[
-                    SetCondition::Always,
-                    SetCondition::IfAbsent,
-                    SetCondition::IfPresent,
-                ],
-            ),
-            get: rng().is_multiple_of(2),
-        },
+        7 => {
+            let at = rng() % 40;
+            KvOp::SetExtended {
+                key,
+                value: v,
+                expire: pick(
+                    rng,
+                    &[
+                        SetExpiry::Clear,
+                        SetExpiry::Keep,
+                        SetExpiry::After(5),
+                        SetExpiry::At(at),
+                    ],
+                ),
+                condition: pick(
+                    rng,
+                    &[
+                        SetCondition::Always,
+                        SetCondition::IfAbsent,
+                        SetCondition::IfPresent,
+                    ],
+                ),
+                get: rng().is_multiple_of(2),
+            }
+        }
         8 => KvOp::DeleteMany {
             keys: some_bytes(rng, KEYS),
         },
@@ -1217,6 +1225,17 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             ),
             pattern: rng().is_multiple_of(2).then(|| b(pick(rng, &["*", "a*"]))),
         },
+        61 => KvOp::ExpireAt {
+            key,
+            at: (rng() % 60) as i64 - 10,
+            condition: ExpireCondition {
+                nx: rng().is_multiple_of(4),
+                xx: rng().is_multiple_of(4),
+                gt: rng().is_multiple_of(4),
+                lt: rng().is_multiple_of(4),
+            },
+        },
+        62 => KvOp::ExpireTime { key },
         _ => KvOp::SetAlgebra {
             op: pick(rng, &[SetOp::Inter, SetOp::Union, SetOp::Diff]),
             keys: some_bytes(rng, KEYS),
@@ -1251,7 +1270,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 63);
+    assert_eq!(kinds.len(), 65);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {

@@ -166,6 +166,10 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("mset", -3, WD, (1, -1, 2)),
     spec("expire", -3, WF, ONE),
     spec("pexpire", -3, WF, ONE),
+    spec("expireat", -3, WF, ONE),
+    spec("pexpireat", -3, WF, ONE),
+    spec("expiretime", 2, RF, ONE),
+    spec("pexpiretime", 2, RF, ONE),
     spec("ttl", 2, RF, ONE),
     spec("pttl", 2, RF, ONE),
     spec("persist", 2, WF, ONE),
@@ -435,7 +439,15 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                 .collect();
             submit(KvOp::MSet { pairs }, Render::Plain)
         }
-        "expire" | "pexpire" => plan_expire(args, spec.name, info.now_ms),
+        "expire" | "pexpire" | "expireat" | "pexpireat" => {
+            plan_expire(args, spec.name, info.now_ms)
+        }
+        "expiretime" | "pexpiretime" => submit(
+            KvOp::ExpireTime { key: key() },
+            Render::Ttl {
+                millis: spec.name == "pexpiretime",
+            },
+        ),
         "ttl" | "pttl" => Plan::Submit {
             op: KvOp::Ttl { key: key() },
             // Remaining time is relative to agreed time, which only the ordered path has.
@@ -1099,27 +1111,32 @@ fn plan_set(args: &[Vec<u8>], now_ms: i64) -> Plan {
         }
         j += 1;
     }
-    let expire = match expire {
-        None => None,
-        Some((Unit::ExAt | Unit::PxAt, _)) => {
-            return err("ERR EXAT and PXAT are not supported: keys expire in agreed time");
+    // EXAT and PXAT are absolute: agreed time is the primaries' wall clock.
+    let (expire, at) = match expire {
+        None => (None, None),
+        Some((unit @ (Unit::ExAt | Unit::PxAt), arg)) => {
+            match expire_micros(arg, unit == Unit::PxAt, "set", 0) {
+                Ok(micros) => (None, Some(micros)),
+                Err(plan) => return plan,
+            }
         }
         Some((unit, arg)) => match expire_micros(arg, unit == Unit::Px, "set", now_ms) {
-            Ok(micros) => Some(micros),
+            Ok(micros) => (Some(micros), None),
             Err(plan) => return plan,
         },
     };
     let (key, value) = (args[1].clone(), args[2].clone());
-    if !nx && !xx && !get && !keepttl {
+    if !nx && !xx && !get && !keepttl && at.is_none() {
         return submit(KvOp::Set { key, value, expire }, Render::Plain);
     }
     let op = KvOp::SetExtended {
         key,
         value,
-        expire: match (keepttl, expire) {
-            (true, _) => SetExpiry::Keep,
-            (false, Some(micros)) => SetExpiry::After(micros),
-            (false, None) => SetExpiry::Clear,
+        expire: match (keepttl, expire, at) {
+            (true, _, _) => SetExpiry::Keep,
+            (false, _, Some(at)) => SetExpiry::At(at),
+            (false, Some(micros), None) => SetExpiry::After(micros),
+            (false, None, None) => SetExpiry::Clear,
         },
         condition: match (nx, xx) {
             (true, _) => SetCondition::IfAbsent,
@@ -1156,7 +1173,10 @@ fn plan_expire(args: &[Vec<u8>], command: &str, now_ms: i64) -> Plan {
     let Some(n) = int_arg(&args[2]) else {
         return not_integer();
     };
-    let millis = command == "pexpire";
+    let millis = command.starts_with('p');
+    // EXPIREAT and PEXPIREAT count from the epoch: agreed time is the primaries' wall clock.
+    let absolute = command.ends_with("at");
+    let now_ms = if absolute { 0 } else { now_ms };
     // Redis' checks: seconds that overflow as milliseconds, then an absolute time past
     // i64::MAX milliseconds (a negative time expires the key at once, whatever its size).
     let too_far = if millis {
@@ -1168,15 +1188,22 @@ fn plan_expire(args: &[Vec<u8>], command: &str, now_ms: i64) -> Plan {
     if too_far {
         return err(format!("ERR invalid expire time in '{command}' command"));
     }
-    let after = n.saturating_mul(if millis { 1_000 } else { 1_000_000 });
-    submit(
-        KvOp::Expire {
-            key: args[1].clone(),
-            after,
+    let micros = n.saturating_mul(if millis { 1_000 } else { 1_000_000 });
+    let key = args[1].clone();
+    let op = if absolute {
+        KvOp::ExpireAt {
+            key,
+            at: micros,
             condition: cond,
-        },
-        Render::Plain,
-    )
+        }
+    } else {
+        KvOp::Expire {
+            key,
+            after: micros,
+            condition: cond,
+        }
+    };
+    submit(op, Render::Plain)
 }
 
 fn hello_reply(info: &ServerInfo) -> Resp {

@@ -85,7 +85,9 @@ impl Gateway {
     fn new() -> Gateway {
         Gateway {
             store: KvStore::new(),
-            time: 1_000_000,
+            // Agreed time is wall-clock time: 2025-11-25, when the transcripts were recorded
+            // (absolute expiries compare with it).
+            time: 1_764_093_000_000_000,
             info: ServerInfo {
                 client_name: None,
                 ..info()
@@ -916,7 +918,16 @@ fn set_options() {
         "ERR invalid expire time in 'psetex' command"
     );
     assert_eq!(error("SETEX k x v"), ERR_NOT_INTEGER);
-    assert!(error("SET k v exat 10").starts_with("ERR EXAT and PXAT are not supported"));
+    assert_eq!(
+        op("SET k v exat 10"),
+        KvOp::SetExtended {
+            key: b("k"),
+            value: b("v"),
+            expire: SetExpiry::At(10_000_000),
+            condition: SetCondition::Always,
+            get: false,
+        }
+    );
 }
 
 #[test]
@@ -1350,7 +1361,7 @@ fn render_shapes_results() {
 
 /// Commands and the exact bytes Redis 7.0.15 replied to them, recorded on one connection in
 /// this order (`redis-server` on loopback, each command sent inline). Left out: replies that
-/// differ on purpose (member and key order, `SELECT 1`, `CONFIG SET`, `COMMAND DOCS`, `EXAT`,
+/// differ on purpose (member and key order, `SELECT 1`, `CONFIG SET`, `COMMAND DOCS`,
 /// `CLIENT ID`).
 const REDIS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
     (b"flushall", b"+OK\r\n"),
@@ -2013,6 +2024,66 @@ const SCAN_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 fn scans_match_a_recorded_redis_session() {
     let mut gateway = Gateway::new();
     for (line, expected) in SCAN_TRANSCRIPT {
+        let line = std::str::from_utf8(line).unwrap();
+        let got = gateway.run(line).to_bytes();
+        assert_eq!(
+            got.escape_ascii().to_string(),
+            expected.escape_ascii().to_string(),
+            "{line}"
+        );
+    }
+}
+
+/// Absolute expiry (`EXPIREAT`, `PEXPIREAT`, `SET EXAT/PXAT`, `EXPIRETIME`), recorded from
+/// Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was: agreed time is the primaries' wall clock.
+const ABSOLUTE_EXPIRY_TRANSCRIPT: &[(&[u8], &[u8])] = &[
+    (b"flushall", b"+OK\r\n"),
+    (b"set k v", b"+OK\r\n"),
+    (b"expireat k 2000000000", b":1\r\n"),
+    (b"expiretime k", b":2000000000\r\n"),
+    (b"pexpiretime k", b":2000000000000\r\n"),
+    (b"pexpireat k 2000000000123", b":1\r\n"),
+    (b"pexpiretime k", b":2000000000123\r\n"),
+    (b"expiretime k", b":2000000000\r\n"),
+    (b"expireat k 2100000000 lt", b":0\r\n"),
+    (b"expireat k 1900000000 gt", b":0\r\n"),
+    (b"expiretime k", b":2000000000\r\n"),
+    (b"expireat k 100", b":1\r\n"),
+    (b"exists k", b":0\r\n"),
+    (b"expiretime k", b":-2\r\n"),
+    (b"pexpiretime k", b":-2\r\n"),
+    (b"set k v", b"+OK\r\n"),
+    (b"expiretime k", b":-1\r\n"),
+    (b"set k v exat 2000000000", b"+OK\r\n"),
+    (b"expiretime k", b":2000000000\r\n"),
+    (b"set k v pxat 2000000000999", b"+OK\r\n"),
+    (b"pexpiretime k", b":2000000000999\r\n"),
+    (b"expiretime k", b":2000000001\r\n"),
+    (
+        b"set k v exat 0",
+        b"-ERR invalid expire time in 'set' command\r\n",
+    ),
+    (b"set k v exat 100", b"+OK\r\n"),
+    (b"exists k", b":0\r\n"),
+    (
+        b"expireat k x",
+        b"-ERR value is not an integer or out of range\r\n",
+    ),
+    (
+        b"expireat k 10 nx xx",
+        b"-ERR NX and XX, GT or LT options at the same time are not compatible\r\n",
+    ),
+    (
+        b"expireat k 9223372036854776",
+        b"-ERR invalid expire time in 'expireat' command\r\n",
+    ),
+    (b"pexpireat nokey 5", b":0\r\n"),
+];
+
+#[test]
+fn absolute_expiry_matches_a_recorded_redis_session() {
+    let mut gateway = Gateway::new();
+    for (line, expected) in ABSOLUTE_EXPIRY_TRANSCRIPT {
         let line = std::str::from_utf8(line).unwrap();
         let got = gateway.run(line).to_bytes();
         assert_eq!(
