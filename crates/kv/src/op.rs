@@ -333,7 +333,71 @@ pub enum KvOp {
     /// The key's expiry as agreed micros since the Unix epoch (`EXPIRETIME`, `PEXPIRETIME`):
     /// `Int(-2)` if absent, `Int(-1)` if it has none.
     ExpireTime { key: Vec<u8> },
+    /// Remove elements equal to `element` (`LREM`): `count > 0` the first `count` from the
+    /// left, `< 0` from the right, 0 all. `Int(removed)`.
+    LRem {
+        key: Vec<u8>,
+        count: i64,
+        element: Vec<u8>,
+    },
+    /// Insert `element` before (or after) the first `pivot` (`LINSERT`): `Int(new length)`,
+    /// `Int(-1)` if no pivot, `Int(0)` if the key is absent.
+    LInsert {
+        key: Vec<u8>,
+        before: bool,
+        pivot: Vec<u8>,
+        element: Vec<u8>,
+    },
+    /// Positions of `element` (`LPOS`): from the `rank`-th match (negative: counting from the
+    /// right), looking at no more than `maxlen` elements (0: all). Without `count`: `Int` of
+    /// the first or `Value(None)`; with it (0: all): `Ints`.
+    LPos {
+        key: Vec<u8>,
+        element: Vec<u8>,
+        rank: i64,
+        count: Option<u64>,
+        maxlen: u64,
+    },
+    /// Move `member` from the set at `from` to the set at `to` (`SMOVE`). `Bool(moved)`.
+    SMove {
+        from: Vec<u8>,
+        to: Vec<u8>,
+        member: Vec<u8>,
+    },
+    /// Random members, not removed (`SRANDMEMBER`), drawn from the request's seed (so it is
+    /// ordered, though it changes nothing). Without `count`: `Value`; `count >= 0`: up to that
+    /// many distinct members; `< 0`: that many, repeats allowed. `Items`.
+    SRandMember { key: Vec<u8>, count: Option<i64> },
+    /// Store every pair, or none if any key exists (`MSETNX`). `Bool(stored)`.
+    MSetNx { pairs: Vec<(Vec<u8>, Vec<u8>)> },
+    /// Bytes `start..=end` of the string, negative counting from the end (`GETRANGE`).
+    /// `Value(Some)`, empty for an absent key.
+    GetRange { key: Vec<u8>, start: i64, end: i64 },
+    /// Overwrite the string from byte `offset`, padding with zero bytes (`SETRANGE`).
+    /// `Int(new length)`; an absent key with an empty value stays absent.
+    SetRange {
+        key: Vec<u8>,
+        offset: u64,
+        value: Vec<u8>,
+    },
+    /// Remove members with scores between `min` and `max` (`ZREMRANGEBYSCORE`). `Int`.
+    ZRemRangeByScore {
+        key: Vec<u8>,
+        min: ScoreBound,
+        max: ScoreBound,
+    },
+    /// Remove members at ranks `start..=stop` (`ZREMRANGEBYRANK`, indexes as `LRANGE`). `Int`.
+    ZRemRangeByRank { key: Vec<u8>, start: i64, stop: i64 },
+    /// The members' scores as Redis prints them (`ZMSCORE`). `Values`.
+    ZMScore { key: Vec<u8>, members: Vec<Vec<u8>> },
 }
+
+/// Longest string `SETRANGE` may make. Redis allows 512 MiB; here a few bytes of request
+/// would make every replica allocate that much, and a `GET` of more than half a frame could
+/// not be answered, so 8 MiB.
+pub const MAX_STRING: u64 = 8 << 20;
+/// Error text for a `SETRANGE` past [`MAX_STRING`].
+pub const ERR_STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 
 /// The collection kind a [`KvOp::ScanCollection`] expects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -563,7 +627,10 @@ impl KvOp {
             | KvOp::SetAlgebra { store: None, .. }
             | KvOp::Scan { .. }
             | KvOp::ScanCollection { .. }
-            | KvOp::ExpireTime { .. } => false,
+            | KvOp::ExpireTime { .. }
+            | KvOp::LPos { .. }
+            | KvOp::GetRange { .. }
+            | KvOp::ZMScore { .. } => false,
             KvOp::HSetNx { .. }
             | KvOp::LSet { .. }
             | KvOp::LTrim { .. }
@@ -572,7 +639,15 @@ impl KvOp {
             | KvOp::SetAlgebra { store: Some(_), .. }
             | KvOp::PopFirst { .. }
             | KvOp::Move { .. }
-            | KvOp::ExpireAt { .. } => true,
+            | KvOp::ExpireAt { .. }
+            | KvOp::LRem { .. }
+            | KvOp::LInsert { .. }
+            | KvOp::SMove { .. }
+            | KvOp::SRandMember { .. }
+            | KvOp::MSetNx { .. }
+            | KvOp::SetRange { .. }
+            | KvOp::ZRemRangeByScore { .. }
+            | KvOp::ZRemRangeByRank { .. } => true,
             KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
                 .iter()
                 .any(|op| KvOp::decode(op).map_or(true, |op| op.is_mutating())),
@@ -651,7 +726,20 @@ impl KvOp {
             | KvOp::GetDel { key }
             | KvOp::ScanCollection { key, .. }
             | KvOp::ExpireAt { key, .. }
-            | KvOp::ExpireTime { key } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::ExpireTime { key }
+            | KvOp::LRem { key, .. }
+            | KvOp::LInsert { key, .. }
+            | KvOp::LPos { key, .. }
+            | KvOp::SRandMember { key, .. }
+            | KvOp::GetRange { key, .. }
+            | KvOp::SetRange { key, .. }
+            | KvOp::ZRemRangeByScore { key, .. }
+            | KvOp::ZRemRangeByRank { key, .. }
+            | KvOp::ZMScore { key, .. } => Footprint::Keys(vec![key.as_slice()]),
+            KvOp::SMove { from, to, .. } => Footprint::Keys(vec![from.as_slice(), to.as_slice()]),
+            KvOp::MSetNx { pairs } => {
+                Footprint::Keys(pairs.iter().map(|(k, _)| k.as_slice()).collect())
+            }
             KvOp::Rename { from, to, .. } | KvOp::Move { from, to, .. } => {
                 Footprint::Keys(vec![from.as_slice(), to.as_slice()])
             }

@@ -29,6 +29,7 @@ use crate::op::{
     ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
     PIPELINE_REPLY_BUDGET,
 };
+use crate::op::{ERR_STRING_TOO_LONG, MAX_STRING};
 use crate::zset::{Score, ZSet};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
@@ -246,6 +247,40 @@ impl KvStore {
             KvOp::GetDel { key } => self.getdel(key),
             KvOp::Rename { from, to, nx } => self.rename(from, to, *nx),
             KvOp::PopFirst { keys, end } => self.pop_first(keys, *end),
+            KvOp::LRem {
+                key,
+                count,
+                element,
+            } => self.lrem(key, *count, element),
+            KvOp::LInsert {
+                key,
+                before,
+                pivot,
+                element,
+            } => self.linsert(key, *before, pivot, element),
+            KvOp::SMove { from, to, member } => self.smove(from, to, member),
+            KvOp::SRandMember { key, count } => self.srandmember(key, *count, seed),
+            KvOp::MSetNx { pairs } => {
+                if pairs.iter().any(|(k, _)| self.entries.contains_key(k.as_slice())) {
+                    return KvResult::Bool(false);
+                }
+                for (key, value) in pairs {
+                    self.set(key, value, None, now);
+                }
+                KvResult::Bool(true)
+            }
+            KvOp::SetRange { key, offset, value } => self.setrange(key, *offset, value, now),
+            KvOp::ZRemRangeByScore { key, min, max } => self.zremrange(key, |z| {
+                z.range_by_score(*min, *max, false)
+                    .map(|(m, _)| m.to_vec())
+                    .collect()
+            }),
+            KvOp::ZRemRangeByRank { key, start, stop } => self.zremrange(key, |z| {
+                match index_range(z.len(), *start, *stop) {
+                    Some((from, n)) => z.iter().skip(from).take(n).map(|(m, _)| m.to_vec()).collect(),
+                    None => Vec::new(),
+                }
+            }),
             KvOp::ExpireAt { key, at, condition } => {
                 let after = i128::from(*at) - i128::from(now);
                 let after =
@@ -319,7 +354,10 @@ impl KvStore {
             | KvOp::SetAlgebra { store: None, .. }
             | KvOp::Scan { .. }
             | KvOp::ScanCollection { .. }
-            | KvOp::ExpireTime { .. } => self.read(op),
+            | KvOp::ExpireTime { .. }
+            | KvOp::LPos { .. }
+            | KvOp::GetRange { .. }
+            | KvOp::ZMScore { .. } => self.read(op),
         }
     }
 
@@ -525,6 +563,33 @@ impl KvStore {
                 Ok(members) => KvResult::Items(members.into_iter().collect()),
                 Err(e) => e,
             },
+            KvOp::LPos {
+                key,
+                element,
+                rank,
+                count,
+                maxlen,
+            } => match self.value(key) {
+                None if count.is_some() => KvResult::Ints(Vec::new()),
+                None => KvResult::Value(None),
+                Some(Value::List(l)) => lpos(l, element, *rank, *count, *maxlen),
+                Some(_) => wrong_type(),
+            },
+            KvOp::GetRange { key, start, end } => match self.value(key) {
+                None => KvResult::Value(Some(Vec::new())),
+                Some(Value::Str(v)) => KvResult::Value(Some(getrange(v, *start, *end).to_vec())),
+                Some(_) => wrong_type(),
+            },
+            KvOp::ZMScore { key, members } => match self.value(key) {
+                None => KvResult::Values(vec![None; members.len()]),
+                Some(Value::ZSet(z)) => KvResult::Values(
+                    members
+                        .iter()
+                        .map(|m| z.score(m).map(|s| s.to_string().into_bytes()))
+                        .collect(),
+                ),
+                Some(_) => wrong_type(),
+            },
             KvOp::ExpireTime { key } => match self.entries.get(key.as_slice()) {
                 None => KvResult::Int(-2),
                 Some(Entry {
@@ -615,7 +680,15 @@ impl KvStore {
             | KvOp::SetAlgebra { store: Some(_), .. }
             | KvOp::PopFirst { .. }
             | KvOp::Move { .. }
-            | KvOp::ExpireAt { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::ExpireAt { .. }
+            | KvOp::LRem { .. }
+            | KvOp::LInsert { .. }
+            | KvOp::SMove { .. }
+            | KvOp::SRandMember { .. }
+            | KvOp::MSetNx { .. }
+            | KvOp::SetRange { .. }
+            | KvOp::ZRemRangeByScore { .. }
+            | KvOp::ZRemRangeByRank { .. } => KvResult::error(ERR_NOT_READ_ONLY),
         }
     }
 
@@ -1071,6 +1144,155 @@ impl KvStore {
         })
     }
 
+    fn lrem(&mut self, key: &[u8], count: i64, element: &[u8]) -> KvResult {
+        match self.value(key) {
+            None => return KvResult::Int(0),
+            Some(Value::List(_)) => {}
+            Some(_) => return wrong_type(),
+        }
+        self.with_collection(key, KvStore::list_mut, |l| {
+            let before = l.len();
+            if count == 0 {
+                l.retain(|e| e != element);
+                return int(before - l.len());
+            }
+            let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+            let mut removed = 0;
+            if count > 0 {
+                let mut i = 0;
+                while i < l.len() && removed < limit {
+                    if l[i] == element {
+                        l.remove(i);
+                        removed += 1;
+                    } else {
+                        i += 1;
+                    }
+                }
+            } else {
+                let mut i = l.len();
+                while i > 0 && removed < limit {
+                    i -= 1;
+                    if l[i] == element {
+                        l.remove(i);
+                        removed += 1;
+                    }
+                }
+            }
+            int(removed)
+        })
+    }
+
+    fn linsert(&mut self, key: &[u8], before: bool, pivot: &[u8], element: &[u8]) -> KvResult {
+        match self.value(key) {
+            None => return KvResult::Int(0),
+            Some(Value::List(_)) => {}
+            Some(_) => return wrong_type(),
+        }
+        self.with_collection(key, KvStore::list_mut, |l| {
+            match l.iter().position(|e| e == pivot) {
+                None => KvResult::Int(-1),
+                Some(i) => {
+                    l.insert(if before { i } else { i + 1 }, element.to_vec());
+                    int(l.len())
+                }
+            }
+        })
+    }
+
+    fn smove(&mut self, from: &[u8], to: &[u8], member: &[u8]) -> KvResult {
+        let source_has = match self.value(from) {
+            None => None,
+            Some(Value::Set(s)) => Some(s.contains(member)),
+            Some(_) => return wrong_type(),
+        };
+        if !matches!(self.value(to), None | Some(Value::Set(_))) {
+            return wrong_type();
+        }
+        match source_has {
+            None | Some(false) => KvResult::Bool(false),
+            Some(true) if from == to => KvResult::Bool(true),
+            Some(true) => {
+                self.srem(from, &[member.to_vec()]);
+                self.sadd(to, &[member.to_vec()]);
+                KvResult::Bool(true)
+            }
+        }
+    }
+
+    fn srandmember(&self, key: &[u8], count: Option<i64>, seed: u64) -> KvResult {
+        let members: Vec<&Vec<u8>> = match self.value(key) {
+            None => Vec::new(),
+            Some(Value::Set(s)) => s.iter().collect(),
+            Some(_) => return wrong_type(),
+        };
+        let mut rng = seed;
+        let len = members.len();
+        match count {
+            None => KvResult::Value(random_index(&mut rng, len).map(|i| members[i].clone())),
+            Some(n) if n >= 0 => {
+                let n = usize::try_from(n).unwrap_or(usize::MAX);
+                if n >= len {
+                    return KvResult::Items(members.into_iter().cloned().collect());
+                }
+                let mut members = members;
+                for i in 0..n {
+                    let j = i + random_index(&mut rng, len - i).unwrap_or(0);
+                    members.swap(i, j);
+                }
+                KvResult::Items(members.into_iter().take(n).cloned().collect())
+            }
+            Some(n) => KvResult::Items(
+                (0..n.unsigned_abs())
+                    .map_while(|_| random_index(&mut rng, len).map(|i| members[i].clone()))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn setrange(&mut self, key: &[u8], offset: u64, value: &[u8], now: Micros) -> KvResult {
+        let current = match self.value(key) {
+            None if value.is_empty() => return KvResult::Int(0),
+            None => None,
+            Some(Value::Str(v)) if value.is_empty() => return int(v.len()),
+            Some(Value::Str(v)) => Some(v.clone()),
+            Some(_) => return wrong_type(),
+        };
+        let len = u64::try_from(value.len()).unwrap_or(u64::MAX);
+        if offset.saturating_add(len) > MAX_STRING {
+            return KvResult::error(ERR_STRING_TOO_LONG);
+        }
+        // Both fit in MAX_STRING, so in usize.
+        let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+        let mut bytes = current.clone().unwrap_or_default();
+        if bytes.len() < offset + value.len() {
+            bytes.resize(offset + value.len(), 0);
+        }
+        bytes[offset..offset + value.len()].copy_from_slice(value);
+        let new_len = bytes.len();
+        if current.is_some() {
+            self.replace_string(key, bytes);
+        } else {
+            self.put_string(key, &bytes, None, now);
+        }
+        int(new_len)
+    }
+
+    /// Remove the members `pick` chooses from the sorted set at `key`: `Int(removed)`.
+    fn zremrange(&mut self, key: &[u8], pick: impl FnOnce(&ZSet) -> Vec<Vec<u8>>) -> KvResult {
+        match self.value(key) {
+            None => return KvResult::Int(0),
+            Some(Value::ZSet(_)) => {}
+            Some(_) => return wrong_type(),
+        }
+        self.with_collection(key, KvStore::zset_mut, |z| {
+            let members = pick(z);
+            for m in &members {
+                z.remove(m);
+            }
+            int(members.len())
+        })
+    }
+
     fn pop_first(&mut self, keys: &[Vec<u8>], end: End) -> KvResult {
         for key in keys {
             match self.value(key) {
@@ -1352,6 +1574,68 @@ impl KvStore {
 }
 
 /// The members `ZRANGE` selects, in its direction.
+/// Redis' `LPOS` on `list`.
+fn lpos(
+    list: &VecDeque<Vec<u8>>,
+    element: &[u8],
+    rank: i64,
+    count: Option<u64>,
+    maxlen: u64,
+) -> KvResult {
+    let len = list.len();
+    let look = match usize::try_from(maxlen) {
+        Ok(0) | Err(_) => len,
+        Ok(m) => m.min(len),
+    };
+    let positions: Box<dyn Iterator<Item = usize>> = if rank >= 0 {
+        Box::new(0..look)
+    } else {
+        Box::new((len - look..len).rev())
+    };
+    let mut skip = rank.unsigned_abs().saturating_sub(1);
+    let want = match count {
+        None => 1,
+        Some(0) => usize::MAX,
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+    };
+    let mut found = Vec::new();
+    for i in positions {
+        if list[i] != element {
+            continue;
+        }
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        found.push(i64::try_from(i).unwrap_or(i64::MAX));
+        if found.len() >= want {
+            break;
+        }
+    }
+    match count {
+        None => found.first().map_or(KvResult::Value(None), |&i| KvResult::Int(i)),
+        Some(_) => KvResult::Ints(found),
+    }
+}
+
+/// Redis' `GETRANGE` arithmetic on a string.
+fn getrange(v: &[u8], start: i64, end: i64) -> &[u8] {
+    let len = i64::try_from(v.len()).unwrap_or(i64::MAX);
+    if start < 0 && end < 0 && start > end {
+        return &[];
+    }
+    let start = if start < 0 { len + start } else { start }.max(0);
+    let end = if end < 0 { len + end } else { end }.max(0).min(len - 1);
+    if start > end || len == 0 {
+        return &[];
+    }
+    let (s, e) = (
+        usize::try_from(start).unwrap_or(0),
+        usize::try_from(end).unwrap_or(0),
+    );
+    &v[s..=e]
+}
+
 /// The position `index` names in a list of `len` (negative: from the end), if inside it.
 fn list_position(len: usize, index: i64) -> Option<usize> {
     let len = i64::try_from(len).ok()?;

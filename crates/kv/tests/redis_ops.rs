@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 64 {
+    match rng() % 75 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1236,6 +1236,63 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             },
         },
         62 => KvOp::ExpireTime { key },
+        63 => KvOp::LRem {
+            key,
+            count: small,
+            element: v,
+        },
+        64 => KvOp::LInsert {
+            key,
+            before: rng().is_multiple_of(2),
+            pivot: b(pick(rng, VALS)),
+            element: v,
+        },
+        65 => KvOp::LPos {
+            key,
+            element: v,
+            rank: if small == 0 { 1 } else { small },
+            count: count.map(|c| c % 3),
+            maxlen: rng() % 4,
+        },
+        66 => KvOp::SMove {
+            from: key,
+            to: b(pick(rng, KEYS)),
+            member: v,
+        },
+        67 => KvOp::SRandMember {
+            key,
+            count: rng().is_multiple_of(2).then_some(small),
+        },
+        68 => KvOp::MSetNx {
+            pairs: some_bytes(rng, KEYS)
+                .into_iter()
+                .map(|k| (k, v.clone()))
+                .collect(),
+        },
+        69 => KvOp::GetRange {
+            key,
+            start: small,
+            end: -small,
+        },
+        70 => KvOp::SetRange {
+            key,
+            offset: rng() % 6,
+            value: v,
+        },
+        71 => KvOp::ZRemRangeByScore {
+            key,
+            min: bound(rng),
+            max: bound(rng),
+        },
+        72 => KvOp::ZRemRangeByRank {
+            key,
+            start: small,
+            stop: -small,
+        },
+        73 => KvOp::ZMScore {
+            key,
+            members: some_bytes(rng, VALS),
+        },
         _ => KvOp::SetAlgebra {
             op: pick(rng, &[SetOp::Inter, SetOp::Union, SetOp::Diff]),
             keys: some_bytes(rng, KEYS),
@@ -1270,7 +1327,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 65);
+    assert_eq!(kinds.len(), 76);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {

@@ -251,6 +251,17 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("hscan", -3, R, ONE),
     spec("sscan", -3, R, ONE),
     spec("zscan", -3, R, ONE),
+    spec("lrem", 4, W, ONE),
+    spec("linsert", 5, WD, ONE),
+    spec("lpos", -3, R, ONE),
+    spec("smove", 4, WF, (1, 2, 1)),
+    spec("srandmember", -2, R, ONE),
+    spec("msetnx", -3, WD, (1, -1, 2)),
+    spec("getrange", 4, R, ONE),
+    spec("setrange", 4, WD, ONE),
+    spec("zremrangebyscore", 4, W, ONE),
+    spec("zremrangebyrank", 4, W, ONE),
+    spec("zmscore", -3, RF, ONE),
     spec("multi", 1, TX, NONE),
     spec(
         "exec",
@@ -805,6 +816,119 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                 last,
             )
         }
+        "lrem" => match int_arg(&args[2]) {
+            Some(count) => submit(
+                KvOp::LRem {
+                    key: key(),
+                    count,
+                    element: args[3].clone(),
+                },
+                Render::Plain,
+            ),
+            None => not_integer(),
+        },
+        "linsert" => {
+            let before = if is(&args[2], "before") {
+                true
+            } else if is(&args[2], "after") {
+                false
+            } else {
+                return syntax_error();
+            };
+            submit(
+                KvOp::LInsert {
+                    key: key(),
+                    before,
+                    pivot: args[3].clone(),
+                    element: args[4].clone(),
+                },
+                Render::Plain,
+            )
+        }
+        "lpos" => plan_lpos(args),
+        "smove" => submit(
+            KvOp::SMove {
+                from: key(),
+                to: args[2].clone(),
+                member: args[3].clone(),
+            },
+            Render::Plain,
+        ),
+        "srandmember" => {
+            if args.len() > 3 {
+                return syntax_error();
+            }
+            let count = match args.get(2).map(|c| int_arg(c)) {
+                None => None,
+                // Bounded: the members are made on every replica, repeats and all.
+                Some(Some(n)) if n.unsigned_abs() <= 1 << 20 => Some(n),
+                Some(Some(_)) => return err("ERR value is out of range"),
+                Some(None) => return not_integer(),
+            };
+            submit(KvOp::SRandMember { key: key(), count }, Render::Plain)
+        }
+        "msetnx" => {
+            if args.len().is_multiple_of(2) {
+                return arity_error_at_run(spec.name);
+            }
+            let pairs = args[1..]
+                .chunks_exact(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect();
+            submit(KvOp::MSetNx { pairs }, Render::Plain)
+        }
+        "getrange" => match (int_arg(&args[2]), int_arg(&args[3])) {
+            (Some(start), Some(end)) => submit(
+                KvOp::GetRange {
+                    key: key(),
+                    start,
+                    end,
+                },
+                Render::Plain,
+            ),
+            _ => not_integer(),
+        },
+        "setrange" => match int_arg(&args[2]) {
+            Some(offset) if offset >= 0 => submit(
+                KvOp::SetRange {
+                    key: key(),
+                    offset: offset.unsigned_abs(),
+                    value: args[3].clone(),
+                },
+                Render::Plain,
+            ),
+            Some(_) => err("ERR offset is out of range"),
+            None => not_integer(),
+        },
+        "zremrangebyscore" => match (ScoreBound::parse(&args[2]), ScoreBound::parse(&args[3])) {
+            (Some(min), Some(max)) => submit(
+                KvOp::ZRemRangeByScore {
+                    key: key(),
+                    min,
+                    max,
+                },
+                Render::Plain,
+            ),
+            _ => err(ERR_MIN_MAX_NOT_FLOAT),
+        },
+        "zremrangebyrank" => match (int_arg(&args[2]), int_arg(&args[3])) {
+            (Some(start), Some(stop)) => submit(
+                KvOp::ZRemRangeByRank {
+                    key: key(),
+                    start,
+                    stop,
+                },
+                Render::Plain,
+            ),
+            _ => not_integer(),
+        },
+        "zmscore" => submit(
+            KvOp::ZMScore {
+                key: key(),
+                members: rest(2),
+            },
+            Render::Plain,
+        ),
         "scan" => plan_scan(&args[1..], None),
         "hscan" => plan_scan(&args[2..], Some((key(), CollectionKind::Hash))),
         "sscan" => plan_scan(&args[2..], Some((key(), CollectionKind::Set))),
@@ -995,6 +1119,50 @@ fn plan_scan(args: &[Vec<u8>], collection: Option<(Vec<u8>, CollectionKind)>) ->
         Some((key, of)) => KvOp::ScanCollection { key, of, pattern },
     };
     submit(op, Render::Plain)
+}
+
+/// `LPOS key element [RANK r] [COUNT c] [MAXLEN m]`.
+fn plan_lpos(args: &[Vec<u8>]) -> Plan {
+    let (mut rank, mut count, mut maxlen) = (1, None, 0);
+    for option in args[3..].chunks(2) {
+        let [name, value] = option else {
+            return syntax_error();
+        };
+        let Some(n) = int_arg(value) else {
+            return not_integer();
+        };
+        if is(name, "rank") {
+            if n == 0 {
+                return err("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
+            }
+            if n == i64::MIN {
+                return err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807");
+            }
+            rank = n;
+        } else if is(name, "count") {
+            if n < 0 {
+                return err("ERR COUNT can't be negative");
+            }
+            count = Some(n.unsigned_abs());
+        } else if is(name, "maxlen") {
+            if n < 0 {
+                return err("ERR MAXLEN can't be negative");
+            }
+            maxlen = n.unsigned_abs();
+        } else {
+            return syntax_error();
+        }
+    }
+    submit(
+        KvOp::LPos {
+            key: args[1].clone(),
+            element: args[2].clone(),
+            rank,
+            count,
+            maxlen,
+        },
+        Render::Plain,
+    )
 }
 
 fn end_arg(arg: &[u8]) -> Option<End> {

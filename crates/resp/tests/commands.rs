@@ -2094,6 +2094,114 @@ fn absolute_expiry_matches_a_recorded_redis_session() {
     }
 }
 
+/// List, set, string and sorted-set commands queue libraries and caches use (`LREM`,
+/// `LINSERT`, `LPOS`, `SMOVE`, `SRANDMEMBER` where its answer is not random, `MSETNX`,
+/// `GETRANGE`, `SETRANGE`, `ZREMRANGEBY*`, `ZMSCORE`), recorded from Redis 7.0.15 as
+/// [`REDIS_TRANSCRIPT`] was.
+const QUEUE_AND_CACHE_TRANSCRIPT: &[(&[u8], &[u8])] = &[
+    (b"flushall", b"+OK\r\n"),
+    (b"rpush l a b a c a d", b":6\r\n"),
+    (b"lrem l 2 a", b":2\r\n"),
+    (b"lrange l 0 -1", b"*4\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\na\r\n$1\r\nd\r\n"),
+    (b"rpush l a", b":5\r\n"),
+    (b"lrem l -1 a", b":1\r\n"),
+    (b"lrange l 0 -1", b"*4\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\na\r\n$1\r\nd\r\n"),
+    (b"lrem l 0 a", b":1\r\n"),
+    (b"lrange l 0 -1", b"*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n"),
+    (b"lrem nokey 0 a", b":0\r\n"),
+    (b"lrem l x a", b"-ERR value is not an integer or out of range\r\n"),
+    (b"linsert l before c X", b":4\r\n"),
+    (b"linsert l after d Y", b":5\r\n"),
+    (b"linsert l before nope Z", b":-1\r\n"),
+    (b"linsert nokey before a b", b":0\r\n"),
+    (b"linsert l middle a b", b"-ERR syntax error\r\n"),
+    (b"lrange l 0 -1", b"*5\r\n$1\r\nb\r\n$1\r\nX\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\nY\r\n"),
+    (b"rpush p a b c 1 2 3 c c", b":8\r\n"),
+    (b"lpos p c", b":2\r\n"),
+    (b"lpos p c rank 2", b":6\r\n"),
+    (b"lpos p c rank -1", b":7\r\n"),
+    (b"lpos p c count 0", b"*3\r\n:2\r\n:6\r\n:7\r\n"),
+    (b"lpos p c count 2 rank -1", b"*2\r\n:7\r\n:6\r\n"),
+    (b"lpos p c maxlen 2", b"$-1\r\n"),
+    (b"lpos p c count 0 maxlen 3", b"*1\r\n:2\r\n"),
+    (b"lpos p nope", b"$-1\r\n"),
+    (b"lpos p nope count 0", b"*0\r\n"),
+    (b"lpos nokey a", b"$-1\r\n"),
+    (b"lpos nokey a count 1", b"*0\r\n"),
+    (b"lpos p c rank 0", b"-ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list\r\n"),
+    (b"lpos p c count -1", b"-ERR COUNT can't be negative\r\n"),
+    (b"lpos p c maxlen -1", b"-ERR MAXLEN can't be negative\r\n"),
+    (b"lpos p c foo 1", b"-ERR syntax error\r\n"),
+    (b"sadd s1 1 2 3", b":3\r\n"),
+    (b"sadd s2 4", b":1\r\n"),
+    (b"smove s1 s2 1", b":1\r\n"),
+    (b"smove s1 s2 9", b":0\r\n"),
+    (b"smove nokey s2 1", b":0\r\n"),
+    (b"smembers s1", b"*2\r\n$1\r\n2\r\n$1\r\n3\r\n"),
+    (b"smembers s2", b"*2\r\n$1\r\n1\r\n$1\r\n4\r\n"),
+    (b"smove s1 s1 2", b":1\r\n"),
+    (b"smove s1 s1 9", b":0\r\n"),
+    (b"set str v", b"+OK\r\n"),
+    (b"smove s1 str 2", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"smove str s1 2", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"srandmember nokey", b"$-1\r\n"),
+    (b"srandmember nokey 3", b"*0\r\n"),
+    (b"srandmember s1 10", b"*2\r\n$1\r\n2\r\n$1\r\n3\r\n"),
+    (b"srandmember s1 0", b"*0\r\n"),
+    (b"srandmember str", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"srandmember s1 x", b"-ERR value is not an integer or out of range\r\n"),
+    (b"msetnx m1 a m2 b", b":1\r\n"),
+    (b"msetnx m2 x m3 y", b":0\r\n"),
+    (b"mget m1 m2 m3", b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$-1\r\n"),
+    (b"msetnx m4 a m5", b"-ERR wrong number of arguments for 'msetnx' command\r\n"),
+    (b"set g \"Hello World\"", b"+OK\r\n"),
+    (b"getrange g 0 4", b"$5\r\nHello\r\n"),
+    (b"getrange g -5 -1", b"$5\r\nWorld\r\n"),
+    (b"getrange g 0 -1", b"$11\r\nHello World\r\n"),
+    (b"getrange g 5 2", b"$0\r\n\r\n"),
+    (b"getrange g -1 -5", b"$0\r\n\r\n"),
+    (b"getrange g 0 100", b"$11\r\nHello World\r\n"),
+    (b"getrange nokey 0 5", b"$0\r\n\r\n"),
+    (b"getrange s1 0 1", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"setrange g 6 Redis", b":11\r\n"),
+    (b"get g", b"$11\r\nHello Redis\r\n"),
+    (b"setrange new 3 abc", b":6\r\n"),
+    (b"get new", b"$6\r\n\x00\x00\x00abc\r\n"),
+    (b"setrange empty 5 \"\"", b":0\r\n"),
+    (b"exists empty", b":0\r\n"),
+    (b"setrange g -1 x", b"-ERR offset is out of range\r\n"),
+    (b"setrange g 0 \"\"", b":11\r\n"),
+    (b"setrange s1 0 x", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zadd z 1 a 2 b 3 c 4 d 5 e", b":5\r\n"),
+    (b"zremrangebyscore z 2 3", b":2\r\n"),
+    (b"zrange z 0 -1", b"*3\r\n$1\r\na\r\n$1\r\nd\r\n$1\r\ne\r\n"),
+    (b"zremrangebyscore z (4 +inf", b":1\r\n"),
+    (b"zrange z 0 -1", b"*2\r\n$1\r\na\r\n$1\r\nd\r\n"),
+    (b"zremrangebyscore z x 1", b"-ERR min or max is not a float\r\n"),
+    (b"zremrangebyrank z 0 0", b":1\r\n"),
+    (b"zrange z 0 -1 withscores", b"*2\r\n$1\r\nd\r\n$1\r\n4\r\n"),
+    (b"zremrangebyrank z 5 10", b":0\r\n"),
+    (b"zremrangebyrank nokey 0 1", b":0\r\n"),
+    (b"zadd z2 1.5 a 2 b", b":2\r\n"),
+    (b"zmscore z2 a x b", b"*3\r\n$3\r\n1.5\r\n$-1\r\n$1\r\n2\r\n"),
+    (b"zmscore nokey a", b"*1\r\n$-1\r\n"),
+    (b"zmscore str a", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+];
+
+#[test]
+fn queue_and_cache_commands_match_a_recorded_redis_session() {
+    let mut gateway = Gateway::new();
+    for (line, expected) in QUEUE_AND_CACHE_TRANSCRIPT {
+        let line = std::str::from_utf8(line).unwrap();
+        let got = gateway.run(line).to_bytes();
+        assert_eq!(
+            got.escape_ascii().to_string(),
+            expected.escape_ascii().to_string(),
+            "{line}"
+        );
+    }
+}
+
 #[test]
 fn redis_benchmark_default_commands_work_end_to_end() {
     let input = std::cell::RefCell::new(Vec::new());
