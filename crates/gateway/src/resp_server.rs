@@ -13,8 +13,8 @@ use crate::blocking::{Waiters, POLL_FIRST, POLL_MAX};
 use crate::pool::Pool;
 use plumb_kv::{KvOp, KvResult};
 use plumb_resp::{
-    each, encode, exec_reply, plan, render, Limits, Parser, Pipeline, Plan, Render, Resp,
-    ServerInfo, Session, Step,
+    each, encode, exec_reply, keyspace_section, plan, render, Limits, Parser, Pipeline, Plan,
+    Render, Resp, ServerInfo, Session, Step,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -104,7 +104,13 @@ impl RespServer {
                     }
                 };
                 self.stats.commands.fetch_add(1, Ordering::Relaxed);
-                let info = self.info_for(id, &name);
+                let mut info = self.info_for(id, &name);
+                if args
+                    .first()
+                    .is_some_and(|c| c.eq_ignore_ascii_case(b"info"))
+                {
+                    process_stats(&mut info);
+                }
                 match session.step(plan(&args, &info)) {
                     Step::Plan(Plan::Submit {
                         op,
@@ -135,6 +141,16 @@ impl RespServer {
                         encode(&r, &mut out);
                         close = true;
                         break;
+                    }
+                    Step::Plan(Plan::Info { text, keyspace }) => {
+                        let text = if keyspace {
+                            self.flush(&mut pipeline, &mut out).await;
+                            let stats = self.call(KvOp::KeyspaceStats.encode(), true).await;
+                            keyspace_section(&text, &stats)
+                        } else {
+                            text
+                        };
+                        pipeline.local(Resp::bulk(text));
                     }
                     // The session answers every other plan itself.
                     Step::Plan(Plan::Reply(r) | Plan::Reject(r)) => pipeline.local(r),
@@ -268,6 +284,8 @@ impl RespServer {
             client_id: id,
             client_name: name.clone(),
             blocked_clients: self.waiters.blocked.load(Ordering::Relaxed),
+            total_connections: self.stats.connections_total.load(Ordering::Relaxed),
+            total_commands: self.stats.commands.load(Ordering::Relaxed),
             now_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
@@ -278,5 +296,31 @@ impl RespServer {
             ],
             ..self.info.clone()
         }
+    }
+}
+
+/// The gateway process's resident memory and CPU time, from `/proc` (zero where unreadable).
+fn process_stats(info: &mut ServerInfo) {
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        info.memory_rss = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kib| kib * 1024);
+    }
+    if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {
+        // Fields after the command name (which may hold spaces, so split after its ')'):
+        // utime and stime are the 12th and 13th, in clock ticks of 1/100 s on Linux.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        info.cpu_user_us = ticks(11) * 10_000;
+        info.cpu_sys_us = ticks(12) * 10_000;
     }
 }

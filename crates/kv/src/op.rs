@@ -390,6 +390,9 @@ pub enum KvOp {
     ZRemRangeByRank { key: Vec<u8>, start: i64, stop: i64 },
     /// The members' scores as Redis prints them (`ZMSCORE`). `Values`.
     ZMScore { key: Vec<u8>, members: Vec<Vec<u8>> },
+    /// How many keys there are and how many of them have an expiry (`INFO keyspace`).
+    /// `Ints([keys, expiring])`.
+    KeyspaceStats,
 }
 
 /// Longest string `SETRANGE` may make. Redis allows 512 MiB; here a few bytes of request
@@ -397,7 +400,8 @@ pub enum KvOp {
 /// not be answered, so 8 MiB.
 pub const MAX_STRING: u64 = 8 << 20;
 /// Error text for a `SETRANGE` past [`MAX_STRING`].
-pub const ERR_STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+pub const ERR_STRING_TOO_LONG: &str =
+    "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 
 /// The collection kind a [`KvOp::ScanCollection`] expects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -630,7 +634,8 @@ impl KvOp {
             | KvOp::ExpireTime { .. }
             | KvOp::LPos { .. }
             | KvOp::GetRange { .. }
-            | KvOp::ZMScore { .. } => false,
+            | KvOp::ZMScore { .. }
+            | KvOp::KeyspaceStats => false,
             KvOp::HSetNx { .. }
             | KvOp::LSet { .. }
             | KvOp::LTrim { .. }
@@ -765,6 +770,7 @@ impl KvOp {
             // The whole key space: the ops inside are encoded, and a footprint borrows from
             // the op. Conservative until object-level execution needs better.
             KvOp::DbSize
+            | KvOp::KeyspaceStats
             | KvOp::FlushAll
             | KvOp::Scan { .. }
             | KvOp::Pipeline { .. }

@@ -261,7 +261,10 @@ impl KvStore {
             KvOp::SMove { from, to, member } => self.smove(from, to, member),
             KvOp::SRandMember { key, count } => self.srandmember(key, *count, seed),
             KvOp::MSetNx { pairs } => {
-                if pairs.iter().any(|(k, _)| self.entries.contains_key(k.as_slice())) {
+                if pairs
+                    .iter()
+                    .any(|(k, _)| self.entries.contains_key(k.as_slice()))
+                {
                     return KvResult::Bool(false);
                 }
                 for (key, value) in pairs {
@@ -275,12 +278,17 @@ impl KvStore {
                     .map(|(m, _)| m.to_vec())
                     .collect()
             }),
-            KvOp::ZRemRangeByRank { key, start, stop } => self.zremrange(key, |z| {
-                match index_range(z.len(), *start, *stop) {
-                    Some((from, n)) => z.iter().skip(from).take(n).map(|(m, _)| m.to_vec()).collect(),
+            KvOp::ZRemRangeByRank { key, start, stop } => {
+                self.zremrange(key, |z| match index_range(z.len(), *start, *stop) {
+                    Some((from, n)) => z
+                        .iter()
+                        .skip(from)
+                        .take(n)
+                        .map(|(m, _)| m.to_vec())
+                        .collect(),
                     None => Vec::new(),
-                }
-            }),
+                })
+            }
             KvOp::ExpireAt { key, at, condition } => {
                 let after = i128::from(*at) - i128::from(now);
                 let after =
@@ -357,7 +365,8 @@ impl KvStore {
             | KvOp::ExpireTime { .. }
             | KvOp::LPos { .. }
             | KvOp::GetRange { .. }
-            | KvOp::ZMScore { .. } => self.read(op),
+            | KvOp::ZMScore { .. }
+            | KvOp::KeyspaceStats => self.read(op),
         }
     }
 
@@ -590,6 +599,10 @@ impl KvStore {
                 ),
                 Some(_) => wrong_type(),
             },
+            KvOp::KeyspaceStats => KvResult::Ints(vec![
+                i64::try_from(self.entries.len()).unwrap_or(i64::MAX),
+                i64::try_from(self.expiries.len()).unwrap_or(i64::MAX),
+            ]),
             KvOp::ExpireTime { key } => match self.entries.get(key.as_slice()) {
                 None => KvResult::Int(-2),
                 Some(Entry {
@@ -1613,7 +1626,9 @@ fn lpos(
         }
     }
     match count {
-        None => found.first().map_or(KvResult::Value(None), |&i| KvResult::Int(i)),
+        None => found
+            .first()
+            .map_or(KvResult::Value(None), |&i| KvResult::Int(i)),
         Some(_) => KvResult::Ints(found),
     }
 }

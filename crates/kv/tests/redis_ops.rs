@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 75 {
+    match rng() % 76 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1289,6 +1289,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             start: small,
             stop: -small,
         },
+        74 => KvOp::KeyspaceStats,
         73 => KvOp::ZMScore {
             key,
             members: some_bytes(rng, VALS),
@@ -1327,7 +1328,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 76);
+    assert_eq!(kinds.len(), 77);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {

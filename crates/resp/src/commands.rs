@@ -42,6 +42,14 @@ pub struct ServerInfo {
     /// The gateway's clock, Unix milliseconds: Redis refuses an expiry whose absolute time
     /// would pass `i64::MAX` milliseconds, and the agreed time a key expires by is near it.
     pub now_ms: i64,
+    /// Connections accepted and commands read since the gateway started (`INFO stats`).
+    pub total_connections: u64,
+    pub total_commands: u64,
+    /// The gateway process's resident memory in bytes and CPU time in micros (`INFO memory`,
+    /// `INFO cpu`); filled in only for `INFO`.
+    pub memory_rss: u64,
+    pub cpu_user_us: u64,
+    pub cpu_sys_us: u64,
 }
 
 /// How a command shapes the store's result into its reply. A [`KvResult::Error`] is always
@@ -93,6 +101,12 @@ pub enum Plan {
         op: KvOp,
         render: Render,
         timeout: Option<std::time::Duration>,
+    },
+    /// `INFO`: reply `text`, with the `# Keyspace` section after it if `keyspace` (its
+    /// figures come from the cluster: [`KvOp::KeyspaceStats`], see [`keyspace_section`]).
+    Info {
+        text: Vec<u8>,
+        keyspace: bool,
     },
     /// Transaction commands: the connection's [`crate::Session`] handles them.
     Multi,
@@ -679,7 +693,10 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         "client" => plan_client(args, info),
         "command" => plan_command(args),
         "config" => plan_config(args),
-        "info" => Plan::Reply(Resp::bulk(info_text(&args[1..], info))),
+        "info" => Plan::Info {
+            text: info_text(&args[1..], info),
+            keyspace: wants_section(&args[1..], "keyspace"),
+        },
         "hmget" => submit(
             KvOp::HMGet {
                 key: key(),
@@ -1565,16 +1582,21 @@ fn plan_config(args: &[Vec<u8>]) -> Plan {
     }
 }
 
-/// The `INFO` text for the requested sections (none, `default`, `all`, `everything`: all).
-pub fn info_text(sections: &[Vec<u8>], info: &ServerInfo) -> Vec<u8> {
-    let all = sections.is_empty()
+/// Whether `INFO` with these arguments shows the section `name` (none, `default`, `all`,
+/// `everything`: every section).
+fn wants_section(sections: &[Vec<u8>], name: &str) -> bool {
+    sections.is_empty()
         || sections
             .iter()
-            .any(|s| is(s, "all") || is(s, "default") || is(s, "everything"));
-    let wanted = |name: &str| all || sections.iter().any(|s| is(s, name));
+            .any(|s| is(s, "all") || is(s, "default") || is(s, "everything") || is(s, name))
+}
+
+/// The `INFO` text for the requested sections but `Keyspace` (see [`keyspace_section`]).
+/// Memory and CPU are the gateway process's: the replicas' own are on their `/metrics`.
+pub fn info_text(sections: &[Vec<u8>], info: &ServerInfo) -> Vec<u8> {
     let mut out = Vec::new();
     let mut section = |title: &str, lines: Vec<(String, String)>| {
-        if !wanted(title) {
+        if !wants_section(sections, title) {
             return;
         }
         if !out.is_empty() {
@@ -1607,9 +1629,76 @@ pub fn info_text(sections: &[Vec<u8>], info: &ServerInfo) -> Vec<u8> {
             kv("blocked_clients", info.blocked_clients.to_string()),
         ],
     );
+    let mib = info.memory_rss as f64 / (1024.0 * 1024.0);
+    section(
+        "Memory",
+        vec![
+            kv("used_memory", info.memory_rss.to_string()),
+            kv("used_memory_human", format!("{mib:.2}M")),
+            kv("used_memory_rss", info.memory_rss.to_string()),
+            kv("maxmemory", "0".to_string()),
+            kv("maxmemory_policy", "noeviction".to_string()),
+        ],
+    );
+    section(
+        "Persistence",
+        vec![
+            kv("loading", "0".to_string()),
+            kv("rdb_changes_since_last_save", "0".to_string()),
+            kv("rdb_bgsave_in_progress", "0".to_string()),
+            kv("rdb_last_bgsave_status", "ok".to_string()),
+            kv("aof_enabled", "0".to_string()),
+        ],
+    );
+    section(
+        "Stats",
+        vec![
+            kv(
+                "total_connections_received",
+                info.total_connections.to_string(),
+            ),
+            kv("total_commands_processed", info.total_commands.to_string()),
+            kv("rejected_connections", "0".to_string()),
+        ],
+    );
+    section(
+        "Replication",
+        vec![
+            kv("role", "master".to_string()),
+            kv("connected_slaves", "0".to_string()),
+        ],
+    );
+    let secs = |us: u64| format!("{}.{:06}", us / 1_000_000, us % 1_000_000);
+    section(
+        "CPU",
+        vec![
+            kv("used_cpu_sys", secs(info.cpu_sys_us)),
+            kv("used_cpu_user", secs(info.cpu_user_us)),
+        ],
+    );
     let mut plumb = vec![kv("u", info.u.to_string()), kv("r", info.r.to_string())];
     plumb.extend(info.plumb_fields.iter().cloned());
     section("Plumb", plumb);
+    out
+}
+
+/// `INFO`'s `# Keyspace` section from the cluster's [`KvOp::KeyspaceStats`] result, to append
+/// to [`info_text`]'s (Redis lists only databases that hold keys).
+pub fn keyspace_section(before: &[u8], result: &KvResult) -> Vec<u8> {
+    let mut out = before.to_vec();
+    if !out.is_empty() {
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"# Keyspace\r\n");
+    if let KvResult::Ints(n) = result {
+        if let [keys, expires] = n.as_slice() {
+            if *keys > 0 {
+                out.extend_from_slice(
+                    format!("db0:keys={keys},expires={expires},avg_ttl=0\r\n").as_bytes(),
+                );
+            }
+        }
+    }
     out
 }
 

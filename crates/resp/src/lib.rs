@@ -34,8 +34,8 @@ mod session;
 mod value;
 
 pub use commands::{
-    command_info, info_text, lookup, plan, render, CommandSpec, Plan, Render, ServerInfo, COMMANDS,
-    CONFIG, ERR_NOT_INTEGER, ERR_NOT_POSITIVE, ERR_SYNTAX, REDIS_VERSION,
+    command_info, info_text, keyspace_section, lookup, plan, render, CommandSpec, Plan, Render,
+    ServerInfo, COMMANDS, CONFIG, ERR_NOT_INTEGER, ERR_NOT_POSITIVE, ERR_SYNTAX, REDIS_VERSION,
 };
 pub use parser::{split_args, Limits, Parser, ProtocolError};
 pub use session::{

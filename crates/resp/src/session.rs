@@ -117,6 +117,11 @@ impl Session {
                 queue.slots.push(Slot::Local(r));
                 queued()
             }
+            // Inside a transaction `INFO` answers without the keyspace figures.
+            Plan::Info { text, .. } => {
+                queue.slots.push(Slot::Local(Resp::bulk(text)));
+                queued()
+            }
             Plan::Unwatch => {
                 queue.slots.push(Slot::Local(Resp::ok()));
                 queued()

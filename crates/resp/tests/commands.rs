@@ -32,6 +32,7 @@ fn info() -> ServerInfo {
         blocked_clients: 0,
         // 2026-11-25, when the transcripts' overflow cases were recorded.
         now_ms: 1_764_093_000_000,
+        ..ServerInfo::default()
     }
 }
 
@@ -114,6 +115,15 @@ impl Gateway {
     fn run_args(&mut self, args: &[Vec<u8>]) -> Resp {
         match self.session.step(plan(args, &self.info)) {
             Step::Plan(Plan::Reply(r) | Plan::Close(r) | Plan::Reject(r)) => r,
+            Step::Plan(Plan::Info { text, keyspace }) => {
+                let text = if keyspace {
+                    let stats = self.execute(&KvOp::KeyspaceStats);
+                    keyspace_section(&text, &stats)
+                } else {
+                    text
+                };
+                Resp::bulk(text)
+            }
             Step::Plan(Plan::SetName { name, reply }) => {
                 self.info.client_name = name;
                 reply
@@ -1217,10 +1227,13 @@ fn config_is_read_only() {
 
 #[test]
 fn info_sections() {
-    let Resp::Bulk(Some(all)) = reply("INFO") else {
-        panic!()
+    let mut gateway = Gateway::new();
+    gateway.info = info();
+    let mut info = |line: &str| match gateway.run(line) {
+        Resp::Bulk(Some(text)) => String::from_utf8(text).unwrap(),
+        other => panic!("{line}: {other:?}"),
     };
-    let text = String::from_utf8(all).unwrap();
+    let text = info("INFO");
     for line in [
         "# Server\r\n",
         "redis_version:7.0.0\r\n",
@@ -1230,22 +1243,30 @@ fn info_sections() {
         "uptime_in_seconds:90000\r\n",
         "uptime_in_days:1\r\n",
         "connected_clients:3\r\n",
+        "blocked_clients:0\r\n",
+        "# Memory\r\nused_memory:",
+        "# Persistence\r\nloading:0\r\n",
+        "# Stats\r\ntotal_connections_received:",
+        "# Replication\r\nrole:master\r\n",
+        "# CPU\r\nused_cpu_sys:",
         "# Plumb\r\nu:1\r\nr:1\r\nreplicas:4\r\n",
     ] {
         assert!(text.contains(line), "{line:?} in {text:?}");
     }
     assert!(text.starts_with("# Server\r\n"));
-    assert_eq!(reply("INFO everything"), reply("INFO"));
-    let Resp::Bulk(Some(plumb)) = reply("INFO plumb") else {
-        panic!()
-    };
-    assert_eq!(plumb, b"# Plumb\r\nu:1\r\nr:1\r\nreplicas:4\r\n");
-    let Resp::Bulk(Some(two)) = reply("INFO SERVER clients") else {
-        panic!()
-    };
-    let two = String::from_utf8(two).unwrap();
+    // The keyspace comes from the cluster, last, and lists only a database with keys.
+    assert!(text.ends_with("\r\n# Keyspace\r\n"), "{text:?}");
+    assert_eq!(info("INFO everything"), text);
+    assert_eq!(info("INFO plumb"), "# Plumb\r\nu:1\r\nr:1\r\nreplicas:4\r\n");
+    let two = info("INFO SERVER clients");
     assert!(two.contains("# Server") && two.contains("# Clients") && !two.contains("# Plumb"));
-    assert_eq!(reply("INFO nosuch"), bulk(""));
+    assert_eq!(info("INFO nosuch"), "");
+    gateway.run("SET a 1");
+    gateway.run("SET b 2 EX 100");
+    let Resp::Bulk(Some(keyspace)) = gateway.run("INFO keyspace") else {
+        panic!()
+    };
+    assert_eq!(keyspace, b"# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0\r\n");
 }
 
 #[test]
