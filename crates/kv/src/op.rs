@@ -393,6 +393,13 @@ pub enum KvOp {
     /// How many keys there are and how many of them have an expiry (`INFO keyspace`).
     /// `Ints([keys, expiring])`.
     KeyspaceStats,
+    /// The string at `key`, and its expiry changed as `expire` says (`GETEX`): `Clear` is
+    /// `PERSIST`, `After`/`At` set it (a time not after the batch's removes the key), `Keep`
+    /// or `None` leave it. `Value`; `WRONGTYPE` for another kind.
+    GetEx {
+        key: Vec<u8>,
+        expire: Option<SetExpiry>,
+    },
 }
 
 /// Longest string `SETRANGE` may make. Redis allows 512 MiB; here a few bytes of request
@@ -652,7 +659,8 @@ impl KvOp {
             | KvOp::MSetNx { .. }
             | KvOp::SetRange { .. }
             | KvOp::ZRemRangeByScore { .. }
-            | KvOp::ZRemRangeByRank { .. } => true,
+            | KvOp::ZRemRangeByRank { .. }
+            | KvOp::GetEx { .. } => true,
             KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
                 .iter()
                 .any(|op| KvOp::decode(op).map_or(true, |op| op.is_mutating())),
@@ -740,7 +748,8 @@ impl KvOp {
             | KvOp::SetRange { key, .. }
             | KvOp::ZRemRangeByScore { key, .. }
             | KvOp::ZRemRangeByRank { key, .. }
-            | KvOp::ZMScore { key, .. } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::ZMScore { key, .. }
+            | KvOp::GetEx { key, .. } => Footprint::Keys(vec![key.as_slice()]),
             KvOp::SMove { from, to, .. } => Footprint::Keys(vec![from.as_slice(), to.as_slice()]),
             KvOp::MSetNx { pairs } => {
                 Footprint::Keys(pairs.iter().map(|(k, _)| k.as_slice()).collect())

@@ -259,6 +259,7 @@ impl KvStore {
                 element,
             } => self.linsert(key, *before, pivot, element),
             KvOp::SMove { from, to, member } => self.smove(from, to, member),
+            KvOp::GetEx { key, expire } => self.getex(key, *expire, now),
             KvOp::SRandMember { key, count } => self.srandmember(key, *count, seed),
             KvOp::MSetNx { pairs } => {
                 if pairs
@@ -701,7 +702,8 @@ impl KvStore {
             | KvOp::MSetNx { .. }
             | KvOp::SetRange { .. }
             | KvOp::ZRemRangeByScore { .. }
-            | KvOp::ZRemRangeByRank { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::ZRemRangeByRank { .. }
+            | KvOp::GetEx { .. } => KvResult::error(ERR_NOT_READ_ONLY),
         }
     }
 
@@ -1155,6 +1157,26 @@ impl KvStore {
                 ),
             }
         })
+    }
+
+    fn getex(&mut self, key: &[u8], expire: Option<SetExpiry>, now: Micros) -> KvResult {
+        let value = match self.value(key) {
+            None => return KvResult::Value(None),
+            Some(Value::Str(v)) => v.clone(),
+            Some(_) => return wrong_type(),
+        };
+        let at = match expire {
+            None | Some(SetExpiry::Keep) => return KvResult::Value(Some(value)),
+            Some(SetExpiry::Clear) => None,
+            Some(SetExpiry::After(rel)) => Some(now.saturating_add(rel)),
+            Some(SetExpiry::At(at)) => Some(at),
+        };
+        if at.is_some_and(|at| at <= now) {
+            self.remove(key);
+        } else {
+            self.set_expiry(key, at);
+        }
+        KvResult::Value(Some(value))
     }
 
     fn lrem(&mut self, key: &[u8], count: i64, element: &[u8]) -> KvResult {

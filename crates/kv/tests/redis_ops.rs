@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 76 {
+    match rng() % 77 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1290,6 +1290,19 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             stop: -small,
         },
         74 => KvOp::KeyspaceStats,
+        75 => KvOp::GetEx {
+            key,
+            expire: pick(
+                rng,
+                &[
+                    None,
+                    Some(SetExpiry::Clear),
+                    Some(SetExpiry::Keep),
+                    Some(SetExpiry::After(5)),
+                    Some(SetExpiry::At(20)),
+                ],
+            ),
+        },
         73 => KvOp::ZMScore {
             key,
             members: some_bytes(rng, VALS),
@@ -1328,7 +1341,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 77);
+    assert_eq!(kinds.len(), 78);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {

@@ -276,6 +276,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("zremrangebyscore", 4, W, ONE),
     spec("zremrangebyrank", 4, W, ONE),
     spec("zmscore", -3, RF, ONE),
+    spec("getex", -2, WF, ONE),
     spec("multi", 1, TX, NONE),
     spec(
         "exec",
@@ -863,6 +864,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             )
         }
         "lpos" => plan_lpos(args),
+        "getex" => plan_getex(args, info.now_ms),
         "smove" => submit(
             KvOp::SMove {
                 from: key(),
@@ -1136,6 +1138,41 @@ fn plan_scan(args: &[Vec<u8>], collection: Option<(Vec<u8>, CollectionKind)>) ->
         Some((key, of)) => KvOp::ScanCollection { key, of, pattern },
     };
     submit(op, Render::Plain)
+}
+
+/// `GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST]`.
+fn plan_getex(args: &[Vec<u8>], now_ms: i64) -> Plan {
+    let expire = match &args[2..] {
+        [] => None,
+        [opt] if is(opt, "persist") => Some(SetExpiry::Clear),
+        [opt, n] => {
+            let (millis, absolute) = if is(opt, "ex") {
+                (false, false)
+            } else if is(opt, "px") {
+                (true, false)
+            } else if is(opt, "exat") {
+                (false, true)
+            } else if is(opt, "pxat") {
+                (true, true)
+            } else {
+                return syntax_error();
+            };
+            let base = if absolute { 0 } else { now_ms };
+            match expire_micros(n, millis, "getex", base) {
+                Ok(micros) if absolute => Some(SetExpiry::At(micros)),
+                Ok(micros) => Some(SetExpiry::After(micros)),
+                Err(plan) => return plan,
+            }
+        }
+        _ => return syntax_error(),
+    };
+    submit(
+        KvOp::GetEx {
+            key: args[1].clone(),
+            expire,
+        },
+        Render::Plain,
+    )
 }
 
 /// `LPOS key element [RANK r] [COUNT c] [MAXLEN m]`.

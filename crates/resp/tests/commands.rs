@@ -1257,7 +1257,10 @@ fn info_sections() {
     // The keyspace comes from the cluster, last, and lists only a database with keys.
     assert!(text.ends_with("\r\n# Keyspace\r\n"), "{text:?}");
     assert_eq!(info("INFO everything"), text);
-    assert_eq!(info("INFO plumb"), "# Plumb\r\nu:1\r\nr:1\r\nreplicas:4\r\n");
+    assert_eq!(
+        info("INFO plumb"),
+        "# Plumb\r\nu:1\r\nr:1\r\nreplicas:4\r\n"
+    );
     let two = info("INFO SERVER clients");
     assert!(two.contains("# Server") && two.contains("# Clients") && !two.contains("# Plumb"));
     assert_eq!(info("INFO nosuch"), "");
@@ -1266,7 +1269,10 @@ fn info_sections() {
     let Resp::Bulk(Some(keyspace)) = gateway.run("INFO keyspace") else {
         panic!()
     };
-    assert_eq!(keyspace, b"# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0\r\n");
+    assert_eq!(
+        keyspace,
+        b"# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0\r\n"
+    );
 }
 
 #[test]
@@ -2099,6 +2105,37 @@ const ABSOLUTE_EXPIRY_TRANSCRIPT: &[(&[u8], &[u8])] = &[
         b"-ERR invalid expire time in 'expireat' command\r\n",
     ),
     (b"pexpireat nokey 5", b":0\r\n"),
+    // GETEX, recorded the same day.
+    (b"flushall", b"+OK\r\n"),
+    (b"set k v", b"+OK\r\n"),
+    (b"getex k", b"$1\r\nv\r\n"),
+    (b"ttl k", b":-1\r\n"),
+    (b"getex k ex 100", b"$1\r\nv\r\n"),
+    (b"ttl k", b":100\r\n"),
+    (b"getex k persist", b"$1\r\nv\r\n"),
+    (b"ttl k", b":-1\r\n"),
+    (b"getex k pxat 2000000000000", b"$1\r\nv\r\n"),
+    (b"pexpiretime k", b":2000000000000\r\n"),
+    (b"getex k exat 100", b"$1\r\nv\r\n"),
+    (b"exists k", b":0\r\n"),
+    (b"getex nokey ex 10", b"$-1\r\n"),
+    (b"rpush l a", b":1\r\n"),
+    (
+        b"getex l",
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    ),
+    (b"set k v", b"+OK\r\n"),
+    (
+        b"getex k ex 0",
+        b"-ERR invalid expire time in 'getex' command\r\n",
+    ),
+    (
+        b"getex k ex x",
+        b"-ERR value is not an integer or out of range\r\n",
+    ),
+    (b"getex k foo 1", b"-ERR syntax error\r\n"),
+    (b"getex k ex 10 px 10", b"-ERR syntax error\r\n"),
+    (b"getex k persist 1", b"-ERR syntax error\r\n"),
 ];
 
 #[test]
