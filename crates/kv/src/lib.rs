@@ -20,8 +20,8 @@ mod zset;
 pub use glob::{glob_match, literal_prefix};
 pub use objects::{bucket_of, BUCKET_BITS, BUCKET_VERSION};
 pub use op::{
-    parse_integer, CollectionKind, DecodeError, End, ExpireCondition, Footprint, KvOp, KvResult,
-    SetCondition, SetExpiry, SetOp, Watched, ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER,
+    parse_integer, Aggregate, CollectionKind, DecodeError, End, ExpireCondition, Footprint, KvOp,
+    KvResult, SetCondition, SetExpiry, SetOp, Watched, ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER,
     ERR_INDEX_RANGE, ERR_MALFORMED, ERR_MIN_MAX_NOT_FLOAT, ERR_NESTED, ERR_NOT_FLOAT,
     ERR_NOT_INTEGER, ERR_NOT_READ_ONLY, ERR_NO_SUCH_KEY, ERR_OVERFLOW, ERR_SCORE_NAN,
     ERR_STRING_TOO_LONG, ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX,

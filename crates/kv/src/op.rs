@@ -400,6 +400,28 @@ pub enum KvOp {
         key: Vec<u8>,
         expire: Option<SetExpiry>,
     },
+    /// Union, intersection or difference (first minus the rest) of the sorted sets, or sets
+    /// (every member scored 1), at `keys` (`ZUNION`, `ZINTER`, `ZDIFF` and their `STORE`
+    /// forms): each input's scores times its weight (`weights` empty: all 1), combined by
+    /// `aggregate` (a NaN sum counts as 0, as in Redis). Without `store`: `Items`, or
+    /// `Scored` with `with_scores`. With `store`, the result replaces that key (an empty one
+    /// removes it): `Int(size)`.
+    ZSetAlgebra {
+        op: SetOp,
+        keys: Vec<Vec<u8>>,
+        weights: Vec<Score>,
+        aggregate: Aggregate,
+        store: Option<Vec<u8>>,
+        with_scores: bool,
+    },
+}
+
+/// How [`KvOp::ZSetAlgebra`] combines a member's scores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Aggregate {
+    Sum,
+    Min,
+    Max,
 }
 
 /// Longest string `SETRANGE` may make. Redis allows 512 MiB; here a few bytes of request
@@ -642,7 +664,8 @@ impl KvOp {
             | KvOp::LPos { .. }
             | KvOp::GetRange { .. }
             | KvOp::ZMScore { .. }
-            | KvOp::KeyspaceStats => false,
+            | KvOp::KeyspaceStats
+            | KvOp::ZSetAlgebra { store: None, .. } => false,
             KvOp::HSetNx { .. }
             | KvOp::LSet { .. }
             | KvOp::LTrim { .. }
@@ -660,7 +683,8 @@ impl KvOp {
             | KvOp::SetRange { .. }
             | KvOp::ZRemRangeByScore { .. }
             | KvOp::ZRemRangeByRank { .. }
-            | KvOp::GetEx { .. } => true,
+            | KvOp::GetEx { .. }
+            | KvOp::ZSetAlgebra { store: Some(_), .. } => true,
             KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
                 .iter()
                 .any(|op| KvOp::decode(op).map_or(true, |op| op.is_mutating())),
@@ -760,7 +784,7 @@ impl KvOp {
             KvOp::PopFirst { keys, .. } => {
                 Footprint::Keys(keys.iter().map(Vec::as_slice).collect())
             }
-            KvOp::SetAlgebra { keys, store, .. } => {
+            KvOp::SetAlgebra { keys, store, .. } | KvOp::ZSetAlgebra { keys, store, .. } => {
                 Footprint::Keys(keys.iter().chain(store.iter()).map(Vec::as_slice).collect())
             }
             KvOp::DeleteMany { keys }

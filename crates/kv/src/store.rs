@@ -23,11 +23,11 @@
 use crate::glob::glob_match;
 use crate::objects::Buckets;
 use crate::op::{
-    parse_integer, CollectionKind, End, ExpireCondition, KvOp, KvResult, SetCondition, SetExpiry,
-    SetOp, Watched, ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_INDEX_RANGE, ERR_MALFORMED,
-    ERR_NESTED, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY, ERR_NO_SUCH_KEY, ERR_OVERFLOW, ERR_SCORE_NAN,
-    ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
-    PIPELINE_REPLY_BUDGET,
+    parse_integer, Aggregate, CollectionKind, End, ExpireCondition, KvOp, KvResult, SetCondition,
+    SetExpiry, SetOp, Watched, ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_INDEX_RANGE,
+    ERR_MALFORMED, ERR_NESTED, ERR_NOT_INTEGER, ERR_NOT_READ_ONLY, ERR_NO_SUCH_KEY, ERR_OVERFLOW,
+    ERR_SCORE_NAN, ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS,
+    ERR_ZADD_NX_XX, PIPELINE_REPLY_BUDGET,
 };
 use crate::op::{ERR_STRING_TOO_LONG, MAX_STRING};
 use crate::zset::{Score, ZSet};
@@ -260,6 +260,28 @@ impl KvStore {
             } => self.linsert(key, *before, pivot, element),
             KvOp::SMove { from, to, member } => self.smove(from, to, member),
             KvOp::GetEx { key, expire } => self.getex(key, *expire, now),
+            KvOp::ZSetAlgebra {
+                op,
+                keys,
+                weights,
+                aggregate,
+                store: Some(dest),
+                ..
+            } => match self.zset_algebra(*op, keys, weights, *aggregate) {
+                Ok(z) => {
+                    let size = int(z.len());
+                    self.remove(dest);
+                    if !z.is_empty() {
+                        let entry = Entry {
+                            value: Value::ZSet(z),
+                            expires_at: None,
+                        };
+                        self.put(dest, entry);
+                    }
+                    size
+                }
+                Err(e) => e,
+            },
             KvOp::SRandMember { key, count } => self.srandmember(key, *count, seed),
             KvOp::MSetNx { pairs } => {
                 if pairs
@@ -367,7 +389,8 @@ impl KvStore {
             | KvOp::LPos { .. }
             | KvOp::GetRange { .. }
             | KvOp::ZMScore { .. }
-            | KvOp::KeyspaceStats => self.read(op),
+            | KvOp::KeyspaceStats
+            | KvOp::ZSetAlgebra { store: None, .. } => self.read(op),
         }
     }
 
@@ -600,6 +623,20 @@ impl KvStore {
                 ),
                 Some(_) => wrong_type(),
             },
+            KvOp::ZSetAlgebra {
+                op,
+                keys,
+                weights,
+                aggregate,
+                store: None,
+                with_scores,
+            } => match self.zset_algebra(*op, keys, weights, *aggregate) {
+                Ok(z) if *with_scores => {
+                    KvResult::Scored(z.iter().map(|(m, s)| (m.to_vec(), s)).collect())
+                }
+                Ok(z) => KvResult::Items(z.iter().map(|(m, _)| m.to_vec()).collect()),
+                Err(e) => e,
+            },
             KvOp::KeyspaceStats => KvResult::Ints(vec![
                 i64::try_from(self.entries.len()).unwrap_or(i64::MAX),
                 i64::try_from(self.expiries.len()).unwrap_or(i64::MAX),
@@ -703,7 +740,8 @@ impl KvStore {
             | KvOp::SetRange { .. }
             | KvOp::ZRemRangeByScore { .. }
             | KvOp::ZRemRangeByRank { .. }
-            | KvOp::GetEx { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::GetEx { .. }
+            | KvOp::ZSetAlgebra { store: Some(_), .. } => KvResult::error(ERR_NOT_READ_ONLY),
         }
     }
 
@@ -1157,6 +1195,91 @@ impl KvStore {
                 ),
             }
         })
+    }
+
+    /// The sorted set [`KvOp::ZSetAlgebra`] computes, or a `WRONGTYPE` error if a key holds
+    /// neither a set nor a sorted set.
+    fn zset_algebra(
+        &self,
+        op: SetOp,
+        keys: &[Vec<u8>],
+        weights: &[Score],
+        aggregate: Aggregate,
+    ) -> Result<ZSet, KvResult> {
+        let mut inputs: Vec<BTreeMap<&[u8], f64>> = Vec::with_capacity(keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            let weight = weights.get(i).map_or(1.0, |w| w.get());
+            let scaled = |s: f64| {
+                let x = s * weight;
+                if x.is_nan() {
+                    0.0
+                } else {
+                    x
+                }
+            };
+            inputs.push(match self.value(key) {
+                None => BTreeMap::new(),
+                Some(Value::Set(s)) => s.iter().map(|m| (m.as_slice(), scaled(1.0))).collect(),
+                Some(Value::ZSet(z)) => z.iter().map(|(m, s)| (m, scaled(s.get()))).collect(),
+                Some(_) => return Err(wrong_type()),
+            });
+        }
+        let combine = |a: f64, b: f64| match aggregate {
+            Aggregate::Sum => {
+                let x = a + b;
+                if x.is_nan() {
+                    0.0
+                } else {
+                    x
+                }
+            }
+            Aggregate::Min => a.min(b),
+            Aggregate::Max => a.max(b),
+        };
+        let mut out: BTreeMap<&[u8], f64> = BTreeMap::new();
+        match op {
+            SetOp::Union => {
+                for input in &inputs {
+                    for (m, s) in input {
+                        out.entry(m)
+                            .and_modify(|t| *t = combine(*t, *s))
+                            .or_insert(*s);
+                    }
+                }
+            }
+            SetOp::Inter => {
+                if let Some((first, rest)) = inputs.split_first() {
+                    for (m, s) in first {
+                        let mut total = *s;
+                        if rest.iter().all(|other| match other.get(m) {
+                            Some(t) => {
+                                total = combine(total, *t);
+                                true
+                            }
+                            None => false,
+                        }) {
+                            out.insert(m, total);
+                        }
+                    }
+                }
+            }
+            SetOp::Diff => {
+                if let Some((first, rest)) = inputs.split_first() {
+                    for (m, s) in first {
+                        if !rest.iter().any(|other| other.contains_key(m)) {
+                            out.insert(m, *s);
+                        }
+                    }
+                }
+            }
+        }
+        let mut z = ZSet::new();
+        for (m, s) in out {
+            if let Some(score) = Score::new(s) {
+                z.insert(m, score.normalized());
+            }
+        }
+        Ok(z)
     }
 
     fn getex(&mut self, key: &[u8], expire: Option<SetExpiry>, now: Micros) -> KvResult {

@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 77 {
+    match rng() % 78 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1290,6 +1290,18 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             stop: -small,
         },
         74 => KvOp::KeyspaceStats,
+        76 => KvOp::ZSetAlgebra {
+            op: pick(rng, &[SetOp::Inter, SetOp::Union, SetOp::Diff]),
+            keys: some_bytes(rng, KEYS),
+            weights: if rng().is_multiple_of(2) {
+                Vec::new()
+            } else {
+                vec![score(rng), score(rng), score(rng)]
+            },
+            aggregate: pick(rng, &[Aggregate::Sum, Aggregate::Min, Aggregate::Max]),
+            store: rng().is_multiple_of(2).then(|| b(pick(rng, KEYS))),
+            with_scores: rng().is_multiple_of(2),
+        },
         75 => KvOp::GetEx {
             key,
             expire: pick(
@@ -1341,7 +1353,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 78);
+    assert_eq!(kinds.len(), 79);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {

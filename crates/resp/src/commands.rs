@@ -3,9 +3,9 @@
 
 use crate::Resp;
 use plumb_kv::{
-    glob_match, parse_integer, CollectionKind, End, ExpireCondition, KvOp, KvResult, Score,
-    ScoreBound, SetCondition, SetExpiry, SetOp, ZAddOptions, ZRangeBy, ERR_MIN_MAX_NOT_FLOAT,
-    ERR_NOT_FLOAT, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
+    glob_match, parse_integer, Aggregate, CollectionKind, End, ExpireCondition, KvOp, KvResult,
+    Score, ScoreBound, SetCondition, SetExpiry, SetOp, ZAddOptions, ZRangeBy,
+    ERR_MIN_MAX_NOT_FLOAT, ERR_NOT_FLOAT, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
 };
 
 /// The Redis version the gateway reports (`INFO`, `HELLO`): the command set and replies
@@ -277,6 +277,12 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("zremrangebyrank", 4, W, ONE),
     spec("zmscore", -3, RF, ONE),
     spec("getex", -2, WF, ONE),
+    spec("zunionstore", -4, WD, ONE),
+    spec("zinterstore", -4, WD, ONE),
+    spec("zdiffstore", -4, WD, ONE),
+    spec("zunion", -3, R, NONE),
+    spec("zinter", -3, R, NONE),
+    spec("zdiff", -3, R, NONE),
     spec("multi", 1, TX, NONE),
     spec(
         "exec",
@@ -865,6 +871,9 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         }
         "lpos" => plan_lpos(args),
         "getex" => plan_getex(args, info.now_ms),
+        "zunionstore" | "zinterstore" | "zdiffstore" | "zunion" | "zinter" | "zdiff" => {
+            plan_zset_algebra(args, spec.name)
+        }
         "smove" => submit(
             KvOp::SMove {
                 from: key(),
@@ -1138,6 +1147,77 @@ fn plan_scan(args: &[Vec<u8>], collection: Option<(Vec<u8>, CollectionKind)>) ->
         Some((key, of)) => KvOp::ScanCollection { key, of, pattern },
     };
     submit(op, Render::Plain)
+}
+
+/// `ZUNIONSTORE dest numkeys key... [WEIGHTS w...] [AGGREGATE SUM|MIN|MAX]`, the `ZINTER` and
+/// `ZDIFF` forms, and without `STORE` (no destination, `WITHSCORES` allowed; `ZDIFF` takes
+/// neither weights nor aggregate).
+fn plan_zset_algebra(args: &[Vec<u8>], command: &str) -> Plan {
+    let store = command.ends_with("store");
+    let op = match &command[..5] {
+        "zunio" => SetOp::Union,
+        "zinte" => SetOp::Inter,
+        _ => SetOp::Diff,
+    };
+    let (dest, rest) = if store {
+        (Some(args[1].clone()), &args[2..])
+    } else {
+        (None, &args[1..])
+    };
+    let Some(numkeys) = int_arg(&rest[0]) else {
+        return not_integer();
+    };
+    if numkeys < 1 {
+        return err(format!(
+            "ERR at least 1 input key is needed for '{command}' command"
+        ));
+    }
+    let numkeys = usize::try_from(numkeys).unwrap_or(usize::MAX);
+    if numkeys > rest.len() - 1 {
+        return syntax_error();
+    }
+    let keys = rest[1..=numkeys].to_vec();
+    let (mut weights, mut aggregate, mut with_scores) = (Vec::new(), Aggregate::Sum, false);
+    let mut j = numkeys + 1;
+    while j < rest.len() {
+        let more = rest.len() - j - 1;
+        if is(&rest[j], "weights") && op != SetOp::Diff && more >= numkeys {
+            for w in &rest[j + 1..=j + numkeys] {
+                match Score::parse(w) {
+                    Some(w) => weights.push(w),
+                    None => return err("ERR weight value is not a float"),
+                }
+            }
+            j += numkeys + 1;
+        } else if is(&rest[j], "aggregate") && op != SetOp::Diff && more >= 1 {
+            aggregate = if is(&rest[j + 1], "sum") {
+                Aggregate::Sum
+            } else if is(&rest[j + 1], "min") {
+                Aggregate::Min
+            } else if is(&rest[j + 1], "max") {
+                Aggregate::Max
+            } else {
+                return syntax_error();
+            };
+            j += 2;
+        } else if is(&rest[j], "withscores") && !store {
+            with_scores = true;
+            j += 1;
+        } else {
+            return syntax_error();
+        }
+    }
+    submit(
+        KvOp::ZSetAlgebra {
+            op,
+            keys,
+            weights,
+            aggregate,
+            store: dest,
+            with_scores,
+        },
+        Render::Plain,
+    )
 }
 
 /// `GETEX key [EX s | PX ms | EXAT t | PXAT t | PERSIST]`.

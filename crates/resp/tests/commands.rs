@@ -2260,6 +2260,60 @@ fn queue_and_cache_commands_match_a_recorded_redis_session() {
     }
 }
 
+/// `ZUNION`, `ZINTER`, `ZDIFF` and their `STORE` forms, recorded from Redis 7.0.15 as
+/// [`REDIS_TRANSCRIPT`] was: weights, aggregates, sets as inputs, `inf + -inf` as 0.
+const ZSET_ALGEBRA_TRANSCRIPT: &[(&[u8], &[u8])] = &[
+    (b"flushall", b"+OK\r\n"),
+    (b"zadd a 1 x 2 y 3 z", b":3\r\n"),
+    (b"zadd b 10 y 20 z 30 w", b":3\r\n"),
+    (b"sadd s y q", b":2\r\n"),
+    (b"zunionstore u 2 a b", b":4\r\n"),
+    (b"zrange u 0 -1 withscores", b"*8\r\n$1\r\nx\r\n$1\r\n1\r\n$1\r\ny\r\n$2\r\n12\r\n$1\r\nz\r\n$2\r\n23\r\n$1\r\nw\r\n$2\r\n30\r\n"),
+    (b"zinterstore i 2 a b", b":2\r\n"),
+    (b"zrange i 0 -1 withscores", b"*4\r\n$1\r\ny\r\n$2\r\n12\r\n$1\r\nz\r\n$2\r\n23\r\n"),
+    (b"zinterstore i 2 a b weights 2 0.5 aggregate max", b":2\r\n"),
+    (b"zrange i 0 -1 withscores", b"*4\r\n$1\r\ny\r\n$1\r\n5\r\n$1\r\nz\r\n$2\r\n10\r\n"),
+    (b"zunion 2 a b aggregate min withscores", b"*8\r\n$1\r\nx\r\n$1\r\n1\r\n$1\r\ny\r\n$1\r\n2\r\n$1\r\nz\r\n$1\r\n3\r\n$1\r\nw\r\n$2\r\n30\r\n"),
+    (b"zunion 3 a b s withscores", b"*10\r\n$1\r\nq\r\n$1\r\n1\r\n$1\r\nx\r\n$1\r\n1\r\n$1\r\ny\r\n$2\r\n13\r\n$1\r\nz\r\n$2\r\n23\r\n$1\r\nw\r\n$2\r\n30\r\n"),
+    (b"zinter 2 a s withscores", b"*2\r\n$1\r\ny\r\n$1\r\n3\r\n"),
+    (b"zinter 2 a nokey", b"*0\r\n"),
+    (b"zdiff 2 a b withscores", b"*2\r\n$1\r\nx\r\n$1\r\n1\r\n"),
+    (b"zdiff 2 b a", b"*1\r\n$1\r\nw\r\n"),
+    (b"zdiffstore d 2 a b", b":1\r\n"),
+    (b"zrange d 0 -1 withscores", b"*2\r\n$1\r\nx\r\n$1\r\n1\r\n"),
+    (b"zdiffstore d 2 a a", b":0\r\n"),
+    (b"exists d", b":0\r\n"),
+    (b"zunionstore u 0 a", b"-ERR at least 1 input key is needed for 'zunionstore' command\r\n"),
+    (b"zunionstore u x a", b"-ERR value is not an integer or out of range\r\n"),
+    (b"zunionstore u 3 a b", b"-ERR syntax error\r\n"),
+    (b"zunionstore u 2 a b weights 1", b"-ERR syntax error\r\n"),
+    (b"zunionstore u 2 a b weights 1 x", b"-ERR weight value is not a float\r\n"),
+    (b"zunionstore u 2 a b aggregate avg", b"-ERR syntax error\r\n"),
+    (b"zunionstore u 2 a b withscores", b"-ERR syntax error\r\n"),
+    (b"zdiff 2 a b weights 1 1", b"-ERR syntax error\r\n"),
+    (b"zadd inf1 inf m", b":1\r\n"),
+    (b"zadd inf2 -inf m", b":1\r\n"),
+    (b"zunion 2 inf1 inf2 withscores", b"*2\r\n$1\r\nm\r\n$1\r\n0\r\n"),
+    (b"set str v", b"+OK\r\n"),
+    (b"zunion 2 a str", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zunionstore str 1 a", b":3\r\n"),
+    (b"type str", b"+zset\r\n"),
+];
+
+#[test]
+fn zset_algebra_matches_a_recorded_redis_session() {
+    let mut gateway = Gateway::new();
+    for (line, expected) in ZSET_ALGEBRA_TRANSCRIPT {
+        let line = std::str::from_utf8(line).unwrap();
+        let got = gateway.run(line).to_bytes();
+        assert_eq!(
+            got.escape_ascii().to_string(),
+            expected.escape_ascii().to_string(),
+            "{line}"
+        );
+    }
+}
+
 #[test]
 fn redis_benchmark_default_commands_work_end_to_end() {
     let input = std::cell::RefCell::new(Vec::new());
