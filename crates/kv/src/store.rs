@@ -1358,8 +1358,9 @@ impl KvStore {
     }
 
     fn smove(&mut self, from: &[u8], to: &[u8], member: &[u8]) -> KvResult {
+        // Redis' order: an absent source is 0 before any type is checked.
         let source_has = match self.value(from) {
-            None => None,
+            None => return KvResult::Bool(false),
             Some(Value::Set(s)) => Some(s.contains(member)),
             Some(_) => return wrong_type(),
         };

@@ -1,0 +1,267 @@
+//! The Redis front end against Redis itself: one seeded random command sequence, sent to a
+//! real plumb cluster through the gateway and to `redis-server` (Debian's 7.0), every reply
+//! compared. Replies whose order Redis leaves to its hash tables (`SMEMBERS`, `HGETALL`, ...)
+//! are compared sorted. A random choice (`SPOP`) is compared by validity: the members plumb
+//! popped must be members Redis removes with `SREM`, which keeps the two stores equal.
+//!
+//! Skipped, with a message, where `redis-server` is not installed (`.ci/run` installs it).
+//!
+//! Ports: slot 25 (23500..23599) of `common::Cluster`'s scheme; redis-server on 23590.
+
+mod common;
+
+use common::Cluster;
+use redis::Value;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const REDIS_PORT: u16 = 23590;
+const COMMANDS: usize = 3000;
+
+struct RedisServer(Child);
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn connect(port: u16) -> redis::Connection {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let attempt = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)));
+        match attempt {
+            Ok(con) => {
+                con.set_read_timeout(Some(common::OP_TIMEOUT)).unwrap();
+                return con;
+            }
+            Err(e) => assert!(Instant::now() < deadline, "connect to {port}: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A reply or an error, as text: redis-rs parses both servers' bytes the same way.
+fn run(con: &mut redis::Connection, args: &[String]) -> Result<Value, String> {
+    let mut cmd = redis::cmd(&args[0]);
+    for a in &args[1..] {
+        cmd.arg(a);
+    }
+    cmd.query::<Value>(con).map_err(|e| e.to_string())
+}
+
+/// The reply with its array elements in sorted order (pairs kept together for `HGETALL`).
+fn sorted(reply: Result<Value, String>, pairs: bool) -> Result<Value, String> {
+    let Ok(Value::Array(items)) = reply else {
+        return reply;
+    };
+    let key = |v: &Value| format!("{v:?}");
+    if pairs {
+        let mut chunks: Vec<Vec<Value>> = items.chunks(2).map(<[Value]>::to_vec).collect();
+        chunks.sort_by_key(|c| c.iter().map(key).collect::<Vec<_>>());
+        return Ok(Value::Array(chunks.concat()));
+    }
+    let mut items = items;
+    items.sort_by_key(key);
+    Ok(Value::Array(items))
+}
+
+/// A small deterministic generator (splitmix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+
+    fn int(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % (hi - lo + 1) as u64) as i64
+    }
+}
+
+const KEYS: &[&str] = &[
+    "k1", "k2", "k3", "h1", "h2", "l1", "l2", "s1", "s2", "z1", "z2",
+];
+const VALUES: &[&str] = &["0", "1", "7", "-3", "10", "a", "bc", "", "1.5", "x y"];
+const MEMBERS: &[&str] = &["m1", "m2", "m3", "m4", "1", "2"];
+
+/// How a command's reply is compared.
+enum Compare {
+    Exact,
+    Sorted,
+    SortedPairs,
+    /// `SPOP`: plumb's choice, then the same members removed from Redis.
+    Popped,
+}
+
+fn command(rng: &mut Rng) -> (Vec<String>, Compare) {
+    let k = rng.pick(KEYS).to_string();
+    let k2 = rng.pick(KEYS).to_string();
+    let v = rng.pick(VALUES).to_string();
+    let m = rng.pick(MEMBERS).to_string();
+    let n = rng.int(-3, 5).to_string();
+    let s = |items: &[&str]| items.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    use Compare::*;
+    let (args, how): (Vec<String>, Compare) = match rng.next() % 60 {
+        0 => (s(&["SET", &k, &v]), Exact),
+        1 => (s(&["GET", &k]), Exact),
+        2 => (s(&["SETNX", &k, &v]), Exact),
+        3 => (s(&["GETSET", &k, &v]), Exact),
+        4 => (s(&["APPEND", &k, &v]), Exact),
+        5 => (s(&["STRLEN", &k]), Exact),
+        6 => (s(&["INCR", &k]), Exact),
+        7 => (s(&["INCRBY", &k, &n]), Exact),
+        8 => (s(&["DECR", &k]), Exact),
+        9 => (s(&["MGET", &k, &k2]), Exact),
+        10 => (s(&["MSET", &k, &v, &k2, &m]), Exact),
+        11 => (s(&["DEL", &k, &k2]), Exact),
+        12 => (s(&["EXISTS", &k, &k2, &k]), Exact),
+        13 => (s(&["GETDEL", &k]), Exact),
+        14 => (s(&["GETRANGE", &k, &n, &rng.int(-2, 3).to_string()]), Exact),
+        15 => (s(&["SETRANGE", &k, &rng.int(0, 4).to_string(), &v]), Exact),
+        16 => (s(&["MSETNX", &k, &v, &k2, &v]), Exact),
+        17 => (s(&["TYPE", &k]), Exact),
+        18 => (s(&["RENAME", &k, &k2]), Exact),
+        19 => (s(&["RENAMENX", &k, &k2]), Exact),
+        20 => (s(&["HSET", &k, &m, &v]), Exact),
+        21 => (s(&["HGET", &k, &m]), Exact),
+        22 => (s(&["HDEL", &k, &m]), Exact),
+        23 => (s(&["HGETALL", &k]), SortedPairs),
+        24 => (s(&["HINCRBY", &k, &m, &n]), Exact),
+        25 => (s(&["HMGET", &k, &m, "m2"]), Exact),
+        26 => (s(&["HEXISTS", &k, &m]), Exact),
+        27 => (s(&["HLEN", &k]), Exact),
+        28 => (s(&["HKEYS", &k]), Sorted),
+        29 => (s(&["HSETNX", &k, &m, &v]), Exact),
+        30 => (s(&["LPUSH", &k, &v, &m]), Exact),
+        31 => (s(&["RPUSH", &k, &m]), Exact),
+        32 => (s(&["LPOP", &k]), Exact),
+        33 => (s(&["RPOP", &k, &rng.int(0, 3).to_string()]), Exact),
+        34 => (s(&["LRANGE", &k, &n, &rng.int(-3, 5).to_string()]), Exact),
+        35 => (s(&["LLEN", &k]), Exact),
+        36 => (s(&["LINDEX", &k, &n]), Exact),
+        37 => (s(&["LSET", &k, &n, &v]), Exact),
+        38 => (s(&["LTRIM", &k, &n, &rng.int(-3, 5).to_string()]), Exact),
+        39 => (s(&["LREM", &k, &n, &m]), Exact),
+        40 => (s(&["LINSERT", &k, "BEFORE", &m, &v]), Exact),
+        41 => (s(&["LPOS", &k, &m]), Exact),
+        42 => (s(&["LMOVE", &k, &k2, "LEFT", "RIGHT"]), Exact),
+        43 => (s(&["SADD", &k, &m, "m2"]), Exact),
+        44 => (s(&["SREM", &k, &m]), Exact),
+        45 => (s(&["SMEMBERS", &k]), Sorted),
+        46 => (s(&["SISMEMBER", &k, &m]), Exact),
+        47 => (s(&["SCARD", &k]), Exact),
+        48 => (s(&["SINTER", &k, &k2]), Sorted),
+        49 => (s(&["SUNIONSTORE", &k, &k, &k2]), Exact),
+        50 => (s(&["SMOVE", &k, &k2, &m]), Exact),
+        51 => (s(&["SPOP", &k]), Popped),
+        52 => (s(&["ZADD", &k, &n, &m]), Exact),
+        53 => (s(&["ZINCRBY", &k, "1.5", &m]), Exact),
+        54 => (s(&["ZRANGE", &k, "0", "-1", "WITHSCORES"]), Exact),
+        55 => (s(&["ZSCORE", &k, &m]), Exact),
+        56 => (s(&["ZRANK", &k, &m]), Exact),
+        57 => (s(&["ZREMRANGEBYSCORE", &k, "-inf", &n]), Exact),
+        58 => (
+            s(&["ZUNIONSTORE", &k, "2", &k, &k2, "WEIGHTS", "2", "1"]),
+            Exact,
+        ),
+        _ => (s(&["EXPIRE", &k, "1000"]), Exact),
+    };
+    (args, how)
+}
+
+#[test]
+fn a_random_command_sequence_gets_the_replies_redis_gives() {
+    let Ok(server) = Command::new("redis-server")
+        .args([
+            "--port",
+            &REDIS_PORT.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        eprintln!("SKIPPED: redis-server is not installed (.ci/run installs redis-server)");
+        return;
+    };
+    let _server = RedisServer(server);
+    let mut c = Cluster::init("redis-differential", 25);
+    c.start_all();
+    let mut plumb = connect(c.resp_port);
+    let mut redis = connect(REDIS_PORT);
+    run(&mut redis, &["FLUSHALL".into()]).unwrap();
+    // Another sequence by hand: PLUMB_DIFF_SEED=N cargo test --test redis_differential.
+    let seed = std::env::var("PLUMB_DIFF_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2026);
+    let mut rng = Rng(seed);
+    let mut compared = 0;
+    for i in 0..COMMANDS {
+        let (args, how) = command(&mut rng);
+        let ours = run(&mut plumb, &args);
+        match how {
+            Compare::Popped => {
+                // Validity: Redis must hold what plumb popped, and now loses it too.
+                let (check, expected) = match &ours {
+                    Ok(Value::BulkString(m)) => {
+                        let m = String::from_utf8_lossy(m).into_owned();
+                        (
+                            vec!["SREM".to_string(), args[1].clone(), m],
+                            Ok(Value::Int(1)),
+                        )
+                    }
+                    Ok(Value::Nil) => (
+                        vec!["SCARD".to_string(), args[1].clone()],
+                        Ok(Value::Int(0)),
+                    ),
+                    other => (args.clone(), other.clone()),
+                };
+                let got = run(&mut redis, &check);
+                assert_eq!(
+                    format!("{got:?}"),
+                    format!("{expected:?}"),
+                    "command {i}: {args:?}: plumb popped {ours:?}"
+                );
+            }
+            Compare::Exact | Compare::Sorted | Compare::SortedPairs => {
+                let theirs = run(&mut redis, &args);
+                let (ours, theirs) = match how {
+                    Compare::Sorted => (sorted(ours, false), sorted(theirs, false)),
+                    Compare::SortedPairs => (sorted(ours, true), sorted(theirs, true)),
+                    _ => (ours, theirs),
+                };
+                assert_eq!(
+                    format!("{ours:?}"),
+                    format!("{theirs:?}"),
+                    "command {i}: {args:?} (plumb left, Redis right)"
+                );
+            }
+        }
+        compared += 1;
+    }
+    // The stores end equal, key by key.
+    for key in KEYS {
+        let args = ["TYPE".to_string(), key.to_string()];
+        assert_eq!(
+            format!("{:?}", run(&mut plumb, &args)),
+            format!("{:?}", run(&mut redis, &args)),
+            "TYPE {key} at the end"
+        );
+    }
+    eprintln!("{compared} random commands (seed {seed}): every reply as redis-server's");
+}
