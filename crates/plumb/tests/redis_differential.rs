@@ -2,7 +2,8 @@
 //! real plumb cluster through the gateway and to `redis-server` (Debian's 7.0), every reply
 //! compared. Replies whose order Redis leaves to its hash tables (`SMEMBERS`, `HGETALL`, ...)
 //! are compared sorted. A random choice (`SPOP`) is compared by validity: the members plumb
-//! popped must be members Redis removes with `SREM`, which keeps the two stores equal.
+//! popped must be members Redis removes with `SREM`, which keeps the two stores equal. One
+//! step in ten sends three commands as a transaction (`MULTI`/`EXEC`) or a pipeline.
 //!
 //! Skipped, with a message, where `redis-server` is not installed (`.ci/run` installs it).
 //!
@@ -212,6 +213,37 @@ fn a_random_command_sequence_gets_the_replies_redis_gives() {
     let mut rng = Rng(seed);
     let mut compared = 0;
     for i in 0..COMMANDS {
+        // One step in ten is a transaction or a pipeline of three commands.
+        if rng.next() % 10 == 0 {
+            let atomic = rng.next() % 2 == 0;
+            let mut group = Vec::new();
+            while group.len() < 3 {
+                if let (args, Compare::Exact) = command(&mut rng) {
+                    group.push(args);
+                }
+            }
+            let mut pipe = redis::pipe();
+            if atomic {
+                pipe.atomic();
+            }
+            for args in &group {
+                let mut cmd = redis::cmd(&args[0]);
+                for a in &args[1..] {
+                    cmd.arg(a);
+                }
+                pipe.add_command(cmd);
+            }
+            let ours = pipe.query::<Value>(&mut plumb).map_err(|e| e.to_string());
+            let theirs = pipe.query::<Value>(&mut redis).map_err(|e| e.to_string());
+            assert_eq!(
+                format!("{ours:?}"),
+                format!("{theirs:?}"),
+                "step {i}: {} {group:?} (plumb left, Redis right)",
+                if atomic { "MULTI/EXEC" } else { "pipeline" }
+            );
+            compared += group.len();
+            continue;
+        }
         let (args, how) = command(&mut rng);
         let ours = run(&mut plumb, &args);
         match how {
