@@ -214,8 +214,8 @@ fn a_random_command_sequence_gets_the_replies_redis_gives() {
     let mut compared = 0;
     for i in 0..COMMANDS {
         // One step in ten is a transaction or a pipeline of three commands.
-        if rng.next() % 10 == 0 {
-            let atomic = rng.next() % 2 == 0;
+        if rng.next().is_multiple_of(10) {
+            let atomic = rng.next().is_multiple_of(2);
             let mut group = Vec::new();
             while group.len() < 3 {
                 if let (args, Compare::Exact) = command(&mut rng) {
