@@ -414,6 +414,18 @@ pub enum KvOp {
         store: Option<Vec<u8>>,
         with_scores: bool,
     },
+    /// Number of members between the lexicographic bounds (`ZLEXCOUNT`). `Int`.
+    ZLexCount {
+        key: Vec<u8>,
+        min: LexBound,
+        max: LexBound,
+    },
+    /// Remove the members between the lexicographic bounds (`ZREMRANGEBYLEX`). `Int`.
+    ZRemRangeByLex {
+        key: Vec<u8>,
+        min: LexBound,
+        max: LexBound,
+    },
 }
 
 /// How [`KvOp::ZSetAlgebra`] combines a member's scores.
@@ -487,7 +499,7 @@ pub struct ZAddOptions {
 }
 
 /// Which members [`KvOp::ZRange`] selects, counted in its direction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ZRangeBy {
     /// Positions `start..=stop`, negative ones counting from the end (Redis' `ZRANGE` index
     /// arithmetic, as `LRANGE`).
@@ -500,6 +512,55 @@ pub enum ZRangeBy {
         max: ScoreBound,
         limit: Option<(i64, i64)>,
     },
+    /// Appended. Members between `min` and `max` in byte order (`BYLEX`; meant for sorted
+    /// sets whose members share one score, as in Redis), then `limit` as for `Score`.
+    Lex {
+        min: LexBound,
+        max: LexBound,
+        limit: Option<(i64, i64)>,
+    },
+}
+
+/// A bound of a lexicographic range: `-`, `+`, `[member` (inclusive) or `(member`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LexBound {
+    Lowest,
+    Highest,
+    Inclusive(Vec<u8>),
+    Exclusive(Vec<u8>),
+}
+
+impl LexBound {
+    /// Redis' syntax; `None` is its "min or max not valid string range item".
+    pub fn parse(arg: &[u8]) -> Option<LexBound> {
+        match arg.split_first()? {
+            (b'-', []) => Some(LexBound::Lowest),
+            (b'+', []) => Some(LexBound::Highest),
+            (b'[', rest) => Some(LexBound::Inclusive(rest.to_vec())),
+            (b'(', rest) => Some(LexBound::Exclusive(rest.to_vec())),
+            _ => None,
+        }
+    }
+
+    /// Whether `member` is at or above this bound taken as the range's minimum.
+    pub fn below(&self, member: &[u8]) -> bool {
+        match self {
+            LexBound::Lowest => true,
+            LexBound::Highest => false,
+            LexBound::Inclusive(x) => member >= x.as_slice(),
+            LexBound::Exclusive(x) => member > x.as_slice(),
+        }
+    }
+
+    /// Whether `member` is at or below this bound taken as the range's maximum.
+    pub fn above(&self, member: &[u8]) -> bool {
+        match self {
+            LexBound::Lowest => false,
+            LexBound::Highest => true,
+            LexBound::Inclusive(x) => member <= x.as_slice(),
+            LexBound::Exclusive(x) => member < x.as_slice(),
+        }
+    }
 }
 
 /// Expiry handling of [`KvOp::SetExtended`].
@@ -665,7 +726,8 @@ impl KvOp {
             | KvOp::GetRange { .. }
             | KvOp::ZMScore { .. }
             | KvOp::KeyspaceStats
-            | KvOp::ZSetAlgebra { store: None, .. } => false,
+            | KvOp::ZSetAlgebra { store: None, .. }
+            | KvOp::ZLexCount { .. } => false,
             KvOp::HSetNx { .. }
             | KvOp::LSet { .. }
             | KvOp::LTrim { .. }
@@ -684,7 +746,8 @@ impl KvOp {
             | KvOp::ZRemRangeByScore { .. }
             | KvOp::ZRemRangeByRank { .. }
             | KvOp::GetEx { .. }
-            | KvOp::ZSetAlgebra { store: Some(_), .. } => true,
+            | KvOp::ZSetAlgebra { store: Some(_), .. }
+            | KvOp::ZRemRangeByLex { .. } => true,
             KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
                 .iter()
                 .any(|op| KvOp::decode(op).map_or(true, |op| op.is_mutating())),
@@ -773,7 +836,9 @@ impl KvOp {
             | KvOp::ZRemRangeByScore { key, .. }
             | KvOp::ZRemRangeByRank { key, .. }
             | KvOp::ZMScore { key, .. }
-            | KvOp::GetEx { key, .. } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::GetEx { key, .. }
+            | KvOp::ZLexCount { key, .. }
+            | KvOp::ZRemRangeByLex { key, .. } => Footprint::Keys(vec![key.as_slice()]),
             KvOp::SMove { from, to, .. } => Footprint::Keys(vec![from.as_slice(), to.as_slice()]),
             KvOp::MSetNx { pairs } => {
                 Footprint::Keys(pairs.iter().map(|(k, _)| k.as_slice()).collect())

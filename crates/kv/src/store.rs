@@ -260,6 +260,12 @@ impl KvStore {
             } => self.linsert(key, *before, pivot, element),
             KvOp::SMove { from, to, member } => self.smove(from, to, member),
             KvOp::GetEx { key, expire } => self.getex(key, *expire, now),
+            KvOp::ZRemRangeByLex { key, min, max } => self.zremrange(key, |z| {
+                z.iter()
+                    .filter(|(m, _)| min.below(m) && max.above(m))
+                    .map(|(m, _)| m.to_vec())
+                    .collect()
+            }),
             KvOp::ZSetAlgebra {
                 op,
                 keys,
@@ -390,7 +396,8 @@ impl KvStore {
             | KvOp::GetRange { .. }
             | KvOp::ZMScore { .. }
             | KvOp::KeyspaceStats
-            | KvOp::ZSetAlgebra { store: None, .. } => self.read(op),
+            | KvOp::ZSetAlgebra { store: None, .. }
+            | KvOp::ZLexCount { .. } => self.read(op),
         }
     }
 
@@ -518,7 +525,7 @@ impl KvStore {
                 None if *with_scores => KvResult::Scored(Vec::new()),
                 None => KvResult::Items(Vec::new()),
                 Some(Value::ZSet(z)) => {
-                    let found = zrange(z, *range, *rev);
+                    let found = zrange(z, range.clone(), *rev);
                     if *with_scores {
                         KvResult::Scored(found.map(|(m, s)| (m.to_vec(), s)).collect())
                     } else {
@@ -637,6 +644,14 @@ impl KvStore {
                 Ok(z) => KvResult::Items(z.iter().map(|(m, _)| m.to_vec()).collect()),
                 Err(e) => e,
             },
+            KvOp::ZLexCount { key, min, max } => match self.value(key) {
+                None => KvResult::Int(0),
+                Some(Value::ZSet(z)) => int(z
+                    .iter()
+                    .filter(|(m, _)| min.below(m) && max.above(m))
+                    .count()),
+                Some(_) => wrong_type(),
+            },
             KvOp::KeyspaceStats => KvResult::Ints(vec![
                 i64::try_from(self.entries.len()).unwrap_or(i64::MAX),
                 i64::try_from(self.expiries.len()).unwrap_or(i64::MAX),
@@ -741,7 +756,8 @@ impl KvStore {
             | KvOp::ZRemRangeByScore { .. }
             | KvOp::ZRemRangeByRank { .. }
             | KvOp::GetEx { .. }
-            | KvOp::ZSetAlgebra { store: Some(_), .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::ZSetAlgebra { store: Some(_), .. }
+            | KvOp::ZRemRangeByLex { .. } => KvResult::error(ERR_NOT_READ_ONLY),
         }
     }
 
@@ -1823,17 +1839,32 @@ fn zrange(z: &ZSet, range: ZRangeBy, rev: bool) -> Box<dyn Iterator<Item = (&[u8
                 Box::new(z.iter().skip(start).take(len))
             }
         }
-        ZRangeBy::Score { min, max, limit } => {
-            let found = z.range_by_score(min, max, rev);
-            match limit {
-                None => found,
-                Some((offset, _)) if offset < 0 => Box::new(std::iter::empty()),
-                Some((offset, count)) => {
-                    let skip = usize::try_from(offset).unwrap_or(usize::MAX);
-                    let take = usize::try_from(count).unwrap_or(usize::MAX);
-                    Box::new(found.skip(skip).take(take))
-                }
-            }
+        ZRangeBy::Score { min, max, limit } => with_limit(z.range_by_score(min, max, rev), limit),
+        ZRangeBy::Lex { min, max, limit } => {
+            let all: Box<dyn Iterator<Item = (&[u8], Score)>> = if rev {
+                Box::new(z.iter().rev())
+            } else {
+                Box::new(z.iter())
+            };
+            let found = all.filter(move |(m, _)| min.below(m) && max.above(m));
+            with_limit(Box::new(found), limit)
+        }
+    }
+}
+
+/// Redis' `LIMIT offset count` on a range: a negative offset selects nothing, a negative
+/// count everything after the offset.
+fn with_limit<'a>(
+    found: Box<dyn Iterator<Item = (&'a [u8], Score)> + 'a>,
+    limit: Option<(i64, i64)>,
+) -> Box<dyn Iterator<Item = (&'a [u8], Score)> + 'a> {
+    match limit {
+        None => found,
+        Some((offset, _)) if offset < 0 => Box::new(std::iter::empty()),
+        Some((offset, count)) => {
+            let skip = usize::try_from(offset).unwrap_or(usize::MAX);
+            let take = usize::try_from(count).unwrap_or(usize::MAX);
+            Box::new(found.skip(skip).take(take))
         }
     }
 }

@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 78 {
+    match rng() % 80 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1290,6 +1290,21 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             stop: -small,
         },
         74 => KvOp::KeyspaceStats,
+        77 | 78 => {
+            let mut bounds = [0, 1].map(|_| match rng() % 4 {
+                0 => LexBound::Lowest,
+                1 => LexBound::Highest,
+                2 => LexBound::Inclusive(v.clone()),
+                _ => LexBound::Exclusive(v.clone()),
+            });
+            bounds.swap(0, (rng() % 2) as usize);
+            let [min, max] = bounds;
+            if rng().is_multiple_of(2) {
+                KvOp::ZLexCount { key, min, max }
+            } else {
+                KvOp::ZRemRangeByLex { key, min, max }
+            }
+        }
         76 => KvOp::ZSetAlgebra {
             op: pick(rng, &[SetOp::Inter, SetOp::Union, SetOp::Diff]),
             keys: some_bytes(rng, KEYS),
@@ -1353,7 +1368,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 79);
+    assert_eq!(kinds.len(), 81);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {

@@ -4,7 +4,7 @@
 use crate::Resp;
 use plumb_kv::{
     glob_match, parse_integer, Aggregate, CollectionKind, End, ExpireCondition, KvOp, KvResult,
-    Score, ScoreBound, SetCondition, SetExpiry, SetOp, ZAddOptions, ZRangeBy,
+    LexBound, Score, ScoreBound, SetCondition, SetExpiry, SetOp, ZAddOptions, ZRangeBy,
     ERR_MIN_MAX_NOT_FLOAT, ERR_NOT_FLOAT, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
 };
 
@@ -15,6 +15,7 @@ pub const REDIS_VERSION: &str = "7.0.0";
 pub const ERR_SYNTAX: &str = "ERR syntax error";
 pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const ERR_NOT_POSITIVE: &str = "ERR value is out of range, must be positive";
+const ERR_LEX_RANGE: &str = "ERR min or max not valid string range item";
 
 /// What the gateway knows about itself and the connection, for `INFO`, `HELLO` and `CLIENT`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -277,6 +278,10 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("zremrangebyrank", 4, W, ONE),
     spec("zmscore", -3, RF, ONE),
     spec("getex", -2, WF, ONE),
+    spec("zrangebylex", -4, R, ONE),
+    spec("zrevrangebylex", -4, R, ONE),
+    spec("zlexcount", 4, RF, ONE),
+    spec("zremrangebylex", 4, W, ONE),
     spec("zunionstore", -4, WD, ONE),
     spec("zinterstore", -4, WD, ONE),
     spec("zdiffstore", -4, WD, ONE),
@@ -422,7 +427,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                     },
                     Render::Plain,
                 ),
-                Err(plan) => plan,
+                Err(text) => err(text),
             }
         }
         "getset" => submit(
@@ -647,6 +652,29 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         "zrevrange" => plan_zrange(args, Some(ByScore::No), Some(true)),
         "zrangebyscore" => plan_zrange(args, Some(ByScore::Yes), Some(false)),
         "zrevrangebyscore" => plan_zrange(args, Some(ByScore::Yes), Some(true)),
+        "zrangebylex" => plan_zrange(args, Some(ByScore::Lex), Some(false)),
+        "zrevrangebylex" => plan_zrange(args, Some(ByScore::Lex), Some(true)),
+        "zlexcount" | "zremrangebylex" => {
+            match (LexBound::parse(&args[2]), LexBound::parse(&args[3])) {
+                (Some(min), Some(max)) if spec.name == "zlexcount" => submit(
+                    KvOp::ZLexCount {
+                        key: key(),
+                        min,
+                        max,
+                    },
+                    Render::Plain,
+                ),
+                (Some(min), Some(max)) => submit(
+                    KvOp::ZRemRangeByLex {
+                        key: key(),
+                        min,
+                        max,
+                    },
+                    Render::Plain,
+                ),
+                _ => err(ERR_LEX_RANGE),
+            }
+        }
         "zcount" => match (ScoreBound::parse(&args[2]), ScoreBound::parse(&args[3])) {
             (Some(min), Some(max)) => submit(
                 KvOp::ZCount {
@@ -1077,7 +1105,16 @@ fn plan_zrange(args: &[Vec<u8>], by: Option<ByScore>, rev: Option<bool>) -> Plan
     }
     let range = match by {
         ByScore::Lex => {
-            return err("ERR BYLEX is not supported: sorted sets here are ranged by score or index")
+            // Reversed ranges are given as `max min`, as by score.
+            let (min, max) = if rev {
+                (&args[3], &args[2])
+            } else {
+                (&args[2], &args[3])
+            };
+            match (LexBound::parse(min), LexBound::parse(max)) {
+                (Some(min), Some(max)) => ZRangeBy::Lex { min, max, limit },
+                _ => return err(ERR_LEX_RANGE),
+            }
         }
         ByScore::No => match (int_arg(&args[2]), int_arg(&args[3])) {
             (Some(start), Some(stop)) => ZRangeBy::Index { start, stop },
@@ -1241,7 +1278,7 @@ fn plan_getex(args: &[Vec<u8>], now_ms: i64) -> Plan {
             match expire_micros(n, millis, "getex", base) {
                 Ok(micros) if absolute => Some(SetExpiry::At(micros)),
                 Ok(micros) => Some(SetExpiry::After(micros)),
-                Err(plan) => return plan,
+                Err(text) => return err(text),
             }
         }
         _ => return syntax_error(),
@@ -1355,12 +1392,11 @@ fn expire_overflows(n: i64, millis: bool, now_ms: i64) -> bool {
     ms.is_none_or(|ms| ms > i64::MAX - now_ms.max(0))
 }
 
-fn expire_micros(arg: &[u8], millis: bool, command: &str, now_ms: i64) -> Result<u64, Plan> {
-    let n = int_arg(arg).ok_or_else(not_integer)?;
+/// An expiry argument in micros, or the error text to reply with.
+fn expire_micros(arg: &[u8], millis: bool, command: &str, now_ms: i64) -> Result<u64, String> {
+    let n = int_arg(arg).ok_or_else(|| ERR_NOT_INTEGER.to_string())?;
     if n <= 0 || expire_overflows(n, millis, now_ms) {
-        return Err(err(format!(
-            "ERR invalid expire time in '{command}' command"
-        )));
+        return Err(format!("ERR invalid expire time in '{command}' command"));
     }
     let per_unit: u64 = if millis { 1_000 } else { 1_000_000 };
     Ok(n.unsigned_abs().saturating_mul(per_unit))
@@ -1419,12 +1455,12 @@ fn plan_set(args: &[Vec<u8>], now_ms: i64) -> Plan {
         Some((unit @ (Unit::ExAt | Unit::PxAt), arg)) => {
             match expire_micros(arg, unit == Unit::PxAt, "set", 0) {
                 Ok(micros) => (None, Some(micros)),
-                Err(plan) => return plan,
+                Err(text) => return err(text),
             }
         }
         Some((unit, arg)) => match expire_micros(arg, unit == Unit::Px, "set", now_ms) {
             Ok(micros) => (Some(micros), None),
-            Err(plan) => return plan,
+            Err(text) => return err(text),
         },
     };
     let (key, value) = (args[1].clone(), args[2].clone());
@@ -1546,8 +1582,8 @@ fn plan_hello(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             user = Some(&args[j + 1]);
             j += 2;
         } else if is(&args[j], "setname") && more >= 1 {
-            if let Err(plan) = check_client_name(&args[j + 1]) {
-                return plan;
+            if let Err(text) = check_client_name(&args[j + 1]) {
+                return err(text);
             }
             name = Some(args[j + 1].clone());
             j += 1;
@@ -1574,13 +1610,12 @@ fn plan_hello(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
     }
 }
 
-fn check_client_name(name: &[u8]) -> Result<(), Plan> {
+/// The error text for a client name with spaces or special characters.
+fn check_client_name(name: &[u8]) -> Result<(), &'static str> {
     if name.iter().all(|b| (b'!'..=b'~').contains(b)) {
         Ok(())
     } else {
-        Err(err(
-            "ERR Client names cannot contain spaces, newlines or special characters.",
-        ))
+        Err("ERR Client names cannot contain spaces, newlines or special characters.")
     }
 }
 
@@ -1598,7 +1633,7 @@ fn plan_client(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         arity(2, "getname").unwrap_or_else(|| Plan::Reply(Resp::Bulk(info.client_name.clone())))
     } else if is(sub, "setname") {
         arity(3, "setname").unwrap_or_else(|| match check_client_name(&args[2]) {
-            Err(plan) => plan,
+            Err(text) => err(text),
             Ok(()) => Plan::SetName {
                 name: (!args[2].is_empty()).then(|| args[2].clone()),
                 reply: Resp::ok(),

@@ -3,8 +3,8 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_kv::{
-    End, ExpireCondition, KvOp, KvResult, KvStore, Score, ScoreBound, SetCondition, SetExpiry,
-    ZAddOptions, ZRangeBy,
+    End, ExpireCondition, KvOp, KvResult, KvStore, LexBound, Score, ScoreBound, SetCondition,
+    SetExpiry, ZAddOptions, ZRangeBy,
 };
 use plumb_resp::*;
 
@@ -718,7 +718,19 @@ fn zset_commands_map_to_one_op_each() {
     ] {
         assert_eq!(error(line), text, "{line}");
     }
-    assert!(error("ZRANGE z [a + BYLEX").contains("BYLEX is not supported"));
+    assert_eq!(
+        op("ZRANGE z [a + BYLEX"),
+        KvOp::ZRange {
+            key: b("z"),
+            range: ZRangeBy::Lex {
+                min: LexBound::Inclusive(b("a")),
+                max: LexBound::Highest,
+                limit: None
+            },
+            rev: false,
+            with_scores: false
+        }
+    );
 }
 
 #[test]
@@ -2298,6 +2310,32 @@ const ZSET_ALGEBRA_TRANSCRIPT: &[(&[u8], &[u8])] = &[
     (b"zunion 2 a str", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
     (b"zunionstore str 1 a", b":3\r\n"),
     (b"type str", b"+zset\r\n"),
+    // Lexicographic ranges, recorded the same day.
+    (b"flushall", b"+OK\r\n"),
+    (b"zadd z 0 a 0 b 0 c 0 d 0 e 0 f", b":6\r\n"),
+    (b"zrange z [b (e bylex", b"*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n"),
+    (b"zrange z - + bylex", b"*6\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n$1\r\nf\r\n"),
+    (b"zrange z (e - bylex rev", b"*4\r\n$1\r\nd\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n"),
+    (b"zrange z + [c bylex rev limit 1 2", b"*2\r\n$1\r\ne\r\n$1\r\nd\r\n"),
+    (b"zrangebylex z - [c", b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"),
+    (b"zrangebylex z [aaa (g limit 0 3", b"*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n"),
+    (b"zrevrangebylex z + (c", b"*3\r\n$1\r\nf\r\n$1\r\ne\r\n$1\r\nd\r\n"),
+    (b"zrangebylex z b c", b"-ERR min or max not valid string range item\r\n"),
+    (b"zrangebylex z [b c", b"-ERR min or max not valid string range item\r\n"),
+    (b"zrange z [a [c bylex withscores", b"-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n"),
+    (b"zrangebylex z - + withscores", b"-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n"),
+    (b"zlexcount z - +", b":6\r\n"),
+    (b"zlexcount z [b (d", b":2\r\n"),
+    (b"zlexcount z x +", b"-ERR min or max not valid string range item\r\n"),
+    (b"zlexcount nokey - +", b":0\r\n"),
+    (b"zremrangebylex z [e +", b":2\r\n"),
+    (b"zrange z 0 -1", b"*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n"),
+    (b"zremrangebylex z - (b", b":1\r\n"),
+    (b"zrange z 0 -1", b"*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n"),
+    (b"zremrangebylex nokey - +", b":0\r\n"),
+    (b"set s v", b"+OK\r\n"),
+    (b"zlexcount s - +", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"zrangebylex s - +", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
 ];
 
 #[test]
