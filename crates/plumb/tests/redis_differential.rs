@@ -113,7 +113,7 @@ fn command(rng: &mut Rng) -> (Vec<String>, Compare) {
     let n = rng.int(-3, 5).to_string();
     let s = |items: &[&str]| items.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     use Compare::*;
-    let (args, how): (Vec<String>, Compare) = match rng.next() % 60 {
+    let (args, how): (Vec<String>, Compare) = match rng.next() % 66 {
         0 => (s(&["SET", &k, &v]), Exact),
         1 => (s(&["GET", &k]), Exact),
         2 => (s(&["SETNX", &k, &v]), Exact),
