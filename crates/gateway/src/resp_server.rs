@@ -132,8 +132,20 @@ impl RespServer {
                         render: how,
                         timeout,
                     }) => {
+                        // The replies before it go out now: the caller may wait long.
                         self.flush(&mut pipeline, &mut out).await;
-                        let reply = self.block(op, how, timeout).await;
+                        if !out.is_empty() {
+                            if stream.write_all(&out).await.is_err() {
+                                return;
+                            }
+                            out.clear();
+                        }
+                        let Some(reply) =
+                            self.block(op, how, timeout, &mut stream, &mut parser).await
+                        else {
+                            // The caller left while it waited: it takes nothing.
+                            return;
+                        };
                         encode(&reply, &mut out);
                     }
                     Step::Plan(Plan::Close(r)) => {
@@ -241,8 +253,17 @@ impl RespServer {
 
     /// A blocking command: try `op`; while it finds nothing, wait for a write through this
     /// gateway to one of its keys (or the next poll) and try again, until `timeout`. No pool
-    /// client is held while waiting.
-    async fn block(&self, op: KvOp, how: Render, timeout: Option<Duration>) -> Resp {
+    /// client is held while waiting. The connection is watched meanwhile: `None` if the caller
+    /// closed it (as Redis does, it then stops waiting, so a departed consumer takes no
+    /// element); bytes it sends go to `parser`, to run once this command is answered.
+    async fn block(
+        &self,
+        op: KvOp,
+        how: Render,
+        timeout: Option<Duration>,
+        stream: &mut TcpStream,
+        parser: &mut Parser,
+    ) -> Option<Resp> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let keys: Vec<Vec<u8>> = match &op {
             KvOp::PopFirst { keys, .. } => keys.clone(),
@@ -252,6 +273,7 @@ impl RespServer {
         let waiter = self.waiters.register(&keys);
         let encoded = op.encode();
         let mut poll = POLL_FIRST;
+        let mut buf = [0u8; 4096];
         loop {
             let result = self.call(encoded.clone(), false).await;
             if !matches!(result, KvResult::Nil | KvResult::Value(None)) {
@@ -259,20 +281,24 @@ impl RespServer {
                 // The list may hold more: the next waiter in line tries too.
                 let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
                 self.waiters.wake(&keys);
-                return render(&how, result);
+                return Some(render(&how, result));
             }
             let mut wait = poll;
             if let Some(deadline) = deadline {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     // Redis' reply to every blocking command that timed out.
-                    return Resp::Array(None);
+                    return Some(Resp::Array(None));
                 }
                 wait = wait.min(left);
             }
             tokio::select! {
                 _ = waiter.notify.notified() => {}
                 _ = tokio::time::sleep(wait) => poll = (poll * 2).min(POLL_MAX),
+                read = stream.read(&mut buf) => match read {
+                    Ok(0) | Err(_) => return None,
+                    Ok(n) => parser.feed(&buf[..n]),
+                },
             }
         }
     }

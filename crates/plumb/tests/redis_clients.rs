@@ -178,6 +178,39 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
         .unwrap();
     assert_eq!(none, None);
 
+    // A consumer that leaves while it waits takes nothing: the gateway stops waiting for it.
+    {
+        use std::io::Write as _;
+        let mut gone = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        gone.write_all(b"*3\r\n$5\r\nBLPOP\r\n$5\r\nghost\r\n$1\r\n0\r\n")
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let blocked = |con: &mut redis::Connection| -> String {
+        let info: String = redis::cmd("INFO").arg("clients").query(con).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .unwrap_or("?")
+            .trim()
+            .to_string()
+    };
+    let deadline = Instant::now() + common::OP_TIMEOUT;
+    while blocked(&mut con) != "0" {
+        assert!(
+            Instant::now() < deadline,
+            "the departed consumer is still waiting"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    redis::cmd("RPUSH")
+        .arg("ghost")
+        .arg("job")
+        .query::<()>(&mut con)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let left: i64 = redis::cmd("LLEN").arg("ghost").query(&mut con).unwrap();
+    assert_eq!(left, 1, "the job is still there for a live consumer");
+
     // redis-py, from Python's ecosystem.
     // Debian's python3-redis installs for the system's Python, which a pyenv or venv on the
     // PATH may hide.
