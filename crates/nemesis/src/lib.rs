@@ -236,7 +236,16 @@ fn episodes(
             continue;
         }
         for role in [Role::Primary, Role::NextPrimary] {
-            let settled_in = settle(processes)?;
+            let (settled_in, behind) = settle(processes)?;
+            if !behind.is_empty() {
+                // A liveness miss, reported, not a reason to stop: the harness fails on safety
+                // (a violation, a dead process) only. The next fault is then a second one.
+                eprintln!(
+                    "nemesis: {behind} after 60 s; going on with the next fault ({} {})",
+                    fault.name(),
+                    role.name()
+                );
+            }
             std::thread::sleep(o.baseline);
             let baseline_from = recorder.now() - o.baseline.as_nanos() as Nanos;
             let primary = processes.primary().ok_or("no node names a primary")?;
@@ -323,8 +332,9 @@ fn view(processes: &Processes) -> u64 {
 /// Waits until every node answers, has committed as far as the furthest one had when the
 /// wait began, and works in the same view as the others (a node back from a fault has caught
 /// up and votes again: catching up on committed batches alone is not that, and a node still
-/// in an old view made the next fault a second one). Returns how long it took.
-fn settle(processes: &mut Processes) -> Result<Duration, String> {
+/// in an old view made the next fault a second one). Returns how long it took, and after 60 s
+/// of waiting, which nodes were still behind and how (empty if none).
+fn settle(processes: &mut Processes) -> Result<(Duration, String), String> {
     let start = Instant::now();
     let target = (0..processes.node_count())
         .filter_map(|n| processes.last_committed(n))
@@ -343,11 +353,22 @@ fn settle(processes: &mut Processes) -> Result<Duration, String> {
             .filter(|&n| statuses[n].is_none_or(|(c, v)| c < target || Some(v) != top_view))
             .collect();
         if behind.is_empty() {
-            return Ok(start.elapsed());
+            return Ok((start.elapsed(), String::new()));
         }
         if start.elapsed() > Duration::from_secs(60) {
-            return Err(format!(
-                "nodes {behind:?} did not catch up to sequence number {target} and view {top_view:?} within 60 s"
+            let how: Vec<String> = behind
+                .iter()
+                .map(|&n| match statuses[n] {
+                    Some((c, v)) => format!("node {n} at sequence {c} in view {v}"),
+                    None => format!("node {n} not answering"),
+                })
+                .collect();
+            return Ok((
+                start.elapsed(),
+                format!(
+                    "{} (the others reached sequence {target} and view {top_view:?})",
+                    how.join(", ")
+                ),
             ));
         }
         std::thread::sleep(Duration::from_millis(100));
