@@ -76,11 +76,6 @@ fn queued() -> Step {
 }
 
 impl Session {
-    /// Whether a `MULTI` is open.
-    pub fn in_transaction(&self) -> bool {
-        self.queue.is_some()
-    }
-
     /// The step for one command's plan, in Redis' terms: inside `MULTI` every command but
     /// `EXEC`, `DISCARD`, `MULTI`, `WATCH` and `QUIT` is queued (`+QUEUED`), and one refused
     /// before it could run fails the whole transaction.

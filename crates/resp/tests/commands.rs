@@ -1398,6 +1398,19 @@ fn render_shapes_results() {
     }
 }
 
+/// Run a recorded session on `gateway`, line by line, comparing every reply's bytes.
+fn replay(mut gateway: Gateway, transcript: &[(&[u8], &[u8])]) {
+    for (line, expected) in transcript {
+        let line = std::str::from_utf8(line).unwrap();
+        let got = gateway.run(line).to_bytes();
+        assert_eq!(
+            got.escape_ascii().to_string(),
+            expected.escape_ascii().to_string(),
+            "{line}"
+        );
+    }
+}
+
 /// Commands and the exact bytes Redis 7.0.15 replied to them, recorded on one connection in
 /// this order (`redis-server` on loopback, each command sent inline). Left out: replies that
 /// differ on purpose (member and key order, `SELECT 1`, `CONFIG SET`, `COMMAND DOCS`,
@@ -1535,16 +1548,7 @@ const REDIS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn replies_match_a_recorded_redis_session() {
-    let mut gateway = Gateway::new();
-    for (line, expected) in REDIS_TRANSCRIPT {
-        let line = std::str::from_utf8(line).unwrap();
-        let got = gateway.run(line).to_bytes();
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{line}"
-        );
-    }
+    replay(Gateway::new(), REDIS_TRANSCRIPT);
 }
 
 /// Sorted-set commands and the exact bytes Redis 7.0.15 replied to them, recorded as
@@ -1707,16 +1711,7 @@ const ZSET_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn zset_replies_match_a_recorded_redis_session() {
-    let mut gateway = Gateway::new();
-    for (line, expected) in ZSET_TRANSCRIPT {
-        let line = std::str::from_utf8(line).unwrap();
-        let got = gateway.run(line).to_bytes();
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{line}"
-        );
-    }
+    replay(Gateway::new(), ZSET_TRANSCRIPT);
 }
 
 /// Transactions, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was: queue-time
@@ -1810,16 +1805,7 @@ const TRANSACTION_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn transactions_match_a_recorded_redis_session() {
-    let mut gateway = Gateway::new();
-    for (line, expected) in TRANSACTION_TRANSCRIPT {
-        let line = std::str::from_utf8(line).unwrap();
-        let got = gateway.run(line).to_bytes();
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{line}"
-        );
-    }
+    replay(Gateway::new(), TRANSACTION_TRANSCRIPT);
 }
 
 /// Hash, set, list and key commands added for drop-in use, recorded from Redis 7.0.15 as
@@ -1956,16 +1942,7 @@ const MORE_COMMANDS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn more_commands_match_a_recorded_redis_session() {
-    let mut gateway = Gateway::new();
-    for (line, expected) in MORE_COMMANDS_TRANSCRIPT {
-        let line = std::str::from_utf8(line).unwrap();
-        let got = gateway.run(line).to_bytes();
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{line}"
-        );
-    }
+    replay(Gateway::new(), MORE_COMMANDS_TRANSCRIPT);
 }
 
 /// Blocking pops and list moves, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was:
@@ -2015,16 +1992,7 @@ const BLOCKING_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn blocking_commands_match_a_recorded_redis_session() {
-    let mut gateway = Gateway::new();
-    for (line, expected) in BLOCKING_TRANSCRIPT {
-        let line = std::str::from_utf8(line).unwrap();
-        let got = gateway.run(line).to_bytes();
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{line}"
-        );
-    }
+    replay(Gateway::new(), BLOCKING_TRANSCRIPT);
 }
 
 /// `SCAN` and the collection scans, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was,
@@ -2061,16 +2029,7 @@ const SCAN_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn scans_match_a_recorded_redis_session() {
-    let mut gateway = Gateway::new();
-    for (line, expected) in SCAN_TRANSCRIPT {
-        let line = std::str::from_utf8(line).unwrap();
-        let got = gateway.run(line).to_bytes();
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{line}"
-        );
-    }
+    replay(Gateway::new(), SCAN_TRANSCRIPT);
 }
 
 /// Absolute expiry (`EXPIREAT`, `PEXPIREAT`, `SET EXAT/PXAT`, `EXPIRETIME`), recorded from
@@ -2152,16 +2111,7 @@ const ABSOLUTE_EXPIRY_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn absolute_expiry_matches_a_recorded_redis_session() {
-    let mut gateway = Gateway::new();
-    for (line, expected) in ABSOLUTE_EXPIRY_TRANSCRIPT {
-        let line = std::str::from_utf8(line).unwrap();
-        let got = gateway.run(line).to_bytes();
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{line}"
-        );
-    }
+    replay(Gateway::new(), ABSOLUTE_EXPIRY_TRANSCRIPT);
 }
 
 /// List, set, string and sorted-set commands queue libraries and caches use (`LREM`,
@@ -2260,16 +2210,7 @@ const QUEUE_AND_CACHE_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn queue_and_cache_commands_match_a_recorded_redis_session() {
-    let mut gateway = Gateway::new();
-    for (line, expected) in QUEUE_AND_CACHE_TRANSCRIPT {
-        let line = std::str::from_utf8(line).unwrap();
-        let got = gateway.run(line).to_bytes();
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{line}"
-        );
-    }
+    replay(Gateway::new(), QUEUE_AND_CACHE_TRANSCRIPT);
 }
 
 /// `ZUNION`, `ZINTER`, `ZDIFF` and their `STORE` forms, recorded from Redis 7.0.15 as
@@ -2340,16 +2281,7 @@ const ZSET_ALGEBRA_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn zset_algebra_matches_a_recorded_redis_session() {
-    let mut gateway = Gateway::new();
-    for (line, expected) in ZSET_ALGEBRA_TRANSCRIPT {
-        let line = std::str::from_utf8(line).unwrap();
-        let got = gateway.run(line).to_bytes();
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{line}"
-        );
-    }
+    replay(Gateway::new(), ZSET_ALGEBRA_TRANSCRIPT);
 }
 
 #[test]
