@@ -29,5 +29,8 @@ pub use op::{
     RESULT_VERSION,
 };
 pub use random::{random_op, random_op_with_expiry};
-pub use store::{fingerprint, request_seed, Entry, KvStore, Value, CHECKPOINT_VERSION};
+pub use store::{
+    fingerprint, format_float, request_seed, Entry, KvStore, Value, CHECKPOINT_VERSION,
+    ERR_FLOAT_OVERFLOW, ERR_HASH_NOT_FLOAT,
+};
 pub use zset::{Score, ScoreBound, ZSet};

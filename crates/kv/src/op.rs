@@ -426,6 +426,74 @@ pub enum KvOp {
         min: LexBound,
         max: LexBound,
     },
+
+    // ---- Appended: multi-key pops, float increments, random picks, copies. ----
+    /// Pop up to `count` elements from `end` of the first non-empty list among `keys`
+    /// (`LMPOP`, and `BLMPOP` once it finds one): `Popped(key, elements)`, `Nil` if every key
+    /// is absent, `WRONGTYPE` (no change) if a key before it holds another kind.
+    ListMPop {
+        keys: Vec<Vec<u8>>,
+        end: End,
+        count: u64,
+    },
+    /// Pop up to `count` members of lowest (`max`: highest) score from the first non-empty
+    /// sorted set among `keys` (`ZMPOP`, `BZMPOP`, `BZPOPMIN`, `BZPOPMAX`):
+    /// `PoppedScored(key, members)`, `Nil` if every key is absent, `WRONGTYPE` as `ListMPop`.
+    ZMPop {
+        keys: Vec<Vec<u8>>,
+        max: bool,
+        count: u64,
+    },
+    /// Add `delta` to the float at `key` (absent counts as 0), keeping its expiry
+    /// (`INCRBYFLOAT`): `Value(new, as Redis prints it)`; an error (no change) if the value is
+    /// not a float or the sum is NaN or infinite.
+    IncrByFloat { key: Vec<u8>, delta: Score },
+    /// [`KvOp::IncrByFloat`] on a hash field (`HINCRBYFLOAT`).
+    HIncrByFloat {
+        key: Vec<u8>,
+        field: Vec<u8>,
+        delta: Score,
+    },
+    /// Random fields of the hash, not removed (`HRANDFIELD`), drawn from the request's seed:
+    /// without `count` `Value`; `count >= 0` up to that many distinct fields, `< 0` that many
+    /// with repeats; `Items`, or `Pairs` with `with_values`.
+    HRandField {
+        key: Vec<u8>,
+        count: Option<i64>,
+        with_values: bool,
+    },
+    /// Random members of the sorted set (`ZRANDMEMBER`), as [`KvOp::HRandField`]; `Scored`
+    /// with `with_scores`.
+    ZRandMember {
+        key: Vec<u8>,
+        count: Option<i64>,
+        with_scores: bool,
+    },
+    /// A random live key (`RANDOMKEY`), drawn from the request's seed: `Value`, `None` if
+    /// the store is empty.
+    RandomKey,
+    /// Copy the value and expiry at `from` to `to` (`COPY`), replacing `to` only with
+    /// `replace`. `Bool(copied)`.
+    Copy {
+        from: Vec<u8>,
+        to: Vec<u8>,
+        replace: bool,
+    },
+    /// Store the members [`KvOp::ZRange`] selects from `src`, with their scores, at `dest`
+    /// (`ZRANGESTORE`), replacing any value; an empty result removes `dest`. `Int(size)`.
+    ZRangeStore {
+        dest: Vec<u8>,
+        src: Vec<u8>,
+        range: ZRangeBy,
+        rev: bool,
+    },
+    /// Size of the intersection of the sets (`SINTERCARD`) or sorted sets and sets
+    /// (`ZINTERCARD`, with `sorted`), counting no further than `limit` (0: no limit). `Int`.
+    InterCard {
+        keys: Vec<Vec<u8>>,
+        limit: u64,
+        sorted: bool,
+    },
 }
 
 /// How [`KvOp::ZSetAlgebra`] combines a member's scores.
@@ -642,6 +710,10 @@ pub enum KvResult {
     Ints(Vec<i64>),
     /// A scan step: the cursor to go on from (0: done) and what it found.
     Cursor(u64, Vec<Vec<u8>>),
+    /// Appended. Elements popped from the list at a key (`LMPOP`).
+    Popped(Vec<u8>, Vec<Vec<u8>>),
+    /// Members and scores popped from the sorted set at a key (`ZMPOP`, `BZPOPMIN`).
+    PoppedScored(Vec<u8>, Vec<(Vec<u8>, Score)>),
 }
 
 /// Why bytes did not decode.
@@ -727,7 +799,8 @@ impl KvOp {
             | KvOp::ZMScore { .. }
             | KvOp::KeyspaceStats
             | KvOp::ZSetAlgebra { store: None, .. }
-            | KvOp::ZLexCount { .. } => false,
+            | KvOp::ZLexCount { .. }
+            | KvOp::InterCard { .. } => false,
             KvOp::HSetNx { .. }
             | KvOp::LSet { .. }
             | KvOp::LTrim { .. }
@@ -747,7 +820,17 @@ impl KvOp {
             | KvOp::ZRemRangeByRank { .. }
             | KvOp::GetEx { .. }
             | KvOp::ZSetAlgebra { store: Some(_), .. }
-            | KvOp::ZRemRangeByLex { .. } => true,
+            | KvOp::ZRemRangeByLex { .. }
+            | KvOp::ListMPop { .. }
+            | KvOp::ZMPop { .. }
+            | KvOp::IncrByFloat { .. }
+            | KvOp::HIncrByFloat { .. }
+            | KvOp::Copy { .. }
+            | KvOp::ZRangeStore { .. }
+            // Random picks change nothing but draw from the batch's seed, so they are ordered.
+            | KvOp::HRandField { .. }
+            | KvOp::ZRandMember { .. }
+            | KvOp::RandomKey => true,
             KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
                 .iter()
                 .any(|op| KvOp::decode(op).map_or(true, |op| op.is_mutating())),
@@ -838,7 +921,18 @@ impl KvOp {
             | KvOp::ZMScore { key, .. }
             | KvOp::GetEx { key, .. }
             | KvOp::ZLexCount { key, .. }
-            | KvOp::ZRemRangeByLex { key, .. } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::ZRemRangeByLex { key, .. }
+            | KvOp::IncrByFloat { key, .. }
+            | KvOp::HIncrByFloat { key, .. }
+            | KvOp::HRandField { key, .. }
+            | KvOp::ZRandMember { key, .. } => Footprint::Keys(vec![key.as_slice()]),
+            KvOp::Copy { from, to, .. } => Footprint::Keys(vec![from.as_slice(), to.as_slice()]),
+            KvOp::ZRangeStore { dest, src, .. } => {
+                Footprint::Keys(vec![dest.as_slice(), src.as_slice()])
+            }
+            KvOp::ListMPop { keys, .. } | KvOp::ZMPop { keys, .. } | KvOp::InterCard { keys, .. } => {
+                Footprint::Keys(keys.iter().map(Vec::as_slice).collect())
+            }
             KvOp::SMove { from, to, .. } => Footprint::Keys(vec![from.as_slice(), to.as_slice()]),
             KvOp::MSetNx { pairs } => {
                 Footprint::Keys(pairs.iter().map(|(k, _)| k.as_slice()).collect())
@@ -868,6 +962,7 @@ impl KvOp {
             // The whole key space: the ops inside are encoded, and a footprint borrows from
             // the op. Conservative until object-level execution needs better.
             KvOp::DbSize
+            | KvOp::RandomKey
             | KvOp::KeyspaceStats
             | KvOp::FlushAll
             | KvOp::Scan { .. }

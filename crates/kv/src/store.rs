@@ -38,6 +38,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 
+mod copies;
+mod floats;
+mod picks;
+mod pops;
+
+pub use floats::{format_float, ERR_FLOAT_OVERFLOW, ERR_HASH_NOT_FLOAT};
+
 /// Version byte of checkpoint encodings.
 pub const CHECKPOINT_VERSION: u8 = 1;
 
@@ -349,6 +356,28 @@ impl KvStore {
                 }
                 Err(e) => e,
             },
+            KvOp::ListMPop { keys, end, count } => self.list_mpop(keys, *end, *count),
+            KvOp::ZMPop { keys, max, count } => self.zmpop(keys, *max, *count),
+            KvOp::IncrByFloat { key, delta } => self.incr_by_float(key, *delta),
+            KvOp::HIncrByFloat { key, field, delta } => self.hincr_by_float(key, field, *delta),
+            KvOp::HRandField {
+                key,
+                count,
+                with_values,
+            } => self.hrandfield(key, *count, *with_values, seed),
+            KvOp::ZRandMember {
+                key,
+                count,
+                with_scores,
+            } => self.zrandmember(key, *count, *with_scores, seed),
+            KvOp::RandomKey => self.random_key(seed),
+            KvOp::Copy { from, to, replace } => self.copy(from, to, *replace),
+            KvOp::ZRangeStore {
+                dest,
+                src,
+                range,
+                rev,
+            } => self.zrangestore(dest, src, range, *rev),
             KvOp::Transaction { watched, ops } => {
                 if !self.unchanged(watched) {
                     return KvResult::Aborted;
@@ -397,7 +426,8 @@ impl KvStore {
             | KvOp::ZMScore { .. }
             | KvOp::KeyspaceStats
             | KvOp::ZSetAlgebra { store: None, .. }
-            | KvOp::ZLexCount { .. } => self.read(op),
+            | KvOp::ZLexCount { .. }
+            | KvOp::InterCard { .. } => self.read(op),
         }
     }
 
@@ -757,7 +787,21 @@ impl KvStore {
             | KvOp::ZRemRangeByRank { .. }
             | KvOp::GetEx { .. }
             | KvOp::ZSetAlgebra { store: Some(_), .. }
-            | KvOp::ZRemRangeByLex { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::ZRemRangeByLex { .. }
+            | KvOp::ListMPop { .. }
+            | KvOp::ZMPop { .. }
+            | KvOp::IncrByFloat { .. }
+            | KvOp::HIncrByFloat { .. }
+            | KvOp::HRandField { .. }
+            | KvOp::ZRandMember { .. }
+            | KvOp::RandomKey
+            | KvOp::Copy { .. }
+            | KvOp::ZRangeStore { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            KvOp::InterCard {
+                keys,
+                limit,
+                sorted,
+            } => self.inter_card(keys, *limit, *sorted),
         }
     }
 

@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 80 {
+    match rng() % 90 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1330,6 +1330,55 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
                 ],
             ),
         },
+        80 => KvOp::ListMPop {
+            keys: some_bytes(rng, KEYS),
+            end,
+            count: 1 + rng() % 3,
+        },
+        81 => KvOp::ZMPop {
+            keys: some_bytes(rng, KEYS),
+            max: rng().is_multiple_of(2),
+            count: 1 + rng() % 3,
+        },
+        82 => KvOp::IncrByFloat {
+            key,
+            delta: score(rng),
+        },
+        83 => KvOp::HIncrByFloat {
+            key,
+            field: v,
+            delta: score(rng),
+        },
+        84 => KvOp::HRandField {
+            key,
+            count: count.map(|n| n as i64 - 2),
+            with_values: rng().is_multiple_of(2),
+        },
+        85 => KvOp::ZRandMember {
+            key,
+            count: count.map(|n| n as i64 - 2),
+            with_scores: rng().is_multiple_of(2),
+        },
+        86 => KvOp::RandomKey,
+        87 => KvOp::Copy {
+            from: key,
+            to: b(pick(rng, KEYS)),
+            replace: rng().is_multiple_of(2),
+        },
+        88 => KvOp::ZRangeStore {
+            dest: b(pick(rng, KEYS)),
+            src: key,
+            range: ZRangeBy::Index {
+                start: small,
+                stop: -small,
+            },
+            rev: rng().is_multiple_of(2),
+        },
+        89 => KvOp::InterCard {
+            keys: some_bytes(rng, KEYS),
+            limit: rng() % 3,
+            sorted: rng().is_multiple_of(2),
+        },
         73 => KvOp::ZMScore {
             key,
             members: some_bytes(rng, VALS),
@@ -1368,7 +1417,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 81);
+    assert_eq!(kinds.len(), 91);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {
@@ -1396,6 +1445,16 @@ fn arb_result() -> impl Strategy<Value = KvResult> {
         proptest::collection::vec(any::<i64>(), 0..4).prop_map(KvResult::Ints),
         (any::<u64>(), proptest::collection::vec(bytes(), 0..4))
             .prop_map(|(c, items)| KvResult::Cursor(c, items)),
+        (bytes(), proptest::collection::vec(bytes(), 0..4))
+            .prop_map(|(k, items)| KvResult::Popped(k, items)),
+        (
+            bytes(),
+            proptest::collection::vec(
+                (bytes(), any::<f64>().prop_filter_map("not NaN", Score::new)),
+                0..4
+            )
+        )
+            .prop_map(|(k, scored)| KvResult::PoppedScored(k, scored)),
     ]
 }
 

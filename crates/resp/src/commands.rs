@@ -69,6 +69,8 @@ pub enum Render {
     Status,
     /// `+OK` whatever the result (`HMSET`).
     Ok,
+    /// `BZPOPMIN`, `BZPOPMAX`: one popped member as a flat `[key, member, score]`.
+    FlatPop,
 }
 
 /// What to do with one command.
@@ -233,6 +235,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("client", -2, ADMIN, NONE),
     spec("command", -1, &["loading", "stale"], NONE),
     spec("config", -2, ADMIN, NONE),
+    spec("function", -2, &["noscript"], NONE),
     spec("info", -1, &["loading", "stale"], NONE),
     spec("hmget", -3, RF, ONE),
     spec("hexists", 3, RF, ONE),
@@ -288,6 +291,22 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("zunion", -3, R, NONE),
     spec("zinter", -3, R, NONE),
     spec("zdiff", -3, R, NONE),
+    spec("lmpop", -4, W, NONE),
+    spec("blmpop", -5, BLOCKING, NONE),
+    spec("zmpop", -4, W, NONE),
+    spec("bzmpop", -5, BLOCKING, NONE),
+    spec("bzpopmin", -3, BLOCKING, (1, -2, 1)),
+    spec("bzpopmax", -3, BLOCKING, (1, -2, 1)),
+    spec("incrbyfloat", 3, WDF, ONE),
+    spec("hincrbyfloat", 4, WDF, ONE),
+    spec("hrandfield", -2, R, ONE),
+    spec("zrandmember", -2, R, ONE),
+    spec("randomkey", 1, R, NONE),
+    spec("copy", -3, WD, (1, 2, 1)),
+    spec("zrangestore", -5, WD, (1, 2, 1)),
+    spec("sintercard", -3, R, NONE),
+    spec("zintercard", -3, R, NONE),
+    spec("substr", 4, R, ONE),
     spec("multi", 1, TX, NONE),
     spec(
         "exec",
@@ -728,6 +747,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         "client" => plan_client(args, info),
         "command" => plan_command(args),
         "config" => plan_config(args),
+        "function" => plan_function(args),
         "info" => Plan::Info {
             text: info_text(&args[1..], info),
             keyspace: wants_section(&args[1..], "keyspace"),
@@ -933,7 +953,88 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                 .collect();
             submit(KvOp::MSetNx { pairs }, Render::Plain)
         }
-        "getrange" => match (int_arg(&args[2]), int_arg(&args[3])) {
+        "lmpop" | "zmpop" => plan_mpop(args, 1, spec.name == "zmpop", None),
+        "blmpop" | "bzmpop" => plan_mpop(args, 2, spec.name == "bzmpop", Some(&args[1])),
+        "bzpopmin" | "bzpopmax" => {
+            let (last, keys) = args[1..].split_last().unwrap_or((&args[0], &[]));
+            match block(
+                KvOp::ZMPop {
+                    keys: keys.to_vec(),
+                    max: spec.name == "bzpopmax",
+                    count: 1,
+                },
+                last,
+            ) {
+                Plan::Block { op, timeout, .. } => Plan::Block {
+                    op,
+                    render: Render::FlatPop,
+                    timeout,
+                },
+                other => other,
+            }
+        }
+        "incrbyfloat" | "hincrbyfloat" => {
+            let (field, delta) = if spec.name == "incrbyfloat" {
+                (None, &args[2])
+            } else {
+                (Some(args[2].clone()), &args[3])
+            };
+            let Some(delta) = Score::parse(delta) else {
+                return err(ERR_NOT_FLOAT);
+            };
+            let op = match field {
+                None => KvOp::IncrByFloat { key: key(), delta },
+                Some(field) => KvOp::HIncrByFloat {
+                    key: key(),
+                    field,
+                    delta,
+                },
+            };
+            submit(op, Render::Plain)
+        }
+        "hrandfield" | "zrandmember" => {
+            let with = match args.get(3) {
+                None => false,
+                Some(w) if args.len() == 4 => {
+                    let word = if spec.name == "hrandfield" {
+                        "withvalues"
+                    } else {
+                        "withscores"
+                    };
+                    if !is(w, word) {
+                        return syntax_error();
+                    }
+                    true
+                }
+                Some(_) => return syntax_error(),
+            };
+            let count = match args.get(2).map(|c| int_arg(c)) {
+                None => None,
+                // Bounded: the picks are made on every replica, repeats and all.
+                Some(Some(n)) if n.unsigned_abs() <= 1 << 20 => Some(n),
+                Some(Some(_)) => return err("ERR value is out of range"),
+                Some(None) => return not_integer(),
+            };
+            let op = if spec.name == "hrandfield" {
+                KvOp::HRandField {
+                    key: key(),
+                    count,
+                    with_values: with,
+                }
+            } else {
+                KvOp::ZRandMember {
+                    key: key(),
+                    count,
+                    with_scores: with,
+                }
+            };
+            submit(op, Render::Plain)
+        }
+        "randomkey" => submit(KvOp::RandomKey, Render::Plain),
+        "copy" => plan_copy(args),
+        "zrangestore" => plan_zrangestore(args),
+        "sintercard" | "zintercard" => plan_intercard(args, spec.name == "zintercard"),
+        "getrange" | "substr" => match (int_arg(&args[2]), int_arg(&args[3])) {
             (Some(start), Some(end)) => submit(
                 KvOp::GetRange {
                     key: key(),
@@ -1346,6 +1447,160 @@ fn end_arg(arg: &[u8]) -> Option<End> {
     }
 }
 
+/// `numkeys key ... ` from `args[at]` on: the keys and the index after them, or the error.
+/// `too_many` is the error for a count past the arguments (Redis' texts differ by command).
+fn numkeys(
+    args: &[Vec<u8>],
+    at: usize,
+    too_many: fn() -> Plan,
+) -> Result<(Vec<Vec<u8>>, usize), Plan> {
+    let n = match int_arg(&args[at]) {
+        Some(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
+        Some(_) => return Err(err("ERR numkeys should be greater than 0")),
+        None => return Err(err("ERR numkeys should be greater than 0")),
+    };
+    let first = at + 1;
+    if n > args.len().saturating_sub(first) {
+        return Err(too_many());
+    }
+    Ok((args[first..first + n].to_vec(), first + n))
+}
+
+/// `LMPOP`/`ZMPOP numkeys key ... LEFT|RIGHT|MIN|MAX [COUNT n]` from `args[at]` on, and the
+/// blocking forms with their `timeout` before it.
+fn plan_mpop(args: &[Vec<u8>], at: usize, sorted: bool, timeout: Option<&[u8]>) -> Plan {
+    let (keys, mut i) = match numkeys(args, at, syntax_error) {
+        Ok(found) => found,
+        Err(plan) => return plan,
+    };
+    let Some(side) = args.get(i) else {
+        return syntax_error();
+    };
+    let (end, max) = if sorted {
+        match () {
+            _ if is(side, "min") => (End::Left, false),
+            _ if is(side, "max") => (End::Left, true),
+            _ => return syntax_error(),
+        }
+    } else {
+        match end_arg(side) {
+            Some(end) => (end, false),
+            None => return syntax_error(),
+        }
+    };
+    i += 1;
+    let mut count = None;
+    while i < args.len() {
+        if !is(&args[i], "count") || count.is_some() || i + 1 >= args.len() {
+            return syntax_error();
+        }
+        match int_arg(&args[i + 1]) {
+            Some(n) if n > 0 => count = u64::try_from(n).ok(),
+            _ => return err("ERR count should be greater than 0"),
+        }
+        i += 2;
+    }
+    let count = count.unwrap_or(1);
+    let op = if sorted {
+        KvOp::ZMPop { keys, max, count }
+    } else {
+        KvOp::ListMPop { keys, end, count }
+    };
+    match timeout {
+        None => submit(op, Render::Plain),
+        Some(timeout) => block(op, timeout),
+    }
+}
+
+/// `COPY source destination [DB n] [REPLACE]`: only database 0 exists.
+fn plan_copy(args: &[Vec<u8>]) -> Plan {
+    if args[1] == args[2] {
+        return err("ERR source and destination objects are the same");
+    }
+    let mut replace = false;
+    let mut i = 3;
+    while i < args.len() {
+        if is(&args[i], "replace") {
+            replace = true;
+            i += 1;
+        } else if is(&args[i], "db") && i + 1 < args.len() {
+            match int_arg(&args[i + 1]) {
+                Some(0) => {}
+                Some(n) if (0..16).contains(&n) => {
+                    return err("ERR plumb has one database: COPY ... DB takes 0 only")
+                }
+                Some(_) => return err("ERR DB index is out of range"),
+                None => return not_integer(),
+            }
+            i += 2;
+        } else {
+            return syntax_error();
+        }
+    }
+    submit(
+        KvOp::Copy {
+            from: args[1].clone(),
+            to: args[2].clone(),
+            replace,
+        },
+        Render::Plain,
+    )
+}
+
+/// `ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]`: `ZRANGE`'s
+/// arguments after the destination, read by [`plan_zrange`].
+fn plan_zrangestore(args: &[Vec<u8>]) -> Plan {
+    if args.iter().skip(5).any(|a| is(a, "withscores")) {
+        return syntax_error();
+    }
+    let mut as_zrange = vec![b"zrange".to_vec()];
+    as_zrange.extend_from_slice(&args[2..]);
+    match plan_zrange(&as_zrange, None, None) {
+        Plan::Submit {
+            op: KvOp::ZRange { key, range, rev, .. },
+            ..
+        } => submit(
+            KvOp::ZRangeStore {
+                dest: args[1].clone(),
+                src: key,
+                range,
+                rev,
+            },
+            Render::Plain,
+        ),
+        other => other,
+    }
+}
+
+/// `SINTERCARD`/`ZINTERCARD numkeys key ... [LIMIT n]`.
+fn plan_intercard(args: &[Vec<u8>], sorted: bool) -> Plan {
+    let too_many = || err("ERR Number of keys can't be greater than number of args");
+    let (keys, mut i) = match numkeys(args, 1, too_many) {
+        Ok(found) => found,
+        Err(plan) => return plan,
+    };
+    let mut limit = 0;
+    while i < args.len() {
+        if !is(&args[i], "limit") || i + 1 >= args.len() {
+            return syntax_error();
+        }
+        match int_arg(&args[i + 1]) {
+            Some(n) if n >= 0 => limit = n.unsigned_abs(),
+            Some(_) => return err("ERR LIMIT can't be negative"),
+            None => return not_integer(),
+        }
+        i += 2;
+    }
+    submit(
+        KvOp::InterCard {
+            keys,
+            limit,
+            sorted,
+        },
+        Render::Plain,
+    )
+}
+
 /// A blocking command with its timeout argument: seconds, fractions allowed, 0 for ever.
 fn block(op: KvOp, timeout: &[u8]) -> Plan {
     let secs = match std::str::from_utf8(timeout)
@@ -1700,7 +1955,67 @@ pub const CONFIG: &[(&str, &str)] = &[
     ("databases", "1"),
     ("maxmemory", "0"),
     ("timeout", "0"),
+    ("hash-max-listpack-entries", "128"),
+    ("hash-max-listpack-value", "64"),
+    ("hash-max-ziplist-entries", "128"),
+    ("hash-max-ziplist-value", "64"),
+    ("list-max-listpack-size", "-2"),
+    ("list-max-ziplist-size", "-2"),
+    ("list-compress-depth", "0"),
+    ("set-max-intset-entries", "512"),
+    ("zset-max-listpack-entries", "128"),
+    ("zset-max-listpack-value", "64"),
+    ("zset-max-ziplist-entries", "128"),
+    ("zset-max-ziplist-value", "64"),
+    ("lazyfree-lazy-user-del", "no"),
+    ("lazyfree-lazy-user-flush", "no"),
 ];
+
+/// Parameters `CONFIG SET` accepts and ignores: they choose between Redis' memory encodings
+/// (listpack or hashtable, and so on) or when it frees memory, which change no reply, and
+/// plumb has one encoding per kind. Applications and test suites set them to reach an
+/// encoding; refusing would break them for nothing.
+const CONFIG_NO_EFFECT: &[&str] = &[
+    "hash-max-listpack-entries",
+    "hash-max-listpack-value",
+    "hash-max-ziplist-entries",
+    "hash-max-ziplist-value",
+    "list-max-listpack-size",
+    "list-max-ziplist-size",
+    "list-compress-depth",
+    "set-max-intset-entries",
+    "zset-max-listpack-entries",
+    "zset-max-listpack-value",
+    "zset-max-ziplist-entries",
+    "zset-max-ziplist-value",
+    "lazyfree-lazy-user-del",
+    "lazyfree-lazy-user-flush",
+    "lazyfree-lazy-expire",
+    "lazyfree-lazy-eviction",
+    "lazyfree-lazy-server-del",
+    "active-expire-enabled",
+];
+
+/// `FUNCTION`: plumb runs no Redis functions (7.0's stored Lua libraries). `FLUSH` and `LIST`
+/// answer as a server without any do; loading one is refused with the reason.
+fn plan_function(args: &[Vec<u8>]) -> Plan {
+    let sub = &args[1];
+    if is(sub, "flush") {
+        match args.get(2) {
+            None => Plan::Reply(Resp::ok()),
+            Some(mode) if args.len() == 3 && (is(mode, "async") || is(mode, "sync")) => {
+                Plan::Reply(Resp::ok())
+            }
+            Some(_) => syntax_error(),
+        }
+    } else if is(sub, "list") {
+        Plan::Reply(Resp::array(Vec::new()))
+    } else if is(sub, "load") || is(sub, "delete") || is(sub, "restore") || is(sub, "dump") {
+        err("ERR plumb does not support Redis functions (FUNCTION LOAD); use EVAL scripts")
+    } else {
+        unknown_subcommand(sub, "function")
+    }
+}
 
 fn plan_config(args: &[Vec<u8>]) -> Plan {
     let sub = &args[1];
@@ -1724,7 +2039,20 @@ fn plan_config(args: &[Vec<u8>]) -> Plan {
         if args.len() < 4 {
             return arity_error("config|set");
         }
-        err("ERR CONFIG SET is not supported: the gateway's configuration is read-only")
+        let pairs = &args[2..];
+        if !pairs.len().is_multiple_of(2) {
+            return arity_error("config|set");
+        }
+        for pair in pairs.chunks_exact(2) {
+            let name = pair[0].to_ascii_lowercase();
+            if !CONFIG_NO_EFFECT.iter().any(|p| p.as_bytes() == name) {
+                return err(format!(
+                    "ERR CONFIG SET {} is not supported: the gateway's configuration is read-only (only parameters that choose Redis' memory encodings are accepted, and they change nothing here)",
+                    text(&pair[0])
+                ));
+            }
+        }
+        Plan::Reply(Resp::ok())
     } else if is(sub, "resetstat") {
         Plan::Reply(Resp::ok())
     } else if is(sub, "rewrite") {
@@ -1867,6 +2195,14 @@ pub fn render(render: &Render, result: KvResult) -> Resp {
         }
         (Render::Status, KvResult::Value(Some(v))) => Resp::Simple(text(&v)),
         (Render::Ok, _) => Resp::ok(),
+        (Render::FlatPop, KvResult::PoppedScored(key, members)) => {
+            let mut flat = vec![Resp::bulk(key)];
+            for (m, s) in members {
+                flat.push(Resp::bulk(m));
+                flat.push(Resp::bulk(s.to_string()));
+            }
+            Resp::array(flat)
+        }
         (_, result) => plain(result),
     }
 }
@@ -1903,6 +2239,16 @@ fn plain(result: KvResult) -> Resp {
         ),
         KvResult::Aborted => Resp::Array(None),
         KvResult::Ints(ns) => Resp::array(ns.into_iter().map(Resp::Integer).collect()),
+        KvResult::Popped(key, items) => Resp::array(vec![Resp::bulk(key), Resp::bulks(items)]),
+        KvResult::PoppedScored(key, members) => Resp::array(vec![
+            Resp::bulk(key),
+            Resp::array(
+                members
+                    .into_iter()
+                    .map(|(m, s)| Resp::array(vec![Resp::bulk(m), Resp::bulk(s.to_string())]))
+                    .collect(),
+            ),
+        ]),
         KvResult::Cursor(next, items) => Resp::array(vec![
             Resp::bulk(next.to_string().into_bytes()),
             Resp::bulks(items),

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Redis 7.0's own test suite against redis-server and against plumb, side by side.
+
+Runs the units of Redis 7.0.15's test suite (Debian's source package `redis`) in their
+external-server mode, first against a `redis-server` started here, then against a `plumb up`
+cluster's gateway, and reports, per unit and in all, how many of the tests that pass on
+redis-server also pass on plumb. The failing tests and their first error line go to
+`<out>/plumb-failures.txt`, the raw logs to `<out>/<system>-<unit>.log`.
+
+How the suite is run, the same for both systems:
+- `--singledb`: the suite would otherwise `SELECT 9`;
+- `--ignore-encoding`, `--ignore-digest`: the suite's switches for servers other than Redis
+  itself (no `OBJECT ENCODING` listpack/hashtable checks, no `DEBUG DIGEST`);
+- `--durable`: a test that raises an error (a command the server refuses outside an
+  `assert_error`) counts as failed and the unit goes on, instead of ending the unit;
+- redis-server in its default configuration: `DEBUG` is refused, so the tests that need it
+  (`DEBUG RELOAD`, `DEBUG OBJECT`, `DEBUG SLEEP`) fail there and are not counted;
+- `--tags -needs:repl`, and the tests that read the server's replication stream
+  (`attach_to_replication_stream`) are skipped: they test Redis' master-replica protocol,
+  which plumb does not speak (its replicas are its own protocol's);
+- each unit runs in its own harness with a time limit, so a hang ends that unit only (its
+  remaining tests count as failed).
+
+Usage (as root on a fresh machine: it installs redis-server and tcl if missing and fetches the
+suite with `apt-get source`):
+
+    python3 scripts/redis_suite.py                      # both systems, the default units
+    python3 scripts/redis_suite.py --units unit/type/incr --plumb-only
+"""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VERSION = "7.0.15"
+DEFAULT_UNITS = [
+    "unit/type/string",
+    "unit/type/incr",
+    "unit/type/hash",
+    "unit/type/list",
+    "unit/type/list-2",
+    "unit/type/list-3",
+    "unit/type/set",
+    "unit/type/zset",
+    "unit/expire",
+    "unit/keyspace",
+    "unit/info",
+    "unit/protocol",
+]
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+RESULT = re.compile(r"^\[(ok|err|exception|ignore|skip)\]: (.*?)(?: \(\d+ ms\))?$")
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, shell=True, check=True, **kw)
+
+
+def ensure_packages():
+    missing = [p for p, probe in [("redis-server", "redis-server"), ("tcl", "tclsh")]
+               if shutil.which(probe) is None]
+    if missing:
+        log(f"installing {' '.join(missing)}")
+        sh("apt-get update -qq")
+        sh(f"DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends {' '.join(missing)} >/dev/null")
+
+
+def ensure_suite(root: Path) -> Path:
+    """The unpacked Redis source tree (its tests/ are what we run), fetched if absent."""
+    tree = root / f"redis-{VERSION}"
+    if (tree / "tests" / "test_helper.tcl").exists():
+        return tree
+    root.mkdir(parents=True, exist_ok=True)
+    sources = Path("/etc/apt/sources.list.d/debian.sources")
+    src = Path("/etc/apt/sources.list.d/plumb-deb-src.sources")
+    if not src.exists() and sources.exists():
+        # apt-get source needs the deb-src twin of the machine's own Debian sources.
+        text = sources.read_text().replace("Types: deb\n", "Types: deb-src\n")
+        src.write_text(text)
+        sh("apt-get update -qq")
+    log(f"fetching Redis {VERSION}'s sources (Debian's source package) into {root}")
+    sh("apt-get source --download-only -qq redis", cwd=root, stderr=subprocess.DEVNULL)
+    orig = root / f"redis_{VERSION}.orig.tar.gz"
+    if not orig.exists():
+        sys.exit(f"redis_suite: apt-get source did not bring {orig.name}; is Debian's redis still {VERSION}?")
+    sh(f"tar xzf {orig.name}", cwd=root)
+    return tree
+
+
+def replication_stream_tests(tree: Path, unit: str):
+    """Names of the tests in `unit` that read the replication stream."""
+    names, current = [], None
+    for line in (tree / "tests" / f"{unit}.tcl").read_text(errors="replace").splitlines():
+        m = re.match(r'\s*test\s+[{"](.*?)[}"]\s', line)
+        if m:
+            current = m.group(1)
+        if "attach_to_replication_stream" in line and current:
+            names.append(current)
+    return names
+
+
+def run_unit(tree: Path, port: int, unit: str, out: Path, system: str, limit: int):
+    """Run one unit against 127.0.0.1:port; returns {test name: (status, first error line)}."""
+    args = ["tclsh", "tests/test_helper.tcl", "--host", "127.0.0.1", "--port", str(port),
+            "--singledb", "--durable", "--ignore-encoding", "--ignore-digest", "--clients", "1", "--tags", "-needs:repl",
+            "--single", unit]
+    for name in replication_stream_tests(tree, unit):
+        args += ["--skiptest", name]
+    logfile = out / f"{system}-{unit.replace('/', '_')}.log"
+    with open(logfile, "w") as f:
+        proc = subprocess.Popen(args, cwd=tree, stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            proc.wait(timeout=limit)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            timed_out = True
+    results, last = {}, None
+    lines = ANSI.sub("", logfile.read_text(errors="replace")).splitlines()
+    for i, line in enumerate(lines):
+        m = RESULT.match(line)
+        if not m:
+            continue
+        status, name = m.groups()
+        detail = ""
+        if status == "err":
+            # "[err]: name in tests/unit/x.tcl" then the message on the next line.
+            name = re.sub(r" in tests/\S+$", "", name)
+            detail = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        results[name] = (status, detail)
+        last = name
+    if timed_out:
+        results["(unit timed out)"] = ("err", f"after {limit} s; last finished test: {last}")
+    return results
+
+
+def wait_port(port, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        r = subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True)
+        if r.stdout.strip() == "PONG":
+            return True
+        time.sleep(0.2)
+    return False
+
+
+class RedisServer:
+    def __init__(self, port, out):
+        self.port, self.out = port, out
+
+    def __enter__(self):
+        # An empty directory each time: a unit that turned saving on leaves a dump.rdb the
+        # next server would load.
+        shutil.rmtree(self.out, ignore_errors=True)
+        self.out.mkdir(parents=True)
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--save", "", "--appendonly", "no",
+             "--dir", str(self.out)],
+            stdout=open(self.out / "redis-server.log", "w"), stderr=subprocess.STDOUT)
+        if not wait_port(self.port):
+            sys.exit("redis_suite: redis-server did not answer PING")
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+class PlumbUp:
+    def __init__(self, binary, port, base_port, out, u, r):
+        self.binary, self.port, self.base_port, self.out, self.u, self.r = binary, port, base_port, out, u, r
+
+    def __enter__(self):
+        d = self.out / "cluster"
+        shutil.rmtree(d, ignore_errors=True)
+        self.proc = subprocess.Popen(
+            [str(self.binary), "up", "--dir", str(d), "--base-port", str(self.base_port),
+             "--resp-port", str(self.port), "--u", str(self.u), "--r", str(self.r)],
+            stdout=open(self.out / "plumb-up.log", "w"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+        if not wait_port(self.port, 120):
+            sys.exit(f"redis_suite: plumb up did not answer PING (see {self.out / 'plumb-up.log'})")
+        return self
+
+    def __exit__(self, *exc):
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+def passed(results):
+    return {n for n, (s, _) in results.items() if s == "ok"}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--units", nargs="*", default=DEFAULT_UNITS)
+    ap.add_argument("--out", type=Path, default=REPO / "target" / "redis-suite" / "run")
+    ap.add_argument("--suite-dir", type=Path, default=REPO / "target" / "redis-suite")
+    ap.add_argument("--plumb", type=Path, default=REPO / "target" / "release" / "plumb")
+    ap.add_argument("--u", type=int, default=1)
+    ap.add_argument("--r", type=int, default=1)
+    ap.add_argument("--redis-port", type=int, default=26379)
+    ap.add_argument("--plumb-port", type=int, default=26380)
+    ap.add_argument("--base-port", type=int, default=26400)
+    ap.add_argument("--unit-timeout", type=int, default=180, help="seconds a unit may run")
+    ap.add_argument("--plumb-only", action="store_true",
+                    help="skip redis-server: report plumb's passes over all tests it ran")
+    ap.add_argument("--min-percent", type=float, default=0.0,
+                    help="exit non-zero if plumb passes less than this share")
+    a = ap.parse_args()
+
+    ensure_packages()
+    tree = ensure_suite(a.suite_dir)
+    a.out.mkdir(parents=True, exist_ok=True)
+    if not a.plumb.exists():
+        sys.exit(f"redis_suite: no plumb binary at {a.plumb}; run `cargo build --release -p plumb` first")
+
+    redis = {}
+    if not a.plumb_only:
+        for unit in a.units:
+            # A fresh server per unit: a unit's CONFIG SETs (appendonly, proto-max-bulk-len)
+            # would change what the next one sees.
+            with RedisServer(a.redis_port, a.out / "redis-server"):
+                t0 = time.time()
+                redis[unit] = run_unit(tree, a.redis_port, unit, a.out, "redis", a.unit_timeout)
+                log(f"redis-server {unit}: {len(passed(redis[unit]))} passed ({time.time() - t0:.0f} s)")
+    plumb = {}
+    with PlumbUp(a.plumb, a.plumb_port, a.base_port, a.out, a.u, a.r):
+        for unit in a.units:
+            t0 = time.time()
+            plumb[unit] = run_unit(tree, a.plumb_port, unit, a.out, "plumb", a.unit_timeout)
+            log(f"plumb {unit}: {len(passed(plumb[unit]))} passed ({time.time() - t0:.0f} s)")
+
+    total_ref = total_both = 0
+    rows = []
+    with open(a.out / "plumb-failures.txt", "w") as fails:
+        for unit in a.units:
+            ref = passed(redis[unit]) if redis else set(plumb[unit]) - {"(unit timed out)"}
+            ours = passed(plumb[unit])
+            both = ref & ours
+            total_ref += len(ref)
+            total_both += len(both)
+            rows.append((unit, len(ref), len(both)))
+            for name in sorted(ref - ours):
+                status, detail = plumb[unit].get(name, ("not run", ""))
+                fails.write(f"{unit}\t{name}\t{status}\t{detail}\n")
+            if "(unit timed out)" in plumb[unit]:
+                fails.write(f"{unit}\t(unit timed out)\terr\t{plumb[unit]['(unit timed out)'][1]}\n")
+    base = "redis-server" if redis else "plumb ran"
+    log(f"\nRedis {VERSION} test suite, external-server mode, plumb u={a.u} r={a.r}")
+    log(f"{'unit':<20} {base:>14} {'plumb passes':>13} {'share':>7}")
+    for unit, ref, both in rows:
+        share = 100.0 * both / ref if ref else 100.0
+        log(f"{unit.replace('unit/', ''):<20} {ref:>14} {both:>13} {share:>6.1f}%")
+    share = 100.0 * total_both / total_ref if total_ref else 100.0
+    log(f"{'all':<20} {total_ref:>14} {total_both:>13} {share:>6.1f}%")
+    log(f"failures: {a.out / 'plumb-failures.txt'}")
+    if share < a.min_percent:
+        log(f"redis_suite: {share:.1f}% is under the required {a.min_percent}%")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
