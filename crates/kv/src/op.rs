@@ -494,6 +494,9 @@ pub enum KvOp {
         limit: u64,
         sorted: bool,
     },
+    /// Bytes the key and its value take in the store's encoding, an estimate of its memory
+    /// (`MEMORY USAGE`): `Int`, or `Value(None)` if absent.
+    MemoryUsage { key: Vec<u8> },
 }
 
 /// How [`KvOp::ZSetAlgebra`] combines a member's scores.
@@ -800,7 +803,8 @@ impl KvOp {
             | KvOp::KeyspaceStats
             | KvOp::ZSetAlgebra { store: None, .. }
             | KvOp::ZLexCount { .. }
-            | KvOp::InterCard { .. } => false,
+            | KvOp::InterCard { .. }
+            | KvOp::MemoryUsage { .. } => false,
             KvOp::HSetNx { .. }
             | KvOp::LSet { .. }
             | KvOp::LTrim { .. }
@@ -925,7 +929,8 @@ impl KvOp {
             | KvOp::IncrByFloat { key, .. }
             | KvOp::HIncrByFloat { key, .. }
             | KvOp::HRandField { key, .. }
-            | KvOp::ZRandMember { key, .. } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::ZRandMember { key, .. }
+            | KvOp::MemoryUsage { key } => Footprint::Keys(vec![key.as_slice()]),
             KvOp::Copy { from, to, .. } => Footprint::Keys(vec![from.as_slice(), to.as_slice()]),
             KvOp::ZRangeStore { dest, src, .. } => {
                 Footprint::Keys(vec![dest.as_slice(), src.as_slice()])

@@ -427,7 +427,8 @@ impl KvStore {
             | KvOp::KeyspaceStats
             | KvOp::ZSetAlgebra { store: None, .. }
             | KvOp::ZLexCount { .. }
-            | KvOp::InterCard { .. } => self.read(op),
+            | KvOp::InterCard { .. }
+            | KvOp::MemoryUsage { .. } => self.read(op),
         }
     }
 
@@ -802,6 +803,12 @@ impl KvStore {
                 limit,
                 sorted,
             } => self.inter_card(keys, *limit, *sorted),
+            KvOp::MemoryUsage { key } => match self.entries.get(key.as_slice()) {
+                // The key, the entry's canonical encoding, and the two indexes' share: an
+                // estimate, as Redis' is.
+                Some(entry) => int(key.len() + fingerprint_len(entry) + 48),
+                None => KvResult::Value(None),
+            },
         }
     }
 
@@ -1964,6 +1971,11 @@ pub fn fingerprint(entry: Option<&Entry>) -> [u8; 32] {
     // Serializing plain data cannot fail.
     let bytes = postcard::to_stdvec(&entry).unwrap_or_default();
     Digest::of(&bytes).0
+}
+
+/// Bytes of the entry's canonical encoding.
+fn fingerprint_len(entry: &Entry) -> usize {
+    postcard::to_stdvec(entry).map_or(0, |bytes| bytes.len())
 }
 
 /// Run a pipeline's ops in order with `run` (given each op's index) until they are done or

@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 90 {
+    match rng() % 91 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1360,6 +1360,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             with_scores: rng().is_multiple_of(2),
         },
         86 => KvOp::RandomKey,
+        90 => KvOp::MemoryUsage { key },
         87 => KvOp::Copy {
             from: key,
             to: b(pick(rng, KEYS)),
@@ -1417,7 +1418,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 91);
+    assert_eq!(kinds.len(), 92);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {

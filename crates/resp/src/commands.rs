@@ -236,6 +236,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("command", -1, &["loading", "stale"], NONE),
     spec("config", -2, ADMIN, NONE),
     spec("function", -2, &["noscript"], NONE),
+    spec("memory", -2, R, NONE),
     spec("info", -1, &["loading", "stale"], NONE),
     spec("hmget", -3, RF, ONE),
     spec("hexists", 3, RF, ONE),
@@ -748,6 +749,22 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         "command" => plan_command(args),
         "config" => plan_config(args),
         "function" => plan_function(args),
+        "memory" => {
+            if !is(&args[1], "usage") {
+                return unknown_subcommand(&args[1], "memory");
+            }
+            match args.len() {
+                3 => {}
+                5 if is(&args[3], "samples") && int_arg(&args[4]).is_some() => {}
+                _ => return syntax_error(),
+            }
+            submit(
+                KvOp::MemoryUsage {
+                    key: args[2].clone(),
+                },
+                Render::Plain,
+            )
+        }
         "info" => Plan::Info {
             text: info_text(&args[1..], info),
             keyspace: wants_section(&args[1..], "keyspace"),
@@ -1975,7 +1992,13 @@ pub const CONFIG: &[(&str, &str)] = &[
 /// (listpack or hashtable, and so on) or when it frees memory, which change no reply, and
 /// plumb has one encoding per kind. Applications and test suites set them to reach an
 /// encoding; refusing would break them for nothing.
+/// `save` and `appendonly` schedule Redis' snapshots and turn its append-only file on or off;
+/// plumb writes every operation to its stages' logs and syncs them before it replies, whatever
+/// they say, so they are accepted and change nothing either.
 const CONFIG_NO_EFFECT: &[&str] = &[
+    "save",
+    "appendonly",
+    "appendfsync",
     "hash-max-listpack-entries",
     "hash-max-listpack-value",
     "hash-max-ziplist-entries",
