@@ -450,7 +450,7 @@ pub enum KvOp {
     Publish { channel: Vec<u8>, message: Vec<u8> },
     /// Channels with subscribers, matching `pattern` if given, in byte order. `Items`.
     PubSubChannels { pattern: Option<Vec<u8>> },
-    /// Subscribed connections per channel. `Ints`.
+    /// Subscribed connections per channel. `Counts`.
     PubSubNumSub { channels: Vec<Vec<u8>> },
     /// Distinct subscribed patterns. `Int`.
     PubSubNumPat,
@@ -670,6 +670,9 @@ pub enum KvResult {
     Ints(Vec<i64>),
     /// A scan step: the cursor to go on from (0: done) and what it found.
     Cursor(u64, Vec<Vec<u8>>),
+    // ---- Appended for pub/sub. ----
+    /// Names with a count each (`PUBSUB NUMSUB`).
+    Counts(Vec<(Vec<u8>, i64)>),
 }
 
 /// Why bytes did not decode.

@@ -214,7 +214,12 @@ impl Subscriptions {
             _ => return None,
         };
         let canonical = s.by_client.values().all(|subs| {
-            !subs.is_empty() && subs.channels.values().chain(subs.patterns.values()).all(|n| *n > 0)
+            !subs.is_empty()
+                && subs
+                    .channels
+                    .values()
+                    .chain(subs.patterns.values())
+                    .all(|n| *n > 0)
         });
         canonical.then_some(s)
     }
@@ -247,7 +252,10 @@ mod tests {
         s.subscribe(2, &[], &[v("*s"), v("x*")]);
         s.subscribe(3, &[v("other")], &[]);
         let (n, pushes) = s.publish(b"news", b"hi");
-        assert_eq!(n, 4, "two on the channel, one per matching pattern connection");
+        assert_eq!(
+            n, 4,
+            "two on the channel, one per matching pattern connection"
+        );
         assert_eq!(pushes.len(), 2);
         let m1 = Message::decode(&pushes[0].1).unwrap();
         assert_eq!(pushes[0].0, 1);
@@ -283,7 +291,11 @@ mod tests {
         bad.by_client.insert(9, Subs::default());
         assert_eq!(Subscriptions::from_bytes(&bad.to_bytes()), None);
         let mut zero = s.clone();
-        zero.by_client.get_mut(&7).unwrap().channels.insert(v("z"), 0);
+        zero.by_client
+            .get_mut(&7)
+            .unwrap()
+            .channels
+            .insert(v("z"), 0);
         assert_eq!(Subscriptions::from_bytes(&zero.to_bytes()), None);
         for junk in [&b""[..], b"\xff\xff\xff", b"\x01\x07\x01"] {
             let _ = Subscriptions::from_bytes(junk);

@@ -686,7 +686,13 @@ impl KvStore {
             KvOp::PubSubChannels { pattern } => {
                 KvResult::Items(self.pubsub.channels(pattern.as_deref()))
             }
-            KvOp::PubSubNumSub { channels } => KvResult::Ints(self.pubsub.numsub(channels)),
+            KvOp::PubSubNumSub { channels } => KvResult::Counts(
+                channels
+                    .iter()
+                    .cloned()
+                    .zip(self.pubsub.numsub(channels))
+                    .collect(),
+            ),
             KvOp::PubSubNumPat => int(self.pubsub.numpat()),
             KvOp::KeyspaceStats => KvResult::Ints(vec![
                 i64::try_from(self.entries.len()).unwrap_or(i64::MAX),

@@ -59,7 +59,12 @@ fn publish_counts_connections_and_pushes_to_subscribed_identities() {
     );
     assert_eq!(
         replies,
-        vec![KvResult::Ok, KvResult::Ok, KvResult::Int(3), KvResult::Int(0)]
+        vec![
+            KvResult::Ok,
+            KvResult::Ok,
+            KvResult::Int(3),
+            KvResult::Int(0)
+        ]
     );
     assert_eq!(pushes.len(), 2);
     assert_eq!(pushes[0].0, 1);
@@ -103,7 +108,10 @@ fn reads_and_reset() {
     batch(
         &mut s,
         1,
-        &[subscribe(1, &["a", "b"], &["p*"]), subscribe(2, &["a"], &["p*", "q*"])],
+        &[
+            subscribe(1, &["a", "b"], &["p*"]),
+            subscribe(2, &["a"], &["p*", "q*"]),
+        ],
     );
     assert_eq!(
         s.read(&KvOp::PubSubChannels { pattern: None }),
@@ -113,7 +121,7 @@ fn reads_and_reset() {
         s.read(&KvOp::PubSubNumSub {
             channels: vec![v("a"), v("b"), v("c")]
         }),
-        KvResult::Ints(vec![2, 1, 0])
+        KvResult::Counts(vec![(v("a"), 2), (v("b"), 1), (v("c"), 0)])
     );
     assert_eq!(s.read(&KvOp::PubSubNumPat), KvResult::Int(2));
     assert_eq!(
@@ -156,7 +164,11 @@ fn subscriptions_are_in_checkpoints_and_digests() {
     assert_eq!(a.state_digest(), b.state_digest(), "two stores agree");
     let mut plain = KvStore::new();
     batch(&mut plain, 1, &ops[..1]);
-    assert_ne!(a.state_digest(), plain.state_digest(), "the digest covers them");
+    assert_ne!(
+        a.state_digest(),
+        plain.state_digest(),
+        "the digest covers them"
+    );
 
     // Whole checkpoint round trip.
     let cp = a.take_checkpoint();
