@@ -426,6 +426,14 @@ impl KvStore {
             KvOp::ResetSubscriptions { subscriber } => int(self.pubsub.reset(*subscriber)),
             KvOp::Publish { channel, message } => {
                 let (receivers, pushes) = self.pubsub.publish(channel, message);
+                #[cfg(feature = "sabotage")]
+                let pushes =
+                    if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::PublishPushesTwice)
+                    {
+                        pushes.iter().chain(&pushes).cloned().collect()
+                    } else {
+                        pushes
+                    };
                 self.pushes.extend(pushes);
                 KvResult::Int(i64::try_from(receivers).unwrap_or(i64::MAX))
             }
