@@ -1549,3 +1549,31 @@ fn push_numbering_survives_state_transfer() {
     assert_eq!(from_a, vec![(3, b"c".to_vec())]);
     assert_eq!(from_b, from_a);
 }
+
+/// A replica that restarts from its checkpoint and executes the batches after it again
+/// numbers their pushes as it (and every peer) did the first time.
+#[test]
+fn push_numbering_survives_a_restart() {
+    let net = Net::new(2);
+    let mut a = fresh(&net, 0);
+    let batches = [
+        batch(vec![inline(1, 1, "push 2 a")], 1),
+        batch(vec![inline(1, 2, "push 2 b")], 2),
+        batch(vec![inline(1, 3, "push 2 c")], 3),
+    ];
+    let first = pushes_to(&net, &net.learn_all(&mut a, 1, &batches), 2);
+    assert_eq!(first.last(), Some(&(3, b"c".to_vec())));
+    let records: BTreeMap<String, Vec<u8>> =
+        [(checkpoint_key(2), a.checkpoints[&2].bytes.clone())].into();
+    let mut r = net.replica(
+        0,
+        Registers::default(),
+        Recovered {
+            records,
+            corrupt: vec![],
+        },
+    );
+    assert_eq!(r.next_seq(), 3);
+    let again = pushes_to(&net, &net.learn_all(&mut r, 3, &batches[2..]), 2);
+    assert_eq!(again, vec![(3, b"c".to_vec())]);
+}
