@@ -36,9 +36,12 @@ pub enum Sabotage {
     /// The key-value store's pop from the first non-empty list (under `BLPOP`) returns the
     /// element but leaves it in the list (caught by `plumb sim --app redis`'s queue check).
     PopKeepsElement,
+    /// The key-value store's `PUBLISH` pushes each message twice (under two event ids), so a
+    /// subscriber receives it twice (caught by `plumb sim --app redis`'s pub/sub check).
+    PublishPushesTwice,
 }
 
-pub const ALL: [(Sabotage, &str); 11] = [
+pub const ALL: [(Sabotage, &str); 12] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -59,13 +62,16 @@ pub const ALL: [(Sabotage, &str); 11] = [
         "transaction-ignores-watch",
     ),
     (Sabotage::PopKeepsElement, "pop-keeps-element"),
+    (Sabotage::PublishPushesTwice, "publish-pushes-twice"),
 ];
 
 /// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value
 /// store's own breakages need a workload that uses what they break.
 pub fn app_for(s: Sabotage) -> &'static str {
     match s {
-        Sabotage::TransactionIgnoresWatch | Sabotage::PopKeepsElement => "redis",
+        Sabotage::TransactionIgnoresWatch
+        | Sabotage::PopKeepsElement
+        | Sabotage::PublishPushesTwice => "redis",
         _ => "kv",
     }
 }

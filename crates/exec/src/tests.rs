@@ -1506,3 +1506,74 @@ fn a_whole_checkpoint_replica_that_diverged_rolls_back_and_reports_it() {
     assert_eq!(b.app().state_digest(), a.app().state_digest());
     assert!(report.to_string().contains("batches 3..=4"), "{report}");
 }
+
+/// Pushes of one client: (event id, payload).
+fn pushes_to(net: &Net, out: &[Action], client: ClientId) -> Vec<(u64, Vec<u8>)> {
+    net.sent_to(out, Principal::Client(client))
+        .into_iter()
+        .filter_map(|m| match m {
+            Message::Push { event, payload } => Some((event, payload)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The client accepts a push once r + 1 replicas sent the same payload under the same event id,
+/// so a replica that loaded a checkpoint by state transfer must go on numbering exactly where
+/// the replicas that executed every batch do: the counters travel in the checkpoint.
+#[test]
+fn push_numbering_survives_state_transfer() {
+    let net = Net::new(2);
+    let mut a = fresh(&net, 0);
+    let out = net.learn_all(
+        &mut a,
+        1,
+        &[
+            batch(vec![inline(1, 1, "push 2 a")], 1),
+            batch(vec![inline(1, 2, "push 2 b")], 2),
+        ],
+    );
+    let (seq, token) = *checkpoint_taken(&out).last().unwrap();
+    assert_eq!(seq, 2);
+    let mut b = net.replica(1, Registers::default(), Recovered::default());
+    let fetch = Message::FetchExecCp { seq: 2 };
+    load_cp(&net, &mut b, 2, token, &[0, 3]);
+    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    let state = net.sent_to(&served, Principal::Exec(1));
+    assert_eq!(state.len(), 1);
+    net.deliver(&mut b, Principal::Exec(0), &state[0]);
+    assert_eq!(b.next_seq(), 3);
+    let next = [batch(vec![inline(1, 3, "push 2 c")], 3)];
+    let from_a = pushes_to(&net, &net.learn_all(&mut a, 3, &next), 2);
+    let from_b = pushes_to(&net, &net.learn_all(&mut b, 3, &next), 2);
+    assert_eq!(from_a, vec![(3, b"c".to_vec())]);
+    assert_eq!(from_b, from_a);
+}
+
+/// A replica that restarts from its checkpoint and executes the batches after it again
+/// numbers their pushes as it (and every peer) did the first time.
+#[test]
+fn push_numbering_survives_a_restart() {
+    let net = Net::new(2);
+    let mut a = fresh(&net, 0);
+    let batches = [
+        batch(vec![inline(1, 1, "push 2 a")], 1),
+        batch(vec![inline(1, 2, "push 2 b")], 2),
+        batch(vec![inline(1, 3, "push 2 c")], 3),
+    ];
+    let first = pushes_to(&net, &net.learn_all(&mut a, 1, &batches), 2);
+    assert_eq!(first.last(), Some(&(3, b"c".to_vec())));
+    let records: BTreeMap<String, Vec<u8>> =
+        [(checkpoint_key(2), a.checkpoints[&2].bytes.clone())].into();
+    let mut r = net.replica(
+        0,
+        Registers::default(),
+        Recovered {
+            records,
+            corrupt: vec![],
+        },
+    );
+    assert_eq!(r.next_seq(), 3);
+    let again = pushes_to(&net, &net.learn_all(&mut r, 3, &batches[2..]), 2);
+    assert_eq!(again, vec![(3, b"c".to_vec())]);
+}

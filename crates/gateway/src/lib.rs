@@ -6,6 +6,8 @@ pub mod blocking;
 pub mod pool;
 
 pub use pool::Pool;
+pub mod pubsub;
+pub mod push_router;
 pub mod resp_server;
 
 pub use resp_server::{GatewayStats, RespServer};

@@ -114,6 +114,11 @@ impl Pool {
         answer.map_err(PoolError)
     }
 
+    /// The push events sent to the pool's identities from now on.
+    pub fn push_events(&self) -> plumb_client::net::PushEvents {
+        self.client.push_events()
+    }
+
     /// The pool clients' protocol counters (see `plumb_client::net::Client::counters`).
     pub fn counters(&self) -> plumb_core::Counters {
         self.client.counters()

@@ -11,7 +11,9 @@
 
 use crate::blocking::{Waiters, POLL_FIRST, POLL_MAX};
 use crate::pool::Pool;
+use crate::pubsub::{PubSubHub, Subscriber};
 use plumb_kv::{KvOp, KvResult};
+use plumb_resp::pubsub::{is_reset, subscribed_mode_refusal, subscribed_ping};
 use plumb_resp::{
     each, encode, exec_reply, keyspace_section, plan, render, Limits, Parser, Pipeline, Plan,
     Render, Resp, ServerInfo, Session, Step,
@@ -41,10 +43,21 @@ pub struct RespServer {
     pub info: ServerInfo,
     pub stats: Arc<GatewayStats>,
     pub started: Instant,
+    /// Pub/sub: the connections' subscriptions and the messages pushed to them.
+    pub pubsub: Arc<PubSubHub>,
+}
+
+/// The next pub/sub message for a connection; never, if it never subscribed.
+async fn next_message(subscriber: &mut Option<Subscriber>) -> Option<Resp> {
+    match subscriber {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 impl RespServer {
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+        self.pubsub.start();
         let next_id = AtomicU64::new(1);
         loop {
             let stream = plumb_runtime::accept::accept(
@@ -81,10 +94,22 @@ impl RespServer {
         let mut pipeline = Pipeline::default();
         let mut buf = vec![0u8; 64 * 1024];
         let mut out = Vec::with_capacity(16 * 1024);
+        // Made at the first SUBSCRIBE; dropped with the connection, which unsubscribes it.
+        let mut subscriber: Option<Subscriber> = None;
         loop {
-            let n = match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => n,
+            let n = tokio::select! {
+                read = stream.read(&mut buf) => match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => n,
+                },
+                Some(frame) = next_message(&mut subscriber) => {
+                    encode(&frame, &mut out);
+                    if stream.write_all(&out).await.is_err() {
+                        return;
+                    }
+                    out.clear();
+                    continue;
+                }
             };
             parser.feed(&buf[..n]);
             let mut close = false;
@@ -104,6 +129,29 @@ impl RespServer {
                     }
                 };
                 self.stats.commands.fetch_add(1, Ordering::Relaxed);
+                if subscriber.as_ref().is_some_and(|s| s.count() > 0) {
+                    // Subscribed mode: Redis' few commands only.
+                    if let Some(refusal) = subscribed_mode_refusal(&args) {
+                        pipeline.local(refusal);
+                        continue;
+                    }
+                    if args
+                        .first()
+                        .is_some_and(|c| c.eq_ignore_ascii_case(b"ping"))
+                    {
+                        pipeline.local(subscribed_ping(&args));
+                        continue;
+                    }
+                    if is_reset(&args) {
+                        self.flush(&mut pipeline, &mut out).await;
+                        if let Some(s) = subscriber.as_mut() {
+                            s.unsubscribe(false, Vec::new()).await;
+                            s.unsubscribe(true, Vec::new()).await;
+                        }
+                        pipeline.local(Resp::Simple("RESET".into()));
+                        continue;
+                    }
+                }
                 let mut info = self.info_for(id, &name);
                 if args
                     .first()
@@ -163,6 +211,20 @@ impl RespServer {
                             text
                         };
                         pipeline.local(Resp::bulk(text));
+                    }
+                    Step::Plan(Plan::Subscribe { patterns, names }) => {
+                        self.flush(&mut pipeline, &mut out).await;
+                        let s = subscriber.get_or_insert_with(|| Subscriber::new(&self.pubsub));
+                        for reply in s.subscribe(patterns, names).await {
+                            encode(&reply, &mut out);
+                        }
+                    }
+                    Step::Plan(Plan::Unsubscribe { patterns, names }) => {
+                        self.flush(&mut pipeline, &mut out).await;
+                        let s = subscriber.get_or_insert_with(|| Subscriber::new(&self.pubsub));
+                        for reply in s.unsubscribe(patterns, names).await {
+                            encode(&reply, &mut out);
+                        }
                     }
                     // The session answers every other plan itself.
                     Step::Plan(Plan::Reply(r) | Plan::Reject(r)) => pipeline.local(r),

@@ -13,6 +13,7 @@
 mod glob;
 mod objects;
 mod op;
+pub mod pubsub;
 mod random;
 mod store;
 mod zset;

@@ -177,10 +177,16 @@ impl ObjectState for KvStore {
         Ok(())
     }
 
-    fn load_object_metadata(&mut self, _metadata: &[u8]) -> Result<(), LoadError> {
+    /// The pub/sub subscriptions belong to no key: they are the metadata, which the
+    /// checkpoint's token commits to and state transfer carries.
+    fn object_metadata(&self) -> Vec<u8> {
+        self.subscription_bytes()
+    }
+
+    fn load_object_metadata(&mut self, metadata: &[u8]) -> Result<(), LoadError> {
         // As after a whole-checkpoint load, the time is unknown until the next batch.
         self.forget_clock();
-        Ok(())
+        self.load_subscription_bytes(metadata)
     }
 }
 

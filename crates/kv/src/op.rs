@@ -6,7 +6,7 @@
 //! Decoding is total: any byte string yields either a value or a [`DecodeError`].
 
 use crate::zset::{Score, ScoreBound};
-use plumb_wire::Micros;
+use plumb_wire::{ClientId, Micros};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::fmt;
 
@@ -497,6 +497,34 @@ pub enum KvOp {
     /// Bytes the key and its value take in the store's encoding, an estimate of its memory
     /// (`MEMORY USAGE`): `Int`, or `Value(None)` if absent.
     MemoryUsage { key: Vec<u8> },
+    // ---- Appended for pub/sub (pubsub.rs). ----
+    /// One more connection of identity `subscriber` behind each channel and pattern (a name
+    /// listed twice counts twice). The subscriber is named, not taken from the request's
+    /// sender: a gateway sends through any of its pool identities but receives through one.
+    /// Replies `Ok`.
+    Subscribe {
+        subscriber: ClientId,
+        channels: Vec<Vec<u8>>,
+        patterns: Vec<Vec<u8>>,
+    },
+    /// One fewer connection of `subscriber` behind each channel and pattern. `Ok`.
+    Unsubscribe {
+        subscriber: ClientId,
+        channels: Vec<Vec<u8>>,
+        patterns: Vec<Vec<u8>>,
+    },
+    /// Forget every subscription of `subscriber` (its gateway started afresh).
+    /// `Int(channel and pattern entries it had)`.
+    ResetSubscriptions { subscriber: ClientId },
+    /// Push `message` to every identity subscribed to `channel` or a matching pattern.
+    /// `Int(receiving connections cluster-wide)`.
+    Publish { channel: Vec<u8>, message: Vec<u8> },
+    /// Channels with subscribers, matching `pattern` if given, in byte order. `Items`.
+    PubSubChannels { pattern: Option<Vec<u8>> },
+    /// Subscribed connections per channel. `Counts`.
+    PubSubNumSub { channels: Vec<Vec<u8>> },
+    /// Distinct subscribed patterns. `Int`.
+    PubSubNumPat,
 }
 
 /// How [`KvOp::ZSetAlgebra`] combines a member's scores.
@@ -717,6 +745,9 @@ pub enum KvResult {
     Popped(Vec<u8>, Vec<Vec<u8>>),
     /// Members and scores popped from the sorted set at a key (`ZMPOP`, `BZPOPMIN`).
     PoppedScored(Vec<u8>, Vec<(Vec<u8>, Score)>),
+    // ---- Appended for pub/sub. ----
+    /// Names with a count each (`PUBSUB NUMSUB`).
+    Counts(Vec<(Vec<u8>, i64)>),
 }
 
 /// Why bytes did not decode.
@@ -804,7 +835,10 @@ impl KvOp {
             | KvOp::ZSetAlgebra { store: None, .. }
             | KvOp::ZLexCount { .. }
             | KvOp::InterCard { .. }
-            | KvOp::MemoryUsage { .. } => false,
+            | KvOp::MemoryUsage { .. }
+            | KvOp::PubSubChannels { .. }
+            | KvOp::PubSubNumSub { .. }
+            | KvOp::PubSubNumPat => false,
             KvOp::HSetNx { .. }
             | KvOp::LSet { .. }
             | KvOp::LTrim { .. }
@@ -834,7 +868,11 @@ impl KvOp {
             // Random picks change nothing but draw from the batch's seed, so they are ordered.
             | KvOp::HRandField { .. }
             | KvOp::ZRandMember { .. }
-            | KvOp::RandomKey => true,
+            | KvOp::RandomKey
+            | KvOp::Subscribe { .. }
+            | KvOp::Unsubscribe { .. }
+            | KvOp::ResetSubscriptions { .. }
+            | KvOp::Publish { .. } => true,
             KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
                 .iter()
                 .any(|op| KvOp::decode(op).map_or(true, |op| op.is_mutating())),
@@ -973,6 +1011,14 @@ impl KvOp {
             | KvOp::Scan { .. }
             | KvOp::Pipeline { .. }
             | KvOp::Transaction { .. } => Footprint::Prefix(&[]),
+            // Subscriptions and messages are not keys.
+            KvOp::Subscribe { .. }
+            | KvOp::Unsubscribe { .. }
+            | KvOp::ResetSubscriptions { .. }
+            | KvOp::Publish { .. }
+            | KvOp::PubSubChannels { .. }
+            | KvOp::PubSubNumSub { .. }
+            | KvOp::PubSubNumPat => Footprint::Keys(Vec::new()),
         }
     }
 }

@@ -30,6 +30,7 @@ use crate::op::{
     ERR_ZADD_NX_XX, PIPELINE_REPLY_BUDGET,
 };
 use crate::op::{ERR_STRING_TOO_LONG, MAX_STRING};
+use crate::pubsub::Subscriptions;
 use crate::zset::{Score, ZSet};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
@@ -104,11 +105,16 @@ pub struct KvStore {
     /// Keys per hash bucket and the buckets written since the last object checkpoint
     /// (objects.rs); derived from `entries`, not state.
     pub(crate) buckets: Buckets,
+    /// Pub/sub subscriptions (pubsub.rs): state, in the checkpoint after the entries.
+    pubsub: Subscriptions,
+    /// What the operations of the batch under way pushed; handed to the library at its end.
+    /// Not state.
+    pushes: Vec<(ClientId, Vec<u8>)>,
 }
 
 impl PartialEq for KvStore {
     fn eq(&self, other: &KvStore) -> bool {
-        self.entries == other.entries
+        self.entries == other.entries && self.pubsub == other.pubsub
     }
 }
 
@@ -428,7 +434,40 @@ impl KvStore {
             | KvOp::ZSetAlgebra { store: None, .. }
             | KvOp::ZLexCount { .. }
             | KvOp::InterCard { .. }
-            | KvOp::MemoryUsage { .. } => self.read(op),
+            | KvOp::MemoryUsage { .. }
+            | KvOp::PubSubChannels { .. }
+            | KvOp::PubSubNumSub { .. }
+            | KvOp::PubSubNumPat => self.read(op),
+            KvOp::Subscribe {
+                subscriber,
+                channels,
+                patterns,
+            } => {
+                self.pubsub.subscribe(*subscriber, channels, patterns);
+                KvResult::Ok
+            }
+            KvOp::Unsubscribe {
+                subscriber,
+                channels,
+                patterns,
+            } => {
+                self.pubsub.unsubscribe(*subscriber, channels, patterns);
+                KvResult::Ok
+            }
+            KvOp::ResetSubscriptions { subscriber } => int(self.pubsub.reset(*subscriber)),
+            KvOp::Publish { channel, message } => {
+                let (receivers, pushes) = self.pubsub.publish(channel, message);
+                #[cfg(feature = "sabotage")]
+                let pushes =
+                    if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::PublishPushesTwice)
+                    {
+                        pushes.iter().chain(&pushes).cloned().collect()
+                    } else {
+                        pushes
+                    };
+                self.pushes.extend(pushes);
+                KvResult::Int(i64::try_from(receivers).unwrap_or(i64::MAX))
+            }
         }
     }
 
@@ -683,6 +722,17 @@ impl KvStore {
                     .count()),
                 Some(_) => wrong_type(),
             },
+            KvOp::PubSubChannels { pattern } => {
+                KvResult::Items(self.pubsub.channels(pattern.as_deref()))
+            }
+            KvOp::PubSubNumSub { channels } => KvResult::Counts(
+                channels
+                    .iter()
+                    .cloned()
+                    .zip(self.pubsub.numsub(channels))
+                    .collect(),
+            ),
+            KvOp::PubSubNumPat => int(self.pubsub.numpat()),
             KvOp::KeyspaceStats => KvResult::Ints(vec![
                 i64::try_from(self.entries.len()).unwrap_or(i64::MAX),
                 i64::try_from(self.expiries.len()).unwrap_or(i64::MAX),
@@ -797,7 +847,11 @@ impl KvStore {
             | KvOp::ZRandMember { .. }
             | KvOp::RandomKey
             | KvOp::Copy { .. }
-            | KvOp::ZRangeStore { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::ZRangeStore { .. }
+            | KvOp::Subscribe { .. }
+            | KvOp::Unsubscribe { .. }
+            | KvOp::ResetSubscriptions { .. }
+            | KvOp::Publish { .. } => KvResult::error(ERR_NOT_READ_ONLY),
             KvOp::InterCard {
                 keys,
                 limit,
@@ -812,12 +866,48 @@ impl KvStore {
         }
     }
 
-    /// The canonical encoding of the whole state: version byte, then postcard of the map.
+    /// The canonical encoding of the whole state: version byte, then postcard of the map,
+    /// then the subscriptions if there are any (so a state without them has the bytes it had
+    /// before pub/sub existed, and older checkpoints load unchanged).
     pub fn canonical_bytes(&self) -> Vec<u8> {
         let mut out = vec![CHECKPOINT_VERSION];
         // Serializing a map of plain data cannot fail.
         out.extend_from_slice(&postcard::to_stdvec(&self.entries).unwrap_or_default());
+        if !self.pubsub.is_empty() {
+            out.extend_from_slice(&self.pubsub.to_bytes());
+        }
         out
+    }
+
+    /// The pub/sub subscriptions.
+    pub fn subscriptions(&self) -> &Subscriptions {
+        &self.pubsub
+    }
+
+    /// What the operations applied since the last call pushed, as `(identity, payload)`.
+    pub fn take_pushes(&mut self) -> Vec<(ClientId, Vec<u8>)> {
+        std::mem::take(&mut self.pushes)
+    }
+
+    /// The subscriptions' bytes for the object metadata (empty when there are none).
+    pub(crate) fn subscription_bytes(&self) -> Vec<u8> {
+        if self.pubsub.is_empty() {
+            Vec::new()
+        } else {
+            self.pubsub.to_bytes()
+        }
+    }
+
+    /// Adopt the subscriptions of [`KvStore::subscription_bytes`].
+    pub(crate) fn load_subscription_bytes(&mut self, bytes: &[u8]) -> Result<(), LoadError> {
+        self.pubsub = if bytes.is_empty() {
+            Subscriptions::default()
+        } else {
+            Subscriptions::from_bytes(bytes)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| corrupt("subscriptions do not decode"))?
+        };
+        Ok(())
     }
 
     /// The state `bytes` encodes, if they are exactly a canonical encoding. Non-canonical
@@ -829,12 +919,13 @@ impl KvStore {
         if version != CHECKPOINT_VERSION {
             return Err(corrupt("unknown checkpoint version"));
         }
-        let entries: BTreeMap<Vec<u8>, Entry> =
-            postcard::from_bytes(body).map_err(|e| LoadError::Corrupt(e.to_string()))?;
+        let (entries, rest): (BTreeMap<Vec<u8>, Entry>, &[u8]) =
+            postcard::take_from_bytes(body).map_err(|e| LoadError::Corrupt(e.to_string()))?;
         if entries.values().any(|e| e.value.is_empty_collection()) {
             return Err(corrupt("empty collection"));
         }
-        let store = KvStore::with_entries(entries);
+        let mut store = KvStore::with_entries(entries);
+        store.load_subscription_bytes(rest)?;
         if store.canonical_bytes() != bytes {
             return Err(corrupt("non-canonical encoding"));
         }
@@ -855,6 +946,8 @@ impl KvStore {
             expiries,
             clock: None,
             buckets,
+            pubsub: Subscriptions::default(),
+            pushes: Vec::new(),
         }
     }
 
@@ -2018,6 +2111,8 @@ fn execute_one(store: &mut KvStore, op: &[u8], now: Micros, seed: u64) -> Vec<u8
 impl Application for KvStore {
     fn execute(&mut self, _seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput {
         self.advance(nd.time);
+        // Only this batch's pushes go out (a caller of `apply` may have left some).
+        self.pushes.clear();
         let replies = batch
             .iter()
             .enumerate()
@@ -2025,7 +2120,7 @@ impl Application for KvStore {
             .collect();
         BatchOutput {
             replies,
-            pushes: Vec::new(),
+            pushes: self.take_pushes(),
         }
     }
 

@@ -119,6 +119,17 @@ pub enum Plan {
         keys: Vec<Vec<u8>>,
     },
     Unwatch,
+    /// `SUBSCRIBE` / `PSUBSCRIBE` (`patterns`): the gateway's pub/sub hub handles them, and
+    /// the connection is in subscribed mode while it has any (see [`crate::pubsub`]).
+    Subscribe {
+        patterns: bool,
+        names: Vec<Vec<u8>>,
+    },
+    /// `UNSUBSCRIBE` / `PUNSUBSCRIBE`; no names: every channel (pattern) of the connection.
+    Unsubscribe {
+        patterns: bool,
+        names: Vec<Vec<u8>>,
+    },
 }
 
 /// A command of the table: what `COMMAND` reports about it.
@@ -159,6 +170,7 @@ const CONN: &[&str] = &["noscript", "loading", "stale", "fast"];
 const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
 const TX: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 const BLOCKING: &[&str] = &["write", "noscript", "blocking"];
+const PUBSUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 const ONE: (i64, i64, i64) = (1, 1, 1);
 const ALL: (i64, i64, i64) = (1, -1, 1);
 const NONE: (i64, i64, i64) = (0, 0, 0);
@@ -318,6 +330,12 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("discard", 1, TX, NONE),
     spec("watch", -2, TX, ALL),
     spec("unwatch", 1, TX, NONE),
+    spec("subscribe", -2, PUBSUB, NONE),
+    spec("psubscribe", -2, PUBSUB, NONE),
+    spec("unsubscribe", -1, PUBSUB, NONE),
+    spec("punsubscribe", -1, PUBSUB, NONE),
+    spec("publish", 3, &["pubsub", "loading", "stale", "fast"], NONE),
+    spec("pubsub", -2, &["pubsub", "loading", "stale"], NONE),
 ];
 
 /// The table entry of a command name, case-insensitively.
@@ -731,6 +749,22 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         },
         "echo" => Plan::Reply(Resp::bulk(args[1].clone())),
         "quit" => Plan::Close(Resp::ok()),
+        "subscribe" | "psubscribe" => Plan::Subscribe {
+            patterns: spec.name == "psubscribe",
+            names: rest(1),
+        },
+        "unsubscribe" | "punsubscribe" => Plan::Unsubscribe {
+            patterns: spec.name == "punsubscribe",
+            names: rest(1),
+        },
+        "publish" => submit(
+            KvOp::Publish {
+                channel: args[1].clone(),
+                message: args[2].clone(),
+            },
+            Render::Plain,
+        ),
+        "pubsub" => plan_pubsub(args),
         "select" => match int_arg(&args[1]) {
             Some(0) => Plan::Reply(Resp::ok()),
             Some(n) if i32::try_from(n).is_ok() => err("ERR DB index is out of range"),
@@ -2205,6 +2239,39 @@ pub fn keyspace_section(before: &[u8], result: &KvResult) -> Vec<u8> {
     out
 }
 
+/// `PUBSUB CHANNELS [pattern]`, `NUMSUB [channel ...]`, `NUMPAT`: reads of the replicated
+/// subscriptions. The shard variants of Redis' cluster mode are not supported.
+fn plan_pubsub(args: &[Vec<u8>]) -> Plan {
+    let sub = &args[1];
+    if is(sub, "channels") && args.len() <= 3 {
+        submit(
+            KvOp::PubSubChannels {
+                pattern: args.get(2).cloned(),
+            },
+            Render::Plain,
+        )
+    } else if is(sub, "numsub") {
+        submit(
+            KvOp::PubSubNumSub {
+                channels: args[2..].to_vec(),
+            },
+            Render::Plain,
+        )
+    } else if is(sub, "numpat") {
+        if args.len() != 2 {
+            return arity_error("pubsub|numpat");
+        }
+        submit(KvOp::PubSubNumPat, Render::Plain)
+    } else if is(sub, "channels") {
+        reject(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try PUBSUB HELP.",
+            text_prefix(sub, 128)
+        ))
+    } else {
+        unknown_subcommand(sub, "pubsub")
+    }
+}
+
 /// The reply to a command from the store's result, shaped by its [`Render`].
 pub fn render(render: &Render, result: KvResult) -> Resp {
     match (render, result) {
@@ -2272,6 +2339,12 @@ fn plain(result: KvResult) -> Resp {
                     .collect(),
             ),
         ]),
+        KvResult::Counts(counts) => Resp::array(
+            counts
+                .into_iter()
+                .flat_map(|(name, n)| [Resp::bulk(name), Resp::Integer(n)])
+                .collect(),
+        ),
         KvResult::Cursor(next, items) => Resp::array(vec![
             Resp::bulk(next.to_string().into_bytes()),
             Resp::bulks(items),

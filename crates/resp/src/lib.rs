@@ -30,6 +30,7 @@
 
 mod commands;
 mod parser;
+pub mod pubsub;
 mod session;
 mod value;
 

@@ -135,6 +135,12 @@ impl Session {
                 queue.slots.push(Slot::Op(render));
                 queued()
             }
+            // Redis queues these and subscribes at EXEC; here a transaction is one request
+            // to the store, and subscriptions belong to the connection: refused.
+            Plan::Subscribe { .. } | Plan::Unsubscribe { .. } => {
+                queue.dirty = true;
+                error("ERR (P)SUBSCRIBE and (P)UNSUBSCRIBE are not supported inside MULTI")
+            }
             Plan::Discard => {
                 self.queue = None;
                 self.watched.clear();

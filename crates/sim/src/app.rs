@@ -108,4 +108,16 @@ pub trait SimApp: Sync {
     fn check_history(&self, _executed: &[Executed<'_>], _end: &Self::App) -> Vec<AppViolation> {
         Vec::new()
     }
+
+    /// The application's invariants on what correct clients received unasked: every push
+    /// event a correct client's library delivered, `(client, event id, payload)` in delivery
+    /// order, against the agreed history (as for [`SimApp::check_history`]). Called only when
+    /// the whole agreed sequence was replayed.
+    fn check_pushes(
+        &self,
+        _pushes: &[(plumb_wire::ClientId, u64, Vec<u8>)],
+        _executed: &[Executed<'_>],
+    ) -> Vec<AppViolation> {
+        Vec::new()
+    }
 }

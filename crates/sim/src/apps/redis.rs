@@ -13,20 +13,105 @@
 //! reads, so dropping them keeps the rest sound). Instead the agreed history is replayed on
 //! plain queues (`REDIS-queue`): every element popped or moved was pushed and is still in its
 //! list, at the end it says, so no element is popped twice or made up.
+//!
+//! Pub/sub: subscriptions of the first three client identities to two channels and two
+//! patterns, and `PUBLISH`es of unique messages. Left out of the model like the queues (no
+//! modelled op reads subscriptions; the reference replay still judges every `PUBLISH` count).
+//! Every message a correct client's library delivered must come from a `PUBLISH` in the agreed
+//! history, on a channel it names, and reach that client once (`REDIS-pubsub`).
 //! `plumb sim --app redis`.
 
 use crate::app::{AppViolation, Executed, SimApp};
 use crate::apps::kv::{kv_op_text, Kv};
 use crate::rng::SimRng;
 use plumb_adversary::AppForgery;
+use plumb_kv::pubsub::Message;
 use plumb_kv::{fingerprint, End, Entry, KvOp, KvResult, KvStore, Value, Watched};
 use plumb_lincheck::kv::{BytesKv, KvOp as LinOp, KvRet};
-use std::collections::{BTreeMap, VecDeque};
+use plumb_wire::ClientId;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 /// Redis transactions and pipelines over the key-value store.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Redis;
+
+/// Pub/sub: the channels published on and subscribed to, and the patterns.
+const CHANNELS: &[&[u8]] = &[b"ch0", b"ch1"];
+const PATTERNS: &[&[u8]] = &[b"ch*", b"*1"];
+/// Identities subscribed for: the first three clients (a seed runs at least three).
+const SUBSCRIBERS: usize = 3;
+
+/// A subscription change of one of the first clients, or a publish of a unique message.
+fn pubsub_op(rng: &mut SimRng) -> KvOp {
+    let names = |rng: &mut SimRng, from: &[&[u8]]| -> Vec<Vec<u8>> {
+        rng.subset(from, 0.5)
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    match rng.index(5) {
+        0..=2 => {
+            let subscriber = rng.index(SUBSCRIBERS) as ClientId;
+            let (channels, patterns) = (names(rng, CHANNELS), names(rng, PATTERNS));
+            if rng.chance(0.7) {
+                KvOp::Subscribe {
+                    subscriber,
+                    channels,
+                    patterns,
+                }
+            } else {
+                KvOp::Unsubscribe {
+                    subscriber,
+                    channels,
+                    patterns,
+                }
+            }
+        }
+        _ => KvOp::Publish {
+            channel: rng.pick(CHANNELS).map_or(Vec::new(), |c| c.to_vec()),
+            message: format!("m{:016x}", rng.next_u64()).into_bytes(),
+        },
+    }
+}
+
+/// `REDIS-pubsub`: every delivered message was published, in the agreed history, on the
+/// channel it names, and no client got one message under two event ids.
+fn check_pubsub(
+    pushes: &[(ClientId, u64, Vec<u8>)],
+    executed: &[Executed<'_>],
+) -> Result<(), String> {
+    let mut published: BTreeMap<(Vec<u8>, Vec<u8>), usize> = BTreeMap::new();
+    for e in executed {
+        if let Ok(KvOp::Publish { channel, message }) = KvOp::decode(e.op) {
+            *published.entry((channel, message)).or_default() += 1;
+        }
+    }
+    // (client, channel, message) -> event ids it arrived under.
+    let mut seen: BTreeMap<(ClientId, Vec<u8>, Vec<u8>), BTreeSet<u64>> = BTreeMap::new();
+    for (client, event, payload) in pushes {
+        let m = Message::decode(payload)
+            .map_err(|e| format!("c{client} event {event}: payload does not decode ({e})"))?;
+        let key = (m.channel.clone(), m.message.clone());
+        let Some(&times) = published.get(&key) else {
+            return Err(format!(
+                "c{client} event {event}: message {} on {} was never published",
+                text(&m.message),
+                text(&m.channel)
+            ));
+        };
+        let ids = seen.entry((*client, key.0, key.1)).or_default();
+        ids.insert(*event);
+        if ids.len() > times {
+            return Err(format!(
+                "c{client} received message {} on {} under events {ids:?}, published {times} time(s)",
+                text(&m.message),
+                text(&m.channel)
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// What a guard may expect a key to hold: values the key-value workload writes often.
 const GUARD_VALUES: &[&[u8]] = &[b"0", b"1", b"7", b"a"];
@@ -243,6 +328,7 @@ impl SimApp for Redis {
             }
             .encode(),
             4 => queue_op(rng).encode(),
+            5 if rng.chance(0.5) => pubsub_op(rng).encode(),
             _ => single(rng, objects).encode(),
         }
     }
@@ -343,6 +429,20 @@ impl SimApp for Redis {
         }
     }
 
+    fn check_pushes(
+        &self,
+        pushes: &[(ClientId, u64, Vec<u8>)],
+        executed: &[Executed<'_>],
+    ) -> Vec<AppViolation> {
+        match check_pubsub(pushes, executed) {
+            Ok(()) => Vec::new(),
+            Err(detail) => vec![AppViolation {
+                property: "REDIS-pubsub",
+                detail,
+            }],
+        }
+    }
+
     /// A pipeline is modelled as a transaction without guards: plumb runs its commands as one
     /// step, and the check holds it to that. `None` for a transaction only if it is not the
     /// generator's (a guard value or a command it never makes), which a correct client never
@@ -409,6 +509,37 @@ mod tests {
             );
         }
         assert!(kinds.iter().all(|&n| n > 100), "{kinds:?}");
+    }
+
+    #[test]
+    fn the_pubsub_check_catches_an_invented_or_doubled_message() {
+        let publish = KvOp::Publish {
+            channel: b"ch0".to_vec(),
+            message: b"m1".to_vec(),
+        }
+        .encode();
+        let count = KvResult::Int(1).encode();
+        let executed = [Executed {
+            seq: 1,
+            client: 5,
+            op: &publish,
+            result: &count,
+        }];
+        let msg = |m: &[u8]| {
+            Message {
+                channel: b"ch0".to_vec(),
+                message: m.to_vec(),
+                to_channel: true,
+                patterns: Vec::new(),
+            }
+            .encode()
+        };
+        assert!(check_pubsub(&[(0, 1, msg(b"m1"))], &executed).is_ok());
+        // The same event twice (a restarted client) is not a second message.
+        assert!(check_pubsub(&[(0, 1, msg(b"m1")), (0, 1, msg(b"m1"))], &executed).is_ok());
+        assert!(check_pubsub(&[(0, 1, msg(b"m1")), (0, 2, msg(b"m1"))], &executed).is_err());
+        assert!(check_pubsub(&[(0, 1, msg(b"m2"))], &executed).is_err());
+        assert!(check_pubsub(&[(0, 1, b"junk".to_vec())], &executed).is_err());
     }
 
     #[test]

@@ -73,6 +73,8 @@ pub struct Checker {
     tokens: BTreeMap<Seq, (Digest, Principal)>,
     /// LS3: the batch each correct execution replica's current incarnation delivers next.
     exec_next: HashMap<Principal, Seq>,
+    /// Push events correct clients delivered: (client, event id, payload), in delivery order.
+    pub pushed: Vec<(plumb_wire::ClientId, u64, Vec<u8>)>,
 }
 
 impl Checker {

@@ -69,7 +69,8 @@ fn replay<A: SimApp>(
                     None => {
                         let text = format!("replay stops at batch {seq}: c{c} request {nc} has a body no client sent");
                         checker.warn(text);
-                        check_replayed(app, checker, workload, &executed, &store);
+                        // A push of a later batch has nothing to be judged against.
+                        check_replayed(app, checker, workload, &executed, &store, false);
                         return out;
                     }
                 }
@@ -114,7 +115,10 @@ fn replay<A: SimApp>(
         out.upto = seq;
         seq += 1;
     }
-    check_replayed(app, checker, workload, &executed, &store);
+    // A gap in the agreed sequence (batches no correct replica was seen executing) stops the
+    // replay; pushes of the batches after it could not be judged.
+    let complete = checker.agreed.range(seq..).next().is_none();
+    check_replayed(app, checker, workload, &executed, &store, complete);
     out
 }
 
@@ -125,6 +129,7 @@ fn check_replayed<A: SimApp>(
     workload: &Workload,
     executed: &[(Seq, ClientId, Digest, Vec<u8>)],
     end: &A::App,
+    complete: bool,
 ) {
     let history: Vec<Executed<'_>> = executed
         .iter()
@@ -141,6 +146,12 @@ fn check_replayed<A: SimApp>(
     debug_assert_eq!(history.len(), executed.len(), "replayed bodies are known");
     for v in app.check_history(&history, end) {
         checker.violate(v.property, v.detail);
+    }
+    if complete {
+        let pushed = std::mem::take(&mut checker.pushed);
+        for v in app.check_pushes(&pushed, &history) {
+            checker.violate(v.property, v.detail);
+        }
     }
 }
 

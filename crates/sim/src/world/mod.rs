@@ -520,7 +520,12 @@ impl<'a, A: SimApp> World<'a, A> {
                 }
             }
             Action::Complete { nc, result } => self.complete(i, nc, result),
-            Action::Pushed { .. } => self.stats.pushes += 1,
+            Action::Pushed { event, payload } => {
+                self.stats.pushes += 1;
+                if let (Principal::Client(c), true) = (self.nodes[i].p, self.nodes[i].correct) {
+                    self.checker.pushed.push((c, event, payload));
+                }
+            }
         }
     }
 
