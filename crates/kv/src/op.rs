@@ -497,6 +497,11 @@ pub enum KvOp {
     /// Bytes the key and its value take in the store's encoding, an estimate of its memory
     /// (`MEMORY USAGE`): `Int`, or `Value(None)` if absent.
     MemoryUsage { key: Vec<u8> },
+    /// Set or clear the bit at `offset` of the string (`SETBIT`; bit 0 is the most significant
+    /// bit of the first byte), growing it with zero bytes and keeping its expiry. `Int(old bit)`.
+    SetBit { key: Vec<u8>, offset: u64, bit: bool },
+    /// The bit at `offset` of the string, 0 past its end or for an absent key (`GETBIT`). `Int`.
+    GetBit { key: Vec<u8>, offset: u64 },
     // ---- Appended for pub/sub (pubsub.rs). ----
     /// One more connection of identity `subscriber` behind each channel and pattern (a name
     /// listed twice counts twice). The subscriber is named, not taken from the request's
@@ -836,6 +841,7 @@ impl KvOp {
             | KvOp::ZLexCount { .. }
             | KvOp::InterCard { .. }
             | KvOp::MemoryUsage { .. }
+            | KvOp::GetBit { .. }
             | KvOp::PubSubChannels { .. }
             | KvOp::PubSubNumSub { .. }
             | KvOp::PubSubNumPat => false,
@@ -869,6 +875,7 @@ impl KvOp {
             | KvOp::HRandField { .. }
             | KvOp::ZRandMember { .. }
             | KvOp::RandomKey
+            | KvOp::SetBit { .. }
             | KvOp::Subscribe { .. }
             | KvOp::Unsubscribe { .. }
             | KvOp::ResetSubscriptions { .. }
@@ -968,7 +975,9 @@ impl KvOp {
             | KvOp::HIncrByFloat { key, .. }
             | KvOp::HRandField { key, .. }
             | KvOp::ZRandMember { key, .. }
-            | KvOp::MemoryUsage { key } => Footprint::Keys(vec![key.as_slice()]),
+            | KvOp::MemoryUsage { key }
+            | KvOp::SetBit { key, .. }
+            | KvOp::GetBit { key, .. } => Footprint::Keys(vec![key.as_slice()]),
             KvOp::Copy { from, to, .. } => Footprint::Keys(vec![from.as_slice(), to.as_slice()]),
             KvOp::ZRangeStore { dest, src, .. } => {
                 Footprint::Keys(vec![dest.as_slice(), src.as_slice()])

@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 
+mod bits;
 mod copies;
 mod floats;
 mod picks;
@@ -384,6 +385,7 @@ impl KvStore {
                 range,
                 rev,
             } => self.zrangestore(dest, src, range, *rev),
+            KvOp::SetBit { key, offset, bit } => self.setbit(key, *offset, *bit),
             KvOp::Transaction { watched, ops } => {
                 if !self.unchanged(watched) {
                     return KvResult::Aborted;
@@ -435,6 +437,7 @@ impl KvStore {
             | KvOp::ZLexCount { .. }
             | KvOp::InterCard { .. }
             | KvOp::MemoryUsage { .. }
+            | KvOp::GetBit { .. }
             | KvOp::PubSubChannels { .. }
             | KvOp::PubSubNumSub { .. }
             | KvOp::PubSubNumPat => self.read(op),
@@ -848,6 +851,7 @@ impl KvStore {
             | KvOp::RandomKey
             | KvOp::Copy { .. }
             | KvOp::ZRangeStore { .. }
+            | KvOp::SetBit { .. }
             | KvOp::Subscribe { .. }
             | KvOp::Unsubscribe { .. }
             | KvOp::ResetSubscriptions { .. }
@@ -857,6 +861,7 @@ impl KvStore {
                 limit,
                 sorted,
             } => self.inter_card(keys, *limit, *sorted),
+            KvOp::GetBit { key, offset } => self.getbit(key, *offset),
             KvOp::MemoryUsage { key } => match self.entries.get(key.as_slice()) {
                 // The key, the entry's canonical encoding, and the two indexes' share: an
                 // estimate, as Redis' is.

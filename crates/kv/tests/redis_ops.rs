@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 91 {
+    match rng() % 93 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1361,6 +1361,15 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         },
         86 => KvOp::RandomKey,
         90 => KvOp::MemoryUsage { key },
+        91 => KvOp::SetBit {
+            key,
+            offset: rng() % 20,
+            bit: rng().is_multiple_of(2),
+        },
+        92 => KvOp::GetBit {
+            key,
+            offset: rng() % 20,
+        },
         87 => KvOp::Copy {
             from: key,
             to: b(pick(rng, KEYS)),
@@ -1418,7 +1427,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 92);
+    assert_eq!(kinds.len(), 94);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {

@@ -320,6 +320,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("sintercard", -3, R, NONE),
     spec("zintercard", -3, R, NONE),
     spec("substr", 4, R, ONE),
+    spec("setbit", 4, WD, ONE),
+    spec("getbit", 3, RF, ONE),
     spec("multi", 1, TX, NONE),
     spec(
         "exec",
@@ -1082,6 +1084,29 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             submit(op, Render::Plain)
         }
         "randomkey" => submit(KvOp::RandomKey, Render::Plain),
+        "setbit" | "getbit" => {
+            // Redis' bound: offsets address a string of at most 512 MiB.
+            let offset = match int_arg(&args[2]) {
+                Some(n) if (0..1 << 32).contains(&n) => n.unsigned_abs(),
+                _ => return err("ERR bit offset is not an integer or out of range"),
+            };
+            if spec.name == "getbit" {
+                return submit(KvOp::GetBit { key: key(), offset }, Render::Plain);
+            }
+            let bit = match args[3].as_slice() {
+                b"0" => false,
+                b"1" => true,
+                _ => return err("ERR bit is not an integer or out of range"),
+            };
+            submit(
+                KvOp::SetBit {
+                    key: key(),
+                    offset,
+                    bit,
+                },
+                Render::Plain,
+            )
+        }
         "copy" => plan_copy(args),
         "zrangestore" => plan_zrangestore(args),
         "sintercard" | "zintercard" => plan_intercard(args, spec.name == "zintercard"),

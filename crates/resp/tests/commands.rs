@@ -1230,7 +1230,14 @@ fn config_is_read_only() {
         reply("CONFIG GET data*"),
         Resp::array(vec![bulk("databases"), bulk("1")])
     );
-    assert!(error("CONFIG SET save x").contains("read-only"));
+    assert!(error("CONFIG SET maxmemory 100").contains("read-only"));
+    assert!(error("CONFIG SET maxmemory 100").contains("maxmemory"));
+    // Parameters that choose Redis' encodings or its snapshots change nothing here.
+    assert_eq!(
+        reply("CONFIG SET save x hash-max-listpack-entries 0"),
+        Resp::ok()
+    );
+    assert!(error("CONFIG SET save").contains("wrong number of arguments"));
     assert_eq!(
         error("CONFIG foo"),
         "ERR unknown subcommand 'foo'. Try CONFIG HELP."
@@ -2527,4 +2534,33 @@ const MULTI_POP_AND_MORE_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 #[test]
 fn multi_key_pops_float_increments_and_copies_match_a_recorded_redis_session() {
     replay(Gateway::new(), MULTI_POP_AND_MORE_TRANSCRIPT);
+}
+
+/// `SETBIT` and `GETBIT`, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was.
+const BITS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
+    (b"flushall", b"+OK\r\n"),
+    (b"setbit b 7 1", b":0\r\n"),
+    (b"get b", b"$1\r\n\x01\r\n"),
+    (b"setbit b 7 0", b":1\r\n"),
+    (b"getbit b 7", b":0\r\n"),
+    (b"setbit b 100 1", b":0\r\n"),
+    (b"strlen b", b":13\r\n"),
+    (b"getbit b 100", b":1\r\n"),
+    (b"getbit b 1000", b":0\r\n"),
+    (b"getbit nokey 0", b":0\r\n"),
+    (b"setbit b 0 2", b"-ERR bit is not an integer or out of range\r\n"),
+    (b"setbit b -1 1", b"-ERR bit offset is not an integer or out of range\r\n"),
+    (b"setbit b 4294967296 1", b"-ERR bit offset is not an integer or out of range\r\n"),
+    (b"getbit b 4294967296", b"-ERR bit offset is not an integer or out of range\r\n"),
+    (b"lpush l a", b":1\r\n"),
+    (b"setbit l 0 1", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"getbit l 0", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (b"set n 1", b"+OK\r\n"),
+    (b"setbit n 6 1", b":0\r\n"),
+    (b"get n", b"$1\r\n3\r\n"),
+];
+
+#[test]
+fn bits_match_a_recorded_redis_session() {
+    replay(Gateway::new(), BITS_TRANSCRIPT);
 }
