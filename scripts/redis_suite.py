@@ -217,7 +217,7 @@ def main():
     ap.add_argument("--redis-port", type=int, default=26379)
     ap.add_argument("--plumb-port", type=int, default=26380)
     ap.add_argument("--base-port", type=int, default=26400)
-    ap.add_argument("--unit-timeout", type=int, default=180, help="seconds a unit may run")
+    ap.add_argument("--unit-timeout", type=int, default=300, help="seconds a unit may run")
     ap.add_argument("--plumb-only", action="store_true",
                     help="skip redis-server: report plumb's passes over all tests it ran")
     ap.add_argument("--min-percent", type=float, default=0.0,

@@ -71,6 +71,11 @@ pub enum Render {
     Ok,
     /// `BZPOPMIN`, `BZPOPMAX`: one popped member as a flat `[key, member, score]`.
     FlatPop,
+    /// `OBJECT REFCOUNT` from the key's `TYPE`: 1 (plumb shares no values), nil if absent.
+    ObjectRefcount,
+    /// `OBJECT ENCODING` from the key's `TYPE`: the name Redis gives the general encoding of
+    /// that kind (plumb has one per kind), nil if absent.
+    ObjectEncoding,
 }
 
 /// What to do with one command.
@@ -321,6 +326,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("zintercard", -3, R, NONE),
     spec("substr", 4, R, ONE),
     spec("setbit", 4, WD, ONE),
+    spec("time", 1, &["loading", "stale", "fast"], NONE),
+    spec("object", -2, R, NONE),
     spec("getbit", 3, RF, ONE),
     spec("multi", 1, TX, NONE),
     spec(
@@ -535,6 +542,14 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         },
         "persist" => submit(KvOp::Persist { key: key() }, Render::Plain),
         "type" => submit(KvOp::Type { key: key() }, Render::Status),
+        "time" => {
+            let micros = info.now_ms.saturating_mul(1000);
+            Plan::Reply(Resp::array(vec![
+                Resp::bulk(micros.div_euclid(1_000_000).to_string()),
+                Resp::bulk(micros.rem_euclid(1_000_000).to_string()),
+            ]))
+        }
+        "object" => plan_object(args),
         "dbsize" => submit(KvOp::DbSize, Render::Plain),
         "keys" => submit(KvOp::KeysMatching { pattern: key() }, Render::Plain),
         "flushall" | "flushdb" => match args.get(1) {
@@ -1662,8 +1677,7 @@ fn plan_intercard(args: &[Vec<u8>], sorted: bool) -> Plan {
         }
         match int_arg(&args[i + 1]) {
             Some(n) if n >= 0 => limit = n.unsigned_abs(),
-            Some(_) => return err("ERR LIMIT can't be negative"),
-            None => return not_integer(),
+            _ => return err("ERR LIMIT can't be negative"),
         }
         i += 2;
     }
@@ -2078,6 +2092,31 @@ const CONFIG_NO_EFFECT: &[&str] = &[
     "active-expire-enabled",
 ];
 
+/// `OBJECT REFCOUNT|ENCODING key`, answered from the key's kind ([`KvOp::Type`]).
+fn plan_object(args: &[Vec<u8>]) -> Plan {
+    let sub = &args[1];
+    let render = if is(sub, "refcount") {
+        Render::ObjectRefcount
+    } else if is(sub, "encoding") {
+        Render::ObjectEncoding
+    } else if is(sub, "freq") {
+        return err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+    } else if is(sub, "idletime") {
+        return err("ERR plumb does not track when a key was last read: OBJECT IDLETIME is not supported");
+    } else {
+        return unknown_subcommand(sub, "object");
+    };
+    if args.len() != 3 {
+        return arity_error(&format!("object|{}", text(sub).to_ascii_lowercase()));
+    }
+    submit(
+        KvOp::Type {
+            key: args[2].clone(),
+        },
+        render,
+    )
+}
+
 /// `FUNCTION`: plumb runs no Redis functions (7.0's stored Lua libraries). `FLUSH` and `LIST`
 /// answer as a server without any do; loading one is refused with the reason.
 fn plan_function(args: &[Vec<u8>]) -> Plan {
@@ -2310,6 +2349,21 @@ pub fn render(render: &Render, result: KvResult) -> Resp {
         }
         (Render::Status, KvResult::Value(Some(v))) => Resp::Simple(text(&v)),
         (Render::Ok, _) => Resp::ok(),
+        (Render::ObjectRefcount | Render::ObjectEncoding, KvResult::Value(Some(kind)))
+            if kind == b"none" =>
+        {
+            Resp::nil()
+        }
+        (Render::ObjectRefcount, KvResult::Value(Some(_))) => Resp::Integer(1),
+        (Render::ObjectEncoding, KvResult::Value(Some(kind))) => {
+            let encoding = match kind.as_slice() {
+                b"string" => "raw",
+                b"list" => "quicklist",
+                b"zset" => "skiplist",
+                _ => "hashtable",
+            };
+            Resp::bulk(encoding)
+        }
         (Render::FlatPop, KvResult::PoppedScored(key, members)) => {
             let mut flat = vec![Resp::bulk(key)];
             for (m, s) in members {
