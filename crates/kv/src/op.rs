@@ -502,6 +502,17 @@ pub enum KvOp {
     SetBit { key: Vec<u8>, offset: u64, bit: bool },
     /// The bit at `offset` of the string, 0 past its end or for an absent key (`GETBIT`). `Int`.
     GetBit { key: Vec<u8>, offset: u64 },
+    /// The longest common subsequence of the strings at `a` and `b` (`LCS`), absent keys
+    /// empty: `Value(lcs)`, or `Int(length)` with `len_only`, or with `idx` `Matches` of the
+    /// matching ranges at least `min_match_len` long, as Redis walks them (last first).
+    Lcs {
+        a: Vec<u8>,
+        b: Vec<u8>,
+        len_only: bool,
+        idx: bool,
+        min_match_len: u64,
+        with_match_len: bool,
+    },
     // ---- Appended for pub/sub (pubsub.rs). ----
     /// One more connection of identity `subscriber` behind each channel and pattern (a name
     /// listed twice counts twice). The subscriber is named, not taken from the request's
@@ -750,6 +761,9 @@ pub enum KvResult {
     Popped(Vec<u8>, Vec<Vec<u8>>),
     /// Members and scores popped from the sorted set at a key (`ZMPOP`, `BZPOPMIN`).
     PoppedScored(Vec<u8>, Vec<(Vec<u8>, Score)>),
+    /// Appended. `LCS ... IDX`: each matching range as `[a_start, a_end, b_start, b_end]`,
+    /// with its length after them if asked, and the length of the whole subsequence.
+    Matches(Vec<Vec<i64>>, i64),
     // ---- Appended for pub/sub. ----
     /// Names with a count each (`PUBSUB NUMSUB`).
     Counts(Vec<(Vec<u8>, i64)>),
@@ -842,6 +856,7 @@ impl KvOp {
             | KvOp::InterCard { .. }
             | KvOp::MemoryUsage { .. }
             | KvOp::GetBit { .. }
+            | KvOp::Lcs { .. }
             | KvOp::PubSubChannels { .. }
             | KvOp::PubSubNumSub { .. }
             | KvOp::PubSubNumPat => false,
@@ -979,6 +994,7 @@ impl KvOp {
             | KvOp::SetBit { key, .. }
             | KvOp::GetBit { key, .. } => Footprint::Keys(vec![key.as_slice()]),
             KvOp::Copy { from, to, .. } => Footprint::Keys(vec![from.as_slice(), to.as_slice()]),
+            KvOp::Lcs { a, b, .. } => Footprint::Keys(vec![a.as_slice(), b.as_slice()]),
             KvOp::ZRangeStore { dest, src, .. } => {
                 Footprint::Keys(vec![dest.as_slice(), src.as_slice()])
             }

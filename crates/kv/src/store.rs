@@ -41,6 +41,7 @@ use std::ops::Bound;
 
 mod bits;
 mod copies;
+mod lcs;
 mod floats;
 mod picks;
 mod pops;
@@ -438,6 +439,7 @@ impl KvStore {
             | KvOp::InterCard { .. }
             | KvOp::MemoryUsage { .. }
             | KvOp::GetBit { .. }
+            | KvOp::Lcs { .. }
             | KvOp::PubSubChannels { .. }
             | KvOp::PubSubNumSub { .. }
             | KvOp::PubSubNumPat => self.read(op),
@@ -862,6 +864,14 @@ impl KvStore {
                 sorted,
             } => self.inter_card(keys, *limit, *sorted),
             KvOp::GetBit { key, offset } => self.getbit(key, *offset),
+            KvOp::Lcs {
+                a,
+                b,
+                len_only,
+                idx,
+                min_match_len,
+                with_match_len,
+            } => self.lcs(a, b, *len_only, *idx, *min_match_len, *with_match_len),
             KvOp::MemoryUsage { key } => match self.entries.get(key.as_slice()) {
                 // The key, the entry's canonical encoding, and the two indexes' share: an
                 // estimate, as Redis' is.

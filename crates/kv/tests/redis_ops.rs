@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 93 {
+    match rng() % 94 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1366,6 +1366,14 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             offset: rng() % 20,
             bit: rng().is_multiple_of(2),
         },
+        93 => KvOp::Lcs {
+            a: key,
+            b: b(pick(rng, KEYS)),
+            len_only: rng().is_multiple_of(3),
+            idx: rng().is_multiple_of(2),
+            min_match_len: rng() % 3,
+            with_match_len: rng().is_multiple_of(2),
+        },
         92 => KvOp::GetBit {
             key,
             offset: rng() % 20,
@@ -1427,7 +1435,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 94);
+    assert_eq!(kinds.len(), 95);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {
@@ -1465,6 +1473,8 @@ fn arb_result() -> impl Strategy<Value = KvResult> {
             )
         )
             .prop_map(|(k, scored)| KvResult::PoppedScored(k, scored)),
+        (proptest::collection::vec(proptest::collection::vec(any::<i64>(), 4..6), 0..3), any::<i64>())
+            .prop_map(|(ranges, len)| KvResult::Matches(ranges, len)),
     ]
 }
 

@@ -326,6 +326,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("zintercard", -3, R, NONE),
     spec("substr", 4, R, ONE),
     spec("setbit", 4, WD, ONE),
+    spec("lcs", -3, R, (1, 2, 1)),
     spec("time", 1, &["loading", "stale", "fast"], NONE),
     spec("object", -2, R, NONE),
     spec("getbit", 3, RF, ONE),
@@ -1099,6 +1100,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             submit(op, Render::Plain)
         }
         "randomkey" => submit(KvOp::RandomKey, Render::Plain),
+        "lcs" => plan_lcs(args),
         "setbit" | "getbit" => {
             // Redis' bound: offsets address a string of at most 512 MiB.
             let offset = match int_arg(&args[2]) {
@@ -2092,6 +2094,45 @@ const CONFIG_NO_EFFECT: &[&str] = &[
     "active-expire-enabled",
 ];
 
+/// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`.
+fn plan_lcs(args: &[Vec<u8>]) -> Plan {
+    let (mut len_only, mut idx, mut min_match_len, mut with_match_len) = (false, false, 0, false);
+    let mut i = 3;
+    while i < args.len() {
+        if is(&args[i], "len") {
+            len_only = true;
+        } else if is(&args[i], "idx") {
+            idx = true;
+        } else if is(&args[i], "withmatchlen") {
+            with_match_len = true;
+        } else if is(&args[i], "minmatchlen") && i + 1 < args.len() {
+            match int_arg(&args[i + 1]) {
+                // Redis takes a negative length as 0.
+                Some(n) => min_match_len = u64::try_from(n).unwrap_or(0),
+                None => return not_integer(),
+            }
+            i += 1;
+        } else {
+            return syntax_error();
+        }
+        i += 1;
+    }
+    if len_only && idx {
+        return err("ERR If you want both the length and indexes, please just use IDX.");
+    }
+    submit(
+        KvOp::Lcs {
+            a: args[1].clone(),
+            b: args[2].clone(),
+            len_only,
+            idx,
+            min_match_len,
+            with_match_len,
+        },
+        Render::Plain,
+    )
+}
+
 /// `OBJECT REFCOUNT|ENCODING key`, answered from the key's kind ([`KvOp::Type`]).
 fn plan_object(args: &[Vec<u8>]) -> Plan {
     let sub = &args[1];
@@ -2408,6 +2449,24 @@ fn plain(result: KvResult) -> Resp {
         ),
         KvResult::Aborted => Resp::Array(None),
         KvResult::Ints(ns) => Resp::array(ns.into_iter().map(Resp::Integer).collect()),
+        KvResult::Matches(ranges, len) => Resp::array(vec![
+            Resp::bulk("matches"),
+            Resp::array(
+                ranges
+                    .into_iter()
+                    .map(|r| {
+                        let pair = |x: i64, y: i64| {
+                            Resp::array(vec![Resp::Integer(x), Resp::Integer(y)])
+                        };
+                        let mut item = vec![pair(r[0], r[1]), pair(r[2], r[3])];
+                        item.extend(r.get(4).map(|&n| Resp::Integer(n)));
+                        Resp::array(item)
+                    })
+                    .collect(),
+            ),
+            Resp::bulk("len"),
+            Resp::Integer(len),
+        ]),
         KvResult::Popped(key, items) => Resp::array(vec![Resp::bulk(key), Resp::bulks(items)]),
         KvResult::PoppedScored(key, members) => Resp::array(vec![
             Resp::bulk(key),

@@ -2583,3 +2583,29 @@ const OBJECT_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 fn object_matches_a_recorded_redis_session() {
     replay(Gateway::new(), OBJECT_TRANSCRIPT);
 }
+
+/// `LCS` with `LEN`, `IDX`, `MINMATCHLEN` and `WITHMATCHLEN`, recorded from Redis 7.0.15 as
+/// [`REDIS_TRANSCRIPT`] was: the ranges come in Redis' order, from the ends backwards.
+const LCS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
+    (b"flushall", b"+OK\r\n"),
+    (b"mset virus1 ohmytext virus2 mynewtext", b"+OK\r\n"),
+    (b"lcs virus1 virus2", b"$6\r\nmytext\r\n"),
+    (b"lcs virus1 virus2 len", b":6\r\n"),
+    (b"lcs virus1 virus2 idx", b"*4\r\n$7\r\nmatches\r\n*2\r\n*2\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n*2\r\n*2\r\n:2\r\n:3\r\n*2\r\n:0\r\n:1\r\n$3\r\nlen\r\n:6\r\n"),
+    (b"lcs virus1 virus2 idx withmatchlen", b"*4\r\n$7\r\nmatches\r\n*2\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n*3\r\n*2\r\n:2\r\n:3\r\n*2\r\n:0\r\n:1\r\n:2\r\n$3\r\nlen\r\n:6\r\n"),
+    (b"lcs virus1 virus2 idx minmatchlen 4 withmatchlen", b"*4\r\n$7\r\nmatches\r\n*1\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n$3\r\nlen\r\n:6\r\n"),
+    (b"lcs virus1 virus2 len idx", b"-ERR If you want both the length and indexes, please just use IDX.\r\n"),
+    (b"lcs virus1 nokey", b"$0\r\n\r\n"),
+    (b"lcs nokey nokey2 idx", b"*4\r\n$7\r\nmatches\r\n*0\r\n$3\r\nlen\r\n:0\r\n"),
+    (b"lcs virus1 virus2 foo", b"-ERR syntax error\r\n"),
+    (b"set a ACCGGTCGAGTGCGCGGAAGCCGGCCGAA", b"+OK\r\n"),
+    (b"set b GTCGTTCGGAATGCCGTTGCTCTGTAAA", b"+OK\r\n"),
+    (b"lcs a b idx withmatchlen", b"*4\r\n$7\r\nmatches\r\n*8\r\n*3\r\n*2\r\n:27\r\n:28\r\n*2\r\n:26\r\n:27\r\n:2\r\n*3\r\n*2\r\n:26\r\n:26\r\n*2\r\n:23\r\n:23\r\n:1\r\n*3\r\n*2\r\n:25\r\n:25\r\n*2\r\n:21\r\n:21\r\n:1\r\n*3\r\n*2\r\n:23\r\n:24\r\n*2\r\n:18\r\n:19\r\n:2\r\n*3\r\n*2\r\n:19\r\n:22\r\n*2\r\n:12\r\n:15\r\n:4\r\n*3\r\n*2\r\n:14\r\n:18\r\n*2\r\n:6\r\n:10\r\n:5\r\n*3\r\n*2\r\n:9\r\n:10\r\n*2\r\n:3\r\n:4\r\n:2\r\n*3\r\n*2\r\n:4\r\n:6\r\n*2\r\n:0\r\n:2\r\n:3\r\n$3\r\nlen\r\n:20\r\n"),
+    (b"lpush l x", b":1\r\n"),
+    (b"lcs l a", b"-ERR The specified keys must contain string values\r\n"),
+];
+
+#[test]
+fn lcs_matches_a_recorded_redis_session() {
+    replay(Gateway::new(), LCS_TRANSCRIPT);
+}
