@@ -110,11 +110,14 @@ def replication_stream_tests(tree: Path, unit: str):
     return names
 
 
-def run_unit(tree: Path, port: int, unit: str, out: Path, system: str, limit: int):
-    """Run one unit against 127.0.0.1:port; returns {test name: (status, first error line)}."""
+def run_unit(tree: Path, port: int, unit: str, out: Path, system: str, limit: int, resp3=True):
+    """Run one unit against 127.0.0.1:port; returns {test name: (status, first error line)}.
+    Without `resp3` the suite leaves out its RESP3 tests (`-resp3`, the suite's switch for a
+    server without `HELLO 3`); they then count as not passed."""
+    tags = "-needs:repl" if resp3 else "-needs:repl -resp3"
     args = ["tclsh", "tests/test_helper.tcl", "--host", "127.0.0.1", "--port", str(port),
-            "--singledb", "--durable", "--ignore-encoding", "--ignore-digest", "--clients", "1", "--tags", "-needs:repl",
-            "--single", unit]
+            "--singledb", "--durable", "--ignore-encoding", "--ignore-digest", "--clients", "1",
+            "--tags", tags, "--single", unit]
     for name in replication_stream_tests(tree, unit):
         args += ["--skiptest", name]
     logfile = out / f"{system}-{unit.replace('/', '_')}.log"
@@ -252,7 +255,9 @@ def main():
     with PlumbUp(a.plumb, a.plumb_port, a.base_port, a.out, a.u, a.r):
         for unit in a.units:
             t0 = time.time()
-            plumb[unit] = run_unit(tree, a.plumb_port, unit, a.out, "plumb", a.unit_timeout)
+            # plumb speaks RESP2 only: its RESP3 tests are left out and count as failed.
+            plumb[unit] = run_unit(tree, a.plumb_port, unit, a.out, "plumb", a.unit_timeout,
+                                   resp3=False)
             log(f"plumb {unit}: {len(passed(plumb[unit]))} passed ({time.time() - t0:.0f} s)")
 
     total_ref = total_both = 0

@@ -1051,6 +1051,10 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             let Some(delta) = Score::parse(delta) else {
                 return err(ERR_NOT_FLOAT);
             };
+            // Redis checks HINCRBYFLOAT's increment itself; INCRBYFLOAT only the sum.
+            if field.is_some() && delta.get().is_infinite() {
+                return err("ERR value is NaN or Infinity");
+            }
             let op = match field {
                 None => KvOp::IncrByFloat { key: key(), delta },
                 Some(field) => KvOp::HIncrByFloat {

@@ -2491,6 +2491,7 @@ const MULTI_POP_AND_MORE_TRANSCRIPT: &[(&[u8], &[u8])] = &[
     (b"hincrbyfloat h b 1", b"-ERR hash value is not a float\r\n"),
     (b"hincrbyfloat h c 1e2", b"$3\r\n100\r\n"),
     (b"hincrbyfloat h a nan", b"-ERR value is not a valid float\r\n"),
+    (b"hincrbyfloat h a inf", b"-ERR value is NaN or Infinity\r\n"),
     (b"hrandfield nokey", b"$-1\r\n"),
     (b"hrandfield nokey 3", b"*0\r\n"),
     (b"hrandfield h 1 withvalues x", b"-ERR syntax error\r\n"),
