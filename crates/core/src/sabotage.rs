@@ -36,9 +36,12 @@ pub enum Sabotage {
     /// The key-value store's pop from the first non-empty list (under `BLPOP`) returns the
     /// element but leaves it in the list (caught by `plumb sim --app redis`'s queue check).
     PopKeepsElement,
+    /// A script's write command (`redis.call('incr', ...)`) is applied twice (caught by
+    /// `plumb sim --app redis`, whose workload has scripts).
+    ScriptCallAppliesTwice,
 }
 
-pub const ALL: [(Sabotage, &str); 11] = [
+pub const ALL: [(Sabotage, &str); 12] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -59,13 +62,19 @@ pub const ALL: [(Sabotage, &str); 11] = [
         "transaction-ignores-watch",
     ),
     (Sabotage::PopKeepsElement, "pop-keeps-element"),
+    (
+        Sabotage::ScriptCallAppliesTwice,
+        "script-call-applies-twice",
+    ),
 ];
 
 /// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value
 /// store's own breakages need a workload that uses what they break.
 pub fn app_for(s: Sabotage) -> &'static str {
     match s {
-        Sabotage::TransactionIgnoresWatch | Sabotage::PopKeepsElement => "redis",
+        Sabotage::TransactionIgnoresWatch
+        | Sabotage::PopKeepsElement
+        | Sabotage::ScriptCallAppliesTwice => "redis",
         _ => "kv",
     }
 }
