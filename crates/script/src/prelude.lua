@@ -24,7 +24,15 @@ local function pass(ok, ...)
   return ok, ...
 end
 pcall = function(...) return pass(rawpcall(...)) end
-xpcall = function(f, h) return pass(rawxpcall(f, h)) end
+-- xpcall runs the handler after the error unwound, as a plain call: Lua 5.1 runs a handler
+-- with hooks off when the error came from a hook, so a handler that loops would escape the
+-- budget. Scripts have no debug library, so a handler cannot tell the difference.
+local function handled(h, ok, ...)
+  if ok then return true, ... end
+  if exceeded() then error((...), 0) end
+  return false, (h((...)))
+end
+xpcall = function(f, h) return handled(h, rawpcall(f)) end
 coroutine.resume = function(...) return pass(resume(...)) end
 
 -- tostring of a table, function, coroutine or userdata shows its address in stock Lua, which
