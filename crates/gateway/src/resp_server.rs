@@ -16,8 +16,9 @@ use plumb_resp::{
     each, encode, exec_reply, keyspace_section, plan, render, Limits, Parser, Pipeline, Plan,
     Render, Resp, ServerInfo, Session, Step,
 };
+use plumb_script::ScriptCache;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -41,6 +42,9 @@ pub struct RespServer {
     pub info: ServerInfo,
     pub stats: Arc<GatewayStats>,
     pub started: Instant,
+    /// Scripts by sha1, for `EVALSHA` and `SCRIPT`: this gateway's, shared by its
+    /// connections, never the cluster's (an `EVALSHA` goes out as the `EVAL` of its body).
+    pub scripts: Mutex<ScriptCache>,
 }
 
 impl RespServer {
@@ -111,7 +115,12 @@ impl RespServer {
                 {
                     process_stats(&mut info);
                 }
-                match session.step(plan(&args, &info)) {
+                let planned = self
+                    .scripts
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .resolve(plan(&args, &info));
+                match session.step(planned) {
                     Step::Plan(Plan::Submit {
                         op,
                         read_only,

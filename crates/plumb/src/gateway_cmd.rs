@@ -66,6 +66,7 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
             },
             stats: stats.clone(),
             started: Instant::now(),
+            scripts: Default::default(),
         });
         let handler: admin::Handler = {
             let stats = stats.clone();
