@@ -73,8 +73,12 @@ fn singles(rng: &mut SimRng, objects: &[Vec<u8>], most: usize) -> Vec<Vec<u8>> {
 /// they returned.
 const SCRIPT_SET: &str =
     "local v = redis.call('get', KEYS[1])\nredis.call('set', KEYS[2], ARGV[1])\nreturn v";
-const SCRIPT_INCR: &str =
-    "local v = redis.call('get', KEYS[1])\nlocal n = redis.pcall('incr', KEYS[2])\nreturn {v, n}";
+/// `INCR`'s result is read back with `GET`: a Lua number is a double, which would round an
+/// integer near 2^63 (as it does in Redis), and the workload writes such integers.
+const SCRIPT_INCR: &str = "local v = redis.call('get', KEYS[1])
+local n = redis.pcall('incr', KEYS[2])
+if type(n) == 'table' then return {v, n} end
+return {v, redis.call('get', KEYS[2])}";
 
 fn script_op(rng: &mut SimRng, objects: &[Vec<u8>]) -> KvOp {
     let mut key = || rng.pick(objects).cloned().unwrap_or_default();
@@ -126,7 +130,8 @@ fn script_ops(op: &KvOp) -> Option<Vec<KvOp>> {
 }
 
 /// The results of a workload script's commands, from its reply (`v` for `SCRIPT_SET`,
-/// `[v, n]` for `SCRIPT_INCR`, `incr`), encoded as the store's results.
+/// `[v, n]` for `SCRIPT_INCR`, `incr`, with `n` the new value as text or INCR's error),
+/// encoded as the store's results.
 fn script_results(incr: bool, reply: &[u8]) -> Option<Vec<Vec<u8>>> {
     use plumb_resp::Resp;
     let value = |r: &Resp| match r {
@@ -136,7 +141,9 @@ fn script_results(incr: bool, reply: &[u8]) -> Option<Vec<Vec<u8>>> {
     let results = match (incr, Resp::parse(reply)?) {
         (false, r) => vec![value(&r)?, KvResult::Ok],
         (true, Resp::Array(Some(items))) => match items.as_slice() {
-            [v, Resp::Integer(n)] => vec![value(v)?, KvResult::Int(*n)],
+            [v, Resp::Bulk(Some(n))] => {
+                vec![value(v)?, KvResult::Int(plumb_kv::parse_integer(n)?)]
+            }
             [v, Resp::Error(e)] => vec![value(v)?, KvResult::Error(e.clone())],
             _ => return None,
         },
