@@ -21,7 +21,7 @@ pub const ERR_TOO_DEEP: &str = "ERR reached lua stack limit";
 pub fn truncate(n: f64) -> i64 {
     // 2^63 is exactly representable; every double below it in magnitude fits an i64.
     const LIMIT: f64 = 9_223_372_036_854_775_808.0;
-    if n.is_nan() || n >= LIMIT || n < -LIMIT {
+    if n.is_nan() || !(-LIMIT..LIMIT).contains(&n) {
         i64::MIN
     } else {
         n.trunc() as i64

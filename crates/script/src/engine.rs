@@ -254,8 +254,8 @@ impl Engine {
                     return Err(raise("ERR redis.setresp() requires one argument."));
                 };
                 match number(v) {
-                    Some(n) if n == 2.0 => Ok(()),
-                    Some(n) if n == 3.0 => Err(raise("ERR plumb runs scripts in RESP2 only")),
+                    Some(2.0) => Ok(()),
+                    Some(3.0) => Err(raise("ERR plumb runs scripts in RESP2 only")),
                     _ => Err(raise("ERR RESP version must be 2 or 3.")),
                 }
             })?
