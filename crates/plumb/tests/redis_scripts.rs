@@ -37,7 +37,11 @@ fn scripts_with_real_redis_clients() {
         return;
     };
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py/scripts.py");
-    let out = Command::new(python).arg(script).arg(&port).output().unwrap();
+    let out = Command::new(python)
+        .arg(script)
+        .arg(&port)
+        .output()
+        .unwrap();
     eprintln!("{}", String::from_utf8_lossy(&out.stdout));
     assert!(
         out.status.success(),
