@@ -39,9 +39,12 @@ pub enum Sabotage {
     /// The key-value store's `PUBLISH` pushes each message twice (under two event ids), so a
     /// subscriber receives it twice (caught by `plumb sim --app redis`'s pub/sub check).
     PublishPushesTwice,
+    /// A script's write command (`redis.call('incr', ...)`) is applied twice (caught by
+    /// `plumb sim --app redis`, whose workload has scripts).
+    ScriptCallAppliesTwice,
 }
 
-pub const ALL: [(Sabotage, &str); 12] = [
+pub const ALL: [(Sabotage, &str); 13] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -63,6 +66,10 @@ pub const ALL: [(Sabotage, &str); 12] = [
     ),
     (Sabotage::PopKeepsElement, "pop-keeps-element"),
     (Sabotage::PublishPushesTwice, "publish-pushes-twice"),
+    (
+        Sabotage::ScriptCallAppliesTwice,
+        "script-call-applies-twice",
+    ),
 ];
 
 /// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value
@@ -71,7 +78,8 @@ pub fn app_for(s: Sabotage) -> &'static str {
     match s {
         Sabotage::TransactionIgnoresWatch
         | Sabotage::PopKeepsElement
-        | Sabotage::PublishPushesTwice => "redis",
+        | Sabotage::PublishPushesTwice
+        | Sabotage::ScriptCallAppliesTwice => "redis",
         _ => "kv",
     }
 }

@@ -18,8 +18,9 @@ use plumb_resp::{
     each, encode, exec_reply, keyspace_section, plan, render, Limits, Parser, Pipeline, Plan,
     Render, Resp, ServerInfo, Session, Step,
 };
+use plumb_script::ScriptCache;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -45,6 +46,9 @@ pub struct RespServer {
     pub started: Instant,
     /// Pub/sub: the connections' subscriptions and the messages pushed to them.
     pub pubsub: Arc<PubSubHub>,
+    /// Scripts by sha1, for `EVALSHA` and `SCRIPT`: this gateway's, shared by its
+    /// connections, never the cluster's (an `EVALSHA` goes out as the `EVAL` of its body).
+    pub scripts: Mutex<ScriptCache>,
 }
 
 /// The next pub/sub message for a connection; never, if it never subscribed.
@@ -159,7 +163,12 @@ impl RespServer {
                 {
                     process_stats(&mut info);
                 }
-                match session.step(plan(&args, &info)) {
+                let planned = self
+                    .scripts
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .resolve(plan(&args, &info));
+                match session.step(planned) {
                     Step::Plan(Plan::Submit {
                         op,
                         read_only,

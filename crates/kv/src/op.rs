@@ -541,6 +541,21 @@ pub enum KvOp {
     PubSubNumSub { channels: Vec<Vec<u8>> },
     /// Distinct subscribed patterns. `Int`.
     PubSubNumPat,
+    // ---- Scripts. Appended. ----
+    /// A Redis Lua script (`EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO`; the gateway sends the
+    /// whole body for `EVALSHA`, so no script cache is part of the replicated state). Run by
+    /// the store's [`crate::Scripting`] engine at the batch's agreed time with the request's
+    /// seed; its commands run on the store one after another with nothing in between. Replies
+    /// `Script` (the script's reply), or an error: the script's, or `ERR` if the store has no
+    /// engine. With `read_only`, a write command inside is refused. Always on the ordered
+    /// path, even read-only: the script may read the agreed time (expiry) and the seed.
+    Eval {
+        #[serde(with = "serde_bytes")]
+        script: Vec<u8>,
+        keys: Vec<Vec<u8>>,
+        args: Vec<Vec<u8>>,
+        read_only: bool,
+    },
 }
 
 /// How [`KvOp::ZSetAlgebra`] combines a member's scores.
@@ -583,6 +598,10 @@ pub const ERR_INDEX_RANGE: &str = "ERR index out of range";
 /// Reply bytes after which a [`KvOp::Pipeline`] stops and leaves its remaining ops to the
 /// next request: a quarter of a frame, so one more large result still fits.
 pub const PIPELINE_REPLY_BUDGET: usize = 4 << 20;
+
+/// Error text for `Eval` on a store built without a script engine.
+pub const ERR_NO_SCRIPTING: &str =
+    "ERR scripting is not built into this store (it needs plumb-script's engine)";
 
 /// Error text for a pipeline or transaction inside another: the ops of one are single
 /// commands. Decoding them one level at a time keeps hostile nesting from exhausting the
@@ -767,6 +786,10 @@ pub enum KvResult {
     // ---- Appended for pub/sub. ----
     /// Names with a count each (`PUBSUB NUMSUB`).
     Counts(Vec<(Vec<u8>, i64)>),
+    // ---- Appended for scripts. ----
+    /// A script's reply as RESP2 bytes (one value, possibly nested), passed to the client
+    /// unchanged. Bytes rather than a tree so that decoding a result never recurses.
+    Script(#[serde(with = "serde_bytes")] Vec<u8>),
 }
 
 /// Why bytes did not decode.
@@ -894,7 +917,9 @@ impl KvOp {
             | KvOp::Subscribe { .. }
             | KvOp::Unsubscribe { .. }
             | KvOp::ResetSubscriptions { .. }
-            | KvOp::Publish { .. } => true,
+            | KvOp::Publish { .. }
+            // Even a read-only script: see `KvOp::Eval`.
+            | KvOp::Eval { .. } => true,
             KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
                 .iter()
                 .any(|op| KvOp::decode(op).map_or(true, |op| op.is_mutating())),
@@ -1035,7 +1060,9 @@ impl KvOp {
             | KvOp::FlushAll
             | KvOp::Scan { .. }
             | KvOp::Pipeline { .. }
-            | KvOp::Transaction { .. } => Footprint::Prefix(&[]),
+            | KvOp::Transaction { .. }
+            // A script may touch keys it was not given (Redis allows it, if unwisely).
+            | KvOp::Eval { .. } => Footprint::Prefix(&[]),
             // Subscriptions and messages are not keys.
             KvOp::Subscribe { .. }
             | KvOp::Unsubscribe { .. }

@@ -29,7 +29,7 @@ use crate::op::{
     ERR_SCORE_NAN, ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS,
     ERR_ZADD_NX_XX, PIPELINE_REPLY_BUDGET,
 };
-use crate::op::{ERR_STRING_TOO_LONG, MAX_STRING};
+use crate::op::{ERR_NO_SCRIPTING, ERR_STRING_TOO_LONG, MAX_STRING};
 use crate::pubsub::Subscriptions;
 use crate::zset::{Score, ZSet};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
@@ -38,6 +38,7 @@ use plumb_wire::{ClientId, Micros, Seq};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
+use std::sync::Arc;
 
 mod bits;
 mod copies;
@@ -112,6 +113,41 @@ pub struct KvStore {
     /// What the operations of the batch under way pushed; handed to the library at its end.
     /// Not state.
     pushes: Vec<(ClientId, Vec<u8>)>,
+    /// What runs `Eval`: code, not state (left out of equality, checkpoints and digests, and
+    /// kept across a checkpoint load).
+    scripting: ScriptEngine,
+}
+
+/// The fields of a [`KvOp::Eval`], for a [`Scripting`] engine.
+#[derive(Clone, Copy, Debug)]
+pub struct EvalRequest<'a> {
+    pub script: &'a [u8],
+    pub keys: &'a [Vec<u8>],
+    pub args: &'a [Vec<u8>],
+    pub read_only: bool,
+}
+
+/// A script engine for [`KvOp::Eval`]. It must be deterministic: the same request, store
+/// state, `now` and `seed` give the same result and the same state on every replica. Its
+/// commands change `store` through [`KvStore::apply_seeded`] (writes stay applied when the
+/// script fails later, as in Redis).
+pub trait Scripting: Send + Sync {
+    fn eval(&self, store: &mut KvStore, eval: &EvalRequest<'_>, now: Micros, seed: u64)
+        -> KvResult;
+}
+
+/// The store's engine, if any; a newtype so that `KvStore` keeps deriving `Debug`.
+#[derive(Clone, Default)]
+struct ScriptEngine(Option<Arc<dyn Scripting>>);
+
+impl std::fmt::Debug for ScriptEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Scripting"
+        } else {
+            "NoScripting"
+        })
+    }
 }
 
 impl PartialEq for KvStore {
@@ -150,6 +186,23 @@ fn wrong_type() -> KvResult {
 impl KvStore {
     pub fn new() -> KvStore {
         KvStore::default()
+    }
+
+    /// An empty store whose `Eval` runs on `engine`.
+    pub fn with_scripting(engine: Arc<dyn Scripting>) -> KvStore {
+        let mut store = KvStore::default();
+        store.set_scripting(Some(engine));
+        store
+    }
+
+    /// Run `Eval` on `engine` from now on (`None`: answer it with [`ERR_NO_SCRIPTING`]).
+    pub fn set_scripting(&mut self, engine: Option<Arc<dyn Scripting>>) {
+        self.scripting = ScriptEngine(engine);
+    }
+
+    /// Whether `Eval` has an engine to run on.
+    pub fn has_scripting(&self) -> bool {
+        self.scripting.0.is_some()
     }
 
     /// Forget the agreed time (after a checkpoint load: unknown until the next batch).
@@ -387,6 +440,24 @@ impl KvStore {
                 rev,
             } => self.zrangestore(dest, src, range, *rev),
             KvOp::SetBit { key, offset, bit } => self.setbit(key, *offset, *bit),
+            KvOp::Eval {
+                script,
+                keys,
+                args,
+                read_only,
+            } => {
+                // The engine is cloned out first: it gets the store itself to run commands on.
+                let Some(engine) = self.scripting.0.clone() else {
+                    return KvResult::error(ERR_NO_SCRIPTING);
+                };
+                let eval = EvalRequest {
+                    script,
+                    keys,
+                    args,
+                    read_only: *read_only,
+                };
+                engine.eval(self, &eval, now, seed)
+            }
             KvOp::Transaction { watched, ops } => {
                 if !self.unchanged(watched) {
                     return KvResult::Aborted;
@@ -857,7 +928,8 @@ impl KvStore {
             | KvOp::Subscribe { .. }
             | KvOp::Unsubscribe { .. }
             | KvOp::ResetSubscriptions { .. }
-            | KvOp::Publish { .. } => KvResult::error(ERR_NOT_READ_ONLY),
+            | KvOp::Publish { .. }
+            | KvOp::Eval { .. } => KvResult::error(ERR_NOT_READ_ONLY),
             KvOp::InterCard {
                 keys,
                 limit,
@@ -963,6 +1035,7 @@ impl KvStore {
             buckets,
             pubsub: Subscriptions::default(),
             pushes: Vec::new(),
+            scripting: ScriptEngine::default(),
         }
     }
 
@@ -2152,7 +2225,10 @@ impl Application for KvStore {
     }
 
     fn load_checkpoint(&mut self, checkpoint: &[u8]) -> Result<(), LoadError> {
+        let scripting = std::mem::take(&mut self.scripting);
         *self = KvStore::from_canonical_bytes(checkpoint)?;
+        // The engine is code, not state: the loaded store runs scripts as before.
+        self.scripting = scripting;
         Ok(())
     }
 

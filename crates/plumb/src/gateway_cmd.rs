@@ -67,6 +67,7 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
             stats: stats.clone(),
             started: Instant::now(),
             pubsub: plumb_gateway::pubsub::PubSubHub::new(pool.clone()),
+            scripts: Default::default(),
         });
         let handler: admin::Handler = {
             let stats = stats.clone();

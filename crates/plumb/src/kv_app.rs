@@ -3,16 +3,16 @@
 
 use plumb::cli::{Cli, FrontEnd};
 use plumb_cluster::Cluster;
-use plumb_kv::KvStore;
 
 /// The key-value store's name in cluster files. It is the name a file without `app` means,
 /// because every cluster written before files named their application ran this store.
 pub const KV_APP: &str = plumb_cluster::DEFAULT_APP;
 
-/// The `plumb` binary's shared commands: the key-value store, with the gateway as its front end.
+/// The `plumb` binary's shared commands: the key-value store (with the Lua engine for Redis
+/// scripts), with the gateway as its front end.
 pub fn cli() -> Cli {
     Cli::new("plumb")
-        .app(KV_APP, KvStore::new)
+        .app(KV_APP, plumb_script::store)
         .front_end(KV_APP, redis_gateway())
 }
 

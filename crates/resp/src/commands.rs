@@ -135,6 +135,21 @@ pub enum Plan {
         patterns: bool,
         names: Vec<Vec<u8>>,
     },
+    /// Script commands: the gateway's script cache (`plumb_script::ScriptCache`) turns these
+    /// into a [`Plan::Submit`] of a [`KvOp::Eval`] or a reply. `sha` is lowercase.
+    EvalSha {
+        sha: Vec<u8>,
+        keys: Vec<Vec<u8>>,
+        args: Vec<Vec<u8>>,
+        read_only: bool,
+    },
+    ScriptLoad {
+        body: Vec<u8>,
+    },
+    ScriptExists {
+        shas: Vec<Vec<u8>>,
+    },
+    ScriptFlush,
 }
 
 /// A command of the table: what `COMMAND` reports about it.
@@ -176,6 +191,22 @@ const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
 const TX: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 const BLOCKING: &[&str] = &["write", "noscript", "blocking"];
 const PUBSUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
+const EVAL: &[&str] = &[
+    "noscript",
+    "stale",
+    "skip_monitor",
+    "may_replicate",
+    "no_mandatory_keys",
+    "movablekeys",
+];
+const EVAL_RO: &[&str] = &[
+    "noscript",
+    "stale",
+    "skip_monitor",
+    "no_mandatory_keys",
+    "readonly",
+    "movablekeys",
+];
 const ONE: (i64, i64, i64) = (1, 1, 1);
 const ALL: (i64, i64, i64) = (1, -1, 1);
 const NONE: (i64, i64, i64) = (0, 0, 0);
@@ -346,6 +377,11 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("punsubscribe", -1, PUBSUB, NONE),
     spec("publish", 3, &["pubsub", "loading", "stale", "fast"], NONE),
     spec("pubsub", -2, &["pubsub", "loading", "stale"], NONE),
+    spec("eval", -3, EVAL, NONE),
+    spec("evalsha", -3, EVAL, NONE),
+    spec("eval_ro", -3, EVAL_RO, NONE),
+    spec("evalsha_ro", -3, EVAL_RO, NONE),
+    spec("script", -2, &["noscript"], NONE),
 ];
 
 /// The table entry of a command name, case-insensitively.
@@ -1192,7 +1228,87 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
         "discard" => Plan::Discard,
         "watch" => Plan::Watch { keys: rest(1) },
         "unwatch" => Plan::Unwatch,
+        "eval" | "eval_ro" | "evalsha" | "evalsha_ro" => plan_eval(args, spec.name),
+        "script" => plan_script(args),
         _ => unknown_command(args),
+    }
+}
+
+/// Redis' reply to `EVALSHA` of a script this gateway does not know.
+pub const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
+/// `EVAL script numkeys key... arg...` and its `EVALSHA` / `_RO` forms. `EVAL` goes to the
+/// cluster as it is; `EVALSHA` becomes [`Plan::EvalSha`], which the gateway's script cache
+/// turns into the `EVAL` of the body (or `NOSCRIPT`).
+fn plan_eval(args: &[Vec<u8>], command: &str) -> Plan {
+    let Some(numkeys) = int_arg(&args[2]) else {
+        return not_integer();
+    };
+    if numkeys < 0 {
+        return err("ERR Number of keys can't be negative");
+    }
+    let given = args.len() - 3;
+    let numkeys = match usize::try_from(numkeys) {
+        Ok(n) if n <= given => n,
+        _ => return err("ERR Number of keys can't be greater than number of args"),
+    };
+    let keys = args[3..3 + numkeys].to_vec();
+    let script_args = args[3 + numkeys..].to_vec();
+    let read_only = command.ends_with("_ro");
+    if command.starts_with("evalsha") {
+        return Plan::EvalSha {
+            sha: args[1].to_ascii_lowercase(),
+            keys,
+            args: script_args,
+            read_only,
+        };
+    }
+    Plan::Submit {
+        op: KvOp::Eval {
+            script: args[1].clone(),
+            keys,
+            args: script_args,
+            read_only,
+        },
+        // Scripts always take the ordered path (see `KvOp::Eval`).
+        read_only: false,
+        render: Render::Plain,
+    }
+}
+
+/// `SCRIPT LOAD|EXISTS|FLUSH|KILL`: the first three act on the gateway's script cache.
+fn plan_script(args: &[Vec<u8>]) -> Plan {
+    let sub = &args[1];
+    if is(sub, "load") {
+        if args.len() != 3 {
+            return arity_error("script|load");
+        }
+        Plan::ScriptLoad {
+            body: args[2].clone(),
+        }
+    } else if is(sub, "exists") {
+        if args.len() < 3 {
+            return arity_error("script|exists");
+        }
+        Plan::ScriptExists {
+            shas: args[2..].iter().map(|s| s.to_ascii_lowercase()).collect(),
+        }
+    } else if is(sub, "flush") {
+        match args.get(2) {
+            _ if args.len() > 3 => arity_error("script|flush"),
+            Some(mode) if !is(mode, "async") && !is(mode, "sync") => {
+                err("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+            }
+            _ => Plan::ScriptFlush,
+        }
+    } else if is(sub, "kill") {
+        if args.len() != 2 {
+            return arity_error("script|kill");
+        }
+        // A script never runs long here: its instruction budget stops it.
+        err("NOTBUSY No scripts in execution right now.")
+    } else {
+        unknown_subcommand(sub, "script")
     }
 }
 
@@ -2491,5 +2607,7 @@ fn plain(result: KvResult) -> Resp {
             Resp::bulk(next.to_string().into_bytes()),
             Resp::bulks(items),
         ]),
+        KvResult::Script(bytes) => Resp::parse(&bytes)
+            .unwrap_or_else(|| Resp::error("ERR the cluster's script reply is not one RESP value")),
     }
 }

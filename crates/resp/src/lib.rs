@@ -36,11 +36,12 @@ mod value;
 
 pub use commands::{
     command_info, info_text, keyspace_section, lookup, plan, render, CommandSpec, Plan, Render,
-    ServerInfo, COMMANDS, CONFIG, ERR_NOT_INTEGER, ERR_NOT_POSITIVE, ERR_SYNTAX, REDIS_VERSION,
+    ServerInfo, COMMANDS, CONFIG, ERR_NOSCRIPT, ERR_NOT_INTEGER, ERR_NOT_POSITIVE, ERR_SYNTAX,
+    REDIS_VERSION,
 };
 pub use parser::{split_args, Limits, Parser, ProtocolError};
 pub use session::{
     each, exec_reply, replies, Pipeline, Session, Slot, Step, ERR_EXECABORT, PIPELINE_MAX_BYTES,
     PIPELINE_MAX_OPS,
 };
-pub use value::{encode, Resp};
+pub use value::{encode, Resp, MAX_DEPTH};

@@ -135,6 +135,17 @@ impl Session {
                 queue.slots.push(Slot::Op(render));
                 queued()
             }
+            // The gateway's script cache resolves these before a session sees them; one that
+            // was not is an error in its place, as an unknown script is in Redis.
+            Plan::EvalSha { .. }
+            | Plan::ScriptLoad { .. }
+            | Plan::ScriptExists { .. }
+            | Plan::ScriptFlush => {
+                queue.slots.push(Slot::Local(Resp::error(
+                    "ERR script commands need the gateway's script cache",
+                )));
+                queued()
+            }
             // Redis queues these and subscribes at EXEC; here a transaction is one request
             // to the store, and subscriptions belong to the connection: refused.
             Plan::Subscribe { .. } | Plan::Unsubscribe { .. } => {

@@ -47,6 +47,15 @@ impl Resp {
         Resp::Array(Some(items.into_iter().map(Resp::bulk).collect()))
     }
 
+    /// The one value `bytes` encode exactly (nothing after it), nested at most
+    /// [`MAX_DEPTH`] arrays deep; `None` otherwise. For replies the gateway did not make
+    /// (a script's, carried as bytes), so a hostile encoding is refused, never trusted.
+    pub fn parse(bytes: &[u8]) -> Option<Resp> {
+        let mut at = 0;
+        let value = parse_value(bytes, &mut at, 0)?;
+        (at == bytes.len()).then_some(value)
+    }
+
     /// The RESP2 bytes of this value.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -95,4 +104,53 @@ fn line(kind: u8, text: &[u8], out: &mut Vec<u8>) {
         other => other,
     }));
     out.extend_from_slice(b"\r\n");
+}
+
+/// Deepest array nesting [`Resp::parse`] accepts (and a script reply may have).
+pub const MAX_DEPTH: usize = 512;
+
+/// The line at `*at` (without its CRLF), moving `at` past it.
+fn parse_line<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
+    let rest = bytes.get(*at..)?;
+    let end = rest.windows(2).position(|w| w == b"\r\n")?;
+    *at += end + 2;
+    Some(&rest[..end])
+}
+
+fn parse_value(bytes: &[u8], at: &mut usize, depth: usize) -> Option<Resp> {
+    let kind = *bytes.get(*at)?;
+    *at += 1;
+    let line = parse_line(bytes, at)?;
+    let text = || String::from_utf8(line.to_vec()).ok();
+    let number = || -> Option<i64> { std::str::from_utf8(line).ok()?.parse().ok() };
+    match kind {
+        b'+' => Some(Resp::Simple(text()?)),
+        b'-' => Some(Resp::Error(text()?)),
+        b':' => Some(Resp::Integer(number()?)),
+        b'$' => match number()? {
+            -1 => Some(Resp::Bulk(None)),
+            n => {
+                let n = usize::try_from(n).ok()?;
+                let body = bytes.get(*at..at.checked_add(n)?)?.to_vec();
+                *at += n;
+                (bytes.get(*at..*at + 2)? == b"\r\n").then_some(())?;
+                *at += 2;
+                Some(Resp::Bulk(Some(body)))
+            }
+        },
+        b'*' => match number()? {
+            -1 => Some(Resp::Array(None)),
+            n if depth < MAX_DEPTH => {
+                let n = usize::try_from(n).ok()?;
+                // Each element takes at least 3 bytes: no allocation beyond what is there.
+                let mut items = Vec::with_capacity(n.min(bytes.len() / 3));
+                for _ in 0..n {
+                    items.push(parse_value(bytes, at, depth + 1)?);
+                }
+                Some(Resp::Array(Some(items)))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }

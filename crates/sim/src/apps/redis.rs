@@ -153,6 +153,90 @@ fn singles(rng: &mut SimRng, objects: &[Vec<u8>], most: usize) -> Vec<Vec<u8>> {
     (0..n).map(|_| single(rng, objects).encode()).collect()
 }
 
+/// The workload's scripts (`EVAL`): straight-line, so each stands for a known transaction
+/// of the model: a `GET` of `KEYS[1]` and then a `SET` (or `INCR`) of `KEYS[2]`, replying what
+/// they returned.
+const SCRIPT_SET: &str =
+    "local v = redis.call('get', KEYS[1])\nredis.call('set', KEYS[2], ARGV[1])\nreturn v";
+/// `INCR`'s result is read back with `GET`: a Lua number is a double, which would round an
+/// integer near 2^63 (as it does in Redis), and the workload writes such integers.
+const SCRIPT_INCR: &str = "local v = redis.call('get', KEYS[1])
+local n = redis.pcall('incr', KEYS[2])
+if type(n) == 'table' then return {v, n} end
+return {v, redis.call('get', KEYS[2])}";
+
+fn script_op(rng: &mut SimRng, objects: &[Vec<u8>]) -> KvOp {
+    let mut key = || rng.pick(objects).cloned().unwrap_or_default();
+    let keys = vec![key(), key()];
+    let (script, args) = if rng.chance(0.5) {
+        let value = rng.pick(GUARD_VALUES).map_or(b"0".to_vec(), |v| v.to_vec());
+        (SCRIPT_SET, vec![value])
+    } else {
+        (SCRIPT_INCR, Vec::new())
+    };
+    KvOp::Eval {
+        script: script.as_bytes().to_vec(),
+        keys,
+        args,
+        read_only: false,
+    }
+}
+
+/// The commands a workload script runs, in order (`None`: not one of the workload's).
+fn script_ops(op: &KvOp) -> Option<Vec<KvOp>> {
+    let KvOp::Eval {
+        script,
+        keys,
+        args,
+        read_only: false,
+    } = op
+    else {
+        return None;
+    };
+    let get = |key: &Vec<u8>| KvOp::Get { key: key.clone() };
+    match (keys.as_slice(), args.as_slice()) {
+        ([a, b], [v]) if script == SCRIPT_SET.as_bytes() => Some(vec![
+            get(a),
+            KvOp::Set {
+                key: b.clone(),
+                value: v.clone(),
+                expire: None,
+            },
+        ]),
+        ([a, b], []) if script == SCRIPT_INCR.as_bytes() => Some(vec![
+            get(a),
+            KvOp::Increment {
+                key: b.clone(),
+                delta: 1,
+            },
+        ]),
+        _ => None,
+    }
+}
+
+/// The results of a workload script's commands, from its reply (`v` for `SCRIPT_SET`,
+/// `[v, n]` for `SCRIPT_INCR`, `incr`, with `n` the new value as text or INCR's error),
+/// encoded as the store's results.
+fn script_results(incr: bool, reply: &[u8]) -> Option<Vec<Vec<u8>>> {
+    use plumb_resp::Resp;
+    let value = |r: &Resp| match r {
+        Resp::Bulk(v) => Some(KvResult::Value(v.clone())),
+        _ => None,
+    };
+    let results = match (incr, Resp::parse(reply)?) {
+        (false, r) => vec![value(&r)?, KvResult::Ok],
+        (true, Resp::Array(Some(items))) => match items.as_slice() {
+            [v, Resp::Bulk(Some(n))] => {
+                vec![value(v)?, KvResult::Int(plumb_kv::parse_integer(n)?)]
+            }
+            [v, Resp::Error(e)] => vec![value(v)?, KvResult::Error(e.clone())],
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(results.iter().map(KvResult::encode).collect())
+}
+
 /// The lists of the queue workload.
 const QUEUES: [&[u8]; 2] = [b"q0", b"q1"];
 
@@ -297,11 +381,11 @@ impl SimApp for Redis {
     }
 
     fn new_app(&self) -> KvStore {
-        KvStore::new()
+        plumb_script::store()
     }
 
     fn random_op(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8> {
-        match rng.index(10) {
+        match rng.index(11) {
             0..=2 => {
                 let watched = if rng.chance(0.5) {
                     let key = rng.pick(objects).cloned().unwrap_or_default();
@@ -328,7 +412,8 @@ impl SimApp for Redis {
             }
             .encode(),
             4 => queue_op(rng).encode(),
-            5 if rng.chance(0.5) => pubsub_op(rng).encode(),
+            5 => script_op(rng, objects).encode(),
+            6 if rng.chance(0.5) => pubsub_op(rng).encode(),
             _ => single(rng, objects).encode(),
         }
     }
@@ -376,6 +461,13 @@ impl SimApp for Redis {
                 let ops: Vec<String> = ops.iter().map(|o| text_of(o)).collect();
                 format!("pipeline [{}]", ops.join("; "))
             }
+            Ok(eval @ KvOp::Eval { .. }) => match script_ops(&eval) {
+                Some(ops) => {
+                    let ops: Vec<String> = ops.iter().map(kv_op_text).collect();
+                    format!("eval [{}]", ops.join("; "))
+                }
+                None => format!("{eval:?}"),
+            },
             Ok(KvOp::Push { key, end, values }) => {
                 let values: Vec<String> = values.iter().map(|v| text(v)).collect();
                 format!("{}push {} {}", side(end), text(&key), values.join(" "))
@@ -411,6 +503,7 @@ impl SimApp for Redis {
                 let each: Vec<String> = results.iter().map(|r| Kv.result_text(r)).collect();
                 format!("each [{}]", each.join("; "))
             }
+            Ok(KvResult::Script(reply)) => format!("script {}", reply.escape_ascii()),
             _ => Kv.result_text(result),
         }
     }
@@ -451,6 +544,11 @@ impl SimApp for Redis {
         let (watched, ops) = match KvOp::decode(op).ok()? {
             KvOp::Transaction { watched, ops } => (watched, ops),
             KvOp::Pipeline { ops } => (Vec::new(), ops),
+            // A script runs its commands with nothing in between: a transaction without guards.
+            eval @ KvOp::Eval { .. } => (
+                Vec::new(),
+                script_ops(&eval)?.iter().map(KvOp::encode).collect(),
+            ),
             _ => return Kv.model_op(op),
         };
         let guards = watched
@@ -470,6 +568,15 @@ impl SimApp for Redis {
         };
         match KvResult::decode(result).ok()? {
             KvResult::Aborted => Some(KvRet::Aborted),
+            KvResult::Script(reply) => Some(KvRet::Each(
+                ops.iter()
+                    .zip(&script_results(
+                        matches!(ops.last(), Some(LinOp::Increment { .. })),
+                        &reply,
+                    )?)
+                    .map(|(op, r)| Kv.model_ret(op, r))
+                    .collect::<Option<Vec<_>>>()?,
+            )),
             KvResult::Each(results) if results.len() == ops.len() => Some(KvRet::Each(
                 ops.iter()
                     .zip(&results)
@@ -489,12 +596,13 @@ mod tests {
     fn every_generated_op_is_in_the_model() {
         let mut rng = SimRng::new(7, "test");
         let objects: Vec<Vec<u8>> = (0..4).map(|i| format!("k{i}").into_bytes()).collect();
-        let mut kinds = [0; 3];
+        let mut kinds = [0; 4];
         for _ in 0..2000 {
             let op = Redis.random_op(&mut rng, &objects);
             match KvOp::decode(&op).unwrap() {
                 KvOp::Transaction { .. } => kinds[0] += 1,
                 KvOp::Pipeline { .. } => kinds[1] += 1,
+                KvOp::Eval { .. } => kinds[3] += 1,
                 _ => kinds[2] += 1,
             }
             let decoded = KvOp::decode(&op).unwrap();
@@ -540,6 +648,33 @@ mod tests {
         assert!(check_pubsub(&[(0, 1, msg(b"m1")), (0, 2, msg(b"m1"))], &executed).is_err());
         assert!(check_pubsub(&[(0, 1, msg(b"m2"))], &executed).is_err());
         assert!(check_pubsub(&[(0, 1, b"junk".to_vec())], &executed).is_err());
+    }
+
+    #[test]
+    fn a_workload_script_is_the_transaction_it_stands_for() {
+        let mut rng = SimRng::new(3, "test");
+        let objects: Vec<Vec<u8>> = vec![b"k0".to_vec(), b"k1".to_vec()];
+        let mut store = Redis.new_app();
+        store.apply(
+            &KvOp::Set {
+                key: b"k1".to_vec(),
+                value: b"a".to_vec(),
+                expire: None,
+            },
+            1,
+        );
+        for _ in 0..50 {
+            let op = script_op(&mut rng, &objects);
+            let result = store.apply(&op, 1).encode();
+            let model = Redis.model_op(&op.encode()).expect("in the model");
+            let ret = Redis.model_ret(&model, &result);
+            assert!(
+                ret.is_some(),
+                "{} -> {}",
+                Redis.op_text(&op.encode()),
+                Redis.result_text(&result)
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,51 @@
+//! Redis Lua scripts through the gateway of a real cluster, with clients nobody on the
+//! project wrote: redis-cli's `EVAL`, and redis-py's `register_script` lock (`EVALSHA`,
+//! falling back on `NOSCRIPT`).
+//!
+//! Ports: slot 41 (25100..25199) of `common::Cluster`'s scheme.
+
+mod common;
+
+use common::Cluster;
+use std::process::Command;
+
+#[test]
+fn scripts_with_real_redis_clients() {
+    let mut c = Cluster::init("redis-scripts", 41);
+    c.start_all();
+    let port = c.resp_port.to_string();
+
+    let out = Command::new("redis-cli")
+        .args(["-p", &port, "EVAL"])
+        .arg("redis.call('set', KEYS[1], ARGV[1]) return {redis.call('get', KEYS[1]), redis.call('incr', KEYS[2])}")
+        .args(["2", "cli:k", "cli:n", "hello"])
+        .output()
+        .expect("redis-cli is installed (.ci/run installs redis-tools)");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n1\n");
+
+    // Debian's python3-redis installs for the system's Python, which a pyenv or venv on the
+    // PATH may hide.
+    let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| {
+        Command::new(p)
+            .args(["-c", "import redis"])
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    let Some(python) = python else {
+        eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
+        return;
+    };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py/scripts.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(&port)
+        .output()
+        .unwrap();
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "redis-py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,27 @@
+//! Redis Lua scripting for plumb's key-value store (`EVAL`, `EVALSHA`, `EVAL_RO`,
+//! `EVALSHA_RO`, `SCRIPT LOAD|EXISTS|FLUSH`).
+//!
+//! A script travels to the cluster whole, as one [`plumb_kv::KvOp::Eval`], and every
+//! execution replica runs it: deterministically (see [`engine`]), on Lua 5.1 (what Redis
+//! embeds, through `mlua`), its `redis.call`s planned and rendered as the gateway plans and
+//! renders commands ([`call`]), within an instruction budget and a memory limit.
+//!
+//! - [`store`]: a key-value store with the engine installed (what nodes and the simulator
+//!   run).
+//! - [`ScriptCache`]: the gateway's `sha1 -> body` cache behind `EVALSHA` and `SCRIPT`.
+
+pub mod cache;
+pub mod call;
+pub mod convert;
+pub mod engine;
+
+pub use cache::ScriptCache;
+pub use engine::{check_compiles, sha1_hex, Engine, Limits};
+
+use plumb_kv::KvStore;
+use std::sync::Arc;
+
+/// An empty key-value store whose `EVAL` runs on the Lua engine with the default limits.
+pub fn store() -> KvStore {
+    KvStore::with_scripting(Arc::new(Engine::default()))
+}

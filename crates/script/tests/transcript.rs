@@ -1,0 +1,138 @@
+//! Replies and error texts of scripts, each checked against redis-server 7.0.15 (the
+//! transcript below was recorded from it with a raw RESP client) where plumb does the same.
+
+mod common;
+use common::Local;
+
+/// Command, then Redis 7.0.15's reply bytes, in order on one connection.
+const TRANSCRIPT: &[(&[&str], &str)] = &[
+    (&["flushall"], "+OK\r\n"),
+    (&["eval", "return os.time()", "0"], "-ERR user_script:1: Script attempted to access nonexistent global variable 'os' script: 13dea82ee9da896aebcd10f5e36f4a1eeb839b48, on @user_script:1.\r\n"),
+    (&["eval", "x = 1", "0"], "-ERR user_script:1: Attempt to modify a readonly table script: 34bce5f775de97f557a34088509c8bfe1ea17e52, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('incr','a','b')", "0"], "-ERR Wrong number of args calling Redis command from script script: 6eba4e311779d6008f131fae6b48c40f8247503f, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('nosuch')", "0"], "-ERR Unknown Redis command called from script script: 206396248e12c6e742fd7296250433c8d7343b74, on @user_script:1.\r\n"),
+    (&["eval", "return redis.pcall('nosuch')", "0"], "-ERR Unknown Redis command called from script\r\n"),
+    (&["eval", "return redis.call('set','k','v')", "0"], "+OK\r\n"),
+    (&["eval", "redis.call('set','k','v'); redis.call('lpush','k','x')", "0"], "-WRONGTYPE Operation against a key holding the wrong kind of value script: f0d736ec988b15a7666bd779855896cd73538861, on @user_script:1.\r\n"),
+    (&["eval", "return redis.pcall('lpush','k','x')", "0"], "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (&["eval", "return {1,2,3.9,'x',nil,5}", "0"], "*4\r\n:1\r\n:2\r\n:3\r\n$1\r\nx\r\n"),
+    (&["eval", "return {ok='fine'}", "0"], "+fine\r\n"),
+    (&["eval", "return {err='bad thing'}", "0"], "-bad thing\r\n"),
+    (&["eval", "return redis.error_reply('my err')", "0"], "-my err\r\n"),
+    (&["eval", "return redis.error_reply('-my err')", "0"], "-my err\r\n"),
+    (&["eval", "return redis.status_reply('st')", "0"], "+st\r\n"),
+    (&["eval", "return true", "0"], ":1\r\n"),
+    (&["eval", "return false", "0"], "$-1\r\n"),
+    (&["eval", "return nil", "0"], "$-1\r\n"),
+    (&["eval", "return 3.99", "0"], ":3\r\n"),
+    (&["eval", "return -3.99", "0"], ":-3\r\n"),
+    (&["eval", "return '3.99'", "0"], "$4\r\n3.99\r\n"),
+    (&["eval", "return 'x' .. ", "0"], "-ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'\r\n"),
+    (&["eval", "return {KEYS[1],KEYS[2],ARGV[1],ARGV[2]}", "2", "a", "b", "c", "d"], "*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\nd\r\n"),
+    (&["eval", "return KEYS", "3", "a", "b"], "-ERR Number of keys can't be greater than number of args\r\n"),
+    (&["eval", "return KEYS", "-1"], "-ERR Number of keys can't be negative\r\n"),
+    (&["eval", "return KEYS", "x"], "-ERR value is not an integer or out of range\r\n"),
+    (&["eval", "return 1"], "-ERR wrong number of arguments for 'eval' command\r\n"),
+    (&["eval", "return redis.call('get','nokey')", "0"], "$-1\r\n"),
+    (&["eval", "return type(redis.call('get','nokey'))", "0"], "$7\r\nboolean\r\n"),
+    (&["eval", "return type(redis.call('set','k','v'))", "0"], "$5\r\ntable\r\n"),
+    (&["eval", "return redis.call('set','k','v')['ok']", "0"], "$2\r\nOK\r\n"),
+    (&["eval", "return redis.pcall('incr','k')", "0"], "-ERR value is not an integer or out of range\r\n"),
+    (&["eval", "return redis.pcall('incr','k')['err']", "0"], "$43\r\nERR value is not an integer or out of range\r\n"),
+    (&["eval", "return redis.call('multi')", "0"], "-ERR This Redis command is not allowed from script script: c329a1a294be6bf95b44144f7502610661ae925a, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('exec')", "0"], "-ERR This Redis command is not allowed from script script: cfd06730c41ba24d30327b6d49d1ebf96a001298, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('watch','x')", "0"], "-ERR This Redis command is not allowed from script script: 9a1a35c05e04d2ab477f9ffcb999995832000a6d, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('eval','return 1','0')", "0"], "-ERR This Redis command is not allowed from script script: 1e5046f3a9119d3dc9cf5824428b6d9fedd305d2, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('blpop','nolist','0')", "0"], "-ERR This Redis command is not allowed from script script: e1756cc4bfe98195c8420a7d606591965592a8ea, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('brpoplpush','nolist','x','0')", "0"], "-ERR This Redis command is not allowed from script script: 672c67c868344857f5d6bb783fbfbf36abc37a83, on @user_script:1.\r\n"),
+    (&["eval_ro", "return redis.call('set','k','v')", "0"], "-ERR Write commands are not allowed from read-only scripts. script: d223ed8c7345b684e8ed044ed472601f536fa58b, on @user_script:1.\r\n"),
+    (&["eval_ro", "return redis.call('get','k')", "0"], "$1\r\nv\r\n"),
+    (&["eval_ro", "return redis.pcall('set','k','v')", "0"], "-ERR Write commands are not allowed from read-only scripts.\r\n"),
+    (&["eval", "return redis.sha1hex('')", "0"], "$40\r\nda39a3ee5e6b4b0d3255bfef95601890afd80709\r\n"),
+    (&["eval", "return redis.sha1hex('abc')", "0"], "$40\r\na9993e364706816aba3e25717850c26c9cd0d89d\r\n"),
+    (&["eval", "return redis.setresp(2)", "0"], "$-1\r\n"),
+    (&["eval", "return redis.setresp(4)", "0"], "-ERR RESP version must be 2 or 3. script: 921c0a48021d97dfd5884aeea41875972c7804d9, on @user_script:1.\r\n"),
+    (&["eval", "return redis.log(redis.LOG_WARNING, 'hi')", "0"], "$-1\r\n"),
+    (&["eval", "return {redis.LOG_DEBUG,redis.LOG_VERBOSE,redis.LOG_NOTICE,redis.LOG_WARNING}", "0"], "*4\r\n:0\r\n:1\r\n:2\r\n:3\r\n"),
+    (&["eval", "return math.randomseed(1)", "0"], "$-1\r\n"),
+    (&["eval", "return loadstring('return 1')()", "0"], ":1\r\n"),
+    (&["eval", "return load", "0"], "$-1\r\n"),
+    (&["eval", "return type(print)", "0"], "-ERR user_script:1: Script attempted to access nonexistent global variable 'print' script: 296aa29e565df267b5e30e498f3872c9f9e8e8cc, on @user_script:1.\r\n"),
+    (&["eval", "return type(dofile)", "0"], "-ERR user_script:1: Script attempted to access nonexistent global variable 'dofile' script: f14b399205539f5db37113032a1a25c72b8c6743, on @user_script:1.\r\n"),
+    (&["eval", "return type(loadfile)", "0"], "-ERR user_script:1: Script attempted to access nonexistent global variable 'loadfile' script: dc6fbc079d0e6ef2af8c376dda4f3d362fa30d87, on @user_script:1.\r\n"),
+    (&["eval", "return type(coroutine)", "0"], "$5\r\ntable\r\n"),
+    (&["eval", "return type(setfenv)", "0"], "-ERR user_script:1: Script attempted to access nonexistent global variable 'setfenv' script: ceaddaad3558d2f10cbb8082ea10e1b63f3ac0ea, on @user_script:1.\r\n"),
+    (&["eval", "return type(debug)", "0"], "-ERR user_script:1: Script attempted to access nonexistent global variable 'debug' script: 21bcbd6f0f3639ee18732cb6907e65a4859b9625, on @user_script:1.\r\n"),
+    (&["eval", "return type(newproxy)", "0"], "-ERR user_script:1: Script attempted to access nonexistent global variable 'newproxy' script: 2db8cbf73e97a4b7d8d1a7ce472bf57302f0f369, on @user_script:1.\r\n"),
+    (&["eval", "return type(collectgarbage)", "0"], "$8\r\nfunction\r\n"),
+    (&["eval", "return type(require)", "0"], "-ERR user_script:1: Script attempted to access nonexistent global variable 'require' script: a10ff9bcfafac54cee41502b0e65e31ab05862c3, on @user_script:1.\r\n"),
+    (&["eval", "return type(unpack)", "0"], "$8\r\nfunction\r\n"),
+    (&["eval", "return redis.call()", "0"], "-ERR Please specify at least one argument for this redis lib call script: 0a907e1429221a4d85516cab7fd219a82a9439d8, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call(1)", "0"], "-ERR Unknown Redis command called from script script: 9bdfc0557e68d76a6a10c85f455de0f93ee495a7, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('get', {})", "0"], "-ERR Lua redis lib command arguments must be strings or integers script: 4368e88f98d93af9caf358186e5fbf273374ee91, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('get', 1.5)", "0"], "$-1\r\n"),
+    (&["eval", "redis = 1", "0"], "-ERR user_script:1: Attempt to modify a readonly table script: 00cca49a9d18094f532f6d5cd3ecec29fc0fafd9, on @user_script:1.\r\n"),
+    (&["eval", "local t = {} ; t.x = 1; return t.x", "0"], ":1\r\n"),
+    (&["eval", "error('boom')", "0"], "-ERR user_script:1: boom script: 82903a0434f1503e152f89c03c9acd881a0e8150, on @user_script:1.\r\n"),
+    (&["eval", "error({err='boom2'})", "0"], "-boom2 script: 9778c7b40a37f90541679b1fbc97f3fc3007679a, on @user_script:1.\r\n"),
+    (&["eval", "error({err='ERRX boom2'})", "0"], "-ERRX boom2 script: d2e561befc1cdf3a44430e779a3ecb01ee44f582, on @user_script:1.\r\n"),
+    (&["eval", "error(12)", "0"], "-ERR user_script:1: 12 script: 531d78cb0a3022f46aa8fcca247caa61d303b321, on @user_script:1.\r\n"),
+    (&["eval", "error()", "0"], "-ERR nil script: aca90d914519fdb9825352bdc0befb59f7c8510f, on @user_script:1.\r\n"),
+    (&["eval", "return {1,{2,{3,'x'}},{ok='s'},{err='e'}}", "0"], "*4\r\n:1\r\n*2\r\n:2\r\n*2\r\n:3\r\n$1\r\nx\r\n+s\r\n-e\r\n"),
+    (&["eval", "return {1,2,nil,4}", "0"], "*2\r\n:1\r\n:2\r\n"),
+    (&["eval", "return {a=1}", "0"], "*0\r\n"),
+    (&["eval", "return redis.call('echo', 'x')", "0"], "$1\r\nx\r\n"),
+    (&["eval", "return redis.call('ping')", "0"], "+PONG\r\n"),
+    (&["eval", "return redis.call('client','id')", "0"], "-ERR This Redis command is not allowed from script script: 6b57691688c1a59f07a7665ec9d907a922123bf8, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('select','0')", "0"], "+OK\r\n"),
+    (&["eval", "return redis.call('quit')", "0"], "-ERR This Redis command is not allowed from script script: 594184995799820e8ea15ff5ed6e55342c8fed42, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('script','load','return 1')", "0"], "-ERR This Redis command is not allowed from script script: e884fdd1089d33f7e88d638d04f7355ac44786c2, on @user_script:1.\r\n"),
+    (&["eval", "return redis.call('hgetall','nokey')", "0"], "*0\r\n"),
+    (&["eval", "return redis.call('zadd','z','1.5','m')", "0"], ":1\r\n"),
+    (&["eval", "return redis.call('zscore','z','m')", "0"], "$3\r\n1.5\r\n"),
+    (&["eval", "return 9007199254740993", "0"], ":9007199254740992\r\n"),
+    (&["eval", "return 1e300", "0"], ":-9223372036854775808\r\n"),
+    (&["eval", "return 0/0", "0"], ":-9223372036854775808\r\n"),
+    (&["eval", "return tostring(1/3)", "0"], "$16\r\n0.33333333333333\r\n"),
+    (&["script", "load", "return 1"], "$40\r\ne0e1f9fabfc9d4800c877a703b823ac0578ff8db\r\n"),
+    (&["script", "load", "return 'x' .."], "-ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'\r\n"),
+    (&["script", "exists", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "ffffffffffffffffffffffffffffffffffffffff"], "*2\r\n:1\r\n:0\r\n"),
+    (&["evalsha", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"], ":1\r\n"),
+    (&["evalsha", "E0E1F9FABFC9D4800C877A703B823AC0578FF8DB", "0"], ":1\r\n"),
+    (&["evalsha", "ffffffffffffffffffffffffffffffffffffffff", "0"], "-NOSCRIPT No matching script. Please use EVAL.\r\n"),
+    (&["evalsha", "fff", "0"], "-NOSCRIPT No matching script. Please use EVAL.\r\n"),
+    (&["evalsha_ro", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "0"], ":1\r\n"),
+    (&["script", "flush", "async"], "+OK\r\n"),
+    (&["script", "flush", "sync"], "+OK\r\n"),
+    (&["script", "flush", "bogus"], "-ERR SCRIPT FLUSH only support SYNC|ASYNC option\r\n"),
+    (&["script", "flush"], "+OK\r\n"),
+    (&["script", "exists", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"], "*1\r\n:0\r\n"),
+    (&["script", "exists"], "-ERR wrong number of arguments for 'script|exists' command\r\n"),
+    (&["script", "load"], "-ERR wrong number of arguments for 'script|load' command\r\n"),
+    (&["script", "bogus"], "-ERR unknown subcommand 'bogus'. Try SCRIPT HELP.\r\n"),
+    (&["script"], "-ERR wrong number of arguments for 'script' command\r\n"),
+    (&["script", "kill"], "-NOTBUSY No scripts in execution right now.\r\n"),
+    (&["eval"], "-ERR wrong number of arguments for 'eval' command\r\n"),
+    (&["evalsha", "x"], "-ERR wrong number of arguments for 'evalsha' command\r\n"),
+];
+
+#[test]
+fn replies_match_redis_7_0() {
+    let mut local = Local::new();
+    let mut wrong = Vec::new();
+    for (args, expected) in TRANSCRIPT {
+        let got = local.run(args).to_bytes();
+        if got != expected.as_bytes() {
+            wrong.push(format!(
+                "{args:?}\n  redis: {expected:?}\n  plumb: {:?}",
+                String::from_utf8_lossy(&got)
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} differ:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
