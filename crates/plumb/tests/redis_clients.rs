@@ -212,14 +212,7 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
     assert_eq!(left, 1, "the job is still there for a live consumer");
 
     // redis-py, from Python's ecosystem.
-    // Debian's python3-redis installs for the system's Python, which a pyenv or venv on the
-    // PATH may hide.
-    let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import redis"])
-            .status()
-            .is_ok_and(|s| s.success())
-    });
+    let python = common::python_with_redis();
     let Some(python) = python else {
         eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
         return;

@@ -206,12 +206,7 @@ fn pubsub_through_the_gateway_as_redis_does_it() {
     }
 
     // redis-py, from Python's ecosystem.
-    let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import redis"])
-            .status()
-            .is_ok_and(|s| s.success())
-    });
+    let python = common::python_with_redis();
     let Some(python) = python else {
         eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
         return;

@@ -24,14 +24,7 @@ fn scripts_with_real_redis_clients() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n1\n");
 
-    // Debian's python3-redis installs for the system's Python, which a pyenv or venv on the
-    // PATH may hide.
-    let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import redis"])
-            .status()
-            .is_ok_and(|s| s.success())
-    });
+    let python = common::python_with_redis();
     let Some(python) = python else {
         eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
         return;

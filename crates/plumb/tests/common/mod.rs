@@ -777,3 +777,16 @@ impl Cluster {
         }
     }
 }
+
+/// A Python with the `redis` module, for the redis-py parts of the tests. Debian's
+/// python3-redis installs for the system's Python, which a pyenv or venv on the PATH may
+/// hide, so the system's is tried first. `None` (the caller skips, saying so) without one.
+#[allow(dead_code)]
+pub fn python_with_redis() -> Option<&'static str> {
+    ["/usr/bin/python3", "python3"].into_iter().find(|p| {
+        Command::new(p)
+            .args(["-c", "import redis"])
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
