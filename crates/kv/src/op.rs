@@ -499,7 +499,11 @@ pub enum KvOp {
     MemoryUsage { key: Vec<u8> },
     /// Set or clear the bit at `offset` of the string (`SETBIT`; bit 0 is the most significant
     /// bit of the first byte), growing it with zero bytes and keeping its expiry. `Int(old bit)`.
-    SetBit { key: Vec<u8>, offset: u64, bit: bool },
+    SetBit {
+        key: Vec<u8>,
+        offset: u64,
+        bit: bool,
+    },
     /// The bit at `offset` of the string, 0 past its end or for an absent key (`GETBIT`). `Int`.
     GetBit { key: Vec<u8>, offset: u64 },
     /// The longest common subsequence of the strings at `a` and `b` (`LCS`), absent keys

@@ -42,8 +42,8 @@ use std::sync::Arc;
 
 mod bits;
 mod copies;
-mod lcs;
 mod floats;
+mod lcs;
 mod picks;
 mod pops;
 

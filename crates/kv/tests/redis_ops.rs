@@ -1473,7 +1473,10 @@ fn arb_result() -> impl Strategy<Value = KvResult> {
             )
         )
             .prop_map(|(k, scored)| KvResult::PoppedScored(k, scored)),
-        (proptest::collection::vec(proptest::collection::vec(any::<i64>(), 4..6), 0..3), any::<i64>())
+        (
+            proptest::collection::vec(proptest::collection::vec(any::<i64>(), 4..6), 0..3),
+            any::<i64>()
+        )
             .prop_map(|(ranges, len)| KvResult::Matches(ranges, len)),
     ]
 }

@@ -1660,21 +1660,20 @@ fn end_arg(arg: &[u8]) -> Option<End> {
     }
 }
 
-/// `numkeys key ... ` from `args[at]` on: the keys and the index after them, or the error.
-/// `too_many` is the error for a count past the arguments (Redis' texts differ by command).
+/// `numkeys key ... ` from `args[at]` on: the keys and the index after them, or the error's
+/// text; `too_many` is the text for a count past the arguments (Redis' differ by command).
 fn numkeys(
     args: &[Vec<u8>],
     at: usize,
-    too_many: fn() -> Plan,
-) -> Result<(Vec<Vec<u8>>, usize), Plan> {
+    too_many: &'static str,
+) -> Result<(Vec<Vec<u8>>, usize), &'static str> {
     let n = match int_arg(&args[at]) {
         Some(n) if n > 0 => usize::try_from(n).unwrap_or(usize::MAX),
-        Some(_) => return Err(err("ERR numkeys should be greater than 0")),
-        None => return Err(err("ERR numkeys should be greater than 0")),
+        _ => return Err("ERR numkeys should be greater than 0"),
     };
     let first = at + 1;
     if n > args.len().saturating_sub(first) {
-        return Err(too_many());
+        return Err(too_many);
     }
     Ok((args[first..first + n].to_vec(), first + n))
 }
@@ -1682,9 +1681,9 @@ fn numkeys(
 /// `LMPOP`/`ZMPOP numkeys key ... LEFT|RIGHT|MIN|MAX [COUNT n]` from `args[at]` on, and the
 /// blocking forms with their `timeout` before it.
 fn plan_mpop(args: &[Vec<u8>], at: usize, sorted: bool, timeout: Option<&[u8]>) -> Plan {
-    let (keys, mut i) = match numkeys(args, at, syntax_error) {
+    let (keys, mut i) = match numkeys(args, at, ERR_SYNTAX) {
         Ok(found) => found,
-        Err(plan) => return plan,
+        Err(text) => return err(text),
     };
     let Some(side) = args.get(i) else {
         return syntax_error();
@@ -1770,7 +1769,9 @@ fn plan_zrangestore(args: &[Vec<u8>]) -> Plan {
     as_zrange.extend_from_slice(&args[2..]);
     match plan_zrange(&as_zrange, None, None) {
         Plan::Submit {
-            op: KvOp::ZRange { key, range, rev, .. },
+            op: KvOp::ZRange {
+                key, range, rev, ..
+            },
             ..
         } => submit(
             KvOp::ZRangeStore {
@@ -1787,10 +1788,10 @@ fn plan_zrangestore(args: &[Vec<u8>]) -> Plan {
 
 /// `SINTERCARD`/`ZINTERCARD numkeys key ... [LIMIT n]`.
 fn plan_intercard(args: &[Vec<u8>], sorted: bool) -> Plan {
-    let too_many = || err("ERR Number of keys can't be greater than number of args");
+    let too_many = "ERR Number of keys can't be greater than number of args";
     let (keys, mut i) = match numkeys(args, 1, too_many) {
         Ok(found) => found,
-        Err(plan) => return plan,
+        Err(text) => return err(text),
     };
     let mut limit = 0;
     while i < args.len() {
@@ -2263,7 +2264,9 @@ fn plan_object(args: &[Vec<u8>]) -> Plan {
     } else if is(sub, "freq") {
         return err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
     } else if is(sub, "idletime") {
-        return err("ERR plumb does not track when a key was last read: OBJECT IDLETIME is not supported");
+        return err(
+            "ERR plumb does not track when a key was last read: OBJECT IDLETIME is not supported",
+        );
     } else {
         return unknown_subcommand(sub, "object");
     };
@@ -2575,9 +2578,8 @@ fn plain(result: KvResult) -> Resp {
                 ranges
                     .into_iter()
                     .map(|r| {
-                        let pair = |x: i64, y: i64| {
-                            Resp::array(vec![Resp::Integer(x), Resp::Integer(y)])
-                        };
+                        let pair =
+                            |x: i64, y: i64| Resp::array(vec![Resp::Integer(x), Resp::Integer(y)]);
                         let mut item = vec![pair(r[0], r[1]), pair(r[2], r[3])];
                         item.extend(r.get(4).map(|&n| Resp::Integer(n)));
                         Resp::array(item)

@@ -2549,13 +2549,31 @@ const BITS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
     (b"getbit b 100", b":1\r\n"),
     (b"getbit b 1000", b":0\r\n"),
     (b"getbit nokey 0", b":0\r\n"),
-    (b"setbit b 0 2", b"-ERR bit is not an integer or out of range\r\n"),
-    (b"setbit b -1 1", b"-ERR bit offset is not an integer or out of range\r\n"),
-    (b"setbit b 4294967296 1", b"-ERR bit offset is not an integer or out of range\r\n"),
-    (b"getbit b 4294967296", b"-ERR bit offset is not an integer or out of range\r\n"),
+    (
+        b"setbit b 0 2",
+        b"-ERR bit is not an integer or out of range\r\n",
+    ),
+    (
+        b"setbit b -1 1",
+        b"-ERR bit offset is not an integer or out of range\r\n",
+    ),
+    (
+        b"setbit b 4294967296 1",
+        b"-ERR bit offset is not an integer or out of range\r\n",
+    ),
+    (
+        b"getbit b 4294967296",
+        b"-ERR bit offset is not an integer or out of range\r\n",
+    ),
     (b"lpush l a", b":1\r\n"),
-    (b"setbit l 0 1", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
-    (b"getbit l 0", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+    (
+        b"setbit l 0 1",
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    ),
+    (
+        b"getbit l 0",
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    ),
     (b"set n 1", b"+OK\r\n"),
     (b"setbit n 6 1", b":0\r\n"),
     (b"get n", b"$1\r\n3\r\n"),
@@ -2574,10 +2592,19 @@ const OBJECT_TRANSCRIPT: &[(&[u8], &[u8])] = &[
     (b"object refcount nokey", b"$-1\r\n"),
     (b"set k v", b"+OK\r\n"),
     (b"object refcount k", b":1\r\n"),
-    (b"object foo k", b"-ERR unknown subcommand 'foo'. Try OBJECT HELP.\r\n"),
+    (
+        b"object foo k",
+        b"-ERR unknown subcommand 'foo'. Try OBJECT HELP.\r\n",
+    ),
     (b"object encoding nokey", b"$-1\r\n"),
-    (b"object refcount", b"-ERR wrong number of arguments for 'object|refcount' command\r\n"),
-    (b"sintercard 1 a limit a", b"-ERR LIMIT can't be negative\r\n"),
+    (
+        b"object refcount",
+        b"-ERR wrong number of arguments for 'object|refcount' command\r\n",
+    ),
+    (
+        b"sintercard 1 a limit a",
+        b"-ERR LIMIT can't be negative\r\n",
+    ),
 ];
 
 #[test]
