@@ -1789,6 +1789,16 @@ fn plan_zrangestore(args: &[Vec<u8>]) -> Plan {
 /// `SINTERCARD`/`ZINTERCARD numkeys key ... [LIMIT n]`.
 fn plan_intercard(args: &[Vec<u8>], sorted: bool) -> Plan {
     let too_many = "ERR Number of keys can't be greater than number of args";
+    if sorted {
+        // ZINTERCARD words its key count errors as the other sorted-set algebra does.
+        match int_arg(&args[1]) {
+            None => return not_integer(),
+            Some(n) if n <= 0 => {
+                return err("ERR at least 1 input key is needed for 'zintercard' command")
+            }
+            Some(_) => {}
+        }
+    }
     let (keys, mut i) = match numkeys(args, 1, too_many) {
         Ok(found) => found,
         Err(text) => return err(text),

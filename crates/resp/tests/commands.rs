@@ -2527,6 +2527,8 @@ const MULTI_POP_AND_MORE_TRANSCRIPT: &[(&[u8], &[u8])] = &[
     (b"sintercard 3 s1 s2", b"-ERR Number of keys can't be greater than number of args\r\n"),
     (b"sintercard 2 s1 s2 foo 1", b"-ERR syntax error\r\n"),
     (b"zintercard 2 s1 src", b":3\r\n"),
+    (b"zintercard 0 a", b"-ERR at least 1 input key is needed for 'zintercard' command\r\n"),
+    (b"zintercard a a", b"-ERR value is not an integer or out of range\r\n"),
     (b"zintercard 2 src z2 limit 0", b":2\r\n"),
     (b"sintercard 2 s1 s", b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
     (b"substr f 0 1", b"$2\r\n50\r\n"),
