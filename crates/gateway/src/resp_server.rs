@@ -12,7 +12,7 @@
 use crate::blocking::{Waiters, POLL_FIRST, POLL_MAX};
 use crate::pool::Pool;
 use crate::pubsub::{PubSubHub, Subscriber};
-use plumb_kv::{KvOp, KvResult};
+use plumb_kv::{Footprint, KvOp, KvResult};
 use plumb_resp::pubsub::{is_reset, subscribed_mode_refusal, subscribed_ping};
 use plumb_resp::{
     each, encode, exec_reply, keyspace_section, plan, render, Limits, Parser, Pipeline, Plan,
@@ -336,10 +336,15 @@ impl RespServer {
         parser: &mut Parser,
     ) -> Option<Resp> {
         let deadline = timeout.map(|t| Instant::now() + t);
+        // The keys whose writes may give it something: a move waits on its source only, the
+        // pops (BLPOP, BLMPOP, BZPOPMIN, BZMPOP) on every key they name. A key left out here
+        // would be served by polls alone, and not oldest first.
         let keys: Vec<Vec<u8>> = match &op {
-            KvOp::PopFirst { keys, .. } => keys.clone(),
             KvOp::Move { from, .. } => vec![from.clone()],
-            _ => Vec::new(),
+            other => match other.footprint() {
+                Footprint::Keys(keys) => keys.into_iter().map(<[u8]>::to_vec).collect(),
+                Footprint::Prefix(_) => Vec::new(),
+            },
         };
         let waiter = self.waiters.register(&keys);
         let encoded = op.encode();
