@@ -211,6 +211,68 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
     let left: i64 = redis::cmd("LLEN").arg("ghost").query(&mut con).unwrap();
     assert_eq!(left, 1, "the job is still there for a live consumer");
 
+    // BLMPOP and BZPOPMIN waiters are served oldest first, woken by the write itself: the
+    // first takes one element, the second the rest (they once waited on no key, so whichever
+    // polled first took everything and the other waited for ever).
+    for (kind, first_cmd, second_cmd, fill) in [
+        (
+            "list",
+            ["BLMPOP", "0", "1", "mq", "LEFT", "COUNT", "1"].as_slice(),
+            ["BLMPOP", "0", "1", "mq", "LEFT", "COUNT", "10"].as_slice(),
+            ["RPUSH", "mq", "a", "b", "c"].as_slice(),
+        ),
+        (
+            "zset",
+            ["BZPOPMIN", "mz", "0"].as_slice(),
+            ["BZMPOP", "0", "1", "mz", "MIN", "COUNT", "10"].as_slice(),
+            ["ZADD", "mz", "1", "a", "2", "b", "3", "c"].as_slice(),
+        ),
+    ] {
+        let spawn = |args: &'static [&'static str]| {
+            std::thread::spawn(move || {
+                let mut con = connect(port);
+                let mut cmd = redis::cmd(args[0]);
+                for a in &args[1..] {
+                    cmd.arg(*a);
+                }
+                cmd.query::<redis::Value>(&mut con).unwrap()
+            })
+        };
+        let wait_blocked = |con: &mut redis::Connection, n: &str| {
+            let deadline = Instant::now() + common::OP_TIMEOUT;
+            while blocked(con) != n {
+                assert!(
+                    Instant::now() < deadline,
+                    "{kind}: {n} waiters never blocked"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        };
+        let first = spawn(first_cmd);
+        wait_blocked(&mut con, "1");
+        // Long enough for the first waiter's own polls to space out (250 ms, then 500, 1 s):
+        // were waiters served by their polls alone, the second's first poll would come
+        // before the first's next one and take everything.
+        std::thread::sleep(std::time::Duration::from_millis(1200));
+        let second = spawn(second_cmd);
+        wait_blocked(&mut con, "2");
+        let mut cmd = redis::cmd(fill[0]);
+        for a in &fill[1..] {
+            cmd.arg(*a);
+        }
+        cmd.query::<()>(&mut con).unwrap();
+        let (first, second) = (first.join().unwrap(), second.join().unwrap());
+        // The members and elements each got, scores and keys left out.
+        let got = |v: &redis::Value| -> Vec<String> {
+            strings(v)
+                .into_iter()
+                .filter(|s| ["a", "b", "c"].contains(&s.as_str()))
+                .collect()
+        };
+        assert_eq!(got(&first), ["a"], "{kind}: the oldest waiter: {first:?}");
+        assert_eq!(got(&second), ["b", "c"], "{kind}: the second: {second:?}");
+    }
+
     // redis-py, from Python's ecosystem.
     let python = common::python_with_redis();
     let Some(python) = python else {
@@ -231,4 +293,13 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
         started.elapsed(),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Every bulk string in a reply, depth first.
+fn strings(v: &redis::Value) -> Vec<String> {
+    match v {
+        redis::Value::BulkString(b) => vec![String::from_utf8_lossy(b).into_owned()],
+        redis::Value::Array(items) => items.iter().flat_map(strings).collect(),
+        _ => Vec::new(),
+    }
 }
