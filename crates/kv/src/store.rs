@@ -947,7 +947,7 @@ impl KvStore {
             KvOp::MemoryUsage { key } => match self.entries.get(key.as_slice()) {
                 // The key, the entry's canonical encoding, and the two indexes' share: an
                 // estimate, as Redis' is.
-                Some(entry) => int(key.len() + fingerprint_len(entry) + 48),
+                Some(entry) => int(key.len() + encoded_len(entry) + 48),
                 None => KvResult::Value(None),
             },
         }
@@ -2155,7 +2155,7 @@ pub fn fingerprint(entry: Option<&Entry>) -> [u8; 32] {
 }
 
 /// Bytes of the entry's canonical encoding.
-fn fingerprint_len(entry: &Entry) -> usize {
+fn encoded_len(entry: &Entry) -> usize {
     postcard::to_stdvec(entry).map_or(0, |bytes| bytes.len())
 }
 
