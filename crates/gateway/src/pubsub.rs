@@ -117,20 +117,7 @@ impl PubSubHub {
     }
 
     fn change(&self, subscribe: bool, channels: Vec<Vec<u8>>, patterns: Vec<Vec<u8>>) -> KvOp {
-        let subscriber = self.subscriber;
-        if subscribe {
-            KvOp::Subscribe {
-                subscriber,
-                channels,
-                patterns,
-            }
-        } else {
-            KvOp::Unsubscribe {
-                subscriber,
-                channels,
-                patterns,
-            }
-        }
+        KvOp::subscription(subscribe, self.subscriber, channels, patterns)
     }
 }
 

@@ -830,6 +830,28 @@ pub enum Footprint<'a> {
 }
 
 impl KvOp {
+    /// [`KvOp::Subscribe`] if `subscribe`, else [`KvOp::Unsubscribe`], for `subscriber`.
+    pub fn subscription(
+        subscribe: bool,
+        subscriber: ClientId,
+        channels: Vec<Vec<u8>>,
+        patterns: Vec<Vec<u8>>,
+    ) -> KvOp {
+        if subscribe {
+            KvOp::Subscribe {
+                subscriber,
+                channels,
+                patterns,
+            }
+        } else {
+            KvOp::Unsubscribe {
+                subscriber,
+                channels,
+                patterns,
+            }
+        }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         encode_versioned(OP_VERSION, self)
     }

@@ -274,25 +274,7 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
     }
 
     // redis-py, from Python's ecosystem.
-    let python = common::python_with_redis();
-    let Some(python) = python else {
-        eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
-        return;
-    };
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py/clients.py");
-    let started = Instant::now();
-    let out = Command::new(python)
-        .arg(script)
-        .arg(port.to_string())
-        .output()
-        .unwrap();
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-    assert!(
-        out.status.success(),
-        "redis-py failed after {:?}: {}",
-        started.elapsed(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::run_redis_py("clients.py", port);
 }
 
 /// Every bulk string in a reply, depth first.

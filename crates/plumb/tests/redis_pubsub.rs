@@ -9,7 +9,6 @@ mod common;
 use common::Cluster;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// `(connection, command, exact bytes that follow)`: connection `a` or `b`; an empty command
@@ -206,21 +205,5 @@ fn pubsub_through_the_gateway_as_redis_does_it() {
     }
 
     // redis-py, from Python's ecosystem.
-    let python = common::python_with_redis();
-    let Some(python) = python else {
-        eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
-        return;
-    };
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py/pubsub.py");
-    let out = Command::new(python)
-        .arg(script)
-        .arg(port.to_string())
-        .output()
-        .unwrap();
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-    assert!(
-        out.status.success(),
-        "redis-py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::run_redis_py("pubsub.py", port);
 }

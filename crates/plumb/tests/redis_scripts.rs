@@ -13,10 +13,10 @@ use std::process::Command;
 fn scripts_with_real_redis_clients() {
     let mut c = Cluster::init("redis-scripts", 41);
     c.start_all();
-    let port = c.resp_port.to_string();
+    let port = c.resp_port;
 
     let out = Command::new("redis-cli")
-        .args(["-p", &port, "EVAL"])
+        .args(["-p", &port.to_string(), "EVAL"])
         .arg("redis.call('set', KEYS[1], ARGV[1]) return {redis.call('get', KEYS[1]), redis.call('incr', KEYS[2])}")
         .args(["2", "cli:k", "cli:n", "hello"])
         .output()
@@ -24,21 +24,5 @@ fn scripts_with_real_redis_clients() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n1\n");
 
-    let python = common::python_with_redis();
-    let Some(python) = python else {
-        eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
-        return;
-    };
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/redis_py/scripts.py");
-    let out = Command::new(python)
-        .arg(script)
-        .arg(&port)
-        .output()
-        .unwrap();
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-    assert!(
-        out.status.success(),
-        "redis-py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::run_redis_py("scripts.py", port);
 }

@@ -87,28 +87,12 @@ impl ScriptCache {
                 Plan::Reply(Resp::ok())
             }
             Plan::Submit {
-                op:
-                    KvOp::Eval {
-                        script,
-                        keys,
-                        args,
-                        read_only,
-                    },
-                read_only: path,
-                render,
+                op: KvOp::Eval { ref script, .. },
+                ..
             } => {
                 // Redis 7.0 caches what EVAL ran too, so EVALSHA of it works afterwards.
-                self.insert(&script);
-                Plan::Submit {
-                    op: KvOp::Eval {
-                        script,
-                        keys,
-                        args,
-                        read_only,
-                    },
-                    read_only: path,
-                    render,
-                }
+                self.insert(script);
+                plan
             }
             other => other,
         }

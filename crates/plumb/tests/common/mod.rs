@@ -778,15 +778,34 @@ impl Cluster {
     }
 }
 
-/// A Python with the `redis` module, for the redis-py parts of the tests. Debian's
-/// python3-redis installs for the system's Python, which a pyenv or venv on the PATH may
-/// hide, so the system's is tried first. `None` (the caller skips, saying so) without one.
+/// Run `tests/redis_py/<script>` against the gateway on `port` with redis-py and assert it
+/// succeeded, showing its output. Debian's python3-redis installs for the system's Python,
+/// which a pyenv or venv on the PATH may hide, so the system's is tried first. Without a Python
+/// that has the module it says so and returns (`.ci/run` installs python3-redis).
 #[allow(dead_code)]
-pub fn python_with_redis() -> Option<&'static str> {
-    ["/usr/bin/python3", "python3"].into_iter().find(|p| {
+pub fn run_redis_py(script: &str, port: u16) {
+    let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| {
         Command::new(p)
             .args(["-c", "import redis"])
             .status()
             .is_ok_and(|s| s.success())
-    })
+    });
+    let Some(python) = python else {
+        eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
+        return;
+    };
+    let path = format!("{}/tests/redis_py/{script}", env!("CARGO_MANIFEST_DIR"));
+    let started = Instant::now();
+    let out = Command::new(python)
+        .arg(&path)
+        .arg(port.to_string())
+        .output()
+        .expect("python3 runs");
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "redis-py {script} failed after {:?}: {}",
+        started.elapsed(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -54,19 +54,7 @@ fn pubsub_op(rng: &mut SimRng) -> KvOp {
         0..=2 => {
             let subscriber = rng.index(SUBSCRIBERS) as ClientId;
             let (channels, patterns) = (names(rng, CHANNELS), names(rng, PATTERNS));
-            if rng.chance(0.7) {
-                KvOp::Subscribe {
-                    subscriber,
-                    channels,
-                    patterns,
-                }
-            } else {
-                KvOp::Unsubscribe {
-                    subscriber,
-                    channels,
-                    patterns,
-                }
-            }
+            KvOp::subscription(rng.chance(0.7), subscriber, channels, patterns)
         }
         _ => KvOp::Publish {
             channel: rng.pick(CHANNELS).map_or(Vec::new(), |c| c.to_vec()),
