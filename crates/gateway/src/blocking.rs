@@ -4,8 +4,15 @@
 //! when a write through this gateway touches one of its keys, oldest waiter of a key first:
 //! a waiter that gets an element passes the wake-up on to the next one (the list may hold
 //! more), and one that finds the list empty again waits at the front of the queue. Writes
-//! through another gateway or a library client are not seen here, so every waiter also
-//! tries again on its own, after 250 ms and then at doubling intervals up to 2 s.
+//! through another gateway or a library client are not seen here, so a waiter also tries
+//! again on its own, after 250 ms and then at doubling intervals up to 2 s.
+//!
+//! Only a waiter at the front of one of its keys' queues tries at all ([`Waiters::is_front`]),
+//! its first attempt included: callers are served in order of arrival, as Redis serves them.
+//! Were a later caller to try while an earlier one's attempt is in flight, the order stage
+//! could run the later one first, and it would take the element the earlier one was owed
+//! (the earlier one may be the caller Redis' own test suite expects to fail on a wrong-type
+//! destination, and then the later one must get the element).
 
 use plumb_kv::{Footprint, KvOp};
 use std::collections::{BTreeMap, VecDeque};
@@ -57,6 +64,21 @@ impl Waiters {
             keys: keys.to_vec(),
             notify,
         }
+    }
+
+    /// True if `waiter` is the oldest waiter of one of its keys, or waits on no key: it may
+    /// try its command.
+    pub fn is_front(&self, waiter: &Waiter<'_>) -> bool {
+        if waiter.keys.is_empty() {
+            return true;
+        }
+        let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        waiter.keys.iter().any(|key| {
+            queues
+                .get(key)
+                .and_then(VecDeque::front)
+                .is_some_and(|(id, _)| *id == waiter.id)
+        })
     }
 
     /// A write may have made `keys` non-empty: wake the oldest waiter of each.
@@ -115,9 +137,15 @@ impl Drop for Waiter<'_> {
             .unwrap_or_else(|p| p.into_inner());
         for key in &self.keys {
             if let Some(queue) = queues.get_mut(key) {
+                let was_front = queue.front().is_some_and(|(id, _)| *id == self.id);
                 queue.retain(|(id, _)| *id != self.id);
-                if queue.is_empty() {
-                    queues.remove(key);
+                match queue.front() {
+                    None => {
+                        queues.remove(key);
+                    }
+                    // The next in line may try now (it did not while this one was ahead).
+                    Some((_, next)) if was_front => next.notify_one(),
+                    Some(_) => {}
                 }
             }
         }
@@ -144,7 +172,16 @@ mod tests {
                 .await
                 .is_err()
         );
+        assert!(waiters.is_front(&first));
+        assert!(waiters.is_front(&second), "the oldest waiter of r");
+        let third = waiters.register(&[b"q".to_vec()]);
+        assert!(!waiters.is_front(&third), "behind first and second on q");
+        drop(third);
         drop(first);
+        assert!(waiters.is_front(&second));
+        tokio::time::timeout(Duration::from_millis(100), second.notify.notified())
+            .await
+            .expect("the next in line is told it may try");
         assert_eq!(waiters.blocked.load(Ordering::Relaxed), 1);
         let push = KvOp::Push {
             key: b"q".to_vec(),

@@ -3,6 +3,7 @@
 //! turns their commands into replicated key-value operations.
 
 pub mod blocking;
+pub mod clients;
 pub mod pool;
 
 pub use pool::Pool;

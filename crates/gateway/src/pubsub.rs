@@ -148,6 +148,15 @@ impl Subscriber {
         self.channels.len() + self.patterns.len()
     }
 
+    /// Channels, and patterns, subscribed to (`CLIENT LIST`'s `sub` and `psub`).
+    pub fn channels(&self) -> usize {
+        self.channels.len()
+    }
+
+    pub fn patterns(&self) -> usize {
+        self.patterns.len()
+    }
+
     /// The next message for the connection.
     pub async fn next(&mut self) -> Option<Resp> {
         self.rx.recv().await

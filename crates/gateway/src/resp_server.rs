@@ -10,13 +10,14 @@
 //! linearizable.
 
 use crate::blocking::{Waiters, POLL_FIRST, POLL_MAX};
+use crate::clients::{Clients, Registration, Unblock};
 use crate::pool::Pool;
 use crate::pubsub::{PubSubHub, Subscriber};
-use plumb_kv::{Footprint, KvOp, KvResult};
+use plumb_kv::{Footprint, KvOp, KvResult, ERR_WRONG_TYPE};
 use plumb_resp::pubsub::{is_reset, subscribed_mode_refusal, subscribed_ping};
 use plumb_resp::{
-    each, encode, exec_reply, keyspace_section, plan, render, Limits, Parser, Pipeline, Plan,
-    Render, Resp, ServerInfo, Session, Step,
+    each, encode, exec_reply, keyspace_section, plan, render, ClientAdmin, Limits, Parser,
+    Pipeline, Plan, Render, Resp, ServerInfo, Session, Step, ERR_UNBLOCKED,
 };
 use plumb_script::ScriptCache;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,6 +50,8 @@ pub struct RespServer {
     /// Scripts by sha1, for `EVALSHA` and `SCRIPT`: this gateway's, shared by its
     /// connections, never the cluster's (an `EVALSHA` goes out as the `EVAL` of its body).
     pub scripts: Mutex<ScriptCache>,
+    /// Every open connection, for `CLIENT LIST`, `KILL` and `UNBLOCK`.
+    pub clients: Arc<Clients>,
 }
 
 /// The next pub/sub message for a connection; never, if it never subscribed.
@@ -92,6 +95,9 @@ impl RespServer {
     }
 
     async fn connection(&self, mut stream: TcpStream, id: u64) {
+        let reg = self
+            .clients
+            .register(id, stream.peer_addr().ok(), stream.local_addr().ok());
         let mut parser = Parser::new(Limits::default());
         let mut name: Option<Vec<u8>> = None;
         let mut session = Session::default();
@@ -106,6 +112,8 @@ impl RespServer {
                     Ok(0) | Err(_) => return,
                     Ok(n) => n,
                 },
+                // `CLIENT KILL` from another connection (or this one: its reply went out).
+                _ = reg.killed() => return,
                 Some(frame) = next_message(&mut subscriber) => {
                     encode(&frame, &mut out);
                     if stream.write_all(&out).await.is_err() {
@@ -133,6 +141,7 @@ impl RespServer {
                     }
                 };
                 self.stats.commands.fetch_add(1, Ordering::Relaxed);
+                reg.command(&args, session.queued());
                 if subscriber.as_ref().is_some_and(|s| s.count() > 0) {
                     // Subscribed mode: Redis' few commands only.
                     if let Some(refusal) = subscribed_mode_refusal(&args) {
@@ -181,6 +190,7 @@ impl RespServer {
                         pipeline.submit(op, read_only, how);
                     }
                     Step::Plan(Plan::SetName { name: n, reply }) => {
+                        reg.set_name(n.as_deref());
                         name = n;
                         pipeline.local(reply);
                     }
@@ -197,8 +207,9 @@ impl RespServer {
                             }
                             out.clear();
                         }
-                        let Some(reply) =
-                            self.block(op, how, timeout, &mut stream, &mut parser).await
+                        let Some(reply) = self
+                            .block(op, how, timeout, &mut stream, &mut parser, &reg)
+                            .await
                         else {
                             // The caller left while it waited: it takes nothing.
                             return;
@@ -227,6 +238,7 @@ impl RespServer {
                         for reply in s.subscribe(patterns, names).await {
                             encode(&reply, &mut out);
                         }
+                        reg.set_subscriptions(s.channels(), s.patterns());
                     }
                     Step::Plan(Plan::Unsubscribe { patterns, names }) => {
                         self.flush(&mut pipeline, &mut out).await;
@@ -234,7 +246,9 @@ impl RespServer {
                         for reply in s.unsubscribe(patterns, names).await {
                             encode(&reply, &mut out);
                         }
+                        reg.set_subscriptions(s.channels(), s.patterns());
                     }
+                    Step::Plan(Plan::Client(admin)) => pipeline.local(self.client_admin(id, admin)),
                     // The session answers every other plan itself.
                     Step::Plan(Plan::Reply(r) | Plan::Reject(r)) => pipeline.local(r),
                     Step::Plan(_) => pipeline.local(Resp::error("ERR internal: unplanned command")),
@@ -303,6 +317,30 @@ impl RespServer {
         }
     }
 
+    /// `CLIENT LIST`, `INFO`, `KILL` or `UNBLOCK`, asked by connection `me`.
+    fn client_admin(&self, me: u64, admin: ClientAdmin) -> Resp {
+        match admin {
+            ClientAdmin::List(filter) => Resp::bulk(self.clients.list(&filter).into_bytes()),
+            ClientAdmin::Info => Resp::bulk(self.clients.info(me).into_bytes()),
+            ClientAdmin::Kill { filter, old_form } => {
+                let killed = self.clients.kill(me, &filter);
+                match (old_form, killed) {
+                    (true, 0) => Resp::error("ERR No such client"),
+                    (true, _) => Resp::ok(),
+                    (false, n) => Resp::Integer(i64::try_from(n).unwrap_or(i64::MAX)),
+                }
+            }
+            ClientAdmin::Unblock { id, error } => {
+                let how = if error {
+                    Unblock::Error
+                } else {
+                    Unblock::Timeout
+                };
+                Resp::Integer(i64::from(self.clients.unblock(id, how)))
+            }
+        }
+    }
+
     /// Run one request through the pool: its result, or an error result saying why not. A
     /// write wakes the callers blocked on the keys it touches.
     async fn call(&self, op: Vec<u8>, read_only: bool) -> KvResult {
@@ -334,7 +372,9 @@ impl RespServer {
         timeout: Option<Duration>,
         stream: &mut TcpStream,
         parser: &mut Parser,
+        reg: &Registration,
     ) -> Option<Resp> {
+        let blocked = reg.blocking();
         let deadline = timeout.map(|t| Instant::now() + t);
         // The keys whose writes may give it something: a move waits on its source only, the
         // pops (BLPOP, BLMPOP, BZPOPMIN, BZMPOP) on every key they name. A key left out here
@@ -347,11 +387,29 @@ impl RespServer {
             },
         };
         let waiter = self.waiters.register(&keys);
+        let waits_on_kind = !matches!(op, KvOp::Move { .. });
+        let mut tried = false;
         let encoded = op.encode();
         let mut poll = POLL_FIRST;
         let mut buf = [0u8; 4096];
         loop {
-            let result = self.call(encoded.clone(), false).await;
+            // Behind an earlier caller on every key: its turn comes when that one is served,
+            // leaves or finds nothing (it then waits at the front, and a write wakes it).
+            let result = if self.waiters.is_front(&waiter) {
+                let result = self.call(encoded.clone(), false).await;
+                let tried_before = std::mem::replace(&mut tried, true);
+                // A key that became something else than a list (or sorted set) while the
+                // caller waited does not wake it, as in Redis: only its first attempt answers
+                // WRONGTYPE. (A move's destination of the wrong kind does answer it.)
+                match result {
+                    KvResult::Error(e) if tried_before && waits_on_kind && e == ERR_WRONG_TYPE => {
+                        KvResult::Nil
+                    }
+                    result => result,
+                }
+            } else {
+                KvResult::Nil
+            };
             if !matches!(result, KvResult::Nil | KvResult::Value(None)) {
                 drop(waiter);
                 // The list may hold more: the next waiter in line tries too.
@@ -371,6 +429,11 @@ impl RespServer {
             tokio::select! {
                 _ = waiter.notify.notified() => {}
                 _ = tokio::time::sleep(wait) => poll = (poll * 2).min(POLL_MAX),
+                how = blocked.unblocked() => return Some(match how {
+                    Unblock::Timeout => Resp::Array(None),
+                    Unblock::Error => Resp::error(ERR_UNBLOCKED),
+                }),
+                _ = reg.killed() => return None,
                 read = stream.read(&mut buf) => match read {
                     Ok(0) | Err(_) => return None,
                     Ok(n) => parser.feed(&buf[..n]),

@@ -560,6 +560,13 @@ pub enum KvOp {
         args: Vec<Vec<u8>>,
         read_only: bool,
     },
+    /// Appended. Like [`KvOp::Push`], but only onto a list that exists (`LPUSHX`, `RPUSHX`):
+    /// an absent key stays absent. `Int(new length)`, 0 if absent.
+    PushExisting {
+        key: Vec<u8>,
+        end: End,
+        values: Vec<Vec<u8>>,
+    },
 }
 
 /// How [`KvOp::ZSetAlgebra`] combines a member's scores.
@@ -962,6 +969,7 @@ impl KvOp {
             | KvOp::HDel { .. }
             | KvOp::HIncrBy { .. }
             | KvOp::Push { .. }
+            | KvOp::PushExisting { .. }
             | KvOp::Pop { .. }
             | KvOp::SAdd { .. }
             | KvOp::SRem { .. }
@@ -992,6 +1000,7 @@ impl KvOp {
             | KvOp::HGetAll { key }
             | KvOp::HIncrBy { key, .. }
             | KvOp::Push { key, .. }
+            | KvOp::PushExisting { key, .. }
             | KvOp::Pop { key, .. }
             | KvOp::LRange { key, .. }
             | KvOp::LLen { key }

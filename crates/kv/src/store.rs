@@ -279,6 +279,13 @@ impl KvStore {
             KvOp::HDel { key, fields } => self.hdel(key, fields),
             KvOp::HIncrBy { key, field, delta } => self.hincrby(key, field, *delta),
             KvOp::Push { key, end, values } => self.push(key, *end, values),
+            KvOp::PushExisting { key, end, values } => {
+                if self.entries.contains_key(key.as_slice()) {
+                    self.push(key, *end, values)
+                } else {
+                    KvResult::Int(0)
+                }
+            }
             KvOp::Pop { key, end, count } => self.pop(key, *end, *count),
             KvOp::SAdd { key, members } => self.sadd(key, members),
             KvOp::SRem { key, members } => self.srem(key, members),
@@ -886,6 +893,7 @@ impl KvStore {
             | KvOp::HDel { .. }
             | KvOp::HIncrBy { .. }
             | KvOp::Push { .. }
+            | KvOp::PushExisting { .. }
             | KvOp::Pop { .. }
             | KvOp::SAdd { .. }
             | KvOp::SRem { .. }

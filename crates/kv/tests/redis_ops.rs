@@ -944,7 +944,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         _ => Some(rng() % 4),
     };
     let end = pick(rng, &[End::Left, End::Right]);
-    match rng() % 94 {
+    match rng() % 95 {
         0 => KvOp::Get { key },
         1 => KvOp::Set {
             key,
@@ -1401,6 +1401,11 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             key,
             members: some_bytes(rng, VALS),
         },
+        94 => KvOp::PushExisting {
+            key,
+            end,
+            values: some_bytes(rng, VALS),
+        },
         _ => KvOp::SetAlgebra {
             op: pick(rng, &[SetOp::Inter, SetOp::Union, SetOp::Diff]),
             keys: some_bytes(rng, KEYS),
@@ -1435,7 +1440,7 @@ fn any_op_makes_every_kind() {
     let kinds: std::collections::HashSet<_> = (0..5_000)
         .map(|_| std::mem::discriminant(&any_op(&mut rng)))
         .collect();
-    assert_eq!(kinds.len(), 95);
+    assert_eq!(kinds.len(), 96);
 }
 
 fn arb_result() -> impl Strategy<Value = KvResult> {

@@ -68,6 +68,7 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
             started: Instant::now(),
             pubsub: plumb_gateway::pubsub::PubSubHub::new(pool.clone()),
             scripts: Default::default(),
+            clients: Default::default(),
         });
         let handler: admin::Handler = {
             let stats = stats.clone();

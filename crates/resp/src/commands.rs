@@ -116,6 +116,9 @@ pub enum Plan {
         text: Vec<u8>,
         keyspace: bool,
     },
+    /// `CLIENT LIST`, `INFO`, `KILL`, `UNBLOCK`: the gateway, which knows its connections,
+    /// carries them out.
+    Client(crate::ClientAdmin),
     /// Transaction commands: the connection's [`crate::Session`] handles them.
     Multi,
     Exec,
@@ -251,6 +254,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("hincrby", 4, WDF, ONE),
     spec("lpush", -3, WDF, ONE),
     spec("rpush", -3, WDF, ONE),
+    spec("lpushx", -3, WDF, ONE),
+    spec("rpushx", -3, WDF, ONE),
     spec("lpop", -2, WF, ONE),
     spec("rpop", -2, WF, ONE),
     spec("lrange", 4, R, ONE),
@@ -639,6 +644,18 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             KvOp::Push {
                 key: key(),
                 end: if spec.name == "lpush" {
+                    End::Left
+                } else {
+                    End::Right
+                },
+                values: rest(2),
+            },
+            Render::Plain,
+        ),
+        "lpushx" | "rpushx" => submit(
+            KvOp::PushExisting {
+                key: key(),
+                end: if spec.name == "lpushx" {
                     End::Left
                 } else {
                     End::Right
@@ -2098,6 +2115,11 @@ fn check_client_name(name: &[u8]) -> Result<(), &'static str> {
 }
 
 fn plan_client(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
+    match crate::client_admin::parse(args) {
+        Some(Ok(admin)) => return Plan::Client(admin),
+        Some(Err(refusal)) => return Plan::Reply(refusal),
+        None => {}
+    }
     let sub = &args[1];
     let argc = args.len();
     let arity = |n: usize, name: &str| (argc != n).then(|| arity_error(&format!("client|{name}")));
@@ -2120,6 +2142,15 @@ fn plan_client(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
     } else if is(sub, "setinfo") {
         // Redis 7.2 clients announce their library; accept and ignore.
         arity(4, "setinfo").unwrap_or_else(|| Plan::Reply(Resp::ok()))
+    } else if is(sub, "no-evict") {
+        // Nothing is evicted from a gateway's connections.
+        arity(3, "no-evict").unwrap_or_else(|| {
+            if is(&args[2], "on") || is(&args[2], "off") {
+                Plan::Reply(Resp::ok())
+            } else {
+                syntax_error()
+            }
+        })
     } else {
         unknown_subcommand(sub, "client")
     }

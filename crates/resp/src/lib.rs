@@ -28,12 +28,14 @@
 //! assert_eq!(reply.to_bytes(), b"$-1\r\n");
 //! ```
 
+mod client_admin;
 mod commands;
 mod parser;
 pub mod pubsub;
 mod session;
 mod value;
 
+pub use client_admin::{ClientAdmin, ClientFilter, ClientKind, ERR_UNBLOCKED};
 pub use commands::{
     command_info, info_text, keyspace_section, lookup, plan, render, CommandSpec, Plan, Render,
     ServerInfo, COMMANDS, CONFIG, ERR_NOSCRIPT, ERR_NOT_INTEGER, ERR_NOT_POSITIVE, ERR_SYNTAX,

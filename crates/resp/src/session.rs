@@ -79,6 +79,11 @@ impl Session {
     /// The step for one command's plan, in Redis' terms: inside `MULTI` every command but
     /// `EXEC`, `DISCARD`, `MULTI`, `WATCH` and `QUIT` is queued (`+QUEUED`), and one refused
     /// before it could run fails the whole transaction.
+    /// Commands queued in the open `MULTI`, if one is open.
+    pub fn queued(&self) -> Option<usize> {
+        self.queue.as_ref().map(|q| q.slots.len())
+    }
+
     pub fn step(&mut self, plan: Plan) -> Step {
         let Some(queue) = self.queue.as_mut() else {
             return match plan {
@@ -151,6 +156,11 @@ impl Session {
             Plan::Subscribe { .. } | Plan::Unsubscribe { .. } => {
                 queue.dirty = true;
                 error("ERR (P)SUBSCRIBE and (P)UNSUBSCRIBE are not supported inside MULTI")
+            }
+            // They act on other connections, which a request to the store cannot.
+            Plan::Client(_) => {
+                queue.dirty = true;
+                error("ERR CLIENT LIST, INFO, KILL and UNBLOCK are not supported inside MULTI")
             }
             Plan::Discard => {
                 self.queue = None;

@@ -2639,3 +2639,31 @@ const LCS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 fn lcs_matches_a_recorded_redis_session() {
     replay(Gateway::new(), LCS_TRANSCRIPT);
 }
+
+/// `LPUSHX` and `RPUSHX`, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was.
+const PUSHX_TRANSCRIPT: &[(&[u8], &[u8])] = &[
+    (b"flushall", b"+OK\r\n"),
+    (b"lpushx xl a", b":0\r\n"),
+    (b"exists xl", b":0\r\n"),
+    (b"rpush xl b", b":1\r\n"),
+    (b"lpushx xl a c", b":3\r\n"),
+    (b"rpushx xl d", b":4\r\n"),
+    (b"set xs v", b"+OK\r\n"),
+    (
+        b"lpushx xs a",
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    ),
+    (
+        b"lpushx xl",
+        b"-ERR wrong number of arguments for 'lpushx' command\r\n",
+    ),
+    (
+        b"lrange xl 0 -1",
+        b"*4\r\n$1\r\nc\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nd\r\n",
+    ),
+];
+
+#[test]
+fn pushx_matches_a_recorded_redis_session() {
+    replay(Gateway::new(), PUSHX_TRANSCRIPT);
+}
