@@ -10,7 +10,7 @@
 //! `false`, an array a table, a status `{ok = text}`, an error `{err = text}`.
 
 use mlua::{Lua, Table, Value};
-use plumb_resp::{Resp, MAX_DEPTH};
+use plumb_resp::{Protocol, Resp, MAX_DEPTH};
 
 /// Redis' text when a reply nests deeper than it can convert.
 pub const ERR_TOO_DEEP: &str = "ERR reached lua stack limit";
@@ -75,22 +75,82 @@ fn table_to_resp(table: &Table, depth: usize) -> Resp {
     Resp::array(items)
 }
 
-/// The Lua value of a command's reply.
-pub fn resp_to_lua(lua: &Lua, reply: &Resp) -> mlua::Result<Value> {
+/// The Lua value of a command's reply, as a script that chose `protocol` with
+/// `redis.setresp` sees it. RESP2 (the default): a map is a flat table, a set a table, a
+/// double a string, a boolean 1 or nil (`false`). RESP3: a map `{map = {k = v}}`, a set
+/// `{set = {member = true}}`, a double `{double = number}`, null `nil`, a boolean a Lua
+/// boolean.
+pub fn resp_to_lua(lua: &Lua, reply: &Resp, protocol: Protocol) -> mlua::Result<Value> {
+    let resp3 = protocol == Protocol::Resp3;
+    let array = |items: &mut dyn Iterator<Item = &Resp>| -> mlua::Result<Value> {
+        let table = lua.create_table()?;
+        for (i, item) in items.enumerate() {
+            table.raw_set(i + 1, resp_to_lua(lua, item, protocol)?)?;
+        }
+        Ok(Value::Table(table))
+    };
     Ok(match reply {
         Resp::Integer(n) => Value::Number(*n as f64),
         Resp::Bulk(Some(bytes)) => Value::String(lua.create_string(bytes)?),
+        Resp::Verbatim(_, bytes) if !resp3 => Value::String(lua.create_string(bytes)?),
+        Resp::Verbatim(format, bytes) => {
+            let table = lua.create_table_with_capacity(0, 2)?;
+            table.raw_set("format", lua.create_string(format)?)?;
+            table.raw_set("string", lua.create_string(bytes)?)?;
+            Value::Table(wrapped(lua, "verbatim_string", Value::Table(table))?)
+        }
+        Resp::Bulk(None) | Resp::Array(None) if resp3 => Value::Nil,
         Resp::Bulk(None) | Resp::Array(None) => Value::Boolean(false),
-        Resp::Array(Some(items)) => {
-            let table = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                table.raw_set(i + 1, resp_to_lua(lua, item)?)?;
+        Resp::Array(Some(items)) | Resp::Push(items) => array(&mut items.iter())?,
+        Resp::Set(items) if !resp3 => array(&mut items.iter())?,
+        Resp::Set(items) => {
+            let set = lua.create_table()?;
+            for item in items {
+                set.raw_set(resp_to_lua(lua, item, protocol)?, true)?;
+            }
+            Value::Table(wrapped(lua, "set", Value::Table(set))?)
+        }
+        Resp::Map(pairs) | Resp::Pairs(pairs) if !resp3 => {
+            array(&mut pairs.iter().flat_map(|(k, v)| [k, v]))?
+        }
+        Resp::Map(pairs) => {
+            let map = lua.create_table()?;
+            for (k, v) in pairs {
+                map.raw_set(
+                    resp_to_lua(lua, k, protocol)?,
+                    resp_to_lua(lua, v, protocol)?,
+                )?;
+            }
+            Value::Table(wrapped(lua, "map", Value::Table(map))?)
+        }
+        Resp::Pairs(pairs) => {
+            let table = lua.create_table()?;
+            for (i, (a, b)) in pairs.iter().enumerate() {
+                let pair = lua.create_table_with_capacity(2, 0)?;
+                pair.raw_set(1, resp_to_lua(lua, a, protocol)?)?;
+                pair.raw_set(2, resp_to_lua(lua, b, protocol)?)?;
+                table.raw_set(i + 1, pair)?;
             }
             Value::Table(table)
         }
+        Resp::Double(text) if resp3 => {
+            let n: f64 = text.parse().unwrap_or(f64::NAN);
+            Value::Table(wrapped(lua, "double", Value::Number(n))?)
+        }
+        Resp::Double(text) => Value::String(lua.create_string(text)?),
+        Resp::Bool(b) if resp3 => Value::Boolean(*b),
+        Resp::Bool(true) => Value::Number(1.0),
+        Resp::Bool(false) => Value::Boolean(false),
         Resp::Simple(text) => Value::Table(one_field(lua, "ok", text)?),
         Resp::Error(text) => Value::Table(one_field(lua, "err", text)?),
     })
+}
+
+/// `{name = value}`.
+fn wrapped(lua: &Lua, name: &str, value: Value) -> mlua::Result<Table> {
+    let table = lua.create_table_with_capacity(0, 1)?;
+    table.raw_set(name, value)?;
+    Ok(table)
 }
 
 /// `{name = text}`: a status or error reply in Lua.
