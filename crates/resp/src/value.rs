@@ -88,13 +88,31 @@ impl Resp {
         Resp::Array(Some(items.into_iter().map(Resp::bulk).collect()))
     }
 
-    /// The one value `bytes` encode exactly (nothing after it), nested at most
-    /// [`MAX_DEPTH`] arrays deep; `None` otherwise. For replies the gateway did not make
+    /// The one value `bytes` encode exactly (nothing after it), in RESP2 or RESP3 (nulls,
+    /// booleans, doubles, sets, maps, pushes), nested at most [`MAX_DEPTH`] aggregates deep;
+    /// `None` otherwise. For replies the gateway did not make
     /// (a script's, carried as bytes), so a hostile encoding is refused, never trusted.
     pub fn parse(bytes: &[u8]) -> Option<Resp> {
         let mut at = 0;
         let value = parse_value(bytes, &mut at, 0)?;
         (at == bytes.len()).then_some(value)
+    }
+
+    /// Whether RESP2 would lose something of this value: it holds a map, set, double,
+    /// boolean, verbatim string or push (which RESP2 writes as other types).
+    pub fn needs_resp3(&self) -> bool {
+        match self {
+            Resp::Simple(_) | Resp::Error(_) | Resp::Integer(_) | Resp::Bulk(_) => false,
+            Resp::Array(None) => false,
+            Resp::Array(Some(items)) => items.iter().any(Resp::needs_resp3),
+            Resp::Map(_)
+            | Resp::Set(_)
+            | Resp::Double(_)
+            | Resp::Bool(_)
+            | Resp::Verbatim(..)
+            | Resp::Push(_)
+            | Resp::Pairs(_) => true,
+        }
     }
 
     /// The RESP2 bytes of this value.
@@ -213,7 +231,7 @@ fn line(kind: u8, text: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// Deepest array nesting [`Resp::parse`] accepts (and a script reply may have).
+/// Deepest aggregate nesting [`Resp::parse`] accepts (and a script reply may have).
 pub const MAX_DEPTH: usize = 512;
 
 /// The line at `*at` (without its CRLF), moving `at` past it.
@@ -247,17 +265,41 @@ fn parse_value(bytes: &[u8], at: &mut usize, depth: usize) -> Option<Resp> {
         },
         b'*' => match number()? {
             -1 => Some(Resp::Array(None)),
-            n if depth < MAX_DEPTH => {
-                let n = usize::try_from(n).ok()?;
-                // Each element takes at least 3 bytes: no allocation beyond what is there.
-                let mut items = Vec::with_capacity(n.min(bytes.len() / 3));
-                for _ in 0..n {
-                    items.push(parse_value(bytes, at, depth + 1)?);
-                }
-                Some(Resp::Array(Some(items)))
-            }
+            n => Some(Resp::Array(Some(parse_items(bytes, at, depth, n)?))),
+        },
+        // RESP3 (a script's reply that has a map, set or double is carried in RESP3).
+        b'_' if line.is_empty() => Some(Resp::Bulk(None)),
+        b'#' => match line {
+            b"t" => Some(Resp::Bool(true)),
+            b"f" => Some(Resp::Bool(false)),
             _ => None,
         },
+        b',' => Some(Resp::Double(text()?)),
+        b'~' => Some(Resp::Set(parse_items(bytes, at, depth, number()?)?)),
+        b'>' => Some(Resp::Push(parse_items(bytes, at, depth, number()?)?)),
+        b'%' => {
+            let n = number()?.checked_mul(2)?;
+            let mut items = parse_items(bytes, at, depth, n)?.into_iter();
+            let mut pairs = Vec::with_capacity(items.len() / 2);
+            while let (Some(k), Some(v)) = (items.next(), items.next()) {
+                pairs.push((k, v));
+            }
+            Some(Resp::Map(pairs))
+        }
         _ => None,
     }
+}
+
+/// `n` values of an aggregate nested at `depth` (refused past [`MAX_DEPTH`]).
+fn parse_items(bytes: &[u8], at: &mut usize, depth: usize, n: i64) -> Option<Vec<Resp>> {
+    if depth >= MAX_DEPTH {
+        return None;
+    }
+    let n = usize::try_from(n).ok()?;
+    // Each element takes at least 3 bytes: no allocation beyond what is there.
+    let mut items = Vec::with_capacity(n.min(bytes.len() / 3));
+    for _ in 0..n {
+        items.push(parse_value(bytes, at, depth + 1)?);
+    }
+    Some(items)
 }

@@ -272,3 +272,41 @@ fn each_type_encodes_in_both_protocols() {
         assert_eq!(value.to_bytes(), resp2, "{value:?}");
     }
 }
+
+/// A script's reply carried in RESP3 parses back to the same value; malformed or hostile
+/// bytes are refused, never trusted.
+#[test]
+fn resp3_bytes_parse_back_and_hostile_ones_are_refused() {
+    let b = |s: &str| Resp::bulk(s.as_bytes());
+    let value = Resp::array(vec![
+        Resp::Integer(1),
+        Resp::Double("2".into()),
+        Resp::Map(vec![(b("k"), b("v"))]),
+        Resp::Set(vec![b("x")]),
+        Resp::Bool(true),
+        Resp::Bool(false),
+        Resp::nil(),
+    ]);
+    let bytes = value.to_bytes_as(Protocol::Resp3);
+    assert_eq!(Resp::parse(&bytes), Some(value));
+    for hostile in [
+        &b"%-1\r\n"[..],
+        b"%1\r\n$1\r\nk\r\n",
+        b"%9223372036854775807\r\n",
+        b"~-1\r\n",
+        b"#x\r\n",
+        b"#\r\n",
+        b"_x\r\n",
+        b",1",
+        b">2\r\n:1\r\n",
+        b"~1\r\n:1\r\n:2\r\n",
+    ] {
+        assert_eq!(Resp::parse(hostile), None, "{}", hostile.escape_ascii());
+    }
+    // Nesting past MAX_DEPTH is refused, whatever the aggregate.
+    for open in [&b"~1\r\n"[..], b"%1\r\n:1\r\n", b">1\r\n", b"*1\r\n"] {
+        let mut deep = open.repeat(MAX_DEPTH + 1);
+        deep.extend_from_slice(b":1\r\n");
+        assert_eq!(Resp::parse(&deep), None);
+    }
+}

@@ -4,7 +4,9 @@
 //! string, `true` the integer 1, `false` and `nil` the nil bulk string, a table with a
 //! string `err` field an error, one with a string `ok` field a status, any other table an
 //! array of its elements `1, 2, ...` up to the first `nil`. Anything else (a function, a
-//! coroutine) is nil.
+//! coroutine) is nil. RESP3's types too (Redis 7.0): a table with a `double` field is a
+//! double, with a `map` table a map of its entries, with a `set` table a set of its keys
+//! (each written in the client's protocol: a double is a bulk string in RESP2).
 //!
 //! A reply to Lua: an integer becomes a number, a bulk string a string, nil (bulk or array)
 //! `false`, an array a table, a status `{ok = text}`, an error `{err = text}`.
@@ -28,18 +30,29 @@ pub fn truncate(n: f64) -> i64 {
     }
 }
 
-/// The reply a script's return value stands for.
-pub fn lua_to_resp(value: &Value) -> Resp {
-    to_resp(value, 0)
+/// A double's text as Redis 7.0 writes it (`%.17g`; `inf`, `-inf`, `nan`).
+fn format_double(n: f64) -> String {
+    match plumb_kv::Score::new(n) {
+        Some(score) => score.to_string(),
+        None => "nan".to_string(),
+    }
 }
 
-fn to_resp(value: &Value, depth: usize) -> Resp {
+/// The reply a script's return value stands for.
+/// `protocol` is the one the script chose with `redis.setresp`: after `redis.setresp(3)` a
+/// Lua boolean is a boolean reply (`#t`/`#f`; `:1`/`:0` to a RESP2 client), as in Redis 7.0.
+pub fn lua_to_resp(value: &Value, protocol: Protocol) -> Resp {
+    to_resp(value, 0, protocol == Protocol::Resp3)
+}
+
+fn to_resp(value: &Value, depth: usize, resp3: bool) -> Resp {
     match value {
         Value::String(s) => Resp::bulk(s.as_bytes().to_vec()),
         Value::Integer(n) => Resp::Integer(*n),
         Value::Number(n) => Resp::Integer(truncate(*n)),
+        Value::Boolean(b) if resp3 => Resp::Bool(*b),
         Value::Boolean(true) => Resp::Integer(1),
-        Value::Table(t) => table_to_resp(t, depth),
+        Value::Table(t) => table_to_resp(t, depth, resp3),
         _ => Resp::nil(),
     }
 }
@@ -53,7 +66,7 @@ fn text_field(table: &Table, name: &str) -> Option<String> {
     }
 }
 
-fn table_to_resp(table: &Table, depth: usize) -> Resp {
+fn table_to_resp(table: &Table, depth: usize, resp3: bool) -> Resp {
     if let Some(text) = text_field(table, "err") {
         return Resp::Error(text);
     }
@@ -63,13 +76,35 @@ fn table_to_resp(table: &Table, depth: usize) -> Resp {
     if depth >= MAX_DEPTH {
         return Resp::error(ERR_TOO_DEEP);
     }
+    // RESP3's types (Redis 7.0): `{double = n}`, `{map = {k = v}}`, `{set = {m = true}}`.
+    if let Ok(Value::Number(n)) = table.raw_get::<Value>("double") {
+        return Resp::Double(format_double(n));
+    }
+    if let Ok(Value::Integer(n)) = table.raw_get::<Value>("double") {
+        return Resp::Double(format_double(n as f64));
+    }
+    if let Ok(Value::Table(map)) = table.raw_get::<Value>("map") {
+        let mut pairs = Vec::new();
+        for (k, v) in map.pairs::<Value, Value>().flatten() {
+            pairs.push((to_resp(&k, depth + 1, resp3), to_resp(&v, depth + 1, resp3)));
+        }
+        return Resp::Map(pairs);
+    }
+    if let Ok(Value::Table(set)) = table.raw_get::<Value>("set") {
+        let members = set
+            .pairs::<Value, Value>()
+            .flatten()
+            .map(|(k, _)| to_resp(&k, depth + 1, resp3))
+            .collect();
+        return Resp::Set(members);
+    }
     let mut items = Vec::new();
     // Lua 5.1 arrays end at the first nil, as Redis reads them. The table is bounded by the
     // script's memory limit, so this loop is too.
     for i in 1.. {
         match table.raw_get::<Value>(i) {
             Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(to_resp(&v, depth + 1)),
+            Ok(v) => items.push(to_resp(&v, depth + 1, resp3)),
         }
     }
     Resp::array(items)

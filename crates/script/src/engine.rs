@@ -119,6 +119,12 @@ impl Scripting for Engine {
     ) -> KvResult {
         match self.run(store, eval, now, seed) {
             Resp::Error(text) => KvResult::Error(text),
+            // RESP2 bytes, as always, unless the reply has a map, set or double (a script's
+            // `{map = ...}`, `{set = ...}`, `{double = ...}`): RESP3 then, and the gateway
+            // writes it in the client's protocol.
+            reply if reply.needs_resp3() => {
+                KvResult::Script(reply.to_bytes_as(plumb_resp::Protocol::Resp3))
+            }
             reply => KvResult::Script(reply.to_bytes()),
         }
     }
@@ -352,7 +358,7 @@ impl Engine {
             result
         })?;
         if ok {
-            return Ok(Outcome::Reply(lua_to_resp(&value)));
+            return Ok(Outcome::Reply(lua_to_resp(&value, protocol.get())));
         }
         Ok(match value {
             Value::Table(t) => raised(&t),
