@@ -110,14 +110,19 @@ def replication_stream_tests(tree: Path, unit: str):
     return names
 
 
-def run_unit(tree: Path, port: int, unit: str, out: Path, system: str, limit: int, resp3=True):
+def run_unit(tree: Path, port: int, unit: str, out: Path, system: str, limit: int, resp3=True,
+             suite_port=21111):
     """Run one unit against 127.0.0.1:port; returns {test name: (status, first error line)}.
     Without `resp3` the suite leaves out its RESP3 tests (`-resp3`, the suite's switch for a
-    server without `HELLO 3`); they then count as not passed."""
+    server without `HELLO 3`); they then count as not passed (`--no-resp3`: how plumb was
+    measured before it spoke RESP3)."""
     tags = "-needs:repl" if resp3 else "-needs:repl -resp3"
     args = ["tclsh", "tests/test_helper.tcl", "--host", "127.0.0.1", "--port", str(port),
             "--singledb", "--durable", "--ignore-encoding", "--ignore-digest", "--clients", "1",
-            "--tags", tags, "--single", unit]
+            "--tags", tags, "--single", unit,
+            # The harness listens on the 32 ports below this one: another run beside this
+            # one needs its own.
+            "--baseport", str(suite_port)]
     for name in replication_stream_tests(tree, unit):
         args += ["--skiptest", name]
     logfile = out / f"{system}-{unit.replace('/', '_')}.log"
@@ -228,6 +233,12 @@ def main():
                     help="take redis-server's passes from the last run's baseline file")
     ap.add_argument("--min-percent", type=float, default=0.0,
                     help="exit non-zero if plumb passes less than this share")
+    ap.add_argument("--suite-port", type=int, default=21111,
+                    help="the suite harness' --baseport (it listens just below it); give "
+                         "two runs on one machine different ones")
+    ap.add_argument("--no-resp3", action="store_true",
+                    help="leave the suite's RESP3 tests out of plumb's run (tag -resp3); "
+                         "they then count as failed")
     a = ap.parse_args()
 
     ensure_packages()
@@ -248,16 +259,17 @@ def main():
             # would change what the next one sees.
             with RedisServer(a.redis_port, a.out / "redis-server"):
                 t0 = time.time()
-                redis[unit] = run_unit(tree, a.redis_port, unit, a.out, "redis", a.unit_timeout)
+                redis[unit] = run_unit(tree, a.redis_port, unit, a.out, "redis", a.unit_timeout,
+                                       suite_port=a.suite_port)
                 log(f"redis-server {unit}: {len(passed(redis[unit]))} passed ({time.time() - t0:.0f} s)")
         baseline.write_text(json.dumps({u: sorted(passed(r)) for u, r in redis.items()}))
     plumb = {}
     with PlumbUp(a.plumb, a.plumb_port, a.base_port, a.out, a.u, a.r):
         for unit in a.units:
             t0 = time.time()
-            # plumb speaks RESP2 only: its RESP3 tests are left out and count as failed.
+            # The suite's RESP3 tests (HELLO 3) run too, unless --no-resp3.
             plumb[unit] = run_unit(tree, a.plumb_port, unit, a.out, "plumb", a.unit_timeout,
-                                   resp3=False)
+                                   resp3=not a.no_resp3, suite_port=a.suite_port)
             log(f"plumb {unit}: {len(passed(plumb[unit]))} passed ({time.time() - t0:.0f} s)")
 
     total_ref = total_both = 0

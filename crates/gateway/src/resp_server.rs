@@ -1,5 +1,5 @@
 //! The Redis front end: unmodified Redis clients (redis-cli, redis-benchmark, client
-//! libraries) talk RESP2 to the gateway, which turns each command into one key-value
+//! libraries) talk RESP2, or RESP3 after `HELLO 3`, to the gateway, which turns each command into one key-value
 //! operation and runs it through the replicated store via the [`Pool`].
 //!
 //! A connection's commands run in arrival order (so a client sees its own writes in order).
@@ -16,8 +16,8 @@ use crate::pubsub::{PubSubHub, Subscriber};
 use plumb_kv::{Footprint, KvOp, KvResult, ERR_WRONG_TYPE};
 use plumb_resp::pubsub::{is_reset, subscribed_mode_refusal, subscribed_ping};
 use plumb_resp::{
-    each, encode, exec_reply, keyspace_section, plan, render, ClientAdmin, Limits, Parser,
-    Pipeline, Plan, Render, Resp, ServerInfo, Session, Step, ERR_UNBLOCKED,
+    each, encode_as, exec_reply, keyspace_section, plan, render, ClientAdmin, Limits, Parser,
+    Pipeline, Plan, Protocol, Render, Resp, ServerInfo, Session, Step, ERR_UNBLOCKED,
 };
 use plumb_script::ScriptCache;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -106,6 +106,9 @@ impl RespServer {
         let mut out = Vec::with_capacity(16 * 1024);
         // Made at the first SUBSCRIBE; dropped with the connection, which unsubscribes it.
         let mut subscriber: Option<Subscriber> = None;
+        // RESP2 until `HELLO 3`. Every reply is encoded in the protocol in force when it was
+        // made: a switch first sends the replies gathered before it.
+        let mut protocol = Protocol::Resp2;
         loop {
             let n = tokio::select! {
                 read = stream.read(&mut buf) => match read {
@@ -115,7 +118,7 @@ impl RespServer {
                 // `CLIENT KILL` from another connection (or this one: its reply went out).
                 _ = reg.killed() => return,
                 Some(frame) = next_message(&mut subscriber) => {
-                    encode(&frame, &mut out);
+                    encode_as(&frame, protocol, &mut out);
                     if stream.write_all(&out).await.is_err() {
                         return;
                     }
@@ -134,16 +137,35 @@ impl RespServer {
                     Ok(None) => break,
                     Err(e) => {
                         self.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                        self.flush(&mut pipeline, &mut out).await;
-                        encode(&e.to_resp(), &mut out);
+                        self.flush(&mut pipeline, &mut out, protocol).await;
+                        encode_as(&e.to_resp(), protocol, &mut out);
                         close = true;
                         break;
                     }
                 };
                 self.stats.commands.fetch_add(1, Ordering::Relaxed);
                 reg.command(&args, session.queued());
-                if subscriber.as_ref().is_some_and(|s| s.count() > 0) {
-                    // Subscribed mode: Redis' few commands only.
+                if is_reset(&args) {
+                    // `RESET`: out of subscribed mode and any transaction, no name, RESP2.
+                    self.flush(&mut pipeline, &mut out, protocol).await;
+                    if let Some(s) = subscriber.as_mut() {
+                        s.unsubscribe(false, Vec::new()).await;
+                        s.unsubscribe(true, Vec::new()).await;
+                    }
+                    if let Some(s) = subscriber.as_ref() {
+                        reg.set_subscriptions(s.channels(), s.patterns());
+                    }
+                    session = Session::default();
+                    name = None;
+                    reg.set_name(None);
+                    protocol = Protocol::Resp2;
+                    reg.set_protocol(2);
+                    pipeline.local(Resp::Simple("RESET".into()));
+                    continue;
+                }
+                if protocol == Protocol::Resp2 && subscriber.as_ref().is_some_and(|s| s.count() > 0)
+                {
+                    // Subscribed mode in RESP2: Redis' few commands only (in RESP3 any).
                     if let Some(refusal) = subscribed_mode_refusal(&args) {
                         pipeline.local(refusal);
                         continue;
@@ -155,17 +177,8 @@ impl RespServer {
                         pipeline.local(subscribed_ping(&args));
                         continue;
                     }
-                    if is_reset(&args) {
-                        self.flush(&mut pipeline, &mut out).await;
-                        if let Some(s) = subscriber.as_mut() {
-                            s.unsubscribe(false, Vec::new()).await;
-                            s.unsubscribe(true, Vec::new()).await;
-                        }
-                        pipeline.local(Resp::Simple("RESET".into()));
-                        continue;
-                    }
                 }
-                let mut info = self.info_for(id, &name);
+                let mut info = self.info_for(id, &name, protocol);
                 if args
                     .first()
                     .is_some_and(|c| c.eq_ignore_ascii_case(b"info"))
@@ -185,7 +198,7 @@ impl RespServer {
                     }) => {
                         let op = op.encode();
                         if !pipeline.has_room_for(op.len()) {
-                            self.flush(&mut pipeline, &mut out).await;
+                            self.flush(&mut pipeline, &mut out, protocol).await;
                         }
                         pipeline.submit(op, read_only, how);
                     }
@@ -194,13 +207,29 @@ impl RespServer {
                         name = n;
                         pipeline.local(reply);
                     }
+                    Step::Plan(Plan::Hello {
+                        protocol: p,
+                        name: n,
+                        reply,
+                    }) => {
+                        if p != protocol {
+                            self.flush(&mut pipeline, &mut out, protocol).await;
+                            protocol = p;
+                            reg.set_protocol(if p == Protocol::Resp3 { 3 } else { 2 });
+                        }
+                        if let Some(n) = n {
+                            reg.set_name(n.as_deref());
+                            name = n;
+                        }
+                        pipeline.local(reply);
+                    }
                     Step::Plan(Plan::Block {
                         op,
                         render: how,
                         timeout,
                     }) => {
                         // The replies before it go out now: the caller may wait long.
-                        self.flush(&mut pipeline, &mut out).await;
+                        self.flush(&mut pipeline, &mut out, protocol).await;
                         if !out.is_empty() {
                             if stream.write_all(&out).await.is_err() {
                                 return;
@@ -214,37 +243,37 @@ impl RespServer {
                             // The caller left while it waited: it takes nothing.
                             return;
                         };
-                        encode(&reply, &mut out);
+                        encode_as(&reply, protocol, &mut out);
                     }
                     Step::Plan(Plan::Close(r)) => {
-                        self.flush(&mut pipeline, &mut out).await;
-                        encode(&r, &mut out);
+                        self.flush(&mut pipeline, &mut out, protocol).await;
+                        encode_as(&r, protocol, &mut out);
                         close = true;
                         break;
                     }
                     Step::Plan(Plan::Info { text, keyspace }) => {
                         let text = if keyspace {
-                            self.flush(&mut pipeline, &mut out).await;
+                            self.flush(&mut pipeline, &mut out, protocol).await;
                             let stats = self.call(KvOp::KeyspaceStats.encode(), true).await;
                             keyspace_section(&text, &stats)
                         } else {
                             text
                         };
-                        pipeline.local(Resp::bulk(text));
+                        pipeline.local(Resp::Verbatim("txt", text));
                     }
                     Step::Plan(Plan::Subscribe { patterns, names }) => {
-                        self.flush(&mut pipeline, &mut out).await;
+                        self.flush(&mut pipeline, &mut out, protocol).await;
                         let s = subscriber.get_or_insert_with(|| Subscriber::new(&self.pubsub));
                         for reply in s.subscribe(patterns, names).await {
-                            encode(&reply, &mut out);
+                            encode_as(&reply, protocol, &mut out);
                         }
                         reg.set_subscriptions(s.channels(), s.patterns());
                     }
                     Step::Plan(Plan::Unsubscribe { patterns, names }) => {
-                        self.flush(&mut pipeline, &mut out).await;
+                        self.flush(&mut pipeline, &mut out, protocol).await;
                         let s = subscriber.get_or_insert_with(|| Subscriber::new(&self.pubsub));
                         for reply in s.unsubscribe(patterns, names).await {
-                            encode(&reply, &mut out);
+                            encode_as(&reply, protocol, &mut out);
                         }
                         reg.set_subscriptions(s.channels(), s.patterns());
                     }
@@ -253,22 +282,22 @@ impl RespServer {
                     Step::Plan(Plan::Reply(r) | Plan::Reject(r)) => pipeline.local(r),
                     Step::Plan(_) => pipeline.local(Resp::error("ERR internal: unplanned command")),
                     Step::Watch { op, keys } => {
-                        self.flush(&mut pipeline, &mut out).await;
+                        self.flush(&mut pipeline, &mut out, protocol).await;
                         let result = self.call(op.encode(), true).await;
-                        encode(&session.watched(keys, result), &mut out);
+                        encode_as(&session.watched(keys, result), protocol, &mut out);
                     }
                     Step::Exec {
                         op,
                         read_only,
                         slots,
                     } => {
-                        self.flush(&mut pipeline, &mut out).await;
+                        self.flush(&mut pipeline, &mut out, protocol).await;
                         let result = self.call(op.encode(), read_only).await;
-                        encode(&exec_reply(&slots, result), &mut out);
+                        encode_as(&exec_reply(&slots, result), protocol, &mut out);
                     }
                 }
             }
-            self.flush(&mut pipeline, &mut out).await;
+            self.flush(&mut pipeline, &mut out, protocol).await;
             if !out.is_empty() {
                 if stream.write_all(&out).await.is_err() {
                     return;
@@ -284,7 +313,7 @@ impl RespServer {
 
     /// Send the pipeline's ops (one request, or several if the cluster ran only part of one)
     /// and encode every reply it holds, in order.
-    async fn flush(&self, pipeline: &mut Pipeline, out: &mut Vec<u8>) {
+    async fn flush(&self, pipeline: &mut Pipeline, out: &mut Vec<u8>, protocol: Protocol) {
         if pipeline.is_empty() {
             return;
         }
@@ -313,15 +342,17 @@ impl RespServer {
             }
         }
         for reply in pipeline.finish(results, &failure) {
-            encode(&reply, out);
+            encode_as(&reply, protocol, out);
         }
     }
 
     /// `CLIENT LIST`, `INFO`, `KILL` or `UNBLOCK`, asked by connection `me`.
     fn client_admin(&self, me: u64, admin: ClientAdmin) -> Resp {
         match admin {
-            ClientAdmin::List(filter) => Resp::bulk(self.clients.list(&filter).into_bytes()),
-            ClientAdmin::Info => Resp::bulk(self.clients.info(me).into_bytes()),
+            ClientAdmin::List(filter) => {
+                Resp::Verbatim("txt", self.clients.list(&filter).into_bytes())
+            }
+            ClientAdmin::Info => Resp::Verbatim("txt", self.clients.info(me).into_bytes()),
             ClientAdmin::Kill { filter, old_form } => {
                 let killed = self.clients.kill(me, &filter);
                 match (old_form, killed) {
@@ -442,12 +473,13 @@ impl RespServer {
         }
     }
 
-    fn info_for(&self, id: u64, name: &Option<Vec<u8>>) -> ServerInfo {
+    fn info_for(&self, id: u64, name: &Option<Vec<u8>>, protocol: Protocol) -> ServerInfo {
         ServerInfo {
             uptime_secs: self.started.elapsed().as_secs(),
             connected_clients: self.stats.connections_open.load(Ordering::Relaxed),
             client_id: id,
             client_name: name.clone(),
+            protocol,
             blocked_clients: self.waiters.blocked.load(Ordering::Relaxed),
             total_connections: self.stats.connections_total.load(Ordering::Relaxed),
             total_commands: self.stats.commands.load(Ordering::Relaxed),

@@ -277,9 +277,30 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
     // BRPOPLPUSHes, whose destination is not a list, fails with WRONGTYPE and the element goes
     // to the second (Redis' own suite, "BRPOPLPUSH with multiple blocked clients"; once the
     // second's first attempt could run after the push and take it, leaving the first waiting
-    // for ever). Sent back to back without waiting, as the suite does, a few rounds. The race
-    // is rare here (these rounds pass without the fix too); `blocking.rs`'s unit test checks
-    // the rule itself and `.ci/run`'s run of the suite's list unit met the race every time.
+    // for ever). The second is sent once the first is listed as blocked (which it is from
+    // before its first attempt), so the gateway has them in this order; the push follows at
+    // once, while the first's first attempt may still be in flight. (Which of two connections'
+    // commands the gateway reads first is up to its scheduler, as it is up to Redis' event
+    // loop.) The race is rare here (these rounds pass without the fix too): `blocking.rs`'s
+    // unit test checks the rule itself, and `.ci/run`'s run of the suite's list unit met the
+    // race every time.
+    let blocked_id = |con: &mut redis::Connection, id: i64| {
+        let deadline = Instant::now() + common::OP_TIMEOUT;
+        loop {
+            let list: String = redis::cmd("CLIENT").arg("LIST").query(con).unwrap();
+            if list
+                .lines()
+                .any(|l| l.starts_with(&format!("id={id} ")) && l.contains("flags=b"))
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{id} never listed as blocked:\n{list}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
     for round in 0..5 {
         redis::cmd("DEL")
             .arg("bl")
@@ -293,6 +314,7 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
             .unwrap();
         let mut rd1 = connect(port);
         let mut rd2 = connect(port);
+        let id1: i64 = redis::cmd("CLIENT").arg("ID").query(&mut rd1).unwrap();
         rd1.send_packed_command(
             &redis::cmd("BRPOPLPUSH")
                 .arg("bl")
@@ -301,6 +323,7 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
                 .get_packed_command(),
         )
         .unwrap();
+        blocked_id(&mut con, id1);
         rd2.send_packed_command(
             &redis::cmd("BRPOPLPUSH")
                 .arg("bl")
@@ -332,21 +355,7 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
         waiting
             .send_packed_command(&redis::cmd("BLPOP").arg("never").arg(0).get_packed_command())
             .unwrap();
-        let deadline = Instant::now() + common::OP_TIMEOUT;
-        loop {
-            let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
-            if list
-                .lines()
-                .any(|l| l.starts_with(&format!("id={id} ")) && l.contains("flags=b"))
-            {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{how}: never listed as blocked:\n{list}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        blocked_id(&mut con, id);
         let woken: i64 = redis::cmd("CLIENT")
             .arg("UNBLOCK")
             .arg(id)

@@ -3,7 +3,8 @@
 //! compared. Replies whose order Redis leaves to its hash tables (`SMEMBERS`, `HGETALL`, ...)
 //! are compared sorted. A random choice (`SPOP`) is compared by validity: the members plumb
 //! popped must be members Redis removes with `SREM`, which keeps the two stores equal. One
-//! step in ten sends three commands as a transaction (`MULTI`/`EXEC`) or a pipeline.
+//! step in ten sends three commands as a transaction (`MULTI`/`EXEC`) or a pipeline. A second
+//! sequence runs the same way with both connections in RESP3 (redis-rs' `protocol=resp3`).
 //!
 //! Skipped, with a message, where `redis-server` is not installed (`.ci/run` installs it).
 //!
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant};
 
 const REDIS_PORT: u16 = 23590;
 const COMMANDS: usize = 3000;
+const COMMANDS_RESP3: usize = 1500;
 
 struct RedisServer(Child);
 
@@ -28,10 +30,12 @@ impl Drop for RedisServer {
     }
 }
 
-fn connect(port: u16) -> redis::Connection {
+/// A redis-rs connection; with `resp3` it speaks RESP3 (redis-rs sends `HELLO 3`).
+fn connect(port: u16, resp3: bool) -> redis::Connection {
     let deadline = Instant::now() + Duration::from_secs(20);
+    let query = if resp3 { "?protocol=resp3" } else { "" };
     loop {
-        let attempt = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        let attempt = redis::Client::open(format!("redis://127.0.0.1:{port}/{query}"))
             .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)));
         match attempt {
             Ok(con) => {
@@ -53,12 +57,22 @@ fn run(con: &mut redis::Connection, args: &[String]) -> Result<Value, String> {
     cmd.query::<Value>(con).map_err(|e| e.to_string())
 }
 
-/// The reply with its array elements in sorted order (pairs kept together for `HGETALL`).
+/// The reply with its array elements in sorted order (pairs kept together for `HGETALL`;
+/// in RESP3 a map's entries and a set's members sorted).
 fn sorted(reply: Result<Value, String>, pairs: bool) -> Result<Value, String> {
-    let Ok(Value::Array(items)) = reply else {
-        return reply;
-    };
     let key = |v: &Value| format!("{v:?}");
+    let items = match reply {
+        Ok(Value::Array(items)) => items,
+        Ok(Value::Set(mut items)) => {
+            items.sort_by_key(key);
+            return Ok(Value::Set(items));
+        }
+        Ok(Value::Map(mut entries)) => {
+            entries.sort_by_key(|(k, v)| (key(k), key(v)));
+            return Ok(Value::Map(entries));
+        }
+        other => return other,
+    };
     if pairs {
         let mut chunks: Vec<Vec<Value>> = items.chunks(2).map(<[Value]>::to_vec).collect();
         chunks.sort_by_key(|c| c.iter().map(key).collect::<Vec<_>>());
@@ -202,17 +216,36 @@ fn a_random_command_sequence_gets_the_replies_redis_gives() {
     let _server = RedisServer(server);
     let mut c = Cluster::init("redis-differential", 25);
     c.start_all();
-    let mut plumb = connect(c.resp_port);
-    let mut redis = connect(REDIS_PORT);
-    run(&mut redis, &["FLUSHALL".into()]).unwrap();
     // Another sequence by hand: PLUMB_DIFF_SEED=N cargo test --test redis_differential.
     let seed = std::env::var("PLUMB_DIFF_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2026);
+    compare(c.resp_port, false, seed, COMMANDS);
+    // Then RESP3 on both (maps, sets, doubles, nulls, pairs as redis-rs reads them).
+    compare(c.resp_port, true, seed + 1, COMMANDS_RESP3);
+}
+
+/// `n` random commands from `seed`, each sent to plumb and to redis-server on fresh
+/// connections speaking RESP3 if `resp3`, every reply compared; both stores start empty.
+fn compare(plumb_port: u16, resp3: bool, seed: u64, n: usize) {
+    let mut plumb = connect(plumb_port, resp3);
+    let mut redis = connect(REDIS_PORT, resp3);
+    run(&mut plumb, &["FLUSHALL".into()]).unwrap();
+    run(&mut redis, &["FLUSHALL".into()]).unwrap();
+    // The connections speak the protocol asked for: HELLO answers a map only in RESP3.
+    for con in [&mut plumb, &mut redis] {
+        let hello = run(con, &["HELLO".into()]);
+        let shape = match &hello {
+            Ok(Value::Map(_)) => true,
+            Ok(Value::Array(_)) => false,
+            other => panic!("HELLO: {other:?}"),
+        };
+        assert_eq!(shape, resp3, "HELLO: {hello:?}");
+    }
     let mut rng = Rng(seed);
     let mut compared = 0;
-    for i in 0..COMMANDS {
+    for i in 0..n {
         // One step in ten is a transaction or a pipeline of three commands.
         if rng.next().is_multiple_of(10) {
             let atomic = rng.next().is_multiple_of(2);
@@ -295,5 +328,8 @@ fn a_random_command_sequence_gets_the_replies_redis_gives() {
             "TYPE {key} at the end"
         );
     }
-    eprintln!("{compared} random commands (seed {seed}): every reply as redis-server's");
+    let protocol = if resp3 { "RESP3" } else { "RESP2" };
+    eprintln!(
+        "{compared} random commands in {protocol} (seed {seed}): every reply as redis-server's"
+    );
 }

@@ -1,7 +1,7 @@
 //! Redis commands: the table (`COMMAND`), [`plan`] (arguments to a reply or a [`KvOp`]) and
 //! [`render`] (a [`KvResult`] to the command's reply).
 
-use crate::Resp;
+use crate::{Protocol, Resp};
 use plumb_kv::{
     glob_match, parse_integer, Aggregate, CollectionKind, End, ExpireCondition, KvOp, KvResult,
     LexBound, Score, ScoreBound, SetCondition, SetExpiry, SetOp, ZAddOptions, ZRangeBy,
@@ -10,7 +10,7 @@ use plumb_kv::{
 
 /// The Redis version the gateway reports (`INFO`, `HELLO`): the command set and replies
 /// follow Redis 7.0.
-pub const REDIS_VERSION: &str = "7.0.0";
+pub const REDIS_VERSION: &str = "7.0.15";
 
 pub const ERR_SYNTAX: &str = "ERR syntax error";
 pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
@@ -51,6 +51,8 @@ pub struct ServerInfo {
     pub memory_rss: u64,
     pub cpu_user_us: u64,
     pub cpu_sys_us: u64,
+    /// The connection's protocol (`HELLO` without a version reports it).
+    pub protocol: Protocol,
 }
 
 /// How a command shapes the store's result into its reply. A [`KvResult::Error`] is always
@@ -71,6 +73,19 @@ pub enum Render {
     Ok,
     /// `BZPOPMIN`, `BZPOPMAX`: one popped member as a flat `[key, member, score]`.
     FlatPop,
+    /// `HGETALL`: `Pairs` as a map (RESP3 `%`; a flat array in RESP2).
+    Map,
+    /// `SMEMBERS`, `SINTER`, `SUNION`, `SDIFF`, `SPOP key count`: `Items` as a set (RESP3
+    /// `~`; an array in RESP2).
+    Set,
+    /// `HRANDFIELD ... WITHVALUES`: `Pairs` as `[field, value]` pairs in RESP3 (flat in
+    /// RESP2).
+    Tuples,
+    /// `ZMSCORE`: `Values` as doubles (RESP3 `,`; bulk strings in RESP2), nil where absent.
+    Doubles,
+    /// `ZPOPMIN`/`ZPOPMAX` without a count: `Scored` as one flat `[member, score]`, in RESP3
+    /// too.
+    FlatScored,
     /// `OBJECT REFCOUNT` from the key's `TYPE`: 1 (plumb shares no values), nil if absent.
     ObjectRefcount,
     /// `OBJECT ENCODING` from the key's `TYPE`: the name Redis gives the general encoding of
@@ -96,6 +111,13 @@ pub enum Plan {
     /// `HELLO ... SETNAME`).
     SetName {
         name: Option<Vec<u8>>,
+        reply: Resp,
+    },
+    /// `HELLO`: switch the connection to `protocol` and, if `name`, set its name (`None`
+    /// inside: clear it); then send `reply`, in the new protocol.
+    Hello {
+        protocol: Protocol,
+        name: Option<Option<Vec<u8>>>,
         reply: Resp,
     },
     /// Refused before it could run (unknown command or subcommand, wrong number of
@@ -628,7 +650,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             },
             Render::Plain,
         ),
-        "hgetall" => submit(KvOp::HGetAll { key: key() }, Render::Plain),
+        "hgetall" => submit(KvOp::HGetAll { key: key() }, Render::Map),
         "hincrby" => match int_arg(&args[3]) {
             Some(delta) => submit(
                 KvOp::HIncrBy {
@@ -713,7 +735,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             },
             Render::Plain,
         ),
-        "smembers" => submit(KvOp::SMembers { key: key() }, Render::Plain),
+        "smembers" => submit(KvOp::SMembers { key: key() }, Render::Set),
         "sismember" => submit(
             KvOp::SIsMember {
                 key: key(),
@@ -730,7 +752,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                 Some(Some(n)) => Some(n),
                 Some(None) => return err(ERR_NOT_POSITIVE),
             };
-            submit(KvOp::SPop { key: key(), count }, Render::Plain)
+            submit(KvOp::SPop { key: key(), count }, Render::Set)
         }
         "zadd" => plan_zadd(args, false),
         "zincrby" => plan_zadd(args, true),
@@ -810,7 +832,12 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                     max: spec.name == "zpopmax",
                     count,
                 },
-                Render::Plain,
+                // Redis 7.0 nests the pairs in RESP3 only when a count was given.
+                if args.len() == 2 {
+                    Render::FlatScored
+                } else {
+                    Render::Plain
+                },
             )
         }
         "ping" => match args.len() {
@@ -930,7 +957,12 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             } else {
                 (rest(1), None)
             };
-            submit(KvOp::SetAlgebra { op, keys, store }, Render::Plain)
+            let render = if store.is_some() {
+                Render::Plain
+            } else {
+                Render::Set
+            };
+            submit(KvOp::SetAlgebra { op, keys, store }, render)
         }
         "lindex" => match int_arg(&args[2]) {
             Some(index) => submit(KvOp::LIndex { key: key(), index }, Render::Plain),
@@ -1141,6 +1173,11 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                 Some(Some(_)) => return err("ERR value is out of range"),
                 Some(None) => return not_integer(),
             };
+            let render = if spec.name == "hrandfield" && with {
+                Render::Tuples
+            } else {
+                Render::Plain
+            };
             let op = if spec.name == "hrandfield" {
                 KvOp::HRandField {
                     key: key(),
@@ -1154,7 +1191,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                     with_scores: with,
                 }
             };
-            submit(op, Render::Plain)
+            submit(op, render)
         }
         "randomkey" => submit(KvOp::RandomKey, Render::Plain),
         "lcs" => plan_lcs(args),
@@ -1234,7 +1271,7 @@ pub fn plan(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
                 key: key(),
                 members: rest(2),
             },
-            Render::Plain,
+            Render::Doubles,
         ),
         "scan" => plan_scan(&args[1..], None),
         "hscan" => plan_scan(&args[2..], Some((key(), CollectionKind::Hash))),
@@ -2039,35 +2076,33 @@ fn plan_expire(args: &[Vec<u8>], command: &str, now_ms: i64) -> Plan {
     submit(op, Render::Plain)
 }
 
-fn hello_reply(info: &ServerInfo) -> Resp {
+/// `HELLO`'s reply, as Redis 7.0 gives it: a map in RESP3, a flat array in RESP2.
+fn hello_reply(info: &ServerInfo, protocol: Protocol) -> Resp {
     let s = |t: &str| Resp::bulk(t.as_bytes());
-    Resp::array(vec![
-        s("server"),
-        s("redis"),
-        s("version"),
-        s(REDIS_VERSION),
-        s("proto"),
-        Resp::Integer(2),
-        s("id"),
-        Resp::Integer(i64::try_from(info.client_id).unwrap_or(i64::MAX)),
-        s("mode"),
-        s("standalone"),
-        s("role"),
-        s("master"),
-        s("modules"),
-        Resp::array(Vec::new()),
+    Resp::Map(vec![
+        (s("server"), s("redis")),
+        (s("version"), s(REDIS_VERSION)),
+        (s("proto"), Resp::Integer(protocol.version())),
+        (
+            s("id"),
+            Resp::Integer(i64::try_from(info.client_id).unwrap_or(i64::MAX)),
+        ),
+        (s("mode"), s("standalone")),
+        (s("role"), s("master")),
+        (s("modules"), Resp::array(Vec::new())),
     ])
 }
 
-/// `HELLO [protover [AUTH user pass] [SETNAME name]]`: RESP2 only.
+/// `HELLO [protover [AUTH user pass] [SETNAME name]]`: switches the connection to RESP2 or
+/// RESP3 (without a version it keeps its protocol).
 fn plan_hello(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
-    if let Some(version) = args.get(1) {
-        match int_arg(version) {
-            None => return err("ERR Protocol version is not an integer or out of range"),
-            Some(2) => {}
-            Some(_) => return err("NOPROTO unsupported protocol version"),
-        }
-    }
+    let protocol = match args.get(1).map(|v| int_arg(v)) {
+        None => info.protocol,
+        Some(None) => return err("ERR Protocol version is not an integer or out of range"),
+        Some(Some(2)) => Protocol::Resp2,
+        Some(Some(3)) => Protocol::Resp3,
+        Some(Some(_)) => return err("NOPROTO unsupported protocol version"),
+    };
     let mut name = None;
     let mut user: Option<&[u8]> = None;
     let mut j = 2;
@@ -2095,13 +2130,10 @@ fn plan_hello(args: &[Vec<u8>], info: &ServerInfo) -> Plan {
             return wrong;
         }
     }
-    let reply = hello_reply(info);
-    match name {
-        Some(name) => Plan::SetName {
-            name: (!name.is_empty()).then_some(name),
-            reply,
-        },
-        None => Plan::Reply(reply),
+    Plan::Hello {
+        protocol,
+        name: name.map(|name| (!name.is_empty()).then_some(name)),
+        reply: hello_reply(info, protocol),
     }
 }
 
@@ -2161,7 +2193,7 @@ pub fn command_info(spec: &CommandSpec) -> Resp {
     Resp::array(vec![
         Resp::bulk(spec.name.as_bytes()),
         Resp::Integer(spec.arity),
-        Resp::array(
+        Resp::Set(
             spec.flags
                 .iter()
                 .map(|f| Resp::Simple(f.to_string()))
@@ -2185,7 +2217,7 @@ fn plan_command(args: &[Vec<u8>]) -> Plan {
             i64::try_from(COMMANDS.len()).unwrap_or(i64::MAX),
         ))
     } else if is(sub, "docs") {
-        Plan::Reply(Resp::array(Vec::new()))
+        Plan::Reply(Resp::Map(Vec::new()))
     } else if is(sub, "info") {
         let infos = match args.len() {
             2 => COMMANDS.iter().map(command_info).collect(),
@@ -2356,11 +2388,10 @@ fn plan_config(args: &[Vec<u8>]) -> Plan {
                 p == name.as_bytes() || glob_match(&p, name.as_bytes())
             });
             if wanted {
-                reply.push(Resp::bulk(name.as_bytes()));
-                reply.push(Resp::bulk(value.as_bytes()));
+                reply.push((Resp::bulk(name.as_bytes()), Resp::bulk(value.as_bytes())));
             }
         }
-        Plan::Reply(Resp::array(reply))
+        Plan::Reply(Resp::Map(reply))
     } else if is(sub, "set") {
         if args.len() < 4 {
             return arity_error("config|set");
@@ -2573,12 +2604,47 @@ pub fn render(render: &Render, result: KvResult) -> Resp {
             let mut flat = vec![Resp::bulk(key)];
             for (m, s) in members {
                 flat.push(Resp::bulk(m));
-                flat.push(Resp::bulk(s.to_string()));
+                flat.push(double(s));
             }
             Resp::array(flat)
         }
+        (Render::FlatScored, KvResult::Scored(members)) => Resp::array(
+            members
+                .into_iter()
+                .flat_map(|(m, s)| [Resp::bulk(m), double(s)])
+                .collect(),
+        ),
+        (Render::Map, KvResult::Pairs(pairs)) => Resp::Map(
+            pairs
+                .into_iter()
+                .map(|(f, v)| (Resp::bulk(f), Resp::bulk(v)))
+                .collect(),
+        ),
+        (Render::Tuples, KvResult::Pairs(pairs)) => Resp::Pairs(
+            pairs
+                .into_iter()
+                .map(|(f, v)| (Resp::bulk(f), Resp::bulk(v)))
+                .collect(),
+        ),
+        (Render::Set, KvResult::Items(items)) => {
+            Resp::Set(items.into_iter().map(Resp::bulk).collect())
+        }
+        (Render::Doubles, KvResult::Values(values)) => Resp::array(
+            values
+                .into_iter()
+                .map(|v| match v {
+                    Some(text) => Resp::Double(String::from_utf8_lossy(&text).into_owned()),
+                    None => Resp::nil(),
+                })
+                .collect(),
+        ),
         (_, result) => plain(result),
     }
+}
+
+/// A score as a double reply (`%.17g`, `inf`, `-inf`: the bulk string's text in RESP2).
+fn double(score: Score) -> Resp {
+    Resp::Double(score.to_string())
 }
 
 fn plain(result: KvResult) -> Resp {
@@ -2597,11 +2663,11 @@ fn plain(result: KvResult) -> Resp {
                 .collect(),
         ),
         KvResult::Nil => Resp::Array(None),
-        KvResult::Score(score) => Resp::Bulk(score.map(|s| s.to_string().into_bytes())),
-        KvResult::Scored(scored) => Resp::array(
+        KvResult::Score(score) => score.map_or_else(Resp::nil, double),
+        KvResult::Scored(scored) => Resp::Pairs(
             scored
                 .into_iter()
-                .flat_map(|(m, s)| [Resp::bulk(m), Resp::bulk(s.to_string())])
+                .map(|(m, s)| (Resp::bulk(m), double(s)))
                 .collect(),
         ),
         // Not a single command's result (the session renders these); shown plainly.
@@ -2613,22 +2679,24 @@ fn plain(result: KvResult) -> Resp {
         ),
         KvResult::Aborted => Resp::Array(None),
         KvResult::Ints(ns) => Resp::array(ns.into_iter().map(Resp::Integer).collect()),
-        KvResult::Matches(ranges, len) => Resp::array(vec![
-            Resp::bulk("matches"),
-            Resp::array(
-                ranges
-                    .into_iter()
-                    .map(|r| {
-                        let pair =
-                            |x: i64, y: i64| Resp::array(vec![Resp::Integer(x), Resp::Integer(y)]);
-                        let mut item = vec![pair(r[0], r[1]), pair(r[2], r[3])];
-                        item.extend(r.get(4).map(|&n| Resp::Integer(n)));
-                        Resp::array(item)
-                    })
-                    .collect(),
+        KvResult::Matches(ranges, len) => Resp::Map(vec![
+            (
+                Resp::bulk("matches"),
+                Resp::array(
+                    ranges
+                        .into_iter()
+                        .map(|r| {
+                            let pair = |x: i64, y: i64| {
+                                Resp::array(vec![Resp::Integer(x), Resp::Integer(y)])
+                            };
+                            let mut item = vec![pair(r[0], r[1]), pair(r[2], r[3])];
+                            item.extend(r.get(4).map(|&n| Resp::Integer(n)));
+                            Resp::array(item)
+                        })
+                        .collect(),
+                ),
             ),
-            Resp::bulk("len"),
-            Resp::Integer(len),
+            (Resp::bulk("len"), Resp::Integer(len)),
         ]),
         KvResult::Popped(key, items) => Resp::array(vec![Resp::bulk(key), Resp::bulks(items)]),
         KvResult::PoppedScored(key, members) => Resp::array(vec![
@@ -2636,7 +2704,7 @@ fn plain(result: KvResult) -> Resp {
             Resp::array(
                 members
                     .into_iter()
-                    .map(|(m, s)| Resp::array(vec![Resp::bulk(m), Resp::bulk(s.to_string())]))
+                    .map(|(m, s)| Resp::array(vec![Resp::bulk(m), double(s)]))
                     .collect(),
             ),
         ]),

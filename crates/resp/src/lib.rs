@@ -1,6 +1,7 @@
-//! The Redis protocol (RESP2) for plumb's gateway: pure code, no I/O.
+//! The Redis protocol (RESP2 and RESP3) for plumb's gateway: pure code, no I/O.
 //!
-//! - [`Resp`] and [`encode`]: reply values and their bytes.
+//! - [`Resp`] and [`encode_as`]: reply values and their bytes in the connection's
+//!   [`Protocol`] (RESP2, or RESP3 after `HELLO 3`).
 //! - [`Parser`]: an incremental request parser (multibulk and inline commands) with size
 //!   [`Limits`] checked before allocating, and Redis' [`ProtocolError`] texts.
 //! - [`plan`]: what to do with a command: answer it locally ([`Plan::Reply`]), send one
@@ -12,7 +13,7 @@
 //!
 //! Every Redis command maps to at most one operation, so multi-key commands (`MSET`, `DEL`,
 //! `MGET`) are atomic, and so is a transaction (one [`plumb_kv::KvOp::Transaction`]).
-//! Replies and error texts follow Redis 7.0 in RESP2.
+//! Replies and error texts follow Redis 7.0, in RESP2 and in RESP3.
 //!
 //! ```
 //! use plumb_resp::{plan, render, Limits, Parser, Plan, Resp, ServerInfo};
@@ -46,4 +47,4 @@ pub use session::{
     each, exec_reply, replies, Pipeline, Session, Slot, Step, ERR_EXECABORT, PIPELINE_MAX_BYTES,
     PIPELINE_MAX_OPS,
 };
-pub use value::{encode, Resp, MAX_DEPTH};
+pub use value::{encode, encode_as, Protocol, Resp, MAX_DEPTH};

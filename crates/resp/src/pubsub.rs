@@ -1,5 +1,6 @@
-//! Redis pub/sub on a connection (RESP2): the frames a subscribed connection receives and what
-//! it may send while subscribed. Who subscribes to what lives in the replicated store
+//! Redis pub/sub on a connection: the frames a subscribed connection receives (push frames,
+//! `>`, in RESP3; arrays in RESP2) and what it may send while subscribed (in RESP2 only a few
+//! commands; in RESP3 any). Who subscribes to what lives in the replicated store
 //! (`plumb_kv::pubsub`); a gateway keeps a connection's own subscriptions and fans messages out.
 
 use crate::Resp;
@@ -16,7 +17,8 @@ const ALLOWED: &[&str] = &[
     "reset",
 ];
 
-/// `None` if `args` may run on a subscribed connection, else Redis' error for it.
+/// `None` if `args` may run on a subscribed RESP2 connection, else Redis' error for it (a
+/// RESP3 connection may run any command while subscribed).
 pub fn subscribed_mode_refusal(args: &[Vec<u8>]) -> Option<Resp> {
     let name = args.first()?;
     if ALLOWED
@@ -47,11 +49,11 @@ pub fn subscribed_ping(args: &[Vec<u8>]) -> Resp {
     }
 }
 
-/// A (un)subscription confirmation: `kind` is `subscribe`, `psubscribe`, `unsubscribe` or
+/// A (un)subscription confirmation (a push frame): `kind` is `subscribe`, `psubscribe`, `unsubscribe` or
 /// `punsubscribe`; `name` is `None` for an unsubscribe-all with nothing to unsubscribe;
 /// `count` the connection's channels and patterns after it.
 pub fn confirmation(kind: &str, name: Option<&[u8]>, count: usize) -> Resp {
-    Resp::array(vec![
+    Resp::Push(vec![
         Resp::bulk(kind),
         Resp::Bulk(name.map(<[u8]>::to_vec)),
         Resp::Integer(i64::try_from(count).unwrap_or(i64::MAX)),
@@ -60,7 +62,7 @@ pub fn confirmation(kind: &str, name: Option<&[u8]>, count: usize) -> Resp {
 
 /// A message on a channel the connection subscribes to.
 pub fn message(channel: &[u8], payload: &[u8]) -> Resp {
-    Resp::array(vec![
+    Resp::Push(vec![
         Resp::bulk("message"),
         Resp::bulk(channel),
         Resp::bulk(payload),
@@ -69,7 +71,7 @@ pub fn message(channel: &[u8], payload: &[u8]) -> Resp {
 
 /// A message on a channel matching a pattern the connection subscribes to.
 pub fn pmessage(pattern: &[u8], channel: &[u8], payload: &[u8]) -> Resp {
-    Resp::array(vec![
+    Resp::Push(vec![
         Resp::bulk("pmessage"),
         Resp::bulk(pattern),
         Resp::bulk(channel),
@@ -121,6 +123,29 @@ mod tests {
         ];
         for (resp, bytes) in cases {
             assert_eq!(resp.to_bytes(), bytes);
+        }
+    }
+
+    /// The same frames in RESP3, as redis-server 7.0.15 sent them after `HELLO 3`.
+    #[test]
+    fn resp3_frames_are_pushes() {
+        use crate::Protocol::Resp3;
+        let cases: [(Resp, &[u8]); 3] = [
+            (
+                confirmation("subscribe", Some(b"ch1"), 1),
+                b">3\r\n$9\r\nsubscribe\r\n$3\r\nch1\r\n:1\r\n",
+            ),
+            (
+                confirmation("unsubscribe", None, 0),
+                b">3\r\n$11\r\nunsubscribe\r\n_\r\n:0\r\n",
+            ),
+            (
+                message(b"chan", b"hello"),
+                b">3\r\n$7\r\nmessage\r\n$4\r\nchan\r\n$5\r\nhello\r\n",
+            ),
+        ];
+        for (resp, bytes) in cases {
+            assert_eq!(resp.to_bytes_as(Resp3), bytes);
         }
     }
 }

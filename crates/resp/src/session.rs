@@ -119,12 +119,25 @@ impl Session {
             }
             // Inside a transaction `INFO` answers without the keyspace figures.
             Plan::Info { text, .. } => {
-                queue.slots.push(Slot::Local(Resp::bulk(text)));
+                queue.slots.push(Slot::Local(Resp::Verbatim("txt", text)));
                 queued()
             }
             Plan::Unwatch => {
                 queue.slots.push(Slot::Local(Resp::ok()));
                 queued()
+            }
+            // As `CLIENT SETNAME` is: the switch is made now, the reply given at `EXEC`.
+            Plan::Hello {
+                protocol,
+                name,
+                reply,
+            } => {
+                queue.slots.push(Slot::Local(reply));
+                Step::Plan(Plan::Hello {
+                    protocol,
+                    name,
+                    reply: Resp::Simple("QUEUED".into()),
+                })
             }
             Plan::SetName { name, reply } => {
                 queue.slots.push(Slot::Local(reply));

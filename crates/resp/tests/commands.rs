@@ -383,7 +383,12 @@ fn data_commands_map_to_one_op_each() {
             false,
             Plain,
         ),
-        ("HGETALL h", KvOp::HGetAll { key: b("h") }, true, Plain),
+        (
+            "HGETALL h",
+            KvOp::HGetAll { key: b("h") },
+            true,
+            Render::Map,
+        ),
         (
             "HINCRBY h a -3",
             KvOp::HIncrBy {
@@ -463,7 +468,12 @@ fn data_commands_map_to_one_op_each() {
             false,
             Plain,
         ),
-        ("SMEMBERS s", KvOp::SMembers { key: b("s") }, true, Plain),
+        (
+            "SMEMBERS s",
+            KvOp::SMembers { key: b("s") },
+            true,
+            Render::Set,
+        ),
         (
             "SISMEMBER s a",
             KvOp::SIsMember {
@@ -480,7 +490,7 @@ fn data_commands_map_to_one_op_each() {
                 count: None,
             },
             false,
-            Plain,
+            Render::Set,
         ),
         (
             "SPOP s 0",
@@ -489,7 +499,7 @@ fn data_commands_map_to_one_op_each() {
                 count: Some(0),
             },
             false,
-            Plain,
+            Render::Set,
         ),
     ];
     for (line, op, read_only, render) in cases {
@@ -667,7 +677,10 @@ fn zset_commands_map_to_one_op_each() {
         let (got, read_only, render) = submitted(line);
         assert_eq!(got, op, "{line}");
         assert_eq!(read_only, !op.is_mutating(), "{line}");
-        assert_eq!(render, Render::Plain, "{line}");
+        // ZPOPMIN without a count is one flat pair in RESP3 too.
+        let flat = line == "ZPOPMIN z";
+        assert_eq!(render == Render::FlatScored, flat, "{line}");
+        assert_eq!(render == Render::Plain, !flat, "{line}");
     }
     for (line, text) in [
         (
@@ -1079,55 +1092,89 @@ fn client_subcommands() {
     );
 }
 
+fn hello(line: &str, current: Protocol) -> (Protocol, Option<Option<Vec<u8>>>, Resp) {
+    let info = ServerInfo {
+        protocol: current,
+        ..info()
+    };
+    match plan(&a(line), &info) {
+        Plan::Hello {
+            protocol,
+            name,
+            reply,
+        } => (protocol, name, reply),
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
 #[test]
-fn hello_speaks_resp2_only() {
-    let map = |id: i64| {
-        Resp::array(vec![
-            bulk("server"),
-            bulk("redis"),
-            bulk("version"),
-            bulk("7.0.0"),
-            bulk("proto"),
-            Resp::Integer(2),
-            bulk("id"),
-            Resp::Integer(id),
-            bulk("mode"),
-            bulk("standalone"),
-            bulk("role"),
-            bulk("master"),
-            bulk("modules"),
-            Resp::array(vec![]),
+fn hello_switches_between_resp2_and_resp3() {
+    let map = |proto: i64, id: i64| {
+        Resp::Map(vec![
+            (bulk("server"), bulk("redis")),
+            (bulk("version"), bulk("7.0.15")),
+            (bulk("proto"), Resp::Integer(proto)),
+            (bulk("id"), Resp::Integer(id)),
+            (bulk("mode"), bulk("standalone")),
+            (bulk("role"), bulk("master")),
+            (bulk("modules"), Resp::array(vec![])),
         ])
     };
-    assert_eq!(reply("HELLO"), map(9));
-    assert_eq!(reply("HELLO 2"), map(9));
-    assert_eq!(reply("HELLO 2 AUTH default pw"), map(9));
+    use Protocol::{Resp2, Resp3};
+    // Without a version HELLO reports, and keeps, the connection's protocol.
+    assert_eq!(hello("HELLO", Resp2), (Resp2, None, map(2, 9)));
+    assert_eq!(hello("HELLO", Resp3), (Resp3, None, map(3, 9)));
+    assert_eq!(hello("HELLO 2", Resp3), (Resp2, None, map(2, 9)));
+    assert_eq!(hello("HELLO 3", Resp2), (Resp3, None, map(3, 9)));
     assert_eq!(
-        planned("hello 2 setname bob"),
-        Plan::SetName {
-            name: Some(b("bob")),
-            reply: map(9)
-        }
+        hello("HELLO 3 AUTH default pw", Resp2),
+        (Resp3, None, map(3, 9))
     );
-    for v in ["3", "1", "4"] {
+    assert_eq!(
+        hello("hello 3 setname bob", Resp2),
+        (Resp3, Some(Some(b("bob"))), map(3, 9))
+    );
+    assert_eq!(
+        hello("hello 2 setname \"\"", Resp2),
+        (Resp2, Some(None), map(2, 9))
+    );
+    for v in ["1", "4", "0", "-3"] {
         assert_eq!(
             error(&format!("HELLO {v}")),
             "NOPROTO unsupported protocol version"
         );
     }
-    assert_eq!(
-        error("HELLO x"),
-        "ERR Protocol version is not an integer or out of range"
-    );
+    for v in ["x", "3.0", "99999999999999999999"] {
+        assert_eq!(
+            error(&format!("HELLO {v}")),
+            "ERR Protocol version is not an integer or out of range"
+        );
+    }
     assert_eq!(
         error("HELLO 2 foo"),
         "ERR Syntax error in HELLO option 'foo'"
     );
     assert_eq!(
+        error("HELLO 3 setname"),
+        "ERR Syntax error in HELLO option 'setname'"
+    );
+    assert_eq!(
         error("HELLO 2 auth bob pw"),
         "WRONGPASS invalid username-password pair or user is disabled."
     );
-    assert_eq!(reply("HELLO 2 auth default pw").to_bytes()[..4], *b"*14\r");
+    // As redis-server 7.0.15 sent it, but for the connection id.
+    assert_eq!(
+        hello("HELLO 3", Resp2).2.to_bytes_as(Resp3),
+        b"%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n\
+          $5\r\nproto\r\n:3\r\n$2\r\nid\r\n:9\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n\
+          $4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"
+    );
+    assert_eq!(
+        hello("HELLO 2", Resp3).2.to_bytes(),
+        b"*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n\
+          $5\r\nproto\r\n:2\r\n$2\r\nid\r\n:9\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n\
+          $4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"
+    );
 }
 
 #[test]
@@ -1143,7 +1190,7 @@ fn command_describes_every_command() {
         assert_eq!(fields.len(), 6);
         assert_eq!(fields[0], bulk(spec.name));
         assert_eq!(fields[1], Resp::Integer(spec.arity));
-        assert!(matches!(&fields[2], Resp::Array(Some(flags)) if !flags.is_empty()));
+        assert!(matches!(&fields[2], Resp::Set(flags) if !flags.is_empty()));
     }
     for name in [
         "get",
@@ -1175,15 +1222,16 @@ fn command_describes_every_command() {
         assert!(lookup(name.as_bytes()).is_some(), "{name}");
     }
     assert_eq!(reply("COMMAND COUNT"), Resp::Integer(COMMANDS.len() as i64));
-    assert_eq!(reply("COMMAND DOCS"), Resp::array(vec![]));
-    assert_eq!(reply("COMMAND DOCS get"), Resp::array(vec![]));
+    assert_eq!(reply("COMMAND DOCS"), Resp::Map(vec![]));
+    assert_eq!(reply("COMMAND DOCS get"), Resp::Map(vec![]));
     assert_eq!(
         reply("COMMAND INFO get nosuch"),
         Resp::array(vec![
             Resp::array(vec![
                 bulk("get"),
                 Resp::Integer(2),
-                Resp::array(vec![
+                // A set in RESP3, as in Redis 7.0.
+                Resp::Set(vec![
                     Resp::Simple("readonly".into()),
                     Resp::Simple("fast".into())
                 ]),
@@ -1210,25 +1258,25 @@ fn command_describes_every_command() {
 #[test]
 fn config_is_read_only() {
     assert_eq!(
-        reply("CONFIG GET save"),
-        Resp::array(vec![bulk("save"), bulk("")])
+        reply("CONFIG GET save").to_bytes(),
+        Resp::array(vec![bulk("save"), bulk("")]).to_bytes()
     );
     assert_eq!(
-        reply("config get APPENDONLY"),
-        Resp::array(vec![bulk("appendonly"), bulk("no")])
+        reply("config get APPENDONLY").to_bytes(),
+        Resp::array(vec![bulk("appendonly"), bulk("no")]).to_bytes()
     );
     assert_eq!(
-        reply("CONFIG GET save appendonly"),
-        Resp::array(vec![bulk("save"), bulk(""), bulk("appendonly"), bulk("no")])
+        reply("CONFIG GET save appendonly").to_bytes(),
+        Resp::array(vec![bulk("save"), bulk(""), bulk("appendonly"), bulk("no")]).to_bytes()
     );
-    assert_eq!(reply("CONFIG GET nosuch"), Resp::array(vec![]));
-    let Resp::Array(Some(all)) = reply("CONFIG GET *") else {
+    assert_eq!(reply("CONFIG GET nosuch"), Resp::Map(vec![]));
+    let Resp::Map(all) = reply("CONFIG GET *") else {
         panic!()
     };
-    assert_eq!(all.len(), 2 * CONFIG.len());
+    assert_eq!(all.len(), CONFIG.len());
     assert_eq!(
         reply("CONFIG GET data*"),
-        Resp::array(vec![bulk("databases"), bulk("1")])
+        Resp::Map(vec![(bulk("databases"), bulk("1"))])
     );
     assert!(error("CONFIG SET maxmemory 100").contains("read-only"));
     assert!(error("CONFIG SET maxmemory 100").contains("maxmemory"));
@@ -1255,7 +1303,7 @@ fn info_sections() {
     let text = info("INFO");
     for line in [
         "# Server\r\n",
-        "redis_version:7.0.0\r\n",
+        "redis_version:7.0.15\r\n",
         "redis_mode:standalone\r\n",
         "os:Linux 6.1 x86_64\r\n",
         "tcp_port:6379\r\n",
@@ -1401,7 +1449,12 @@ fn render_shapes_results() {
         ),
     ];
     for (how, result, expected) in cases {
-        assert_eq!(render(&how, result.clone()), expected, "{how:?} {result:?}");
+        // RESP2's bytes: the same as before RESP3 (doubles as bulk strings, pairs flat).
+        assert_eq!(
+            render(&how, result.clone()).to_bytes(),
+            expected.to_bytes(),
+            "{how:?} {result:?}"
+        );
     }
 }
 
@@ -2364,8 +2417,8 @@ fn redis_benchmark_default_commands_work_end_to_end() {
     );
     let rest = &replies[710..];
     assert_eq!(rest[0], Resp::ok());
-    assert_eq!(rest[1], Resp::array(vec![bulk("save"), bulk("")]));
-    assert_eq!(rest[2], Resp::array(vec![bulk("appendonly"), bulk("no")]));
+    assert_eq!(rest[1], Resp::Map(vec![(bulk("save"), bulk(""))]));
+    assert_eq!(rest[2], Resp::Map(vec![(bulk("appendonly"), bulk("no"))]));
     assert_eq!(rest[3], Resp::Simple("PONG".into()));
     assert_eq!(rest[4], Resp::Simple("PONG".into()));
     for (reply, n) in rest[5..9].iter().zip([100, 300, 450, 600]) {
@@ -2375,7 +2428,7 @@ fn redis_benchmark_default_commands_work_end_to_end() {
     assert_eq!(rest[10], Resp::Integer(0));
     assert_eq!(
         rest[11],
-        Resp::array(vec![bulk("element:__rand_int__"), bulk("0")])
+        Resp::array(vec![bulk("element:__rand_int__"), Resp::Double("0".into())])
     );
     assert_eq!(rest[12], Resp::array(vec![]));
     assert_eq!(rest.len(), 13);

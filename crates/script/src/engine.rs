@@ -12,7 +12,7 @@ use crate::convert::{lua_to_resp, resp_to_lua};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
 use plumb_kv::{EvalRequest, KvResult, KvStore, Scripting};
-use plumb_resp::Resp;
+use plumb_resp::{Protocol, Resp};
 use plumb_wire::Micros;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -119,6 +119,12 @@ impl Scripting for Engine {
     ) -> KvResult {
         match self.run(store, eval, now, seed) {
             Resp::Error(text) => KvResult::Error(text),
+            // RESP2 bytes, as always, unless the reply has a map, set or double (a script's
+            // `{map = ...}`, `{set = ...}`, `{double = ...}`): RESP3 then, and the gateway
+            // writes it in the client's protocol.
+            reply if reply.needs_resp3() => {
+                KvResult::Script(reply.to_bytes_as(plumb_resp::Protocol::Resp3))
+            }
             reply => KvResult::Script(reply.to_bytes()),
         }
     }
@@ -247,17 +253,22 @@ impl Engine {
             })?
         };
         rust.raw_set("log", log)?;
+        // The protocol `redis.call` replies are converted by (`redis.setresp`): RESP2 until
+        // the script asks for 3.
+        let protocol = Rc::new(Cell::new(Protocol::Resp2));
         let setresp = {
             let raise = raise.clone();
+            let protocol = protocol.clone();
             lua.create_function(move |_, args: Variadic<Value>| {
                 let [v] = args.as_slice() else {
                     return Err(raise("ERR redis.setresp() requires one argument."));
                 };
                 match number(v) {
-                    Some(2.0) => Ok(()),
-                    Some(3.0) => Err(raise("ERR plumb runs scripts in RESP2 only")),
-                    _ => Err(raise("ERR RESP version must be 2 or 3.")),
+                    Some(2.0) => protocol.set(Protocol::Resp2),
+                    Some(3.0) => protocol.set(Protocol::Resp3),
+                    _ => return Err(raise("ERR RESP version must be 2 or 3.")),
                 }
+                Ok(())
             })?
         };
         rust.raw_set("setresp", setresp)?;
@@ -297,16 +308,20 @@ impl Engine {
             };
             let call = {
                 let raise = raise.clone();
+                let protocol = protocol.clone();
                 scope.create_function(move |lua, args: Variadic<Value>| {
                     match run_command(lua, &args) {
                         Resp::Error(text) => Err(raise(&text)),
-                        reply => resp_to_lua(lua, &reply),
+                        reply => resp_to_lua(lua, &reply, protocol.get()),
                     }
                 })?
             };
-            let pcall = scope.create_function(move |lua, args: Variadic<Value>| {
-                resp_to_lua(lua, &run_command(lua, &args))
-            })?;
+            let pcall = {
+                let protocol = protocol.clone();
+                scope.create_function(move |lua, args: Variadic<Value>| {
+                    resp_to_lua(lua, &run_command(lua, &args), protocol.get())
+                })?
+            };
             rust.raw_set("call", call)?;
             rust.raw_set("pcall", pcall)?;
             let runner: Function = lua
@@ -343,7 +358,7 @@ impl Engine {
             result
         })?;
         if ok {
-            return Ok(Outcome::Reply(lua_to_resp(&value)));
+            return Ok(Outcome::Reply(lua_to_resp(&value, protocol.get())));
         }
         Ok(match value {
             Value::Table(t) => raised(&t),
