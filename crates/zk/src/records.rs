@@ -493,9 +493,7 @@ impl Request {
                 data: r.buffer()?,
                 version: r.int()?,
             },
-            op::GET_ACL => Request::GetAcl {
-                path: r.ustring()?,
-            },
+            op::GET_ACL => Request::GetAcl { path: r.ustring()? },
             op::SET_ACL => Request::SetAcl {
                 path: r.ustring()?,
                 acl: read_acls(r)?,
@@ -506,9 +504,7 @@ impl Request {
                 path: r.ustring()?,
                 watch: r.boolean()?,
             },
-            op::SYNC if top => Request::Sync {
-                path: r.ustring()?,
-            },
+            op::SYNC if top => Request::Sync { path: r.ustring()? },
             op::PING if top => Request::Ping,
             op::CHECK => Request::Check {
                 path: r.ustring()?,
@@ -557,9 +553,9 @@ impl Request {
             op::GET_EPHEMERALS if top => Request::GetEphemerals {
                 prefix: r.ustring()?,
             },
-            op::GET_ALL_CHILDREN_NUMBER if top => Request::GetAllChildrenNumber {
-                path: r.ustring()?,
-            },
+            op::GET_ALL_CHILDREN_NUMBER if top => {
+                Request::GetAllChildrenNumber { path: r.ustring()? }
+            }
             op::ADD_WATCH if top => Request::AddWatch {
                 path: r.ustring()?,
                 mode: r.int()?,
@@ -671,16 +667,31 @@ impl Request {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MultiResult {
     /// A create under `create` (1): the path only.
-    Create { path: String },
+    Create {
+        path: String,
+    },
     /// A create under create2, createContainer or createTTL (`op`): path and stat.
-    Create2 { op: i32, path: String, stat: Stat },
+    Create2 {
+        op: i32,
+        path: String,
+        stat: Stat,
+    },
     Delete,
-    SetData { stat: Stat },
+    SetData {
+        stat: Stat,
+    },
     Check,
-    GetData { data: Vec<u8>, stat: Stat },
-    GetChildren { children: Vec<String> },
+    GetData {
+        data: Vec<u8>,
+        stat: Stat,
+    },
+    GetChildren {
+        children: Vec<String>,
+    },
     /// A failed operation, or (with 0) one rolled back because another failed.
-    Error { err: i32 },
+    Error {
+        err: i32,
+    },
 }
 
 impl MultiResult {
@@ -707,14 +718,26 @@ pub enum Response {
     /// create (1) and sync.
     Path(String),
     /// create2, createContainer, createTTL.
-    PathStat { path: String, stat: Stat },
+    PathStat {
+        path: String,
+        stat: Stat,
+    },
     /// exists, setData, setACL.
     Stat(Stat),
-    Data { data: Vec<u8>, stat: Stat },
-    Acl { acl: Vec<Acl>, stat: Stat },
+    Data {
+        data: Vec<u8>,
+        stat: Stat,
+    },
+    Acl {
+        acl: Vec<Acl>,
+        stat: Stat,
+    },
     /// getChildren, getEphemerals.
     Children(Vec<String>),
-    Children2 { children: Vec<String>, stat: Stat },
+    Children2 {
+        children: Vec<String>,
+        stat: Stat,
+    },
     Count(i32),
     Multi(Vec<MultiResult>),
     /// whoAmI: (scheme, user) per identity.

@@ -13,24 +13,19 @@ fn bytes() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn stat() -> impl Strategy<Value = Stat> {
-    (
-        any::<[i64; 5]>(),
-        any::<[i32; 5]>(),
-        any::<i64>(),
-    )
-        .prop_map(|(l, i, pzxid)| Stat {
-            czxid: l[0],
-            mzxid: l[1],
-            ctime: l[2],
-            mtime: l[3],
-            version: i[0],
-            cversion: i[1],
-            aversion: i[2],
-            ephemeral_owner: l[4],
-            data_length: i[3],
-            num_children: i[4],
-            pzxid,
-        })
+    (any::<[i64; 5]>(), any::<[i32; 5]>(), any::<i64>()).prop_map(|(l, i, pzxid)| Stat {
+        czxid: l[0],
+        mzxid: l[1],
+        ctime: l[2],
+        mtime: l[3],
+        version: i[0],
+        cversion: i[1],
+        aversion: i[2],
+        ephemeral_owner: l[4],
+        data_length: i[3],
+        num_children: i[4],
+        pzxid,
+    })
 }
 
 fn acls() -> impl Strategy<Value = Vec<Acl>> {
@@ -52,7 +47,12 @@ fn strings() -> impl Strategy<Value = Vec<String>> {
 fn sub_request() -> impl Strategy<Value = Request> {
     prop_oneof![
         (
-            prop_oneof![Just(op::CREATE), Just(op::CREATE2), Just(op::CREATE_CONTAINER), Just(op::CREATE_TTL)],
+            prop_oneof![
+                Just(op::CREATE),
+                Just(op::CREATE2),
+                Just(op::CREATE_CONTAINER),
+                Just(op::CREATE_TTL)
+            ],
             path(),
             bytes(),
             acls(),
@@ -75,7 +75,11 @@ fn sub_request() -> impl Strategy<Value = Request> {
         }),
         (path(), any::<i32>()).prop_map(|(path, version)| Request::Check { path, version }),
         (path(), any::<bool>()).prop_map(|(path, watch)| Request::GetData { path, watch }),
-        (path(), any::<bool>(), prop_oneof![Just(op::GET_CHILDREN), Just(op::GET_CHILDREN2)])
+        (
+            path(),
+            any::<bool>(),
+            prop_oneof![Just(op::GET_CHILDREN), Just(op::GET_CHILDREN2)]
+        )
             .prop_map(|(path, watch, op)| Request::GetChildren { op, path, watch }),
         (path(), any::<bool>()).prop_map(|(path, watch)| Request::Exists { path, watch }),
         path().prop_map(|path| Request::GetAcl { path }),
@@ -119,7 +123,11 @@ fn request() -> impl Strategy<Value = Request> {
         )
             .prop_map(|(two, relative_zxid, data, exist, child, p, pr)| {
                 Request::SetWatches {
-                    op: if two { op::SET_WATCHES2 } else { op::SET_WATCHES },
+                    op: if two {
+                        op::SET_WATCHES2
+                    } else {
+                        op::SET_WATCHES
+                    },
                     relative_zxid,
                     data,
                     exist,

@@ -246,12 +246,7 @@ pub fn exercise(addr: &str, root: &str) {
 
     let (h, _) = c.call(xid::PING, &Request::Ping);
     assert_eq!(h.err, 0);
-    let (h, r) = c.call(
-        9,
-        &Request::Sync {
-            path: root.into(),
-        },
-    );
+    let (h, r) = c.call(9, &Request::Sync { path: root.into() });
     assert_eq!((h.err, r), (0, Response::Path(root.into())));
     let (h, _) = c.call(
         10,
@@ -261,7 +256,10 @@ pub fn exercise(addr: &str, root: &str) {
         },
     );
     assert_eq!(h.err, -111, "not empty");
-    for (x, p) in [(11, format!("{root}/m")), (12, format!("{root}/seq-0000000000"))] {
+    for (x, p) in [
+        (11, format!("{root}/m")),
+        (12, format!("{root}/seq-0000000000")),
+    ] {
         let (h, _) = c.call(
             x,
             &Request::Delete {
