@@ -78,10 +78,13 @@ impl Default for Tree {
     /// ZooKeeper's initial tree: `/`, `/zookeeper`, `/zookeeper/quota`, `/zookeeper/config`,
     /// all with zero stats.
     fn default() -> Tree {
-        let node = |acl: Vec<Acl>| Znode {
+        let node = |acl: Vec<Acl>, num_children: i32| Znode {
             data: Vec::new(),
             acl,
-            stat: Stat::default(),
+            stat: Stat {
+                num_children,
+                ..Stat::default()
+            },
             children: BTreeSet::new(),
         };
         let read_only = vec![Acl {
@@ -90,10 +93,10 @@ impl Default for Tree {
             id: "anyone".into(),
         }];
         let nodes = [
-            ("/", node(open_acl())),
-            ("/zookeeper", node(open_acl())),
-            ("/zookeeper/quota", node(open_acl())),
-            ("/zookeeper/config", node(read_only)),
+            ("/", node(open_acl(), 1)),
+            ("/zookeeper", node(open_acl(), 2)),
+            ("/zookeeper/quota", node(open_acl(), 0)),
+            ("/zookeeper/config", node(read_only, 0)),
         ]
         .into_iter()
         .map(|(p, n)| (p.to_string(), n))
