@@ -1,0 +1,302 @@
+//! Unmodified ZooKeeper clients against a coordination cluster's gateway (`--app coord`):
+//! the `zookeeper-client` crate from crates.io, Debian's `zkCli.sh`, kazoo from PyPI with its
+//! recipes, and hostile bytes. One cluster serves them all (a cluster per client would cost
+//! minutes on a 2-core machine).
+//!
+//! zkCli needs Debian's `zookeeper` package and kazoo a Python with kazoo (`.ci/run` installs
+//! both: kazoo into `target/kazoo-venv`); without them those parts say so and are skipped.
+
+mod common;
+
+use common::Cluster;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode, EventType, MultiWriteResult};
+
+/// Port slot 85: nodes from 29500, ZooKeeper clients on 29550.
+const SLOT: u16 = 85;
+
+fn start() -> Cluster {
+    let mut c = Cluster::init_with("zk-clients", SLOT, &["--app", "coord"]);
+    c.start_all();
+    c.wait_ready(Duration::from_secs(60));
+    // The gateway accepts before its pool has reached the nodes: wait for a real handshake.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ok = rt.block_on(async {
+            let addr = format!("127.0.0.1:{}", c.resp_port);
+            let mut connector = Client::connector();
+            connector.session_timeout(Duration::from_secs(10));
+            let connect = connector.connect(&addr);
+            matches!(
+                tokio::time::timeout(Duration::from_secs(10), connect).await,
+                Ok(Ok(_))
+            )
+        });
+        if ok {
+            return c;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the ZooKeeper gateway did not take a session in 60 s\n{}",
+            c.log_tails(20)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn unmodified_zookeeper_clients() {
+    let mut c = start();
+    let port = c.resp_port;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(rust_crate(port));
+    hostile_bytes(port);
+    four_letter_words(port);
+    zkcli(port);
+    kazoo(port);
+    c.assert_running();
+}
+
+async fn rust_crate(port: u16) {
+    let addr = format!("127.0.0.1:{port}");
+    let client = Client::connector()
+        .session_timeout(Duration::from_secs(10))
+        .connect(&addr)
+        .await
+        .expect("zookeeper-client connects");
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let (stat, _) = client
+        .create("/rs", b"hello", &persistent)
+        .await
+        .expect("create");
+    assert_eq!(stat.version, 0);
+    let (data, stat) = client.get_data("/rs").await.unwrap();
+    assert_eq!((data.as_slice(), stat.data_length), (&b"hello"[..], 5));
+    assert!(matches!(
+        client.create("/rs", b"", &persistent).await,
+        Err(zookeeper_client::Error::NodeExists)
+    ));
+    assert!(matches!(
+        client.get_data("/rs/none").await,
+        Err(zookeeper_client::Error::NoNode)
+    ));
+    assert_eq!(client.check_stat("/rs/none").await.unwrap(), None);
+
+    // A one-shot data watch fires for another session's write.
+    let other = Client::connector()
+        .session_timeout(Duration::from_secs(10))
+        .connect(&addr)
+        .await
+        .unwrap();
+    let (_, _, watcher) = client.get_and_watch_data("/rs").await.unwrap();
+    other.set_data("/rs", b"bye", None).await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(10), watcher.changed())
+        .await
+        .expect("the data watch fires");
+    assert_eq!(event.event_type, EventType::NodeDataChanged);
+    assert_eq!(event.path, "/rs");
+
+    // Sequential and ephemeral nodes; an ephemeral goes with its session.
+    let ephemeral = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    let (_, seq) = other.create("/rs/e-", b"", &ephemeral).await.unwrap();
+    let name = format!("e-{seq}");
+    assert_eq!(
+        client.list_children("/rs").await.unwrap(),
+        vec![name.clone()]
+    );
+    let (children, stat) = client.get_children("/rs").await.unwrap();
+    assert_eq!((children.len(), stat.num_children), (1, 1));
+    let (_, _, child_watcher) = client.get_and_watch_children("/rs").await.unwrap();
+    drop(other);
+    let event = tokio::time::timeout(Duration::from_secs(30), child_watcher.changed())
+        .await
+        .expect("closing the other session deletes its ephemeral node");
+    assert_eq!(event.event_type, EventType::NodeChildrenChanged);
+    assert!(client.list_children("/rs").await.unwrap().is_empty());
+
+    // A transaction, and a failed one that changes nothing.
+    let mut multi = client.new_multi_writer();
+    multi.add_create("/rs/m", b"1", &persistent).unwrap();
+    multi.add_check_version("/rs", 1).unwrap();
+    multi.add_set_data("/rs", b"m", Some(1)).unwrap();
+    let results = multi.commit().await.expect("the transaction commits");
+    assert!(matches!(&results[0], MultiWriteResult::Create { path, .. } if path == "/rs/m"));
+    assert_eq!(results[1], MultiWriteResult::Check);
+    let mut multi = client.new_multi_writer();
+    multi.add_create("/rs/n", b"", &persistent).unwrap();
+    multi.add_delete("/rs/missing", None).unwrap();
+    assert!(multi.commit().await.is_err());
+    assert_eq!(client.check_stat("/rs/n").await.unwrap(), None);
+
+    // A persistent recursive watch (addWatch), sync, descendant count.
+    let mut recursive = client
+        .watch("/rs", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    client.create("/rs/m/deep", b"", &persistent).await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(10), recursive.changed())
+        .await
+        .expect("the recursive watch fires");
+    assert_eq!(
+        (event.event_type, event.path.as_str()),
+        (EventType::NodeCreated, "/rs/m/deep")
+    );
+    client.sync("/rs").await.unwrap();
+    assert_eq!(client.count_descendants_number("/rs").await.unwrap(), 2);
+    client.delete("/rs/m/deep", None).await.unwrap();
+    client.delete("/rs/m", None).await.unwrap();
+    assert!(matches!(
+        client.delete("/rs", Some(7)).await,
+        Err(zookeeper_client::Error::BadVersion)
+    ));
+    client.delete("/rs", None).await.unwrap();
+    eprintln!("zookeeper-client crate: passed");
+}
+
+/// A frame over the limit and a garbage handshake close their connections, counted; the
+/// gateway keeps serving.
+fn hostile_bytes(port: u16) {
+    for bytes in [
+        (64u32 << 20).to_be_bytes().to_vec(),
+        [0, 0, 0, 3, 1, 2, 3].to_vec(),
+        (-7i32).to_be_bytes().to_vec(),
+    ] {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(&bytes).unwrap();
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf).unwrap_or(0);
+        assert_eq!(n, 0, "the gateway closes a connection that sent {bytes:?}");
+    }
+    eprintln!("hostile bytes: connections closed");
+}
+
+fn four_letter_words(port: u16) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"ruok").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert_eq!(answer, "imok");
+}
+
+/// Debian's zkCli.sh, scripted through its standard input.
+fn zkcli(port: u16) {
+    let cli = "/usr/share/zookeeper/bin/zkCli.sh";
+    if !std::path::Path::new(cli).exists() {
+        eprintln!("SKIPPED zkCli part: {cli} missing (.ci/run installs Debian's zookeeper)");
+        return;
+    }
+    let script = "create /cli first\nget /cli\nset /cli second\nget -s /cli\ncreate /cli/child x\nls /cli\nget -w /cli\nset /cli third\ndelete /cli/child\nls /cli\ndeleteall /cli\nls /\nquit\n";
+    let mut child = Command::new(cli)
+        .args(["-server", &format!("127.0.0.1:{port}")])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("zkCli.sh starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = wait_with_timeout(child, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let all = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for expected in [
+        "Created /cli",
+        "first",
+        "second",
+        "dataVersion = 1",
+        "Created /cli/child",
+        "[child]",
+        "[]",
+        "WatchedEvent state:SyncConnected type:NodeDataChanged path:/cli",
+    ] {
+        // zkCli writes "Created ..." to stderr, the rest to stdout.
+        assert!(
+            all.contains(expected),
+            "zkCli's output lacks {expected:?}:\n{all}"
+        );
+    }
+    assert!(!all.contains("Node does not exist"), "{all}");
+    assert!(!all.contains("KeeperErrorCode"), "{all}");
+    eprintln!("zkCli.sh: passed");
+}
+
+fn wait_with_timeout(mut child: std::process::Child, timeout: Duration) -> std::process::Output {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "timed out:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A Python with kazoo: `PLUMB_KAZOO_PYTHON`, the venv `.ci/run` makes under target/, or a
+/// python3 on the PATH that has it.
+fn kazoo_python() -> Option<PathBuf> {
+    let venv =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/kazoo-venv/bin/python3");
+    let candidates = std::env::var_os("PLUMB_KAZOO_PYTHON")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([venv, PathBuf::from("python3")]);
+    for p in candidates {
+        if Command::new(&p)
+            .args(["-c", "import kazoo"])
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            return Some(p);
+        }
+    }
+    None
+}
+
+fn kazoo(port: u16) {
+    let Some(python) = kazoo_python() else {
+        eprintln!(
+            "SKIPPED kazoo part: no python with kazoo (.ci/run installs it in target/kazoo-venv)"
+        );
+        return;
+    };
+    let script = format!("{}/tests/zk_py/recipes.py", env!("CARGO_MANIFEST_DIR"));
+    let child = Command::new(python)
+        .arg(&script)
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    let out = wait_with_timeout(child, Duration::from_secs(300));
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "kazoo recipes failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
