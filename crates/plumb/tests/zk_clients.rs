@@ -62,6 +62,7 @@ fn unmodified_zookeeper_clients() {
         .build()
         .unwrap();
     rt.block_on(rust_crate(port));
+    pipelined_and_expiry(port);
     hostile_bytes(port);
     four_letter_words(port);
     zkcli(port);
@@ -163,6 +164,150 @@ async fn rust_crate(port: u16) {
     ));
     client.delete("/rs", None).await.unwrap();
     eprintln!("zookeeper-client crate: passed");
+}
+
+/// A raw connection speaking the wire protocol through plumb's own codec (crates/zk, whose
+/// layouts are checked against a real ZooKeeper server).
+struct Raw {
+    s: TcpStream,
+    framer: plumb_zk::Framer,
+}
+
+impl Raw {
+    fn connect(
+        port: u16,
+        session_id: i64,
+        password: Vec<u8>,
+        timeout_ms: i32,
+    ) -> (Raw, plumb_zk::ConnectResponse) {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut raw = Raw {
+            s,
+            framer: plumb_zk::Framer::new(plumb_zk::DEFAULT_MAX_FRAME),
+        };
+        raw.send(
+            &plumb_zk::ConnectRequest {
+                protocol_version: 0,
+                last_zxid_seen: 0,
+                timeout_ms,
+                session_id,
+                password,
+                read_only: Some(false),
+            }
+            .encode(),
+        );
+        let hs =
+            plumb_zk::ConnectResponse::decode(&raw.recv().expect("a handshake reply")).unwrap();
+        (raw, hs)
+    }
+    fn send(&mut self, payload: &[u8]) {
+        let mut out = Vec::new();
+        plumb_zk::frame_into(&mut out, payload);
+        self.s.write_all(&out).unwrap();
+    }
+    /// The next frame; `None` once the gateway closed the connection.
+    fn recv(&mut self) -> Option<Vec<u8>> {
+        loop {
+            if let Some(f) = self.framer.next_frame().unwrap() {
+                return Some(f);
+            }
+            let mut buf = [0u8; 4096];
+            match self.s.read(&mut buf) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.framer.feed(&buf[..n]),
+            }
+        }
+    }
+}
+
+/// Requests sent back to back in one write are answered in order under their xids; a
+/// session whose client went away expires in the agreed timeout, deleting its ephemeral node,
+/// and a reconnect to it gets ZooKeeper's expired-session handshake.
+fn pipelined_and_expiry(port: u16) {
+    use plumb_zk::{encode_request, op, Acl, Request};
+    let (mut raw, hs) = Raw::connect(port, 0, vec![0; 16], 4_000);
+    assert_ne!(hs.session_id, 0);
+    assert_eq!(hs.timeout_ms, 4_000);
+    let acl = vec![Acl {
+        perms: 31,
+        scheme: "world".into(),
+        id: "anyone".into(),
+    }];
+    let mut batch = Vec::new();
+    let create = |path: String, flags| Request::Create {
+        op: op::CREATE,
+        path,
+        data: Vec::new(),
+        acl: acl.clone(),
+        flags,
+        ttl: 0,
+    };
+    plumb_zk::frame_into(&mut batch, &encode_request(1, &create("/pipe".into(), 0)));
+    for i in 0..20 {
+        plumb_zk::frame_into(
+            &mut batch,
+            &encode_request(2 + i, &create(format!("/pipe/n{i}"), 0)),
+        );
+    }
+    plumb_zk::frame_into(
+        &mut batch,
+        &encode_request(plumb_zk::xid::PING, &Request::Ping),
+    );
+    plumb_zk::frame_into(
+        &mut batch,
+        &encode_request(30, &create("/pipe/eph".into(), 1)),
+    );
+    raw.s.write_all(&batch).unwrap();
+    let mut xids = Vec::new();
+    for _ in 0..23 {
+        let f = raw.recv().expect("a reply");
+        let (h, _) = plumb_zk::decode_reply_header(&f).unwrap();
+        assert_eq!(h.err, 0, "reply {h:?}");
+        xids.push(h.xid);
+    }
+    let mut expected: Vec<i32> = (1..=21).collect();
+    expected.extend([plumb_zk::xid::PING, 30]);
+    assert_eq!(xids, expected, "replies in request order");
+
+    // The client vanishes without closing its session.
+    drop(raw);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(40);
+    loop {
+        let (mut probe, phs) = Raw::connect(port, 0, vec![0; 16], 10_000);
+        probe.send(&encode_request(
+            1,
+            &Request::Exists {
+                path: "/pipe/eph".into(),
+                watch: false,
+            },
+        ));
+        let f = probe.recv().unwrap();
+        let (h, _) = plumb_zk::decode_reply_header(&f).unwrap();
+        probe.send(&encode_request(2, &Request::CloseSession));
+        let _ = probe.recv();
+        assert_ne!(phs.session_id, 0);
+        if h.err == plumb_zk::err::NO_NODE {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the vanished session's ephemeral node is still there after 40 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (mut again, expired) = Raw::connect(port, hs.session_id, hs.password.clone(), 4_000);
+    assert_eq!(
+        (expired.timeout_ms, expired.session_id),
+        (0, 0),
+        "expired handshake"
+    );
+    assert!(again.recv().is_none(), "the gateway closes after refusing");
+    eprintln!(
+        "pipelining and expiry: passed ({:?} to expire)",
+        started.elapsed()
+    );
 }
 
 /// A frame over the limit and a garbage handshake close their connections, counted; the
