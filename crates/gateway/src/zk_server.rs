@@ -20,8 +20,11 @@
 //! - **Hostile input.** A frame over the limit, a negative length or a body that does not
 //!   decode closes the connection, counted by reason in [`ZkStats`]; an unknown operation code
 //!   is answered with `UNIMPLEMENTED`.
-//! - **Reads** go through the ordered path (they may set watches, and every request refreshes
-//!   its session).
+//! - **Reads** go through the ordered path, unless the gateway's `fast_reads` is on: then the
+//!   reads that set no watch (exists, getData, getChildren, getACL, multiRead, the descendant
+//!   count, and fetching lost events) take the read-only path, falling back to the ordered path
+//!   when it does not answer. Off by default: ZooKeeper promises a client reads its own writes,
+//!   and the read-only path answers from what replicas have executed.
 
 use crate::pool::Pool;
 use crate::push_router::{ListenerId, PushRouter};
@@ -95,6 +98,8 @@ pub struct ZkServer {
     pub max_frame: usize,
     /// What `srvr`/`stat` report.
     pub version: String,
+    /// Reads that set no watch take the read-only path.
+    pub fast_reads: bool,
     router: Arc<PushRouter<i64, SessionPush>>,
     /// The sessions of open connections, and how many connections each has.
     live: Mutex<HashMap<i64, usize>>,
@@ -102,12 +107,13 @@ pub struct ZkServer {
 }
 
 impl ZkServer {
-    pub fn new(pool: Arc<Pool>, stats: Arc<ZkStats>) -> Arc<ZkServer> {
+    pub fn new(pool: Arc<Pool>, stats: Arc<ZkStats>, fast_reads: bool) -> Arc<ZkServer> {
         Arc::new(ZkServer {
             pool,
             stats,
             max_frame: DEFAULT_MAX_FRAME,
             version: env!("CARGO_PKG_VERSION").to_string(),
+            fast_reads,
             router: Arc::default(),
             live: Mutex::new(HashMap::new()),
             started: Instant::now(),
@@ -194,8 +200,26 @@ impl ZkServer {
 
     /// Run one operation; `None` if the pool stopped or the reply does not decode.
     async fn call(&self, op: CoordOp) -> Option<Reply> {
+        if self.fast_reads {
+            if let CoordOp::Session { request, .. } = &op {
+                if plumb_coord::is_read_only(request) {
+                    match self.call_path(&op, true).await {
+                        Some(Reply {
+                            result: Err(coord::ErrorCode::Unimplemented),
+                            ..
+                        })
+                        | None => {}
+                        Some(reply) => return Some(reply),
+                    }
+                }
+            }
+        }
+        self.call_path(&op, false).await
+    }
+
+    async fn call_path(&self, op: &CoordOp, read_only: bool) -> Option<Reply> {
         self.stats.submitted.fetch_add(1, Ordering::Relaxed);
-        let bytes = self.pool.call(op.encode(), false).await.ok()?;
+        let bytes = self.pool.call(op.encode(), read_only).await.ok()?;
         match Reply::decode(&bytes) {
             Ok(r) => Some(r),
             Err(_) => {
@@ -303,8 +327,7 @@ impl ZkServer {
                 session,
                 wr,
                 out: Vec::new(),
-                delivered: 0,
-                buffered: BTreeMap::new(),
+                events: EventQueue::default(),
                 zxid,
                 peer,
             };
@@ -377,6 +400,64 @@ impl ZkServer {
     }
 }
 
+/// A session's watch events on their way to its client: pushed ones wait here until every
+/// earlier one has been written, so the client sees them in the session's order, each once.
+#[derive(Debug, Default)]
+pub struct EventQueue {
+    /// Events written to the client (the session's count of them).
+    delivered: u64,
+    /// Events received and not yet written, by number.
+    waiting: BTreeMap<u64, WatchEvent>,
+}
+
+impl EventQueue {
+    /// The session's count of events written so far: what requests acknowledge.
+    pub fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    /// An event from a push or a `PendingEvents` reply; one already written is ignored.
+    pub fn insert(&mut self, e: WatchEvent) {
+        if e.number > self.delivered {
+            self.waiting.insert(e.number, e);
+        }
+    }
+
+    /// The highest event number received.
+    pub fn highest(&self) -> u64 {
+        self.waiting
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or(self.delivered)
+    }
+
+    /// The events that may be written now (each the next in order), counted as delivered.
+    pub fn ready(&mut self) -> Vec<WatchEvent> {
+        let mut out = Vec::new();
+        while let Some(e) = self.waiting.remove(&(self.delivered + 1)) {
+            self.delivered = e.number;
+            out.push(e);
+        }
+        out
+    }
+
+    /// Whether events up to `target` are still missing.
+    pub fn missing(&self, target: u64) -> bool {
+        self.delivered < target
+    }
+
+    /// Give up on the missing events before the next one received (or up to `target`): the
+    /// application no longer holds them, as a ZooKeeper client misses what happened while it
+    /// was away.
+    pub fn skip_missing(&mut self, target: u64) {
+        self.delivered = match self.waiting.keys().next() {
+            Some(&k) if k <= target => k - 1,
+            _ => target.max(self.delivered),
+        };
+    }
+}
+
 /// What the reader hands the connection.
 enum Incoming {
     Request(i32, Request),
@@ -434,10 +515,7 @@ struct Conn<'a> {
     session: SessionId,
     wr: OwnedWriteHalf,
     out: Vec<u8>,
-    /// Events written to the client (the session's count of them).
-    delivered: u64,
-    /// Events pushed and not yet written, by number.
-    buffered: BTreeMap<u64, WatchEvent>,
+    events: EventQueue,
     /// The last zxid a reply carried (pings reply with it).
     zxid: i64,
     peer: String,
@@ -488,7 +566,7 @@ impl Conn<'_> {
     ) -> Result<(), Closed> {
         self.take(push)?;
         self.drain(pushes)?;
-        let target = self.buffered.keys().next_back().copied().unwrap_or(0);
+        let target = self.events.highest();
         self.deliver(target).await
     }
 
@@ -496,9 +574,7 @@ impl Conn<'_> {
     fn take(&mut self, push: SessionPush) -> Result<(), Closed> {
         match push {
             SessionPush::Event(e) => {
-                if e.number > self.delivered {
-                    self.buffered.insert(e.number, e);
-                }
+                self.events.insert(e);
                 Ok(())
             }
             SessionPush::Expired => {
@@ -524,20 +600,14 @@ impl Conn<'_> {
     async fn deliver(&mut self, target: u64) -> Result<(), Closed> {
         let mut fetched = false;
         loop {
-            while let Some(e) = self.buffered.remove(&(self.delivered + 1)) {
+            for e in self.events.ready() {
                 self.write_event(&e);
             }
-            if self.delivered >= target {
-                self.buffered = self.buffered.split_off(&(self.delivered + 1));
+            if !self.events.missing(target) {
                 return Ok(());
             }
             if fetched {
-                match self.buffered.keys().next().copied() {
-                    Some(k) if k <= target => self.delivered = k - 1,
-                    _ => {
-                        self.delivered = target;
-                    }
-                }
+                self.events.skip_missing(target);
                 continue;
             }
             fetched = true;
@@ -549,7 +619,7 @@ impl Conn<'_> {
                 .server
                 .call(CoordOp::Session {
                     session: self.session,
-                    acked_events: self.delivered,
+                    acked_events: self.events.delivered(),
                     request: coord::Request::PendingEvents,
                 })
                 .await
@@ -557,9 +627,7 @@ impl Conn<'_> {
             match reply.result {
                 Ok(coord::Response::Events(events)) => {
                     for e in events {
-                        if e.number > self.delivered {
-                            self.buffered.insert(e.number, e);
-                        }
+                        self.events.insert(e);
                     }
                 }
                 Err(coord::ErrorCode::SessionExpired) => return Err(Closed),
@@ -569,7 +637,6 @@ impl Conn<'_> {
     }
 
     fn write_event(&mut self, e: &WatchEvent) {
-        self.delivered = e.number;
         self.server
             .stats
             .events_delivered
@@ -631,7 +698,7 @@ impl Conn<'_> {
             .server
             .call(CoordOp::Session {
                 session: self.session,
-                acked_events: self.delivered,
+                acked_events: self.events.delivered(),
                 request,
             })
             .await
@@ -657,5 +724,57 @@ impl Conn<'_> {
             return Err(Closed);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plumb_coord::{EventType, Zxid};
+
+    fn event(number: u64) -> WatchEvent {
+        WatchEvent {
+            number,
+            kind: EventType::NodeDataChanged,
+            path: format!("/n{number}"),
+            zxid: Zxid(number as i64),
+        }
+    }
+
+    fn numbers(v: Vec<WatchEvent>) -> Vec<u64> {
+        v.into_iter().map(|e| e.number).collect()
+    }
+
+    #[test]
+    fn events_are_written_in_order_each_once() {
+        let mut q = EventQueue::default();
+        q.insert(event(2));
+        assert!(q.ready().is_empty(), "event 1 first");
+        assert!(q.missing(2));
+        q.insert(event(1));
+        q.insert(event(1));
+        assert_eq!(numbers(q.ready()), vec![1, 2]);
+        q.insert(event(2));
+        assert!(q.ready().is_empty(), "already written");
+        assert!(!q.missing(2));
+        assert_eq!(q.delivered(), 2);
+    }
+
+    #[test]
+    fn events_the_application_dropped_are_skipped_not_waited_for() {
+        let mut q = EventQueue::default();
+        // Events 1 and 2 were lost and are gone from the application; 3 and 5 arrived.
+        q.insert(event(3));
+        q.insert(event(5));
+        assert!(q.ready().is_empty());
+        q.skip_missing(5);
+        assert_eq!(numbers(q.ready()), vec![3]);
+        q.skip_missing(5);
+        assert_eq!(numbers(q.ready()), vec![5]);
+        assert!(!q.missing(5));
+        // A reply that counts more events than ever arrived: skip to its count.
+        q.skip_missing(9);
+        assert_eq!(q.delivered(), 9);
+        assert!(q.ready().is_empty());
     }
 }

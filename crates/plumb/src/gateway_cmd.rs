@@ -171,7 +171,7 @@ fn zk_gateway(cluster: plumb_cluster::Cluster) -> ExitCode {
         };
         let f = cluster.faults();
         let stats = Arc::new(plumb_gateway::ZkStats::default());
-        let server = plumb_gateway::ZkServer::new(pool.clone(), stats.clone());
+        let server = plumb_gateway::ZkServer::new(pool.clone(), stats.clone(), gw.fast_reads);
         let handler: admin::Handler = {
             let stats = stats.clone();
             let pool = pool.clone();

@@ -19,8 +19,11 @@ use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode, EventType, MultiW
 /// Port slot 85: nodes from 29500, ZooKeeper clients on 29550.
 const SLOT: u16 = 85;
 
-fn start() -> Cluster {
+fn start(fast_reads: bool) -> Cluster {
     let mut c = Cluster::init_with("zk-clients", SLOT, &["--app", "coord"]);
+    if fast_reads {
+        c.set_fast_reads();
+    }
     c.start_all();
     c.wait_ready(Duration::from_secs(60));
     // The gateway accepts before its pool has reached the nodes: wait for a real handshake.
@@ -52,9 +55,24 @@ fn start() -> Cluster {
     }
 }
 
+/// The gateway with `fast_reads`: reads without a watch take the read-only path.
+#[test]
+fn zookeeper_clients_with_fast_reads() {
+    let mut c = start(true);
+    let port = c.resp_port;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(rust_crate(port));
+    zkcli(port);
+    c.assert_running();
+}
+
 #[test]
 fn unmodified_zookeeper_clients() {
-    let mut c = start();
+    let mut c = start(false);
     let port = c.resp_port;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
