@@ -31,13 +31,33 @@ pub type Tree = BTreeMap<String, Node>;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ZOp {
-    Create { path: String, data: Vec<u8>, sequential: bool },
-    Delete { path: String, version: i32 },
-    SetData { path: String, data: Vec<u8>, version: i32 },
-    Check { path: String, version: i32 },
-    GetData { path: String },
-    Exists { path: String },
-    GetChildren { path: String },
+    Create {
+        path: String,
+        data: Vec<u8>,
+        sequential: bool,
+    },
+    Delete {
+        path: String,
+        version: i32,
+    },
+    SetData {
+        path: String,
+        data: Vec<u8>,
+        version: i32,
+    },
+    Check {
+        path: String,
+        version: i32,
+    },
+    GetData {
+        path: String,
+    },
+    Exists {
+        path: String,
+    },
+    GetChildren {
+        path: String,
+    },
     /// Writes and checks, all or none.
     Multi(Vec<ZOp>),
 }
@@ -207,9 +227,10 @@ fn apply(tree: &mut Tree, op: &ZOp) -> ZRet {
             let mut results = Vec::with_capacity(ops.len());
             for (i, op) in ops.iter().enumerate() {
                 let r = match op {
-                    ZOp::Multi(_) | ZOp::GetData { .. } | ZOp::Exists { .. } | ZOp::GetChildren { .. } => {
-                        ZRet::Err(ZErr::Other(-8))
-                    }
+                    ZOp::Multi(_)
+                    | ZOp::GetData { .. }
+                    | ZOp::Exists { .. }
+                    | ZOp::GetChildren { .. } => ZRet::Err(ZErr::Other(-8)),
                     _ => apply(&mut scratch, op),
                 };
                 if let ZRet::Err(e) = r {
@@ -305,7 +326,13 @@ mod tests {
         assert_eq!(r, ZRet::Created("/k/q/s-0000000000".into()));
         let (_, r) = m.step(&t, &create("/k/q/s-", true));
         assert_eq!(r, ZRet::Created("/k/q/s-0000000001".into()));
-        let (_, r) = m.step(&t, &ZOp::Delete { path: "/k/q".into(), version: -1 });
+        let (_, r) = m.step(
+            &t,
+            &ZOp::Delete {
+                path: "/k/q".into(),
+                version: -1,
+            },
+        );
         assert_eq!(r, ZRet::Err(ZErr::NotEmpty));
     }
 
@@ -314,8 +341,14 @@ mod tests {
         let mut h = History::<CoordModel>::new();
         h.record(1, create("/k", false), 0, ZRet::Created("/k".into()), 5)
             .unwrap();
-        h.record(2, ZOp::Exists { path: "/k".into() }, 10, ZRet::Err(ZErr::NoNode), 12)
-            .unwrap();
+        h.record(
+            2,
+            ZOp::Exists { path: "/k".into() },
+            10,
+            ZRet::Err(ZErr::NoNode),
+            12,
+        )
+        .unwrap();
         assert!(check(&CoordModel, &h).is_violation());
     }
 }

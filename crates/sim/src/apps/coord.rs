@@ -201,7 +201,8 @@ fn live_session(past: &[OpRecord]) -> (Option<(SessionId, i32, usize)>, usize) {
         }
     }
     // A short session is abandoned after a few operations: it will expire.
-    let live = live.filter(|(_, timeout, uses)| *timeout > SHORT_TIMEOUT_MS || *uses < SHORT_LIFE_OPS);
+    let live =
+        live.filter(|(_, timeout, uses)| *timeout > SHORT_TIMEOUT_MS || *uses < SHORT_LIFE_OPS);
     (live, opened)
 }
 
@@ -467,7 +468,12 @@ impl SimApp for Coord {
             (_, Ok(Response::Data { data, stat })) => ZRet::Data(data, lite(&stat)),
             (_, Ok(Response::Children { children, stat })) => ZRet::Children(children, lite(&stat)),
             (ZOp::Multi(ops), Ok(Response::Multi(results))) if ops.len() == results.len() => {
-                ZRet::Multi(ops.iter().zip(&results).map(|(o, r)| multi_ret(o, r)).collect())
+                ZRet::Multi(
+                    ops.iter()
+                        .zip(&results)
+                        .map(|(o, r)| multi_ret(o, r))
+                        .collect(),
+                )
             }
             _ => return None,
         })
@@ -480,7 +486,10 @@ impl SimApp for Coord {
                 if !app.sessions().contains_key(&owner) {
                     out.push(AppViolation {
                         property: "COORD-ephemeral",
-                        detail: format!("{path} is an ephemeral of session {:x}, which has ended", owner.0),
+                        detail: format!(
+                            "{path} is an ephemeral of session {:x}, which has ended",
+                            owner.0
+                        ),
                     });
                     break;
                 }
@@ -488,7 +497,11 @@ impl SimApp for Coord {
             if node.stat.num_children as usize != node.children.len() {
                 out.push(AppViolation {
                     property: "COORD-ephemeral",
-                    detail: format!("{path}: numChildren {} with {} children", node.stat.num_children, node.children.len()),
+                    detail: format!(
+                        "{path}: numChildren {} with {} children",
+                        node.stat.num_children,
+                        node.children.len()
+                    ),
                 });
                 break;
             }
@@ -573,7 +586,9 @@ fn parent(path: &str) -> String {
     }
 }
 
-fn changes_of(executed: &[Executed<'_>]) -> (Changes, BTreeMap<(SessionId, String), Vec<(i64, u8)>>) {
+fn changes_of(
+    executed: &[Executed<'_>],
+) -> (Changes, BTreeMap<(SessionId, String), Vec<(i64, u8)>>) {
     let mut changes: Changes = BTreeMap::new();
     let mut registrations: BTreeMap<(SessionId, String), Vec<(i64, u8)>> = BTreeMap::new();
     for e in executed {
@@ -581,7 +596,9 @@ fn changes_of(executed: &[Executed<'_>]) -> (Changes, BTreeMap<(SessionId, Strin
             continue;
         };
         let zxid = reply.zxid.0;
-        let add = |set: &mut BTreeSet<(String, EventType)>, op: &MultiOp, r: &MultiResult| match (op, r) {
+        let add = |set: &mut BTreeSet<(String, EventType)>, op: &MultiOp, r: &MultiResult| match (
+            op, r,
+        ) {
             (_, MultiResult::Created { path, .. }) => {
                 set.insert((path.clone(), EventType::NodeCreated));
                 set.insert((parent(path), EventType::NodeChildrenChanged));
@@ -599,18 +616,67 @@ fn changes_of(executed: &[Executed<'_>]) -> (Changes, BTreeMap<(SessionId, Strin
             (CoordOp::CloseSession { .. }, Ok(_)) => {
                 changes.insert(zxid, None);
             }
-            (CoordOp::Session { session, request, .. }, result) => {
+            (
+                CoordOp::Session {
+                    session, request, ..
+                },
+                result,
+            ) => {
                 let mut set = BTreeSet::new();
                 match (&request, &result) {
-                    (Request::Create { path, data, acl, mode, ttl_ms }, Ok(Response::Created { path: p, stat })) => {
-                        let op = MultiOp::Create { path: path.clone(), data: data.clone(), acl: acl.clone(), mode: *mode, ttl_ms: *ttl_ms };
-                        add(&mut set, &op, &MultiResult::Created { path: p.clone(), stat: *stat });
+                    (
+                        Request::Create {
+                            path,
+                            data,
+                            acl,
+                            mode,
+                            ttl_ms,
+                        },
+                        Ok(Response::Created { path: p, stat }),
+                    ) => {
+                        let op = MultiOp::Create {
+                            path: path.clone(),
+                            data: data.clone(),
+                            acl: acl.clone(),
+                            mode: *mode,
+                            ttl_ms: *ttl_ms,
+                        };
+                        add(
+                            &mut set,
+                            &op,
+                            &MultiResult::Created {
+                                path: p.clone(),
+                                stat: *stat,
+                            },
+                        );
                     }
                     (Request::Delete { path, version }, Ok(_)) => {
-                        add(&mut set, &MultiOp::Delete { path: path.clone(), version: *version }, &MultiResult::Deleted);
+                        add(
+                            &mut set,
+                            &MultiOp::Delete {
+                                path: path.clone(),
+                                version: *version,
+                            },
+                            &MultiResult::Deleted,
+                        );
                     }
-                    (Request::SetData { path, data, version }, Ok(Response::Stat(s))) => {
-                        add(&mut set, &MultiOp::SetData { path: path.clone(), data: data.clone(), version: *version }, &MultiResult::Stat(*s));
+                    (
+                        Request::SetData {
+                            path,
+                            data,
+                            version,
+                        },
+                        Ok(Response::Stat(s)),
+                    ) => {
+                        add(
+                            &mut set,
+                            &MultiOp::SetData {
+                                path: path.clone(),
+                                data: data.clone(),
+                                version: *version,
+                            },
+                            &MultiResult::Stat(*s),
+                        );
                     }
                     (Request::Multi(ops), Ok(Response::Multi(rs))) => {
                         for (op, r) in ops.iter().zip(rs) {
@@ -621,10 +687,16 @@ fn changes_of(executed: &[Executed<'_>]) -> (Changes, BTreeMap<(SessionId, Strin
                     }
                     (Request::Exists { path, watch: true }, Ok(_) | Err(ErrorCode::NoNode))
                     | (Request::GetData { path, watch: true }, Ok(_)) => {
-                        registrations.entry((session, path.clone())).or_default().push((zxid, DATA));
+                        registrations
+                            .entry((session, path.clone()))
+                            .or_default()
+                            .push((zxid, DATA));
                     }
                     (Request::GetChildren { path, watch: true }, Ok(_)) => {
-                        registrations.entry((session, path.clone())).or_default().push((zxid, CHILD));
+                        registrations
+                            .entry((session, path.clone()))
+                            .or_default()
+                            .push((zxid, CHILD));
                     }
                     _ => {}
                 }
@@ -639,16 +711,23 @@ fn changes_of(executed: &[Executed<'_>]) -> (Changes, BTreeMap<(SessionId, Strin
 }
 
 /// `COORD-watch` (see the module documentation).
-fn check_watches(pushes: &[(ClientId, u64, Vec<u8>)], executed: &[Executed<'_>]) -> Result<(), String> {
+fn check_watches(
+    pushes: &[(ClientId, u64, Vec<u8>)],
+    executed: &[Executed<'_>],
+) -> Result<(), String> {
     let (changes, registrations) = changes_of(executed);
     // (session, number) -> event, each once.
     let mut events: BTreeMap<(SessionId, u64), plumb_coord::WatchEvent> = BTreeMap::new();
     for (client, id, payload) in pushes {
-        let push = Push::decode(payload).map_err(|e| format!("c{client} push {id} does not decode: {e}"))?;
+        let push = Push::decode(payload)
+            .map_err(|e| format!("c{client} push {id} does not decode: {e}"))?;
         for (session, event) in push.events {
             if let Some(prev) = events.get(&(session, event.number)) {
                 if *prev != event {
-                    return Err(format!("session {:x} got two events numbered {}: {prev:?} and {event:?}", session.0, event.number));
+                    return Err(format!(
+                        "session {:x} got two events numbered {}: {prev:?} and {event:?}",
+                        session.0, event.number
+                    ));
                 }
             }
             events.insert((session, event.number), event);
@@ -656,24 +735,38 @@ fn check_watches(pushes: &[(ClientId, u64, Vec<u8>)], executed: &[Executed<'_>])
     }
     // Per session and path: registrations and events in zxid order (an event before a
     // registration of the same zxid: that read already saw the change).
-    let mut timeline: BTreeMap<(SessionId, String), Vec<(i64, u8, u8, Option<u64>)>> = BTreeMap::new();
+    let mut timeline: BTreeMap<(SessionId, String), Vec<(i64, u8, u8, Option<u64>)>> =
+        BTreeMap::new();
     for ((session, path), regs) in &registrations {
         for (zxid, class) in regs {
-            timeline.entry((*session, path.clone())).or_default().push((*zxid, 1, *class, None));
+            timeline
+                .entry((*session, path.clone()))
+                .or_default()
+                .push((*zxid, 1, *class, None));
         }
     }
     for ((session, number), event) in &events {
         let z = event.zxid.0;
         match changes.get(&z) {
             Some(Some(set)) if !set.contains(&(event.path.clone(), event.kind)) => {
-                return Err(format!("session {:x} event {number}: {:?} {} at zxid {z}, which changed {set:?}", session.0, event.kind, event.path));
+                return Err(format!(
+                    "session {:x} event {number}: {:?} {} at zxid {z}, which changed {set:?}",
+                    session.0, event.kind, event.path
+                ));
             }
-            None if matches!(event.kind, EventType::NodeCreated | EventType::NodeDataChanged) => {
+            None if matches!(
+                event.kind,
+                EventType::NodeCreated | EventType::NodeDataChanged
+            ) =>
+            {
                 return Err(format!("session {:x} event {number}: {:?} {} at zxid {z}, which no request of the agreed history made", session.0, event.kind, event.path));
             }
             _ => {}
         }
-        timeline.entry((*session, event.path.clone())).or_default().push((z, 0, classes(event.kind), Some(*number)));
+        timeline
+            .entry((*session, event.path.clone()))
+            .or_default()
+            .push((z, 0, classes(event.kind), Some(*number)));
     }
     for ((session, path), mut steps) in timeline {
         steps.sort();
@@ -699,21 +792,55 @@ mod tests {
     use plumb_coord::{WatchEvent, Zxid};
 
     fn reply(zxid: i64, result: Result<Response, ErrorCode>) -> Vec<u8> {
-        Reply { zxid: Zxid(zxid), events: 0, result }.encode()
+        Reply {
+            zxid: Zxid(zxid),
+            events: 0,
+            result,
+        }
+        .encode()
     }
 
     fn op(session: i64, request: Request) -> Vec<u8> {
-        CoordOp::Session { session: SessionId(session), acked_events: 0, request }.encode()
+        CoordOp::Session {
+            session: SessionId(session),
+            acked_events: 0,
+            request,
+        }
+        .encode()
     }
 
     #[test]
     fn the_watch_check_catches_a_second_firing_and_a_made_up_event() {
-        let get = op(1, Request::GetData { path: "/a".into(), watch: true });
-        let set = op(2, Request::SetData { path: "/a".into(), data: vec![], version: -1 });
-        let ok_get = reply(5, Ok(Response::Data { data: vec![], stat: Stat::default() }));
+        let get = op(
+            1,
+            Request::GetData {
+                path: "/a".into(),
+                watch: true,
+            },
+        );
+        let set = op(
+            2,
+            Request::SetData {
+                path: "/a".into(),
+                data: vec![],
+                version: -1,
+            },
+        );
+        let ok_get = reply(
+            5,
+            Ok(Response::Data {
+                data: vec![],
+                stat: Stat::default(),
+            }),
+        );
         let ok_set6 = reply(6, Ok(Response::Stat(Stat::default())));
         let ok_set7 = reply(7, Ok(Response::Stat(Stat::default())));
-        let ex = |op: &'static [u8], result: &'static [u8]| Executed { seq: 1, client: 0, op, result };
+        let ex = |op: &'static [u8], result: &'static [u8]| Executed {
+            seq: 1,
+            client: 0,
+            op,
+            result,
+        };
         let leak = |v: Vec<u8>| -> &'static [u8] { Box::leak(v.into_boxed_slice()) };
         let executed = [
             ex(leak(get), leak(ok_get)),
@@ -722,7 +849,15 @@ mod tests {
         ];
         let push = |n: u64, zxid: i64| {
             Push {
-                events: vec![(SessionId(1), WatchEvent { number: n, kind: EventType::NodeDataChanged, path: "/a".into(), zxid: Zxid(zxid) })],
+                events: vec![(
+                    SessionId(1),
+                    WatchEvent {
+                        number: n,
+                        kind: EventType::NodeDataChanged,
+                        path: "/a".into(),
+                        zxid: Zxid(zxid),
+                    },
+                )],
                 expired: vec![],
             }
             .encode()
@@ -741,22 +876,49 @@ mod tests {
         let objects = vec![b"k0".to_vec()];
         let raw = Coord.random_op(&mut rng, &objects);
         let first = Coord.bind(raw.clone(), &[]);
-        assert_eq!(CoordOp::decode(&first).unwrap(), CoordOp::OpenSession { timeout_ms: SHORT_TIMEOUT_MS });
-        let opened = reply(1, Ok(Response::Session { session: SessionId(9), password: [0; 16], timeout_ms: SHORT_TIMEOUT_MS }));
+        assert_eq!(
+            CoordOp::decode(&first).unwrap(),
+            CoordOp::OpenSession {
+                timeout_ms: SHORT_TIMEOUT_MS
+            }
+        );
+        let opened = reply(
+            1,
+            Ok(Response::Session {
+                session: SessionId(9),
+                password: [0; 16],
+                timeout_ms: SHORT_TIMEOUT_MS,
+            }),
+        );
         let rec = |op: Vec<u8>, result: Vec<u8>| OpRecord {
             op,
             read_only: false,
             invoke: 0,
-            response: Some(crate::app::OpResponse { at: 1, nc: 1, result }),
+            response: Some(crate::app::OpResponse {
+                at: 1,
+                nc: 1,
+                result,
+            }),
             ncs: vec![1],
             abandoned: false,
         };
         let mut past = vec![rec(first, opened)];
         for _ in 0..SHORT_LIFE_OPS {
             let bound = Coord.bind(raw.clone(), &past);
-            assert!(matches!(CoordOp::decode(&bound).unwrap(), CoordOp::Session { session: SessionId(9), .. }));
+            assert!(matches!(
+                CoordOp::decode(&bound).unwrap(),
+                CoordOp::Session {
+                    session: SessionId(9),
+                    ..
+                }
+            ));
             past.push(rec(bound, reply(1, Ok(Response::Empty))));
         }
-        assert_eq!(CoordOp::decode(&Coord.bind(raw, &past)).unwrap(), CoordOp::OpenSession { timeout_ms: LONG_TIMEOUT_MS });
+        assert_eq!(
+            CoordOp::decode(&Coord.bind(raw, &past)).unwrap(),
+            CoordOp::OpenSession {
+                timeout_ms: LONG_TIMEOUT_MS
+            }
+        );
     }
 }
