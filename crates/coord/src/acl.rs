@@ -35,8 +35,7 @@ pub fn open_acl() -> Vec<Acl> {
 
 /// Standard base64 with padding (RFC 4648 §4).
 pub fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
         let b = [
@@ -59,7 +58,9 @@ pub fn base64(bytes: &[u8]) -> String {
 /// The digest identity of `user:password`: `user:base64(sha1(user:password))`.
 pub fn digest_id(user_password: &str) -> String {
     let user = user_password.split(':').next().unwrap_or("");
-    let hash = sha1_smol::Sha1::from(user_password.as_bytes()).digest().bytes();
+    let hash = sha1_smol::Sha1::from(user_password.as_bytes())
+        .digest()
+        .bytes();
     format!("{user}:{}", base64(&hash))
 }
 
@@ -158,7 +159,10 @@ mod tests {
     #[test]
     fn digest_is_zookeepers() {
         // ZooKeeper's DigestAuthenticationProvider.generateDigest("super:test") (its docs).
-        assert_eq!(digest_id("super:test"), "super:D/InIHSb7yEEbrWz8b9l71RjZJU=");
+        assert_eq!(
+            digest_id("super:test"),
+            "super:D/InIHSb7yEEbrWz8b9l71RjZJU="
+        );
     }
 
     #[test]

@@ -210,9 +210,8 @@ impl CoordApp {
             .collect();
         for (id, owner) in expired {
             #[cfg(feature = "sabotage")]
-            let keep = plumb_core::sabotage::on(
-                plumb_core::sabotage::Sabotage::CoordExpiryKeepsEphemeral,
-            );
+            let keep =
+                plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::CoordExpiryKeepsEphemeral);
             #[cfg(not(feature = "sabotage"))]
             let keep = false;
             self.end_session(id, !keep);
@@ -310,10 +309,10 @@ impl CoordApp {
         if data.len() > MAX_DATA || (mode.has_ttl() && !(1..=MAX_TTL_MS).contains(&ttl_ms)) {
             return Err(ErrorCode::BadArguments);
         }
-        if !path::is_valid(path, mode.is_sequential()) || path == "/" && mode.is_sequential() {
+        if !path::is_valid(path, mode.is_sequential()) {
             return Err(ErrorCode::BadArguments);
         }
-        if path == "/" {
+        if path == "/" && !mode.is_sequential() {
             return Err(ErrorCode::NodeExists);
         }
         let identities = self.identities(session);
@@ -446,7 +445,12 @@ impl CoordApp {
 
     /// One write as a transaction of its own: committed (a zxid taken, watches fired) if it
     /// succeeds.
-    fn single_write(&mut self, session: SessionId, op: &MultiOp, now: Micros) -> Outcome<MultiResult> {
+    fn single_write(
+        &mut self,
+        session: SessionId,
+        op: &MultiOp,
+        now: Micros,
+    ) -> Outcome<MultiResult> {
         let zxid = self.zxid + 1;
         let mut changes = Vec::new();
         let result = self.write(session, op, zxid, now, &mut changes)?;
@@ -791,7 +795,9 @@ impl CoordApp {
     /// sessions at the batch's start.
     pub fn apply(&mut self, client: ClientId, op: &CoordOp, now: Micros, seed: u64) -> Reply {
         match op {
-            CoordOp::OpenSession { timeout_ms } => self.open_session(client, *timeout_ms, now, seed),
+            CoordOp::OpenSession { timeout_ms } => {
+                self.open_session(client, *timeout_ms, now, seed)
+            }
             CoordOp::ResumeSession {
                 session,
                 password,

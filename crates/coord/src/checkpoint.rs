@@ -75,7 +75,9 @@ impl CoordApp {
             .ephemeral_owners()
             .find(|s| !state.sessions.contains_key(s))
         {
-            return Err(corrupt(format!("ephemeral of a session that does not exist: {s:?}")));
+            return Err(corrupt(format!(
+                "ephemeral of a session that does not exist: {s:?}"
+            )));
         }
         if let Some(s) = state
             .watches
@@ -83,7 +85,9 @@ impl CoordApp {
             .into_iter()
             .find(|s| !state.sessions.contains_key(s))
         {
-            return Err(corrupt(format!("watch of a session that does not exist: {s:?}")));
+            return Err(corrupt(format!(
+                "watch of a session that does not exist: {s:?}"
+            )));
         }
         let app = CoordApp {
             zxid: state.zxid,

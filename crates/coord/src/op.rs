@@ -203,7 +203,7 @@ pub enum AddWatchMode {
 }
 
 /// What happened to a watched node; the discriminants are ZooKeeper's `EventType`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum EventType {
     NodeCreated = 1,
     NodeDeleted = 2,

@@ -100,7 +100,12 @@ impl Watches {
             WatchKind::Data => &[Class::Data],
             WatchKind::Persistent => &[Class::Persistent],
             WatchKind::PersistentRecursive => &[Class::Recursive],
-            WatchKind::Any => &[Class::Data, Class::Child, Class::Persistent, Class::Recursive],
+            WatchKind::Any => &[
+                Class::Data,
+                Class::Child,
+                Class::Persistent,
+                Class::Recursive,
+            ],
         };
         let mut any = false;
         for class in classes {

@@ -5,7 +5,16 @@ use plumb_app::{Application, BatchOutput, Command, NonDeterminism};
 use plumb_coord::*;
 use proptest::prelude::*;
 
-const PATHS: [&str; 8] = ["/a", "/a/b", "/a/b/c", "/b", "/a/", "/b/x", "/", "/zookeeper"];
+const PATHS: [&str; 8] = [
+    "/a",
+    "/a/b",
+    "/a/b/c",
+    "/b",
+    "/a/",
+    "/b/x",
+    "/",
+    "/zookeeper",
+];
 
 /// An operation from five random bytes, over the sessions opened so far.
 fn op_of(bytes: [u8; 5], sessions: &[SessionId]) -> CoordOp {
@@ -27,29 +36,68 @@ fn op_of(bytes: [u8; 5], sessions: &[SessionId]) -> CoordOp {
         ttl_ms: i64::from(arg) * 10,
     };
     let request = match kind % 16 {
-        0 | 1 => Request::Create { path, data, acl: acl::open_acl(), mode, ttl_ms: i64::from(arg) * 10 },
+        0 | 1 => Request::Create {
+            path,
+            data,
+            acl: acl::open_acl(),
+            mode,
+            ttl_ms: i64::from(arg) * 10,
+        },
         2 => Request::Delete { path, version },
-        3 => Request::SetData { path, data, version },
-        4 => Request::Exists { path, watch: arg % 2 == 0 },
-        5 => Request::GetData { path, watch: arg % 2 == 0 },
-        6 => Request::GetChildren { path, watch: arg % 2 == 0 },
+        3 => Request::SetData {
+            path,
+            data,
+            version,
+        },
+        4 => Request::Exists {
+            path,
+            watch: arg % 2 == 0,
+        },
+        5 => Request::GetData {
+            path,
+            watch: arg % 2 == 0,
+        },
+        6 => Request::GetChildren {
+            path,
+            watch: arg % 2 == 0,
+        },
         7 => Request::Multi(vec![
             create,
-            MultiOp::SetData { path: "/a".into(), data: vec![], version },
-            MultiOp::Delete { path: "/b/x".into(), version: -1 },
+            MultiOp::SetData {
+                path: "/a".into(),
+                data: vec![],
+                version,
+            },
+            MultiOp::Delete {
+                path: "/b/x".into(),
+                version: -1,
+            },
         ]),
         8 => Request::AddWatch {
             path,
-            mode: if arg % 2 == 0 { AddWatchMode::Persistent } else { AddWatchMode::PersistentRecursive },
+            mode: if arg % 2 == 0 {
+                AddWatchMode::Persistent
+            } else {
+                AddWatchMode::PersistentRecursive
+            },
         },
-        9 => Request::RemoveWatches { path, kind: WatchKind::Any },
+        9 => Request::RemoveWatches {
+            path,
+            kind: WatchKind::Any,
+        },
         10 => Request::PendingEvents,
-        11 => Request::SetAcl { path, acl: acl::open_acl(), version },
+        11 => Request::SetAcl {
+            path,
+            acl: acl::open_acl(),
+            version,
+        },
         _ => {
             return match kind % 4 {
                 0 => CoordOp::OpenSession { timeout_ms: 4000 },
                 1 => CoordOp::CloseSession { session },
-                2 => CoordOp::Touch { sessions: vec![session] },
+                2 => CoordOp::Touch {
+                    sessions: vec![session],
+                },
                 _ => CoordOp::Session {
                     session,
                     acked_events: u64::from(acked),
@@ -65,7 +113,11 @@ fn op_of(bytes: [u8; 5], sessions: &[SessionId]) -> CoordOp {
             }
         }
     };
-    CoordOp::Session { session, acked_events: u64::from(acked % 8), request }
+    CoordOp::Session {
+        session,
+        acked_events: u64::from(acked % 8),
+        request,
+    }
 }
 
 /// Run `batches` (each: time step in ms and operations) on a fresh app.
@@ -80,11 +132,26 @@ fn run(batches: &[(u16, Vec<[u8; 5]>)]) -> (CoordApp, Vec<BatchOutput>) {
         let cmds: Vec<Command<'_>> = ops
             .iter()
             .enumerate()
-            .map(|(i, op)| Command { client: (i % 3) as u32, nc: i as u64, op })
+            .map(|(i, op)| Command {
+                client: (i % 3) as u32,
+                nc: i as u64,
+                op,
+            })
             .collect();
-        let out = app.execute(seq as u64 + 1, &cmds, NonDeterminism { time, seed: seq as u64 * 7919 });
+        let out = app.execute(
+            seq as u64 + 1,
+            &cmds,
+            NonDeterminism {
+                time,
+                seed: seq as u64 * 7919,
+            },
+        );
         for r in &out.replies {
-            if let Ok(Reply { result: Ok(Response::Session { session, .. }), .. }) = Reply::decode(r) {
+            if let Ok(Reply {
+                result: Ok(Response::Session { session, .. }),
+                ..
+            }) = Reply::decode(r)
+            {
                 sessions.push(session);
             }
         }
@@ -104,9 +171,15 @@ fn invariants(app: &CoordApp) {
     for (p, n) in app.tree().nodes() {
         assert_eq!(n.stat.num_children as usize, n.children.len(), "{p}");
         assert!(n.stat.pzxid >= n.stat.czxid, "{p}");
-        assert!(n.stat.mzxid >= n.stat.czxid && n.stat.mzxid <= app.zxid().0, "{p}");
+        assert!(
+            n.stat.mzxid >= n.stat.czxid && n.stat.mzxid <= app.zxid().0,
+            "{p}"
+        );
         if let tree::NodeKind::Ephemeral(s) = n.kind() {
-            assert!(app.sessions().contains_key(&s), "{p}: ephemeral of a dead session");
+            assert!(
+                app.sessions().contains_key(&s),
+                "{p}: ephemeral of a dead session"
+            );
             assert!(n.children.is_empty());
         }
         if p != "/" {

@@ -91,7 +91,13 @@ impl H {
         )
     }
 
-    pub fn create(&mut self, s: SessionId, path: &str, data: &[u8], mode: CreateMode) -> Result<String, ErrorCode> {
+    pub fn create(
+        &mut self,
+        s: SessionId,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<String, ErrorCode> {
         match self.req(s, create(path, data, mode))? {
             Response::Created { path, .. } => Ok(path),
             other => panic!("create: {other:?}"),
@@ -99,7 +105,13 @@ impl H {
     }
 
     pub fn stat(&mut self, s: SessionId, path: &str) -> Option<Stat> {
-        match self.req(s, Request::Exists { path: path.into(), watch: false }) {
+        match self.req(
+            s,
+            Request::Exists {
+                path: path.into(),
+                watch: false,
+            },
+        ) {
             Ok(Response::Stat(st)) => Some(st),
             Err(ErrorCode::NoNode) => None,
             other => panic!("exists: {other:?}"),
@@ -107,7 +119,13 @@ impl H {
     }
 
     pub fn children(&mut self, s: SessionId, path: &str) -> Vec<String> {
-        match self.req(s, Request::GetChildren { path: path.into(), watch: false }) {
+        match self.req(
+            s,
+            Request::GetChildren {
+                path: path.into(),
+                watch: false,
+            },
+        ) {
             Ok(Response::Children { children, .. }) => children,
             other => panic!("children: {other:?}"),
         }
