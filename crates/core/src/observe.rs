@@ -14,6 +14,8 @@ pub enum Observation {
         agreed_time: Micros,
         requests: Vec<(ClientId, ReqNo, Digest)>,
         null: bool,
+        /// The batch's agreed random seed (what the application got as `nd.seed`).
+        seed: u64,
     },
     /// An execution replica took checkpoint `seq` with token `token`.
     CheckpointTaken { seq: Seq, token: Digest },

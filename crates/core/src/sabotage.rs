@@ -42,9 +42,15 @@ pub enum Sabotage {
     /// A script's write command (`redis.call('incr', ...)`) is applied twice (caught by
     /// `plumb sim --app redis`, whose workload has scripts).
     ScriptCallAppliesTwice,
+    /// The coordination application leaves a one-shot data watch registered when it fires, so
+    /// it fires again at the next change (caught by `plumb sim --app coord`'s COORD-watch).
+    CoordWatchFiresTwice,
+    /// The coordination application expires a session but keeps its ephemeral nodes (caught by
+    /// `plumb sim --app coord`'s COORD-ephemeral).
+    CoordExpiryKeepsEphemeral,
 }
 
-pub const ALL: [(Sabotage, &str); 13] = [
+pub const ALL: [(Sabotage, &str); 15] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -70,6 +76,8 @@ pub const ALL: [(Sabotage, &str); 13] = [
         Sabotage::ScriptCallAppliesTwice,
         "script-call-applies-twice",
     ),
+    (Sabotage::CoordWatchFiresTwice, "watch-fires-twice"),
+    (Sabotage::CoordExpiryKeepsEphemeral, "expiry-keeps-ephemeral"),
 ];
 
 /// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value
@@ -80,6 +88,7 @@ pub fn app_for(s: Sabotage) -> &'static str {
         | Sabotage::PopKeepsElement
         | Sabotage::PublishPushesTwice
         | Sabotage::ScriptCallAppliesTwice => "redis",
+        Sabotage::CoordWatchFiresTwice | Sabotage::CoordExpiryKeepsEphemeral => "coord",
         _ => "kv",
     }
 }

@@ -148,6 +148,7 @@ impl<A: Application> ExecReplica<A> {
             agreed_time: self.agreed_time,
             requests,
             null,
+            seed: learned.batch.seed,
         }));
         self.next_seq = seq + 1;
         if seq.is_multiple_of(self.interval()) {

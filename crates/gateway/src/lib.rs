@@ -10,5 +10,8 @@ pub use pool::Pool;
 pub mod pubsub;
 pub mod push_router;
 pub mod resp_server;
+pub mod zk_server;
+pub mod zk_translate;
 
 pub use resp_server::{GatewayStats, RespServer};
+pub use zk_server::{ZkServer, ZkStats};

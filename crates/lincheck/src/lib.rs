@@ -49,6 +49,7 @@
 //! ```
 
 mod check;
+pub mod coord;
 mod history;
 pub mod kv;
 pub mod wgl;

@@ -1,6 +1,7 @@
-//! `plumb gateway`: serve Redis clients through a pool of library clients.
+//! `plumb gateway`: serve Redis clients (a key-value cluster) or ZooKeeper clients (a
+//! coordination cluster) through a pool of library clients.
 
-use crate::kv_app::refuse_other_apps;
+use crate::kv_app::{refuse_other_apps, COORD_APP};
 use clap::Args;
 use plumb::cli::{runtime, terminated, ConfigArg};
 use plumb_gateway::{GatewayStats, Pool, RespServer};
@@ -18,6 +19,11 @@ pub struct GatewayArgs {
 }
 
 pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
+    if let Ok(cluster) = a.config.load() {
+        if cluster.app == COORD_APP {
+            return zk_gateway(cluster);
+        }
+    }
     let cluster = match a.config.load().and_then(refuse_other_apps) {
         Ok(c) => c,
         Err(e) => {
@@ -136,4 +142,99 @@ fn client_events_text(counters: &plumb::client::Counters) -> String {
         ));
     }
     text
+}
+
+/// The gateway of a coordination cluster: ZooKeeper clients on `[gateway] resp`.
+fn zk_gateway(cluster: plumb_cluster::Cluster) -> ExitCode {
+    let Some(gw) = cluster.gateway.clone() else {
+        eprintln!(
+            "plumb gateway: {}: no [gateway] section",
+            cluster.path.display()
+        );
+        return ExitCode::from(2);
+    };
+    let rt = runtime();
+    rt.block_on(async {
+        let listener = match tokio::net::TcpListener::bind(gw.resp).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("plumb gateway: cannot listen on {} (the ZooKeeper port): {e}; is a ZooKeeper server or another gateway using it?", gw.resp);
+                return ExitCode::from(2);
+            }
+        };
+        let dir = cluster.dir().join("gateway");
+        let pool = match Pool::start(&cluster, &gw.clients, &dir, true) {
+            Ok(p) => Arc::new(p),
+            Err(e) => {
+                eprintln!("plumb gateway: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let f = cluster.faults();
+        let stats = Arc::new(plumb_gateway::ZkStats::default());
+        let server = plumb_gateway::ZkServer::new(pool.clone(), stats.clone(), gw.fast_reads);
+        let handler: admin::Handler = {
+            let stats = stats.clone();
+            let pool = pool.clone();
+            Arc::new(move |path: &str| {
+                let s = &stats;
+                let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
+                let fields = [
+                    ("connections", get(&s.connections_open)),
+                    ("connections_total", get(&s.connections_total)),
+                    ("sessions_opened", get(&s.sessions_opened)),
+                    ("sessions_resumed", get(&s.sessions_resumed)),
+                    ("handshakes_refused", get(&s.handshakes_refused)),
+                    ("requests", get(&s.requests)),
+                    ("submitted", get(&s.submitted)),
+                    ("events_delivered", get(&s.events_delivered)),
+                    ("events_fetched", get(&s.events_fetched)),
+                    ("sessions_expired", get(&s.sessions_expired)),
+                    ("touches", get(&s.touches)),
+                    ("bad_frames", get(&s.bad_frames)),
+                    ("malformed", get(&s.malformed)),
+                    ("unknown_ops", get(&s.unknown_ops)),
+                    ("bad_replies", get(&s.bad_replies)),
+                    ("four_letter_words", get(&s.four_letter_words)),
+                    ("accept_failures", get(&s.accept_failures)),
+                    ("backlog", pool.backlog() as u64),
+                ];
+                match path {
+                    "/status" | "/" => {
+                        let body: Vec<String> =
+                            fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                        admin::Response::ok(
+                            "application/json",
+                            format!("{{\"pool_clients\":{},{}}}\n", pool.clients.len(), body.join(",")),
+                        )
+                    }
+                    "/metrics" => {
+                        let mut text = String::new();
+                        for (k, v) in fields {
+                            text.push_str(&format!("plumb_zk_gateway_{k} {v}\n"));
+                        }
+                        text.push_str(&client_events_text(&pool.counters()));
+                        admin::Response::ok("text/plain; version=0.0.4", text)
+                    }
+                    _ => admin::Response::not_found(),
+                }
+            })
+        };
+        if let Err(e) = admin::serve(gw.admin, handler).await {
+            eprintln!("plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}", gw.admin);
+            return ExitCode::from(2);
+        }
+        out!(
+            "gateway: ZooKeeper clients on {} ({} pool clients, u={} r={}), admin http://{}/status",
+            gw.resp,
+            pool.clients.len(),
+            f.u,
+            f.r,
+            gw.admin
+        );
+        tokio::spawn(server.serve(listener));
+        terminated().await;
+        out!("gateway: stopping");
+        ExitCode::SUCCESS
+    })
 }

@@ -9,11 +9,14 @@ use plumb_cluster::Cluster;
 pub const KV_APP: &str = plumb_cluster::DEFAULT_APP;
 
 /// The `plumb` binary's shared commands: the key-value store (with the Lua engine for Redis
-/// scripts), with the gateway as its front end.
+/// scripts), with the Redis gateway as its front end, and the coordination application
+/// (`--app coord`), with the ZooKeeper gateway as its front end.
 pub fn cli() -> Cli {
     Cli::new("plumb")
         .app(KV_APP, plumb_script::store)
         .front_end(KV_APP, redis_gateway())
+        .app(COORD_APP, plumb_coord::CoordApp::default)
+        .front_end(COORD_APP, zk_gateway())
 }
 
 /// `plumb gateway --config FILE`, serving Redis clients on the file's `[gateway] resp`.
@@ -36,6 +39,39 @@ fn redis_gateway() -> FrontEnd {
             )]
         },
         needs_gateway_section: true,
+        default_port: None,
+    }
+}
+
+/// The coordination application's name in cluster files.
+pub const COORD_APP: &str = "coord";
+
+/// ZooKeeper's client port, where `plumb up --app coord` serves ZooKeeper clients by default.
+pub const ZK_DEFAULT_PORT: u16 = 2181;
+
+/// `plumb gateway --config FILE` of a coordination cluster: ZooKeeper clients on the file's
+/// `[gateway] resp` address (for this application it is the ZooKeeper port).
+fn zk_gateway() -> FrontEnd {
+    FrontEnd {
+        name: "gateway",
+        args: vec!["gateway".to_string()],
+        address: |cluster| {
+            cluster.gateway.as_ref().map(|g| g.resp).ok_or_else(|| {
+                format!(
+                    "{}: the configuration has no [gateway] section",
+                    cluster.path.display()
+                )
+            })
+        },
+        hints: |cluster| {
+            let port = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
+            vec![
+                format!("/usr/share/zookeeper/bin/zkCli.sh -server 127.0.0.1:{port}   # ZooKeeper clients: the coordination service"),
+                format!("python3 -c 'from kazoo.client import KazooClient; z=KazooClient(\"127.0.0.1:{port}\"); z.start(); print(z.get_children(\"/\"))'"),
+            ]
+        },
+        needs_gateway_section: true,
+        default_port: Some(ZK_DEFAULT_PORT),
     }
 }
 

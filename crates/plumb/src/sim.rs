@@ -37,8 +37,9 @@ pub struct SimArgs {
     #[arg(long)]
     sabotage: Option<String>,
     /// The application under test: `kv` (the key-value store), `redis` (the key-value store
-    /// with Redis transactions and pipelines in the workload) or `bank` (examples/bank).
-    #[arg(long, default_value = "kv", value_parser = ["kv", "redis", "bank"])]
+    /// with Redis transactions and pipelines in the workload), `bank` (examples/bank) or `coord`
+    /// (the coordination application, ZooKeeper's data model).
+    #[arg(long, default_value = "kv", value_parser = ["kv", "redis", "bank", "coord"])]
     app: String,
 }
 
@@ -47,6 +48,7 @@ fn run_seed(args: &SimArgs, opts: &SimOptions) -> SeedReport {
     match args.app.as_str() {
         "bank" => run_app_seed(&plumb_bank::sim::BankSim, opts),
         "redis" => run_app_seed(&plumb_sim::apps::redis::Redis, opts),
+        "coord" => run_app_seed(&plumb_sim::apps::coord::Coord, opts),
         _ => run_app_seed(&plumb_sim::apps::kv::Kv, opts),
     }
 }

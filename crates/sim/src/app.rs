@@ -8,6 +8,7 @@
 //! the reference replay. `apps/kv.rs` is the key-value store's; `examples/bank` has another.
 
 use crate::rng::SimRng;
+pub use crate::workload::{OpRecord, Response as OpResponse};
 use plumb_adversary::{AnyApp, AppForgery};
 use plumb_app::Application;
 use plumb_lincheck::Model;
@@ -49,6 +50,15 @@ pub trait SimApp: Sync {
     /// A correct client's next operation over the seed's objects (`objects`: names such as
     /// `k0`, `k1`: keys of a store, accounts of a ledger).
     fn random_op(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8>;
+
+    /// A correct client's operation (from [`SimApp::random_op`] or [`SimApp::random_read`]) made
+    /// concrete with what the client learned from its own earlier operations (`past`, oldest
+    /// first, with the results it got): for an application whose operations name something an
+    /// earlier reply gave, such as a session the application opened. It draws nothing, so a
+    /// seed of an application that does not override it replays as before. Default: `op`.
+    fn bind(&self, op: Vec<u8>, _past: &[OpRecord]) -> Vec<u8> {
+        op
+    }
 
     /// A read (an operation [`SimApp::read_only_eligible`] accepts), for seeds that make clients
     /// read more (`WorkloadConfig::extra_gets`).

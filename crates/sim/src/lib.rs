@@ -30,7 +30,7 @@ mod trace;
 mod workload;
 mod world;
 
-pub use app::{AppViolation, Executed, SimApp};
+pub use app::{AppViolation, Executed, OpRecord, OpResponse, SimApp};
 pub use check::Violation;
 pub use config::SimConfig;
 pub use faults::Behaviour;

@@ -190,6 +190,7 @@ pub fn describe_observation(obs: &Observation) -> String {
             agreed_time,
             requests,
             null,
+            ..
         } => {
             let reqs: Vec<String> = requests
                 .iter()

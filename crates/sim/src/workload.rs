@@ -118,6 +118,11 @@ impl Workload {
         if self.cfg.extra_gets > 0.0 && rng.chance(self.cfg.extra_gets) {
             op = app.random_read(rng, objects);
         }
+        let past = self
+            .clients
+            .get(c as usize)
+            .map_or(&[][..], |l| l.history.as_slice());
+        let op = app.bind(op, past);
         let read_only = app.read_only_eligible(&op) && rng.chance(self.cfg.read_only_gets);
         (op, read_only)
     }

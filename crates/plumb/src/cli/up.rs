@@ -30,6 +30,10 @@ pub struct UpArgs {
     /// The gateway's Redis port (for a new cluster directory) [default: 7379].
     #[arg(long)]
     resp_port: Option<u16>,
+    /// The ZooKeeper front end's port, for an application served to ZooKeeper clients
+    /// (`--app coord`; for a new cluster directory) [default: 2181].
+    #[arg(long, conflicts_with = "resp_port")]
+    zk_port: Option<u16>,
     /// Nodes take consecutive ports from here (for a new cluster directory) [default: 7400].
     #[arg(long)]
     base_port: Option<u16>,
@@ -109,7 +113,12 @@ fn prepare(cli: &Cli, a: &UpArgs) -> Result<Cluster, String> {
         };
         o.u = a.u.unwrap_or(o.u);
         o.r = a.r.unwrap_or(o.r);
-        o.resp_port = a.resp_port.unwrap_or(o.resp_port);
+        let front_end_port = cli.front_ends.get(&o.app).and_then(|f| f.default_port);
+        o.resp_port = a
+            .resp_port
+            .or(a.zk_port)
+            .or(front_end_port)
+            .unwrap_or(o.resp_port);
         o.base_port = a.base_port.unwrap_or(o.base_port);
         let path = init(&a.dir, &o).map_err(|e| e.to_string())?;
         let cluster = Cluster::load(&path).map_err(|e| e.to_string())?;
@@ -138,6 +147,7 @@ fn prepare(cli: &Cli, a: &UpArgs) -> Result<Cluster, String> {
             "--resp-port",
             a.resp_port.is_some_and(|p| Some(p) != gw_port),
         ),
+        ("--zk-port", a.zk_port.is_some_and(|p| Some(p) != gw_port)),
         ("--base-port", a.base_port.is_some_and(|p| Some(p) != base)),
     ];
     if let Some((flag, _)) = clashes.iter().find(|(_, c)| *c) {

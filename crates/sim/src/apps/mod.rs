@@ -1,5 +1,6 @@
 //! Applications the simulator ships support for. Others implement [`crate::SimApp`] in their
 //! own crate (`examples/bank`).
 
+pub mod coord;
 pub mod kv;
 pub mod redis;

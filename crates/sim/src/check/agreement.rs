@@ -22,6 +22,7 @@ impl Checker {
                 agreed_time,
                 requests,
                 null,
+                seed,
             } => {
                 self.delivered(
                     p,
@@ -31,6 +32,7 @@ impl Checker {
                         agreed_time: *agreed_time,
                         requests: requests.clone(),
                         null: *null,
+                        seed: *seed,
                         by: p,
                         at: now,
                     },
@@ -197,6 +199,7 @@ mod tests {
             agreed_time: t,
             requests: vec![(1, seq, Digest::of(d))],
             null: false,
+            seed: 0,
         }
     }
 

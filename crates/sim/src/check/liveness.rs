@@ -166,6 +166,7 @@ mod tests {
             agreed_time: 1,
             requests: vec![(0, 1, op)],
             null: false,
+            seed: 0,
             by: Principal::Exec(0),
             at: 0,
         };

@@ -41,6 +41,8 @@ pub struct Agreed {
     pub agreed_time: Micros,
     pub requests: Vec<(ClientId, ReqNo, Digest)>,
     pub null: bool,
+    /// The batch's random seed, for the reference replay.
+    pub seed: u64,
     pub by: Principal,
     /// When it was first delivered (global time).
     pub at: Micros,

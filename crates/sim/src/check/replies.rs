@@ -5,11 +5,8 @@
 //! of batches. The application's own invariants are checked on the reference state after every
 //! batch ([`SimApp::check_state`]) and on the replayed history ([`SimApp::check_history`]).
 //!
-//! The replay passes seed 0: the batch seed is not recovered from the wire, so an application
-//! under simulation must not let the seed change its replies or state (the key-value store
-//! does not use it; its documentation says so).
-//! TODO(simapp): recover the agreed seed from `Observation::Delivered` so that applications
-//! that draw from it can be replayed too.
+//! The replay passes each batch's agreed seed (`Observation::Delivered` reports it), so an
+//! application may draw from it (the coordination application's session ids do).
 
 use super::Checker;
 use crate::app::{Executed, SimApp};
@@ -85,7 +82,7 @@ fn replay<A: SimApp>(
                 .collect();
             let nd = NonDeterminism {
                 time: batch.agreed_time,
-                seed: 0,
+                seed: batch.seed,
             };
             if commands.is_empty() {
                 if wanted.contains(&seq) {
@@ -290,6 +287,7 @@ mod tests {
                 agreed_time: seq,
                 requests: vec![(client, 1, d)],
                 null: false,
+                seed: 0,
                 by: Principal::Exec(0),
                 at: 0,
             };

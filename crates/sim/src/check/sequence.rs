@@ -156,6 +156,7 @@ mod tests {
             agreed_time: t,
             requests,
             null: false,
+            seed: 0,
             by: Principal::Exec(0),
             at: 0,
         }

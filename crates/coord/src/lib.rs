@@ -1,0 +1,21 @@
+//! A coordination application for plumb with ZooKeeper's data model: znodes with data and
+//! stats, sessions that expire in agreed time, ephemeral and sequential nodes, multi, ACLs and
+//! watches pushed through the library's push channel. `docs/coordination.md` tells how it is
+//! served to unmodified ZooKeeper clients.
+//!
+//! Files: `op.rs` (operations, replies, pushes and their encoding), `path.rs` (path rules),
+//! `tree.rs` (znodes and stats), `session.rs`, `watch.rs` (firing rules), `acl.rs`,
+//! `app.rs` (execution, the [`plumb_app::Application`] implementation) and `checkpoint.rs`.
+
+pub mod acl;
+mod app;
+mod checkpoint;
+mod op;
+pub mod path;
+pub mod session;
+pub mod tree;
+pub mod watch;
+
+pub use app::{is_read_only, CoordApp};
+pub use checkpoint::CHECKPOINT_VERSION;
+pub use op::*;

@@ -1,0 +1,256 @@
+//! Properties: decoders are total, checkpoints round-trip, execution is deterministic and keeps
+//! the tree's invariants.
+
+use plumb_app::{Application, BatchOutput, Command, NonDeterminism};
+use plumb_coord::*;
+use proptest::prelude::*;
+
+const PATHS: [&str; 8] = [
+    "/a",
+    "/a/b",
+    "/a/b/c",
+    "/b",
+    "/a/",
+    "/b/x",
+    "/",
+    "/zookeeper",
+];
+
+/// An operation from five random bytes, over the sessions opened so far.
+fn op_of(bytes: [u8; 5], sessions: &[SessionId]) -> CoordOp {
+    let [kind, p, s, arg, acked] = bytes;
+    let path = PATHS[p as usize % PATHS.len()].to_string();
+    let session = if sessions.is_empty() || s == 255 {
+        SessionId(i64::from(s))
+    } else {
+        sessions[s as usize % sessions.len()]
+    };
+    let version = i32::from(arg % 4) - 1;
+    let mode = CreateMode::from_flag(i32::from(arg % 7)).unwrap_or(CreateMode::Persistent);
+    let data = vec![arg; usize::from(arg % 3)];
+    let create = MultiOp::Create {
+        path: path.clone(),
+        data: data.clone(),
+        acl: acl::open_acl(),
+        mode,
+        ttl_ms: i64::from(arg) * 10,
+    };
+    let request = match kind % 16 {
+        0 | 1 => Request::Create {
+            path,
+            data,
+            acl: acl::open_acl(),
+            mode,
+            ttl_ms: i64::from(arg) * 10,
+        },
+        2 => Request::Delete { path, version },
+        3 => Request::SetData {
+            path,
+            data,
+            version,
+        },
+        4 => Request::Exists {
+            path,
+            watch: arg % 2 == 0,
+        },
+        5 => Request::GetData {
+            path,
+            watch: arg % 2 == 0,
+        },
+        6 => Request::GetChildren {
+            path,
+            watch: arg % 2 == 0,
+        },
+        7 => Request::Multi(vec![
+            create,
+            MultiOp::SetData {
+                path: "/a".into(),
+                data: vec![],
+                version,
+            },
+            MultiOp::Delete {
+                path: "/b/x".into(),
+                version: -1,
+            },
+        ]),
+        8 => Request::AddWatch {
+            path,
+            mode: if arg % 2 == 0 {
+                AddWatchMode::Persistent
+            } else {
+                AddWatchMode::PersistentRecursive
+            },
+        },
+        9 => Request::RemoveWatches {
+            path,
+            kind: WatchKind::Any,
+        },
+        10 => Request::PendingEvents,
+        11 => Request::SetAcl {
+            path,
+            acl: acl::open_acl(),
+            version,
+        },
+        _ => {
+            return match kind % 4 {
+                0 => CoordOp::OpenSession { timeout_ms: 4000 },
+                1 => CoordOp::CloseSession { session },
+                2 => CoordOp::Touch {
+                    sessions: vec![session],
+                },
+                _ => CoordOp::Session {
+                    session,
+                    acked_events: u64::from(acked),
+                    request: Request::SetWatches {
+                        relative_zxid: Zxid(i64::from(arg)),
+                        data: vec![path.clone()],
+                        exist: vec![path.clone()],
+                        child: vec![path],
+                        persistent: vec![],
+                        persistent_recursive: vec![],
+                    },
+                },
+            }
+        }
+    };
+    CoordOp::Session {
+        session,
+        acked_events: u64::from(acked % 8),
+        request,
+    }
+}
+
+/// Run `batches` (each: time step in ms and operations) on a fresh app.
+fn run(batches: &[(u16, Vec<[u8; 5]>)]) -> (CoordApp, Vec<BatchOutput>) {
+    let mut app = CoordApp::new();
+    let mut sessions = Vec::new();
+    let mut time = 1_000_000_000u64;
+    let mut outputs = Vec::new();
+    for (seq, (step, ops)) in batches.iter().enumerate() {
+        time += u64::from(*step) * 1000 + 1;
+        let ops: Vec<Vec<u8>> = ops.iter().map(|b| op_of(*b, &sessions).encode()).collect();
+        let cmds: Vec<Command<'_>> = ops
+            .iter()
+            .enumerate()
+            .map(|(i, op)| Command {
+                client: (i % 3) as u32,
+                nc: i as u64,
+                op,
+            })
+            .collect();
+        let out = app.execute(
+            seq as u64 + 1,
+            &cmds,
+            NonDeterminism {
+                time,
+                seed: seq as u64 * 7919,
+            },
+        );
+        for r in &out.replies {
+            if let Ok(Reply {
+                result: Ok(Response::Session { session, .. }),
+                ..
+            }) = Reply::decode(r)
+            {
+                sessions.push(session);
+            }
+        }
+        outputs.push(out);
+    }
+    (app, outputs)
+}
+
+fn batches() -> impl Strategy<Value = Vec<(u16, Vec<[u8; 5]>)>> {
+    prop::collection::vec(
+        (0u16..6000, prop::collection::vec(any::<[u8; 5]>(), 0..6)),
+        1..25,
+    )
+}
+
+fn invariants(app: &CoordApp) {
+    for (p, n) in app.tree().nodes() {
+        assert_eq!(n.stat.num_children as usize, n.children.len(), "{p}");
+        assert!(n.stat.pzxid >= n.stat.czxid, "{p}");
+        assert!(
+            n.stat.mzxid >= n.stat.czxid && n.stat.mzxid <= app.zxid().0,
+            "{p}"
+        );
+        if let tree::NodeKind::Ephemeral(s) = n.kind() {
+            assert!(
+                app.sessions().contains_key(&s),
+                "{p}: ephemeral of a dead session"
+            );
+            assert!(n.children.is_empty());
+        }
+        if p != "/" {
+            assert!(app.tree().get(path::parent(p)).is_some(), "{p}: orphan");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn decoders_are_total(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        let _ = CoordOp::decode(&bytes);
+        let _ = Reply::decode(&bytes);
+        let _ = Push::decode(&bytes);
+        let _ = CoordApp::from_canonical_bytes(&bytes);
+        let app = CoordApp::new();
+        let r = Reply::decode(&app.execute_read_only(0, &bytes)).unwrap();
+        if CoordOp::decode(&bytes).is_err() {
+            prop_assert_eq!(r.result, Err(ErrorCode::Marshalling));
+        }
+    }
+
+    #[test]
+    fn versioned_garbage_decodes_or_errs(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        let mut op = vec![OP_VERSION];
+        op.extend_from_slice(&bytes);
+        if let Ok(decoded) = CoordOp::decode(&op) {
+            prop_assert_eq!(CoordOp::decode(&decoded.encode()).unwrap(), decoded);
+        }
+        let mut app = CoordApp::new();
+        let out = app.execute(1, &[Command { client: 0, nc: 0, op: &op }], NonDeterminism { time: 5, seed: 1 });
+        prop_assert!(Reply::decode(&out.replies[0]).is_ok());
+    }
+
+    #[test]
+    fn execution_is_deterministic_and_checkpoints_round_trip(batches in batches()) {
+        let (mut a, out_a) = run(&batches);
+        let (b, out_b) = run(&batches);
+        prop_assert_eq!(&out_a, &out_b);
+        prop_assert_eq!(a.state_digest(), b.state_digest());
+        invariants(&a);
+        let cp = a.take_checkpoint();
+        let mut c = CoordApp::new();
+        c.load_checkpoint(&cp).unwrap();
+        prop_assert_eq!(&c, &a);
+        prop_assert_eq!(c.take_checkpoint(), cp);
+        for out in &out_a {
+            for (_, p) in &out.pushes {
+                prop_assert!(Push::decode(p).is_ok());
+            }
+        }
+    }
+
+    /// A checkpoint taken midway and loaded elsewhere continues exactly like the original.
+    #[test]
+    fn a_loaded_checkpoint_continues_alike(batches in batches(), cut in 0usize..25) {
+        let cut = cut.min(batches.len());
+        let (mut first, _) = run(&batches[..cut]);
+        let mut second = CoordApp::new();
+        second.load_checkpoint(&first.take_checkpoint()).unwrap();
+        let sessions: Vec<SessionId> = first.sessions().keys().copied().collect();
+        let mut time = 2_000_000_000u64;
+        for (i, (step, ops)) in batches[cut..].iter().enumerate() {
+            time += u64::from(*step) * 1000 + 1;
+            let ops: Vec<Vec<u8>> = ops.iter().map(|b| op_of(*b, &sessions).encode()).collect();
+            let cmds: Vec<Command<'_>> = ops.iter().map(|op| Command { client: 1, nc: 0, op }).collect();
+            let nd = NonDeterminism { time, seed: i as u64 };
+            prop_assert_eq!(first.execute(i as u64, &cmds, nd), second.execute(i as u64, &cmds, nd));
+        }
+        prop_assert_eq!(first.state_digest(), second.state_digest());
+    }
+}

@@ -1,0 +1,476 @@
+//! Unmodified ZooKeeper clients against a coordination cluster's gateway (`--app coord`):
+//! the `zookeeper-client` crate from crates.io, Debian's `zkCli.sh`, kazoo from PyPI with its
+//! recipes, and hostile bytes. One cluster serves them all (a cluster per client would cost
+//! minutes on a 2-core machine).
+//!
+//! zkCli needs Debian's `zookeeper` package and kazoo a Python with kazoo (`.ci/run` installs
+//! both: kazoo into `target/kazoo-venv`); without them those parts say so and are skipped.
+
+mod common;
+
+use common::Cluster;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode, EventType, MultiWriteResult};
+
+/// Port slot 85: nodes from 29500, ZooKeeper clients on 29550.
+const SLOT: u16 = 85;
+
+fn start(fast_reads: bool) -> Cluster {
+    let mut c = Cluster::init_with("zk-clients", SLOT, &["--app", "coord"]);
+    if fast_reads {
+        c.set_fast_reads();
+    }
+    c.start_all();
+    c.wait_ready(Duration::from_secs(60));
+    // The gateway accepts before its pool has reached the nodes: wait for a real handshake.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ok = rt.block_on(async {
+            let addr = format!("127.0.0.1:{}", c.resp_port);
+            let mut connector = Client::connector();
+            connector.session_timeout(Duration::from_secs(10));
+            let connect = connector.connect(&addr);
+            matches!(
+                tokio::time::timeout(Duration::from_secs(10), connect).await,
+                Ok(Ok(_))
+            )
+        });
+        if ok {
+            return c;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the ZooKeeper gateway did not take a session in 60 s\n{}",
+            c.log_tails(20)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The gateway with `fast_reads`: reads without a watch take the read-only path.
+#[test]
+fn zookeeper_clients_with_fast_reads() {
+    let mut c = start(true);
+    let port = c.resp_port;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(rust_crate(port));
+    zkcli(port);
+    c.assert_running();
+}
+
+#[test]
+fn unmodified_zookeeper_clients() {
+    let mut c = start(false);
+    let port = c.resp_port;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(rust_crate(port));
+    pipelined_and_expiry(port);
+    hostile_bytes(port);
+    let status = common::http_get(c.gateway_admin(), "/status").expect("the gateway's status");
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let count = |k: &str| status.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    assert!(
+        count("bad_frames") >= 3 && count("malformed") >= 1,
+        "hostile frames counted by reason: {status}"
+    );
+    four_letter_words(port);
+    zkcli(port);
+    kazoo(port);
+    c.assert_running();
+}
+
+async fn rust_crate(port: u16) {
+    let addr = format!("127.0.0.1:{port}");
+    let client = Client::connector()
+        .session_timeout(Duration::from_secs(10))
+        .connect(&addr)
+        .await
+        .expect("zookeeper-client connects");
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let (stat, _) = client
+        .create("/rs", b"hello", &persistent)
+        .await
+        .expect("create");
+    assert_eq!(stat.version, 0);
+    let (data, stat) = client.get_data("/rs").await.unwrap();
+    assert_eq!((data.as_slice(), stat.data_length), (&b"hello"[..], 5));
+    assert!(matches!(
+        client.create("/rs", b"", &persistent).await,
+        Err(zookeeper_client::Error::NodeExists)
+    ));
+    assert!(matches!(
+        client.get_data("/rs/none").await,
+        Err(zookeeper_client::Error::NoNode)
+    ));
+    assert_eq!(client.check_stat("/rs/none").await.unwrap(), None);
+
+    // A one-shot data watch fires for another session's write.
+    let other = Client::connector()
+        .session_timeout(Duration::from_secs(10))
+        .connect(&addr)
+        .await
+        .unwrap();
+    let (_, _, watcher) = client.get_and_watch_data("/rs").await.unwrap();
+    other.set_data("/rs", b"bye", None).await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(10), watcher.changed())
+        .await
+        .expect("the data watch fires");
+    assert_eq!(event.event_type, EventType::NodeDataChanged);
+    assert_eq!(event.path, "/rs");
+
+    // Sequential and ephemeral nodes; an ephemeral goes with its session.
+    let ephemeral = CreateMode::EphemeralSequential.with_acls(Acls::anyone_all());
+    let (_, seq) = other.create("/rs/e-", b"", &ephemeral).await.unwrap();
+    let name = format!("e-{seq}");
+    assert_eq!(
+        client.list_children("/rs").await.unwrap(),
+        vec![name.clone()]
+    );
+    let (children, stat) = client.get_children("/rs").await.unwrap();
+    assert_eq!((children.len(), stat.num_children), (1, 1));
+    let (_, _, child_watcher) = client.get_and_watch_children("/rs").await.unwrap();
+    drop(other);
+    let event = tokio::time::timeout(Duration::from_secs(30), child_watcher.changed())
+        .await
+        .expect("closing the other session deletes its ephemeral node");
+    assert_eq!(event.event_type, EventType::NodeChildrenChanged);
+    assert!(client.list_children("/rs").await.unwrap().is_empty());
+
+    // A transaction, and a failed one that changes nothing.
+    let mut multi = client.new_multi_writer();
+    multi.add_create("/rs/m", b"1", &persistent).unwrap();
+    multi.add_check_version("/rs", 1).unwrap();
+    multi.add_set_data("/rs", b"m", Some(1)).unwrap();
+    let results = multi.commit().await.expect("the transaction commits");
+    assert!(matches!(&results[0], MultiWriteResult::Create { path, .. } if path == "/rs/m"));
+    assert_eq!(results[1], MultiWriteResult::Check);
+    let mut multi = client.new_multi_writer();
+    multi.add_create("/rs/n", b"", &persistent).unwrap();
+    multi.add_delete("/rs/missing", None).unwrap();
+    assert!(multi.commit().await.is_err());
+    assert_eq!(client.check_stat("/rs/n").await.unwrap(), None);
+
+    // A persistent recursive watch (addWatch), sync, descendant count.
+    let mut recursive = client
+        .watch("/rs", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    client.create("/rs/m/deep", b"", &persistent).await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(10), recursive.changed())
+        .await
+        .expect("the recursive watch fires");
+    assert_eq!(
+        (event.event_type, event.path.as_str()),
+        (EventType::NodeCreated, "/rs/m/deep")
+    );
+    client.sync("/rs").await.unwrap();
+    assert_eq!(client.count_descendants_number("/rs").await.unwrap(), 2);
+    client.delete("/rs/m/deep", None).await.unwrap();
+    client.delete("/rs/m", None).await.unwrap();
+    assert!(matches!(
+        client.delete("/rs", Some(7)).await,
+        Err(zookeeper_client::Error::BadVersion)
+    ));
+    client.delete("/rs", None).await.unwrap();
+    eprintln!("zookeeper-client crate: passed");
+}
+
+/// A raw connection speaking the wire protocol through plumb's own codec (crates/zk, whose
+/// layouts are checked against a real ZooKeeper server).
+struct Raw {
+    s: TcpStream,
+    framer: plumb_zk::Framer,
+}
+
+impl Raw {
+    fn connect(
+        port: u16,
+        session_id: i64,
+        password: Vec<u8>,
+        timeout_ms: i32,
+    ) -> (Raw, plumb_zk::ConnectResponse) {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut raw = Raw {
+            s,
+            framer: plumb_zk::Framer::new(plumb_zk::DEFAULT_MAX_FRAME),
+        };
+        raw.send(
+            &plumb_zk::ConnectRequest {
+                protocol_version: 0,
+                last_zxid_seen: 0,
+                timeout_ms,
+                session_id,
+                password,
+                read_only: Some(false),
+            }
+            .encode(),
+        );
+        let hs =
+            plumb_zk::ConnectResponse::decode(&raw.recv().expect("a handshake reply")).unwrap();
+        (raw, hs)
+    }
+    fn send(&mut self, payload: &[u8]) {
+        let mut out = Vec::new();
+        plumb_zk::frame_into(&mut out, payload);
+        self.s.write_all(&out).unwrap();
+    }
+    /// The next frame; `None` once the gateway closed the connection.
+    fn recv(&mut self) -> Option<Vec<u8>> {
+        loop {
+            if let Some(f) = self.framer.next_frame().unwrap() {
+                return Some(f);
+            }
+            let mut buf = [0u8; 4096];
+            match self.s.read(&mut buf) {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.framer.feed(&buf[..n]),
+            }
+        }
+    }
+}
+
+/// Requests sent back to back in one write are answered in order under their xids; a
+/// session whose client went away expires in the agreed timeout, deleting its ephemeral node,
+/// and a reconnect to it gets ZooKeeper's expired-session handshake.
+fn pipelined_and_expiry(port: u16) {
+    use plumb_zk::{encode_request, op, Acl, Request};
+    let (mut raw, hs) = Raw::connect(port, 0, vec![0; 16], 4_000);
+    assert_ne!(hs.session_id, 0);
+    assert_eq!(hs.timeout_ms, 4_000);
+    let acl = vec![Acl {
+        perms: 31,
+        scheme: "world".into(),
+        id: "anyone".into(),
+    }];
+    let mut batch = Vec::new();
+    let create = |path: String, flags| Request::Create {
+        op: op::CREATE,
+        path,
+        data: Vec::new(),
+        acl: acl.clone(),
+        flags,
+        ttl: 0,
+    };
+    plumb_zk::frame_into(&mut batch, &encode_request(1, &create("/pipe".into(), 0)));
+    for i in 0..20 {
+        plumb_zk::frame_into(
+            &mut batch,
+            &encode_request(2 + i, &create(format!("/pipe/n{i}"), 0)),
+        );
+    }
+    plumb_zk::frame_into(
+        &mut batch,
+        &encode_request(plumb_zk::xid::PING, &Request::Ping),
+    );
+    plumb_zk::frame_into(
+        &mut batch,
+        &encode_request(30, &create("/pipe/eph".into(), 1)),
+    );
+    raw.s.write_all(&batch).unwrap();
+    let mut xids = Vec::new();
+    for _ in 0..23 {
+        let f = raw.recv().expect("a reply");
+        let (h, _) = plumb_zk::decode_reply_header(&f).unwrap();
+        assert_eq!(h.err, 0, "reply {h:?}");
+        xids.push(h.xid);
+    }
+    let mut expected: Vec<i32> = (1..=21).collect();
+    expected.extend([plumb_zk::xid::PING, 30]);
+    assert_eq!(xids, expected, "replies in request order");
+
+    // The client vanishes without closing its session.
+    drop(raw);
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(40);
+    loop {
+        let (mut probe, phs) = Raw::connect(port, 0, vec![0; 16], 10_000);
+        probe.send(&encode_request(
+            1,
+            &Request::Exists {
+                path: "/pipe/eph".into(),
+                watch: false,
+            },
+        ));
+        let f = probe.recv().unwrap();
+        let (h, _) = plumb_zk::decode_reply_header(&f).unwrap();
+        probe.send(&encode_request(2, &Request::CloseSession));
+        let _ = probe.recv();
+        assert_ne!(phs.session_id, 0);
+        if h.err == plumb_zk::err::NO_NODE {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the vanished session's ephemeral node is still there after 40 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (mut again, expired) = Raw::connect(port, hs.session_id, hs.password.clone(), 4_000);
+    assert_eq!(
+        (expired.timeout_ms, expired.session_id),
+        (0, 0),
+        "expired handshake"
+    );
+    assert!(again.recv().is_none(), "the gateway closes after refusing");
+    eprintln!(
+        "pipelining and expiry: passed ({:?} to expire)",
+        started.elapsed()
+    );
+}
+
+/// A frame over the limit and a garbage handshake close their connections, counted; the
+/// gateway keeps serving.
+fn hostile_bytes(port: u16) {
+    for bytes in [
+        (64u32 << 20).to_be_bytes().to_vec(),
+        [0, 0, 0, 3, 1, 2, 3].to_vec(),
+        (-7i32).to_be_bytes().to_vec(),
+    ] {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(&bytes).unwrap();
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf).unwrap_or(0);
+        assert_eq!(n, 0, "the gateway closes a connection that sent {bytes:?}");
+    }
+    // After the handshake too: a frame over the limit ends the session's connection.
+    let (mut raw, _) = Raw::connect(port, 0, vec![0; 16], 10_000);
+    raw.s.write_all(&(2u32 << 20).to_be_bytes()).unwrap();
+    assert!(raw.recv().is_none(), "closed after a frame over the limit");
+    eprintln!("hostile bytes: connections closed");
+}
+
+fn four_letter_words(port: u16) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"ruok").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert_eq!(answer, "imok");
+}
+
+/// Debian's zkCli.sh, scripted through its standard input.
+fn zkcli(port: u16) {
+    let cli = "/usr/share/zookeeper/bin/zkCli.sh";
+    if !std::path::Path::new(cli).exists() {
+        eprintln!("SKIPPED zkCli part: {cli} missing (.ci/run installs Debian's zookeeper)");
+        return;
+    }
+    let script = "create /cli first\nget /cli\nset /cli second\nget -s /cli\ncreate /cli/child x\nls /cli\nget -w /cli\nset /cli third\ndelete /cli/child\nls /cli\ndeleteall /cli\nls /\nquit\n";
+    let mut child = Command::new(cli)
+        .args(["-server", &format!("127.0.0.1:{port}")])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("zkCli.sh starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = wait_with_timeout(child, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let all = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    for expected in [
+        "Created /cli",
+        "first",
+        "second",
+        "dataVersion = 1",
+        "Created /cli/child",
+        "[child]",
+        "[]",
+        "WatchedEvent state:SyncConnected type:NodeDataChanged path:/cli",
+    ] {
+        // zkCli writes "Created ..." to stderr, the rest to stdout.
+        assert!(
+            all.contains(expected),
+            "zkCli's output lacks {expected:?}:\n{all}"
+        );
+    }
+    assert!(!all.contains("Node does not exist"), "{all}");
+    assert!(!all.contains("KeeperErrorCode"), "{all}");
+    eprintln!("zkCli.sh: passed");
+}
+
+fn wait_with_timeout(mut child: std::process::Child, timeout: Duration) -> std::process::Output {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "timed out:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A Python with kazoo: `PLUMB_KAZOO_PYTHON`, the venv `.ci/run` makes under target/, or a
+/// python3 on the PATH that has it.
+fn kazoo_python() -> Option<PathBuf> {
+    let venv =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/kazoo-venv/bin/python3");
+    let candidates = std::env::var_os("PLUMB_KAZOO_PYTHON")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([venv, PathBuf::from("python3")]);
+    for p in candidates {
+        if Command::new(&p)
+            .args(["-c", "import kazoo"])
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            return Some(p);
+        }
+    }
+    None
+}
+
+fn kazoo(port: u16) {
+    let Some(python) = kazoo_python() else {
+        eprintln!(
+            "SKIPPED kazoo part: no python with kazoo (.ci/run installs it in target/kazoo-venv)"
+        );
+        return;
+    };
+    let script = format!("{}/tests/zk_py/recipes.py", env!("CARGO_MANIFEST_DIR"));
+    let child = Command::new(python)
+        .arg(&script)
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    let out = wait_with_timeout(child, Duration::from_secs(300));
+    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "kazoo recipes failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
