@@ -594,9 +594,9 @@ fn parent(path: &str) -> String {
 
 fn changes_of(executed: &[Executed<'_>]) -> (Changes, Registrations) {
     let mut changes: Changes = BTreeMap::new();
-    let mut registrations: BTreeMap<(SessionId, String), Vec<(i64, u8)>> = BTreeMap::new();
-    for e in executed {
     let mut registrations: Registrations = BTreeMap::new();
+    for e in executed {
+        let (Ok(op), Ok(reply)) = (CoordOp::decode(e.op), Reply::decode(e.result)) else {
             continue;
         };
         let zxid = reply.zxid.0;
