@@ -174,7 +174,10 @@ mod tests {
             scheme: "auth".into(),
             id: String::new(),
         };
-        assert_eq!(fixup(&[auth.clone()], &none), Err(ErrorCode::InvalidAcl));
+        assert_eq!(
+            fixup(std::slice::from_ref(&auth), &none),
+            Err(ErrorCode::InvalidAcl)
+        );
         let ip = Acl {
             perms: perms::READ,
             scheme: "ip".into(),

@@ -579,6 +579,12 @@ fn classes(kind: EventType) -> u8 {
 /// whose nodes the history does not name (a session closed: its ephemerals were deleted).
 type Changes = BTreeMap<i64, Option<BTreeSet<(String, EventType)>>>;
 
+/// One-shot registrations of the agreed history: `(zxid, class)` per session and path.
+type Registrations = BTreeMap<(SessionId, String), Vec<(i64, u8)>>;
+
+/// Per session and path: `(zxid, 0 event / 1 registration, classes, event number)`.
+type Timeline = BTreeMap<(SessionId, String), Vec<(i64, u8, u8, Option<u64>)>>;
+
 fn parent(path: &str) -> String {
     match path.rfind('/') {
         Some(0) | None => "/".into(),
@@ -586,11 +592,9 @@ fn parent(path: &str) -> String {
     }
 }
 
-fn changes_of(
-    executed: &[Executed<'_>],
-) -> (Changes, BTreeMap<(SessionId, String), Vec<(i64, u8)>>) {
+fn changes_of(executed: &[Executed<'_>]) -> (Changes, Registrations) {
     let mut changes: Changes = BTreeMap::new();
-    let mut registrations: BTreeMap<(SessionId, String), Vec<(i64, u8)>> = BTreeMap::new();
+    let mut registrations: Registrations = BTreeMap::new();
     for e in executed {
         let (Ok(op), Ok(reply)) = (CoordOp::decode(e.op), Reply::decode(e.result)) else {
             continue;
@@ -735,8 +739,7 @@ fn check_watches(
     }
     // Per session and path: registrations and events in zxid order (an event before a
     // registration of the same zxid: that read already saw the change).
-    let mut timeline: BTreeMap<(SessionId, String), Vec<(i64, u8, u8, Option<u64>)>> =
-        BTreeMap::new();
+    let mut timeline: Timeline = BTreeMap::new();
     for ((session, path), regs) in &registrations {
         for (zxid, class) in regs {
             timeline
