@@ -274,6 +274,9 @@ impl Session for PlumbSession {
                 Op::Write { key, value } => (self.app.write(key, value), false),
                 // Linearizable: answered by every execution replica alike, else ordered.
                 Op::Read { key } => (self.app.read(key), true),
+                // ZooKeeper's operations are measured through the coordination service's
+                // ZooKeeper gateway (`PlumbCoord`), not the library client.
+                Op::Create { .. } | Op::GetData { .. } => return Err(op.unsupported("plumb")),
             };
             let reply = self
                 .pool
