@@ -89,11 +89,7 @@ impl PlumbCoord {
         }
         let mut command = Command::new(exe);
         command.args(["gateway", "--config"]).arg(&path);
-        servers.push(launch(
-            "plumb gateway",
-            command,
-            logs.join("gateway.log"),
-        )?);
+        servers.push(launch("plumb gateway", command, logs.join("gateway.log"))?);
         let deadline = Instant::now() + START_TIMEOUT;
         wait_for_port(&mut servers, local(zk_port), deadline).await?;
         // The gateway accepts before its pool reaches the nodes: wait until a session through

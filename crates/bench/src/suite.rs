@@ -192,9 +192,9 @@ impl Suite {
                 )
                 .await?,
             ),
-            SystemSpec::PlumbCoord(shape) => Box::new(
-                PlumbCoord::start(&self.exe, &dir, shape, port, clients as u32).await?,
-            ),
+            SystemSpec::PlumbCoord(shape) => {
+                Box::new(PlumbCoord::start(&self.exe, &dir, shape, port, clients as u32).await?)
+            }
             SystemSpec::Etcd => Box::new(Etcd::start(&dir, 3, port).await?),
             SystemSpec::ZooKeeper => Box::new(ZooKeeper::start(&dir, 3, port).await?),
             SystemSpec::Redis => Box::new(Redis::start(&dir, port).await?),

@@ -122,7 +122,12 @@ impl Workload {
         };
         match self.znode {
             Some(Znode::Create) => return Op::Create { value: value() },
-            Some(Znode::Set) => return Op::Write { key, value: value() },
+            Some(Znode::Set) => {
+                return Op::Write {
+                    key,
+                    value: value(),
+                }
+            }
             Some(Znode::Get) => return Op::GetData { key },
             None => {}
         }
@@ -184,7 +189,9 @@ mod tests {
         assert!(matches!(set.next(&mut rng), Op::Write { value, .. } if value.len() == 1024));
         let get = Workload::zk(Znode::Get, 1024, 10);
         assert!(get.needs_preload());
-        assert!(get.preload().all(|op| matches!(op, Op::Write { value, .. } if value.len() == 1024)));
+        assert!(get
+            .preload()
+            .all(|op| matches!(op, Op::Write { value, .. } if value.len() == 1024)));
         assert!(matches!(get.next(&mut rng), Op::GetData { .. }));
         let create = Workload::zk(Znode::Create, 16, 10);
         assert!(!create.needs_preload());

@@ -234,7 +234,9 @@ impl Common {
         let bytes = |size: &str| -> Result<usize, String> {
             parse_size(&format!("{size}/0"))
                 .map(|(b, _)| b)
-                .map_err(|_| format!("--workloads: `{name}`: `{size}` is not a size (examples: 0, 512, 1k)"))
+                .map_err(|_| {
+                    format!("--workloads: `{name}`: `{size}` is not a size (examples: 0, 512, 1k)")
+                })
         };
         let keys = self.keys.max(1);
         if name == "zk-create" {

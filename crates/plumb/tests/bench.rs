@@ -263,7 +263,11 @@ fn compare_selects_the_coordination_rows() {
         &dir.path().join("data"),
     );
     let csv = std::fs::read_to_string(&csv).unwrap();
-    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
     assert_eq!(rows.len(), 1, "{csv}");
     assert_eq!(&rows[0][..3], ["plumb-coord", "u1r0", "zk-set-1k"], "{csv}");
     assert!(rows[0][3].parse::<f64>().unwrap() > 0.0, "{csv}");

@@ -181,7 +181,10 @@ impl Target for ZooKeeper {
 
     fn session(&self) -> BoxFuture<'_, Result<Box<dyn Session>, String>> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let server = format!("127.0.0.1:{}", self.client_ports[n % self.client_ports.len()]);
+        let server = format!(
+            "127.0.0.1:{}",
+            self.client_ports[n % self.client_ports.len()]
+        );
         // One server per session (the client would otherwise pick one at random), so
         // sessions spread evenly.
         Box::pin(async move { ZkSession::open("ZooKeeper", &server, n).await })
