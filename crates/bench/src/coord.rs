@@ -12,7 +12,7 @@
 use crate::plumb::PlumbShape;
 use crate::systems::zookeeper::{ensure_node, ZkSession, ROOT};
 use crate::systems::{ensure_free, launch, local, wait_for_port, wait_until, Launched};
-use crate::target::{BoxFuture, Session, Target};
+use crate::target::{BatchStats, BoxFuture, Session, Target};
 use plumb_cluster::{init, Cluster, InitOptions};
 use std::path::Path;
 use std::process::Command;
@@ -30,6 +30,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// A running coordination cluster and its ZooKeeper gateway, stopped when dropped.
 pub struct PlumbCoord {
     shape: PlumbShape,
+    cluster: Cluster,
     /// The nodes, then the gateway.
     servers: Vec<Launched>,
     zk_port: u16,
@@ -115,6 +116,7 @@ impl PlumbCoord {
         .await?;
         Ok(PlumbCoord {
             shape: shape.clone(),
+            cluster,
             servers,
             zk_port,
             next: AtomicUsize::new(0),
@@ -139,5 +141,9 @@ impl Target for PlumbCoord {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let server = format!("127.0.0.1:{}", self.zk_port);
         Box::pin(async move { ZkSession::open("plumb ZooKeeper gateway", &server, n).await })
+    }
+
+    fn batch_stats(&self) -> BoxFuture<'_, Option<BatchStats>> {
+        Box::pin(crate::plumb::cluster_batch_stats(&self.cluster))
     }
 }

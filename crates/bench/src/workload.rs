@@ -166,12 +166,7 @@ mod tests {
 
     #[test]
     fn names_say_sizes_and_mix() {
-        let w = |f, q, r| Workload {
-            request_bytes: q,
-            reply_bytes: r,
-            write_fraction: f,
-            keys: 10,
-        };
+        let w = |f, q, r| Workload::keyed(q, r, f, 10);
         assert_eq!(w(1.0, 1024, 0).name(), "write-1k");
         assert_eq!(w(0.0, 0, 4096).name(), "read-4k");
         assert_eq!(w(0.5, 1024, 1024).name(), "mixed50-1k/1k");
