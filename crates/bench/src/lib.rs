@@ -2,6 +2,7 @@
 
 pub mod app;
 pub mod chart;
+pub mod coord;
 pub mod cpu;
 pub mod load;
 pub mod plumb;

@@ -149,12 +149,12 @@ impl Plumb {
     pub fn app(&self) -> &Arc<dyn BenchApp> {
         &self.app
     }
+}
 
-    /// A node's `/metrics` text.
-    async fn metrics(&self, admin: std::net::SocketAddr) -> Option<String> {
-        let (code, body) = plumb_runtime::admin::get(admin, "/metrics").await.ok()?;
-        (code == 200).then(|| String::from_utf8_lossy(&body).into_owned())
-    }
+/// A node's `/metrics` text.
+async fn metrics(admin: std::net::SocketAddr) -> Option<String> {
+    let (code, body) = plumb_runtime::admin::get(admin, "/metrics").await.ok()?;
+    (code == 200).then(|| String::from_utf8_lossy(&body).into_owned())
 }
 
 /// The value of the unlabelled metric `name`.
@@ -234,30 +234,34 @@ impl Target for Plumb {
     }
 
     fn batch_stats(&self) -> BoxFuture<'_, Option<BatchStats>> {
-        Box::pin(async move {
-            let mut stats: Option<BatchStats> = None;
-            for n in &self.cluster.nodes {
-                let Some(text) = self.metrics(n.admin).await else {
-                    continue;
-                };
-                let s = stats.get_or_insert_with(BatchStats::default);
-                // Any execution replica executes every batch; count the first that answers.
-                let is_exec = n.principals.iter().any(|p| matches!(p, Principal::Exec(_)));
-                if is_exec && s.batches == 0 {
-                    s.batches = metric(&text, "plumb_batches_executed_total").unwrap_or(0);
-                    s.requests = metric(&text, "plumb_requests_executed_total").unwrap_or(0);
-                }
-                s.view = s.view.max(metric(&text, "plumb_view").unwrap_or(0));
-                for (k, v) in labelled(&text, "plumb_view_changes_total") {
-                    *s.view_changes.entry(k).or_insert(0) += v;
-                }
-                for (k, v) in labelled(&text, "plumb_slow_requests_total") {
-                    *s.slow.entry(k).or_insert(0) += v;
-                }
-            }
-            stats
-        })
+        Box::pin(cluster_batch_stats(&self.cluster))
     }
+}
+
+/// Batches, views and stalls read off the `/metrics` of `cluster`'s nodes (none if no node
+/// answers).
+pub(crate) async fn cluster_batch_stats(cluster: &Cluster) -> Option<BatchStats> {
+    let mut stats: Option<BatchStats> = None;
+    for n in &cluster.nodes {
+        let Some(text) = metrics(n.admin).await else {
+            continue;
+        };
+        let s = stats.get_or_insert_with(BatchStats::default);
+        // Any execution replica executes every batch; count the first that answers.
+        let is_exec = n.principals.iter().any(|p| matches!(p, Principal::Exec(_)));
+        if is_exec && s.batches == 0 {
+            s.batches = metric(&text, "plumb_batches_executed_total").unwrap_or(0);
+            s.requests = metric(&text, "plumb_requests_executed_total").unwrap_or(0);
+        }
+        s.view = s.view.max(metric(&text, "plumb_view").unwrap_or(0));
+        for (k, v) in labelled(&text, "plumb_view_changes_total") {
+            *s.view_changes.entry(k).or_insert(0) += v;
+        }
+        for (k, v) in labelled(&text, "plumb_slow_requests_total") {
+            *s.slow.entry(k).or_insert(0) += v;
+        }
+    }
+    stats
 }
 
 /// The pool queues operations for its clients, so a session is just a handle on it: with as
@@ -274,6 +278,9 @@ impl Session for PlumbSession {
                 Op::Write { key, value } => (self.app.write(key, value), false),
                 // Linearizable: answered by every execution replica alike, else ordered.
                 Op::Read { key } => (self.app.read(key), true),
+                // ZooKeeper's operations are measured through the coordination service's
+                // ZooKeeper gateway (`PlumbCoord`), not the library client.
+                Op::Create { .. } | Op::GetData { .. } => return Err(op.unsupported("plumb")),
             };
             let reply = self
                 .pool

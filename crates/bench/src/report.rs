@@ -5,7 +5,7 @@ use serde::Serialize;
 /// One measured run: a system in one shape, one workload, one load level.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunResult {
-    /// `plumb`, `etcd`, `zookeeper`, `redis`.
+    /// `plumb`, `plumb-coord`, `etcd`, `zookeeper`, `redis`.
     pub system: String,
     /// The shape: `u1r0`, `u1r1-split`, `3 nodes`, ...
     pub config: String,
@@ -75,7 +75,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 /// The full table of runs, one line each.
 pub fn table(results: &[RunResult]) -> String {
     let mut s = format!(
-        "{:<10} {:<14} {:<12} {:<11} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6} {:>5}\n",
+        "{:<11} {:<14} {:<12} {:<11} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6} {:>5}\n",
         "system",
         "config",
         "workload",
@@ -92,7 +92,7 @@ pub fn table(results: &[RunResult]) -> String {
     );
     for r in results {
         s += &format!(
-            "{:<10} {:<14} {:<12} {:<11} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>9} {:>6} {:>5}{}\n",
+            "{:<11} {:<14} {:<12} {:<11} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>9} {:>6} {:>5}{}\n",
             r.system,
             r.config,
             r.workload,
@@ -140,20 +140,22 @@ pub fn peaks(results: &[RunResult]) -> Vec<RunResult> {
     best
 }
 
-/// The comparison table: each system's peak per workload and its ratio to the reference
-/// (the first row of that workload whose system and config match `reference`).
-pub fn comparison(peaks: &[RunResult], reference: (&str, &str)) -> String {
+/// The comparison table: each system's peak per workload and its ratio to the reference (the
+/// row of that workload whose system and config match the first of `references` that has one).
+pub fn comparison(peaks: &[RunResult], references: &[(&str, &str)]) -> String {
     let mut s = format!(
-        "{:<10} {:<14} {:<12} {:>9} {:>8} {:>8} {:>11} {:>11}\n",
+        "{:<11} {:<14} {:<12} {:>9} {:>8} {:>8} {:>11} {:>11}\n",
         "system", "config", "workload", "ops/s", "p50 ms", "p99 ms", "ops/s ratio", "p99 ratio"
     );
     for r in peaks {
-        let base = peaks.iter().find(|b| {
-            b.workload == r.workload && b.system == reference.0 && b.config == reference.1
+        let base = references.iter().find_map(|reference| {
+            peaks.iter().find(|b| {
+                b.workload == r.workload && b.system == reference.0 && b.config == reference.1
+            })
         });
         let ratio = |a: f64, b: Option<f64>| b.filter(|b| *b > 0.0).map(|b| a / b);
         s += &format!(
-            "{:<10} {:<14} {:<12} {:>9.0} {:>8.2} {:>8.2} {:>11} {:>11}\n",
+            "{:<11} {:<14} {:<12} {:>9.0} {:>8.2} {:>8.2} {:>11} {:>11}\n",
             r.system,
             r.config,
             r.workload,
@@ -254,7 +256,7 @@ mod tests {
         let p = peaks(&rs);
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].ops_per_s, 3000.0);
-        let t = comparison(&p, ("plumb", "u1r0"));
+        let t = comparison(&p, &[("plumb", "u1r0")]);
         let etcd = t.lines().find(|l| l.starts_with("etcd")).unwrap();
         assert!(etcd.contains("0.50") && etcd.contains("2.00"), "{etcd}");
         let csv = comparison_csv(&p);

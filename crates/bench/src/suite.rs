@@ -2,6 +2,7 @@
 //! workloads and load levels. `plumb bench compare` and `plumb bench matrix` are suites.
 
 use crate::app::BenchApp;
+use crate::coord::PlumbCoord;
 use crate::load::{self, Load, RunSpec};
 use crate::plumb::{Plumb, PlumbShape};
 use crate::report::RunResult;
@@ -15,6 +16,8 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub enum SystemSpec {
     Plumb(PlumbShape),
+    /// plumb's coordination service behind its ZooKeeper gateway.
+    PlumbCoord(PlumbShape),
     /// A three-member etcd cluster.
     Etcd,
     /// A three-server ZooKeeper ensemble.
@@ -27,13 +30,25 @@ impl SystemSpec {
     pub fn label(&self) -> String {
         match self {
             SystemSpec::Plumb(s) => format!("plumb-{}", s.label()),
+            SystemSpec::PlumbCoord(s) => format!("plumb-coord-{}", s.label()),
             SystemSpec::Etcd => "etcd".into(),
             SystemSpec::ZooKeeper => "zookeeper".into(),
             SystemSpec::Redis => "redis".into(),
         }
     }
 
-    /// `plumb-u1r0`, `plumb-u1r1-split`, `etcd`, `zookeeper`, `redis`.
+    /// Whether the system runs workload `w`: the ZooKeeper workloads need ZooKeeper's
+    /// protocol (ZooKeeper and plumb's coordination service), the keyed ones a key-value
+    /// store (everything but the coordination service).
+    pub fn runs(&self, w: &Workload) -> bool {
+        match self {
+            SystemSpec::ZooKeeper => true,
+            SystemSpec::PlumbCoord(_) => w.znode.is_some(),
+            SystemSpec::Plumb(_) | SystemSpec::Etcd | SystemSpec::Redis => w.znode.is_none(),
+        }
+    }
+
+    /// `plumb-u1r0`, `plumb-u1r1-split`, `plumb-coord-u1r0`, `etcd`, `zookeeper`, `redis`.
     pub fn parse(text: &str) -> Result<SystemSpec, String> {
         match text {
             "etcd" => return Ok(SystemSpec::Etcd),
@@ -42,19 +57,27 @@ impl SystemSpec {
             _ => {}
         }
         let bad = || {
-            format!("unknown system `{text}`: use plumb-u<U>r<R>[-split], etcd, zookeeper or redis")
+            format!("unknown system `{text}`: use plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split], etcd, zookeeper or redis")
         };
-        let shape = text.strip_prefix("plumb-u").ok_or_else(bad)?;
+        let (coord, shape) = match text.strip_prefix("plumb-coord-u") {
+            Some(rest) => (true, rest),
+            None => (false, text.strip_prefix("plumb-u").ok_or_else(bad)?),
+        };
         let (shape, split) = match shape.strip_suffix("-split") {
             Some(s) => (s, true),
             None => (shape, false),
         };
         let (u, r) = shape.split_once('r').ok_or_else(bad)?;
-        Ok(SystemSpec::Plumb(PlumbShape {
+        let shape = PlumbShape {
             u: u.parse().map_err(|_| bad())?,
             r: r.parse().map_err(|_| bad())?,
             split,
-        }))
+        };
+        Ok(if coord {
+            SystemSpec::PlumbCoord(shape)
+        } else {
+            SystemSpec::Plumb(shape)
+        })
     }
 }
 
@@ -89,6 +112,14 @@ impl Suite {
         let most_clients = self.loads.iter().map(Load::clients).max().unwrap_or(1);
         for (i, system) in self.systems.iter().enumerate() {
             let label = system.label();
+            let workloads: Vec<&Workload> =
+                self.workloads.iter().filter(|w| system.runs(w)).collect();
+            if workloads.is_empty() {
+                if self.progress {
+                    eprintln!("{label}: runs none of the workloads asked for; skipped");
+                }
+                continue;
+            }
             let dir = self.dir.join(&label);
             let port = self.base_port + 100 * i as u16;
             if self.progress {
@@ -104,8 +135,8 @@ impl Suite {
                     continue;
                 }
             };
-            for w in &self.workloads {
-                if w.write_fraction < 1.0 {
+            for w in workloads {
+                if w.needs_preload() {
                     if let Err(e) = load::preload(target.as_ref(), w, most_clients).await {
                         outcome
                             .failures
@@ -161,6 +192,9 @@ impl Suite {
                 )
                 .await?,
             ),
+            SystemSpec::PlumbCoord(shape) => {
+                Box::new(PlumbCoord::start(&self.exe, &dir, shape, port, clients as u32).await?)
+            }
             SystemSpec::Etcd => Box::new(Etcd::start(&dir, 3, port).await?),
             SystemSpec::ZooKeeper => Box::new(ZooKeeper::start(&dir, 3, port).await?),
             SystemSpec::Redis => Box::new(Redis::start(&dir, port).await?),
@@ -177,14 +211,28 @@ mod tests {
         for name in [
             "plumb-u1r0",
             "plumb-u2r1-split",
+            "plumb-coord-u1r0",
+            "plumb-coord-u1r1-split",
             "etcd",
             "zookeeper",
             "redis",
         ] {
             assert_eq!(SystemSpec::parse(name).unwrap().label(), name);
         }
-        for bad in ["plumb", "plumb-u1", "plumb-uxr1", "mysql"] {
+        for bad in ["plumb", "plumb-u1", "plumb-uxr1", "plumb-coord", "mysql"] {
             assert!(SystemSpec::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn zookeeper_workloads_go_to_the_systems_that_speak_its_protocol() {
+        use crate::workload::Znode;
+        let kv = Workload::keyed(1024, 1024, 1.0, 10);
+        let zk = Workload::zk(Znode::Set, 1024, 10);
+        let runs = |name: &str, w: &Workload| SystemSpec::parse(name).unwrap().runs(w);
+        assert!(runs("plumb-u1r0", &kv) && !runs("plumb-u1r0", &zk));
+        assert!(!runs("plumb-coord-u1r0", &kv) && runs("plumb-coord-u1r0", &zk));
+        assert!(runs("zookeeper", &kv) && runs("zookeeper", &zk));
+        assert!(!runs("etcd", &zk) && !runs("redis", &zk));
     }
 }

@@ -14,6 +14,20 @@ pub enum Op {
     Write { key: String, value: Vec<u8> },
     /// Read `key` linearizably; the system returns the value's length.
     Read { key: String },
+    /// ZooKeeper's `create` of a fresh persistent znode holding `value`; the session picks a
+    /// name no other operation used. Only systems that speak ZooKeeper's protocol run it.
+    Create { value: Vec<u8> },
+    /// ZooKeeper's plain `getData` of `key`'s znode, at the system's default consistency (no
+    /// `sync` first); returns the value's length. Only systems that speak ZooKeeper's protocol
+    /// run it.
+    GetData { key: String },
+}
+
+impl Op {
+    /// The error of a system that does not run this operation.
+    pub fn unsupported(&self, system: &str) -> String {
+        format!("{system} does not run ZooKeeper operations ({self:?})")
+    }
 }
 
 /// A system under test, already running. `session` is called once per generator client, so a

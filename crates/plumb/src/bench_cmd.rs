@@ -10,7 +10,7 @@ use plumb_bench::load::Load;
 use plumb_bench::plumb::PlumbShape;
 use plumb_bench::report;
 use plumb_bench::suite::{Suite, SuiteOutcome, SystemSpec};
-use plumb_bench::workload::Workload;
+use plumb_bench::workload::{Workload, Znode};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -64,8 +64,11 @@ pub struct BenchArgs {
 #[derive(Subcommand, Debug)]
 enum BenchCommand {
     /// plumb u=1,r=0 and u=1,r=1 against a 3-node etcd cluster, a 3-server ZooKeeper ensemble
-    /// and one unreplicated Redis server, on writes and linearizable reads of 1 KiB values,
-    /// one after another on this machine. Installs etcd, ZooKeeper and Redis if missing (as root).
+    /// and one unreplicated Redis server, on writes and linearizable reads of 1 KiB values;
+    /// and plumb's coordination service (through its ZooKeeper gateway) u=1,r=0 and u=1,r=1
+    /// against the ZooKeeper ensemble on ZooKeeper's create, setData and getData, both through
+    /// the same ZooKeeper client library; one after another on this machine. Installs etcd,
+    /// ZooKeeper and Redis if missing (as root).
     Compare(CompareArgs),
     /// plumb in every (u, r) of {(0,0), (1,0), (0,1), (1,1), (2,0), (2,1)}, co-located and split.
     Matrix(MatrixArgs),
@@ -77,9 +80,20 @@ struct CompareArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "plumb-u1r0,plumb-u1r1,etcd,zookeeper,redis"
+        default_value = "plumb-u1r0,plumb-u1r1,plumb-coord-u1r0,plumb-coord-u1r1,etcd,zookeeper,redis"
     )]
     systems: Vec<String>,
+    /// The workloads, in order; each system runs those it can. write-<SIZE> and read-<SIZE>
+    /// (keyed writes and linearizable reads: plumb's key-value store, etcd, ZooKeeper, Redis);
+    /// zk-create (fresh persistent znodes of 16 bytes), zk-set-<SIZE> (setData on existing
+    /// znodes) and zk-get-<SIZE> (getData) for the systems that speak ZooKeeper's protocol
+    /// (plumb-coord-*, zookeeper).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "write-1k,read-1k,zk-create,zk-set-1k,zk-get-1k"
+    )]
+    workloads: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -139,6 +153,9 @@ struct Common {
     #[arg(long)]
     quiet: bool,
 }
+
+/// The data of each znode `zk-create` makes: small, as a lock's or a member's znode is.
+const ZK_CREATE_BYTES: usize = 16;
 
 fn parse_size(text: &str) -> Result<(usize, usize), String> {
     let one = |t: &str| -> Result<usize, String> {
@@ -204,12 +221,44 @@ impl Common {
         if !(0.0..=1.0).contains(&writes) {
             return Err(format!("--writes {writes}: give a share between 0 and 1"));
         }
-        Ok(Workload {
+        Ok(Workload::keyed(
             request_bytes,
             reply_bytes,
-            write_fraction: writes,
-            keys: self.keys.max(1),
-        })
+            writes,
+            self.keys.max(1),
+        ))
+    }
+
+    /// A `--workloads` name: `write-1k`, `read-1k`, `zk-create`, `zk-set-1k`, `zk-get-1k`.
+    fn named_workload(&self, name: &str) -> Result<Workload, String> {
+        let bytes = |size: &str| -> Result<usize, String> {
+            parse_size(&format!("{size}/0"))
+                .map(|(b, _)| b)
+                .map_err(|_| {
+                    format!("--workloads: `{name}`: `{size}` is not a size (examples: 0, 512, 1k)")
+                })
+        };
+        let keys = self.keys.max(1);
+        if name == "zk-create" {
+            return Ok(Workload::zk(Znode::Create, ZK_CREATE_BYTES, keys));
+        }
+        if let Some(size) = name.strip_prefix("zk-set-") {
+            return Ok(Workload::zk(Znode::Set, bytes(size)?, keys));
+        }
+        if let Some(size) = name.strip_prefix("zk-get-") {
+            return Ok(Workload::zk(Znode::Get, bytes(size)?, keys));
+        }
+        if let Some(size) = name.strip_prefix("write-") {
+            let b = bytes(size)?;
+            return Ok(Workload::keyed(b, b, 1.0, keys));
+        }
+        if let Some(size) = name.strip_prefix("read-") {
+            let b = bytes(size)?;
+            return Ok(Workload::keyed(b, b, 0.0, keys));
+        }
+        Err(format!(
+            "--workloads: unknown workload `{name}`: use write-<SIZE>, read-<SIZE>, zk-create, zk-set-<SIZE> or zk-get-<SIZE>"
+        ))
     }
 
     /// Print the table, write the files; the exit code says whether every system was measured.
@@ -229,8 +278,11 @@ impl Common {
         out!("{}", report::table(results));
         let peaks = report::peaks(results);
         if compare {
-            out!("peak of each system, ratios to plumb u1r0:");
-            out!("{}", report::comparison(&peaks, ("plumb", "u1r0")));
+            out!("peak of each system, ratios to plumb u1r0 (on the zk- workloads, to plumb-coord u1r0):");
+            out!(
+                "{}",
+                report::comparison(&peaks, &[("plumb", "u1r0"), ("plumb-coord", "u1r0")])
+            );
         }
         let mut ok = outcome.failures.is_empty();
         for f in &outcome.failures {
@@ -320,10 +372,14 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
                 .iter()
                 .map(|s| SystemSpec::parse(s))
                 .collect::<Result<Vec<_>, _>>()?;
-            let workloads = vec![
-                c.common.workload("1k/1k", 1.0)?,
-                c.common.workload("1k/1k", 0.0)?,
-            ];
+            let workloads = c
+                .workloads
+                .iter()
+                .map(|w| c.common.named_workload(w))
+                .collect::<Result<Vec<_>, _>>()?;
+            if !systems.iter().any(|s| workloads.iter().any(|w| s.runs(w))) {
+                return Err("none of the --systems runs any of the --workloads".into());
+            }
             Ok((&c.common, c.common.suite(systems, workloads)?, true))
         })(),
         Some(BenchCommand::Matrix(m)) => (|| {

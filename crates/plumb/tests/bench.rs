@@ -197,8 +197,80 @@ fn compare_measures_every_system_and_writes_the_comparison_csv() {
             assert!(row[3].parse::<f64>().unwrap() > 0.0, "{row:?}");
         }
     }
+    // plumb's coordination service through its ZooKeeper gateway, against the ZooKeeper
+    // ensemble, on ZooKeeper's own operations through the same client library.
+    for (system, config) in [
+        ("plumb-coord", "u1r0"),
+        ("plumb-coord", "u1r1"),
+        ("zookeeper", "3 nodes"),
+    ] {
+        for workload in ["zk-create", "zk-set-1k", "zk-get-1k"] {
+            let row = rows
+                .iter()
+                .find(|r| r[0] == system && r[1] == config && r[2] == workload)
+                .unwrap_or_else(|| panic!("no {system} {config} {workload} row in\n{csv}"));
+            assert!(row[3].parse::<f64>().unwrap() > 0.0, "{row:?}");
+        }
+    }
+    // The ZooKeeper workloads go only to the systems that speak ZooKeeper's protocol, and the
+    // coordination service runs only those.
+    assert!(
+        !rows
+            .iter()
+            .any(|r| r[2].starts_with("zk-") && !matches!(r[0], "plumb-coord" | "zookeeper")),
+        "{csv}"
+    );
+    assert!(
+        !rows
+            .iter()
+            .any(|r| r[0] == "plumb-coord" && !r[2].starts_with("zk-")),
+        "{csv}"
+    );
     assert!(chart.exists());
     assert!(dir.path().join("compare-throughput.svg").exists());
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(svg.contains("plumb-coord u1r0 zk-set-1k"), "{svg}");
+}
+
+/// `--systems` and `--workloads` pick the rows: the coordination service alone on one
+/// ZooKeeper workload (it skips the keyed one it does not run).
+#[test]
+fn compare_selects_the_coordination_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("coord.csv");
+    run(
+        &[
+            "compare",
+            "--systems",
+            "plumb-coord-u1r0",
+            "--workloads",
+            "write-1k,zk-set-1k",
+            "--clients",
+            "4",
+            "--duration",
+            "20",
+            "--warmup",
+            "0.5",
+            "--requests",
+            "200",
+            "--keys",
+            "50",
+            "--base-port",
+            "24900",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+        &dir.path().join("data"),
+    );
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 1, "{csv}");
+    assert_eq!(&rows[0][..3], ["plumb-coord", "u1r0", "zk-set-1k"], "{csv}");
+    assert!(rows[0][3].parse::<f64>().unwrap() > 0.0, "{csv}");
 }
 
 #[test]

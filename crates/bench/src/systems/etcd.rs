@@ -213,6 +213,7 @@ impl Session for EtcdSession {
                     Ok(0)
                 }
                 Op::Read { key } => self.get_len(key.as_bytes().to_vec()).await,
+                Op::Create { .. } | Op::GetData { .. } => Err(op.unsupported("etcd")),
             }
         })
     }

@@ -109,6 +109,7 @@ impl Session for RedisSession {
                     .await
                     .map(|value| value.map_or(0, |v| v.len()))
                     .map_err(|e| format!("Redis GET {key} failed: {e}")),
+                Op::Create { .. } | Op::GetData { .. } => Err(op.unsupported("redis")),
             }
         })
     }

@@ -6,6 +6,11 @@
 //! which makes the server catch up with the leader, and then reads it. That is what ZooKeeper
 //! offers for fresh reads; it is not strictly linearizable in every leader change
 //! (ZOOKEEPER-1675, ZOOKEEPER-2136) but costs what a linearizable read costs.
+//!
+//! The ZooKeeper workloads (`zk-create`, `zk-set-1k`, `zk-get-1k`) run ZooKeeper's own
+//! operations as they are: `create`, `setData`, and a plain `getData` (no `sync`). The session
+//! that runs them, [`ZkSession`], serves plumb's coordination service through its ZooKeeper
+//! gateway too (`crate::coord`), so both sides go through the same client library.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -24,8 +29,8 @@ const CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-sim
 const MAIN_CLASS: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 /// JVMs start slowly, and three of them share two cores on the reference machine.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// The parent of every key's znode.
-const ROOT: &str = "/bench";
+/// The parent of every key's znode, and of the znodes `zk-create` makes.
+pub(crate) const ROOT: &str = "/bench";
 
 /// A running ZooKeeper ensemble. Its servers are stopped when it is dropped.
 pub struct ZooKeeper {
@@ -140,7 +145,7 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 }
 
 /// Stores `data` at `path`, creating the znode if it does not exist.
-async fn ensure_node(client: &Client, path: &str, data: &[u8]) -> Result<(), String> {
+pub(crate) async fn ensure_node(client: &Client, path: &str, data: &[u8]) -> Result<(), String> {
     let failed = |e: ZkError| format!("ZooKeeper could not store {path}: {e}");
     match client.set_data(path, data, None).await {
         Ok(_) => Ok(()),
@@ -175,26 +180,47 @@ impl Target for ZooKeeper {
     }
 
     fn session(&self) -> BoxFuture<'_, Result<Box<dyn Session>, String>> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.client_ports.len();
-        let server = format!("127.0.0.1:{}", self.client_ports[i]);
-        Box::pin(async move {
-            // One server per session (the client would otherwise pick one at random), so
-            // sessions spread evenly.
-            let client = Client::connector()
-                .connect(&server)
-                .await
-                .map_err(|e| format!("could not open a ZooKeeper session with {server}: {e}"))?;
-            Ok(Box::new(ZooKeeperSession { client }) as Box<dyn Session>)
-        })
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let server = format!(
+            "127.0.0.1:{}",
+            self.client_ports[n % self.client_ports.len()]
+        );
+        // One server per session (the client would otherwise pick one at random), so
+        // sessions spread evenly.
+        Box::pin(async move { ZkSession::open("ZooKeeper", &server, n).await })
     }
 }
 
-/// One ZooKeeper session, over one connection to one server.
-struct ZooKeeperSession {
+/// One ZooKeeper session, over one connection to one server (a ZooKeeper server or plumb's
+/// ZooKeeper gateway), through the `zookeeper-client` crate.
+pub(crate) struct ZkSession {
     client: Client,
+    /// This session's number among the target's sessions, so the znodes it creates are named
+    /// apart from every other session's.
+    number: usize,
+    created: u64,
 }
 
-impl Session for ZooKeeperSession {
+impl ZkSession {
+    /// Opens session number `number` with `server` (`what` names it in errors).
+    pub(crate) async fn open(
+        what: &str,
+        server: &str,
+        number: usize,
+    ) -> Result<Box<dyn Session>, String> {
+        let client = Client::connector()
+            .connect(server)
+            .await
+            .map_err(|e| format!("could not open a {what} session with {server}: {e}"))?;
+        Ok(Box::new(ZkSession {
+            client,
+            number,
+            created: 0,
+        }))
+    }
+}
+
+impl Session for ZkSession {
     fn run<'a>(&'a mut self, op: &'a Op) -> BoxFuture<'a, Result<usize, String>> {
         Box::pin(async move {
             match op {
@@ -210,6 +236,25 @@ impl Session for ZooKeeperSession {
                         Ok((data, _)) => Ok(data.len()),
                         Err(ZkError::NoNode) => Ok(0),
                         Err(e) => Err(failed(e)),
+                    }
+                }
+                Op::Create { value } => {
+                    self.created += 1;
+                    let path = format!("{ROOT}/new-{}-{}", self.number, self.created);
+                    let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
+                    self.client
+                        .create(&path, value, &options)
+                        .await
+                        .map(drop)
+                        .map_err(|e| format!("ZooKeeper could not create {path}: {e}"))?;
+                    Ok(0)
+                }
+                Op::GetData { key } => {
+                    let path = format!("{ROOT}/{key}");
+                    match self.client.get_data(&path).await {
+                        Ok((data, _)) => Ok(data.len()),
+                        Err(ZkError::NoNode) => Ok(0),
+                        Err(e) => Err(format!("ZooKeeper could not read {path}: {e}")),
                     }
                 }
             }
