@@ -274,8 +274,10 @@ pub fn render(how: &How, result: Result<coord::Response, ErrorCode>) -> (i32, Re
                     Ok(coord::MultiResult::Created { path, .. }) if code == op::CREATE => {
                         MultiResult::Create { path }
                     }
+                    // ZooKeeper's result of a create with a stat is typed create2 whatever
+                    // the request (createContainer, createTTL): its clients read no other.
                     Ok(coord::MultiResult::Created { path, stat: s }) => MultiResult::Create2 {
-                        op: code,
+                        op: op::CREATE2,
                         path,
                         stat: stat(s),
                     },
@@ -408,6 +410,34 @@ mod tests {
             render(&How::Sync("/x".into()), Ok(coord::Response::Empty)),
             (0, Response::Path("/x".into()))
         );
+    }
+
+    #[test]
+    fn a_container_created_in_a_multi_answers_as_create2() {
+        // The zookeeper-client crate (as ZooKeeper's own client) refuses a multi result typed
+        // createContainer (tests/zk_differential found it).
+        let how = How::Multi(vec![op::CREATE_CONTAINER, op::CREATE_TTL]);
+        let created = |p: &str| {
+            Ok(coord::MultiResult::Created {
+                path: p.into(),
+                stat: coord::Stat::default(),
+            })
+        };
+        let r = coord::Response::Multi(vec![created("/k"), created("/t")]);
+        let (code, Response::Multi(results)) = render(&how, Ok(r)) else {
+            panic!()
+        };
+        assert_eq!(code, 0);
+        for (r, p) in results.iter().zip(["/k", "/t"]) {
+            assert_eq!(
+                r,
+                &MultiResult::Create2 {
+                    op: op::CREATE2,
+                    path: p.into(),
+                    stat: Stat::default()
+                }
+            );
+        }
     }
 
     #[test]

@@ -790,9 +790,14 @@ impl System {
                         MultiWriteResult::Check => out.text.push_str("checked"),
                         MultiWriteResult::Delete => out.text.push_str("deleted"),
                         MultiWriteResult::Create { path, stat } => {
-                            learn.push((path.clone(), stat));
-                            out.text.push_str(&format!("created {path} "));
-                            self.stat(out, &stat);
+                            // ZooKeeper 3.8.0 answers a create2 inside a multi with a plain
+                            // create's result, without the stat (the client library then
+                            // reports an invalid one); plumb sends the stat. The path is
+                            // compared, the stat is not (docs/coordination.md).
+                            if stat.czxid != -1 {
+                                learn.push((path.clone(), stat));
+                            }
+                            out.text.push_str(&format!("created {path}"));
                         }
                         MultiWriteResult::SetData { stat } => {
                             if let MultiOp::SetData(p, ..) = op {
