@@ -978,9 +978,14 @@ async fn differential(seed: u64, ops: usize, plumb_addr: String) -> Result<(), S
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut differences: Vec<String> = Vec::new();
     let mut history: Vec<String> = Vec::new();
+    // Steps shown before a difference (PLUMB_ZK_DIFF_HISTORY).
+    let keep_history = env_u64("PLUMB_ZK_DIFF_HISTORY", 12) as usize;
     let mut last_report = Instant::now();
+    // The paths on which each session holds a persistent watch (see `avoid_zookeeper_4466`).
+    let mut persistent: Vec<Vec<String>> = vec![Vec::new(); SESSIONS];
     for step in 0..ops {
         let (slot, op) = generator.op(&knowledge);
+        let op = avoid_zookeeper_4466(op, &mut persistent[slot]);
         *counts.entry(op.kind()).or_default() += 1;
         let mut learn = Vec::new();
         let a = run_one(&mut zk, slot, &op, &mut learn).await?;
@@ -991,8 +996,11 @@ async fn differential(seed: u64, ops: usize, plumb_addr: String) -> Result<(), S
         plumb.settle(actor).await;
         let (ea, eb) = (zk.take_events(), plumb.take_events());
         let line = format!("#{step} s{slot} {op:?}");
-        history.push(format!("{line}\n    zookeeper: {}\n    plumb:     {}", a.text, b.text));
-        if history.len() > 12 {
+        history.push(format!(
+            "{line}\n    zookeeper: {} events {ea:?}\n    plumb:     {} events {eb:?}",
+            a.text, b.text
+        ));
+        if history.len() > keep_history {
             history.remove(0);
         }
         let mut diff = Vec::new();
@@ -1054,6 +1062,29 @@ async fn differential(seed: u64, ops: usize, plumb_addr: String) -> Result<(), S
             "zk_differential (seed {seed}): ZooKeeper and plumb differ:\n{}",
             differences.join("\n\n")
         ))
+    }
+}
+
+/// ZooKeeper 3.8.0 keeps one watch mode per session and path: a one-shot watch set where the
+/// session has a persistent one, or a second persistent mode, replaces the first mode
+/// (ZOOKEEPER-4466, fixed in later releases), so the persistent watch stops firing. plumb keeps
+/// both, as ZooKeeper intends. The sequence steers clear of it: such a read sets no watch, such
+/// an addWatch becomes a sync (docs/coordination.md).
+fn avoid_zookeeper_4466(op: Op, persistent: &mut Vec<String>) -> Op {
+    match op {
+        Op::Exists(p, true) if persistent.contains(&p) => Op::Exists(p, false),
+        Op::GetData(p, true) if persistent.contains(&p) => Op::GetData(p, false),
+        Op::GetChildren(p, true) if persistent.contains(&p) => Op::GetChildren(p, false),
+        Op::AddWatch(p, _) if persistent.contains(&p) => Op::Sync(p),
+        Op::AddWatch(p, recursive) => {
+            persistent.push(p.clone());
+            Op::AddWatch(p, recursive)
+        }
+        Op::Close => {
+            persistent.clear();
+            Op::Close
+        }
+        op => op,
     }
 }
 
