@@ -82,6 +82,13 @@ fn unmodified_zookeeper_clients() {
     rt.block_on(rust_crate(port));
     pipelined_and_expiry(port);
     hostile_bytes(port);
+    let status = common::http_get(c.gateway_admin(), "/status").expect("the gateway's status");
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let count = |k: &str| status.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    assert!(
+        count("bad_frames") >= 3 && count("malformed") >= 1,
+        "hostile frames counted by reason: {status}"
+    );
     four_letter_words(port);
     zkcli(port);
     kazoo(port);
@@ -343,6 +350,10 @@ fn hostile_bytes(port: u16) {
         let n = s.read(&mut buf).unwrap_or(0);
         assert_eq!(n, 0, "the gateway closes a connection that sent {bytes:?}");
     }
+    // After the handshake too: a frame over the limit ends the session's connection.
+    let (mut raw, _) = Raw::connect(port, 0, vec![0; 16], 10_000);
+    raw.s.write_all(&(2u32 << 20).to_be_bytes()).unwrap();
+    assert!(raw.recv().is_none(), "closed after a frame over the limit");
     eprintln!("hostile bytes: connections closed");
 }
 

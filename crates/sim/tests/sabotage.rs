@@ -2,6 +2,7 @@
 //! with `--features sabotage`. One test function: the sabotage switch is process-wide.
 #![cfg(feature = "sabotage")]
 
+use plumb_sim::apps::coord::Coord;
 use plumb_sim::apps::redis::Redis;
 use plumb_sim::sabotage::{app_for, set, ALL};
 use plumb_sim::{run_app_seed, run_seed, SimOptions};
@@ -19,6 +20,7 @@ fn every_sabotage_is_reported() {
             let opts = SimOptions::new(seed, 1, 1);
             let report = match app_for(s) {
                 "redis" => run_app_seed(&Redis, &opts),
+                "coord" => run_app_seed(&Coord, &opts),
                 _ => run_seed(&opts),
             };
             report

@@ -23,6 +23,12 @@ fn safe_but_not_live_u0_r1() {
     common::assert_seeds_pass(0, 1, 0..10);
 }
 
+/// The coordination application (sessions, expiry, ephemerals, watches) under faults.
+#[test]
+fn coordination_app_u1_r1() {
+    plumb_sim::assert_seeds_pass(&plumb_sim::apps::coord::Coord, 1, 1, 0..4);
+}
+
 /// Without faults every operation completes and nothing is violated.
 #[test]
 fn fault_free_run_completes_every_operation() {
