@@ -443,11 +443,13 @@ mod tests {
     #[test]
     fn containers_and_ttl_nodes_show_no_owner_as_in_zookeeper() {
         // A real ZooKeeper 3.8 serves a container's ephemeralOwner as 0 (tests/zk_differential).
-        let owned = |owner| stat(coord::Stat {
-            ephemeral_owner: owner,
-            ..coord::Stat::default()
-        })
-        .ephemeral_owner;
+        let owned = |owner| {
+            stat(coord::Stat {
+                ephemeral_owner: owner,
+                ..coord::Stat::default()
+            })
+            .ephemeral_owner
+        };
         assert_eq!(owned(coord::tree::CONTAINER_OWNER), 0);
         assert_eq!(owned(coord::tree::TTL_BITS | 5000), 0);
         assert_eq!(owned(0x1234), 0x1234);

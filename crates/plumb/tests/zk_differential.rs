@@ -533,7 +533,13 @@ impl System {
         }));
     }
 
-    fn create_text(&self, out: &mut Obs, path: &str, mode: Mode, r: Result<(Stat, String), String>) {
+    fn create_text(
+        &self,
+        out: &mut Obs,
+        path: &str,
+        mode: Mode,
+        r: Result<(Stat, String), String>,
+    ) {
         match r {
             Ok((stat, seq)) => {
                 let p = if mode.sequential() {
@@ -660,7 +666,12 @@ impl System {
                     Ok(()) => m.commit().await,
                     Err(e) => Err(MultiWriteError::RequestFailed { source: e }),
                 };
-                self.multi_text(&mut out, &[MultiOp::Check(path.clone(), *version)], r, learn);
+                self.multi_text(
+                    &mut out,
+                    &[MultiOp::Check(path.clone(), *version)],
+                    r,
+                    learn,
+                );
             }
             Op::Multi(ops) => {
                 let mut m = c.new_multi_writer();
@@ -816,9 +827,9 @@ impl System {
                 out.text
                     .push_str(&format!("multi failed at {index}: {source:?}"));
             }
-            Err(MultiWriteError::RequestFailed { source }) => {
-                out.text.push_str(&format!("multi request failed: {source:?}"))
-            }
+            Err(MultiWriteError::RequestFailed { source }) => out
+                .text
+                .push_str(&format!("multi request failed: {source:?}")),
         }
     }
 
@@ -965,7 +976,11 @@ async fn differential(seed: u64, ops: usize, plumb_addr: String) -> Result<(), S
         for s in [&mut zk, &mut plumb] {
             let mut learn = Vec::new();
             let r = s
-                .run(0, &Op::Create(p.to_string(), vec![], Mode::Persistent), &mut learn)
+                .run(
+                    0,
+                    &Op::Create(p.to_string(), vec![], Mode::Persistent),
+                    &mut learn,
+                )
                 .await;
             assert!(r.text.starts_with("created"), "{}: {}", s.name, r.text);
         }
@@ -1045,12 +1060,19 @@ async fn differential(seed: u64, ops: usize, plumb_addr: String) -> Result<(), S
             knowledge.versions.insert(path, stat.version);
         }
         if last_report.elapsed() > Duration::from_secs(30) {
-            eprintln!("zk_differential: {} operations in {:?}", step + 1, started.elapsed());
+            eprintln!(
+                "zk_differential: {} operations in {:?}",
+                step + 1,
+                started.elapsed()
+            );
             last_report = Instant::now();
         }
     }
     let ran: usize = counts.values().sum();
-    eprintln!("zk_differential summary: seed {seed}, {ran} operations in {:?}", started.elapsed());
+    eprintln!(
+        "zk_differential summary: seed {seed}, {ran} operations in {:?}",
+        started.elapsed()
+    );
     for (kind, n) in &counts {
         eprintln!("  {kind:<28} {n}");
     }
