@@ -60,6 +60,14 @@ fn check_version(expected: i32, current: i32) -> Outcome<()> {
     }
 }
 
+/// The number a sequential create under a node with `stat` appends: ZooKeeper's count of the
+/// children ever created under it. ZooKeeper stores that count and serves `cversion` as twice
+/// it less the children there are now (creates plus deletes), so the count is
+/// (`cversion` + `numChildren`) / 2; after a delete it is not `cversion`.
+pub fn sequence_number(stat: &Stat) -> i64 {
+    (i64::from(stat.cversion) + i64::from(stat.num_children)) / 2
+}
+
 fn valid(p: &str) -> Outcome<()> {
     if path::is_valid(p, false) {
         Ok(())
@@ -323,7 +331,7 @@ impl CoordApp {
             return Err(ErrorCode::NoAuth);
         }
         let path = if mode.is_sequential() {
-            format!("{path}{:010}", parent.stat.cversion)
+            format!("{path}{:010}", sequence_number(&parent.stat))
         } else {
             path.to_string()
         };

@@ -78,11 +78,16 @@ impl Default for Tree {
     /// ZooKeeper's initial tree: `/`, `/zookeeper`, `/zookeeper/quota`, `/zookeeper/config`,
     /// all with zero stats.
     fn default() -> Tree {
+        // ZooKeeper keeps the count of children created and serves `cversion` as twice that
+        // count less the children there are now; its initial children count as never created,
+        // so a fresh ZooKeeper 3.8 shows `/` with cversion -1 and `/zookeeper` with -2 (and
+        // `/zookeeper/config` with aversion -1).
         let node = |acl: Vec<Acl>, num_children: i32| Znode {
             data: Vec::new(),
             acl,
             stat: Stat {
                 num_children,
+                cversion: -num_children,
                 ..Stat::default()
             },
             children: BTreeSet::new(),
@@ -96,7 +101,11 @@ impl Default for Tree {
             ("/", node(open_acl(), 1)),
             ("/zookeeper", node(open_acl(), 2)),
             ("/zookeeper/quota", node(open_acl(), 0)),
-            ("/zookeeper/config", node(read_only, 0)),
+            ("/zookeeper/config", {
+                let mut config = node(read_only, 0);
+                config.stat.aversion = -1;
+                config
+            }),
         ]
         .into_iter()
         .map(|(p, n)| (p.to_string(), n))

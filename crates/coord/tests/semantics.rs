@@ -18,6 +18,12 @@ fn initial_tree_looks_like_zookeepers() {
     let root = h.stat(s, "/").unwrap();
     assert_eq!((root.czxid, root.mzxid, root.version), (0, 0, 0));
     assert_eq!(root.num_children, 1);
+    // What a fresh ZooKeeper 3.8 serves (tests/zk_differential.rs found it): its initial
+    // children count as never created, and `cversion` is 2 * created - children.
+    assert_eq!(root.cversion, -1);
+    assert_eq!(h.stat(s, "/zookeeper").unwrap().cversion, -2);
+    let config = h.stat(s, "/zookeeper/config").unwrap();
+    assert_eq!((config.cversion, config.aversion), (0, -1));
 }
 
 #[test]
@@ -41,7 +47,7 @@ fn create_sets_the_full_stat_and_the_parents() {
     let root = h.stat(s, "/").unwrap();
     assert_eq!(
         (root.num_children, root.cversion, root.pzxid),
-        (2, 1, stat.czxid)
+        (2, 0, stat.czxid)
     );
     assert_eq!(h.create(s, "/a", b"", Persistent), Err(NodeExists));
     assert_eq!(h.create(s, "/x/y", b"", Persistent), Err(NoNode));
@@ -87,19 +93,22 @@ fn sequential_numbers_come_from_the_parents_cversion() {
         },
     )
     .unwrap();
-    // Two children created and one deleted: cversion 3.
+    // Two children created and one deleted: cversion 3, but ZooKeeper numbers by the
+    // children created (as a real ZooKeeper 3.8 does: tests/zk_differential.rs found it).
+    assert_eq!(h.stat(s, "/q").unwrap().cversion, 3);
     assert_eq!(
         h.create(s, "/q/n-", b"", EphemeralSequential).unwrap(),
-        "/q/n-0000000003"
+        "/q/n-0000000002"
     );
     // A trailing slash is a valid sequential prefix.
     assert_eq!(
         h.create(s, "/q/", b"", PersistentSequential).unwrap(),
-        "/q/0000000004"
+        "/q/0000000003"
     );
+    assert_eq!(h.stat(s, "/q").unwrap().cversion, 5);
     assert_eq!(h.create(s, "/q/", b"", Persistent), Err(BadArguments));
-    // At the top level, the root's cversion (one child so far, /zookeeper, made with zero
-    // stats; /q made it 1).
+    // At the top level, the children created under the root: /q (/zookeeper does not
+    // count).
     assert_eq!(
         h.create(s, "/", b"", PersistentSequential).unwrap(),
         "/0000000001"

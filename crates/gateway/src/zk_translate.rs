@@ -49,6 +49,16 @@ fn zk_acls(a: Vec<coord::Acl>) -> Vec<Acl> {
         .collect()
 }
 
+/// The `ephemeralOwner` a ZooKeeper client sees: a session's id for an ephemeral node, 0 for
+/// every other kind, containers and TTL nodes included (ZooKeeper's
+/// `DataTree.getClientEphemeralOwner`: their owner field marks the kind, it names no session).
+pub fn client_owner(owner: i64) -> i64 {
+    match coord::tree::NodeKind::of(owner) {
+        coord::tree::NodeKind::Ephemeral(_) => owner,
+        _ => 0,
+    }
+}
+
 pub fn stat(s: coord::Stat) -> Stat {
     Stat {
         czxid: s.czxid,
@@ -58,7 +68,7 @@ pub fn stat(s: coord::Stat) -> Stat {
         version: s.version,
         cversion: s.cversion,
         aversion: s.aversion,
-        ephemeral_owner: s.ephemeral_owner,
+        ephemeral_owner: client_owner(s.ephemeral_owner),
         data_length: s.data_length,
         num_children: s.num_children,
         pzxid: s.pzxid,
@@ -264,8 +274,10 @@ pub fn render(how: &How, result: Result<coord::Response, ErrorCode>) -> (i32, Re
                     Ok(coord::MultiResult::Created { path, .. }) if code == op::CREATE => {
                         MultiResult::Create { path }
                     }
+                    // ZooKeeper's result of a create with a stat is typed create2 whatever
+                    // the request (createContainer, createTTL): its clients read no other.
                     Ok(coord::MultiResult::Created { path, stat: s }) => MultiResult::Create2 {
-                        op: code,
+                        op: op::CREATE2,
                         path,
                         stat: stat(s),
                     },
@@ -398,6 +410,50 @@ mod tests {
             render(&How::Sync("/x".into()), Ok(coord::Response::Empty)),
             (0, Response::Path("/x".into()))
         );
+    }
+
+    #[test]
+    fn a_container_created_in_a_multi_answers_as_create2() {
+        // The zookeeper-client crate (as ZooKeeper's own client) refuses a multi result typed
+        // createContainer (tests/zk_differential found it).
+        let how = How::Multi(vec![op::CREATE_CONTAINER, op::CREATE_TTL]);
+        let created = |p: &str| {
+            Ok(coord::MultiResult::Created {
+                path: p.into(),
+                stat: coord::Stat::default(),
+            })
+        };
+        let r = coord::Response::Multi(vec![created("/k"), created("/t")]);
+        let (code, Response::Multi(results)) = render(&how, Ok(r)) else {
+            panic!()
+        };
+        assert_eq!(code, 0);
+        for (r, p) in results.iter().zip(["/k", "/t"]) {
+            assert_eq!(
+                r,
+                &MultiResult::Create2 {
+                    op: op::CREATE2,
+                    path: p.into(),
+                    stat: Stat::default()
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn containers_and_ttl_nodes_show_no_owner_as_in_zookeeper() {
+        // A real ZooKeeper 3.8 serves a container's ephemeralOwner as 0 (tests/zk_differential).
+        let owned = |owner| {
+            stat(coord::Stat {
+                ephemeral_owner: owner,
+                ..coord::Stat::default()
+            })
+            .ephemeral_owner
+        };
+        assert_eq!(owned(coord::tree::CONTAINER_OWNER), 0);
+        assert_eq!(owned(coord::tree::TTL_BITS | 5000), 0);
+        assert_eq!(owned(0x1234), 0x1234);
+        assert_eq!(owned(0), 0);
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! check, getData, exists, getChildren, and atomic multis of the writes.
 //!
 //! Written apart from the implementation, from ZooKeeper's rules: a create needs its parent
-//! (`NoNode`) and no node at its path (`NodeExists`); a sequential create appends the parent's
-//! `cversion` as ten zero-padded digits; creating or deleting a child bumps the parent's
-//! `cversion`; a delete checks existence, then the version (-1: any), then that the node has no
+//! (`NoNode`) and no node at its path (`NodeExists`); a sequential create appends the number
+//! of children ever created under the parent as ten zero-padded digits ((`cversion` + number
+//! of children) / 2); creating or deleting a child bumps the parent's `cversion`; a delete
+//! checks existence, then the version (-1: any), then that the node has no
 //! children (`NotEmpty`); a failed multi changes nothing and reports `RolledBack` before the
 //! failing operation, its error, and `RuntimeInconsistency` after it.
 //!
@@ -149,7 +150,8 @@ fn apply(tree: &mut Tree, op: &ZOp) -> ZRet {
                 0
             } else {
                 match tree.get(parent) {
-                    Some(p) => p.cversion,
+                    // Creates plus deletes, less the children there are: twice the creates.
+                    Some(p) => (p.cversion + children(tree, parent).len() as i32) / 2,
                     None => return err(ZErr::NoNode),
                 }
             };
@@ -334,6 +336,16 @@ mod tests {
             },
         );
         assert_eq!(r, ZRet::Err(ZErr::NotEmpty));
+        // After a delete the number is the count of children created, not the cversion.
+        let (t, _) = m.step(
+            &t,
+            &ZOp::Delete {
+                path: "/k/q/s-0000000000".into(),
+                version: -1,
+            },
+        );
+        let (_, r) = m.step(&t, &create("/k/q/s-", true));
+        assert_eq!(r, ZRet::Created("/k/q/s-0000000001".into()));
     }
 
     #[test]
