@@ -56,7 +56,9 @@ pub struct SessionId(pub i64);
 
 /// ZooKeeper's transaction id: the application's count of state changes, which orders every
 /// change (czxid, mzxid, pzxid; the zxid of every reply).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Zxid(pub i64);
 
 /// A znode's metadata, field for field ZooKeeper's `Stat`. Times are milliseconds since the
@@ -121,7 +123,10 @@ impl CreateMode {
         })
     }
     pub fn is_ephemeral(self) -> bool {
-        matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+        matches!(
+            self,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        )
     }
     pub fn is_sequential(self) -> bool {
         matches!(
@@ -132,7 +137,10 @@ impl CreateMode {
         )
     }
     pub fn has_ttl(self) -> bool {
-        matches!(self, CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl)
+        matches!(
+            self,
+            CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
+        )
     }
 }
 
@@ -364,7 +372,9 @@ pub enum Request {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CoordOp {
     /// A new session; the timeout is clamped to the allowed range. Replies [`Response::Session`].
-    OpenSession { timeout_ms: i32 },
+    OpenSession {
+        timeout_ms: i32,
+    },
     /// Keep a session after a reconnect; fails with [`ErrorCode::SessionExpired`] if it is gone
     /// or the password is wrong. Replies [`Response::Session`].
     ResumeSession {
@@ -372,10 +382,14 @@ pub enum CoordOp {
         password: [u8; 16],
         timeout_ms: i32,
     },
-    CloseSession { session: SessionId },
+    CloseSession {
+        session: SessionId,
+    },
     /// These sessions' clients are connected: reset their expiry. Replies
     /// [`Response::Expired`] with those of them that no longer exist.
-    Touch { sessions: Vec<SessionId> },
+    Touch {
+        sessions: Vec<SessionId>,
+    },
     /// A request on behalf of `session`, which has seen its events up to `acked_events`.
     Session {
         session: SessionId,
@@ -395,16 +409,25 @@ pub enum Response {
     },
     Expired(Vec<SessionId>),
     /// The created path (with its sequence number) and the new node's stat.
-    Created { path: String, stat: Stat },
+    Created {
+        path: String,
+        stat: Stat,
+    },
     Stat(Stat),
     Data {
         #[serde(with = "serde_bytes")]
         data: Vec<u8>,
         stat: Stat,
     },
-    Children { children: Vec<String>, stat: Stat },
+    Children {
+        children: Vec<String>,
+        stat: Stat,
+    },
     Count(i32),
-    Acl { acl: Vec<Acl>, stat: Stat },
+    Acl {
+        acl: Vec<Acl>,
+        stat: Stat,
+    },
     Multi(Vec<Result<MultiResult, ErrorCode>>),
     Path(String),
     Events(Vec<WatchEvent>),
@@ -414,7 +437,10 @@ pub enum Response {
 /// reply never recurses).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MultiResult {
-    Created { path: String, stat: Stat },
+    Created {
+        path: String,
+        stat: Stat,
+    },
     Deleted,
     Stat(Stat),
     Checked,
@@ -423,7 +449,10 @@ pub enum MultiResult {
         data: Vec<u8>,
         stat: Stat,
     },
-    Children { children: Vec<String>, stat: Stat },
+    Children {
+        children: Vec<String>,
+        stat: Stat,
+    },
 }
 
 /// The reply to a [`CoordOp`].

@@ -77,7 +77,10 @@ pub const ALL: [(Sabotage, &str); 15] = [
         "script-call-applies-twice",
     ),
     (Sabotage::CoordWatchFiresTwice, "watch-fires-twice"),
-    (Sabotage::CoordExpiryKeepsEphemeral, "expiry-keeps-ephemeral"),
+    (
+        Sabotage::CoordExpiryKeepsEphemeral,
+        "expiry-keeps-ephemeral",
+    ),
 ];
 
 /// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value

@@ -238,7 +238,13 @@ impl Registration {
                 String::from_utf8_lossy(sub).to_ascii_lowercase()
             );
         }
-        cmd.truncate(64);
+        // At most 64 bytes, cut at a character boundary (the name may be any bytes, shown
+        // lossily: truncating inside a character would panic).
+        let mut end = cmd.len().min(64);
+        while !cmd.is_char_boundary(end) {
+            end -= 1;
+        }
+        cmd.truncate(end);
         self.update(|e| {
             e.last = Instant::now();
             e.cmd = cmd;
@@ -349,6 +355,11 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_millis(100), a.killed())
             .await
             .expect("a was killed");
+        // A command name of any bytes, long and not UTF-8, is shown cut, never a panic.
+        let mut hostile = vec![0xE2u8; 40];
+        hostile.extend_from_slice("é".repeat(40).as_bytes());
+        b.command(&[hostile], None);
+        assert!(clients.info(2).contains("cmd="));
         drop(b);
         assert_eq!(clients.len(), 1);
         drop(a);

@@ -431,14 +431,20 @@ fn wait_with_timeout(mut child: std::process::Child, timeout: Duration) -> std::
 }
 
 /// A Python with kazoo: `PLUMB_KAZOO_PYTHON`, the venv `.ci/run` makes under target/, or a
-/// python3 on the PATH that has it.
+/// python3 on the PATH that has it. `.ci/run` sets `PLUMB_KAZOO_PYTHON`, and then one without
+/// kazoo fails the test rather than skipping its kazoo part.
 fn kazoo_python() -> Option<PathBuf> {
+    if let Some(required) = std::env::var_os("PLUMB_KAZOO_PYTHON") {
+        let ok = Command::new(&required)
+            .args(["-c", "import kazoo"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "PLUMB_KAZOO_PYTHON={required:?} cannot import kazoo");
+        return Some(PathBuf::from(required));
+    }
     let venv =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/kazoo-venv/bin/python3");
-    let candidates = std::env::var_os("PLUMB_KAZOO_PYTHON")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([venv, PathBuf::from("python3")]);
+    let candidates = [venv, PathBuf::from("python3")];
     for p in candidates {
         if Command::new(&p)
             .args(["-c", "import kazoo"])
