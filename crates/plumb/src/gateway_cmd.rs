@@ -31,30 +31,13 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let Some(gw) = cluster.gateway.clone() else {
-        eprintln!(
-            "plumb gateway: {}: no [gateway] section",
-            cluster.path.display()
-        );
-        return ExitCode::from(2);
-    };
     let rt = runtime();
     rt.block_on(async {
-        let listener = match tokio::net::TcpListener::bind(gw.resp).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("plumb gateway: cannot listen on {} (the Redis port): {e}; is a redis-server or another gateway using it?", gw.resp);
-                return ExitCode::from(2);
-            }
-        };
-        let dir = cluster.dir().join("gateway");
-        let pool = match Pool::start(&cluster, &gw.clients, &dir, true) {
-            Ok(p) => Arc::new(p),
-            Err(e) => {
-                eprintln!("plumb gateway: {e}");
-                return ExitCode::from(2);
-            }
-        };
+        let (gw, listener, pool) =
+            match listen_and_pool(&cluster, "the Redis port", "a redis-server").await {
+                Ok(started) => started,
+                Err(code) => return code,
+            };
         let f = cluster.faults();
         let stats = Arc::new(GatewayStats::default());
         let server = Arc::new(RespServer {
@@ -144,32 +127,45 @@ fn client_events_text(counters: &plumb::client::Counters) -> String {
     text
 }
 
-/// The gateway of a coordination cluster: ZooKeeper clients on `[gateway] resp`.
-fn zk_gateway(cluster: plumb_cluster::Cluster) -> ExitCode {
+/// What both front ends start from: the cluster's `[gateway]` section, its client port bound
+/// (`port` names it, `occupant` says what else may hold it) and the pool of library clients.
+/// A failure is printed and becomes the exit code.
+async fn listen_and_pool(
+    cluster: &plumb_cluster::Cluster,
+    port: &str,
+    occupant: &str,
+) -> Result<(plumb_cluster::Gateway, tokio::net::TcpListener, Arc<Pool>), ExitCode> {
     let Some(gw) = cluster.gateway.clone() else {
         eprintln!(
             "plumb gateway: {}: no [gateway] section",
             cluster.path.display()
         );
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     };
+    let listener = tokio::net::TcpListener::bind(gw.resp).await.map_err(|e| {
+        eprintln!(
+            "plumb gateway: cannot listen on {} ({port}): {e}; is {occupant} or another gateway using it?",
+            gw.resp
+        );
+        ExitCode::from(2)
+    })?;
+    let dir = cluster.dir().join("gateway");
+    let pool = Pool::start(cluster, &gw.clients, &dir, true).map_err(|e| {
+        eprintln!("plumb gateway: {e}");
+        ExitCode::from(2)
+    })?;
+    Ok((gw, listener, Arc::new(pool)))
+}
+
+/// The gateway of a coordination cluster: ZooKeeper clients on `[gateway] resp`.
+fn zk_gateway(cluster: plumb_cluster::Cluster) -> ExitCode {
     let rt = runtime();
     rt.block_on(async {
-        let listener = match tokio::net::TcpListener::bind(gw.resp).await {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("plumb gateway: cannot listen on {} (the ZooKeeper port): {e}; is a ZooKeeper server or another gateway using it?", gw.resp);
-                return ExitCode::from(2);
-            }
-        };
-        let dir = cluster.dir().join("gateway");
-        let pool = match Pool::start(&cluster, &gw.clients, &dir, true) {
-            Ok(p) => Arc::new(p),
-            Err(e) => {
-                eprintln!("plumb gateway: {e}");
-                return ExitCode::from(2);
-            }
-        };
+        let (gw, listener, pool) =
+            match listen_and_pool(&cluster, "the ZooKeeper port", "a ZooKeeper server").await {
+                Ok(started) => started,
+                Err(code) => return code,
+            };
         let f = cluster.faults();
         let stats = Arc::new(plumb_gateway::ZkStats::default());
         let server = plumb_gateway::ZkServer::new(pool.clone(), stats.clone(), gw.fast_reads);
@@ -205,7 +201,11 @@ fn zk_gateway(cluster: plumb_cluster::Cluster) -> ExitCode {
                             fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
                         admin::Response::ok(
                             "application/json",
-                            format!("{{\"pool_clients\":{},{}}}\n", pool.clients.len(), body.join(",")),
+                            format!(
+                                "{{\"pool_clients\":{},{}}}\n",
+                                pool.clients.len(),
+                                body.join(",")
+                            ),
                         )
                     }
                     "/metrics" => {
@@ -221,7 +221,10 @@ fn zk_gateway(cluster: plumb_cluster::Cluster) -> ExitCode {
             })
         };
         if let Err(e) = admin::serve(gw.admin, handler).await {
-            eprintln!("plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}", gw.admin);
+            eprintln!(
+                "plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}",
+                gw.admin
+            );
             return ExitCode::from(2);
         }
         out!(
