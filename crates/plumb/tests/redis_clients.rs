@@ -282,8 +282,8 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
     // once, while the first's first attempt may still be in flight. (Which of two connections'
     // commands the gateway reads first is up to its scheduler, as it is up to Redis' event
     // loop.) The race is rare here (these rounds pass without the fix too): `blocking.rs`'s
-    // unit test checks the rule itself, and `.ci/run`'s run of the suite's list unit met the
-    // race every time.
+    // unit test checks the rule itself, and `.ci/run`'s run of the suite's list unit stalled on
+    // the race in both full-unit runs made before the fix.
     let blocked_id = |con: &mut redis::Connection, id: i64| {
         let deadline = Instant::now() + common::OP_TIMEOUT;
         loop {
