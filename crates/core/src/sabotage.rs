@@ -48,9 +48,15 @@ pub enum Sabotage {
     /// The coordination application expires a session but keeps its ephemeral nodes (caught by
     /// `plumb sim --app coord`'s COORD-ephemeral).
     CoordExpiryKeepsEphemeral,
+    /// The Prophecy sketcher accepts a fast reply whatever its sketch, as if every read were
+    /// whitelisted (caught by `plumb sim --sketcher`'s delay-once check).
+    SketcherAcceptsUnmatched,
+    /// The Prophecy sketcher updates its history table with every replicated reply, also one
+    /// older than the entry (caught by `plumb sim --sketcher`'s delay-once check).
+    SketcherTakesOlder,
 }
 
-pub const ALL: [(Sabotage, &str); 15] = [
+pub const ALL: [(Sabotage, &str); 17] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -81,6 +87,11 @@ pub const ALL: [(Sabotage, &str); 15] = [
         Sabotage::CoordExpiryKeepsEphemeral,
         "expiry-keeps-ephemeral",
     ),
+    (
+        Sabotage::SketcherAcceptsUnmatched,
+        "sketcher-accepts-unmatched",
+    ),
+    (Sabotage::SketcherTakesOlder, "sketcher-takes-older"),
 ];
 
 /// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value
