@@ -342,19 +342,49 @@ impl Adversary {
             }
             // A wrong result for the right operation, or a reply naming another operation
             // (which tries to make the client believe its number is used and move on).
-            (Behaviour::WrongReplies, Message::Reply { nc, req, result }) if self.lie() => {
-                Some(if self.rng.chance(0.5) {
-                    Message::Reply {
-                        nc,
-                        req,
-                        result: self.wrong_result(result),
-                    }
-                } else {
-                    Message::Reply {
-                        nc,
-                        req: other_digest(req),
-                        result,
-                    }
+            // Or the right result at a later position (to make a Prophecy sketcher take it
+            // for newer than it is).
+            (
+                Behaviour::WrongReplies,
+                Message::Reply {
+                    nc,
+                    req,
+                    result,
+                    at,
+                },
+            ) if self.lie() => Some(match self.rng.index(3) {
+                0 => Message::Reply {
+                    nc,
+                    req,
+                    result: self.wrong_result(result),
+                    at,
+                },
+                1 => Message::Reply {
+                    nc,
+                    req: other_digest(req),
+                    result,
+                    at,
+                },
+                _ => Message::Reply {
+                    nc,
+                    req,
+                    result,
+                    at: plumb_wire::Position {
+                        seq: at.seq.saturating_add(1000),
+                        index: at.index,
+                    },
+                },
+            }),
+            // D-Prophecy: vouch for another answer, or for none.
+            (Behaviour::WrongReplies, Message::SketchReply { nc, req, sketch }) if self.lie() => {
+                Some(Message::SketchReply {
+                    nc,
+                    req,
+                    sketch: match sketch {
+                        Some(d) if self.rng.chance(0.5) => Some(other_digest(d)),
+                        Some(_) => None,
+                        None => Some(other_digest(req)),
+                    },
                 })
             }
             (

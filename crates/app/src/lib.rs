@@ -56,6 +56,14 @@ pub trait Application {
     /// Execute a read-only operation against the current state. Must not change state.
     fn execute_read_only(&self, client: ClientId, op: &[u8]) -> Vec<u8>;
 
+    /// Whether `op` is a read whose answer depends only on the state (not on the client):
+    /// execution replicas then remember the digest of its last ordered answer, and D-Prophecy
+    /// reads of it can be vouched for (docs/prophecy.md). Default: nothing is (D-Prophecy
+    /// reads are then always ordered).
+    fn is_read(&self, _op: &[u8]) -> bool {
+        false
+    }
+
     /// A deterministic checkpoint of the state after the last executed batch: either the whole
     /// state, or a token that names state the application keeps itself (then implement
     /// `fetch_state` / `load_state`).

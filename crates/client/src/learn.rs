@@ -28,7 +28,7 @@ pub(crate) struct Learning {
     timeout: Micros,
     /// The operation submitted while learning (`(op, read_only)`), issued once the number is
     /// known. One at most: submit stays closed loop (CS2).
-    pub(crate) deferred: Option<(Vec<u8>, bool)>,
+    pub(crate) deferred: Option<(Vec<u8>, crate::Route)>,
 }
 
 impl Learning {
@@ -103,8 +103,8 @@ impl Client {
         self.next_nc = self.next_nc.max(used_upto.saturating_add(1));
         self.counters.add("learned-last-request");
         out.push(Action::CancelTimer { id: LEARN });
-        if let Some((op, read_only)) = deferred {
-            self.issue(now, op, read_only, out);
+        if let Some((op, route)) = deferred {
+            self.issue(now, op, route, out);
         }
     }
 }

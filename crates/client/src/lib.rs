@@ -45,13 +45,14 @@ mod tests;
 use learn::Learning;
 use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
-    Action, Counters, Event, Micros, Observation, Recovered, SlowRequest, Stage, StageContext,
-    StallStage, StoreOp, TimerId, WaitReason,
+    Action, Answered, Counters, Event, Micros, Observation, Recovered, SlowRequest, Stage,
+    StageContext, StallStage, StoreOp, TimerId, WaitReason,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{request_id, ClientId, Message, Principal, ReqNo};
+use plumb_wire::{request_id, ClientId, Message, Position, Principal, ReqNo};
 use push::{PushVote, PushVotes};
-use read_only::ReadOnly;
+pub use read_only::Route;
+use read_only::{ReadMode, ReadOnly};
 use record::OutRecord;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -81,8 +82,9 @@ struct Ordered {
     timeout: Micros,
     /// Whether the retransmission timer fired for it: a slow request's reason.
     retransmitted: bool,
-    /// Execution replica -> the result it last sent for `nc`.
-    votes: HashMap<u16, Vec<u8>>,
+    /// Execution replica -> the result it last sent for `nc` and where it executed it (a
+    /// vote is for both: correct replicas agree on the position as on the result).
+    votes: HashMap<u16, (Vec<u8>, Position)>,
     /// Execution replica -> the highest number it says is used by another request of this
     /// client (it answered a later number, or `nc` for another operation): evidence that `nc`
     /// is already used (see [`Client::on_number_used`]).
@@ -190,25 +192,37 @@ impl Client {
         &mut self,
         now: Micros,
         op: Vec<u8>,
-        read_only: bool,
+        route: Route,
         out: &mut Vec<Action>,
     ) -> Result<(), ClientBusy> {
         if self.outstanding() {
             return Err(ClientBusy);
         }
         if let Some(learning) = &mut self.learning {
-            learning.deferred = Some((op, read_only));
+            learning.deferred = Some((op, route));
             return Ok(());
         }
-        self.issue(now, op, read_only, out);
+        self.issue(now, op, route, out);
         Ok(())
     }
 
-    fn issue(&mut self, now: Micros, op: Vec<u8>, read_only: bool, out: &mut Vec<Action>) {
-        if read_only {
-            self.start_read_only(op, out);
-        } else {
-            self.start_ordered(now, op, out);
+    fn issue(&mut self, now: Micros, op: Vec<u8>, route: Route, out: &mut Vec<Action>) {
+        // A replica index beyond the cluster's is a caller's mistake; wrap it rather than
+        // send to nobody.
+        let exec = |i: u16| i % u16::try_from(self.q.exec.max(1)).unwrap_or(u16::MAX);
+        match route {
+            Route::Ordered => self.start_ordered(now, op, out),
+            Route::ReadOnly => self.start_read_only(op, ReadMode::Unanimous, out),
+            Route::Fast { exec: e } => {
+                self.start_read_only(op, ReadMode::Fast { exec: exec(e) }, out)
+            }
+            Route::Sketched { executor } => self.start_read_only(
+                op,
+                ReadMode::Sketched {
+                    executor: exec(executor),
+                },
+                out,
+            ),
         }
     }
 
@@ -350,6 +364,7 @@ impl Client {
         nc: ReqNo,
         req: Digest,
         result: Vec<u8>,
+        at: Position,
         out: &mut Vec<Action>,
     ) {
         let quorum = self.q.reply();
@@ -386,7 +401,7 @@ impl Client {
             return;
         }
         // A later reply from the same replica replaces its earlier vote: one replica, one vote.
-        o.votes.insert(exec, result);
+        o.votes.insert(exec, (result, at));
         let agreeing = o
             .votes
             .get(&exec)
@@ -401,10 +416,14 @@ impl Client {
         let Some(Outstanding::Ordered(mut o)) = self.outstanding.take() else {
             return;
         };
-        let result = o.votes.remove(&exec).unwrap_or_default();
+        let (result, at) = o.votes.remove(&exec).unwrap_or_default();
         // Replicas that answered something else: divergent (counted; the result stands on
         // r + 1 matching replies, one of them from a correct replica).
-        let divergent = o.votes.values().filter(|v| **v != result).count();
+        let divergent = o
+            .votes
+            .values()
+            .filter(|(r, a)| *r != result || *a != at)
+            .count();
         self.counters.add_n("reply-divergent", divergent as u64);
         self.last_accepted = Some((o.nc, o.req, Digest::of(&result)));
         let latency = now.saturating_sub(o.first_sent);
@@ -433,7 +452,11 @@ impl Client {
             .min(self.cfg.client_retry_max_us);
         out.push(Action::CancelTimer { id: RETRANSMIT });
         out.push(Action::Store(OutRecord::Completed { nc: o.nc }.put()));
-        out.push(Action::Complete { nc: o.nc, result });
+        out.push(Action::Complete {
+            nc: o.nc,
+            result,
+            answered: Answered::Ordered { at },
+        });
         out.push(Action::Observe(Observation::ClientAccepted {
             client: self.me,
             nc: o.nc,
@@ -483,19 +506,34 @@ impl Client {
         };
         let exec = self.exec_index(from);
         match (msg, exec) {
-            (Message::Reply { nc, req, result }, Some(e)) => {
-                self.on_reply(now, e, nc, req, result, out)
-            }
             (
-                Message::ReadOnlyReply {
-                    nc, req, result, ..
+                Message::Reply {
+                    nc,
+                    req,
+                    result,
+                    at,
                 },
                 Some(e),
-            ) => self.on_read_only_reply(now, e, nc, req, result, out),
+            ) => self.on_reply(now, e, nc, req, result, at, out),
+            (
+                Message::ReadOnlyReply {
+                    nc,
+                    req,
+                    result,
+                    executed,
+                },
+                Some(e),
+            ) => self.on_read_only_reply(now, e, nc, req, result, executed, out),
+            (Message::SketchReply { nc, req, sketch }, Some(e)) => {
+                self.on_sketch_reply(now, e, nc, req, sketch, out)
+            }
             (Message::Push { event, payload }, Some(e)) => self.on_push(e, event, payload, out),
             (Message::LastRequest { nc }, Some(e)) => self.on_last_request(now, e, nc, out),
             (
-                Message::Reply { .. } | Message::ReadOnlyReply { .. } | Message::LastRequest { .. },
+                Message::Reply { .. }
+                | Message::ReadOnlyReply { .. }
+                | Message::SketchReply { .. }
+                | Message::LastRequest { .. },
                 None,
             ) => self.counters.add("drop-reply-not-exec"),
             (Message::Push { .. }, None) => self.counters.add("drop-push-not-exec"),

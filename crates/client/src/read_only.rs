@@ -1,17 +1,62 @@
-//! Read-only requests (seed 004 §5.5, docs/protocol.md "Read-only requests"): sent straight to
-//! every execution replica and accepted only if *all* of them return the same bytes. A write is
-//! acknowledged once `r + 1` replicas executed it, so any smaller read quorum could consist of
-//! replicas that have not; a unanimous answer includes a correct replica that has. On a mismatch
-//! or timeout the operation is reissued on the ordered path.
+//! Reads that are not ordered. Three kinds, all sent straight to execution replicas:
+//!
+//! - **Read-only requests** (seed 004 §5.5, docs/protocol.md "Read-only requests"): sent to
+//!   every execution replica and accepted only if *all* of them return the same bytes. A write
+//!   is acknowledged once `r + 1` replicas executed it, so any smaller read quorum could
+//!   consist of replicas that have not; a unanimous answer includes a correct replica that
+//!   has. On a mismatch or timeout the operation is reissued on the ordered path.
+//! - **Fast reads** (Prophecy's `fast(q)`, seed 000 §3.1): sent to one execution replica and
+//!   completed with its answer, unverified ([`Answered::Fast`]), or with nothing on timeout
+//!   ([`Answered::Unanswered`]). Only a sketcher that checks the answer against its history
+//!   (`plumb-prophecy`) may hand it to anyone.
+//! - **D-Prophecy reads** (seed 000 §3.2): sent to every execution replica; one executes it,
+//!   the others answer the digest of the last ordered answer to the same operation they
+//!   executed. Accepted when every replica's digest matches the executed answer: unanimity, for
+//!   the reason read-only requests need it (the last ordered read was vouched for by `r + 1`
+//!   replicas, of which maybe one correct). Otherwise (a transition, a lagging or lying
+//!   replica) the read is reissued on the ordered path, where every replica updates its history.
 
 use crate::record::{self, RO_LEASE};
 use crate::{Client, Outstanding, READ_ONLY_DEADLINE};
-use plumb_core::{Action, Micros, StoreOp};
+use plumb_core::{Action, Answered, Micros, StoreOp};
 use plumb_crypto::Digest;
-use plumb_wire::{request_id, Message, Principal, ReqNo};
+use plumb_wire::{request_id, Message, Principal, ReqNo, Seq};
 use std::collections::HashMap;
 
-/// The outstanding read-only request.
+/// Which route an operation takes (see [`Client::submit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Ordered: linearizable, for any operation.
+    Ordered,
+    /// The read-only path: unanimous answers, else ordered. Linearizable.
+    ReadOnly,
+    /// A fast read executed by execution replica `exec` alone, unverified.
+    Fast { exec: u16 },
+    /// A D-Prophecy read executed by `executor` and vouched for by every other replica's
+    /// history; else ordered. Delay-once linearizable (seed 000 §4).
+    Sketched { executor: u16 },
+}
+
+impl Route {
+    /// [`Route::ReadOnly`] if `read_only`, else [`Route::Ordered`].
+    pub fn read_only_if(read_only: bool) -> Route {
+        if read_only {
+            Route::ReadOnly
+        } else {
+            Route::Ordered
+        }
+    }
+}
+
+/// How an outstanding unordered read is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReadMode {
+    Unanimous,
+    Fast { exec: u16 },
+    Sketched { executor: u16 },
+}
+
+/// The outstanding unordered read.
 #[derive(Debug)]
 pub(crate) struct ReadOnly {
     pub(crate) ro: ReqNo,
@@ -19,12 +64,15 @@ pub(crate) struct ReadOnly {
     /// `H(client, ro, H(op))`: only replies naming it answer this read (a read-only number
     /// reused after a lost record must not take the answer to another read).
     pub(crate) req: Digest,
-    /// Execution replica -> its result.
+    pub(crate) mode: ReadMode,
+    /// Execution replica -> its result (for D-Prophecy: the executor's only).
     pub(crate) votes: HashMap<u16, Vec<u8>>,
+    /// D-Prophecy: replica -> the digest its history holds for the operation.
+    pub(crate) sketches: HashMap<u16, Digest>,
 }
 
 impl Client {
-    pub(crate) fn start_read_only(&mut self, op: Vec<u8>, out: &mut Vec<Action>) {
+    pub(crate) fn start_read_only(&mut self, op: Vec<u8>, mode: ReadMode, out: &mut Vec<Action>) {
         let ro = self.next_ro;
         self.next_ro = ro.saturating_add(1);
         if ro >= self.ro_reserved {
@@ -32,13 +80,28 @@ impl Client {
             out.push(Action::Store(record::put_ro_reserved(self.ro_reserved)));
             out.push(Action::Store(StoreOp::Sync));
         }
-        let msg = Message::ReadOnly {
-            nc: ro,
-            op: op.clone(),
-        };
-        for i in 0..self.q.exec {
-            if let Ok(i) = u16::try_from(i) {
-                self.send(Principal::Exec(i), &msg, out);
+        match mode {
+            ReadMode::Unanimous => {
+                let msg = Message::ReadOnly {
+                    nc: ro,
+                    op: op.clone(),
+                };
+                self.send_to_all_exec(&msg, out);
+            }
+            ReadMode::Fast { exec } => {
+                let msg = Message::ReadOnly {
+                    nc: ro,
+                    op: op.clone(),
+                };
+                self.send(Principal::Exec(exec), &msg, out);
+            }
+            ReadMode::Sketched { executor } => {
+                let msg = Message::FastRead {
+                    nc: ro,
+                    executor,
+                    op: op.clone(),
+                };
+                self.send_to_all_exec(&msg, out);
             }
         }
         out.push(Action::SetTimer {
@@ -49,10 +112,29 @@ impl Client {
             ro,
             req: request_id(self.me, ro, Digest::of(&op)),
             op,
+            mode,
             votes: HashMap::new(),
+            sketches: HashMap::new(),
         }));
     }
 
+    fn send_to_all_exec(&mut self, msg: &Message, out: &mut Vec<Action>) {
+        for i in 0..self.q.exec {
+            if let Ok(i) = u16::try_from(i) {
+                self.send(Principal::Exec(i), msg, out);
+            }
+        }
+    }
+
+    /// The outstanding unordered read this answer is for, if it is for one.
+    fn pending_read(&mut self, ro: ReqNo, req: Digest) -> Option<&mut ReadOnly> {
+        match &mut self.outstanding {
+            Some(Outstanding::ReadOnly(p)) if p.ro == ro && p.req == req => Some(p),
+            _ => None,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_read_only_reply(
         &mut self,
         now: Micros,
@@ -60,30 +142,105 @@ impl Client {
         ro: ReqNo,
         req: Digest,
         result: Vec<u8>,
+        executed: Seq,
         out: &mut Vec<Action>,
     ) {
         let unanimity = self.q.read_only();
-        let Some(Outstanding::ReadOnly(pending)) = &mut self.outstanding else {
+        let Some(pending) = self.pending_read(ro, req) else {
             self.counters.add("stale-read-only-reply");
             return;
         };
-        if ro != pending.ro || req != pending.req {
-            self.counters.add("stale-read-only-reply");
-            return;
-        }
-        // Any two different answers (even from one replica) make unanimity impossible.
-        if pending.votes.values().any(|v| *v != result) {
-            self.counters.add("read-only-mismatch");
-            self.fall_back_to_ordered(now, out);
-            return;
-        }
-        pending.votes.insert(exec, result);
-        if pending.votes.len() >= unanimity {
-            self.accept_read_only(exec, out);
+        match pending.mode {
+            ReadMode::Unanimous => {
+                // Any two different answers (even from one replica) make unanimity impossible.
+                if pending.votes.values().any(|v| *v != result) {
+                    self.counters.add("read-only-mismatch");
+                    self.fall_back_to_ordered(now, out);
+                    return;
+                }
+                pending.votes.insert(exec, result);
+                if pending.votes.len() >= unanimity {
+                    self.accept_read(exec, Answered::ReadOnly, out);
+                }
+            }
+            ReadMode::Fast { exec: asked } if asked == exec => {
+                pending.votes.insert(exec, result);
+                self.accept_read(exec, Answered::Fast { exec, executed }, out);
+            }
+            ReadMode::Sketched { executor } if executor == exec => {
+                pending.votes.insert(exec, result);
+                self.settle_sketched(now, out);
+            }
+            ReadMode::Fast { .. } | ReadMode::Sketched { .. } => {
+                self.counters.add("drop-read-reply-not-asked");
+            }
         }
     }
 
-    fn accept_read_only(&mut self, exec: u16, out: &mut Vec<Action>) {
+    pub(crate) fn on_sketch_reply(
+        &mut self,
+        now: Micros,
+        exec: u16,
+        ro: ReqNo,
+        req: Digest,
+        sketch: Option<Digest>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(pending) = self.pending_read(ro, req) else {
+            self.counters.add("stale-sketch-reply");
+            return;
+        };
+        let ReadMode::Sketched { executor } = pending.mode else {
+            self.counters.add("drop-sketch-reply-not-asked");
+            return;
+        };
+        if exec == executor {
+            self.counters.add("drop-sketch-reply-not-asked");
+            return;
+        }
+        match sketch {
+            // No history for the read at this replica: it cannot vouch, so this read is
+            // replicated (and the replicas' histories learn it).
+            None => {
+                self.counters.add("sketch-missing");
+                self.fall_back_to_ordered(now, out);
+            }
+            Some(s) => {
+                pending.sketches.insert(exec, s);
+                self.settle_sketched(now, out);
+            }
+        }
+    }
+
+    /// D-Prophecy: accept once the executor answered and every other replica vouched for
+    /// exactly that answer; fall back as soon as any digest disagrees.
+    fn settle_sketched(&mut self, now: Micros, out: &mut Vec<Action>) {
+        let exec_count = self.q.exec;
+        let Some(Outstanding::ReadOnly(pending)) = &self.outstanding else {
+            return;
+        };
+        let ReadMode::Sketched { executor } = pending.mode else {
+            return;
+        };
+        let mut sketches = pending.sketches.values();
+        let agreed = match (pending.votes.get(&executor), sketches.next()) {
+            (Some(result), _) => Some(Digest::of(result)),
+            (None, first) => first.copied(),
+        };
+        let Some(agreed) = agreed else {
+            return;
+        };
+        if pending.sketches.values().any(|s| *s != agreed) {
+            self.counters.add("sketch-mismatch");
+            self.fall_back_to_ordered(now, out);
+            return;
+        }
+        if pending.votes.contains_key(&executor) && pending.sketches.len() + 1 >= exec_count {
+            self.accept_read(executor, Answered::Sketched { exec: executor }, out);
+        }
+    }
+
+    fn accept_read(&mut self, exec: u16, answered: Answered, out: &mut Vec<Action>) {
         let Some(Outstanding::ReadOnly(mut pending)) = self.outstanding.take() else {
             return;
         };
@@ -91,17 +248,33 @@ impl Client {
             id: READ_ONLY_DEADLINE,
         });
         let result = pending.votes.remove(&exec).unwrap_or_default();
-        out.push(Action::Complete { nc: 0, result });
+        out.push(Action::Complete {
+            nc: 0,
+            result,
+            answered,
+        });
     }
 
     pub(crate) fn on_read_only_deadline(&mut self, now: Micros, out: &mut Vec<Action>) {
-        if matches!(self.outstanding, Some(Outstanding::ReadOnly(_))) {
-            self.counters.add("read-only-timeout");
-            self.fall_back_to_ordered(now, out);
+        let Some(Outstanding::ReadOnly(pending)) = &self.outstanding else {
+            return;
+        };
+        if let ReadMode::Fast { .. } = pending.mode {
+            // A fast read is never reissued here: the sketcher decides what follows.
+            self.counters.add("fast-read-timeout");
+            self.outstanding = None;
+            out.push(Action::Complete {
+                nc: 0,
+                result: Vec::new(),
+                answered: Answered::Unanswered,
+            });
+            return;
         }
+        self.counters.add("read-only-timeout");
+        self.fall_back_to_ordered(now, out);
     }
 
-    /// Reissue the outstanding read-only operation as the next ordered request.
+    /// Reissue the outstanding read as the next ordered request.
     fn fall_back_to_ordered(&mut self, now: Micros, out: &mut Vec<Action>) {
         let Some(Outstanding::ReadOnly(pending)) = self.outstanding.take() else {
             return;

@@ -101,6 +101,7 @@ impl World {
                 nc,
                 req: request_id(C, nc, Digest::of(op)),
                 result: result.to_vec(),
+                at: plumb_wire::Position { seq: nc, index: 0 },
             },
         )
     }
@@ -154,8 +155,13 @@ impl World {
 
 fn submit(c: &mut Client, now: Micros, op: &[u8], read_only: bool) -> Vec<Action> {
     let mut out = Vec::new();
-    c.submit(now, op.to_vec(), read_only, &mut out)
-        .expect("client idle");
+    c.submit(
+        now,
+        op.to_vec(),
+        crate::Route::read_only_if(read_only),
+        &mut out,
+    )
+    .expect("client idle");
     out
 }
 
@@ -163,7 +169,7 @@ fn completes(actions: &[Action]) -> Vec<(ReqNo, Vec<u8>)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Complete { nc, result } => Some((*nc, result.clone())),
+            Action::Complete { nc, result, .. } => Some((*nc, result.clone())),
             _ => None,
         })
         .collect()
@@ -241,11 +247,11 @@ fn cs1_cs2_numbers_start_at_one_and_submit_is_refused_while_outstanding() {
     assert_eq!(request_number(&w.sent(&out), b"a"), 1);
     assert!(c.outstanding());
     assert_eq!(
-        c.submit(1, b"b".to_vec(), false, &mut Vec::new()),
+        c.submit(1, b"b".to_vec(), crate::Route::Ordered, &mut Vec::new()),
         Err(ClientBusy)
     );
     assert_eq!(
-        c.submit(1, b"b".to_vec(), true, &mut Vec::new()),
+        c.submit(1, b"b".to_vec(), crate::Route::ReadOnly, &mut Vec::new()),
         Err(ClientBusy)
     );
 
@@ -444,6 +450,7 @@ fn stale_and_non_exec_replies_are_dropped_and_counted() {
                     nc: 2,
                     req: request_id(C, 2, Digest::of(b"b")),
                     result: b"r".to_vec(),
+                    at: plumb_wire::Position::default(),
                 },
             ),
             &mut out,
@@ -533,7 +540,7 @@ fn cs3_recovered_client_resends_its_outstanding_request_on_start() {
     let mut after = Client::new(ctx, disk(&actions));
     assert!(after.outstanding());
     assert_eq!(
-        after.submit(0, b"new".to_vec(), false, &mut Vec::new()),
+        after.submit(0, b"new".to_vec(), crate::Route::Ordered, &mut Vec::new()),
         Err(ClientBusy)
     );
     let out = run(&mut after, 100, Event::Start);
@@ -738,7 +745,7 @@ fn submit_waits_while_the_client_learns_its_number() {
     assert!(out.is_empty(), "nothing leaves before the number is known");
     assert!(c.outstanding());
     assert_eq!(
-        c.submit(1, b"other".to_vec(), false, &mut Vec::new()),
+        c.submit(1, b"other".to_vec(), crate::Route::Ordered, &mut Vec::new()),
         Err(ClientBusy)
     );
     // One answer is not enough: it may be the liar.
@@ -1037,6 +1044,7 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
             nc: 1,
             req: request_id(C, 1, Digest::of(b"a")),
             result: b"r".to_vec(),
+            at: plumb_wire::Position::default(),
         },
     );
     let n = tampered.len();
@@ -1058,6 +1066,7 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
                 nc: 1,
                 req: request_id(C, 1, Digest::of(b"a")),
                 result: b"r".to_vec(),
+                at: plumb_wire::Position::default(),
             },
         )
         .expect("stranger knows the client");

@@ -66,16 +66,39 @@ pub enum Action {
     Store(StoreOp),
     /// Something a checker or a metrics exporter wants to know. No protocol effect.
     Observe(Observation),
-    /// Client only: the reply to request `nc`, voted by the required quorum.
+    /// Client only: the answer to the outstanding operation (`nc` its ordered number, 0 if it
+    /// was not ordered), and which path answered it.
     Complete {
         nc: ReqNo,
         result: Vec<u8>,
+        answered: Answered,
     },
     /// Client only: a push event from the service.
     Pushed {
         event: u64,
         payload: Vec<u8>,
     },
+}
+
+/// How a client's operation was answered: the path, and what the caller may rely on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// Ordered, voted by `r + 1` execution replicas: linearizable, executed at `at`.
+    Ordered { at: plumb_wire::Position },
+    /// The read-only path: every execution replica answered alike (linearizable).
+    ReadOnly,
+    /// A fast read (Prophecy, seed 000 §3.1): one execution replica's answer, NOT voted. It
+    /// had executed every batch below `executed + 1`. Only a sketcher's check makes it usable.
+    Fast {
+        exec: u16,
+        executed: plumb_wire::Seq,
+    },
+    /// D-Prophecy (seed 000 §3.2): one replica's answer whose digest every other execution
+    /// replica vouched for from its history of ordered executions of the same read.
+    Sketched { exec: u16 },
+    /// A fast read that got no answer in time (`result` is empty): the caller decides what
+    /// to do (a sketcher issues the read on the ordered path).
+    Unanswered,
 }
 
 pub trait Stage {

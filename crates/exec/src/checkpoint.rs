@@ -2,7 +2,7 @@
 //! needs to continue after batch `seq`. Its token is the BLAKE3 digest of its canonical bytes.
 
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Micros, ReqNo, Seq};
+use plumb_wire::{ClientId, Micros, Position, ReqNo, Seq};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -58,6 +58,8 @@ pub struct CachedReply {
     pub nc: ReqNo,
     pub req: Digest,
     pub result: Vec<u8>,
+    /// Where the request was executed (resent with the reply: correct replicas agree on it).
+    pub at: Position,
 }
 
 impl CachedReply {
@@ -67,6 +69,7 @@ impl CachedReply {
             nc,
             req: Digest::of(result),
             result: result.to_vec(),
+            at: Position::default(),
         }
     }
 }
@@ -82,12 +85,71 @@ impl ExecCheckpoint {
     pub fn decode(bytes: &[u8]) -> Option<ExecCheckpoint> {
         match postcard::take_from_bytes::<ExecCheckpoint>(bytes) {
             Ok((cp, [])) => Some(cp),
-            _ => None,
+            _ => legacy::decode(bytes),
         }
     }
 
     pub fn token(bytes: &[u8]) -> Digest {
         Digest::of(bytes)
+    }
+}
+
+/// Checkpoints written before replies carried their position (the D-Prophecy change): still
+/// read from a replica's own disk, so an upgraded node resumes from its last checkpoint. A
+/// reply cached there gets the position "the checkpoint's batch, after every request of it",
+/// so a Prophecy sketcher never takes it for newer than anything executed after it.
+mod legacy {
+    use super::{CachedReply, ExecCheckpoint, ObjectsRoot};
+    use plumb_crypto::Digest;
+    use plumb_wire::{ClientId, Micros, Position, ReqNo, Seq};
+    use serde::Deserialize;
+    use std::collections::BTreeMap;
+
+    #[derive(Deserialize)]
+    struct ReplyV0 {
+        nc: ReqNo,
+        req: Digest,
+        result: Vec<u8>,
+    }
+
+    #[derive(Deserialize)]
+    struct CheckpointV0 {
+        seq: Seq,
+        app: Vec<u8>,
+        replies: BTreeMap<ClientId, ReplyV0>,
+        agreed_time: Micros,
+        next_push: BTreeMap<ClientId, u64>,
+        objects: Option<ObjectsRoot>,
+    }
+
+    pub(super) fn decode(bytes: &[u8]) -> Option<ExecCheckpoint> {
+        let Ok((cp, [])) = postcard::take_from_bytes::<CheckpointV0>(bytes) else {
+            return None;
+        };
+        let at = Position {
+            seq: cp.seq,
+            index: u32::MAX,
+        };
+        Some(ExecCheckpoint {
+            seq: cp.seq,
+            app: cp.app,
+            replies: cp
+                .replies
+                .into_iter()
+                .map(|(c, r)| {
+                    let reply = CachedReply {
+                        nc: r.nc,
+                        req: r.req,
+                        result: r.result,
+                        at,
+                    };
+                    (c, reply)
+                })
+                .collect(),
+            agreed_time: cp.agreed_time,
+            next_push: cp.next_push,
+            objects: cp.objects,
+        })
     }
 }
 

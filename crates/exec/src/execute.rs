@@ -6,7 +6,7 @@ use crate::{ExecReplica, Held};
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_core::{Action, Observation, SlowRequest, StallStage, StoreOp, WaitReason};
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Message, Principal, ReqNo, Seq};
+use plumb_wire::{ClientId, Message, Position, Principal, ReqNo, Seq};
 
 impl<A: Application> ExecReplica<A> {
     /// Deliver every batch from `next_seq` on that is learned and has all its bodies, in order:
@@ -120,8 +120,18 @@ impl<A: Application> ExecReplica<A> {
             if output.replies.len() != commands.len() {
                 self.counters.add("app-reply-count-mismatch");
             }
-            for ((command, req), result) in commands.iter().zip(ids).zip(output.replies) {
-                self.reply(command.client, command.nc, req, result, out);
+            for (index, ((command, req), result)) in
+                commands.iter().zip(ids).zip(output.replies).enumerate()
+            {
+                if self.app.is_read(command.op) {
+                    self.sketches
+                        .record(Digest::of(command.op), Digest::of(&result));
+                }
+                let at = Position {
+                    seq,
+                    index: u32::try_from(index).unwrap_or(u32::MAX),
+                };
+                self.reply(command.client, command.nc, req, result, at, out);
             }
             for (client, payload) in output.pushes {
                 self.push(client, payload, out);
@@ -163,14 +173,24 @@ impl<A: Application> ExecReplica<A> {
         nc: ReqNo,
         req: Digest,
         result: Vec<u8>,
+        at: Position,
         out: &mut Vec<Action>,
     ) {
         let msg = Message::Reply {
             nc,
             req,
             result: result.clone(),
+            at,
         };
-        self.replies.insert(client, CachedReply { nc, req, result });
+        self.replies.insert(
+            client,
+            CachedReply {
+                nc,
+                req,
+                result,
+                at,
+            },
+        );
         self.send(Principal::Client(client), &msg, out);
     }
 

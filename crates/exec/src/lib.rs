@@ -23,6 +23,7 @@ mod learn;
 mod object_transfer;
 mod objects;
 mod recovery;
+mod sketches;
 mod transfer;
 
 #[cfg(test)]
@@ -122,6 +123,9 @@ pub struct ExecReplica<A: Application> {
     gate: Option<gate::Gate>,
     /// Probe nonces.
     rng: Rng,
+
+    // --- D-Prophecy (sketches.rs): digests of the last ordered answers to reads
+    sketches: sketches::SketchHistory,
 }
 
 impl<A: Application> ExecReplica<A> {
@@ -164,6 +168,7 @@ impl<A: Application> ExecReplica<A> {
             unusable_prefixes: Vec::new(),
             gate: Some(gate::Gate::default()),
             rng: Rng::new(ctx.seed),
+            sketches: sketches::SketchHistory::default(),
             ctx,
         };
         let bits = replica.app.objects().map(|o| o.object_id_bits());
@@ -367,6 +372,9 @@ impl<A: Application> ExecReplica<A> {
             (Principal::Client(c), Message::ReadOnly { nc, op }) => {
                 self.on_read_only(c, nc, op, out)
             }
+            (Principal::Client(c), Message::FastRead { nc, executor, op }) => {
+                self.on_fast_read(c, nc, executor, op, out)
+            }
             (Principal::Client(c), Message::LastRequestQuery) => self.on_last_request_query(c, out),
             _ => self.counters.add("drop-unexpected"),
         }
@@ -436,6 +444,29 @@ impl<A: Application> ExecReplica<A> {
         self.send(Principal::Client(c), &msg, out);
     }
 
+    /// D-Prophecy (seed 000 §3.2): the executor answers as a read-only request; every other
+    /// replica answers the digest its history holds for the operation, and never executes it.
+    fn on_fast_read(
+        &mut self,
+        c: ClientId,
+        nc: ReqNo,
+        executor: u16,
+        op: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
+        if executor == self.me {
+            self.on_read_only(c, nc, op, out);
+            return;
+        }
+        let digest = Digest::of(&op);
+        let msg = Message::SketchReply {
+            nc,
+            req: request_id(c, nc, digest),
+            sketch: self.sketches.get(&digest),
+        };
+        self.send(Principal::Client(c), &msg, out);
+    }
+
     /// A client that lost its record asks which number it last used (docs/protocol.md "Clients
     /// after a crash"). The reply table is replicated state, so `r + 1` matching-or-higher
     /// answers vouch for a number. One small answer per query, like a read-only request.
@@ -455,12 +486,23 @@ impl<A: Application> ExecReplica<A> {
         if order_next > self.next_seq {
             self.send_last_exec(out);
         }
-        let Some(CachedReply { nc, req, result }) = self.replies.get(&client).cloned() else {
+        let Some(CachedReply {
+            nc,
+            req,
+            result,
+            at,
+        }) = self.replies.get(&client).cloned()
+        else {
             return;
         };
         self.send(
             Principal::Client(client),
-            &Message::Reply { nc, req, result },
+            &Message::Reply {
+                nc,
+                req,
+                result,
+                at,
+            },
             out,
         );
         let done = Message::BatchComplete {

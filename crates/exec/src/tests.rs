@@ -529,7 +529,8 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
         vec![Message::Reply {
             nc: 1,
             req: by_digest(2, 1, op).id_digest(),
-            result: b"ok".to_vec()
+            result: b"ok".to_vec(),
+            at: plumb_wire::Position { seq: 1, index: 0 },
         }]
     );
     // Nothing left to fetch: the timer is not re-armed.
@@ -598,6 +599,7 @@ fn el2_reply_sent_and_cached_then_el3_retransmit_resends_it() {
         nc: 1,
         req: inline(1, 1, "put x 1").id_digest(),
         result: b"ok".to_vec(),
+        at: plumb_wire::Position { seq: 1, index: 0 },
     };
     assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply.clone()]);
 

@@ -223,6 +223,9 @@ impl<A: Application> ExecReplica<A> {
         self.next_push = cp.next_push;
         self.next_seq = seq + 1;
         self.loaded_at = self.now;
+        // The history described the state this load replaced: vouching from it would only
+        // make D-Prophecy reads fall back.
+        self.sketches.clear();
         self.persist_checkpoint(seq, bytes.clone(), tree.as_ref(), out);
         self.checkpoints.insert(seq, Held { token, bytes, tree });
         self.collect_checkpoints(seq, out);

@@ -380,7 +380,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
             };
             match action {
                 Action::Send { to, frame } => self.outbox.send(me, to, frame),
-                Action::Complete { nc, result } => self.host.complete(nc, result),
+                Action::Complete { nc, result, .. } => self.host.complete(nc, result),
                 Action::Pushed { event, payload } => self.host.pushed(event, payload),
                 _ => {}
             }
@@ -477,7 +477,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
                 Action::Send { to, frame } | Action::SendUnsynced { to, frame } => {
                     self.outbox.send(me, to, frame)
                 }
-                Action::Complete { nc, result } => self.host.complete(nc, result),
+                Action::Complete { nc, result, .. } => self.host.complete(nc, result),
                 Action::Pushed { event, payload } => self.host.pushed(event, payload),
                 Action::SetTimer { id, after } => {
                     self.timers

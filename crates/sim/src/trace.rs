@@ -61,6 +61,9 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
     match msg {
         Message::Request { nc, op } => format!("request nc={nc} {}", op_text(op)),
         Message::ReadOnly { nc, op } => format!("read-only ro={nc} {}", op_text(op)),
+        Message::FastRead { nc, executor, op } => {
+            format!("fast-read ro={nc} executor=e{executor} {}", op_text(op))
+        }
         Message::AuthReq { core, .. } => format!(
             "auth-req c{} nc={} {:?}",
             core.client,
@@ -128,8 +131,21 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
         Message::Command {
             seq, client, nc, ..
         } => format!("command n={seq} c{client}/{nc}"),
-        Message::Reply { nc, req, result } => {
-            format!("reply nc={nc} req={req:?} {}", result_text(result))
+        Message::Reply {
+            nc,
+            req,
+            result,
+            at,
+        } => {
+            format!(
+                "reply nc={nc} req={req:?} at={}.{} {}",
+                at.seq,
+                at.index,
+                result_text(result)
+            )
+        }
+        Message::SketchReply { nc, sketch, .. } => {
+            format!("sketch-reply nc={nc} {sketch:?}")
         }
         Message::ReadOnlyReply {
             nc,

@@ -275,7 +275,7 @@ mod tests {
         /// answer, decode to an error or a message, never a panic; a genuine one round-trips.
         #[test]
         fn reply_and_last_request_decoding_never_panics(
-            which in 0u8..4,
+            which in 0u8..6,
             nc in any::<u64>(),
             result in proptest::collection::vec(any::<u8>(), 0..64),
             cut in 0usize..200,
@@ -284,9 +284,11 @@ mod tests {
         ) {
             let req = plumb_crypto::Digest::of(&result);
             let m = match which {
-                0 => Message::Reply { nc, req, result },
+                0 => Message::Reply { nc, req, result, at: crate::Position { seq: nc / 3, index: (nc % 7) as u32 } },
                 1 => Message::ReadOnlyReply { nc, req, result, executed: nc / 2 },
                 2 => Message::LastRequestQuery,
+                3 => Message::FastRead { nc, executor: (nc % 5) as u16, op: result },
+                4 => Message::SketchReply { nc, req, sketch: (nc % 2 == 0).then_some(req) },
                 _ => Message::LastRequest { nc },
             };
             let body = encode_body(&m);

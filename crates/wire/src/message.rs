@@ -9,6 +9,18 @@ pub type ClientId = u32;
 pub type ReqNo = u64;
 /// A batch number `n_o`, from 1.
 pub type Seq = u64;
+
+/// Where an ordered request's reply was produced: the batch and the request's index in it.
+/// Two requests of one batch are executed one after the other, so (seq, index) orders every
+/// ordered reply; seq alone does not (Prophecy's sketcher must tell which of two replicated
+/// reads of one batch saw the later state, seed 000 §3.3).
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default, Serialize, Deserialize,
+)]
+pub struct Position {
+    pub seq: Seq,
+    pub index: u32,
+}
 pub type View = u64;
 /// Microseconds of agreed (batch) time.
 pub type Micros = u64;
@@ -310,6 +322,8 @@ pub enum Message {
         req: Digest,
         #[serde(with = "serde_bytes")]
         result: Vec<u8>,
+        /// Where the request was executed; correct replicas agree on it as on the result.
+        at: Position,
     },
     /// `req` is [`request_id`] of `(client, nc, H(op))` for the read-only operation answered.
     ReadOnlyReply {
@@ -427,11 +441,31 @@ pub enum Message {
         writes: Vec<ObjectPayload>,
     },
 
-    // ---- order <-> order (last: variants are numbered on the wire)
+    // ---- order <-> order
     /// The sender suspects the primary of `view` (Zyzzyva's I-HATE-THE-PRIMARY): a vote for a
     /// view change, not a departure. The view changes once `min(u,r) + 1` replicas suspect it.
     Suspect {
         view: View,
+    },
+
+    // ---- client <-> execution: D-Prophecy (seed 000 §3.2; docs/prophecy.md). Last: variants
+    // are numbered on the wire, so new ones go at the end.
+    /// D-Prophecy's fast read (seed 000 §3.2), sent to every execution replica: `executor`
+    /// executes it and answers [`Message::ReadOnlyReply`]; the others answer
+    /// [`Message::SketchReply`] from their history of replicated reads.
+    FastRead {
+        nc: ReqNo,
+        executor: u16,
+        #[serde(with = "serde_bytes")]
+        op: Vec<u8>,
+    },
+    /// A replica's answer to a [`Message::FastRead`] it does not execute: the digest of the
+    /// result of the last ordered execution of the same operation it executed, if it has one.
+    /// `req` is [`request_id`] of the read, as for [`Message::ReadOnlyReply`].
+    SketchReply {
+        nc: ReqNo,
+        req: Digest,
+        sketch: Option<Digest>,
     },
 }
 
@@ -481,6 +515,7 @@ impl Message {
         match self {
             Message::Request { .. } => "request",
             Message::ReadOnly { .. } => "read-only",
+            Message::FastRead { .. } => "fast-read",
             Message::AuthReq { .. } => "auth-req",
             Message::PrePrepare { .. } => "pre-prepare",
             Message::Prepare { .. } => "prepare",
@@ -502,6 +537,7 @@ impl Message {
             Message::Command { .. } => "command",
             Message::Reply { .. } => "reply",
             Message::ReadOnlyReply { .. } => "read-only-reply",
+            Message::SketchReply { .. } => "sketch-reply",
             Message::Push { .. } => "push",
             Message::FetchExecCp { .. } => "fetch-exec-cp",
             Message::ExecCpState { .. } => "exec-cp-state",

@@ -12,7 +12,8 @@ use crate::net::driver::{GroupHost, Job, Links, FRAME_QUEUE};
 use crate::net::events::{PushEvents, EVENT_BACKLOG};
 use crate::net::group::ClientGroup;
 use crate::net::reach::Reachability;
-use crate::net::{ClientError, ClientOptions, Identity, PushEvent};
+use crate::net::{Answer, ClientError, ClientOptions, Identity, PushEvent};
+use crate::Route;
 use plumb_cluster::Cluster;
 use plumb_core::{Counters, Recovered, StageContext};
 use plumb_runtime::{Item, Mailbox, QueueKey, Runner, StageShared};
@@ -275,7 +276,7 @@ impl Client {
     /// # let _ = answer; Ok(()) }
     /// ```
     pub async fn invoke(&self, op: impl Into<Vec<u8>>) -> Result<Vec<u8>, ClientError> {
-        self.call(op.into(), false).await
+        Ok(self.invoke_on(op.into(), Route::Ordered).await?.result)
     }
 
     /// Run `op`, which must not change the application's state, on the read-only path: sent
@@ -286,10 +287,15 @@ impl Client {
     /// The application decides what is read-only (`Application::execute_read_only`); an
     /// operation it does not treat as one falls back to the ordered path.
     pub async fn invoke_read_only(&self, op: impl Into<Vec<u8>>) -> Result<Vec<u8>, ClientError> {
-        self.call(op.into(), true).await
+        Ok(self.invoke_on(op.into(), Route::ReadOnly).await?.result)
     }
 
-    async fn call(&self, op: Vec<u8>, read_only: bool) -> Result<Vec<u8>, ClientError> {
+    /// Run `op` by `route` and say how it was answered: for [`Route::Ordered`] the position it
+    /// was executed at (Prophecy's `replicated(q)`, seed 000 §3.1), for [`Route::Fast`] one
+    /// replica's unverified answer or none (Prophecy's `fast(q)`), for [`Route::Sketched`] a
+    /// D-Prophecy read ([`Answered`] says which path it took in the end; a read that falls
+    /// back is ordered).
+    pub async fn invoke_on(&self, op: Vec<u8>, route: Route) -> Result<Answer, ClientError> {
         if op.len() > MAX_OPERATION_BYTES {
             return Err(ClientError::OperationTooLarge {
                 len: op.len(),
@@ -302,11 +308,7 @@ impl Client {
             if !*open {
                 return Err(ClientError::Closed);
             }
-            let job = Job {
-                op,
-                read_only,
-                reply,
-            };
+            let job = Job { op, route, reply };
             self.shared.mailbox.push(QueueKey::Local, Item::Job(job));
         }
         match self.shared.op_timeout {

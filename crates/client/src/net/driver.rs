@@ -23,8 +23,8 @@ const LINK_QUEUE: usize = 1 << 16;
 /// An operation waiting for a client identity.
 pub(crate) struct Job {
     pub(crate) op: Vec<u8>,
-    pub(crate) read_only: bool,
-    pub(crate) reply: oneshot::Sender<Vec<u8>>,
+    pub(crate) route: crate::Route,
+    pub(crate) reply: oneshot::Sender<crate::net::Answer>,
 }
 
 /// One link per node, shared by every identity of the group: replies find their identity by
@@ -92,7 +92,7 @@ impl Outbox for Links {
 /// Callers' operations in, answers and push events out, on the stage thread.
 pub(crate) struct GroupHost {
     /// Per member: the caller waiting for its outstanding operation.
-    waiting: Vec<Option<oneshot::Sender<Vec<u8>>>>,
+    waiting: Vec<Option<oneshot::Sender<crate::net::Answer>>>,
     /// Members that may be free (checked again when taken).
     free: Vec<usize>,
     /// Operations waiting for a free member, oldest first.
@@ -137,7 +137,7 @@ impl GroupHost {
                 self.jobs.push_front(job);
                 break;
             };
-            if group.submit(i, now, job.op, job.read_only, out).is_ok() {
+            if group.submit(i, now, job.op, job.route, out).is_ok() {
                 self.waiting[i] = Some(job.reply);
             } else {
                 self.free.push(i);

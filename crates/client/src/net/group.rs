@@ -8,7 +8,8 @@
 //! to. A driver with a single identity runs a group of one, so its record has the same layout
 //! as a pool member's and either can take over the other's store.
 
-use crate::{Client, ClientBusy};
+use crate::net::Answer;
+use crate::{Client, ClientBusy, Route};
 use plumb_core::{
     Action, Counters, Event, Micros, Recovered, Stage, StageContext, StoreOp, TimerId,
 };
@@ -24,8 +25,8 @@ pub(crate) struct ClientGroup {
     members: Vec<Client>,
     ids: Vec<u32>,
     by_id: HashMap<u32, usize>,
-    /// `(member, result)` of operations completed since the host last took them.
-    pub(crate) completed: Vec<(usize, Vec<u8>)>,
+    /// `(member, answer)` of operations completed since the host last took them.
+    pub(crate) completed: Vec<(usize, Answer)>,
     /// `(member, event id, payload)` of push events delivered since the host last took them.
     pub(crate) pushed: Vec<(usize, u64, Vec<u8>)>,
     counters: Counters,
@@ -72,11 +73,11 @@ impl ClientGroup {
         i: usize,
         now: Micros,
         op: Vec<u8>,
-        read_only: bool,
+        route: Route,
         out: &mut Vec<Action>,
     ) -> Result<(), ClientBusy> {
         let mut acts = std::mem::take(&mut self.scratch);
-        let r = self.members[i].submit(now, op, read_only, &mut acts);
+        let r = self.members[i].submit(now, op, route, &mut acts);
         self.translate(i, &mut acts, out);
         self.scratch = acts;
         r
@@ -114,8 +115,10 @@ impl ClientGroup {
                     }
                 }
                 Action::CancelTimer { id } => Action::CancelTimer { id: timer(id) },
-                Action::Complete { result, .. } => {
-                    self.completed.push((i, result));
+                Action::Complete {
+                    result, answered, ..
+                } => {
+                    self.completed.push((i, Answer { result, answered }));
                     continue;
                 }
                 Action::Pushed { event, payload } => {
@@ -197,6 +200,7 @@ impl Stage for ClientGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Route;
     use plumb_cluster::{init, Cluster, InitOptions};
 
     fn members(dir: &std::path::Path, n: u32) -> Vec<(u32, StageContext)> {
@@ -275,10 +279,12 @@ mod tests {
         let mut out = Vec::new();
         set.handle(1, Event::Start, &mut out);
         out.clear();
-        set.submit(0, 2, b"op-0".to_vec(), false, &mut out).unwrap();
-        set.submit(1, 2, b"op-1".to_vec(), false, &mut out).unwrap();
+        set.submit(0, 2, b"op-0".to_vec(), Route::Ordered, &mut out)
+            .unwrap();
+        set.submit(1, 2, b"op-1".to_vec(), Route::Ordered, &mut out)
+            .unwrap();
         assert!(set
-            .submit(1, 2, b"again".to_vec(), false, &mut out)
+            .submit(1, 2, b"again".to_vec(), Route::Ordered, &mut out)
             .is_err());
         // Submitted while learning their numbers: they wait for the execution replicas.
         assert!(puts(&out).is_empty());

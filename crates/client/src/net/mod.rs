@@ -26,6 +26,7 @@ mod reach;
 #[cfg(test)]
 mod tests;
 
+pub use crate::Route;
 pub use blocking::{BlockingClient, BlockingPushEvents};
 pub use client::{Client, MAX_OPERATION_BYTES};
 pub use error::ClientError;
@@ -35,4 +36,14 @@ pub use identity::Identity;
 pub use options::{ClientOptions, RecordLocation};
 /// The cluster configuration a client connects with ([`Cluster::load`] reads `cluster.toml`).
 pub use plumb_cluster::{Cluster, ClusterError};
+pub use plumb_core::Answered;
 pub use plumb_core::Counters;
+
+/// An operation's answer and how it was reached ([`Client::invoke_on`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// What the application returned.
+    pub result: Vec<u8>,
+    /// Which route answered, and what that answer guarantees.
+    pub answered: Answered,
+}

@@ -22,7 +22,12 @@ impl<A: SimApp> World<'_, A> {
         };
         let mut actions = std::mem::take(&mut self.actions);
         actions.clear();
-        match client.submit(local, op.clone(), read_only, &mut actions) {
+        match client.submit(
+            local,
+            op.clone(),
+            plumb_client::Route::read_only_if(read_only),
+            &mut actions,
+        ) {
             Ok(()) => {
                 self.trace.fold(&[self.now, 5, i as u64]);
                 self.trace.line(

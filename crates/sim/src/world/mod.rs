@@ -519,7 +519,7 @@ impl<'a, A: SimApp> World<'a, A> {
                     self.checker.observe(self.now, p, &obs);
                 }
             }
-            Action::Complete { nc, result } => self.complete(i, nc, result),
+            Action::Complete { nc, result, .. } => self.complete(i, nc, result),
             Action::Pushed { event, payload } => {
                 self.stats.pushes += 1;
                 if let (Principal::Client(c), true) = (self.nodes[i].p, self.nodes[i].correct) {
