@@ -2,6 +2,8 @@
 //! check that catches them is not vacuous). One test function: the switch is process-wide.
 #![cfg(feature = "sabotage")]
 
+mod common;
+
 use plumb_core::sabotage::{self, Sabotage};
 use plumb_prophecy::{Plan, Position, Sketch, Sketcher, SketcherConfig, Update, Verdict};
 
@@ -64,4 +66,17 @@ fn sabotage_switches_break_the_sketcher() {
         honest.on_replicated(s("a"), s("a1"), Position::new(4, 0), 2),
         Update::BelowFloor
     );
+
+    // End to end: the modelled replica group catches each switch breaking delay-once.
+    for switch in [
+        Sabotage::SketcherAcceptsUnmatched,
+        Sabotage::SketcherTakesOlder,
+    ] {
+        sabotage::set(Some(switch));
+        let caught = (0..300).find_map(|seed| common::simulate(seed, 600).err());
+        sabotage::set(None);
+        assert!(caught.is_some(), "{switch:?} went unnoticed");
+        eprintln!("{switch:?}: {}", caught.unwrap_or_default());
+    }
+    assert!((0..50).all(|seed| common::simulate(seed, 600).is_ok()));
 }
