@@ -13,6 +13,7 @@ use crate::table::{Entry, HistoryTable};
 use std::sync::Arc;
 
 /// How to issue a read.
+#[must_use]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Plan {
     /// Send the read to one replica (the caller picks it, uniformly at random per §4.2).
@@ -25,6 +26,7 @@ pub enum Plan {
 }
 
 /// What to do with a fast reply.
+#[must_use]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Return the reply to the client.

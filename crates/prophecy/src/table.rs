@@ -83,13 +83,15 @@ impl Entry {
     }
 }
 
-/// What the table says about a request, in the paper's terms: (s(r), σ, b). The response
-/// sketch is `None` when there is no entry or the request is white- or blacklisted.
+/// What the table says about a request, in the paper's terms: (s(r), σ, b), plus the
+/// entry's transition statistics. The response sketch is `None` when there is no entry or
+/// the request is white- or blacklisted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lookup {
     pub response: Option<Sketch>,
     pub position: Option<Position>,
     pub listing: Listing,
+    pub window: Option<TransitionWindow>,
 }
 
 /// The bounded history table.
@@ -178,6 +180,7 @@ impl HistoryTable {
                     response: None,
                     position: None,
                     listing,
+                    window: None,
                 }
             }
         }
@@ -186,6 +189,7 @@ impl HistoryTable {
                 response: None,
                 position: None,
                 listing: Listing::Neither,
+                window: None,
             },
             Some(e) => {
                 let listing = e.listing(now);
@@ -193,6 +197,7 @@ impl HistoryTable {
                     response: (listing == Listing::Neither).then_some(e.response),
                     position: Some(e.position),
                     listing,
+                    window: Some(e.window),
                 }
             }
         }
@@ -357,7 +362,8 @@ mod tests {
             Lookup {
                 response: Some(s(100)),
                 position: Some(Position::new(1, 0)),
-                listing: Listing::Neither
+                listing: Listing::Neither,
+                window: Some(TransitionWindow::default()),
             }
         );
         if let Some(e) = t.touch(s(0)) {

@@ -148,7 +148,7 @@ fn fast_reply_after_the_entry_was_evicted_falls_back() {
 fn fast_failed_counts_a_fallback() {
     let mut sk = sketcher();
     sk.on_replicated(q(1), r(1), at(1), 0);
-    sk.plan(q(1), 1);
+    assert!(matches!(sk.plan(q(1), 1), Plan::Fast { .. }));
     sk.on_fast_failed(q(1));
     let c = sk.counters();
     assert_eq!((c.fast_failed, c.fallbacks), (1, 1));
@@ -250,7 +250,10 @@ fn auto_blacklist_after_frequent_transitions_and_cooldown_expiry() {
     }
     assert_eq!(sk.counters().auto_blacklisted, 0);
     assert!(matches!(sk.plan(q(1), 10), Plan::Fast { .. }));
-    sk.on_fast_reply(q(1), r(1000 + seq as u32), 10);
+    assert_eq!(
+        sk.on_fast_reply(q(1), r(1000 + seq as u32), 10),
+        Verdict::Accept
+    );
     // Fifth transition: blacklisted until 20 + 1000.
     transition_once(&mut sk, 1, &mut seq, 20);
     assert_eq!(sk.counters().auto_blacklisted, 1);
@@ -361,7 +364,7 @@ fn fast_servers(c: &ShardedSketcher, q: Sketch) -> usize {
 fn warm(c: &mut ShardedSketcher, n: u32, seq: &mut u64, now: u64) {
     for i in 0..n {
         *seq += 1;
-        c.plan(q(i), now);
+        assert_eq!(c.plan(q(i), now), Plan::Replicated);
         c.on_replicated(q(i), r(i), at(*seq), now);
     }
 }
@@ -618,7 +621,7 @@ fn shared_sketchers_can_be_used_from_several_threads() {
                     if s.plan(q(i), k) == Plan::Replicated {
                         s.on_replicated(q(i), r(i), Position::new(k, t as u32), k);
                     } else {
-                        s.on_fast_reply(q(i), r(i), k);
+                        assert_eq!(s.on_fast_reply(q(i), r(i), k), Verdict::Accept);
                     }
                 }
             })
