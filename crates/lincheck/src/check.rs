@@ -37,7 +37,8 @@ impl<K: fmt::Debug> fmt::Display for Partition<K> {
 pub struct Violation<K> {
     /// The failing partition: the smallest one, if several fail.
     pub partition: Partition<K>,
-    /// The partition's operations (unanswered read-only ones dropped), by invocation time.
+    /// The partition's operations (unanswered ones the searched model calls read-only dropped),
+    /// by invocation time.
     pub ops: Vec<OpId>,
     /// The longest order of some of these operations that the model accepts and real time
     /// allows; the failure is right after it.

@@ -32,6 +32,13 @@
 //!   model's initial state, smallest first.
 //! - The search is bounded by a step budget per partition ([`Checker::with_max_steps`]); when it
 //!   runs out the answer is [`Outcome::Unknown`], never a pass.
+//! - Nondeterministic models: an operation may have several outcomes ([`Model::choices`],
+//!   [`Model::step_choice`]); each fitting one is a branch. Deterministic models (the default,
+//!   one choice) search as before.
+//!
+//! [`delay_once`] checks Prophecy's weaker *delay-once linearizability* (a read may reflect
+//! what the latest read saw instead of the latest write) as linearizability against a derived
+//! nondeterministic model, on the same [`History`].
 //!
 //! # Use
 //!
