@@ -76,7 +76,7 @@ where
         s.steps += 1;
         cursor = match cursor {
             Cursor::Fresh => match s.fitting_read() {
-                Some((node, next_state)) => s.descend(node, 0, next_state, true),
+                Some((node, choice, next_state)) => s.descend(node, choice, next_state, true),
                 None => Cursor::Try(s.list.first(), 0),
             },
             Cursor::Try(node, choice) if s.list.is_call(node) => s.try_candidate(node, choice),
@@ -159,7 +159,7 @@ where
     /// predecessors are linearized, so any linearization from here can be reordered to start
     /// with it. This removes most branching on read-heavy histories. (A read-only operation
     /// changes no state under any choice, so its first fitting choice is as good as any.)
-    fn fitting_read(&self) -> Option<(usize, D::State)> {
+    fn fitting_read(&self) -> Option<(usize, usize, D::State)> {
         let mut node = self.list.first();
         while self.list.is_call(node) {
             let i = self.list.op(node);
@@ -168,7 +168,7 @@ where
                 for choice in 0..self.model.choices(op) {
                     if let Some((next, ret)) = self.model.step_choice(&self.state, op, choice) {
                         if self.fits(i, &ret) {
-                            return Some((node, next));
+                            return Some((node, choice, next));
                         }
                     }
                 }
