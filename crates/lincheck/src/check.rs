@@ -37,7 +37,8 @@ impl<K: fmt::Debug> fmt::Display for Partition<K> {
 pub struct Violation<K> {
     /// The failing partition: the smallest one, if several fail.
     pub partition: Partition<K>,
-    /// The partition's operations (unanswered read-only ones dropped), by invocation time.
+    /// The partition's operations (unanswered ones the searched model calls read-only dropped),
+    /// by invocation time.
     pub ops: Vec<OpId>,
     /// The longest order of some of these operations that the model accepts and real time
     /// allows; the failure is right after it.
@@ -135,6 +136,26 @@ impl Checker {
     /// Check every partition, smallest first; the first failure is the answer (so it is the
     /// smallest failing partition), otherwise `Unknown` if any ran out of budget.
     pub fn run<M: Model>(&self, model: &M, history: &History<M>) -> Report<M::PartitionKey> {
+        self.run_as(model, history, "linearizable", |_, _, _| {})
+    }
+
+    /// [`Checker::run`] against `model`, which may be another model than the history's with the
+    /// same operations, returns and partitions (a wrapper such as [`crate::DelayOnce`]).
+    /// `property` names what is checked in explanations. `witness` is called for every
+    /// partition found to pass, with its operations, a valid order of them (indices into the
+    /// operations; unanswered operations left out are not in it) and the choice each was
+    /// linearized with.
+    pub(crate) fn run_as<M, D>(
+        &self,
+        model: &D,
+        history: &History<M>,
+        property: &str,
+        mut witness: impl FnMut(&[OpId], &[usize], &[usize]),
+    ) -> Report<M::PartitionKey>
+    where
+        M: Model,
+        D: Model<Op = M::Op, Ret = M::Ret, PartitionKey = M::PartitionKey>,
+    {
         let parts = partitions(model, history);
         let mut report = Report {
             outcome: Outcome::Linearizable,
@@ -147,7 +168,7 @@ impl Checker {
             let found = wgl::search(model, &ops, self.max_steps);
             report.steps += found.steps;
             match found.verdict {
-                Verdict::Linearizable => {}
+                Verdict::Linearizable => witness(&ids, &found.longest, &found.choices),
                 Verdict::OutOfBudget => undecided.push(partition),
                 Verdict::NotLinearizable => {
                     let prefix = found.longest.iter().filter_map(|&i| ids.get(i).copied());
@@ -155,6 +176,7 @@ impl Checker {
                     let explanation = explain(
                         model,
                         history,
+                        property,
                         &partition,
                         &ids,
                         &prefix,
@@ -184,10 +206,11 @@ pub fn check<M: Model>(model: &M, history: &History<M>) -> Outcome<M::PartitionK
 
 /// The operations worth searching, grouped by partition, smallest group first; each group in
 /// invocation order.
-fn partitions<M: Model>(
-    model: &M,
-    history: &History<M>,
-) -> Vec<(Partition<M::PartitionKey>, Vec<OpId>)> {
+fn partitions<M, D>(model: &D, history: &History<M>) -> Vec<(Partition<D::PartitionKey>, Vec<OpId>)>
+where
+    M: Model,
+    D: Model<Op = M::Op>,
+{
     let mut ids: Vec<OpId> = (0..history.len())
         .map(OpId)
         .filter(|&id| {
@@ -198,7 +221,7 @@ fn partitions<M: Model>(
         })
         .collect();
     ids.sort_by_key(|&id| (history.get(id).map_or(0, |o| o.invoke), id));
-    let mut by_key: BTreeMap<M::PartitionKey, Vec<OpId>> = BTreeMap::new();
+    let mut by_key: BTreeMap<D::PartitionKey, Vec<OpId>> = BTreeMap::new();
     for &id in &ids {
         let key = history.get(id).and_then(|o| model.partition(&o.op));
         match key {
@@ -216,14 +239,19 @@ fn partitions<M: Model>(
 
 /// Describe the failure: what was linearized last, why each operation that could come next
 /// does not fit, and (for small partitions) every operation.
-fn explain<M: Model>(
-    model: &M,
+fn explain<M, D>(
+    model: &D,
     history: &History<M>,
-    partition: &Partition<M::PartitionKey>,
+    property: &str,
+    partition: &Partition<D::PartitionKey>,
     ids: &[OpId],
     prefix: &[OpId],
-    state: &M::State,
-) -> String {
+    state: &D::State,
+) -> String
+where
+    M: Model,
+    D: Model<Op = M::Op, Ret = M::Ret>,
+{
     let mut out = String::new();
     let name = match partition {
         Partition::Whole => partition.to_string(),
@@ -231,13 +259,13 @@ fn explain<M: Model>(
     };
     let _ = writeln!(
         out,
-        "not linearizable on {name}: no valid order of its {} operation(s)",
+        "not {property} on {name}: no valid order of its {} operation(s)",
         ids.len()
     );
     let skipped = prefix.len().saturating_sub(LISTED_PREFIX);
     let _ = write!(
         out,
-        "longest linearizable prefix has {} operation(s)",
+        "longest {property} prefix has {} operation(s)",
         prefix.len()
     );
     if skipped > 0 {
@@ -279,14 +307,36 @@ fn candidates<M: Model>(history: &History<M>, ids: &[OpId], prefix: &[OpId]) -> 
         .collect()
 }
 
-fn why_not<M: Model>(model: &M, history: &History<M>, state: &M::State, id: OpId) -> String {
+/// Why `id` cannot come next: the returns the model allows (each choice's, named), or that it
+/// fits but leads nowhere.
+fn why_not<M, D>(model: &D, history: &History<M>, state: &D::State, id: OpId) -> String
+where
+    M: Model,
+    D: Model<Op = M::Op, Ret = M::Ret>,
+{
     let Some(op) = history.get(id) else {
         return format!("{id} (missing)");
     };
-    let (_, ret) = model.step(state, &op.op);
-    match &op.response {
-        Some(r) if r.ret != ret => format!("{} but the model returns {ret:?}", show(history, id)),
-        _ => format!("{} fits, but nothing can follow it", show(history, id)),
+    let mut allowed = Vec::new();
+    let mut fits = false;
+    for choice in 0..model.choices(&op.op) {
+        if let Some((_, ret)) = model.step_choice(state, &op.op, choice) {
+            fits |= op.response.as_ref().is_none_or(|r| r.ret == ret);
+            let name = model.describe_choice(&op.op, choice);
+            allowed.push(if name.is_empty() {
+                format!("{ret:?}")
+            } else {
+                format!("{ret:?} ({name})")
+            });
+        }
+    }
+    if fits {
+        format!("{} fits, but nothing can follow it", show(history, id))
+    } else if allowed.is_empty() {
+        format!("{} but the model allows no outcome", show(history, id))
+    } else {
+        let allowed = allowed.join(" or ");
+        format!("{} but the model returns {allowed}", show(history, id))
     }
 }
 

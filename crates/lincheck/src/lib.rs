@@ -32,6 +32,13 @@
 //!   model's initial state, smallest first.
 //! - The search is bounded by a step budget per partition ([`Checker::with_max_steps`]); when it
 //!   runs out the answer is [`Outcome::Unknown`], never a pass.
+//! - Nondeterministic models: an operation may have several outcomes ([`Model::choices`],
+//!   [`Model::step_choice`]); each fitting one is a branch. Deterministic models (the default,
+//!   one choice) search as before.
+//!
+//! [`delay_once`] checks Prophecy's weaker *delay-once linearizability* (a read may reflect
+//! what the latest read saw instead of the latest write) as linearizability against a derived
+//! nondeterministic model, on the same [`History`].
 //!
 //! # Use
 //!
@@ -50,11 +57,13 @@
 
 mod check;
 pub mod coord;
+pub mod delay_once;
 mod history;
 pub mod kv;
 pub mod wgl;
 
 pub use check::{check, Checker, Outcome, Partition, Report, Violation, DEFAULT_MAX_STEPS};
+pub use delay_once::{check_delay_once, staleness, DelayOnce, DelayOnceState, Staleness};
 pub use history::{ClientId, History, HistoryError, OpId, Operation, Response, Time};
 
 use std::fmt::Debug;
@@ -91,9 +100,35 @@ pub trait Model {
         format!("{key:?}")
     }
 
-    /// True if `op` never changes the state. Unanswered read-only operations constrain nothing,
-    /// so the checker drops them before searching. Returning `false` is always safe.
+    /// True if `op` never changes the state (under any of its [`choices`](Model::choices)).
+    /// Unanswered read-only operations constrain nothing, so the checker drops them before
+    /// searching. Returning `false` is always safe.
     fn is_read_only(&self, _op: &Self::Op) -> bool {
         false
+    }
+
+    /// How many outcomes `op` may have from a state: 1 (the default) for a deterministic model.
+    /// A nondeterministic model (such as [`delay_once::DelayOnce`], where a read may reflect
+    /// either of two states) returns more and implements [`step_choice`](Model::step_choice);
+    /// the search then tries every choice whose return value fits the recorded one.
+    fn choices(&self, _op: &Self::Op) -> usize {
+        1
+    }
+
+    /// Outcome number `choice` (below [`choices`](Model::choices)) of `op` on `state`: the new
+    /// state and the return value, or `None` if that outcome is impossible from `state`. The
+    /// default is [`step`](Model::step) for choice 0. Must be pure, like `step`.
+    fn step_choice(
+        &self,
+        state: &Self::State,
+        op: &Self::Op,
+        choice: usize,
+    ) -> Option<(Self::State, Self::Ret)> {
+        (choice == 0).then(|| self.step(state, op))
+    }
+
+    /// How explanations name outcome `choice` of `op` (nothing, for a deterministic model).
+    fn describe_choice(&self, _op: &Self::Op, _choice: usize) -> String {
+        String::new()
     }
 }

@@ -18,6 +18,11 @@
 //! One pruning on top (sound for operations the model declares read-only): if a candidate
 //! read fits the current state, it is linearized next without trying alternatives, since any
 //! linearization from here can be reordered to start with it.
+//!
+//! Nondeterministic models ([`Model::choices`] above 1): a candidate is tried once per choice
+//! whose return value fits, in choice order, each choice being its own branch (and its own
+//! memo entry, keyed on the state it leads to). A deterministic model has one choice per
+//! operation and searches exactly as before.
 
 use crate::{Model, Operation};
 use std::collections::HashSet;
@@ -41,18 +46,28 @@ pub struct Search<S> {
     /// For a linearizable history, a whole linearization (without the unanswered operations it
     /// chose to leave out).
     pub longest: Vec<usize>,
+    /// The choice ([`Model::step_choice`]) each operation of `longest` was linearized with
+    /// (all 0 for a deterministic model).
+    pub choices: Vec<usize>,
     /// The model state after `longest`.
     pub state_after_longest: S,
 }
 
 /// Search for a linearization of `ops` (one partition; indices into this slice are the
 /// operations' names in the result), trying at most `max_steps` steps.
-pub fn search<M: Model>(model: &M, ops: &[&Operation<M>], max_steps: u64) -> Search<M::State> {
+///
+/// `model` is the specification searched against; the history may have been recorded for
+/// another model with the same operations and returns (as [`crate::DelayOnce`] wraps one).
+pub fn search<D, M>(model: &D, ops: &[&Operation<M>], max_steps: u64) -> Search<D::State>
+where
+    D: Model,
+    M: Model<Op = D::Op, Ret = D::Ret>,
+{
     let mut s = Searcher::new(model, ops);
     let mut cursor = Cursor::Fresh;
     loop {
         if s.answered_left == 0 {
-            let order = s.stack.iter().map(|f| s.list.op(f.call)).collect();
+            let order = s.path();
             return finish(Verdict::Linearizable, s.steps, (order, s.state));
         }
         if s.steps >= max_steps {
@@ -61,12 +76,12 @@ pub fn search<M: Model>(model: &M, ops: &[&Operation<M>], max_steps: u64) -> Sea
         s.steps += 1;
         cursor = match cursor {
             Cursor::Fresh => match s.fitting_read() {
-                Some((node, next_state)) => s.descend(node, next_state, true),
-                None => Cursor::Try(s.list.first()),
+                Some((node, choice, next_state)) => s.descend(node, choice, next_state, true),
+                None => Cursor::Try(s.list.first(), 0),
             },
-            Cursor::Try(node) if s.list.is_call(node) => s.try_candidate(node),
+            Cursor::Try(node, choice) if s.list.is_call(node) => s.try_candidate(node, choice),
             // A response event or the end of the list: no candidate is left at this depth.
-            Cursor::Try(_) | Cursor::Backtrack => match s.backtrack() {
+            Cursor::Try(..) | Cursor::Backtrack => match s.backtrack() {
                 Some(cursor) => cursor,
                 None => return finish(Verdict::NotLinearizable, s.steps, s.longest),
             },
@@ -78,8 +93,9 @@ pub fn search<M: Model>(model: &M, ops: &[&Operation<M>], max_steps: u64) -> Sea
 enum Cursor {
     /// A configuration never expanded before: look for a read to commit, else scan.
     Fresh,
-    /// Try the candidate at this event node (a response node or the end means none is left).
-    Try(usize),
+    /// Try the candidate at this event node with this choice and the later ones (a response
+    /// node or the end means no candidate is left).
+    Try(usize, usize),
     /// This configuration has no linearization: undo the last step.
     Backtrack,
 }
@@ -87,27 +103,34 @@ enum Cursor {
 /// One linearized operation on the search path.
 struct Frame<S> {
     call: usize,
+    /// Which of the operation's choices was taken.
+    choice: usize,
     state_before: S,
     /// Committed as a fitting read: no alternative at this depth needs trying.
     forced: bool,
 }
 
-struct Searcher<'a, M: Model> {
-    model: &'a M,
+struct Searcher<'a, D: Model, M: Model> {
+    model: &'a D,
     ops: &'a [&'a Operation<M>],
     list: EventList,
-    state: M::State,
+    state: D::State,
     linearized: Bits,
     /// Configurations expanded so far (Lowe's cache).
-    seen: HashSet<(Bits, M::State)>,
-    stack: Vec<Frame<M::State>>,
+    seen: HashSet<(Bits, D::State)>,
+    stack: Vec<Frame<D::State>>,
     answered_left: usize,
-    longest: (Vec<usize>, M::State),
+    /// The longest path so far: (operation, choice) pairs, and the state after them.
+    longest: (Vec<(usize, usize)>, D::State),
     steps: u64,
 }
 
-impl<'a, M: Model> Searcher<'a, M> {
-    fn new(model: &'a M, ops: &'a [&'a Operation<M>]) -> Self {
+impl<'a, D, M> Searcher<'a, D, M>
+where
+    D: Model,
+    M: Model<Op = D::Op, Ret = D::Ret>,
+{
+    fn new(model: &'a D, ops: &'a [&'a Operation<M>]) -> Self {
         let state = model.init();
         Searcher {
             model,
@@ -124,7 +147,7 @@ impl<'a, M: Model> Searcher<'a, M> {
     }
 
     /// An unanswered operation's return value is unconstrained.
-    fn fits(&self, i: usize, ret: &M::Ret) -> bool {
+    fn fits(&self, i: usize, ret: &D::Ret) -> bool {
         match &self.ops[i].response {
             Some(r) => r.ret == *ret,
             None => true,
@@ -134,15 +157,20 @@ impl<'a, M: Model> Searcher<'a, M> {
     /// A candidate read-only operation whose recorded return fits the current state.
     /// Committing it first loses nothing: it changes no state and all its real-time
     /// predecessors are linearized, so any linearization from here can be reordered to start
-    /// with it. This removes most branching on read-heavy histories.
-    fn fitting_read(&self) -> Option<(usize, M::State)> {
+    /// with it. This removes most branching on read-heavy histories. (A read-only operation
+    /// changes no state under any choice, so its first fitting choice is as good as any.)
+    fn fitting_read(&self) -> Option<(usize, usize, D::State)> {
         let mut node = self.list.first();
         while self.list.is_call(node) {
             let i = self.list.op(node);
-            if self.model.is_read_only(&self.ops[i].op) {
-                let (next, ret) = self.model.step(&self.state, &self.ops[i].op);
-                if self.fits(i, &ret) {
-                    return Some((node, next));
+            let op = &self.ops[i].op;
+            if self.model.is_read_only(op) {
+                for choice in 0..self.model.choices(op) {
+                    if let Some((next, ret)) = self.model.step_choice(&self.state, op, choice) {
+                        if self.fits(i, &ret) {
+                            return Some((node, choice, next));
+                        }
+                    }
                 }
             }
             node = self.list.next(node);
@@ -150,21 +178,42 @@ impl<'a, M: Model> Searcher<'a, M> {
         None
     }
 
-    fn try_candidate(&mut self, node: usize) -> Cursor {
+    /// Try choice `choice` of the candidate at `node`.
+    fn try_candidate(&mut self, node: usize, choice: usize) -> Cursor {
         let i = self.list.op(node);
+        let op = &self.ops[i].op;
         // Reads were tried when this configuration was fresh: none fits.
-        if !self.model.is_read_only(&self.ops[i].op) {
-            let (next_state, ret) = self.model.step(&self.state, &self.ops[i].op);
+        if self.model.is_read_only(op) {
+            return Cursor::Try(self.list.next(node), 0);
+        }
+        if let Some((next_state, ret)) = self.model.step_choice(&self.state, op, choice) {
             if self.fits(i, &ret) {
-                return self.descend(node, next_state, false);
+                return self.descend(node, choice, next_state, false);
             }
         }
-        Cursor::Try(self.list.next(node))
+        self.after(node, choice)
     }
 
-    /// Linearize the operation at `node`, unless that configuration was already expanded (then
-    /// it has no linearization: it is not on the path, whose sets are all smaller).
-    fn descend(&mut self, node: usize, next_state: M::State, forced: bool) -> Cursor {
+    /// The cursor after trying `choice` at `node`: its next choice, or the next candidate once
+    /// the choices are exhausted (at once for a deterministic model, so it takes no extra step).
+    fn after(&self, node: usize, choice: usize) -> Cursor {
+        if choice + 1 < self.model.choices(&self.ops[self.list.op(node)].op) {
+            Cursor::Try(node, choice + 1)
+        } else {
+            Cursor::Try(self.list.next(node), 0)
+        }
+    }
+
+    /// Linearize the operation at `node` (with choice `choice`), unless that configuration was
+    /// already expanded (then it has no linearization: it is not on the path, whose sets are
+    /// all smaller).
+    fn descend(
+        &mut self,
+        node: usize,
+        choice: usize,
+        next_state: D::State,
+        forced: bool,
+    ) -> Cursor {
         let i = self.list.op(node);
         self.linearized.set(i);
         let key = (self.linearized.clone(), next_state);
@@ -173,7 +222,7 @@ impl<'a, M: Model> Searcher<'a, M> {
             return if forced {
                 Cursor::Backtrack
             } else {
-                Cursor::Try(self.list.next(node))
+                self.after(node, choice)
             };
         }
         let next_state = key.1.clone();
@@ -181,6 +230,7 @@ impl<'a, M: Model> Searcher<'a, M> {
         let state_before = std::mem::replace(&mut self.state, next_state);
         self.stack.push(Frame {
             call: node,
+            choice,
             state_before,
             forced,
         });
@@ -189,10 +239,15 @@ impl<'a, M: Model> Searcher<'a, M> {
         }
         self.list.lift(node);
         if self.stack.len() > self.longest.0.len() {
-            let order = self.stack.iter().map(|f| self.list.op(f.call)).collect();
-            self.longest = (order, self.state.clone());
+            self.longest = (self.path(), self.state.clone());
         }
         Cursor::Fresh
+    }
+
+    /// The operations on the search path and their choices, in order.
+    fn path(&self) -> Vec<(usize, usize)> {
+        let op = |f: &Frame<D::State>| (self.list.op(f.call), f.choice);
+        self.stack.iter().map(op).collect()
     }
 
     /// Undo the last linearization; `None` if there is none (the search failed).
@@ -208,16 +263,18 @@ impl<'a, M: Model> Searcher<'a, M> {
         Some(if frame.forced {
             Cursor::Backtrack
         } else {
-            Cursor::Try(self.list.next(frame.call))
+            self.after(frame.call, frame.choice)
         })
     }
 }
 
-fn finish<S>(verdict: Verdict, steps: u64, (longest, state): (Vec<usize>, S)) -> Search<S> {
+fn finish<S>(verdict: Verdict, steps: u64, (path, state): (Vec<(usize, usize)>, S)) -> Search<S> {
+    let (longest, choices) = path.into_iter().unzip();
     Search {
         verdict,
         steps,
         longest,
+        choices,
         state_after_longest: state,
     }
 }
