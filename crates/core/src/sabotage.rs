@@ -95,7 +95,8 @@ pub const ALL: [(Sabotage, &str); 17] = [
 ];
 
 /// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value
-/// store's own breakages need a workload that uses what they break.
+/// store's own breakages need a workload that uses what they break. `"sketcher"`: the
+/// key-value store with its reads through a Prophecy sketcher (`plumb sim --sketcher`).
 pub fn app_for(s: Sabotage) -> &'static str {
     match s {
         Sabotage::TransactionIgnoresWatch
@@ -103,6 +104,7 @@ pub fn app_for(s: Sabotage) -> &'static str {
         | Sabotage::PublishPushesTwice
         | Sabotage::ScriptCallAppliesTwice => "redis",
         Sabotage::CoordWatchFiresTwice | Sabotage::CoordExpiryKeepsEphemeral => "coord",
+        Sabotage::SketcherAcceptsUnmatched | Sabotage::SketcherTakesOlder => "sketcher",
         _ => "kv",
     }
 }

@@ -10,6 +10,7 @@ pub use pool::Pool;
 pub mod pubsub;
 pub mod push_router;
 pub mod resp_server;
+pub mod sketching;
 pub mod zk_server;
 pub mod zk_translate;
 

@@ -114,6 +114,16 @@ impl Pool {
         answer.map_err(PoolError)
     }
 
+    /// Run `op` by `route` and say how it was answered (`plumb_client::net::Client::invoke_on`):
+    /// the sketcher's fast and replicated reads.
+    pub async fn call_on(
+        &self,
+        op: Vec<u8>,
+        route: plumb_client::net::Route,
+    ) -> Result<plumb_client::net::Answer, PoolError> {
+        self.client.invoke_on(op, route).await.map_err(PoolError)
+    }
+
     /// The push events sent to the pool's identities from now on.
     pub fn push_events(&self) -> plumb_client::net::PushEvents {
         self.client.push_events()

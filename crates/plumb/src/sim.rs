@@ -41,6 +41,11 @@ pub struct SimArgs {
     /// (the coordination application, ZooKeeper's data model).
     #[arg(long, default_value = "kv", value_parser = ["kv", "redis", "bank", "coord"])]
     app: String,
+    /// Correct clients read through a Prophecy sketcher (fast reads from one execution
+    /// replica, checked against its history table; docs/prophecy.md); histories are judged
+    /// delay-once linearizable instead of linearizable.
+    #[arg(long)]
+    sketcher: bool,
 }
 
 /// Run one seed of the application `--app` names.
@@ -55,7 +60,12 @@ fn run_seed(args: &SimArgs, opts: &SimOptions) -> SeedReport {
 
 pub fn run(args: SimArgs) -> ExitCode {
     if let Some(name) = &args.sabotage {
-        match sabotage::enable(name, &args.app) {
+        let needs = if args.sketcher {
+            "sketcher"
+        } else {
+            args.app.as_str()
+        };
+        match sabotage::enable(name, needs) {
             Ok(true) => {}
             Ok(false) => return ExitCode::SUCCESS,
             Err(e) => {
@@ -74,6 +84,7 @@ fn options(args: &SimArgs, seed: u64) -> SimOptions {
     SimOptions {
         trace: args.trace,
         faults: !args.no_faults,
+        sketcher: args.sketcher,
         ..SimOptions::new(seed, args.u, args.r)
     }
 }
@@ -215,7 +226,10 @@ mod sabotage {
             return Ok(false);
         }
         match ALL.iter().find(|(_, n)| *n == name) {
-            Some((s, _)) if app_for(*s) != app => Err(format!(
+            Some((s, _)) if app_for(*s) == "sketcher" && app != "sketcher" => Err(format!(
+                "sabotage {name} breaks the Prophecy sketcher: add --sketcher"
+            )),
+            Some((s, _)) if app_for(*s) != app && app_for(*s) != "sketcher" => Err(format!(
                 "sabotage {name} breaks what only the {} workload exercises: add --app {}",
                 app_for(*s),
                 app_for(*s)

@@ -53,6 +53,8 @@ pub struct SimConfig {
     /// The run ends here; liveness is judged then.
     pub end_at: Micros,
     pub plan: FaultPlan,
+    /// The correct clients' reads go through a Prophecy sketcher (`world/sketching.rs`).
+    pub sketcher: bool,
 }
 
 impl SimConfig {
@@ -127,6 +129,7 @@ impl SimConfig {
             heal_at,
             end_at,
             plan,
+            sketcher: false,
         }
     }
 

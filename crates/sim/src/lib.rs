@@ -60,6 +60,9 @@ pub struct SimOptions {
     pub faults: bool,
     /// Event budget: a run that needs more is stopped and reported as a message storm.
     pub max_events: u64,
+    /// Correct clients read through a Prophecy sketcher (fast reads to one replica, checked
+    /// against its history); their histories are then judged delay-once linearizable.
+    pub sketcher: bool,
 }
 
 /// Events one seed may take by default. Correct runs take tens of thousands to a few hundred
@@ -75,6 +78,7 @@ impl SimOptions {
             trace: false,
             faults: true,
             max_events: DEFAULT_MAX_EVENTS,
+            sketcher: false,
         }
     }
 }
@@ -112,6 +116,8 @@ pub struct SeedReport {
     pub seed: u64,
     pub u: u16,
     pub r: u16,
+    /// The reads went through a Prophecy sketcher.
+    pub sketcher: bool,
     /// False for safety-only seeds (more than `u` failures): liveness was not judged.
     pub liveness_checked: bool,
     pub violations: Vec<Violation>,
@@ -141,8 +147,9 @@ impl SeedReport {
         } else {
             format!(" --app {}", self.app)
         };
+        let sketcher = if self.sketcher { " --sketcher" } else { "" };
         format!(
-            "plumb sim --seed {} --u {} --r {}{app}",
+            "plumb sim --seed {} --u {} --r {}{app}{sketcher}",
             self.seed, self.u, self.r
         )
     }
@@ -150,7 +157,14 @@ impl SeedReport {
 
 /// The configuration a seed runs with (printable).
 pub fn seed_config(opts: &SimOptions) -> SimConfig {
-    SimConfig::generate(opts.seed, Faults::new(opts.u, opts.r), opts.faults)
+    let mut cfg = SimConfig::generate(opts.seed, Faults::new(opts.u, opts.r), opts.faults);
+    if opts.sketcher {
+        // A read-mostly workload, as Prophecy is for: most reads go through the sketcher.
+        cfg.sketcher = true;
+        cfg.workload.read_only_gets = 0.9;
+        cfg.workload.extra_gets = cfg.workload.extra_gets.max(0.5);
+    }
+    cfg
 }
 
 /// Run one seed of the key-value store (the default application) and judge it.
@@ -218,6 +232,7 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
             seed: opts.seed,
             u: opts.u,
             r: opts.r,
+            sketcher: opts.sketcher,
             liveness_checked: false,
             violations: vec![Violation {
                 property: "panic",

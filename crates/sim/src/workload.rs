@@ -169,6 +169,14 @@ impl Workload {
         Ok(())
     }
 
+    /// The body of client `c`'s outstanding operation if it is an unordered read (one that
+    /// went read-only, or through the sketcher).
+    pub fn pending_read(&self, c: u32) -> Option<&[u8]> {
+        let load = self.clients.get(c as usize)?;
+        let rec = load.history.get(load.pending?)?;
+        rec.read_only.then_some(rec.op.as_slice())
+    }
+
     /// A client sent an ordered request `nc` with body `op`.
     pub fn sent_request(&mut self, c: u32, nc: ReqNo, op: &[u8]) {
         let digest = Digest::of(op);

@@ -17,7 +17,8 @@ fn every_sabotage_is_reported() {
     for (s, name) in ALL {
         set(Some(s));
         let caught = (0..BUDGET).find_map(|seed| {
-            let opts = SimOptions::new(seed, 1, 1);
+            let mut opts = SimOptions::new(seed, 1, 1);
+            opts.sketcher = app_for(s) == "sketcher";
             let report = match app_for(s) {
                 "redis" => run_app_seed(&Redis, &opts),
                 "coord" => run_app_seed(&Coord, &opts),

@@ -17,17 +17,21 @@ impl<A: SimApp> World<'_, A> {
         };
         let local = self.nodes[i].clock.local(self.now);
         let (op, read_only) = self.workload.next_op(self.app, c);
-        let Some(StageBox::Client(client)) = self.nodes[i].stage.as_mut() else {
+        if !matches!(self.nodes[i].stage, Some(StageBox::Client(_))) {
             return;
-        };
+        }
         let mut actions = std::mem::take(&mut self.actions);
         actions.clear();
-        match client.submit(
-            local,
-            op.clone(),
-            plumb_client::Route::read_only_if(read_only),
-            &mut actions,
-        ) {
+        let route = if read_only && self.sketcher.is_some() && self.nodes[i].correct {
+            self.sketched_route(&op)
+        } else {
+            plumb_client::Route::read_only_if(read_only)
+        };
+        let Some(StageBox::Client(client)) = self.nodes[i].stage.as_mut() else {
+            self.actions = actions;
+            return;
+        };
+        match client.submit(local, op.clone(), route, &mut actions) {
             Ok(()) => {
                 self.trace.fold(&[self.now, 5, i as u64]);
                 self.trace.line(
@@ -35,7 +39,12 @@ impl<A: SimApp> World<'_, A> {
                     format_args!(
                         "c{c} invokes {}{}",
                         self.app.op_text(&op),
-                        if read_only { " (read-only)" } else { "" }
+                        match route {
+                            plumb_client::Route::Ordered => "",
+                            plumb_client::Route::ReadOnly => " (read-only)",
+                            plumb_client::Route::Fast { .. } => " (fast)",
+                            plumb_client::Route::Sketched { .. } => " (d-prophecy)",
+                        }
                     ),
                 );
                 self.workload.invoked(c, op, read_only, self.now);
@@ -48,10 +57,27 @@ impl<A: SimApp> World<'_, A> {
         self.actions = actions;
     }
 
-    pub(super) fn complete(&mut self, i: usize, nc: u64, result: Vec<u8>) {
+    pub(super) fn complete(
+        &mut self,
+        i: usize,
+        nc: u64,
+        result: Vec<u8>,
+        answered: plumb_core::Answered,
+    ) {
         let Principal::Client(c) = self.nodes[i].p else {
             return;
         };
+        if self.sketcher.is_some() {
+            let sketched = self.workload.pending_read(c).map(<[u8]>::to_vec);
+            if let Some(op) = sketched {
+                if let super::sketching::Next::Reissue =
+                    self.sketched_completion(&op, &result, answered)
+                {
+                    self.reissue_ordered(i, op);
+                    return;
+                }
+            }
+        }
         self.stats.completed += 1;
         self.trace.fold(&[self.now, 6, i as u64, nc]);
         self.trace.line(
@@ -64,6 +90,29 @@ impl<A: SimApp> World<'_, A> {
             }
         }
         self.schedule_wake(i);
+    }
+
+    /// A sketched read whose fast answer was refused (or never came) is ordered now: the same
+    /// operation, still outstanding in the client's history.
+    fn reissue_ordered(&mut self, i: usize, op: Vec<u8>) {
+        let local = self.nodes[i].clock.local(self.now);
+        let Some(StageBox::Client(client)) = self.nodes[i].stage.as_mut() else {
+            return;
+        };
+        let mut actions = std::mem::take(&mut self.actions);
+        actions.clear();
+        match client.submit(local, op, plumb_client::Route::Ordered, &mut actions) {
+            Ok(()) => {
+                self.trace.line(
+                    self.now,
+                    format_args!("{} reissues ordered", self.nodes[i].p),
+                );
+                self.carry_out(i, &mut actions);
+            }
+            // Cannot happen (the client just completed), but never leave the loop stuck.
+            Err(_) => self.schedule_wake(i),
+        }
+        self.actions = actions;
     }
 
     /// The Byzantine client's own attacks, besides its (correct) client code: reuse its last

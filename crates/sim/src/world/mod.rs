@@ -12,6 +12,7 @@
 
 mod clients;
 mod report;
+mod sketching;
 mod syncs;
 
 use crate::app::SimApp;
@@ -172,6 +173,8 @@ pub struct World<'a, A: SimApp> {
     /// Correct order replicas that sent a COMMIT, for the newest few sequence numbers: whom
     /// targeted amnesia wipes and whom it cuts off.
     commit_senders: BTreeMap<plumb_wire::Seq, BTreeSet<usize>>,
+    /// Prophecy's sketching core, when the correct clients' reads go through one.
+    sketcher: Option<sketching::SimSketcher>,
 }
 
 /// Events sampled to name the traffic of a storm.
@@ -249,6 +252,7 @@ impl<'a, A: SimApp> World<'a, A> {
             stormed: false,
             max_events,
             commit_senders: BTreeMap::new(),
+            sketcher: cfg.sketcher.then(|| sketching::SimSketcher::new(cfg.seed)),
             cfg,
         };
         world.schedule_everything();
@@ -519,7 +523,11 @@ impl<'a, A: SimApp> World<'a, A> {
                     self.checker.observe(self.now, p, &obs);
                 }
             }
-            Action::Complete { nc, result, .. } => self.complete(i, nc, result),
+            Action::Complete {
+                nc,
+                result,
+                answered,
+            } => self.complete(i, nc, result, answered),
             Action::Pushed { event, payload } => {
                 self.stats.pushes += 1;
                 if let (Principal::Client(c), true) = (self.nodes[i].p, self.nodes[i].correct) {

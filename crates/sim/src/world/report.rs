@@ -16,7 +16,12 @@ impl<A: SimApp> World<'_, A> {
         check::check_sequence(&mut self.checker, &self.workload);
         check::check_replies(self.app, &mut self.checker, &self.workload, &execs);
         self.check_app_states();
-        check::check_linearizability(self.app, &mut self.checker, &self.workload);
+        check::check_linearizability(
+            self.app,
+            &mut self.checker,
+            &self.workload,
+            self.sketcher.is_some(),
+        );
         let liveness_checked = self.cfg.plan.liveness && !self.stormed;
         if liveness_checked {
             check::check_liveness(
@@ -48,6 +53,15 @@ impl<A: SimApp> World<'_, A> {
                 self.stats.counters.add_all(stage.stage().counters());
             }
         }
+        if let Some(k) = self.sketcher_counters() {
+            let c = &mut self.stats.counters;
+            c.add_n("sketcher-fast-hits", k.fast_hits);
+            c.add_n("sketcher-mismatches", k.mismatches);
+            c.add_n("sketcher-fallbacks", k.fallbacks);
+            c.add_n("sketcher-evictions", k.evictions);
+            c.add_n("sketcher-handover-replicated", k.handover_replicated);
+            c.add_n("sketcher-auto-blacklisted", k.auto_blacklisted);
+        }
         self.stats.agreed_batches = self.checker.agreed.len() as u64;
         self.stats.sim_end = self.now;
         let trace_digest = self.trace.digest();
@@ -57,6 +71,7 @@ impl<A: SimApp> World<'_, A> {
             seed: self.cfg.seed,
             u,
             r,
+            sketcher: self.sketcher.is_some(),
             liveness_checked,
             violations,
             suppressed_violations: suppressed,
