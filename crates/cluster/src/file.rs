@@ -146,6 +146,13 @@ pub struct GatewayEntry {
     pub clients: ClientRange,
     #[serde(default)]
     pub fast_reads: bool,
+    /// Prophecy sketchers in front of the reads (0: none; docs/prophecy.md).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sketchers: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 fn address(path: &Path, field: &str, text: &str) -> Result<SocketAddr, ClusterError> {
@@ -337,6 +344,7 @@ pub(crate) fn validate(path: &Path, file: ClusterFile) -> Result<Cluster, Cluste
                 admin,
                 clients: listed(&g.clients, "gateway: field `clients`")?,
                 fast_reads: g.fast_reads,
+                sketchers: g.sketchers,
             })
         }
     };

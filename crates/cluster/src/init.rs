@@ -159,6 +159,7 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
                 last: o.gateway_clients - 1,
             },
             fast_reads: false,
+            sketchers: 0,
         }),
         cli_clients: (o.cli_clients > 0).then(|| ClientRange {
             first: o.gateway_clients,

@@ -80,6 +80,9 @@ pub struct Gateway {
     /// Serve read-only commands on the fast path (answered by every execution replica alike,
     /// else ordered) instead of always ordering them.
     pub fast_reads: bool,
+    /// Reads go through this many Prophecy sketchers (0: none): served by one execution
+    /// replica when the sketcher's history vouches for the answer (docs/prophecy.md).
+    pub sketchers: u32,
 }
 
 /// A loaded, validated cluster configuration.

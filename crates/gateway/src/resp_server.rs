@@ -42,6 +42,8 @@ pub struct RespServer {
     /// Callers blocked in `BLPOP` and the like.
     pub waiters: Waiters,
     pub fast_reads: bool,
+    /// Prophecy: reads go through these sketchers (docs/prophecy.md); before `fast_reads`.
+    pub sketcher: Option<Arc<crate::sketching::SketchedReads>>,
     pub info: ServerInfo,
     pub stats: Arc<GatewayStats>,
     pub started: Instant,
@@ -379,7 +381,11 @@ impl RespServer {
         // Only a copy when someone waits (one who starts waiting meanwhile has its poll).
         let written =
             (!read_only && self.waiters.blocked.load(Ordering::Relaxed) > 0).then(|| op.clone());
-        let result = match self.pool.call(op, read_only && self.fast_reads).await {
+        let answer = match &self.sketcher {
+            Some(sketcher) if read_only => sketcher.read(op).await,
+            _ => self.pool.call(op, read_only && self.fast_reads).await,
+        };
+        let result = match answer {
             Ok(bytes) => KvResult::decode(&bytes).unwrap_or_else(|e| {
                 KvResult::Error(format!("ERR the cluster's answer does not decode: {e}"))
             }),
@@ -490,6 +496,13 @@ impl RespServer {
                 ("pool_clients".into(), self.pool.clients.len().to_string()),
                 ("pool_backlog".into(), self.pool.backlog().to_string()),
                 ("fast_reads".into(), (self.fast_reads as u8).to_string()),
+                (
+                    "sketchers".into(),
+                    self.sketcher
+                        .as_ref()
+                        .map_or(0, |s| s.sketchers())
+                        .to_string(),
+                ),
             ],
             ..self.info.clone()
         }

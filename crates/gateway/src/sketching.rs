@@ -18,9 +18,9 @@
 
 use crate::pool::{Pool, PoolError};
 use plumb_client::net::{Answered, Route};
+pub use plumb_prophecy::SketcherConfig;
 use plumb_prophecy::{
-    Counters, Plan, Position, ShardId, ShardingConfig, SharedSketchers, Sketch, SketcherConfig,
-    Verdict,
+    Counters, Plan, Position, ShardId, ShardingConfig, SharedSketchers, Sketch, Verdict,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

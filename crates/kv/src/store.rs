@@ -2220,6 +2220,36 @@ impl Application for KvStore {
         }
     }
 
+    /// The single-key and multi-key reads whose answer is the state's alone: D-Prophecy's
+    /// replicas remember their last ordered answers (docs/prophecy.md). Reads that depend on
+    /// the caller or on time only (`TTL`, `SCAN` cursors, random picks) are left out: their
+    /// answers change without a write, so a history of them would only cause fallbacks.
+    fn is_read(&self, op: &[u8]) -> bool {
+        matches!(
+            KvOp::decode(op),
+            Ok(KvOp::Get { .. }
+                | KvOp::MGet { .. }
+                | KvOp::StrLen { .. }
+                | KvOp::Exists { .. }
+                | KvOp::GetRange { .. }
+                | KvOp::HGet { .. }
+                | KvOp::HMGet { .. }
+                | KvOp::HGetAll { .. }
+                | KvOp::HExists { .. }
+                | KvOp::HLen { .. }
+                | KvOp::LRange { .. }
+                | KvOp::LLen { .. }
+                | KvOp::LIndex { .. }
+                | KvOp::SMembers { .. }
+                | KvOp::SIsMember { .. }
+                | KvOp::SCard { .. }
+                | KvOp::ZScore { .. }
+                | KvOp::ZCard { .. }
+                | KvOp::ZRange { .. }
+                | KvOp::Type { .. })
+        )
+    }
+
     fn execute_read_only(&self, _client: ClientId, op: &[u8]) -> Vec<u8> {
         let result = match KvOp::decode(op) {
             Ok(op) => self.read(&op),

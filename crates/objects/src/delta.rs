@@ -157,6 +157,10 @@ impl<A: Application> Application for CheckpointDelta<A> {
         self.inner.execute_read_only(client, op)
     }
 
+    fn is_read(&self, op: &[u8]) -> bool {
+        self.inner.is_read(op)
+    }
+
     fn take_checkpoint(&mut self) -> Vec<u8> {
         if self.last_seq.saturating_sub(self.coarse_seq) >= self.coarse_every {
             self.coarse = Arc::new(self.inner.take_checkpoint());

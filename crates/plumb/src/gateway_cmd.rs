@@ -16,6 +16,10 @@ use std::time::Instant;
 pub struct GatewayArgs {
     #[command(flatten)]
     config: ConfigArg,
+    /// Serve reads through this many Prophecy sketchers (0: none), overriding the cluster
+    /// file's `[gateway] sketchers` (docs/prophecy.md).
+    #[arg(long)]
+    sketchers: Option<u32>,
 }
 
 pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
@@ -40,10 +44,16 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
             };
         let f = cluster.faults();
         let stats = Arc::new(GatewayStats::default());
+        let sketchers = a.sketchers.unwrap_or(gw.sketchers);
+        let sketcher = match sketched_reads(&cluster, &pool, sketchers) {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
         let server = Arc::new(RespServer {
             pool: pool.clone(),
             waiters: Default::default(),
             fast_reads: gw.fast_reads,
+            sketcher: sketcher.clone(),
             info: ServerInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 os: std::env::consts::OS.to_string(),
@@ -62,9 +72,11 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
         let handler: admin::Handler = {
             let stats = stats.clone();
             let pool = pool.clone();
+            let sketcher = sketcher.clone();
             Arc::new(move |path: &str| {
                 let s = &stats;
                 let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
+                let sketcher_text = sketcher.as_ref().map(|k| k.metrics()).unwrap_or_default();
                 match path {
                     "/status" | "/" => admin::Response::ok(
                         "application/json",
@@ -87,7 +99,7 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
                             get(&s.protocol_errors),
                             pool.backlog(),
                             get(&s.accept_failures),
-                            client_events_text(&pool.counters())
+                            client_events_text(&pool.counters()) + &sketcher_text
                         ),
                     ),
                     _ => admin::Response::not_found(),
@@ -99,17 +111,45 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
         out!(
-            "gateway: Redis clients on {} ({} pool clients, u={} r={}), admin http://{}/status",
+            "gateway: Redis clients on {} ({} pool clients, u={} r={}{}), admin http://{}/status",
             gw.resp,
             pool.clients.len(),
             f.u,
             f.r,
+            match sketchers {
+                0 => String::new(),
+                n => format!(", reads through {n} Prophecy sketcher(s)"),
+            },
             gw.admin
         );
         tokio::spawn(server.serve(listener));
         terminated().await;
         out!("gateway: stopping");
         ExitCode::SUCCESS
+    })
+}
+
+/// The Prophecy sketchers in front of a gateway's reads, if `n > 0`. They share the gateway's
+/// pool: the table is partitioned between them (one lock each), the replica clients are not.
+/// A failure is printed and becomes the exit code.
+pub(crate) fn sketched_reads(
+    cluster: &plumb_cluster::Cluster,
+    pool: &Arc<Pool>,
+    n: u32,
+) -> Result<Option<Arc<plumb_gateway::sketching::SketchedReads>>, ExitCode> {
+    if n == 0 {
+        return Ok(None);
+    }
+    let pools = vec![pool.clone(); n as usize];
+    plumb_gateway::sketching::SketchedReads::new(
+        pools,
+        cluster.protocol.quorums.exec,
+        plumb_gateway::sketching::SketcherConfig::default(),
+    )
+    .map(|s| Some(Arc::new(s)))
+    .map_err(|e| {
+        eprintln!("plumb gateway: {e}");
+        ExitCode::from(2)
     })
 }
 

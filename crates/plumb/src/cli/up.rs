@@ -40,6 +40,14 @@ pub struct UpArgs {
     /// Restart a node or the gateway that dies.
     #[arg(long)]
     restart: bool,
+    /// Serve reads through this many Prophecy sketchers (the front end's `--sketchers`;
+    /// docs/prophecy.md): a read is answered by one execution replica when the sketcher's
+    /// history vouches for the answer. Overrides the cluster file's `[gateway] sketchers`.
+    #[arg(long)]
+    sketchers: Option<u32>,
+    /// Shorthand for `--sketchers 1`.
+    #[arg(long, conflicts_with = "sketchers")]
+    sketcher: bool,
 }
 
 struct Proc {
@@ -201,6 +209,9 @@ pub(crate) fn up_cmd(cli: &Cli, a: UpArgs) -> ExitCode {
     if let Some(f) = front_end {
         let mut args = f.args.clone();
         args.extend(["--config".to_string(), config.clone()]);
+        if let Some(n) = a.sketchers.or(a.sketcher.then_some(1)) {
+            args.extend(["--sketchers".to_string(), n.to_string()]);
+        }
         procs.push(Proc {
             name: f.name.to_string(),
             args,

@@ -8,6 +8,13 @@
 //! `plumb_prophecy::ShardedSketcher`, with a small table (so entries are evicted) and
 //! membership changes (so regions are handed over) during the run.
 //!
+//! Some seeds run D-Prophecy instead (seed 000 §3.2, no trusted sketcher): every read goes to
+//! all execution replicas, one uniformly random executor answers it and the others vouch with
+//! the digest of their last ordered answer (`Route::Sketched`); the client falls back to an
+//! ordered read itself. The two are not mixed in one run: each is delay-once on its own, but
+//! a D-Prophecy read can see newer state than a sketcher's table, and a fast read accepted
+//! after it would then go back in time.
+//!
 //! The correct clients' histories are then checked for delay-once linearizability
 //! (`plumb_lincheck::check_delay_once`) instead of linearizability.
 
@@ -25,6 +32,8 @@ pub(crate) struct SimSketcher {
     rng: SimRng,
     /// Shards now in the ring (alternates between two and three).
     shards: u32,
+    /// D-Prophecy instead of the sketcher.
+    distributed: bool,
 }
 
 /// What a sketched read's completion leads to.
@@ -52,9 +61,11 @@ impl SimSketcher {
             Ok(core) => core,
             Err(e) => panic!("the simulator's sketcher configuration is invalid: {e}"),
         };
+        let mut rng = SimRng::new(seed, "sketcher");
         SimSketcher {
             core,
-            rng: SimRng::new(seed, "sketcher"),
+            distributed: rng.chance(0.3),
+            rng,
             shards: 2,
         }
     }
@@ -68,6 +79,11 @@ impl<A: SimApp> World<'_, A> {
         let Some(s) = self.sketcher.as_mut() else {
             return Route::ReadOnly;
         };
+        if s.distributed {
+            return Route::Sketched {
+                executor: s.rng.index(exec) as u16,
+            };
+        }
         s.core.tick(now);
         // Now and then a sketcher joins or leaves: its regions are handed over.
         if s.rng.chance(0.01) {
@@ -96,6 +112,10 @@ impl<A: SimApp> World<'_, A> {
         let Some(s) = self.sketcher.as_mut() else {
             return Next::Deliver;
         };
+        if s.distributed {
+            // The client checked (or ordered) it itself.
+            return Next::Deliver;
+        }
         let q = Sketch::of(op);
         match answered {
             Answered::Fast { .. } => match s.core.on_fast_reply(q, Sketch::of(result), now) {
