@@ -61,6 +61,12 @@ pub enum Behaviour {
     WrongReplies,
     /// Execution: wrong CP-TOKENs, and corrupted checkpoint and state in state transfer.
     WrongCheckpoint,
+    /// Execution: answers unordered reads (read-only, Prophecy's fast reads, D-Prophecy's
+    /// sketches) from the past: with the answer its state gave to the same operation before the
+    /// last change, as a replica one write behind would. Drawn only for the simulator's sketcher seeds (`plumb sim
+    /// --sketcher`), which check what a stale fast reply may do (simulator only: it needs to
+    /// see incoming frames).
+    StaleReads,
     /// Any replica: besides its normal output, a stream of maximum-size frames to every peer
     /// (seed 004 Table 3.6). Only a node acts this out; the simulator's network has no
     /// capacity to exhaust.
@@ -141,6 +147,7 @@ impl fmt::Display for Behaviour {
             Behaviour::RaceNewView => f.write_str("race-new-view"),
             Behaviour::WrongReplies => f.write_str("wrong-replies"),
             Behaviour::WrongCheckpoint => f.write_str("wrong-checkpoint"),
+            Behaviour::StaleReads => f.write_str("stale-reads"),
             Behaviour::Flood => f.write_str("flood"),
         }
     }

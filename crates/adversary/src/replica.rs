@@ -49,7 +49,14 @@ pub struct Adversary {
     raced: BTreeSet<View>,
     /// The application's vocabulary for lies ([`AnyApp`] unless set with `with_forgery`).
     forgery: Arc<dyn AppForgery>,
+    /// `StaleReads`: the operation digest of each unordered read received (by its request
+    /// id), and per operation the last two different answers its state gave (older, newer).
+    read_ops: HashMap<Digest, Digest>,
+    answers: HashMap<Digest, (Option<Vec<u8>>, Vec<u8>)>,
 }
+
+/// Reads a stale replica remembers (beyond, it forgets the oldest half at random).
+const STALE_READS_KEPT: usize = 4096;
 
 /// How many views a NEW-VIEW racer keeps VIEW-CHANGEs for.
 const RACE_VIEWS: usize = 4;
@@ -67,6 +74,8 @@ impl Adversary {
             view_changes: BTreeMap::new(),
             raced: BTreeSet::new(),
             forgery: Arc::new(AnyApp),
+            read_ops: HashMap::new(),
+            answers: HashMap::new(),
         }
     }
 
@@ -82,6 +91,10 @@ impl Adversary {
     /// for a view, it sends every order replica its own NEW-VIEW, a valid subset of them signed
     /// by itself, hoping to install a decision of its choosing before the new primary's arrives.
     pub fn incoming(&mut self, ring: &KeyRing, frame: &[u8]) -> Vec<(Principal, Vec<u8>)> {
+        if self.behaviour == Behaviour::StaleReads {
+            self.note_read(ring, frame);
+            return Vec::new();
+        }
         if self.behaviour != Behaviour::RaceNewView {
             return Vec::new();
         }
@@ -89,6 +102,21 @@ impl Adversary {
             return Vec::new();
         };
         self.race(ring, vc)
+    }
+
+    /// `StaleReads`: remember which operation an unordered read asks for.
+    fn note_read(&mut self, ring: &KeyRing, frame: &[u8]) {
+        let (client, nc, op) = match ring.open(frame) {
+            Ok((Principal::Client(c), Message::ReadOnly { nc, op })) => (c, nc, op),
+            Ok((Principal::Client(c), Message::FastRead { nc, op, .. })) => (c, nc, op),
+            _ => return,
+        };
+        if self.read_ops.len() >= STALE_READS_KEPT {
+            self.read_ops.clear();
+        }
+        let op = Digest::of(&op);
+        self.read_ops
+            .insert(plumb_wire::request_id(client, nc, op), op);
     }
 
     fn race(&mut self, ring: &KeyRing, vc: SignedViewChange) -> Vec<(Principal, Vec<u8>)> {
@@ -375,6 +403,46 @@ impl Adversary {
                     },
                 },
             }),
+            // A replica one change behind: the answer its state gave to the same read before
+            // the last change it saw (exactly what a lagging replica would say).
+            (
+                Behaviour::StaleReads,
+                Message::ReadOnlyReply {
+                    nc,
+                    req,
+                    result,
+                    executed,
+                },
+            ) => {
+                let op = *self.read_ops.get(&req)?;
+                if self.answers.len() >= STALE_READS_KEPT {
+                    self.answers.clear();
+                }
+                let (older, newer) = self
+                    .answers
+                    .entry(op)
+                    .or_insert_with(|| (None, result.clone()));
+                if *newer != result {
+                    *older = Some(std::mem::replace(newer, result.clone()));
+                }
+                let stale = older.clone()?;
+                Some(Message::ReadOnlyReply {
+                    nc,
+                    req,
+                    result: stale,
+                    executed,
+                })
+            }
+            (Behaviour::StaleReads, Message::SketchReply { nc, req, sketch }) => {
+                let op = *self.read_ops.get(&req)?;
+                let older = self.answers.get(&op)?.0.as_ref()?;
+                let stale = Some(Digest::of(older));
+                (stale != sketch).then_some(Message::SketchReply {
+                    nc,
+                    req,
+                    sketch: stale,
+                })
+            }
             // D-Prophecy: vouch for another answer, or for none.
             (Behaviour::WrongReplies, Message::SketchReply { nc, req, sketch }) if self.lie() => {
                 Some(Message::SketchReply {

@@ -119,6 +119,14 @@ fn replay(args: &SimArgs, seed: u64) -> ExitCode {
         s.agreed_batches,
         if report.liveness_checked { "" } else { "; safety-only seed: liveness not checked" }
     );
+    if report.sketcher {
+        let sketcher: Vec<String> = s
+            .counters
+            .iter()
+            .filter_map(|(name, n)| name.strip_prefix("sketcher-").map(|k| format!("{k} {n}")))
+            .collect();
+        out!("sketcher: {}", sketcher.join(", "));
+    }
     out!("trace digest {:016x}", report.trace_digest);
     summary(1, report.violation_count(), started);
     exit_code(report.violation_count())

@@ -163,6 +163,14 @@ pub fn seed_config(opts: &SimOptions) -> SimConfig {
         cfg.sketcher = true;
         cfg.workload.read_only_gets = 0.9;
         cfg.workload.extra_gets = cfg.workload.extra_gets.max(0.5);
+        // Half the faulty execution replicas answer reads from the past instead: stale fast
+        // replies, which only the sketcher's check stands between and the client.
+        let mut rng = rng::SimRng::new(opts.seed, "sketcher byzantine");
+        for (p, behaviour) in cfg.plan.byzantine.iter_mut() {
+            if matches!(p, plumb_wire::Principal::Exec(_)) && rng.chance(0.5) {
+                *behaviour = plumb_adversary::Behaviour::StaleReads;
+            }
+        }
     }
     cfg
 }

@@ -16,7 +16,13 @@ impl<A: SimApp> World<'_, A> {
             return;
         };
         let local = self.nodes[i].clock.local(self.now);
-        let (op, read_only) = self.workload.next_op(self.app, c);
+        let (op, mut read_only) = self.workload.next_op(self.app, c);
+        // Under a sketcher every read of a correct client goes through it: delay-once holds
+        // among the reads one sketcher accepts (seed 000 §4.2), not for a read that bypassed
+        // it and saw newer state.
+        if self.sketcher.is_some() && self.nodes[i].correct && self.app.read_only_eligible(&op) {
+            read_only = true;
+        }
         if !matches!(self.nodes[i].stage, Some(StageBox::Client(_))) {
             return;
         }

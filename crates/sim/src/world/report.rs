@@ -61,6 +61,7 @@ impl<A: SimApp> World<'_, A> {
             c.add_n("sketcher-evictions", k.evictions);
             c.add_n("sketcher-handover-replicated", k.handover_replicated);
             c.add_n("sketcher-auto-blacklisted", k.auto_blacklisted);
+            c.add_n("sketcher-older-replies", k.stale_replies);
         }
         self.stats.agreed_batches = self.checker.agreed.len() as u64;
         self.stats.sim_end = self.now;

@@ -46,9 +46,13 @@ pub(super) enum Next {
 
 impl SimSketcher {
     pub(crate) fn new(seed: u64) -> SimSketcher {
+        let mut rng = SimRng::new(seed, "sketcher");
         let config = SketcherConfig {
             // Fewer entries than the seed's keys sometimes: evictions happen.
             max_entries: 3,
+            // Half the seeds without automatic blacklisting: a stale replica's mismatches
+            // would otherwise blacklist the keys it lies about, and hide what the table does.
+            auto_blacklist: rng.chance(0.5),
             blacklist_cooldown_us: 2_000_000,
             ..SketcherConfig::default()
         };
@@ -61,7 +65,6 @@ impl SimSketcher {
             Ok(core) => core,
             Err(e) => panic!("the simulator's sketcher configuration is invalid: {e}"),
         };
-        let mut rng = SimRng::new(seed, "sketcher");
         SimSketcher {
             core,
             distributed: rng.chance(0.3),
