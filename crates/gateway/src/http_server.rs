@@ -491,13 +491,10 @@ impl HttpServer {
             };
             // The body.
             let end = head_len + head.content_length;
-            if buf.len() < end && head.expect_continue {
-                if !self
-                    .send(&mut stream, b"HTTP/1.1 100 Continue\r\n\r\n")
-                    .await
-                {
-                    break Stop::Quiet;
-                }
+            // The client waits for the go-ahead before it sends the body.
+            let go_ahead = b"HTTP/1.1 100 Continue\r\n\r\n";
+            if buf.len() < end && head.expect_continue && !self.send(&mut stream, go_ahead).await {
+                break Stop::Quiet;
             }
             let mut stalled = false;
             while buf.len() < end {
