@@ -29,7 +29,7 @@ use plumb_web::wiki::error_page;
 use plumb_web::{WebOp, WebResponse};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -460,20 +460,26 @@ impl HttpServer {
     async fn connection(&self, mut stream: TcpStream) {
         let mut buf: Vec<u8> = Vec::with_capacity(8192);
         let stop = loop {
-            // The head: an idle connection may wait long for it, a started one not.
+            // An idle connection may wait long for its next request; a started request (head
+            // and body) must arrive whole within one deadline, so trickling bytes cannot hold
+            // a connection open. Bytes pipelined behind the previous request start it now.
+            let mut started = (!buf.is_empty()).then(Instant::now);
             let (head, head_len) = loop {
                 match parse_head(&buf, &self.limits) {
                     Parsed::Head(head, n) => break (head, n),
                     Parsed::Refused(r) => return self.refuse(&mut stream, r).await,
                     Parsed::Partial => {}
                 }
-                let timeout = if buf.is_empty() {
-                    self.limits.idle_timeout
-                } else {
-                    self.limits.request_timeout
+                let timeout = match started {
+                    None => self.limits.idle_timeout,
+                    Some(t) => {
+                        (t + self.limits.request_timeout).saturating_duration_since(Instant::now())
+                    }
                 };
                 match self.fill(&mut stream, &mut buf, timeout).await {
-                    Ok(true) => {}
+                    Ok(true) => {
+                        started.get_or_insert_with(Instant::now);
+                    }
                     Ok(false) => return,
                     Err(()) if buf.is_empty() => return,
                     Err(()) => {
@@ -496,12 +502,11 @@ impl HttpServer {
             if buf.len() < end && head.expect_continue && !self.send(&mut stream, go_ahead).await {
                 break Stop::Quiet;
             }
+            let deadline = started.unwrap_or_else(Instant::now) + self.limits.request_timeout;
             let mut stalled = false;
             while buf.len() < end {
-                match self
-                    .fill(&mut stream, &mut buf, self.limits.request_timeout)
-                    .await
-                {
+                let timeout = deadline.saturating_duration_since(Instant::now());
+                match self.fill(&mut stream, &mut buf, timeout).await {
                     Ok(true) => {}
                     Ok(false) => return,
                     Err(()) => {
