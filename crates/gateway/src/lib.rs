@@ -4,6 +4,7 @@
 
 pub mod blocking;
 pub mod clients;
+pub mod http_server;
 pub mod pool;
 
 pub use pool::Pool;
@@ -14,5 +15,6 @@ pub mod sketching;
 pub mod zk_server;
 pub mod zk_translate;
 
+pub use http_server::{HttpServer, HttpStats};
 pub use resp_server::{GatewayStats, RespServer};
 pub use zk_server::{ZkServer, ZkStats};

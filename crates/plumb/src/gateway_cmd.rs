@@ -1,7 +1,7 @@
 //! `plumb gateway`: serve Redis clients (a key-value cluster) or ZooKeeper clients (a
 //! coordination cluster) through a pool of library clients.
 
-use crate::kv_app::{refuse_other_apps, COORD_APP};
+use crate::kv_app::{refuse_other_apps, COORD_APP, WEB_APP};
 use clap::Args;
 use plumb::cli::{runtime, terminated, ConfigArg};
 use plumb_gateway::{GatewayStats, Pool, RespServer};
@@ -26,6 +26,9 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
     if let Ok(cluster) = a.config.load() {
         if cluster.app == COORD_APP {
             return zk_gateway(cluster);
+        }
+        if cluster.app == WEB_APP {
+            return web_gateway(cluster, a.sketchers);
         }
     }
     let cluster = match a.config.load().and_then(refuse_other_apps) {
@@ -273,6 +276,89 @@ fn zk_gateway(cluster: plumb_cluster::Cluster) -> ExitCode {
             pool.clients.len(),
             f.u,
             f.r,
+            gw.admin
+        );
+        tokio::spawn(server.serve(listener));
+        terminated().await;
+        out!("gateway: stopping");
+        ExitCode::SUCCESS
+    })
+}
+
+/// The gateway of a web cluster: HTTP clients (browsers, curl) on `[gateway] resp`.
+fn web_gateway(cluster: plumb_cluster::Cluster, sketchers: Option<u32>) -> ExitCode {
+    let rt = runtime();
+    rt.block_on(async {
+        let (gw, listener, pool) =
+            match listen_and_pool(&cluster, "the HTTP port", "a web server").await {
+                Ok(started) => started,
+                Err(code) => return code,
+            };
+        let f = cluster.faults();
+        let stats = Arc::new(plumb_gateway::HttpStats::default());
+        let sketchers = sketchers.unwrap_or(gw.sketchers);
+        let sketcher = match sketched_reads(&cluster, &pool, sketchers) {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
+        let server = plumb_gateway::HttpServer::with_sketcher(
+            pool.clone(),
+            stats.clone(),
+            gw.fast_reads,
+            sketcher.clone(),
+        );
+        let handler: admin::Handler = {
+            let stats = stats.clone();
+            let pool = pool.clone();
+            let sketcher = sketcher.clone();
+            Arc::new(move |path: &str| {
+                let mut fields = stats.fields();
+                fields.push(("backlog", pool.backlog() as u64));
+                match path {
+                    "/status" | "/" => {
+                        let body: Vec<String> =
+                            fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+                        admin::Response::ok(
+                            "application/json",
+                            format!(
+                                "{{\"pool_clients\":{},{}}}\n",
+                                pool.clients.len(),
+                                body.join(",")
+                            ),
+                        )
+                    }
+                    "/metrics" => {
+                        let mut text = String::new();
+                        for (k, v) in fields {
+                            text.push_str(&format!("plumb_http_gateway_{k} {v}\n"));
+                        }
+                        text.push_str(&client_events_text(&pool.counters()));
+                        if let Some(k) = &sketcher {
+                            text.push_str(&k.metrics());
+                        }
+                        admin::Response::ok("text/plain; version=0.0.4", text)
+                    }
+                    _ => admin::Response::not_found(),
+                }
+            })
+        };
+        if let Err(e) = admin::serve(gw.admin, handler).await {
+            eprintln!(
+                "plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}",
+                gw.admin
+            );
+            return ExitCode::from(2);
+        }
+        out!(
+            "gateway: HTTP clients on http://{}/ ({} pool clients, u={} r={}{}), admin http://{}/status",
+            gw.resp,
+            pool.clients.len(),
+            f.u,
+            f.r,
+            match sketchers {
+                0 => String::new(),
+                n => format!(", reads through {n} Prophecy sketcher(s)"),
+            },
             gw.admin
         );
         tokio::spawn(server.serve(listener));

@@ -10,13 +10,16 @@ pub const KV_APP: &str = plumb_cluster::DEFAULT_APP;
 
 /// The `plumb` binary's shared commands: the key-value store (with the Lua engine for Redis
 /// scripts), with the Redis gateway as its front end, and the coordination application
-/// (`--app coord`), with the ZooKeeper gateway as its front end.
+/// (`--app coord`), with the ZooKeeper gateway as its front end, and the web application
+/// (`--app web`), with the HTTP gateway as its front end.
 pub fn cli() -> Cli {
     Cli::new("plumb")
         .app(KV_APP, plumb_script::store)
         .front_end(KV_APP, redis_gateway())
         .app(COORD_APP, plumb_coord::CoordApp::default)
         .front_end(COORD_APP, zk_gateway())
+        .app(WEB_APP, plumb_web::WikiApp::default)
+        .front_end(WEB_APP, http_gateway())
 }
 
 /// `plumb gateway --config FILE`, serving Redis clients on the file's `[gateway] resp`.
@@ -72,6 +75,38 @@ fn zk_gateway() -> FrontEnd {
         },
         needs_gateway_section: true,
         default_port: Some(ZK_DEFAULT_PORT),
+    }
+}
+
+/// The web application's name in cluster files (docs/web.md).
+pub const WEB_APP: &str = "web";
+
+/// Where `plumb up --app web` serves HTTP clients by default.
+pub const HTTP_DEFAULT_PORT: u16 = 8080;
+
+/// `plumb gateway --config FILE` of a web cluster: HTTP clients (browsers, curl) on the
+/// file's `[gateway] resp` address (for this application it is the HTTP port).
+fn http_gateway() -> FrontEnd {
+    FrontEnd {
+        name: "gateway",
+        args: vec!["gateway".to_string()],
+        address: |cluster| {
+            cluster.gateway.as_ref().map(|g| g.resp).ok_or_else(|| {
+                format!(
+                    "{}: the configuration has no [gateway] section",
+                    cluster.path.display()
+                )
+            })
+        },
+        hints: |cluster| {
+            let port = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
+            vec![
+                format!("http://127.0.0.1:{port}/                      # the replicated wiki, in a browser"),
+                format!("curl -d body=Hello http://127.0.0.1:{port}/wiki/Home   # an edit from the command line"),
+            ]
+        },
+        needs_gateway_section: true,
+        default_port: Some(HTTP_DEFAULT_PORT),
     }
 }
 

@@ -22,7 +22,7 @@ pub struct FrontEnd {
     /// Whether a new cluster file needs a `[gateway]` section with client identities of its
     /// own for this front end (`init` and `up` then write one).
     pub needs_gateway_section: bool,
-    /// The port a new cluster file gives it unless `--resp-port`/`--zk-port` says otherwise
+    /// The port a new cluster file gives it unless `--resp-port`/`--zk-port`/`--http-port` says otherwise
     /// (`None`: the Redis gateway's default, 7379).
     pub default_port: Option<u16>,
 }

@@ -34,6 +34,10 @@ pub struct UpArgs {
     /// (`--app coord`; for a new cluster directory) [default: 2181].
     #[arg(long, conflicts_with = "resp_port")]
     zk_port: Option<u16>,
+    /// The HTTP front end's port, for an application served to browsers (`--app web`; for a
+    /// new cluster directory) [default: 8080].
+    #[arg(long, conflicts_with_all = ["resp_port", "zk_port"])]
+    http_port: Option<u16>,
     /// Nodes take consecutive ports from here (for a new cluster directory) [default: 7400].
     #[arg(long)]
     base_port: Option<u16>,
@@ -125,6 +129,7 @@ fn prepare(cli: &Cli, a: &UpArgs) -> Result<Cluster, String> {
         o.resp_port = a
             .resp_port
             .or(a.zk_port)
+            .or(a.http_port)
             .or(front_end_port)
             .unwrap_or(o.resp_port);
         o.base_port = a.base_port.unwrap_or(o.base_port);
@@ -156,6 +161,10 @@ fn prepare(cli: &Cli, a: &UpArgs) -> Result<Cluster, String> {
             a.resp_port.is_some_and(|p| Some(p) != gw_port),
         ),
         ("--zk-port", a.zk_port.is_some_and(|p| Some(p) != gw_port)),
+        (
+            "--http-port",
+            a.http_port.is_some_and(|p| Some(p) != gw_port),
+        ),
         ("--base-port", a.base_port.is_some_and(|p| Some(p) != base)),
     ];
     if let Some((flag, _)) = clashes.iter().find(|(_, c)| *c) {

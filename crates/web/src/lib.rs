@@ -1,0 +1,148 @@
+//! The replicated web application (DESIGN §7): a small wiki whose pages are read with GET and
+//! changed with POST, served to browsers and curl by the gateway's HTTP front end
+//! (`plumb_gateway::http_server`). See docs/web.md.
+//!
+//! - [`op`]: operations (method, target, POST content type and body) and results (an HTTP
+//!   response without volatile headers) as versioned, bounds-checked bytes.
+//! - [`wiki`]: the state, the routes and the HTML, rendered deterministically from the state
+//!   and the batch's agreed time.
+//! - [`markup`]: the pages' tiny markup and HTML escaping (user HTML is never rendered raw).
+//! - [`date`]: dates from Unix time without a clock.
+//!
+//! [`WikiApp`] is the [`Application`]: GETs answer the same on the ordered and the read-only
+//! path at the same state; a checkpoint is the canonical encoding of the whole state.
+
+pub mod date;
+pub mod markup;
+pub mod op;
+pub mod wiki;
+
+pub use op::{DecodeError, WebOp, WebResponse, MAX_FORM_BYTES};
+pub use wiki::Wiki;
+
+use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
+use plumb_crypto::Digest;
+use plumb_wire::{ClientId, Seq};
+
+/// Version byte of checkpoint encodings.
+pub const CHECKPOINT_VERSION: u8 = 1;
+
+/// The wiki as a plumb application.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WikiApp {
+    wiki: Wiki,
+}
+
+impl WikiApp {
+    pub fn wiki(&self) -> &Wiki {
+        &self.wiki
+    }
+
+    /// The canonical encoding of the whole state: pages are in a `BTreeMap`, so equal states
+    /// give equal bytes.
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        let mut out = vec![CHECKPOINT_VERSION];
+        // Serializing maps of plain data cannot fail.
+        out.extend_from_slice(&postcard::to_stdvec(&self.wiki).unwrap_or_default());
+        out
+    }
+
+    /// The state `bytes` encode, if they are exactly the canonical encoding of a valid state
+    /// (names, sizes and revision numbers within the wiki's rules).
+    pub fn from_canonical_bytes(bytes: &[u8]) -> Result<WikiApp, LoadError> {
+        let corrupt = |why: String| LoadError::Corrupt(why);
+        let (&version, body) = bytes
+            .split_first()
+            .ok_or_else(|| corrupt("empty checkpoint".into()))?;
+        if version != CHECKPOINT_VERSION {
+            return Err(corrupt(format!("unknown checkpoint version {version}")));
+        }
+        let (wiki, rest): (Wiki, &[u8]) =
+            postcard::take_from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
+        if !rest.is_empty() {
+            return Err(corrupt(format!("{} trailing bytes", rest.len())));
+        }
+        if wiki.pages.len() > wiki::MAX_PAGES {
+            return Err(corrupt(format!("{} pages", wiki.pages.len())));
+        }
+        for (name, page) in &wiki.pages {
+            wiki::valid_name(name).map_err(|why| corrupt(format!("page {name:?}: {why}")))?;
+            if page.revisions.is_empty() || page.revisions.len() > wiki::MAX_REVISIONS_KEPT {
+                return Err(corrupt(format!(
+                    "page {name}: {} revisions kept",
+                    page.revisions.len()
+                )));
+            }
+            if page
+                .revisions
+                .windows(2)
+                .any(|w| w[1].number <= w[0].number)
+                || page.revisions[0].number == 0
+            {
+                return Err(corrupt(format!(
+                    "page {name}: revision numbers do not increase"
+                )));
+            }
+            if page
+                .revisions
+                .iter()
+                .any(|r| r.text.len() > wiki::MAX_PAGE_BYTES)
+            {
+                return Err(corrupt(format!(
+                    "page {name}: a revision over the size limit"
+                )));
+            }
+        }
+        let app = WikiApp { wiki };
+        if app.canonical_bytes() != bytes {
+            return Err(corrupt("non-canonical encoding".into()));
+        }
+        Ok(app)
+    }
+}
+
+impl Application for WikiApp {
+    fn execute(&mut self, _seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput {
+        let replies = batch
+            .iter()
+            .map(|cmd| {
+                match WebOp::decode(cmd.op) {
+                    Ok(op) => self.wiki.apply(&op, nd.time),
+                    Err(why) => wiki::undecodable(&why.to_string()),
+                }
+                .encode()
+            })
+            .collect();
+        BatchOutput {
+            replies,
+            pushes: Vec::new(),
+        }
+    }
+
+    /// A GET's answer is the state's alone (its URL, no cookies or client): D-Prophecy's
+    /// replicas may vouch for it.
+    fn is_read(&self, op: &[u8]) -> bool {
+        WebOp::decode(op).is_ok_and(|op| op.is_read_only())
+    }
+
+    fn execute_read_only(&self, _client: ClientId, op: &[u8]) -> Vec<u8> {
+        match WebOp::decode(op) {
+            Ok(op) => self.wiki.read_only(&op),
+            Err(why) => wiki::undecodable(&why.to_string()),
+        }
+        .encode()
+    }
+
+    fn take_checkpoint(&mut self) -> Vec<u8> {
+        self.canonical_bytes()
+    }
+
+    fn load_checkpoint(&mut self, checkpoint: &[u8]) -> Result<(), LoadError> {
+        *self = WikiApp::from_canonical_bytes(checkpoint)?;
+        Ok(())
+    }
+
+    fn state_digest(&self) -> Digest {
+        Digest::of(&self.canonical_bytes())
+    }
+}
