@@ -7,7 +7,10 @@
 //!
 //! The gateway runs as `plumb up` starts it for a coordination cluster: reads go through the
 //! ordered path (`fast_reads` off), so a `getData` is linearizable where ZooKeeper's is served
-//! from the connected server's own state.
+//! from the connected server's own state. The `-fast-reads` systems (config `u1r0-fast-reads`)
+//! turn the gateway's `fast_reads` on: reads that set no watch take the read-only path, which
+//! answers from what every execution replica has executed, as ZooKeeper answers from one
+//! server's state.
 
 use crate::plumb::PlumbShape;
 use crate::systems::zookeeper::{ensure_node, ZkSession, ROOT};
@@ -30,6 +33,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// A running coordination cluster and its ZooKeeper gateway, stopped when dropped.
 pub struct PlumbCoord {
     shape: PlumbShape,
+    fast_reads: bool,
     cluster: Cluster,
     /// The nodes, then the gateway.
     servers: Vec<Launched>,
@@ -42,11 +46,13 @@ impl PlumbCoord {
     /// `base_port` and ZooKeeper clients on `base_port + 90`, start its nodes and gateway with
     /// `exe` (the `plumb` binary, which registers the coordination application), and wait until
     /// a ZooKeeper session through the gateway stores a znode. The gateway gets a pool client
-    /// per benchmark session and a few more for its session keep-alives.
+    /// per benchmark session and a few more for its session keep-alives; `fast_reads` is the
+    /// gateway's setting of that name.
     pub async fn start(
         exe: &Path,
         dir: &Path,
         shape: &PlumbShape,
+        fast_reads: bool,
         base_port: u16,
         clients: u32,
     ) -> Result<PlumbCoord, String> {
@@ -63,6 +69,9 @@ impl PlumbCoord {
             ..InitOptions::default()
         };
         let path = init(dir, &o).map_err(|e| e.to_string())?;
+        if fast_reads {
+            set_fast_reads(&path)?;
+        }
         let cluster = Cluster::load(&path).map_err(|e| e.to_string())?;
         let mut ports: Vec<u16> = cluster
             .nodes
@@ -116,6 +125,7 @@ impl PlumbCoord {
         .await?;
         Ok(PlumbCoord {
             shape: shape.clone(),
+            fast_reads,
             cluster,
             servers,
             zk_port,
@@ -130,7 +140,11 @@ impl Target for PlumbCoord {
     }
 
     fn config(&self) -> String {
-        self.shape.label()
+        if self.fast_reads {
+            format!("{}-fast-reads", self.shape.label())
+        } else {
+            self.shape.label()
+        }
     }
 
     fn server_pids(&self) -> Vec<u32> {
@@ -146,4 +160,19 @@ impl Target for PlumbCoord {
     fn batch_stats(&self) -> BoxFuture<'_, Option<BatchStats>> {
         Box::pin(crate::plumb::cluster_batch_stats(&self.cluster))
     }
+}
+
+/// Turn the gateway's `fast_reads` on in the cluster file `init` wrote at `path`.
+fn set_fast_reads(path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let off = "fast_reads = false";
+    if text.matches(off).count() != 1 {
+        return Err(format!(
+            "{}: expected one `{off}` line to turn on",
+            path.display()
+        ));
+    }
+    std::fs::write(path, text.replace(off, "fast_reads = true"))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

@@ -13,11 +13,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The suffix of a coordination system whose gateway has `fast_reads` on.
+const FAST_READS: &str = "-fast-reads";
+
 #[derive(Clone, Debug)]
 pub enum SystemSpec {
     Plumb(PlumbShape),
-    /// plumb's coordination service behind its ZooKeeper gateway.
-    PlumbCoord(PlumbShape),
+    /// plumb's coordination service behind its ZooKeeper gateway; with `true`, the gateway's
+    /// `fast_reads` on (reads that set no watch take the read-only path).
+    PlumbCoord(PlumbShape, bool),
     /// A three-member etcd cluster.
     Etcd,
     /// A three-server ZooKeeper ensemble.
@@ -30,7 +34,11 @@ impl SystemSpec {
     pub fn label(&self) -> String {
         match self {
             SystemSpec::Plumb(s) => format!("plumb-{}", s.label()),
-            SystemSpec::PlumbCoord(s) => format!("plumb-coord-{}", s.label()),
+            SystemSpec::PlumbCoord(s, fast_reads) => format!(
+                "plumb-coord-{}{}",
+                s.label(),
+                if *fast_reads { FAST_READS } else { "" }
+            ),
             SystemSpec::Etcd => "etcd".into(),
             SystemSpec::ZooKeeper => "zookeeper".into(),
             SystemSpec::Redis => "redis".into(),
@@ -43,12 +51,13 @@ impl SystemSpec {
     pub fn runs(&self, w: &Workload) -> bool {
         match self {
             SystemSpec::ZooKeeper => true,
-            SystemSpec::PlumbCoord(_) => w.znode.is_some(),
+            SystemSpec::PlumbCoord(..) => w.znode.is_some(),
             SystemSpec::Plumb(_) | SystemSpec::Etcd | SystemSpec::Redis => w.znode.is_none(),
         }
     }
 
-    /// `plumb-u1r0`, `plumb-u1r1-split`, `plumb-coord-u1r0`, `etcd`, `zookeeper`, `redis`.
+    /// `plumb-u1r0`, `plumb-u1r1-split`, `plumb-coord-u1r0`, `plumb-coord-u1r0-fast-reads`,
+    /// `etcd`, `zookeeper`, `redis`.
     pub fn parse(text: &str) -> Result<SystemSpec, String> {
         match text {
             "etcd" => return Ok(SystemSpec::Etcd),
@@ -57,11 +66,16 @@ impl SystemSpec {
             _ => {}
         }
         let bad = || {
-            format!("unknown system `{text}`: use plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split], etcd, zookeeper or redis")
+            format!("unknown system `{text}`: use plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split][-fast-reads], etcd, zookeeper or redis")
         };
         let (coord, shape) = match text.strip_prefix("plumb-coord-u") {
             Some(rest) => (true, rest),
             None => (false, text.strip_prefix("plumb-u").ok_or_else(bad)?),
+        };
+        let (shape, fast_reads) = match shape.strip_suffix(FAST_READS) {
+            Some(s) if coord => (s, true),
+            Some(_) => return Err(bad()),
+            None => (shape, false),
         };
         let (shape, split) = match shape.strip_suffix("-split") {
             Some(s) => (s, true),
@@ -74,7 +88,7 @@ impl SystemSpec {
             split,
         };
         Ok(if coord {
-            SystemSpec::PlumbCoord(shape)
+            SystemSpec::PlumbCoord(shape, fast_reads)
         } else {
             SystemSpec::Plumb(shape)
         })
@@ -192,9 +206,10 @@ impl Suite {
                 )
                 .await?,
             ),
-            SystemSpec::PlumbCoord(shape) => {
-                Box::new(PlumbCoord::start(&self.exe, &dir, shape, port, clients as u32).await?)
-            }
+            SystemSpec::PlumbCoord(shape, fast_reads) => Box::new(
+                PlumbCoord::start(&self.exe, &dir, shape, *fast_reads, port, clients as u32)
+                    .await?,
+            ),
             SystemSpec::Etcd => Box::new(Etcd::start(&dir, 3, port).await?),
             SystemSpec::ZooKeeper => Box::new(ZooKeeper::start(&dir, 3, port).await?),
             SystemSpec::Redis => Box::new(Redis::start(&dir, port).await?),
@@ -213,13 +228,22 @@ mod tests {
             "plumb-u2r1-split",
             "plumb-coord-u1r0",
             "plumb-coord-u1r1-split",
+            "plumb-coord-u1r0-fast-reads",
+            "plumb-coord-u1r1-split-fast-reads",
             "etcd",
             "zookeeper",
             "redis",
         ] {
             assert_eq!(SystemSpec::parse(name).unwrap().label(), name);
         }
-        for bad in ["plumb", "plumb-u1", "plumb-uxr1", "plumb-coord", "mysql"] {
+        for bad in [
+            "plumb",
+            "plumb-u1",
+            "plumb-uxr1",
+            "plumb-coord",
+            "plumb-u1r0-fast-reads",
+            "mysql",
+        ] {
             assert!(SystemSpec::parse(bad).is_err(), "{bad}");
         }
     }

@@ -12,7 +12,9 @@
 //! sessions not heard of for longer than their timeout (deleting their ephemeral nodes and
 //! telling their owners in [`Push::expired`]), then deletes the empty containers that once had
 //! a child and the childless TTL nodes not modified for longer than their TTL (ZooKeeper's
-//! container manager).
+//! container manager). Finding the expired sessions looks at every session only when the
+//! batch's time has passed a lower bound of their deadlines ([`ExpiryBound`], derived, not
+//! state), so a batch costs what its requests cost, not what the number of sessions does.
 
 use crate::acl::{self, Identity};
 use crate::op::*;
@@ -34,8 +36,33 @@ pub struct CoordApp {
     pub(crate) watches: Watches,
     /// Sessions opened so far (makes every derived session id distinct).
     pub(crate) opened: u64,
+    /// No session expires before this time. Not state.
+    pub(crate) expiry: ExpiryBound,
     /// What the batch under way pushes, by identity. Not state.
     pub(crate) pushes: BTreeMap<ClientId, Push>,
+}
+
+/// A lower bound of the sessions' deadlines (the agreed time after which each expires): no
+/// session expires at a time up to it. Hearing of a session only moves its deadline later,
+/// except a resume that shortens its timeout, and opening a session adds one, so those two
+/// lower the bound; looking at every session sets it exactly. Derived: it is not in the
+/// checkpoint (a loaded state starts at 0, which looks at every session at the next batch)
+/// and two states that differ only in it are equal.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ExpiryBound(Micros);
+
+impl PartialEq for ExpiryBound {
+    fn eq(&self, _: &ExpiryBound) -> bool {
+        true
+    }
+}
+
+impl Eq for ExpiryBound {}
+
+impl ExpiryBound {
+    fn lower_to(&mut self, deadline: Micros) {
+        self.0 = self.0.min(deadline);
+    }
 }
 
 /// A change whose watches fire once its operation has committed.
@@ -210,12 +237,19 @@ impl CoordApp {
 
     /// Expire the sessions not heard of for longer than their timeout at `now`.
     pub fn expire_sessions(&mut self, now: Micros) {
-        let expired: Vec<(SessionId, ClientId)> = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| s.expired_at(now))
-            .map(|(id, s)| (*id, s.owner))
-            .collect();
+        if now <= self.expiry.0 {
+            return;
+        }
+        let mut expired: Vec<(SessionId, ClientId)> = Vec::new();
+        let mut earliest = Micros::MAX;
+        for (id, s) in &self.sessions {
+            if s.expired_at(now) {
+                expired.push((*id, s.owner));
+            } else {
+                earliest = earliest.min(s.deadline());
+            }
+        }
+        self.expiry = ExpiryBound(earliest);
         for (id, owner) in expired {
             #[cfg(feature = "sabotage")]
             let keep =
@@ -786,6 +820,7 @@ impl CoordApp {
         };
         let s = Session::new(password, timeout_ms, now, client);
         let timeout_ms = s.timeout_ms;
+        self.expiry.lower_to(s.deadline());
         self.sessions.insert(id, s);
         self.zxid += 1;
         self.reply(
@@ -815,6 +850,7 @@ impl CoordApp {
                     s.owner = client;
                     s.last_heard = now;
                     s.timeout_ms = session::clamp_timeout(*timeout_ms);
+                    self.expiry.lower_to(s.deadline());
                     let result = Ok(Response::Session {
                         session: *session,
                         password: s.password,

@@ -64,8 +64,17 @@ impl Session {
 
     /// Whether the session has not been heard of for longer than its timeout at `now`.
     pub fn expired_at(&self, now: Micros) -> bool {
-        let timeout_us = u64::try_from(self.timeout_ms).unwrap_or(0) * 1000;
-        now.saturating_sub(self.last_heard) > timeout_us
+        now.saturating_sub(self.last_heard) > self.timeout_us()
+    }
+
+    fn timeout_us(&self) -> Micros {
+        u64::try_from(self.timeout_ms).unwrap_or(0) * 1000
+    }
+
+    /// The time after which the session has expired if it is not heard of again: it has
+    /// expired at `now` exactly when `now` is past this.
+    pub fn deadline(&self) -> Micros {
+        self.last_heard.saturating_add(self.timeout_us())
     }
 
     /// The client has seen the events up to `acked`: forget them.

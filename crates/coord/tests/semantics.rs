@@ -1084,3 +1084,84 @@ fn checkpoints_round_trip_and_refuse_corruption() {
         }
     }
 }
+
+/// Expiry looks at every session only when a bound of their deadlines has passed: whatever
+/// opens, resumes (with shorter or longer timeouts), touches, requests and checkpoint loads
+/// happen, after every batch no live session is past its timeout, and a session goes no
+/// earlier than its timeout.
+#[test]
+fn sessions_expire_exactly_on_time_whatever_was_looked_at_when() {
+    let mut h = H::default();
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let mut known: Vec<(SessionId, [u8; 16])> = Vec::new();
+    let mut expired = 0;
+    for step in 0..3000 {
+        h.time += next(1500) * 1000;
+        let timeout = MIN_SESSION_TIMEOUT_MS + next(8000) as i32;
+        let before: Vec<(SessionId, session::Session)> = h
+            .app
+            .sessions()
+            .iter()
+            .map(|(id, s)| (*id, s.clone()))
+            .collect();
+        let pick = |k: u64| known.get(k as usize % known.len().max(1)).copied();
+        match next(6) {
+            0 if known.len() < 40 || step % 50 == 0 => known.push(h.open_with(1, timeout)),
+            1 => {
+                if let Some((session, password)) = pick(next(1000)) {
+                    h.run(
+                        2,
+                        CoordOp::ResumeSession {
+                            session,
+                            password,
+                            timeout_ms: timeout,
+                        },
+                    );
+                }
+            }
+            2 => {
+                let sessions = known
+                    .iter()
+                    .filter(|_| next(3) == 0)
+                    .map(|(s, _)| *s)
+                    .collect();
+                h.run(3, CoordOp::Touch { sessions });
+            }
+            3 => {
+                if let Some((s, _)) = pick(next(1000)) {
+                    let _ = h.req(s, Request::Sync { path: "/".into() });
+                }
+            }
+            4 if step % 7 == 0 => {
+                let bytes = h.app.take_checkpoint();
+                h.app.load_checkpoint(&bytes).unwrap();
+                h.batch(&[]);
+            }
+            _ => {
+                h.batch(&[]);
+            }
+        }
+        for (id, s) in h.app.sessions() {
+            assert!(
+                !s.expired_at(h.time),
+                "step {step}: {id:?} outlived its timeout"
+            );
+        }
+        // The batch's time is the harness's: whoever went had expired by then (a session
+        // the batch heard of first counts as heard of at this time).
+        for (id, s) in &before {
+            if !h.app.sessions().contains_key(id) {
+                expired += 1;
+                assert!(s.expired_at(h.time), "step {step}: {id:?} went early");
+            }
+        }
+        known.retain(|(s, _)| h.app.sessions().contains_key(s));
+    }
+    assert!(expired > 50, "only {expired} sessions expired: a weak test");
+}

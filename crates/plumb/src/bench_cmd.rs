@@ -76,7 +76,9 @@ enum BenchCommand {
 
 #[derive(Args, Debug)]
 struct CompareArgs {
-    /// The systems, in order.
+    /// The systems, in order: plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split][-fast-reads]
+    /// (-fast-reads: the ZooKeeper gateway sends reads that set no watch down the read-only
+    /// path), etcd, zookeeper, redis.
     #[arg(
         long,
         value_delimiter = ',',

@@ -274,6 +274,56 @@ fn compare_selects_the_coordination_rows() {
 }
 
 #[test]
+fn compare_measures_the_coordination_service_with_fast_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("coord.csv");
+    run(
+        &[
+            "compare",
+            "--systems",
+            "plumb-coord-u1r0-fast-reads",
+            "--workloads",
+            "zk-get-1k",
+            "--clients",
+            "4",
+            "--duration",
+            "20",
+            "--warmup",
+            "0.5",
+            "--requests",
+            "200",
+            "--keys",
+            "50",
+            "--base-port",
+            "33500",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+        &dir.path().join("data"),
+    );
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 1, "{csv}");
+    assert_eq!(
+        &rows[0][..3],
+        ["plumb-coord", "u1r0-fast-reads", "zk-get-1k"],
+        "{csv}"
+    );
+    assert!(rows[0][3].parse::<f64>().unwrap() > 0.0, "{csv}");
+    // The gateway was started with fast_reads on.
+    let cluster = std::fs::read_to_string(
+        dir.path()
+            .join("data/plumb-coord-u1r0-fast-reads/cluster.toml"),
+    )
+    .unwrap();
+    assert!(cluster.contains("fast_reads = true"), "{cluster}");
+}
+
+#[test]
 fn matrix_runs_every_fault_model() {
     let dir = tempfile::tempdir().unwrap();
     let table = run(
