@@ -17,6 +17,11 @@ pub fn cli() -> Cli {
         .front_end(KV_APP, redis_gateway())
         .app(COORD_APP, plumb_coord::CoordApp::default)
         .front_end(COORD_APP, zk_gateway())
+        // `plumb bench prophecy`'s application: reads with settable CPU work.
+        .app(
+            plumb_bench::readwork::READWORK_APP,
+            plumb_bench::readwork::ReadWork::default,
+        )
 }
 
 /// `plumb gateway --config FILE`, serving Redis clients on the file's `[gateway] resp`.
