@@ -21,6 +21,7 @@
 //! `read-only` keep no history, so they are measured at 0 % only and are the baseline for every
 //! ratio.
 
+use crate::cpu::{process_cpu_seconds, total_cpu_seconds};
 use crate::plumb::{Plumb, PlumbShape};
 use crate::readwork::{self, ReadWorkBench};
 use futures_util::StreamExt;
@@ -66,7 +67,9 @@ impl System {
             .into_iter()
             .find(|s| s.name() == text.trim())
             .ok_or_else(|| {
-                format!("unknown system `{text}`: use replicated, read-only, prophecy or d-prophecy")
+                format!(
+                    "unknown system `{text}`: use replicated, read-only, prophecy or d-prophecy"
+                )
             })
     }
 }
@@ -115,6 +118,17 @@ pub struct Row {
     pub ordered_pct: f64,
     /// Writes issued to make d-prophecy's transitions (not counted in `ops`).
     pub writes: u64,
+    /// CPU used while measuring, in percent of one core: this process (the callers, the
+    /// client pools and the sketchers), and the node processes together.
+    pub bench_cpu_pct: f64,
+    pub nodes_cpu_pct: f64,
+}
+
+/// What every measurement of one cluster shares.
+struct Cluster {
+    own: Arc<Pool>,
+    exec: usize,
+    node_pids: Vec<u32>,
 }
 
 /// Everything one run measured, and what it ran on.
@@ -243,11 +257,15 @@ impl ProphecyBench {
         let mut sketched = Vec::new();
         for &n in &self.sketchers {
             let n = n.max(1);
-            let s =
-                SketchedReads::new(sketcher_pools[..n].to_vec(), outcome.exec, config.clone())?;
+            let s = SketchedReads::new(sketcher_pools[..n].to_vec(), outcome.exec, config.clone())?;
             sketched.push((n, Arc::new(s)));
         }
-        let own = plumb.pool().clone();
+        let cl = Cluster {
+            own: plumb.pool().clone(),
+            exec: outcome.exec,
+            node_pids: plumb.node_pids(),
+        };
+        let own = cl.own.clone();
         for &work in &self.work_us {
             let rounds = (work as f64 * outcome.rounds_per_us).round() as u32;
             for &system in &self.systems {
@@ -291,10 +309,7 @@ impl ProphecyBench {
                             String::new()
                         }
                     );
-                    match self
-                        .measure(system, &driver, &own, rounds, t, outcome.exec)
-                        .await
-                    {
+                    match self.measure(&cl, system, &driver, rounds, t).await {
                         Ok(mut row) => {
                             row.work_us = work;
                             row.sketchers = n;
@@ -320,13 +335,14 @@ impl ProphecyBench {
     /// Warm up and measure one configuration.
     async fn measure(
         &self,
+        cl: &Cluster,
         system: System,
         driver: &Driver,
-        own: &Arc<Pool>,
         rounds: u32,
         transition_pct: u32,
-        exec: usize,
     ) -> Result<Row, String> {
+        let own = &cl.own;
+        let exec = cl.exec;
         let c = self.clients.max(1);
         let keys = self.keys.max(1);
         let exec = u16::try_from(exec.max(1)).unwrap_or(u16::MAX);
@@ -387,8 +403,8 @@ impl ProphecyBench {
                     let key = (splitmix(&mut rng) % u64::from(keys)) as u32;
                     if write_per_mille > 0 && splitmix(&mut rng) % 1000 < write_per_mille {
                         written += 1;
-                        let value = [&(i as u64).to_le_bytes()[..], &written.to_le_bytes()[..]]
-                            .concat();
+                        let value =
+                            [&(i as u64).to_le_bytes()[..], &written.to_le_bytes()[..]].concat();
                         if own
                             .call_on(readwork::write_op(key, &value), Route::Ordered)
                             .await
@@ -435,17 +451,22 @@ impl ProphecyBench {
             Driver::Sketched(s) => Some(s.counters()),
             _ => None,
         };
+        let me = std::process::id();
+        let bench_cpu = process_cpu_seconds(me).unwrap_or(0.0);
+        let nodes_cpu = total_cpu_seconds(&cl.node_pids);
         shared.measuring.store(true, Ordering::Relaxed);
         let start = Instant::now();
         tokio::time::sleep(self.duration).await;
         shared.stop.store(true, Ordering::Relaxed);
         let seconds = start.elapsed().as_secs_f64();
+        let bench_cpu = process_cpu_seconds(me).unwrap_or(0.0) - bench_cpu;
+        let nodes_cpu = total_cpu_seconds(&cl.node_pids) - nodes_cpu;
         let counters_after = match driver {
             Driver::Sketched(s) => Some(s.counters()),
             _ => None,
         };
-        let mut histogram = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3)
-            .map_err(|e| e.to_string())?;
+        let mut histogram =
+            Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).map_err(|e| e.to_string())?;
         for t in tasks {
             // Callers finish the read they are in; a cluster that stopped answering must not
             // hang the bench.
@@ -490,6 +511,8 @@ impl ProphecyBench {
             p99_ms: ms(histogram.value_at_quantile(0.99)),
             ordered_pct,
             writes: shared.writes.load(Ordering::Relaxed),
+            bench_cpu_pct: bench_cpu * 100.0 / seconds,
+            nodes_cpu_pct: nodes_cpu * 100.0 / seconds,
         })
     }
 }
@@ -509,12 +532,23 @@ pub fn csv(rows: &[Row]) -> String {
 /// The table of runs, one line each.
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<11} {:>8} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>8} {:>7}\n",
-        "system", "work_us", "trans%", "sketchers", "reads/s", "p50 ms", "p99 ms", "ordered%", "writes", "errors"
+        "{:<11} {:>8} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>8} {:>7} {:>10} {:>10}\n",
+        "system",
+        "work_us",
+        "trans%",
+        "sketchers",
+        "reads/s",
+        "p50 ms",
+        "p99 ms",
+        "ordered%",
+        "writes",
+        "errors",
+        "bench cpu%",
+        "nodes cpu%"
     );
     for r in rows {
         out.push_str(&format!(
-            "{:<11} {:>8} {:>7} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>9.1} {:>8} {:>7}\n",
+            "{:<11} {:>8} {:>7} {:>9} {:>10.0} {:>8.2} {:>8.2} {:>9.1} {:>8} {:>7} {:>10.0} {:>10.0}\n",
             r.system,
             r.work_us,
             r.transition_pct,
@@ -524,7 +558,9 @@ pub fn table(rows: &[Row]) -> String {
             r.p99_ms,
             r.ordered_pct,
             r.writes,
-            r.errors
+            r.errors,
+            r.bench_cpu_pct,
+            r.nodes_cpu_pct
         ));
     }
     out

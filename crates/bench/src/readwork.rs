@@ -183,12 +183,20 @@ impl BenchApp for ReadWorkBench {
     }
 
     fn write(&self, key: &str, value: &[u8]) -> Vec<u8> {
-        let k = u32::from_le_bytes(Digest::of(key.as_bytes()).0[..4].try_into().unwrap_or([0; 4]));
+        let k = u32::from_le_bytes(
+            Digest::of(key.as_bytes()).0[..4]
+                .try_into()
+                .unwrap_or([0; 4]),
+        );
         write_op(k, value)
     }
 
     fn read(&self, key: &str) -> Vec<u8> {
-        let k = u32::from_le_bytes(Digest::of(key.as_bytes()).0[..4].try_into().unwrap_or([0; 4]));
+        let k = u32::from_le_bytes(
+            Digest::of(key.as_bytes()).0[..4]
+                .try_into()
+                .unwrap_or([0; 4]),
+        );
         read_op(k, 0)
     }
 
