@@ -6,6 +6,8 @@ pub mod coord;
 pub mod cpu;
 pub mod load;
 pub mod plumb;
+pub mod prophecy;
+pub mod readwork;
 pub mod report;
 pub mod scenario;
 pub mod suite;

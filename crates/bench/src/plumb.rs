@@ -149,6 +149,16 @@ impl Plumb {
     pub fn app(&self) -> &Arc<dyn BenchApp> {
         &self.app
     }
+
+    /// The pool of the cluster's client identities this process drives.
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+
+    /// The node processes' ids.
+    pub fn node_pids(&self) -> Vec<u32> {
+        self.nodes.iter().map(ServerProcess::pid).collect()
+    }
 }
 
 /// A node's `/metrics` text.

@@ -357,6 +357,7 @@ impl Client {
         });
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn on_reply(
         &mut self,
         now: Micros,

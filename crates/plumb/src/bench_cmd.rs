@@ -72,6 +72,67 @@ enum BenchCommand {
     Compare(CompareArgs),
     /// plumb in every (u, r) of {(0,0), (1,0), (0,1), (1,1), (2,0), (2,1)}, co-located and split.
     Matrix(MatrixArgs),
+    /// Prophecy (seed 000 §7.2, §7.3): read throughput and latency at u=1,r=1 of every read
+    /// ordered (replicated), plumb's read-only path (read-only), reads checked by a sketcher
+    /// this process runs as the gateway would (prophecy) and D-Prophecy's replica-vouched reads
+    /// (d-prophecy), with settable CPU work per read and transition ratio, on one fresh cluster
+    /// of the `readwork` application. --csv writes
+    /// system,work_us,transition_pct,sketchers,ops_per_s,p50_ms,p99_ms.
+    Prophecy(ProphecyArgs),
+}
+
+#[derive(Args, Debug)]
+struct ProphecyArgs {
+    /// The systems, in order (d-prophecy's writes change values: it runs last by default).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "replicated,read-only,prophecy,d-prophecy"
+    )]
+    systems: Vec<String>,
+    /// CPU time an execution replica spends on each read, in microseconds (BLAKE3 rounds,
+    /// calibrated on this machine at the start).
+    #[arg(long, value_delimiter = ',', default_value = "0,100,1000")]
+    work_us: Vec<u64>,
+    /// Transition ratios in percent: for prophecy that share of fast replies is failed at the
+    /// sketcher (seed 000 §7.2); for d-prophecy that share of reads follows a write to the same
+    /// key (real transitions). replicated and read-only keep no history: measured at 0 only.
+    #[arg(long, value_delimiter = ',', default_value = "0,15")]
+    transitions: Vec<u32>,
+    /// Sketcher counts for prophecy (each its own pool of client identities and thread; the
+    /// history table partitioned among them).
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    sketchers: Vec<usize>,
+    /// Closed-loop callers (one read outstanding each).
+    #[arg(long, default_value_t = 48)]
+    clients: usize,
+    /// Keys read, uniformly at random.
+    #[arg(long, default_value_t = 1000)]
+    keys: u32,
+    /// Seconds measured per configuration.
+    #[arg(long, default_value_t = 4.0)]
+    duration: f64,
+    /// Seconds of load before measuring (after the history is filled).
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    /// A smoke run: work 0 and 100, 0% transitions, 1 sketcher, 1 s measured.
+    #[arg(long)]
+    quick: bool,
+    /// Write the runs to this CSV file.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write every run, every field, to this JSON file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Where the cluster keeps its data.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// First port of the cluster's nodes.
+    #[arg(long, default_value_t = 26000)]
+    base_port: u16,
+    /// No progress lines.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -349,6 +410,9 @@ impl Common {
 }
 
 pub fn bench_cmd(a: BenchArgs) -> ExitCode {
+    if let Some(BenchCommand::Prophecy(p)) = &a.command {
+        return prophecy_cmd(p);
+    }
     if let (None, Some(faults)) = (&a.command, &a.nemesis) {
         return nemesis::nemesis_cmd(&a, faults);
     }
@@ -384,6 +448,7 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
             }
             Ok((&c.common, c.common.suite(systems, workloads)?, true))
         })(),
+        Some(BenchCommand::Prophecy(_)) => unreachable!("handled above"),
         Some(BenchCommand::Matrix(m)) => (|| {
             let mut systems = Vec::new();
             for split in [false, true] {
@@ -424,6 +489,125 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
         return ExitCode::from(130);
     };
     common.finish(&suite, outcome, compare)
+}
+
+/// `plumb bench prophecy`.
+fn prophecy_cmd(p: &ProphecyArgs) -> ExitCode {
+    use plumb_bench::prophecy::{self, ProphecyBench, System};
+    let fail = |e: String| {
+        eprintln!("plumb bench prophecy: {e}");
+        ExitCode::from(2)
+    };
+    let systems = match p
+        .systems
+        .iter()
+        .map(|s| System::parse(s))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return fail(format!("cannot find the plumb executable: {e}")),
+    };
+    let dir = p.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("plumb-bench-prophecy-{}", std::process::id()))
+    });
+    let mut bench = ProphecyBench {
+        exe,
+        dir: dir.clone(),
+        base_port: p.base_port,
+        systems,
+        work_us: p.work_us.clone(),
+        transitions: p.transitions.clone(),
+        sketchers: p.sketchers.iter().map(|&n| n.max(1)).collect(),
+        clients: p.clients.max(1),
+        keys: p.keys.max(1),
+        warmup: Duration::from_secs_f64(p.warmup.max(0.0)),
+        duration: Duration::from_secs_f64(p.duration.max(0.1)),
+        progress: !p.quiet,
+    };
+    if p.quick {
+        bench.work_us = vec![0, 100];
+        bench.transitions = vec![0];
+        bench.sketchers = vec![1];
+        bench.duration = Duration::from_secs(1);
+        bench.warmup = Duration::from_millis(500);
+    }
+    if bench.dir.exists() && p.dir.is_some() {
+        return fail(format!(
+            "{} exists; give a directory that does not",
+            bench.dir.display()
+        ));
+    }
+    let command: Vec<String> = std::env::args().collect();
+    let outcome = runtime().block_on(async {
+        tokio::select! {
+            outcome = bench.run() => Some(outcome),
+            _ = terminated() => None,
+        }
+    });
+    if p.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let outcome = match outcome {
+        None => {
+            eprintln!("plumb bench prophecy: interrupted; the servers it started are stopped");
+            return ExitCode::from(130);
+        }
+        Some(Err(e)) => return fail(e),
+        Some(Ok(o)) => o,
+    };
+    out!("");
+    out!("command: {}", command.join(" "));
+    out!("machine: {}", report::machine());
+    out!(
+        "load average (1/5/15 min): {} before, {} after",
+        outcome.load_before,
+        outcome.load_after
+    );
+    out!(
+        "cluster: plumb u1r1 co-located, {} nodes on loopback, {} execution replicas, application readwork",
+        outcome.nodes,
+        outcome.exec
+    );
+    out!(
+        "load: {} closed-loop callers, {} keys read uniformly, {:.1} s warm-up then {:.1} s measured per row; work: {:.1} BLAKE3 rounds per microsecond (calibrated here)",
+        bench.clients,
+        bench.keys,
+        bench.warmup.as_secs_f64(),
+        bench.duration.as_secs_f64(),
+        outcome.rounds_per_us
+    );
+    out!("this process plays the gateway: it holds the client pools and, for prophecy, the SketchedReads (one pool of {} client identities, thread and links per sketcher; auto-blacklisting off)", bench.clients);
+    out!("transitions: prophecy fails that share of fast replies at the sketcher; d-prophecy writes a new value to the key before that share of reads (writes not counted); replicated and read-only keep no history (0% only)");
+    out!("");
+    out!("{}", prophecy::table(&outcome.rows));
+    out!("throughput ratios (baselines: replicated and read-only at the same work):");
+    out!("{}", prophecy::ratios(&outcome.rows));
+    let mut ok = outcome.failures.is_empty();
+    for f in &outcome.failures {
+        eprintln!("plumb bench prophecy: not measured: {f}");
+    }
+    if let Some(path) = &p.csv {
+        if let Err(e) = report::write(path, &prophecy::csv(&outcome.rows)) {
+            eprintln!("plumb bench prophecy: {e}");
+            ok = false;
+        }
+    }
+    if let Some(path) = &p.json {
+        let text = serde_json::to_string_pretty(&outcome.rows).unwrap_or_default();
+        if let Err(e) = report::write(path, &text) {
+            eprintln!("plumb bench prophecy: {e}");
+            ok = false;
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 /// `plumb bench --scenario`: the fault scoreboard (docs/robustness.md).

@@ -20,6 +20,11 @@ pub fn cli() -> Cli {
         .front_end(COORD_APP, zk_gateway())
         .app(WEB_APP, plumb_web::WikiApp::default)
         .front_end(WEB_APP, http_gateway())
+        // `plumb bench prophecy`'s application: reads with settable CPU work.
+        .app(
+            plumb_bench::readwork::READWORK_APP,
+            plumb_bench::readwork::ReadWork::default,
+        )
 }
 
 /// `plumb gateway --config FILE`, serving Redis clients on the file's `[gateway] resp`.

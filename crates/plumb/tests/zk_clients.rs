@@ -445,16 +445,12 @@ fn kazoo_python() -> Option<PathBuf> {
     let venv =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/kazoo-venv/bin/python3");
     let candidates = [venv, PathBuf::from("python3")];
-    for p in candidates {
-        if Command::new(&p)
+    candidates.into_iter().find(|p| {
+        Command::new(p)
             .args(["-c", "import kazoo"])
             .status()
             .is_ok_and(|s| s.success())
-        {
-            return Some(p);
-        }
-    }
-    None
+    })
 }
 
 fn kazoo(port: u16) {

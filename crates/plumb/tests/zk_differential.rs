@@ -1049,12 +1049,12 @@ async fn differential(seed: u64, ops: usize, plumb_addr: String) -> Result<(), S
             break;
         }
         for (path, stat) in learn {
-            if path.contains("/s-") || path.starts_with("/t-") {
-                if !knowledge.sequential.contains(&path) {
-                    knowledge.sequential.push(path.clone());
-                    if knowledge.sequential.len() > 12 {
-                        knowledge.sequential.remove(0);
-                    }
+            if (path.contains("/s-") || path.starts_with("/t-"))
+                && !knowledge.sequential.contains(&path)
+            {
+                knowledge.sequential.push(path.clone());
+                if knowledge.sequential.len() > 12 {
+                    knowledge.sequential.remove(0);
                 }
             }
             knowledge.versions.insert(path, stat.version);
