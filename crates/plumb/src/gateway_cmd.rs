@@ -156,6 +156,41 @@ pub(crate) fn sketched_reads(
     })
 }
 
+/// The admin endpoint of a front end that reports named counters: `/status` as one JSON
+/// object, `/metrics` as Prometheus lines under `prefix`, with the pool clients' events and
+/// `extra` lines (the sketchers').
+fn admin_response(
+    path: &str,
+    prefix: &str,
+    fields: &[(&str, u64)],
+    pool: &Pool,
+    extra: &str,
+) -> admin::Response {
+    match path {
+        "/status" | "/" => {
+            let body: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            admin::Response::ok(
+                "application/json",
+                format!(
+                    "{{\"pool_clients\":{},{}}}\n",
+                    pool.clients.len(),
+                    body.join(",")
+                ),
+            )
+        }
+        "/metrics" => {
+            let mut text = String::new();
+            for (k, v) in fields {
+                text.push_str(&format!("{prefix}_{k} {v}\n"));
+            }
+            text.push_str(&client_events_text(&pool.counters()));
+            text.push_str(extra);
+            admin::Response::ok("text/plain; version=0.0.4", text)
+        }
+        _ => admin::Response::not_found(),
+    }
+}
+
 /// The pool clients' protocol counters as one Prometheus family (for example
 /// `event="reply-divergent"`: a replica answered with another result than the accepted one).
 fn client_events_text(counters: &plumb::client::Counters) -> String {
@@ -238,29 +273,8 @@ fn zk_gateway(cluster: plumb_cluster::Cluster) -> ExitCode {
                     ("accept_failures", get(&s.accept_failures)),
                     ("backlog", pool.backlog() as u64),
                 ];
-                match path {
-                    "/status" | "/" => {
-                        let body: Vec<String> =
-                            fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
-                        admin::Response::ok(
-                            "application/json",
-                            format!(
-                                "{{\"pool_clients\":{},{}}}\n",
-                                pool.clients.len(),
-                                body.join(",")
-                            ),
-                        )
-                    }
-                    "/metrics" => {
-                        let mut text = String::new();
-                        for (k, v) in fields {
-                            text.push_str(&format!("plumb_zk_gateway_{k} {v}\n"));
-                        }
-                        text.push_str(&client_events_text(&pool.counters()));
-                        admin::Response::ok("text/plain; version=0.0.4", text)
-                    }
-                    _ => admin::Response::not_found(),
-                }
+                let extra = String::new();
+                admin_response(path, "plumb_zk_gateway", &fields, &pool, &extra)
             })
         };
         if let Err(e) = admin::serve(gw.admin, handler).await {
@@ -314,32 +328,8 @@ fn web_gateway(cluster: plumb_cluster::Cluster, sketchers: Option<u32>) -> ExitC
             Arc::new(move |path: &str| {
                 let mut fields = stats.fields();
                 fields.push(("backlog", pool.backlog() as u64));
-                match path {
-                    "/status" | "/" => {
-                        let body: Vec<String> =
-                            fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
-                        admin::Response::ok(
-                            "application/json",
-                            format!(
-                                "{{\"pool_clients\":{},{}}}\n",
-                                pool.clients.len(),
-                                body.join(",")
-                            ),
-                        )
-                    }
-                    "/metrics" => {
-                        let mut text = String::new();
-                        for (k, v) in fields {
-                            text.push_str(&format!("plumb_http_gateway_{k} {v}\n"));
-                        }
-                        text.push_str(&client_events_text(&pool.counters()));
-                        if let Some(k) = &sketcher {
-                            text.push_str(&k.metrics());
-                        }
-                        admin::Response::ok("text/plain; version=0.0.4", text)
-                    }
-                    _ => admin::Response::not_found(),
-                }
+                let extra = sketcher.as_ref().map(|k| k.metrics()).unwrap_or_default();
+                admin_response(path, "plumb_http_gateway", &fields, &pool, &extra)
             })
         };
         if let Err(e) = admin::serve(gw.admin, handler).await {

@@ -27,19 +27,23 @@ pub fn cli() -> Cli {
         )
 }
 
+/// Where every gateway front end of this binary listens: the cluster file's `[gateway] resp`
+/// (the Redis, ZooKeeper or HTTP port, depending on the application).
+fn gateway_address(cluster: &Cluster) -> Result<std::net::SocketAddr, String> {
+    cluster.gateway.as_ref().map(|g| g.resp).ok_or_else(|| {
+        format!(
+            "{}: the configuration has no [gateway] section",
+            cluster.path.display()
+        )
+    })
+}
+
 /// `plumb gateway --config FILE`, serving Redis clients on the file's `[gateway] resp`.
 fn redis_gateway() -> FrontEnd {
     FrontEnd {
         name: "gateway",
         args: vec!["gateway".to_string()],
-        address: |cluster| {
-            cluster.gateway.as_ref().map(|g| g.resp).ok_or_else(|| {
-                format!(
-                    "{}: the configuration has no [gateway] section",
-                    cluster.path.display()
-                )
-            })
-        },
+        address: gateway_address,
         hints: |cluster| {
             let port = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
             vec![format!(
@@ -63,14 +67,7 @@ fn zk_gateway() -> FrontEnd {
     FrontEnd {
         name: "gateway",
         args: vec!["gateway".to_string()],
-        address: |cluster| {
-            cluster.gateway.as_ref().map(|g| g.resp).ok_or_else(|| {
-                format!(
-                    "{}: the configuration has no [gateway] section",
-                    cluster.path.display()
-                )
-            })
-        },
+        address: gateway_address,
         hints: |cluster| {
             let port = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
             vec![
@@ -95,14 +92,7 @@ fn http_gateway() -> FrontEnd {
     FrontEnd {
         name: "gateway",
         args: vec!["gateway".to_string()],
-        address: |cluster| {
-            cluster.gateway.as_ref().map(|g| g.resp).ok_or_else(|| {
-                format!(
-                    "{}: the configuration has no [gateway] section",
-                    cluster.path.display()
-                )
-            })
-        },
+        address: gateway_address,
         hints: |cluster| {
             let port = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
             vec![
