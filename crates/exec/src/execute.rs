@@ -123,7 +123,7 @@ impl<A: Application> ExecReplica<A> {
             for (index, ((command, req), result)) in
                 commands.iter().zip(ids).zip(output.replies).enumerate()
             {
-                if self.app.is_read(command.op) {
+                if self.sketches.active() && self.app.is_read(command.op) {
                     self.sketches
                         .record(Digest::of(command.op), Digest::of(&result));
                 }

@@ -454,6 +454,7 @@ impl<A: Application> ExecReplica<A> {
         op: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
+        self.sketches.activate();
         if executor == self.me {
             self.on_read_only(c, nc, op, out);
             return;

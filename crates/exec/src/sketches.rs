@@ -9,6 +9,11 @@
 //! restart or a state transfer (a replica that has no entry cannot vouch, and the read is then
 //! ordered), and each replica bounds it on its own. Correct replicas record in execution order,
 //! so an entry always holds the answer of the latest ordered execution this replica performed.
+//!
+//! The history stays off until the first D-Prophecy read reaches this replica: asking the
+//! application whether an operation is a read costs a decoding per ordered request, which a
+//! cluster whose clients never use D-Prophecy should not pay. The first reads after that find
+//! no entry and are ordered, as after a restart.
 
 use plumb_crypto::Digest;
 use std::collections::{HashMap, VecDeque};
@@ -18,6 +23,8 @@ pub const SKETCH_HISTORY_MAX: usize = 100_000;
 
 #[derive(Default)]
 pub(crate) struct SketchHistory {
+    /// A D-Prophecy read has arrived since this replica started: record ordered reads.
+    active: bool,
     /// Operation digest -> (answer digest, generation of its last recording).
     entries: HashMap<Digest, (Digest, u64)>,
     /// Recording order, with generations; a stale pair (re-recorded since) is skipped.
@@ -26,7 +33,16 @@ pub(crate) struct SketchHistory {
 }
 
 impl SketchHistory {
+    pub(crate) fn active(&self) -> bool {
+        self.active
+    }
+
+    pub(crate) fn activate(&mut self) {
+        self.active = true;
+    }
+
     pub(crate) fn record(&mut self, op: Digest, answer: Digest) {
+        debug_assert!(self.active, "recorded while off");
         self.generation += 1;
         self.entries.insert(op, (answer, self.generation));
         self.order.push_back((op, self.generation));
@@ -57,7 +73,10 @@ impl SketchHistory {
 
     /// Forget everything: the state this history described was replaced (a checkpoint load).
     pub(crate) fn clear(&mut self) {
-        *self = SketchHistory::default();
+        *self = SketchHistory {
+            active: self.active,
+            ..SketchHistory::default()
+        };
     }
 }
 
@@ -68,6 +87,7 @@ mod tests {
     #[test]
     fn keeps_the_latest_answer_and_stays_bounded() {
         let mut h = SketchHistory::default();
+        h.activate();
         let d = |i: u64| Digest::of(&i.to_le_bytes());
         h.record(d(1), d(10));
         h.record(d(1), d(11));
