@@ -271,6 +271,21 @@ def main():
             plumb[unit] = run_unit(tree, a.plumb_port, unit, a.out, "plumb", a.unit_timeout,
                                    resp3=not a.no_resp3, suite_port=a.suite_port)
             log(f"plumb {unit}: {len(passed(plumb[unit]))} passed ({time.time() - t0:.0f} s)")
+            if "(unit timed out)" in plumb[unit]:
+                # A test that never finishes (seen once in CI in unit/type/list, not
+                # reproduced) would otherwise hide every test after it. Say where it stuck,
+                # keep that log, and run the unit once more; the first run's timeout stays
+                # in the failures file.
+                log(f"plumb {unit} timed out: {plumb[unit]['(unit timed out)'][1]}")
+                stuck = a.out / f"plumb-{unit.replace('/', '_')}.log"
+                shutil.copy(stuck, stuck.with_suffix(".timed-out.log"))
+                t0 = time.time()
+                again = run_unit(tree, a.plumb_port, unit, a.out, "plumb", a.unit_timeout,
+                                 resp3=not a.no_resp3, suite_port=a.suite_port)
+                log(f"plumb {unit} again: {len(passed(again))} passed ({time.time() - t0:.0f} s)")
+                if len(passed(again)) > len(passed(plumb[unit])):
+                    again["(unit timed out)"] = plumb[unit]["(unit timed out)"]
+                    plumb[unit] = again
 
     total_ref = total_both = 0
     rows = []

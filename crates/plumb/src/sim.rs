@@ -33,6 +33,10 @@ pub struct SimArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
+    /// Stop handing out seeds once one fails (seeds already running finish): for proving a
+    /// sabotage is caught, where the first failing seed is the answer.
+    #[arg(long)]
+    first_failure: bool,
     /// Break the protocol on purpose (`list` prints the names); requires the `sabotage` feature.
     #[arg(long)]
     sabotage: Option<String>,
@@ -137,6 +141,7 @@ fn run_many(args: &SimArgs) -> ExitCode {
     let next = AtomicU64::new(args.start);
     let end = args.start + args.seeds;
     let violations = AtomicU64::new(0);
+    let ran = AtomicU64::new(0);
     let safety_only = AtomicU64::new(0);
     let failing = Mutex::new(Vec::new());
     // (latency, seed) of the slowest settled operation of a correct client.
@@ -145,11 +150,15 @@ fn run_many(args: &SimArgs) -> ExitCode {
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| loop {
+                if args.first_failure && violations.load(Ordering::SeqCst) > 0 {
+                    break;
+                }
                 let seed = next.fetch_add(1, Ordering::SeqCst);
                 if seed >= end {
                     break;
                 }
                 let report = run_seed(args, &options(args, seed));
+                ran.fetch_add(1, Ordering::SeqCst);
                 if !report.liveness_checked {
                     safety_only.fetch_add(1, Ordering::SeqCst);
                 }
@@ -171,14 +180,14 @@ fn run_many(args: &SimArgs) -> ExitCode {
     out!(
         "{failed} failing seeds; {} of {} seeds were safety-only (more than u failures: liveness not judged)",
         safety_only.load(Ordering::SeqCst),
-        args.seeds
+        ran.load(Ordering::SeqCst)
     );
     let (latency, seed) = slowest.lock().map(|s| *s).unwrap_or_default();
     out!(
         "slowest operation of a correct client after faults stopped and the cluster settled: {:.3} s (seed {seed})",
         latency as f64 / 1e6
     );
-    summary(args.seeds, total, started);
+    summary(ran.load(Ordering::SeqCst), total, started);
     exit_code(total)
 }
 
