@@ -64,6 +64,15 @@ pub trait Application {
         false
     }
 
+    /// Client speculation (seed 001, docs/speculation.md): execute `op` of client `client`'s
+    /// ordered request `nc` at once, on a speculative copy of the state that follows every
+    /// request committed or executed early before it, and return the answer it would get if
+    /// it were ordered next. Never changes the replicated state. `None` (the default): the
+    /// application does not speculate, and the replica sends no early reply.
+    fn execute_early(&mut self, _client: ClientId, _nc: ReqNo, _op: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+
     /// A deterministic checkpoint of the state after the last executed batch: either the whole
     /// state, or a token that names state the application keeps itself (then implement
     /// `fetch_state` / `load_state`).

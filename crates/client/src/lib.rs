@@ -89,6 +89,9 @@ struct Ordered {
     /// client (it answered a later number, or `nc` for another operation): evidence that `nc`
     /// is already used (see [`Client::on_number_used`]).
     used: HashMap<u16, ReqNo>,
+    /// The execution replica asked for an early reply ([`Route::Speculative`]); cleared once
+    /// its early reply arrived, so it is passed on at most once.
+    early: Option<u16>,
 }
 
 #[derive(Debug)]
@@ -156,6 +159,8 @@ impl Client {
                 retransmitted: true,
                 votes: HashMap::new(),
                 used: HashMap::new(),
+                // Its early reply, if any, went to the previous life.
+                early: None,
             })
         });
         let learning = (!resumed.trusted).then(|| Learning::new(base_timeout));
@@ -211,7 +216,8 @@ impl Client {
         // send to nobody.
         let exec = |i: u16| i % u16::try_from(self.q.exec.max(1)).unwrap_or(u16::MAX);
         match route {
-            Route::Ordered => self.start_ordered(now, op, out),
+            Route::Ordered => self.start_ordered(now, op, None, out),
+            Route::Speculative { early } => self.start_ordered(now, op, Some(exec(early)), out),
             Route::ReadOnly => self.start_read_only(op, ReadMode::Unanimous, out),
             Route::Fast { exec: e } => {
                 self.start_read_only(op, ReadMode::Fast { exec: exec(e) }, out)
@@ -257,8 +263,15 @@ impl Client {
 
     // ---- ordered path
 
-    /// Persist (CS3), then send to the preferred quorum and arm the retransmission timer.
-    fn start_ordered(&mut self, now: Micros, op: Vec<u8>, out: &mut Vec<Action>) {
+    /// Persist (CS3), then send to the preferred quorum (and to execution replica `early`, for
+    /// an early reply) and arm the retransmission timer.
+    fn start_ordered(
+        &mut self,
+        now: Micros,
+        op: Vec<u8>,
+        early: Option<u16>,
+        out: &mut Vec<Action>,
+    ) {
         let nc = self.next_nc;
         self.next_nc = nc.saturating_add(1);
         out.push(Action::Store(
@@ -274,6 +287,10 @@ impl Client {
         for to in receivers {
             self.send(to, &msg, out);
         }
+        if let Some(e) = early {
+            let msg = Message::EarlyRequest { nc, op: op.clone() };
+            self.send(Principal::Exec(e), &msg, out);
+        }
         out.push(Action::SetTimer {
             id: RETRANSMIT,
             after: self.base_timeout,
@@ -287,6 +304,7 @@ impl Client {
             retransmitted: false,
             votes: HashMap::new(),
             used: HashMap::new(),
+            early,
         }));
     }
 
@@ -492,7 +510,32 @@ impl Client {
         self.outstanding = None;
         self.next_nc = self.next_nc.max(used_upto.saturating_add(1));
         self.counters.add("renumbered");
-        self.start_ordered(now, op, out);
+        // Renumbered: the early reply asked for was for the old number.
+        self.start_ordered(now, op, None, out);
+    }
+
+    /// An early reply from the replica the outstanding request asked (seed 001): passed on
+    /// once, unverified, for the caller to speculate on. Anything else is dropped: an early
+    /// reply never counts as a vote.
+    fn on_early_reply(
+        &mut self,
+        exec: u16,
+        nc: ReqNo,
+        req: Digest,
+        result: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
+            self.counters.add("stale-early-reply");
+            return;
+        };
+        if nc != o.nc || req != o.req || o.early != Some(exec) {
+            self.counters.add("stale-early-reply");
+            return;
+        }
+        o.early = None;
+        self.counters.add("early-reply");
+        out.push(Action::Early { nc, exec, result });
     }
 
     // ---- receiving
@@ -528,12 +571,16 @@ impl Client {
             (Message::SketchReply { nc, req, sketch }, Some(e)) => {
                 self.on_sketch_reply(now, e, nc, req, sketch, out)
             }
+            (Message::EarlyReply { nc, req, result }, Some(e)) => {
+                self.on_early_reply(e, nc, req, result, out)
+            }
             (Message::Push { event, payload }, Some(e)) => self.on_push(e, event, payload, out),
             (Message::LastRequest { nc }, Some(e)) => self.on_last_request(now, e, nc, out),
             (
                 Message::Reply { .. }
                 | Message::ReadOnlyReply { .. }
                 | Message::SketchReply { .. }
+                | Message::EarlyReply { .. }
                 | Message::LastRequest { .. },
                 None,
             ) => self.counters.add("drop-reply-not-exec"),

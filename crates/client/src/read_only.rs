@@ -35,6 +35,11 @@ pub enum Route {
     /// A D-Prophecy read executed by `executor` and vouched for by every other replica's
     /// history; else ordered. Delay-once linearizable (seed 000 §4).
     Sketched { executor: u16 },
+    /// Ordered, and also sent to execution replica `early`, which executes it at once on a
+    /// speculative copy of its state and answers early ([`plumb_core::Action::Early`]) before
+    /// the ordered answer completes it (client speculation, seed 001). Linearizable: only the
+    /// completion is agreed.
+    Speculative { early: u16 },
 }
 
 impl Route {
@@ -282,6 +287,6 @@ impl Client {
         out.push(Action::CancelTimer {
             id: READ_ONLY_DEADLINE,
         });
-        self.start_ordered(now, pending.op, out);
+        self.start_ordered(now, pending.op, None, out);
     }
 }

@@ -1153,3 +1153,86 @@ proptest::proptest! {
         proptest::prop_assert!(c.next_request_number() >= 1);
     }
 }
+
+// ---- client speculation (seed 001): early replies
+
+fn early_replies(actions: &[Action]) -> Vec<(ReqNo, u16, Vec<u8>)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Early { nc, exec, result } => Some((*nc, *exec, result.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn early_reply(w: &World, exec: u16, nc: ReqNo, op: &[u8], result: &[u8]) -> Event {
+    w.from(
+        Principal::Exec(exec),
+        Message::EarlyReply {
+            nc,
+            req: request_id(C, nc, Digest::of(op)),
+            result: result.to_vec(),
+        },
+    )
+}
+
+#[test]
+fn a_speculative_request_also_goes_to_its_early_replica_and_passes_its_early_reply_on_once() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    let mut out = Vec::new();
+    c.submit(
+        0,
+        b"incr".to_vec(),
+        Route::Speculative { early: 2 },
+        &mut out,
+    )
+    .expect("idle");
+    let sent = w.sent(&out);
+    let early: Vec<_> = sent
+        .iter()
+        .filter(|(_, m)| matches!(m, Message::EarlyRequest { .. }))
+        .collect();
+    assert_eq!(early.len(), 1, "one early request");
+    assert_eq!(early[0].0, Principal::Exec(2));
+    assert!(sent
+        .iter()
+        .any(|(to, m)| matches!(to, Principal::Auth(_)) && matches!(m, Message::Request { .. })));
+
+    // Another replica's early reply, or one for another operation, is not passed on.
+    let out = run(&mut c, 1, early_reply(&w, 1, 1, b"incr", b"1"));
+    assert!(early_replies(&out).is_empty());
+    let out = run(&mut c, 1, early_reply(&w, 2, 1, b"decr", b"1"));
+    assert!(early_replies(&out).is_empty());
+    // The asked replica's is, once.
+    let out = run(&mut c, 2, early_reply(&w, 2, 1, b"incr", b"1"));
+    assert_eq!(early_replies(&out), vec![(1, 2, b"1".to_vec())]);
+    assert!(completes(&out).is_empty(), "an early reply never completes");
+    let out = run(&mut c, 3, early_reply(&w, 2, 1, b"incr", b"1"));
+    assert!(early_replies(&out).is_empty());
+    assert!(c.outstanding());
+    // The agreed answer completes it, whatever the early reply said.
+    let out = answer(&w, &mut c, 4, 1, b"2");
+    assert_eq!(completes(&out), vec![(1, b"2".to_vec())]);
+}
+
+#[test]
+fn an_early_reply_is_never_a_vote() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    let mut out = Vec::new();
+    c.submit(
+        0,
+        b"incr".to_vec(),
+        Route::Speculative { early: 0 },
+        &mut out,
+    )
+    .expect("idle");
+    run(&mut c, 1, early_reply(&w, 0, 1, b"incr", b"9"));
+    // r = 1: one ordered reply matching the early one is still one vote.
+    let out = reply_run(&w, &mut c, 2, 0, 1, b"9");
+    assert!(completes(&out).is_empty());
+    let out = reply_run(&w, &mut c, 3, 1, 1, b"9");
+    assert_eq!(completes(&out), vec![(1, b"9".to_vec())]);
+}

@@ -73,6 +73,14 @@ pub enum Action {
         result: Vec<u8>,
         answered: Answered,
     },
+    /// Client only: a speculative answer to the outstanding ordered request `nc`, one
+    /// execution replica's early execution (seed 001). Unverified: the caller may act on it
+    /// only in ways it can undo; [`Action::Complete`] follows with the agreed answer.
+    Early {
+        nc: ReqNo,
+        exec: u16,
+        result: Vec<u8>,
+    },
     /// Client only: a push event from the service.
     Pushed {
         event: u64,

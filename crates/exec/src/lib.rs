@@ -375,6 +375,9 @@ impl<A: Application> ExecReplica<A> {
             (Principal::Client(c), Message::FastRead { nc, executor, op }) => {
                 self.on_fast_read(c, nc, executor, op, out)
             }
+            (Principal::Client(c), Message::EarlyRequest { nc, op }) => {
+                self.on_early_request(c, nc, op, out)
+            }
             (Principal::Client(c), Message::LastRequestQuery) => self.on_last_request_query(c, out),
             _ => self.counters.add("drop-unexpected"),
         }
@@ -464,6 +467,30 @@ impl<A: Application> ExecReplica<A> {
             nc,
             req: request_id(c, nc, digest),
             sketch: self.sketches.get(&digest),
+        };
+        self.send(Principal::Client(c), &msg, out);
+    }
+
+    /// Client speculation (seed 001, docs/speculation.md): execute ordered request `nc` at once
+    /// on the application's speculative copy of the state and answer early. Nothing here
+    /// touches the replicated state or the reply cache: the request is executed for real when
+    /// it is ordered. A request already executed gets no early reply (its ordered reply is in
+    /// the cache, and the client's retransmission fetches it); an application that does not
+    /// speculate answers none.
+    fn on_early_request(&mut self, c: ClientId, nc: ReqNo, op: Vec<u8>, out: &mut Vec<Action>) {
+        if nc <= self.replies.get(&c).map_or(0, |r| r.nc) {
+            self.counters.add("early-request-already-executed");
+            return;
+        }
+        let Some(result) = self.app.execute_early(c, nc, &op) else {
+            self.counters.add("early-request-not-speculating");
+            return;
+        };
+        self.counters.add("early-reply");
+        let msg = Message::EarlyReply {
+            nc,
+            req: request_id(c, nc, Digest::of(&op)),
+            result,
         };
         self.send(Principal::Client(c), &msg, out);
     }

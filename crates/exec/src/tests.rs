@@ -82,6 +82,17 @@ impl Application for Registers {
         }
     }
 
+    /// Speculates on `get`s only, answering what the ordered `get` would, marked "early".
+    fn execute_early(&mut self, _client: ClientId, _nc: ReqNo, op: &[u8]) -> Option<Vec<u8>> {
+        let text = String::from_utf8_lossy(op).to_string();
+        match text.split_whitespace().collect::<Vec<_>>().as_slice() {
+            ["get", k] => Some(
+                format!("early {}", self.map.get(*k).cloned().unwrap_or_default()).into_bytes(),
+            ),
+            _ => None,
+        }
+    }
+
     fn take_checkpoint(&mut self) -> Vec<u8> {
         let bytes = self.map_bytes();
         if !self.by_token {
@@ -1578,4 +1589,41 @@ fn push_numbering_survives_a_restart() {
     assert_eq!(r.next_seq(), 3);
     let again = pushes_to(&net, &net.learn_all(&mut r, 3, &batches[2..]), 2);
     assert_eq!(again, vec![(3, b"c".to_vec())]);
+}
+
+/// Client speculation (seed 001): an early request is answered from the application's
+/// speculative execution, touches neither the replicated state nor the reply cache, and is
+/// not answered for a request already executed (its ordered reply is what the client needs).
+#[test]
+fn early_requests_are_answered_by_speculation_and_never_change_replicated_state() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    start_and_answer_probe(&net, &mut r, 0);
+    net.learn_all(&mut r, 1, &[batch(vec![inline(3, 1, "put x 42")], 10)]);
+    let digest = r.app().state_digest();
+    let calls = r.app().calls.len();
+    let early = |nc: ReqNo, op: &str| Message::EarlyRequest {
+        nc,
+        op: op.as_bytes().to_vec(),
+    };
+    let out = net.deliver(&mut r, Principal::Client(3), &early(2, "get x"));
+    assert_eq!(
+        net.sent_to(&out, Principal::Client(3)),
+        vec![Message::EarlyReply {
+            nc: 2,
+            req: plumb_wire::request_id(3, 2, Digest::of(b"get x")),
+            result: b"early 42".to_vec(),
+        }]
+    );
+    assert_eq!(r.app().state_digest(), digest);
+    assert_eq!(r.app().calls.len(), calls, "no batch was executed");
+    // Already executed: no early reply.
+    let out = net.deliver(&mut r, Principal::Client(3), &early(1, "get x"));
+    assert!(net.sent_to(&out, Principal::Client(3)).is_empty());
+    assert_eq!(r.counters().get("early-request-already-executed"), 1);
+    // An operation the application does not speculate on: no early reply.
+    let out = net.deliver(&mut r, Principal::Client(3), &early(2, "put x 1"));
+    assert!(net.sent_to(&out, Principal::Client(3)).is_empty());
+    assert_eq!(r.counters().get("early-request-not-speculating"), 1);
+    assert_eq!(r.app().map.get("x").map(String::as_str), Some("42"));
 }

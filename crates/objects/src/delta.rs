@@ -161,6 +161,10 @@ impl<A: Application> Application for CheckpointDelta<A> {
         self.inner.is_read(op)
     }
 
+    fn execute_early(&mut self, client: ClientId, nc: ReqNo, op: &[u8]) -> Option<Vec<u8>> {
+        self.inner.execute_early(client, nc, op)
+    }
+
     fn take_checkpoint(&mut self) -> Vec<u8> {
         if self.last_seq.saturating_sub(self.coarse_seq) >= self.coarse_every {
             self.coarse = Arc::new(self.inner.take_checkpoint());

@@ -479,6 +479,9 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
                 }
                 Action::Complete { nc, result, .. } => self.host.complete(nc, result),
                 Action::Pushed { event, payload } => self.host.pushed(event, payload),
+                // A client group keeps its members' early replies itself
+                // (`plumb_client::net`); no other stage emits them.
+                Action::Early { .. } => {}
                 Action::SetTimer { id, after } => {
                     self.timers
                         .insert(id, Instant::now() + Duration::from_micros(after));

@@ -96,6 +96,8 @@ pub struct Stats {
     pub crashes: u64,
     pub completed: u64,
     pub pushes: u64,
+    /// Early (speculative) replies that reached clients.
+    pub early_replies: u64,
     pub agreed_batches: u64,
     pub sim_end: Micros,
     /// The slowest operation of a correct client invoked once the cluster had settled after

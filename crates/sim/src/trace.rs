@@ -147,6 +147,10 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
         Message::SketchReply { nc, sketch, .. } => {
             format!("sketch-reply nc={nc} {sketch:?}")
         }
+        Message::EarlyRequest { nc, op } => format!("early-request nc={nc} {}", op_text(op)),
+        Message::EarlyReply { nc, result, .. } => {
+            format!("early-reply nc={nc} {}", result_text(result))
+        }
         Message::ReadOnlyReply {
             nc,
             result,

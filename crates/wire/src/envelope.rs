@@ -275,7 +275,7 @@ mod tests {
         /// answer, decode to an error or a message, never a panic; a genuine one round-trips.
         #[test]
         fn reply_and_last_request_decoding_never_panics(
-            which in 0u8..6,
+            which in 0u8..8,
             nc in any::<u64>(),
             result in proptest::collection::vec(any::<u8>(), 0..64),
             cut in 0usize..200,
@@ -289,6 +289,8 @@ mod tests {
                 2 => Message::LastRequestQuery,
                 3 => Message::FastRead { nc, executor: (nc % 5) as u16, op: result },
                 4 => Message::SketchReply { nc, req, sketch: (nc % 2 == 0).then_some(req) },
+                5 => Message::EarlyRequest { nc, op: result },
+                6 => Message::EarlyReply { nc, req, result },
                 _ => Message::LastRequest { nc },
             };
             let body = encode_body(&m);

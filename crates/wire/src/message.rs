@@ -467,6 +467,26 @@ pub enum Message {
         req: Digest,
         sketch: Option<Digest>,
     },
+
+    // ---- client <-> execution: client speculation (seed 001; docs/speculation.md).
+    /// A copy of ordered request `nc` (the same operation the client sent to the
+    /// authentication stage) for the one execution replica the client speculates on: it
+    /// executes it at once on a speculative copy of its state and answers
+    /// [`Message::EarlyReply`]. Only a hint: the request is executed for real when it is
+    /// ordered, and the client accepts nothing on an early reply alone.
+    EarlyRequest {
+        nc: ReqNo,
+        #[serde(with = "serde_bytes")]
+        op: Vec<u8>,
+    },
+    /// One execution replica's speculative answer to [`Message::EarlyRequest`] `nc`; `req` is
+    /// [`request_id`] of the request, as for [`Message::Reply`].
+    EarlyReply {
+        nc: ReqNo,
+        req: Digest,
+        #[serde(with = "serde_bytes")]
+        result: Vec<u8>,
+    },
 }
 
 /// A node of an object tree: `depth` levels below the root, `index` among its depth's nodes.
@@ -538,6 +558,8 @@ impl Message {
             Message::Reply { .. } => "reply",
             Message::ReadOnlyReply { .. } => "read-only-reply",
             Message::SketchReply { .. } => "sketch-reply",
+            Message::EarlyRequest { .. } => "early-request",
+            Message::EarlyReply { .. } => "early-reply",
             Message::Push { .. } => "push",
             Message::FetchExecCp { .. } => "fetch-exec-cp",
             Message::ExecCpState { .. } => "exec-cp-state",

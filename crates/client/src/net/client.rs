@@ -8,7 +8,7 @@
 //! client with one identity runs them one after another; to run several at once, connect with
 //! several identities ([`Client::connect_with`]), which is what the Redis gateway does.
 
-use crate::net::driver::{GroupHost, Job, Links, FRAME_QUEUE};
+use crate::net::driver::{GroupHost, Job, Links, SpeculationTap, FRAME_QUEUE};
 use crate::net::events::{PushEvents, EVENT_BACKLOG};
 use crate::net::group::ClientGroup;
 use crate::net::reach::Reachability;
@@ -296,6 +296,45 @@ impl Client {
     /// D-Prophecy read ([`Answered`] says which path it took in the end; a read that falls
     /// back is ordered).
     pub async fn invoke_on(&self, op: Vec<u8>, route: Route) -> Result<Answer, ClientError> {
+        let answer = self.queue(op, route, None)?;
+        wait_answer(answer, self.shared.op_timeout).await
+    }
+
+    /// Client speculation (seed 001, docs/speculation.md): run `op` on the ordered path and
+    /// also ask execution replica `early` (the one nearest this client, or the one beside the
+    /// primary) to execute it at once on its speculative copy of the state. The returned call
+    /// gives the request's number as soon as it has one, the early (unverified) result as soon
+    /// as that replica answers, and later the agreed answer, which alone is linearizable.
+    ///
+    /// Returns at once, without waiting for anything: issue the next operation while this one
+    /// is unconfirmed (with several identities they run concurrently).
+    pub fn invoke_speculative(
+        &self,
+        op: Vec<u8>,
+        early: u16,
+    ) -> Result<SpeculativeCall, ClientError> {
+        let (assigned_tx, assigned) = oneshot::channel();
+        let (early_tx, early_rx) = oneshot::channel();
+        let tap = SpeculationTap {
+            assigned: assigned_tx,
+            early: early_tx,
+        };
+        let answer = self.queue(op, Route::Speculative { early }, Some(tap))?;
+        Ok(SpeculativeCall {
+            assigned,
+            early: early_rx,
+            answer,
+            op_timeout: self.shared.op_timeout,
+        })
+    }
+
+    /// Queue `op` for the next free identity.
+    fn queue(
+        &self,
+        op: Vec<u8>,
+        route: Route,
+        speculation: Option<SpeculationTap>,
+    ) -> Result<oneshot::Receiver<Answer>, ClientError> {
         if op.len() > MAX_OPERATION_BYTES {
             return Err(ClientError::OperationTooLarge {
                 len: op.len(),
@@ -303,21 +342,18 @@ impl Client {
             });
         }
         let (reply, answer) = oneshot::channel();
-        {
-            let open = self.shared.open.lock().unwrap_or_else(|p| p.into_inner());
-            if !*open {
-                return Err(ClientError::Closed);
-            }
-            let job = Job { op, route, reply };
-            self.shared.mailbox.push(QueueKey::Local, Item::Job(job));
+        let open = self.shared.open.lock().unwrap_or_else(|p| p.into_inner());
+        if !*open {
+            return Err(ClientError::Closed);
         }
-        match self.shared.op_timeout {
-            None => answer.await.map_err(|_| ClientError::Closed),
-            Some(after) => match tokio::time::timeout(after, answer).await {
-                Ok(answered) => answered.map_err(|_| ClientError::Closed),
-                Err(_) => Err(ClientError::TimedOut { after }),
-            },
-        }
+        let job = Job {
+            op,
+            route,
+            reply,
+            speculation,
+        };
+        self.shared.mailbox.push(QueueKey::Local, Item::Job(job));
+        Ok(answer)
     }
 
     /// Subscribe to the push events sent to this client's identities (from now on).
@@ -425,4 +461,46 @@ fn open_record(dir: &Path) -> Result<(Store, Recovered), ClientError> {
             reason: other.to_string(),
         },
     })
+}
+
+/// Wait for an operation's answer, up to the client's operation timeout.
+async fn wait_answer(
+    answer: oneshot::Receiver<Answer>,
+    op_timeout: Option<Duration>,
+) -> Result<Answer, ClientError> {
+    match op_timeout {
+        None => answer.await.map_err(|_| ClientError::Closed),
+        Some(after) => match tokio::time::timeout(after, answer).await {
+            Ok(answered) => answered.map_err(|_| ClientError::Closed),
+            Err(_) => Err(ClientError::TimedOut { after }),
+        },
+    }
+}
+
+/// One speculative operation in flight ([`Client::invoke_speculative`]).
+pub struct SpeculativeCall {
+    assigned: oneshot::Receiver<(u32, plumb_wire::ReqNo)>,
+    early: oneshot::Receiver<Vec<u8>>,
+    answer: oneshot::Receiver<Answer>,
+    op_timeout: Option<Duration>,
+}
+
+impl SpeculativeCall {
+    /// The identity and request number the operation is ordered under, once an identity took
+    /// it: what a later operation's predicate names (seed 001 §3.1). `None` if it was never
+    /// numbered (the client closed, or the identity was still learning its number).
+    pub async fn request(&mut self) -> Option<(u32, plumb_wire::ReqNo)> {
+        (&mut self.assigned).await.ok()
+    }
+
+    /// The early result: one execution replica's unverified answer. `None` if the agreed
+    /// answer came first (or the replica does not speculate); then use [`SpeculativeCall::confirmed`].
+    pub async fn early(&mut self) -> Option<Vec<u8>> {
+        (&mut self.early).await.ok()
+    }
+
+    /// The agreed answer, `r + 1` execution replicas' matching replies: linearizable.
+    pub async fn confirmed(self) -> Result<Answer, ClientError> {
+        wait_answer(self.answer, self.op_timeout).await
+    }
 }

@@ -25,6 +25,15 @@ pub(crate) struct Job {
     pub(crate) op: Vec<u8>,
     pub(crate) route: crate::Route,
     pub(crate) reply: oneshot::Sender<crate::net::Answer>,
+    /// Speculative operations only: told the identity and number the operation was ordered
+    /// under, and its early reply.
+    pub(crate) speculation: Option<SpeculationTap>,
+}
+
+/// Where a speculative operation's progress goes before its answer.
+pub(crate) struct SpeculationTap {
+    pub(crate) assigned: oneshot::Sender<(u32, plumb_wire::ReqNo)>,
+    pub(crate) early: oneshot::Sender<Vec<u8>>,
 }
 
 /// One link per node, shared by every identity of the group: replies find their identity by
@@ -93,6 +102,8 @@ impl Outbox for Links {
 pub(crate) struct GroupHost {
     /// Per member: the caller waiting for its outstanding operation.
     waiting: Vec<Option<oneshot::Sender<crate::net::Answer>>>,
+    /// Per member: where its outstanding speculative operation's early reply goes.
+    early: Vec<Option<oneshot::Sender<Vec<u8>>>>,
     /// Members that may be free (checked again when taken).
     free: Vec<usize>,
     /// Operations waiting for a free member, oldest first.
@@ -110,6 +121,7 @@ impl GroupHost {
     ) -> GroupHost {
         GroupHost {
             waiting: ids.iter().map(|_| None).collect(),
+            early: ids.iter().map(|_| None).collect(),
             free: (0..ids.len()).rev().collect(),
             jobs: VecDeque::new(),
             backlog,
@@ -139,6 +151,15 @@ impl GroupHost {
             };
             if group.submit(i, now, job.op, job.route, out).is_ok() {
                 self.waiting[i] = Some(job.reply);
+                if let Some(tap) = job.speculation {
+                    // A member that is still learning its number has none yet: the caller
+                    // then learns it never (its `assigned` closes), and cannot name this
+                    // operation in a predicate.
+                    if let Some(assigned) = group.outstanding_request(i) {
+                        let _ = tap.assigned.send(assigned);
+                    }
+                    self.early[i] = Some(tap.early);
+                }
             } else {
                 self.free.push(i);
             }
@@ -165,10 +186,17 @@ impl Host<ClientGroup> for GroupHost {
                 payload,
             });
         }
+        for (i, result) in std::mem::take(&mut group.early) {
+            if let Some(tx) = self.early[i].take() {
+                let _ = tx.send(result);
+            }
+        }
         if group.completed.is_empty() && self.jobs.is_empty() {
             return;
         }
         for (i, result) in std::mem::take(&mut group.completed) {
+            // No early reply came first: the caller's early channel closes.
+            self.early[i] = None;
             if let Some(tx) = self.waiting[i].take() {
                 let _ = tx.send(result);
             }

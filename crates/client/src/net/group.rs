@@ -29,6 +29,8 @@ pub(crate) struct ClientGroup {
     pub(crate) completed: Vec<(usize, Answer)>,
     /// `(member, event id, payload)` of push events delivered since the host last took them.
     pub(crate) pushed: Vec<(usize, u64, Vec<u8>)>,
+    /// `(member, result)` of early replies (client speculation) since the host last took them.
+    pub(crate) early: Vec<(usize, Vec<u8>)>,
     counters: Counters,
     counted_at: Micros,
     scratch: Vec<Action>,
@@ -56,6 +58,7 @@ impl ClientGroup {
             members,
             completed: Vec::new(),
             pushed: Vec::new(),
+            early: Vec::new(),
             counters: Counters::default(),
             counted_at: 0,
             scratch: Vec::new(),
@@ -65,6 +68,13 @@ impl ClientGroup {
     /// Member `i` has nothing outstanding (a request recovered from its store counts).
     pub(crate) fn is_free(&self, i: usize) -> bool {
         !self.members[i].outstanding()
+    }
+
+    /// Client id and number of member `i`'s outstanding ordered request.
+    pub(crate) fn outstanding_request(&self, i: usize) -> Option<(u32, plumb_wire::ReqNo)> {
+        self.members[i]
+            .outstanding_request()
+            .map(|nc| (self.ids[i], nc))
     }
 
     /// Issue `op` as member `i`.
@@ -123,6 +133,10 @@ impl ClientGroup {
                 }
                 Action::Pushed { event, payload } => {
                     self.pushed.push((i, event, payload));
+                    continue;
+                }
+                Action::Early { result, .. } => {
+                    self.early.push((i, result));
                     continue;
                 }
                 other => other,

@@ -28,7 +28,7 @@ mod tests;
 
 pub use crate::Route;
 pub use blocking::{BlockingClient, BlockingPushEvents};
-pub use client::{Client, MAX_OPERATION_BYTES};
+pub use client::{Client, SpeculativeCall, MAX_OPERATION_BYTES};
 pub use error::ClientError;
 pub use events::{PushEvent, PushEvents};
 pub use group::key_prefix;

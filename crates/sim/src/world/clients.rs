@@ -50,6 +50,7 @@ impl<A: SimApp> World<'_, A> {
                             plumb_client::Route::ReadOnly => " (read-only)",
                             plumb_client::Route::Fast { .. } => " (fast)",
                             plumb_client::Route::Sketched { .. } => " (d-prophecy)",
+                            plumb_client::Route::Speculative { .. } => " (speculative)",
                         }
                     ),
                 );

@@ -528,6 +528,7 @@ impl<'a, A: SimApp> World<'a, A> {
                 result,
                 answered,
             } => self.complete(i, nc, result, answered),
+            Action::Early { .. } => self.stats.early_replies += 1,
             Action::Pushed { event, payload } => {
                 self.stats.pushes += 1;
                 if let (Principal::Client(c), true) = (self.nodes[i].p, self.nodes[i].correct) {
