@@ -185,7 +185,11 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
 
 /// The token that follows `token` when a counter reaches `value`.
 pub fn next_token(token: u64, value: u64) -> u64 {
-    let d = Digest::of_parts(&[b"specbench token", &token.to_le_bytes(), &value.to_le_bytes()]);
+    let d = Digest::of_parts(&[
+        b"specbench token",
+        &token.to_le_bytes(),
+        &value.to_le_bytes(),
+    ]);
     u64::from_le_bytes(d.0[..8].try_into().expect("8 bytes"))
 }
 

@@ -102,7 +102,10 @@ pub enum Confirmation {
     /// `aborted` the operations (oldest first) that depended on the wrong one, directly or
     /// transitively. Replicas executed those as no-ops; the session rolls them back and
     /// issues them again. They are no longer tracked.
-    Corrected { reply: SpecReply, aborted: Vec<OpId> },
+    Corrected {
+        reply: SpecReply,
+        aborted: Vec<OpId>,
+    },
     /// A predicate was older than the replicas' log: the operation did nothing and must be
     /// issued again (its committed dependencies then need no predicate). `aborted` as above
     /// when the session had speculated on another result for it.
@@ -196,7 +199,11 @@ impl Speculation {
 
     /// The result the session goes on with for `id`, if any (encoded [`SpecReply`]).
     pub fn speculated(&self, id: OpId) -> Option<&[u8]> {
-        self.ops.get(&id)?.speculated.as_ref().map(Speculated::bytes)
+        self.ops
+            .get(&id)?
+            .speculated
+            .as_ref()
+            .map(Speculated::bytes)
     }
 
     /// The predicates `id` was issued with.
@@ -331,11 +338,12 @@ impl Speculation {
         // A committed reply comes from correct replicas, which only send SpecReply encodings;
         // anything else is taken as "nothing executed".
         let reply = SpecReply::decode(result).unwrap_or(SpecReply::Malformed);
-        let wrong = op
-            .speculated
-            .as_ref()
-            .is_some_and(|s| s.bytes() != result);
-        let aborted = if wrong { self.roll_back(id) } else { Vec::new() };
+        let wrong = op.speculated.as_ref().is_some_and(|s| s.bytes() != result);
+        let aborted = if wrong {
+            self.roll_back(id)
+        } else {
+            Vec::new()
+        };
         match reply {
             SpecReply::Retry { .. } => Confirmation::Retry { aborted },
             reply if wrong => Confirmation::Corrected { reply, aborted },
@@ -524,7 +532,10 @@ mod tests {
         );
         // A retry with nothing speculated aborts nothing.
         let c = s.issue(b"c".to_vec(), Dependence::All).unwrap().id;
-        assert_eq!(s.on_confirmed(c, &retry), Confirmation::Retry { aborted: vec![] });
+        assert_eq!(
+            s.on_confirmed(c, &retry),
+            Confirmation::Retry { aborted: vec![] }
+        );
     }
 
     #[test]
@@ -583,7 +594,11 @@ mod tests {
     fn round(s: &mut Speculation, replica: ReplicaId, right: bool) -> Early {
         let id = s.issue(b"x".to_vec(), Dependence::Nothing).unwrap().id;
         let e = s.on_early(id, replica, &executed(b"x"));
-        let committed = if right { executed(b"x") } else { executed(b"y") };
+        let committed = if right {
+            executed(b"x")
+        } else {
+            executed(b"y")
+        };
         s.on_confirmed(id, &committed);
         e
     }

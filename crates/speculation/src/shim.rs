@@ -291,13 +291,7 @@ impl<A: Application + Clone> Speculative<A> {
             truncate_every: truncate_every.max(1),
             log: ReplyLog::default(),
             last_truncation: 0,
-            last: Some((
-                0,
-                NonDeterminism {
-                    time: 0,
-                    seed: 0,
-                },
-            )),
+            last: Some((0, NonDeterminism { time: 0, seed: 0 })),
             fork: None,
             stats: SpecStats::default(),
         }
@@ -393,7 +387,8 @@ impl<A: Application + Clone> Application for Speculative<A> {
                     self.stats.early_confirmed += 1;
                     if let Some(fork) = &mut self.fork {
                         // Now committed: truncated with the committed log from here on.
-                        fork.log.record(cmd.client, cmd.nc, reply_digest(&bytes), seq);
+                        fork.log
+                            .record(cmd.client, cmd.nc, reply_digest(&bytes), seq);
                     }
                 } else {
                     // Same request, other reply (agreed time or seed differ from the ones the
@@ -459,7 +454,11 @@ impl<A: Application + Clone> Application for Speculative<A> {
             return None;
         }
         let (last_seq, nd) = self.last?;
-        if self.fork.as_ref().is_some_and(|f| f.queue.len() >= MAX_EARLY) {
+        if self
+            .fork
+            .as_ref()
+            .is_some_and(|f| f.queue.len() >= MAX_EARLY)
+        {
             return None;
         }
         let (inner, log, stats) = (&self.inner, &self.log, &mut self.stats);

@@ -73,7 +73,10 @@ fn envelope_round_trips() {
         op: b"payload".to_vec(),
     };
     assert_eq!(SpecOp::decode(&op.encode()).unwrap(), op);
-    assert_eq!(SpecOp::decode(&plain(vec![])).unwrap(), SpecOp::plain(vec![]));
+    assert_eq!(
+        SpecOp::decode(&plain(vec![])).unwrap(),
+        SpecOp::plain(vec![])
+    );
     for r in [
         SpecReply::Executed(b"r".to_vec()),
         SpecReply::Executed(vec![]),
@@ -116,7 +119,10 @@ fn envelope_rejects_what_it_must() {
     assert_eq!(SpecReply::decode(&[1]), Err(DecodeError::Truncated));
     assert_eq!(SpecReply::decode(&[1, 9]), Err(DecodeError::UnknownTag(9)));
     assert_eq!(SpecReply::decode(&[1, 1, 0]), Err(DecodeError::Truncated));
-    assert_eq!(SpecReply::decode(&[1, 2, 0, 0, 0]), Err(DecodeError::Trailing));
+    assert_eq!(
+        SpecReply::decode(&[1, 2, 0, 0, 0]),
+        Err(DecodeError::Trailing)
+    );
     assert_eq!(SpecReply::decode(&[1, 3, 0]), Err(DecodeError::Trailing));
     assert_eq!(SpecReply::decode(&[0, 0]), Err(DecodeError::Version(0)));
 }
@@ -203,10 +209,15 @@ fn mismatch_aborts_and_the_abort_is_logged() {
     let r1 = run(&mut s, 1, &[(16, 1, plain(incr_op(0, 0)))]);
     // The client speculated on a reply other than the committed one.
     let wrong = done(1, 12345);
+    assert_ne!(r1[0], wrong);
     let r2 = run(
         &mut s,
         2,
-        &[(16, 2, predicated(vec![on(16, 1, &wrong)], incr_op(0, 12345)))],
+        &[(
+            16,
+            2,
+            predicated(vec![on(16, 1, &wrong)], incr_op(0, 12345)),
+        )],
     );
     assert_eq!(
         SpecReply::decode(&r2[0]).unwrap(),
@@ -220,7 +231,11 @@ fn mismatch_aborts_and_the_abort_is_logged() {
         &mut s,
         3,
         &[
-            (17, 1, predicated(vec![on(16, 2, &speculated)], incr_op(1, 0))),
+            (
+                17,
+                1,
+                predicated(vec![on(16, 2, &speculated)], incr_op(1, 0)),
+            ),
             // One that predicates on the abort itself holds: the log has exactly that reply.
             (18, 1, predicated(vec![on(16, 2, &r2[0])], incr_op(1, 0))),
         ],
@@ -229,7 +244,13 @@ fn mismatch_aborts_and_the_abort_is_logged() {
         SpecReply::decode(&r3[0]).unwrap(),
         SpecReply::Aborted { predicate: 0 }
     );
-    assert_eq!(incr(&r3[1]), IncrReply::Done { value: 1, token: next_token(0, 1) });
+    assert_eq!(
+        incr(&r3[1]),
+        IncrReply::Done {
+            value: 1,
+            token: next_token(0, 1)
+        }
+    );
     assert_eq!(s.stats().aborted, 2);
 }
 
@@ -242,7 +263,11 @@ fn missing_entry_aborts_and_reports_the_first_failed_predicate() {
         2,
         &[
             // Never executed.
-            (16, 3, predicated(vec![on(16, 1, &r1[0]), on(16, 2, b"x")], incr_op(0, 1))),
+            (
+                16,
+                3,
+                predicated(vec![on(16, 1, &r1[0]), on(16, 2, b"x")], incr_op(0, 1)),
+            ),
             // Naming itself: not in the log before it runs.
             (17, 1, predicated(vec![on(17, 1, b"x")], incr_op(0, 1))),
         ],
@@ -280,7 +305,13 @@ fn group_restriction() {
             SpecReply::Aborted { predicate: 0 }
         );
     }
-    assert_eq!(incr(&replies[2]), IncrReply::Done { value: 2, token: next_token(t1, 2) });
+    assert_eq!(
+        incr(&replies[2]),
+        IncrReply::Done {
+            value: 2,
+            token: next_token(t1, 2)
+        }
+    );
 }
 
 #[test]
@@ -288,8 +319,15 @@ fn retry_after_truncation() {
     let mut s = Speculative::new(SpecBench::new(), 2);
     let r1 = run(&mut s, 1, &[(16, 1, plain(create_op("/a")))]);
     run(&mut s, 2, &[(16, 2, plain(create_op("/b")))]); // truncation point 2: drops ≤ 0
-    let r3 = run(&mut s, 3, &[(17, 1, predicated(vec![on(16, 1, &r1[0])], list_op("/")))]);
-    assert!(matches!(SpecReply::decode(&r3[0]).unwrap(), SpecReply::Executed(_)));
+    let r3 = run(
+        &mut s,
+        3,
+        &[(17, 1, predicated(vec![on(16, 1, &r1[0])], list_op("/")))],
+    );
+    assert!(matches!(
+        SpecReply::decode(&r3[0]).unwrap(),
+        SpecReply::Executed(_)
+    ));
     assert_eq!(s.log_len(), 3);
     run(&mut s, 4, &[]); // truncation point 4: drops what was recorded at 1 and 2
     assert_eq!(s.log_len(), 1);
@@ -301,11 +339,19 @@ fn retry_after_truncation() {
         &[
             (18, 1, predicated(vec![on(16, 1, &r1[0])], create_op("/c"))),
             // A wrong digest for a truncated entry cannot be told from a right one: retry.
-            (18, 2, predicated(vec![on(16, 2, b"wrong")], create_op("/c"))),
+            (
+                18,
+                2,
+                predicated(vec![on(16, 2, b"wrong")], create_op("/c")),
+            ),
             // Above the watermark and absent: never happened, abort.
             (18, 3, predicated(vec![on(16, 3, b"x")], create_op("/c"))),
             // A retry loses to a definite failure later in the list.
-            (18, 4, predicated(vec![on(16, 1, &r1[0]), on(16, 3, b"x")], create_op("/c"))),
+            (
+                18,
+                4,
+                predicated(vec![on(16, 1, &r1[0]), on(16, 3, b"x")], create_op("/c")),
+            ),
             // Still in the log (recorded at 3).
             (18, 5, predicated(vec![on(17, 1, &r3[0])], create_op("/c"))),
         ],
@@ -329,7 +375,10 @@ fn hooks_decide_as_documented() {
         predicates_hold(&log, 17, &[on(16, 2, b"two"), on(16, 1, b"one")]),
         Verdict::Hold
     );
-    assert_eq!(predicates_hold(&log, 17, &[on(16, 1, b"two")]), Verdict::Abort(0));
+    assert_eq!(
+        predicates_hold(&log, 17, &[on(16, 1, b"two")]),
+        Verdict::Abort(0)
+    );
     truncate(&mut log, 2);
     assert_eq!(log.watermark(16), 1);
     assert_eq!(
@@ -340,10 +389,16 @@ fn hooks_decide_as_documented() {
         predicates_hold(&log, 17, &[on(16, 1, b"one"), on(16, 3, b"")]),
         Verdict::Abort(1)
     );
-    assert_eq!(predicates_hold(&log, 32, &[on(16, 2, b"two")]), Verdict::Abort(0));
+    assert_eq!(
+        predicates_hold(&log, 32, &[on(16, 2, b"two")]),
+        Verdict::Abort(0)
+    );
     truncate(&mut log, 3);
     assert_eq!(log.watermark(16), 2);
-    assert_eq!(predicates_hold(&log, 17, &[on(16, 2, b"two")]), Verdict::Retry(0));
+    assert_eq!(
+        predicates_hold(&log, 17, &[on(16, 2, b"two")]),
+        Verdict::Retry(0)
+    );
 }
 
 #[test]
@@ -358,11 +413,18 @@ fn same_batch_dependence_sees_earlier_commands() {
         1,
         &[
             (16, 1, plain(incr_op(0, 0))),
-            (17, 1, predicated(vec![on(16, 1, &done(1, t1))], incr_op(0, t1))),
+            (
+                17,
+                1,
+                predicated(vec![on(16, 1, &done(1, t1))], incr_op(0, t1)),
+            ),
             (
                 18,
                 1,
-                predicated(vec![on(16, 1, &done(1, t1)), on(17, 1, &done(2, t2))], incr_op(0, t2)),
+                predicated(
+                    vec![on(16, 1, &done(1, t1)), on(17, 1, &done(2, t2))],
+                    incr_op(0, t2),
+                ),
             ),
         ],
     );
@@ -423,7 +485,11 @@ fn inner_sees_one_command_calls_with_the_batch_seq_and_pushes_pass_through() {
     ];
     let cmds: Vec<Command<'_>> = batch
         .iter()
-        .map(|(client, nc, op)| Command { client: *client, nc: *nc, op })
+        .map(|(client, nc, op)| Command {
+            client: *client,
+            nc: *nc,
+            op,
+        })
         .collect();
     let out = s.execute(7, &cmds, nd(7));
     assert_eq!(out.replies.len(), 4);
@@ -438,7 +504,10 @@ fn inner_sees_one_command_calls_with_the_batch_seq_and_pushes_pass_through() {
     assert_eq!(s.inner().calls, vec![(7, 1, nd(7)), (7, 1, nd(7))]);
     let st = s.stats();
     assert_eq!((st.executed, st.malformed, st.aborted), (2, 1, 1));
-    assert_eq!(s.logged(17, 1), Some(reply_digest(&SpecReply::Malformed.encode())));
+    assert_eq!(
+        s.logged(17, 1),
+        Some(reply_digest(&SpecReply::Malformed.encode()))
+    );
 }
 
 #[test]
@@ -456,12 +525,19 @@ fn read_only_path() {
     );
     assert_eq!(s.execute_read_only(16, b""), SpecReply::Malformed.encode());
     assert!(s.is_read(&read));
-    assert!(!s.is_read(&guarded), "a predicated request's answer depends on the log");
+    assert!(
+        !s.is_read(&guarded),
+        "a predicated request's answer depends on the log"
+    );
     assert!(!s.is_read(&plain(b"write".to_vec())));
     assert!(!s.is_read(b"read"));
     // Read-only replies are never logged, so a write predicated on one aborts everywhere.
     let ro = s.execute_read_only(16, &read);
-    let out = run(&mut s, 1, &[(16, 2, predicated(vec![on(16, 1, &ro)], b"w".to_vec()))]);
+    let out = run(
+        &mut s,
+        1,
+        &[(16, 2, predicated(vec![on(16, 1, &ro)], b"w".to_vec()))],
+    );
     assert_eq!(out[0], SpecReply::Aborted { predicate: 0 }.encode());
 }
 
@@ -514,7 +590,11 @@ impl Workload {
                 let op = match self.rng.below(5) {
                     0 => incr_op(self.rng.below(3) as u32, 0),
                     1 => create_op(&format!("/d{}/f{}", self.rng.below(3), self.rng.below(5))),
-                    2 => write_op(&format!("/d{}/f{}", self.rng.below(3), self.rng.below(5)), self.rng.below(50), b"data"),
+                    2 => write_op(
+                        &format!("/d{}/f{}", self.rng.below(3), self.rng.below(5)),
+                        self.rng.below(50),
+                        b"data",
+                    ),
                     3 => list_op(&format!("/d{}", self.rng.below(3))),
                     _ => read_op(&format!("/d{}/f{}", self.rng.below(3), self.rng.below(5))),
                 };
@@ -569,7 +649,10 @@ fn two_shims_fed_the_same_batches_stay_identical() {
         }
         assert_eq!(a.take_checkpoint(), b.take_checkpoint());
         let st = a.stats();
-        assert!(st.executed > 0 && st.aborted > 0 && st.retried > 0 && st.malformed > 0, "{st:?}");
+        assert!(
+            st.executed > 0 && st.aborted > 0 && st.retried > 0 && st.malformed > 0,
+            "{st:?}"
+        );
     }
 }
 
@@ -605,7 +688,10 @@ fn checkpoint_round_trip_decides_like_executing_through() {
                 .count();
             w.learn(&reqs, &ra);
         }
-        assert!(executed_after > 0, "seed {seed}: some predicates held after the load");
+        assert!(
+            executed_after > 0,
+            "seed {seed}: some predicates held after the load"
+        );
     }
 }
 
@@ -627,8 +713,14 @@ fn checkpoint_carries_the_log_and_watermarks() {
     ];
     let fresh = run(&mut Speculative::new(SpecBench::new(), 2), 5, &reqs);
     let loaded = run(&mut t, 5, &reqs);
-    assert_eq!(SpecReply::decode(&loaded[0]).unwrap(), SpecReply::Retry { predicate: 0 });
-    assert_eq!(loaded[1], SpecReply::Executed(vec![FsStatus::Ok as u8]).encode());
+    assert_eq!(
+        SpecReply::decode(&loaded[0]).unwrap(),
+        SpecReply::Retry { predicate: 0 }
+    );
+    assert_eq!(
+        loaded[1],
+        SpecReply::Executed(vec![FsStatus::Ok as u8]).encode()
+    );
     // Without the log both would have aborted.
     assert_ne!(fresh, loaded);
     // Truncation resumes from the checkpoint's last point: at 6, what was recorded at 3 goes.
@@ -637,9 +729,36 @@ fn checkpoint_carries_the_log_and_watermarks() {
     assert_eq!(t.watermark(16), 2);
     // Corrupt checkpoints are refused without touching the state.
     let before = t.state_digest();
-    assert!(matches!(t.load_checkpoint(&[9]), Err(LoadError::Corrupt(_))));
-    assert!(matches!(t.load_checkpoint(&cp[..cp.len() / 2]), Err(LoadError::Corrupt(_))));
+    assert!(matches!(
+        t.load_checkpoint(&[9]),
+        Err(LoadError::Corrupt(_))
+    ));
+    assert!(matches!(
+        t.load_checkpoint(&cp[..cp.len() / 2]),
+        Err(LoadError::Corrupt(_))
+    ));
     assert_eq!(t.state_digest(), before);
+}
+
+#[test]
+fn state_digest_covers_the_log_and_watermarks() {
+    // Same inner state, different logs: a malformed request changes only the log.
+    let mut a = shim();
+    let mut b = shim();
+    run(&mut a, 1, &[(16, 1, b"junk".to_vec())]);
+    run(&mut b, 1, &[]);
+    assert_eq!(a.inner().state_digest(), b.inner().state_digest());
+    assert_ne!(a.state_digest(), b.state_digest());
+    // Same entries, different watermarks: one truncated an entry the other never had.
+    let mut c = Speculative::new(SpecBench::new(), 1);
+    let mut d = Speculative::new(SpecBench::new(), 1);
+    run(&mut c, 1, &[(16, 1, b"junk".to_vec())]);
+    run(&mut d, 1, &[]);
+    run(&mut c, 2, &[]);
+    run(&mut d, 2, &[]);
+    assert_eq!(c.log_len(), 0);
+    assert_eq!(c.watermark(16), 1);
+    assert_ne!(c.state_digest(), d.state_digest());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -689,7 +808,13 @@ fn fork_predicts_the_committed_replies_when_the_order_agrees() {
     let next = primary
         .execute_early(16, 2, &plain(incr_op(0, token)))
         .unwrap();
-    assert_eq!(incr(&next), IncrReply::Done { value: 6, token: next_token(token, 6) });
+    assert_eq!(
+        incr(&next),
+        IncrReply::Done {
+            value: 6,
+            token: next_token(token, 6)
+        }
+    );
     assert_eq!(primary.stats().fork_rebuilds, 1);
 }
 
@@ -700,7 +825,13 @@ fn fork_is_rebuilt_when_the_order_differs() {
     let b = plain(incr_op(0, 0));
     let early_a = s.execute_early(16, 1, &a).unwrap();
     let early_b = s.execute_early(32, 1, &b).unwrap();
-    assert_eq!(incr(&early_a), IncrReply::Done { value: 1, token: next_token(0, 1) });
+    assert_eq!(
+        incr(&early_a),
+        IncrReply::Done {
+            value: 1,
+            token: next_token(0, 1)
+        }
+    );
     assert_eq!(incr(&early_b), IncrReply::WrongToken { value: 1 });
     // Agreement ordered b first.
     let committed = run(&mut s, 1, &[(32, 1, b), (16, 1, a)]);
@@ -712,7 +843,13 @@ fn fork_is_rebuilt_when_the_order_differs() {
     let next = s
         .execute_early(33, 1, &plain(incr_op(0, next_token(0, 1))))
         .unwrap();
-    assert_eq!(incr(&next), IncrReply::Done { value: 2, token: next_token(next_token(0, 1), 2) });
+    assert_eq!(
+        incr(&next),
+        IncrReply::Done {
+            value: 2,
+            token: next_token(next_token(0, 1), 2)
+        }
+    );
     assert_eq!(s.stats().fork_rebuilds, 2);
     // A committed command the fork never saw makes it stale too.
     run(&mut s, 2, &[(40, 1, plain(create_op("/x")))]);
@@ -735,7 +872,11 @@ fn load_checkpoint_drops_the_fork() {
     run(&mut elsewhere, 1, &[(20, 1, plain(incr_op(0, 0)))]);
     s.load_checkpoint(&elsewhere.take_checkpoint()).unwrap();
     assert!(!s.has_fork(), "a load drops the fork");
-    assert_eq!(s.execute_early(17, 1, &op), None, "no agreed time until the next batch");
+    assert_eq!(
+        s.execute_early(17, 1, &op),
+        None,
+        "no agreed time until the next batch"
+    );
     // (16, 1) commits on the loaded state: the early reply was for a state now gone.
     let committed = run(&mut s, 2, &[(16, 1, op.clone())]);
     assert_ne!(committed[0], early);
@@ -751,9 +892,15 @@ fn fork_dropped_when_the_reply_differs_at_the_right_place() {
     run(&mut s, 1, &[]);
     let op = plain(b"time".to_vec());
     let early = s.execute_early(16, 1, &op).unwrap();
-    assert_eq!(early, SpecReply::Executed(nd(1).time.to_le_bytes().to_vec()).encode());
+    assert_eq!(
+        early,
+        SpecReply::Executed(nd(1).time.to_le_bytes().to_vec()).encode()
+    );
     let committed = run(&mut s, 2, &[(16, 1, op)]);
-    assert_eq!(committed[0], SpecReply::Executed(nd(2).time.to_le_bytes().to_vec()).encode());
+    assert_eq!(
+        committed[0],
+        SpecReply::Executed(nd(2).time.to_le_bytes().to_vec()).encode()
+    );
     assert!(!s.has_fork());
     let st = s.stats();
     assert_eq!((st.early_confirmed, st.fork_drops), (0, 1));
@@ -769,7 +916,11 @@ fn early_repeats_and_committed_requests() {
     let st = s.stats();
     assert_eq!((st.early_executions, st.early_repeats), (1, 1));
     run(&mut s, 1, &[(16, 1, op.clone())]);
-    assert_eq!(s.execute_early(16, 1, &op), None, "committed: the reply cache answers");
+    assert_eq!(
+        s.execute_early(16, 1, &op),
+        None,
+        "committed: the reply cache answers"
+    );
     // Past the truncation watermark likewise.
     let mut t = Speculative::new(SpecBench::new(), 1);
     run(&mut t, 1, &[(16, 5, plain(vec![]))]);
@@ -779,7 +930,10 @@ fn early_repeats_and_committed_requests() {
     // Early replies of predicated requests are decided on the fork's log.
     let dep = predicated(vec![on(16, 1, &first)], create_op("/a/b"));
     let r = s.execute_early(17, 1, &dep).unwrap();
-    assert_eq!(r, SpecReply::Executed(vec![FsStatus::BadPath as u8]).encode());
+    assert_eq!(
+        r,
+        SpecReply::Executed(vec![FsStatus::BadPath as u8]).encode()
+    );
     let dep_wrong = predicated(vec![on(16, 1, b"no")], create_op("/c"));
     assert_eq!(
         s.execute_early(17, 2, &dep_wrong).unwrap(),
@@ -800,12 +954,44 @@ fn counter_tokens_chain() {
     let mut app = SpecBench::new();
     let r = run(&mut app, 1, &[(1, 1, incr_op(5, 0)), (1, 2, incr_op(5, 0))]);
     let t1 = next_token(0, 1);
-    assert_eq!(IncrReply::decode(&r[0]), Some(IncrReply::Done { value: 1, token: t1 }));
-    assert_eq!(IncrReply::decode(&r[1]), Some(IncrReply::WrongToken { value: 1 }));
-    let r = run(&mut app, 2, &[(1, 3, incr_op(5, t1)), (1, 4, incr_op(6, 0)), (1, 5, vec![0, 1])]);
-    assert_eq!(IncrReply::decode(&r[0]), Some(IncrReply::Done { value: 2, token: next_token(t1, 2) }));
-    assert_eq!(IncrReply::decode(&r[1]), Some(IncrReply::Done { value: 1, token: t1 }));
-    assert_eq!(IncrReply::decode(&r[2]), Some(IncrReply::WrongToken { value: 0 }));
+    assert_eq!(
+        IncrReply::decode(&r[0]),
+        Some(IncrReply::Done {
+            value: 1,
+            token: t1
+        })
+    );
+    assert_eq!(
+        IncrReply::decode(&r[1]),
+        Some(IncrReply::WrongToken { value: 1 })
+    );
+    let r = run(
+        &mut app,
+        2,
+        &[
+            (1, 3, incr_op(5, t1)),
+            (1, 4, incr_op(6, 0)),
+            (1, 5, vec![0, 1]),
+        ],
+    );
+    assert_eq!(
+        IncrReply::decode(&r[0]),
+        Some(IncrReply::Done {
+            value: 2,
+            token: next_token(t1, 2)
+        })
+    );
+    assert_eq!(
+        IncrReply::decode(&r[1]),
+        Some(IncrReply::Done {
+            value: 1,
+            token: t1
+        })
+    );
+    assert_eq!(
+        IncrReply::decode(&r[2]),
+        Some(IncrReply::WrongToken { value: 0 })
+    );
     assert_eq!(app.counter(5).0, 2);
     assert_ne!(next_token(0, 1), next_token(0, 2));
 }
@@ -813,18 +999,49 @@ fn counter_tokens_chain() {
 #[test]
 fn file_store() {
     let mut app = SpecBench::new();
-    assert_eq!(fs(&mut app, 1, create_op("/d/f")), FsReply::Status(FsStatus::Ok));
-    assert_eq!(fs(&mut app, 2, create_op("/d/f")), FsReply::Status(FsStatus::Exists));
-    assert_eq!(fs(&mut app, 3, create_op("/d")), FsReply::Status(FsStatus::Exists));
-    assert_eq!(fs(&mut app, 4, create_op("/d/f/g")), FsReply::Status(FsStatus::BadPath));
+    assert_eq!(
+        fs(&mut app, 1, create_op("/d/f")),
+        FsReply::Status(FsStatus::Ok)
+    );
+    assert_eq!(
+        fs(&mut app, 2, create_op("/d/f")),
+        FsReply::Status(FsStatus::Exists)
+    );
+    assert_eq!(
+        fs(&mut app, 3, create_op("/d")),
+        FsReply::Status(FsStatus::Exists)
+    );
+    assert_eq!(
+        fs(&mut app, 4, create_op("/d/f/g")),
+        FsReply::Status(FsStatus::BadPath)
+    );
     for bad in ["", "/", "d", "/d/", "//x", "/a//b"] {
-        assert_eq!(fs(&mut app, 5, create_op(bad)), FsReply::Status(FsStatus::BadPath), "{bad:?}");
+        assert_eq!(
+            fs(&mut app, 5, create_op(bad)),
+            FsReply::Status(FsStatus::BadPath),
+            "{bad:?}"
+        );
     }
-    assert_eq!(fs(&mut app, 6, write_op("/d/f", 3, b"xy")), FsReply::Status(FsStatus::Ok));
-    assert_eq!(fs(&mut app, 7, read_op("/d/f")), FsReply::Data(vec![0, 0, 0, b'x', b'y']));
-    assert_eq!(fs(&mut app, 8, write_op("/d/f", 1, b"ab")), FsReply::Status(FsStatus::Ok));
-    assert_eq!(fs(&mut app, 9, read_op("/d/f")), FsReply::Data(vec![0, b'a', b'b', b'x', b'y']));
-    assert_eq!(fs(&mut app, 10, write_op("/nope", 0, b"a")), FsReply::Status(FsStatus::NotFound));
+    assert_eq!(
+        fs(&mut app, 6, write_op("/d/f", 3, b"xy")),
+        FsReply::Status(FsStatus::Ok)
+    );
+    assert_eq!(
+        fs(&mut app, 7, read_op("/d/f")),
+        FsReply::Data(vec![0, 0, 0, b'x', b'y'])
+    );
+    assert_eq!(
+        fs(&mut app, 8, write_op("/d/f", 1, b"ab")),
+        FsReply::Status(FsStatus::Ok)
+    );
+    assert_eq!(
+        fs(&mut app, 9, read_op("/d/f")),
+        FsReply::Data(vec![0, b'a', b'b', b'x', b'y'])
+    );
+    assert_eq!(
+        fs(&mut app, 10, write_op("/nope", 0, b"a")),
+        FsReply::Status(FsStatus::NotFound)
+    );
     assert_eq!(
         fs(&mut app, 11, write_op("/d/f", MAX_FILE, b"a")),
         FsReply::Status(FsStatus::TooLarge)
@@ -833,7 +1050,10 @@ fn file_store() {
         fs(&mut app, 12, write_op("/d/f", u64::MAX, b"a")),
         FsReply::Status(FsStatus::TooLarge)
     );
-    assert_eq!(fs(&mut app, 13, read_op("/d/g")), FsReply::Status(FsStatus::NotFound));
+    assert_eq!(
+        fs(&mut app, 13, read_op("/d/g")),
+        FsReply::Status(FsStatus::NotFound)
+    );
     fs(&mut app, 14, create_op("/d/e/x"));
     fs(&mut app, 15, create_op("/d/e/y"));
     fs(&mut app, 16, create_op("/top"));
@@ -846,9 +1066,15 @@ fn file_store() {
         fs(&mut app, 19, list_op("/")),
         FsReply::Names(vec!["d/".into(), "d2/".into(), "top".into()])
     );
-    assert_eq!(fs(&mut app, 20, list_op("/q")), FsReply::Status(FsStatus::NotFound));
+    assert_eq!(
+        fs(&mut app, 20, list_op("/q")),
+        FsReply::Status(FsStatus::NotFound)
+    );
     assert_eq!(fs(&mut app, 21, vec![9]), FsReply::Status(FsStatus::BadOp));
-    assert_eq!(fs(&mut app, 22, vec![2, 200]), FsReply::Status(FsStatus::BadOp));
+    assert_eq!(
+        fs(&mut app, 22, vec![2, 200]),
+        FsReply::Status(FsStatus::BadOp)
+    );
     // Reads are reads, and the read-only path answers them alike.
     assert!(app.is_read(&read_op("/d/f")) && app.is_read(&list_op("/")));
     assert!(!app.is_read(&create_op("/x")) && !app.is_read(&incr_op(0, 0)));
@@ -856,18 +1082,32 @@ fn file_store() {
         app.execute_read_only(1, &read_op("/d/f")),
         run(&mut app, 23, &[(1, 23, read_op("/d/f"))])[0]
     );
-    assert_eq!(app.execute_read_only(1, &create_op("/r")), vec![FsStatus::BadOp as u8]);
+    assert_eq!(
+        app.execute_read_only(1, &create_op("/r")),
+        vec![FsStatus::BadOp as u8]
+    );
 }
 
 #[test]
 fn application_checkpoint_round_trip() {
     let mut app = SpecBench::new();
-    run(&mut app, 1, &[(1, 1, incr_op(0, 0)), (1, 2, create_op("/a")), (1, 3, write_op("/a", 0, b"hi"))]);
+    run(
+        &mut app,
+        1,
+        &[
+            (1, 1, incr_op(0, 0)),
+            (1, 2, create_op("/a")),
+            (1, 3, write_op("/a", 0, b"hi")),
+        ],
+    );
     let cp = app.take_checkpoint();
     let mut other = SpecBench::new();
     assert_ne!(other.state_digest(), app.state_digest());
     other.load_checkpoint(&cp).unwrap();
     assert_eq!(other.state_digest(), app.state_digest());
     assert_eq!(other.counter(0), app.counter(0));
-    assert!(matches!(other.load_checkpoint(&[0xff; 3]), Err(LoadError::Corrupt(_))));
+    assert!(matches!(
+        other.load_checkpoint(&[0xff; 3]),
+        Err(LoadError::Corrupt(_))
+    ));
 }
