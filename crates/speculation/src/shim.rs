@@ -217,7 +217,6 @@ enum Ran {
 /// Decode, check and (if the predicates hold) execute one command on `app`, recording the
 /// reply's digest in `log` at `record_at`. Shared by committed and early execution so that the
 /// fork decides exactly as the committed state would.
-#[allow(clippy::too_many_arguments)]
 fn step<A: Application>(
     app: &mut A,
     log: &mut ReplyLog,
@@ -398,7 +397,7 @@ impl<A: Application + Clone> Application for Speculative<A> {
             }
             replies.push(bytes);
         }
-        if seq % self.truncate_every == 0 {
+        if seq.is_multiple_of(self.truncate_every) {
             let upto = self.last_truncation;
             truncate(&mut self.log, upto);
             if let Some(fork) = &mut self.fork {

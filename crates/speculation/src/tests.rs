@@ -1111,3 +1111,217 @@ fn application_checkpoint_round_trip() {
         Err(LoadError::Corrupt(_))
     ));
 }
+
+// ---------------------------------------------------------------------------------------------
+// A speculative session against a primary that answers early and a backup
+
+use crate::client::{Confirmation, Dependence, Early, OpId, Speculation};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What the session ended up knowing of one operation.
+#[derive(Debug, PartialEq, Eq)]
+enum Fate {
+    /// Committed with this reply (confirmed or corrected).
+    Settled(SpecReply),
+    /// Rolled back because something it depended on committed otherwise.
+    RolledBack,
+}
+
+/// One seeded run: a session pipelines strictly dependent increments (each carries the token
+/// of the reply it speculated on) and independent file writes over 16 lanes; the primary
+/// executes early, lying in `lie_per_mille` of its early replies; batches commit the sent
+/// requests mostly in order, sometimes reordered; the log is truncated every `truncate_every`
+/// batches. Checks the §3.3 promise: replicas turn every operation the client rolled back into
+/// a no-op, execute every one it kept as it speculated, and agree byte for byte.
+fn session(seed: u64, lie_per_mille: u64, truncate_every: Seq) -> (BTreeMap<OpId, Fate>, u64) {
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut client = Speculation::new(1);
+    let mut primary = Speculative::new(SpecBench::new(), truncate_every);
+    let mut backup = Speculative::new(SpecBench::new(), truncate_every);
+    let mut next_nc: BTreeMap<ClientId, ReqNo> = BTreeMap::new();
+    let mut busy: BTreeSet<ClientId> = BTreeSet::new();
+    // Sent and not committed: (id, lane, nc, request).
+    let mut in_flight: Vec<(OpId, ClientId, ReqNo, Vec<u8>)> = Vec::new();
+    // The committed reply of every (lane, nc), and which op it was.
+    let mut committed: BTreeMap<OpId, Vec<u8>> = BTreeMap::new();
+    let mut fates: BTreeMap<OpId, Fate> = BTreeMap::new();
+    // Increments the session has issued and not settled, with the token each carries.
+    let mut incrs: BTreeSet<OpId> = BTreeSet::new();
+    let mut confirmed_token = 0u64;
+    let mut seq = 0;
+    for _step in 0..400 {
+        // Issue, if a lane is free.
+        let lane = client.lanes().find(|l| !busy.contains(l));
+        if let (Some(lane), true) = (lane, rng.below(3) > 0) {
+            let is_incr = rng.below(5) > 0;
+            // The token to use: from the newest unsettled increment's speculated reply, or the
+            // last confirmed one; if the newest has no result yet, wait.
+            let token = match incrs.last() {
+                None => Some(confirmed_token),
+                Some(&last) => client.speculated(last).map(|r| {
+                    match SpecReply::decode(r).ok().and_then(|r| match r {
+                        SpecReply::Executed(b) => IncrReply::decode(&b),
+                        _ => None,
+                    }) {
+                        Some(IncrReply::Done { token, .. }) => token,
+                        // A speculated failure: go on with a token that will not work.
+                        _ => u64::MAX,
+                    }
+                }),
+            };
+            let issued = match (is_incr, token) {
+                (true, Some(token)) => Some(client.issue(incr_op(0, token), Dependence::All)),
+                (true, None) => None,
+                (false, _) => {
+                    Some(client.issue(write_op("/log", rng.below(64), b"w"), Dependence::Nothing))
+                }
+            };
+            if let Some(issued) = issued {
+                let issued = issued.expect("at most 16 lanes outstanding");
+                let nc = {
+                    let n = next_nc.entry(lane).or_insert(0);
+                    *n += 1;
+                    *n
+                };
+                client.assign(issued.id, lane, nc).unwrap();
+                busy.insert(lane);
+                if is_incr {
+                    incrs.insert(issued.id);
+                }
+                if let Some(mut early) = primary.execute_early(lane, nc, &issued.request) {
+                    if rng.below(1000) < lie_per_mille {
+                        early =
+                            SpecReply::Executed(IncrReply::Done { value: 7, token: 7 }.encode())
+                                .encode();
+                    }
+                    match client.on_early(issued.id, 0, &early) {
+                        Early::Speculate(_) | Early::Track => {}
+                        Early::Ignored => panic!("first early reply ignored"),
+                    }
+                }
+                in_flight.push((issued.id, lane, nc, issued.request));
+            }
+        }
+        // Commit a batch now and then.
+        if !in_flight.is_empty() && rng.below(4) == 0 {
+            let k = (1 + rng.below(4) as usize).min(in_flight.len());
+            let mut batch: Vec<_> = in_flight.drain(..k).collect();
+            if batch.len() > 1 && rng.below(8) == 0 {
+                batch.swap(0, 1);
+            }
+            seq += 1;
+            let reqs: Vec<Req> = batch
+                .iter()
+                .map(|(_, l, n, r)| (*l, *n, r.clone()))
+                .collect();
+            let replies = run(&mut primary, seq, &reqs);
+            assert_eq!(
+                replies,
+                run(&mut backup, seq, &reqs),
+                "seed {seed} seq {seq}"
+            );
+            assert_eq!(primary.state_digest(), backup.state_digest());
+            for ((id, lane, _, _), reply) in batch.iter().zip(replies) {
+                busy.remove(lane);
+                committed.insert(*id, reply.clone());
+                let (settled, aborted) = match client.on_confirmed(*id, &reply) {
+                    Confirmation::Confirmed { reply } => (Some(reply), vec![]),
+                    Confirmation::Corrected { reply, aborted } => (Some(reply), aborted),
+                    Confirmation::Retry { aborted } => {
+                        (Some(SpecReply::decode(&reply).unwrap()), aborted)
+                    }
+                    // Rolled back earlier; its no-op reply arrives now.
+                    Confirmation::Unknown => (None, vec![]),
+                };
+                if let Some(r) = settled {
+                    incrs.remove(id);
+                    if let SpecReply::Executed(b) = &r {
+                        // Only increments answer Done; they commit in this order.
+                        if let Some(IncrReply::Done { token, .. }) = IncrReply::decode(b) {
+                            confirmed_token = token;
+                        }
+                    }
+                    assert!(fates.insert(*id, Fate::Settled(r)).is_none());
+                } else {
+                    assert_eq!(fates.get(id), Some(&Fate::RolledBack), "seed {seed}: {id}");
+                }
+                for a in aborted {
+                    incrs.remove(&a);
+                    assert!(fates.insert(a, Fate::RolledBack).is_none());
+                }
+            }
+        }
+    }
+    // Whatever is still in flight commits.
+    seq += 1;
+    let reqs: Vec<Req> = in_flight
+        .iter()
+        .map(|(_, l, n, r)| (*l, *n, r.clone()))
+        .collect();
+    let replies = run(&mut primary, seq, &reqs);
+    assert_eq!(replies, run(&mut backup, seq, &reqs));
+    for ((id, _, _, _), reply) in in_flight.iter().zip(replies) {
+        committed.insert(*id, reply);
+    }
+    // Every operation the client rolled back was a no-op on the replicas.
+    for (id, fate) in &fates {
+        let reply = SpecReply::decode(&committed[id]).unwrap();
+        match fate {
+            Fate::RolledBack => assert!(
+                matches!(reply, SpecReply::Aborted { .. } | SpecReply::Retry { .. }),
+                "seed {seed}: op {id} rolled back but committed {reply:?}"
+            ),
+            Fate::Settled(r) => assert_eq!(&reply, r),
+        }
+    }
+    // The counter counts exactly the increments committed as done.
+    let done = committed
+        .values()
+        .filter(|r| match SpecReply::decode(r) {
+            Ok(SpecReply::Executed(b)) => {
+                matches!(IncrReply::decode(&b), Some(IncrReply::Done { .. }))
+            }
+            _ => false,
+        })
+        .count() as u64;
+    assert_eq!(primary.inner().counter(0).0, done, "seed {seed}");
+    (fates, primary.stats().early_confirmed)
+}
+
+#[test]
+fn session_without_faults_keeps_every_speculation() {
+    for seed in 1..=20 {
+        let (fates, early_confirmed) = session(seed, 0, 50);
+        let rolled_back = fates.values().filter(|f| **f == Fate::RolledBack).count();
+        // Reordered batches make some predictions wrong; most hold.
+        assert!(
+            rolled_back * 5 < fates.len(),
+            "seed {seed}: {rolled_back} of {}",
+            fates.len()
+        );
+        assert!(early_confirmed > 0);
+    }
+}
+
+#[test]
+fn session_with_a_lying_primary_rolls_back_what_replicas_abort() {
+    let mut rolled_back = 0;
+    for seed in 1..=20 {
+        let (fates, _) = session(seed, 30, 50);
+        rolled_back += fates.values().filter(|f| **f == Fate::RolledBack).count();
+    }
+    assert!(rolled_back > 0, "the lies caused roll-backs");
+}
+
+#[test]
+fn session_with_a_short_log_retries() {
+    let mut retried = 0;
+    for seed in 1..=20 {
+        let (fates, _) = session(seed, 0, 1);
+        retried += fates
+            .values()
+            .filter(|f| matches!(f, Fate::Settled(SpecReply::Retry { .. })))
+            .count();
+    }
+    assert!(retried > 0);
+}
