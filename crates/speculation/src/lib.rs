@@ -20,6 +20,6 @@ pub mod shim;
 mod tests;
 
 pub use app::SpecBench;
-pub use client::Speculation;
+pub use client::{Confirmation, Dependence, Early, OpId, ReplicaId, Speculation};
 pub use envelope::{reply_digest, Predicate, SpecOp, SpecReply, MAX_PREDICATES};
 pub use shim::{SpecStats, Speculative, SPEC_GROUP};
