@@ -907,6 +907,27 @@ fn fork_dropped_when_the_reply_differs_at_the_right_place() {
 }
 
 #[test]
+fn fork_truncates_with_the_committed_log() {
+    let mut s = Speculative::new(SpecBench::new(), 1);
+    let a = plain(create_op("/a"));
+    let early_a = s.execute_early(16, 1, &a).unwrap();
+    assert_eq!(run(&mut s, 1, &[(16, 1, a)]), vec![early_a.clone()]);
+    // Batch 2 truncates what batch 1 recorded, in the committed log and in the fork's.
+    run(&mut s, 2, &[]);
+    assert!(s.has_fork());
+    assert_eq!(s.watermark(16), 1);
+    let b = predicated(vec![on(16, 1, &early_a)], create_op("/b"));
+    let early_b = s.execute_early(17, 1, &b).unwrap();
+    assert_eq!(early_b, SpecReply::Retry { predicate: 0 }.encode());
+    assert_eq!(run(&mut s, 3, &[(17, 1, b)]), vec![early_b]);
+    let st = s.stats();
+    assert_eq!(
+        (st.early_confirmed, st.fork_drops, st.fork_rebuilds),
+        (2, 0, 1)
+    );
+}
+
+#[test]
 fn early_repeats_and_committed_requests() {
     let mut s = shim();
     let op = plain(create_op("/a"));
@@ -1133,7 +1154,14 @@ enum Fate {
 /// requests mostly in order, sometimes reordered; the log is truncated every `truncate_every`
 /// batches. Checks the §3.3 promise: replicas turn every operation the client rolled back into
 /// a no-op, execute every one it kept as it speculated, and agree byte for byte.
-fn session(seed: u64, lie_per_mille: u64, truncate_every: Seq) -> (BTreeMap<OpId, Fate>, u64) {
+///
+/// Returns each operation's fate, the early replies the primary's fork got right, and the
+/// early replies the client only tracked (not trusting the primary).
+fn session(
+    seed: u64,
+    lie_per_mille: u64,
+    truncate_every: Seq,
+) -> (BTreeMap<OpId, Fate>, u64, usize) {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut client = Speculation::new(1);
     let mut primary = Speculative::new(SpecBench::new(), truncate_every);
@@ -1149,6 +1177,7 @@ fn session(seed: u64, lie_per_mille: u64, truncate_every: Seq) -> (BTreeMap<OpId
     let mut incrs: BTreeSet<OpId> = BTreeSet::new();
     let mut confirmed_token = 0u64;
     let mut seq = 0;
+    let mut tracked = 0;
     for _step in 0..400 {
         // Issue, if a lane is free.
         let lane = client.lanes().find(|l| !busy.contains(l));
@@ -1195,7 +1224,8 @@ fn session(seed: u64, lie_per_mille: u64, truncate_every: Seq) -> (BTreeMap<OpId
                                 .encode();
                     }
                     match client.on_early(issued.id, 0, &early) {
-                        Early::Speculate(_) | Early::Track => {}
+                        Early::Speculate(_) => {}
+                        Early::Track => tracked += 1,
                         Early::Ignored => panic!("first early reply ignored"),
                     }
                 }
@@ -1285,13 +1315,13 @@ fn session(seed: u64, lie_per_mille: u64, truncate_every: Seq) -> (BTreeMap<OpId
         })
         .count() as u64;
     assert_eq!(primary.inner().counter(0).0, done, "seed {seed}");
-    (fates, primary.stats().early_confirmed)
+    (fates, primary.stats().early_confirmed, tracked)
 }
 
 #[test]
 fn session_without_faults_keeps_every_speculation() {
     for seed in 1..=20 {
-        let (fates, early_confirmed) = session(seed, 0, 50);
+        let (fates, early_confirmed, _) = session(seed, 0, 50);
         let rolled_back = fates.values().filter(|f| **f == Fate::RolledBack).count();
         // Reordered batches make some predictions wrong; most hold.
         assert!(
@@ -1307,7 +1337,7 @@ fn session_without_faults_keeps_every_speculation() {
 fn session_with_a_lying_primary_rolls_back_what_replicas_abort() {
     let mut rolled_back = 0;
     for seed in 1..=20 {
-        let (fates, _) = session(seed, 30, 50);
+        let (fates, _, _) = session(seed, 30, 50);
         rolled_back += fates.values().filter(|f| **f == Fate::RolledBack).count();
     }
     assert!(rolled_back > 0, "the lies caused roll-backs");
@@ -1317,11 +1347,23 @@ fn session_with_a_lying_primary_rolls_back_what_replicas_abort() {
 fn session_with_a_short_log_retries() {
     let mut retried = 0;
     for seed in 1..=20 {
-        let (fates, _) = session(seed, 0, 1);
+        let (fates, _, _) = session(seed, 0, 1);
         retried += fates
             .values()
             .filter(|f| matches!(f, Fate::Settled(SpecReply::Retry { .. })))
             .count();
     }
     assert!(retried > 0);
+}
+
+#[test]
+fn session_stops_trusting_a_primary_that_lies_often() {
+    let (mut tracked, mut ops) = (0, 0);
+    for seed in 1..=10 {
+        let (fates, _, t) = session(seed, 300, 50);
+        tracked += t;
+        ops += fates.len();
+    }
+    // With 30% lies the window is over the 1% threshold almost at once and stays there.
+    assert!(tracked * 10 > ops * 8, "{tracked} tracked of {ops}");
 }
