@@ -295,6 +295,17 @@ impl Speculation {
         Ok(Issued { id, request })
     }
 
+    /// The request bytes for `op` on the read-only path, or `None` while any operation of the
+    /// session is unsettled: then it must be sent ordered (`issue`). Seed 001 §3.2.2: a read
+    /// may not skip agreement before the session's writes have committed (it could miss
+    /// them on replicas that have not executed them), and nothing may depend on its reply
+    /// (replicas do not log read-only replies), so it carries no predicates and is not
+    /// tracked. This is the paper's simpler policy ("disable the read-only optimization while
+    /// it has any uncommitted writes"), which needs no knowledge of what the op reads.
+    pub fn read_only_request(&self, op: Vec<u8>) -> Option<Vec<u8>> {
+        self.ops.is_empty().then(|| SpecOp::plain(op).encode())
+    }
+
     /// `id` was sent as request `nc` of client `lane`.
     pub fn assign(&mut self, id: OpId, lane: ClientId, nc: ReqNo) -> Result<(), AssignError> {
         if !same_group(lane, self.lanes().start) {
@@ -638,6 +649,19 @@ mod tests {
         }
         round(&mut s, 5, true);
         assert!(s.should_speculate(5));
+    }
+
+    #[test]
+    fn read_only_only_with_nothing_unsettled() {
+        let mut s = Speculation::new(0);
+        assert_eq!(
+            SpecOp::decode(&s.read_only_request(b"r".to_vec()).unwrap()).unwrap(),
+            SpecOp::plain(b"r".to_vec())
+        );
+        let a = s.issue(b"w".to_vec(), Dependence::All).unwrap().id;
+        assert_eq!(s.read_only_request(b"r".to_vec()), None);
+        s.on_confirmed(a, &executed(b""));
+        assert!(s.read_only_request(b"r".to_vec()).is_some());
     }
 
     #[test]

@@ -106,6 +106,16 @@ impl SpecOp {
     /// Total: any bytes give a value or an error, never a panic, and the predicate count is
     /// checked against [`MAX_PREDICATES`] and the bytes present before anything is allocated.
     pub fn decode(bytes: &[u8]) -> Result<SpecOp, DecodeError> {
+        let (predicates, op) = SpecOp::split(bytes)?;
+        Ok(SpecOp {
+            predicates,
+            op: op.to_vec(),
+        })
+    }
+
+    /// [`SpecOp::decode`] without copying the op: the predicates and the op's bytes within
+    /// `bytes`. Replicas use this on every ordered request.
+    pub fn split(bytes: &[u8]) -> Result<(Vec<Predicate>, &[u8]), DecodeError> {
         let (&version, rest) = bytes.split_first().ok_or(DecodeError::Empty)?;
         if version != VERSION {
             return Err(DecodeError::Version(version));
@@ -136,10 +146,7 @@ impl SpecOp {
                 }
             })
             .collect();
-        Ok(SpecOp {
-            predicates,
-            op: rest[need..].to_vec(),
-        })
+        Ok((predicates, &rest[need..]))
     }
 }
 

@@ -226,16 +226,16 @@ fn step<A: Application>(
     nd: NonDeterminism,
     pushes: &mut Vec<(ClientId, Vec<u8>)>,
 ) -> (Ran, Vec<u8>) {
-    let (ran, reply) = match SpecOp::decode(cmd.op) {
+    let (ran, reply) = match SpecOp::split(cmd.op) {
         Err(_) => (Ran::Malformed, SpecReply::Malformed),
-        Ok(spec) => match predicates_hold(log, cmd.client, &spec.predicates) {
+        Ok((predicates, op)) => match predicates_hold(log, cmd.client, &predicates) {
             Verdict::Abort(predicate) => (Ran::Aborted, SpecReply::Aborted { predicate }),
             Verdict::Retry(predicate) => (Ran::Retry, SpecReply::Retry { predicate }),
             Verdict::Hold => {
                 let one = Command {
                     client: cmd.client,
                     nc: cmd.nc,
-                    op: &spec.op,
+                    op,
                 };
                 let out = app.execute(seq, &[one], nd);
                 pushes.extend(out.pushes);
@@ -414,10 +414,10 @@ impl<A: Application + Clone> Application for Speculative<A> {
     /// so a write depending on one could run on some correct replicas and not on others
     /// (seed 001 §3.2.2). Not logging them makes any predicate on them abort everywhere.
     fn execute_read_only(&self, client: ClientId, op: &[u8]) -> Vec<u8> {
-        match SpecOp::decode(op) {
+        match SpecOp::split(op) {
             Err(_) => SpecReply::Malformed,
-            Ok(spec) if !spec.predicates.is_empty() => SpecReply::Aborted { predicate: 0 },
-            Ok(spec) => SpecReply::Executed(self.inner.execute_read_only(client, &spec.op)),
+            Ok((predicates, _)) if !predicates.is_empty() => SpecReply::Aborted { predicate: 0 },
+            Ok((_, op)) => SpecReply::Executed(self.inner.execute_read_only(client, op)),
         }
         .encode()
     }
@@ -425,8 +425,8 @@ impl<A: Application + Clone> Application for Speculative<A> {
     /// The inner application's answer for the inner op; a predicated request is never a read,
     /// since its answer depends on the requester's group and the log, not only on the state.
     fn is_read(&self, op: &[u8]) -> bool {
-        match SpecOp::decode(op) {
-            Ok(spec) => spec.predicates.is_empty() && self.inner.is_read(&spec.op),
+        match SpecOp::split(op) {
+            Ok((predicates, op)) => predicates.is_empty() && self.inner.is_read(op),
             Err(_) => false,
         }
     }
