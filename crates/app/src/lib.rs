@@ -64,11 +64,15 @@ pub trait Application {
         false
     }
 
-    /// Client speculation (seed 001, docs/speculation.md): execute `op` of client `client`'s
-    /// ordered request `nc` at once, on a speculative copy of the state that follows every
-    /// request committed or executed early before it, and return the answer it would get if
-    /// it were ordered next. Never changes the replicated state. `None` (the default): the
-    /// application does not speculate, and the replica sends no early reply.
+    /// Executes `op` on a speculative copy of the state, after every request committed or
+    /// executed early before it; `None` if the application does not speculate (the default).
+    ///
+    /// This is the early reply of client speculation (seed 001 §3.2.1): the one designated
+    /// execution replica answers before agreement, so a nearby client can go on with a result
+    /// that the committed reply later confirms or corrects. It must never change the state
+    /// that [`Application::execute`] works on, nor anything that checkpoints or
+    /// [`Application::state_digest`] cover: early execution is a guess, and replicas that do
+    /// not guess must stay byte-identical to the one that does.
     fn execute_early(&mut self, _client: ClientId, _nc: ReqNo, _op: &[u8]) -> Option<Vec<u8>> {
         None
     }

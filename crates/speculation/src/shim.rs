@@ -1,0 +1,552 @@
+//! The replica side of client speculation: the "shim layer" of seed 001 §5 between the
+//! replication library and the application.
+//!
+//! [`Speculative`] wraps any [`Application`] and
+//!
+//! - unwraps each request's [`SpecOp`] and executes it only if all its predicates hold against
+//!   a log of the replies this replica committed (replica-resolved speculation, §3.2.1), and
+//!   otherwise answers [`SpecReply::Aborted`] or [`SpecReply::Retry`] without executing;
+//! - truncates that log at deterministic points, so every correct replica decides every
+//!   predicate alike (§3.3: "truncating the logs at fixed deterministic intervals");
+//! - on the designated execution replica, executes requests *early*, before agreement, on a
+//!   fork of the committed state ([`Application::execute_early`]), so a nearby client gets a
+//!   first reply after one round trip.
+//!
+//! # What an application under the shim sees
+//!
+//! Each command of a batch is handed to the inner application alone: a batch of `k` commands
+//! becomes `k` calls `inner.execute(seq, &[cmd], nd)` with the same `seq` and `nd`. This is
+//! needed because a client pipelines requests on several lanes and a request and one that
+//! depends on it may land in the same batch: the second one's predicates must see the first
+//! one's reply, so the first must have been executed (and logged) before the second is
+//! checked. Applications must therefore accept several calls with one `seq` (they all see the
+//! same agreed time and seed, so determinism is kept). Commands whose predicates fail are not
+//! passed at all (a no-op, as in the paper). The inner op is passed, not the envelope.
+//!
+//! # Checkpoints
+//!
+//! The reply log and the truncation watermarks decide future predicates, so they are state:
+//! checkpoints carry them, loading restores them, and [`Application::state_digest`] covers
+//! them. [`Application::objects`] is `None`: the log is not an object of the inner
+//! application, and leaving it out of an object checkpoint would let a replica that fetched
+//! state decide predicates differently from one that executed through. So the inner
+//! application must support whole checkpoints (`take_checkpoint` / `load_checkpoint`).
+
+use crate::envelope::{reply_digest, Predicate, SpecOp, SpecReply};
+use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
+use plumb_crypto::Digest;
+use plumb_wire::{ClientId, ReqNo, Seq};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Client ids that form one speculation group: `client / SPEC_GROUP` names the group. A
+/// speculative session uses several consecutive client ids as lanes (the core protocol allows
+/// one outstanding request per client id; seed 001 §5 groups up to 100 logical clients in one
+/// process for the same reason), and its requests may depend on replies to any of its lanes.
+pub const SPEC_GROUP: ClientId = 16;
+
+/// The most requests the fork holds executed early and not yet committed. Early execution is
+/// an optimisation; past this the replica simply stops answering early until batches commit.
+pub const MAX_EARLY: usize = 4096;
+
+/// The seq early-executed entries carry in the fork's log until they commit: never truncated.
+const PENDING: Seq = Seq::MAX;
+
+/// Whether two client ids are lanes of one speculation group.
+pub fn same_group(a: ClientId, b: ClientId) -> bool {
+    a / SPEC_GROUP == b / SPEC_GROUP
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Entry {
+    reply: Digest,
+    /// The batch it was recorded at (or [`PENDING`] in the fork).
+    seq: Seq,
+}
+
+/// The log of committed reply digests, per (client, nc), and per client the highest request
+/// number truncated away.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ReplyLog {
+    entries: BTreeMap<(ClientId, ReqNo), Entry>,
+    watermarks: BTreeMap<ClientId, ReqNo>,
+}
+
+impl ReplyLog {
+    pub(crate) fn record(&mut self, client: ClientId, nc: ReqNo, reply: Digest, seq: Seq) {
+        self.entries.insert((client, nc), Entry { reply, seq });
+    }
+
+    pub(crate) fn watermark(&self, client: ClientId) -> ReqNo {
+        self.watermarks.get(&client).copied().unwrap_or(0)
+    }
+}
+
+/// What the predicates of a request came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Hold,
+    /// Index of the first predicate that failed for good.
+    Abort(u16),
+    /// Index of the first predicate older than the log, when none failed for good.
+    Retry(u16),
+}
+
+/// Whether every predicate of a request from `requester` holds against `log`.
+///
+/// A predicate fails for good (abort) if it names another speculation group (otherwise the
+/// log would be an oracle: a client could learn, one guessed digest at a time, what another
+/// client was answered, by predicating a harmless request on it), if its (client, nc) is in
+/// the log with another digest, or if it is not in the log and above the client's truncation
+/// watermark (a reply never committed, a read-only reply, or the request itself). It is too
+/// old (retry) if it is not in the log and at or below the watermark. A definite failure
+/// wins over a retry: the client rolls the request back anyway, and a retry would make it
+/// reissue a request that can only abort.
+///
+/// Sabotage hook: this is the one place replicas decide whether a predicated request runs.
+pub(crate) fn predicates_hold(
+    log: &ReplyLog,
+    requester: ClientId,
+    predicates: &[Predicate],
+) -> Verdict {
+    let mut retry = None;
+    for (i, p) in predicates.iter().enumerate() {
+        // At most MAX_PREDICATES (64) by decoding, so the index fits.
+        let i = i as u16;
+        if !same_group(p.client, requester) {
+            return Verdict::Abort(i);
+        }
+        match log.entries.get(&(p.client, p.nc)) {
+            Some(e) if e.reply == p.reply => {}
+            Some(_) => return Verdict::Abort(i),
+            None if p.nc <= log.watermark(p.client) => {
+                retry.get_or_insert(i);
+            }
+            None => return Verdict::Abort(i),
+        }
+    }
+    retry.map_or(Verdict::Hold, Verdict::Retry)
+}
+
+/// Drop every entry recorded at or before batch `upto`, raising each client's watermark to the
+/// highest request number dropped, so a later predicate on it is answered `Retry` rather than
+/// `Aborted` (the client cannot tell an old reply from a wrong one otherwise).
+///
+/// Sabotage hook: the one place the log shrinks; replicas that truncate differently decide
+/// predicates differently.
+pub(crate) fn truncate(log: &mut ReplyLog, upto: Seq) {
+    let ReplyLog {
+        entries,
+        watermarks,
+    } = log;
+    entries.retain(|&(client, nc), e| {
+        if e.seq <= upto {
+            let w = watermarks.entry(client).or_insert(0);
+            *w = (*w).max(nc);
+            false
+        } else {
+            true
+        }
+    });
+}
+
+/// Counters for the execution stage and tests. Local observations, not replicated state:
+/// checkpoints and state digests do not cover them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpecStats {
+    /// Ordered commands executed by the inner application.
+    pub executed: u64,
+    /// Ordered commands answered `Aborted`.
+    pub aborted: u64,
+    /// Ordered commands answered `Retry`.
+    pub retried: u64,
+    /// Ordered commands answered `Malformed`.
+    pub malformed: u64,
+    /// Forks built from the committed state (the first one included).
+    pub fork_rebuilds: u64,
+    /// Forks dropped because the committed order or reply differed from the early one.
+    pub fork_drops: u64,
+    /// Requests executed early on the fork.
+    pub early_executions: u64,
+    /// Early requests answered again from the queue without executing.
+    pub early_repeats: u64,
+    /// Committed commands the fork had predicted (same request, same place, same reply).
+    pub early_confirmed: u64,
+}
+
+/// A request executed early and not yet committed.
+#[derive(Clone, Debug)]
+struct Early {
+    client: ClientId,
+    nc: ReqNo,
+    op: Digest,
+    reply: Vec<u8>,
+}
+
+/// The speculative copy early execution works on: the inner application and the log as the
+/// committed ones would be after the queued requests, in the queue's order.
+struct Fork<A> {
+    app: A,
+    log: ReplyLog,
+    queue: VecDeque<Early>,
+}
+
+/// The shim: an [`Application`] whose requests are [`SpecOp`]s and whose replies are
+/// [`SpecReply`]s, around an inner application `A` (module docs for what `A` sees).
+pub struct Speculative<A> {
+    inner: A,
+    truncate_every: Seq,
+    log: ReplyLog,
+    /// The last truncation point: a batch number that is a multiple of `truncate_every`.
+    last_truncation: Seq,
+    /// The last committed batch and its non-determinism, which early execution borrows; `None`
+    /// after a checkpoint load until the next batch (the checkpoint does not carry them).
+    last: Option<(Seq, NonDeterminism)>,
+    fork: Option<Fork<A>>,
+    stats: SpecStats,
+}
+
+/// What one command came to, for the counters.
+enum Ran {
+    Executed,
+    Aborted,
+    Retry,
+    Malformed,
+}
+
+/// Decode, check and (if the predicates hold) execute one command on `app`, recording the
+/// reply's digest in `log` at `record_at`. Shared by committed and early execution so that the
+/// fork decides exactly as the committed state would.
+fn step<A: Application>(
+    app: &mut A,
+    log: &mut ReplyLog,
+    seq: Seq,
+    record_at: Seq,
+    cmd: &Command<'_>,
+    nd: NonDeterminism,
+    pushes: &mut Vec<(ClientId, Vec<u8>)>,
+) -> (Ran, Vec<u8>) {
+    let (ran, reply) = match SpecOp::split(cmd.op) {
+        Err(_) => (Ran::Malformed, SpecReply::Malformed),
+        Ok((predicates, op)) => match predicates_hold(log, cmd.client, &predicates) {
+            Verdict::Abort(predicate) => (Ran::Aborted, SpecReply::Aborted { predicate }),
+            Verdict::Retry(predicate) => (Ran::Retry, SpecReply::Retry { predicate }),
+            Verdict::Hold => {
+                let one = Command {
+                    client: cmd.client,
+                    nc: cmd.nc,
+                    op,
+                };
+                let out = app.execute(seq, &[one], nd);
+                pushes.extend(out.pushes);
+                // The contract is one reply per command; an application that gives none is
+                // answered empty on every replica alike.
+                let inner = out.replies.into_iter().next().unwrap_or_default();
+                (Ran::Executed, SpecReply::Executed(inner))
+            }
+        },
+    };
+    let bytes = reply.encode();
+    log.record(cmd.client, cmd.nc, reply_digest(&bytes), record_at);
+    (ran, bytes)
+}
+
+const CHECKPOINT_VERSION: u8 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct LogState {
+    entries: Vec<(ClientId, ReqNo, Digest, Seq)>,
+    watermarks: Vec<(ClientId, ReqNo)>,
+    last_truncation: Seq,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Checkpoint {
+    inner: Vec<u8>,
+    log: LogState,
+}
+
+fn corrupt(e: impl ToString) -> LoadError {
+    LoadError::Corrupt(format!("speculation checkpoint: {}", e.to_string()))
+}
+
+fn decode_checkpoint(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
+    match bytes.split_first() {
+        Some((&CHECKPOINT_VERSION, body)) => postcard::from_bytes(body).map_err(corrupt),
+        Some((v, _)) => Err(corrupt(format!("unknown version {v}"))),
+        None => Err(corrupt("empty")),
+    }
+}
+
+impl<A: Application + Clone> Speculative<A> {
+    /// Wrap `inner`, truncating the reply log every `truncate_every` batches (at least 1; 0 is
+    /// taken as 1). Replies stay in the log between `truncate_every` and `2 * truncate_every`
+    /// batches; choose it so that a client's whole pipeline commits well within that, or its
+    /// dependent requests come back `Retry` (§3.2.1: "provided that the log is sufficiently
+    /// long"). Every replica of a cluster must use the same value.
+    pub fn new(inner: A, truncate_every: Seq) -> Self {
+        Speculative {
+            inner,
+            truncate_every: truncate_every.max(1),
+            log: ReplyLog::default(),
+            last_truncation: 0,
+            last: Some((0, NonDeterminism { time: 0, seed: 0 })),
+            fork: None,
+            stats: SpecStats::default(),
+        }
+    }
+
+    pub fn inner(&self) -> &A {
+        &self.inner
+    }
+
+    pub fn stats(&self) -> SpecStats {
+        self.stats
+    }
+
+    /// Entries in the committed reply log.
+    pub fn log_len(&self) -> usize {
+        self.log.entries.len()
+    }
+
+    /// The highest request number of `client` truncated from the log.
+    pub fn watermark(&self, client: ClientId) -> ReqNo {
+        self.log.watermark(client)
+    }
+
+    /// The committed reply digest logged for (client, nc), if still in the log.
+    pub fn logged(&self, client: ClientId, nc: ReqNo) -> Option<Digest> {
+        self.log.entries.get(&(client, nc)).map(|e| e.reply)
+    }
+
+    /// Whether an early-execution fork currently exists.
+    pub fn has_fork(&self) -> bool {
+        self.fork.is_some()
+    }
+
+    fn drop_fork(&mut self) {
+        if self.fork.take().is_some() {
+            self.stats.fork_drops += 1;
+        }
+    }
+
+    fn log_state(&self) -> LogState {
+        LogState {
+            entries: self
+                .log
+                .entries
+                .iter()
+                .map(|(&(c, n), e)| (c, n, e.reply, e.seq))
+                .collect(),
+            watermarks: self.log.watermarks.iter().map(|(&c, &w)| (c, w)).collect(),
+            last_truncation: self.last_truncation,
+        }
+    }
+}
+
+impl<A: Application + Clone> Application for Speculative<A> {
+    fn execute(&mut self, seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput {
+        let mut replies = Vec::with_capacity(batch.len());
+        let mut pushes = Vec::new();
+        for cmd in batch {
+            // The fork stays valid only while the committed order replays its queue exactly.
+            let predicted = match &mut self.fork {
+                Some(fork) => match fork.queue.front() {
+                    Some(h)
+                        if h.client == cmd.client
+                            && h.nc == cmd.nc
+                            && h.op == Digest::of(cmd.op) =>
+                    {
+                        fork.queue.pop_front()
+                    }
+                    _ => None,
+                },
+                None => None,
+            };
+            if predicted.is_none() {
+                self.drop_fork();
+            }
+            let (ran, bytes) = step(
+                &mut self.inner,
+                &mut self.log,
+                seq,
+                seq,
+                cmd,
+                nd,
+                &mut pushes,
+            );
+            match ran {
+                Ran::Executed => self.stats.executed += 1,
+                Ran::Aborted => self.stats.aborted += 1,
+                Ran::Retry => self.stats.retried += 1,
+                Ran::Malformed => self.stats.malformed += 1,
+            }
+            if let Some(early) = predicted {
+                if early.reply == bytes {
+                    self.stats.early_confirmed += 1;
+                    if let Some(fork) = &mut self.fork {
+                        // Now committed: truncated with the committed log from here on.
+                        fork.log
+                            .record(cmd.client, cmd.nc, reply_digest(&bytes), seq);
+                    }
+                } else {
+                    // Same request, other reply (agreed time or seed differ from the ones the
+                    // fork borrowed, say): the fork's state is not the committed one.
+                    self.drop_fork();
+                }
+            }
+            replies.push(bytes);
+        }
+        if seq.is_multiple_of(self.truncate_every) {
+            let upto = self.last_truncation;
+            truncate(&mut self.log, upto);
+            if let Some(fork) = &mut self.fork {
+                truncate(&mut fork.log, upto);
+            }
+            self.last_truncation = seq;
+        }
+        self.last = Some((seq, nd));
+        BatchOutput { replies, pushes }
+    }
+
+    /// Reads on the read-only path may not carry predicates (they are answered `Aborted`), and
+    /// their replies are not logged: replicas answer them at different points of the order,
+    /// so a write depending on one could run on some correct replicas and not on others
+    /// (seed 001 §3.2.2). Not logging them makes any predicate on them abort everywhere.
+    fn execute_read_only(&self, client: ClientId, op: &[u8]) -> Vec<u8> {
+        match SpecOp::split(op) {
+            Err(_) => SpecReply::Malformed,
+            Ok((predicates, _)) if !predicates.is_empty() => SpecReply::Aborted { predicate: 0 },
+            Ok((_, op)) => SpecReply::Executed(self.inner.execute_read_only(client, op)),
+        }
+        .encode()
+    }
+
+    /// The inner application's answer for the inner op; a predicated request is never a read,
+    /// since its answer depends on the requester's group and the log, not only on the state.
+    fn is_read(&self, op: &[u8]) -> bool {
+        match SpecOp::split(op) {
+            Ok((predicates, op)) => predicates.is_empty() && self.inner.is_read(op),
+            Err(_) => false,
+        }
+    }
+
+    /// Early execution on the fork (module docs). The fork is a clone of the committed inner
+    /// application and log, built on the first early request after it was dropped, and it
+    /// executes early requests in arrival order with the last committed batch's agreed time
+    /// and seed; its pushes are discarded (speculation is never externalised). `None` for a
+    /// request already committed or truncated (the reply cache answers it), for one whose
+    /// (client, nc) was executed early with another op, after a checkpoint load until the next
+    /// batch, and when [`MAX_EARLY`] requests wait.
+    fn execute_early(&mut self, client: ClientId, nc: ReqNo, op: &[u8]) -> Option<Vec<u8>> {
+        let digest = Digest::of(op);
+        if let Some(fork) = &self.fork {
+            if let Some(e) = fork.queue.iter().find(|e| e.client == client && e.nc == nc) {
+                if e.op != digest {
+                    return None;
+                }
+                self.stats.early_repeats += 1;
+                return Some(e.reply.clone());
+            }
+        }
+        if self.log.entries.contains_key(&(client, nc)) || nc <= self.log.watermark(client) {
+            return None;
+        }
+        let (last_seq, nd) = self.last?;
+        if self
+            .fork
+            .as_ref()
+            .is_some_and(|f| f.queue.len() >= MAX_EARLY)
+        {
+            return None;
+        }
+        let (inner, log, stats) = (&self.inner, &self.log, &mut self.stats);
+        let fork = self.fork.get_or_insert_with(|| {
+            // Built from the committed state, and a copy of it: the fork must never share
+            // anything with the state that commits.
+            stats.fork_rebuilds += 1;
+            Fork {
+                app: inner.clone(),
+                log: log.clone(),
+                queue: VecDeque::new(),
+            }
+        });
+        let cmd = Command { client, nc, op };
+        let mut discarded = Vec::new();
+        let (_, bytes) = step(
+            &mut fork.app,
+            &mut fork.log,
+            last_seq + 1,
+            PENDING,
+            &cmd,
+            nd,
+            &mut discarded,
+        );
+        fork.queue.push_back(Early {
+            client,
+            nc,
+            op: digest,
+            reply: bytes.clone(),
+        });
+        stats.early_executions += 1;
+        Some(bytes)
+    }
+
+    fn take_checkpoint(&mut self) -> Vec<u8> {
+        let cp = Checkpoint {
+            inner: self.inner.take_checkpoint(),
+            log: self.log_state(),
+        };
+        let mut out = vec![CHECKPOINT_VERSION];
+        // Serialising plain vectors and integers into memory cannot fail.
+        out.extend(postcard::to_stdvec(&cp).expect("checkpoint encodes"));
+        out
+    }
+
+    fn load_checkpoint(&mut self, checkpoint: &[u8]) -> Result<(), LoadError> {
+        let cp = decode_checkpoint(checkpoint)?;
+        self.inner.load_checkpoint(&cp.inner)?;
+        self.log = ReplyLog {
+            entries: cp
+                .log
+                .entries
+                .into_iter()
+                .map(|(c, n, reply, seq)| ((c, n), Entry { reply, seq }))
+                .collect(),
+            watermarks: cp.log.watermarks.into_iter().collect(),
+        };
+        self.last_truncation = cp.log.last_truncation;
+        // The fork was built on the state just replaced; it must never outlive it.
+        self.drop_fork();
+        self.last = None;
+        Ok(())
+    }
+
+    fn release_checkpoint(&mut self, checkpoint: &[u8]) {
+        if let Ok(cp) = decode_checkpoint(checkpoint) {
+            self.inner.release_checkpoint(&cp.inner);
+        }
+    }
+
+    fn fetch_state(&self, token: &Digest) -> Option<Vec<u8>> {
+        self.inner.fetch_state(token)
+    }
+
+    fn load_state(&mut self, token: &Digest, data: &[u8]) {
+        self.inner.load_state(token, data)
+    }
+
+    fn state_digest(&self) -> Digest {
+        let log = postcard::to_stdvec(&self.log_state()).expect("log encodes");
+        Digest::of_parts(&[
+            b"plumb-speculation state v1",
+            &self.inner.state_digest().0,
+            &log,
+        ])
+    }
+
+    /// `None`: whole checkpoints only (module docs: the log must travel with the state).
+    fn objects(&mut self) -> Option<&mut dyn plumb_app::ObjectState> {
+        None
+    }
+}
