@@ -25,7 +25,20 @@ pub fn cli() -> Cli {
             plumb_bench::readwork::READWORK_APP,
             plumb_bench::readwork::ReadWork::default,
         )
+        // Client speculation's application (`plumb bench speculation`, docs/speculation.md):
+        // counters and a small file store behind the predicated-request shim.
+        .app(plumb_speculation::app::SPECBENCH_APP, || {
+            plumb_speculation::Speculative::new(
+                plumb_speculation::SpecBench::default(),
+                SPEC_TRUNCATE_EVERY,
+            )
+        })
 }
+
+/// Batches between truncations of `specbench`'s reply log: a reply stays 64 to 128 batches,
+/// far longer than a speculative client's pipeline takes to commit (a few batches), so
+/// dependent requests come back Retry only after a long stall.
+pub const SPEC_TRUNCATE_EVERY: u64 = 64;
 
 /// Where every gateway front end of this binary listens: the cluster file's `[gateway] resp`
 /// (the Redis, ZooKeeper or HTTP port, depending on the application).

@@ -8,12 +8,15 @@
 //!   executes early on a fork for the designated execution replica.
 //! - [`client`]: [`Speculation`], the pure client-side bookkeeping: what was issued, on what
 //!   it depends, which speculations hold, what must be rolled back, which replicas to trust.
+//! - `session` (feature `net`): a speculative session over `plumb_client::net::Client`.
 //! - [`app`]: [`SpecBench`], a counter with strictly dependent increments and a small file
 //!   store, for the benchmark and the simulator.
 
 pub mod app;
 pub mod client;
 pub mod envelope;
+#[cfg(feature = "net")]
+pub mod session;
 pub mod shim;
 
 #[cfg(test)]
