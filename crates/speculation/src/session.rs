@@ -255,12 +255,21 @@ impl Session {
         let mut in_flight: BTreeMap<OpId, u64> = BTreeMap::new();
         let mut state = init;
         let mut next = 0u64;
+        // The operation of each step in flight, so the next step names only its predecessor:
+        // a chain needs one predicate per request (seed 001 §4.2: fine-grained dependences),
+        // and a failed step still voids every later one, each through the one before it.
+        let mut op_of: BTreeMap<u64, OpId> = BTreeMap::new();
         while (confirmed.len() as u64) < steps {
             if next < steps {
                 before.insert(next, state.clone());
-                let mut call = self.invoke(op(next, &state), Dependence::All)?;
+                let depends_on = match next.checked_sub(1).and_then(|p| op_of.get(&p)) {
+                    Some(prev) => Dependence::On(vec![*prev]),
+                    None => Dependence::Nothing,
+                };
+                let mut call = self.invoke(op(next, &state), depends_on)?;
                 stats.issued += 1;
                 in_flight.insert(call.id(), next);
+                op_of.insert(next, call.id());
                 let early = call.early().await;
                 let id = call.id();
                 let tx = tx.clone();
@@ -301,6 +310,7 @@ impl Session {
                 // they are void (replicas executed them as no-ops), and go again.
                 if corrected || !went_on {
                     in_flight.retain(|_, s| *s < step);
+                    op_of.retain(|s, _| *s < step);
                     confirmed.retain(|s, _| *s < step);
                     state = before[&step].clone();
                     next = step;
