@@ -13,6 +13,7 @@
 //!   store, for the benchmark and the simulator.
 
 pub mod app;
+pub mod chain;
 pub mod client;
 pub mod envelope;
 #[cfg(feature = "net")]
@@ -23,6 +24,7 @@ pub mod shim;
 mod tests;
 
 pub use app::SpecBench;
+pub use chain::{Chain, ChainStats};
 pub use client::{Confirmation, Dependence, Early, OpId, ReplicaId, Speculation};
 pub use envelope::{reply_digest, Predicate, SpecOp, SpecReply, MAX_PREDICATES};
 pub use shim::{SpecStats, Speculative, SPEC_GROUP};

@@ -19,6 +19,7 @@
 //! # Ok(()) }
 //! ```
 
+use crate::chain::{Chain, ChainStats};
 use crate::client::{AssignError, Confirmation, Dependence, Early, IssueError, OpId};
 use crate::envelope::SpecReply;
 use crate::shim::SPEC_GROUP;
@@ -215,29 +216,13 @@ impl Call {
     }
 }
 
-/// What [`Session::run_chain`] did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ChainStats {
-    /// Operations sent, reissues included.
-    pub issued: u64,
-    /// Steps that went on with an early reply before it committed.
-    pub speculated: u64,
-    /// Steps that waited for their agreed reply (no early reply, or an untrusted replica).
-    pub waited: u64,
-    /// Times the chain went back to an earlier step: a speculation failed, or the replicas
-    /// answered a step with a no-op (a failed predicate) or Retry.
-    pub rollbacks: u64,
-}
-
 impl Session {
-    /// Run `steps` dependent operations as one speculative chain, the way seed 001's
-    /// benchmark client does: step `i`'s operation is `op(i, &state)`, and its reply is folded
-    /// into the state by `apply`. Each step goes on with the early reply when there is one,
-    /// so steps overlap their agreement; when an agreed reply differs from what the chain
-    /// went on with, the chain returns to that step's state (kept for every unconfirmed step),
-    /// applies the agreed reply, and issues the later steps again: replicas executed the
-    /// operations that depended on the wrong reply as no-ops. Returns the state after every
-    /// step was confirmed.
+    /// Run `steps` dependent operations as one speculative chain ([`Chain`]), the way seed
+    /// 001's benchmark client does: step `i`'s operation is `op(i, &state)`, and its reply is
+    /// folded into the state by `apply`. Each step goes on with the early reply when there is
+    /// one, so steps overlap their agreement; when an agreed reply differs from what the chain
+    /// went on with, the chain returns to that step, and replicas executed the operations that
+    /// depended on the wrong reply as no-ops. Returns the state after every step was confirmed.
     pub async fn run_chain<S: Clone>(
         &self,
         steps: u64,
@@ -245,88 +230,32 @@ impl Session {
         op: impl Fn(u64, &S) -> Vec<u8>,
         apply: impl Fn(&S, &SpecReply) -> S,
     ) -> Result<(S, ChainStats), SessionError> {
-        use std::collections::BTreeMap;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut stats = ChainStats::default();
-        // The state each unconfirmed step started from, and the agreed replies so far.
-        let mut before: BTreeMap<u64, S> = BTreeMap::new();
-        let mut confirmed: BTreeMap<u64, SpecReply> = BTreeMap::new();
-        // Operations in flight, by the session's id: their step.
-        let mut in_flight: BTreeMap<OpId, u64> = BTreeMap::new();
-        let mut state = init;
-        let mut next = 0u64;
-        // The operation of each step in flight, so the next step names only its predecessor:
-        // a chain needs one predicate per request (seed 001 §4.2: fine-grained dependences),
-        // and a failed step still voids every later one, each through the one before it.
-        let mut op_of: BTreeMap<u64, OpId> = BTreeMap::new();
-        while (confirmed.len() as u64) < steps {
-            if next < steps {
-                before.insert(next, state.clone());
-                let depends_on = match next.checked_sub(1).and_then(|p| op_of.get(&p)) {
-                    Some(prev) => Dependence::On(vec![*prev]),
-                    None => Dependence::Nothing,
-                };
-                let mut call = self.invoke(op(next, &state), depends_on)?;
-                stats.issued += 1;
-                in_flight.insert(call.id(), next);
-                op_of.insert(next, call.id());
+        let mut chain = Chain::new(steps, init);
+        while !chain.done() {
+            if let Some(step) = chain.next_step() {
+                let mut call = self.invoke(op(step, chain.state()), chain.depends_on())?;
+                chain.issued(call.id());
                 let early = call.early().await;
                 let id = call.id();
                 let tx = tx.clone();
                 tokio::spawn(async move {
                     let _ = tx.send((id, call.confirmed().await));
                 });
-                if let Some(reply @ SpecReply::Executed(_)) = early {
-                    stats.speculated += 1;
-                    state = apply(&state, &reply);
-                    next += 1;
+                if chain.early(early, &apply) {
                     continue;
                 }
-                stats.waited += 1;
             }
             // Wait for an agreed reply, then take every one that is in.
             let Some(first) = rx.recv().await else {
                 break;
             };
-            let mut outcomes = vec![first];
-            while let Ok(more) = rx.try_recv() {
-                outcomes.push(more);
-            }
-            for (id, outcome) in outcomes {
-                let Some(step) = in_flight.remove(&id) else {
-                    continue; // rolled back already: its reply changes nothing
-                };
-                let (reply, corrected) = match outcome? {
-                    Confirmation::Confirmed { reply } => (reply, false),
-                    Confirmation::Corrected { reply, .. } => (reply, true),
-                    Confirmation::Retry { .. } => (SpecReply::Retry { predicate: 0 }, true),
-                    Confirmation::Unknown => continue,
-                };
-                let went_on = next > step;
-                if went_on && corrected {
-                    stats.rollbacks += 1;
-                }
-                // Every later step started from what this one answered: if that was wrong,
-                // they are void (replicas executed them as no-ops), and go again.
-                if corrected || !went_on {
-                    in_flight.retain(|_, s| *s < step);
-                    op_of.retain(|s, _| *s < step);
-                    confirmed.retain(|s, _| *s < step);
-                    state = before[&step].clone();
-                    next = step;
-                }
-                if let SpecReply::Executed(_) = reply {
-                    if next == step {
-                        state = apply(&state, &reply);
-                        next = step + 1;
-                    }
-                    confirmed.insert(step, reply);
-                    before.remove(&step);
-                }
-                // Otherwise the step did nothing (a failed predicate, or too old for the
-                // replicas' log): `next == step`, so it is issued again.
+            let (id, outcome) = first;
+            chain.confirmed(id, outcome?, &apply);
+            while let Ok((id, outcome)) = rx.try_recv() {
+                chain.confirmed(id, outcome?, &apply);
             }
         }
-        Ok((state, stats))
+        Ok(chain.finish())
     }
 }
