@@ -34,6 +34,17 @@ impl PlumbShape {
     }
 }
 
+/// Where a bench cluster's nodes run.
+#[derive(Clone, Debug, Default)]
+pub struct Placement {
+    /// One address per node (empty: every node on 127.0.0.1, ports apart).
+    pub hosts: Vec<String>,
+    /// The cluster file's `[wan]` section, if any.
+    pub wan: Option<plumb_cluster::WanEntry>,
+    /// Protocol parameters other than the defaults.
+    pub protocol: plumb_cluster::ProtocolOverrides,
+}
+
 pub struct Plumb {
     app: Arc<dyn BenchApp>,
     shape: PlumbShape,
@@ -72,6 +83,27 @@ impl Plumb {
         reserved: u32,
         faulty: Option<(u16, &str)>,
     ) -> Result<Plumb, String> {
+        let placement = Placement::default();
+        Plumb::start_placed(
+            app, exe, dir, shape, base_port, clients, reserved, faulty, &placement,
+        )
+        .await
+    }
+
+    /// `start_with`, with the nodes placed as `placement` says: each on its own address, and
+    /// under an emulated wide-area network (docs/wan-emulation.md).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn start_placed(
+        app: Arc<dyn BenchApp>,
+        exe: &Path,
+        dir: &Path,
+        shape: &PlumbShape,
+        base_port: u16,
+        clients: u32,
+        reserved: u32,
+        faulty: Option<(u16, &str)>,
+        placement: &Placement,
+    ) -> Result<Plumb, String> {
         let o = InitOptions {
             app: app.name().to_string(),
             u: shape.u,
@@ -80,6 +112,9 @@ impl Plumb {
             gateway_clients: 0,
             cli_clients: clients.max(1) + reserved,
             split: shape.split,
+            hosts: placement.hosts.clone(),
+            wan: placement.wan.clone(),
+            protocol: placement.protocol.clone(),
             ..InitOptions::default()
         };
         let path = init(dir, &o).map_err(|e| e.to_string())?;

@@ -34,6 +34,58 @@ pub struct ClusterFile {
     /// Client identities for command-line tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cli_clients: Option<ClientRange>,
+    /// An emulated wide-area network (docs/wan-emulation.md); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wan: Option<WanEntry>,
+}
+
+/// `[wan]`: the site of every node and of the clients, and the one-way delay between sites.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WanEntry {
+    /// The site of each node, indexed by node id: `["a", "b", "b", "b"]`.
+    pub sites: Vec<String>,
+    /// One-way delay between different sites, in milliseconds (0 within a site).
+    pub delay_ms: u64,
+    /// The clients' site; absent: a site of their own, `delay_ms` from every node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_site: Option<String>,
+}
+
+/// The longest delay `[wan]` accepts: beyond it every protocol timer would fire first.
+const WAN_DELAY_MAX_MS: u64 = 10_000;
+
+fn wan(path: &Path, w: &WanEntry, nodes: &[Node]) -> Result<plumb_config::Wan, ClusterError> {
+    let err = |what: String| ClusterError::new(path, format!("[wan] {what}"));
+    if w.delay_ms > WAN_DELAY_MAX_MS {
+        return Err(err(format!(
+            "field `delay_ms`: {} is more than {WAN_DELAY_MAX_MS}",
+            w.delay_ms
+        )));
+    }
+    for n in nodes {
+        if n.id as usize >= w.sites.len() {
+            return Err(err(format!(
+                "field `sites`: node {} has no site ({} listed; the list is indexed by node id)",
+                n.id,
+                w.sites.len()
+            )));
+        }
+    }
+    let named = |s: &str| !s.is_empty() && s.len() <= 64 && !s.chars().any(char::is_whitespace);
+    if let Some(bad) = w.sites.iter().chain(&w.client_site).find(|s| !named(s)) {
+        return Err(err(format!(
+            "site {bad:?} is not a site name (1 to 64 characters, no spaces)"
+        )));
+    }
+    Ok(plumb_config::Wan {
+        sites: w.sites.clone(),
+        delay_us: w.delay_ms * 1000,
+        client_site: w
+            .client_site
+            .clone()
+            .unwrap_or_else(|| plumb_config::CLIENT_SITE_DEFAULT.to_string()),
+    })
 }
 
 /// The application of a cluster file that names none: the key-value store, which every
@@ -352,7 +404,12 @@ pub(crate) fn validate(path: &Path, file: ClusterFile) -> Result<Cluster, Cluste
         Some(r) => listed(r, "field `cli_clients`")?,
         None => Vec::new(),
     };
+    let wan = match &file.wan {
+        Some(w) => Some(wan(path, w, &nodes)?),
+        None => None,
+    };
     Ok(Cluster {
+        wan,
         path: path.to_path_buf(),
         app: file.app,
         protocol: Arc::new(protocol),

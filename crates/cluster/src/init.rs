@@ -2,7 +2,7 @@
 
 use crate::file::{ClientEntry, ClientRange, ClusterFile, GatewayEntry, NodeEntry, RoleKeys};
 use crate::keys::{identity_for, public_to_hex, write_secret};
-use crate::{Cluster, ClusterError, RoleName};
+use crate::{Cluster, ClusterError, ProtocolOverrides, RoleName, WanEntry};
 use plumb_config::Faults;
 use plumb_wire::Principal;
 use std::path::{Path, PathBuf};
@@ -26,6 +26,10 @@ pub struct InitOptions {
     /// Give each stage replica a node of its own instead of co-locating one replica of each
     /// stage per node (seed 004 Fig. 6.9 against 6.10).
     pub split: bool,
+    /// An emulated wide-area network to write as `[wan]` (docs/wan-emulation.md).
+    pub wan: Option<WanEntry>,
+    /// Protocol parameters to write into `[protocol]` (none: every default).
+    pub protocol: ProtocolOverrides,
 }
 
 impl Default for InitOptions {
@@ -41,6 +45,8 @@ impl Default for InitOptions {
             gateway_clients: 32,
             cli_clients: 8,
             split: false,
+            wan: None,
+            protocol: ProtocolOverrides::default(),
         }
     }
 }
@@ -144,7 +150,7 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
         app: o.app.clone(),
         u: o.u,
         r: o.r,
-        protocol: Default::default(),
+        protocol: o.protocol.clone(),
         nodes,
         clients,
         gateway: (o.gateway_clients > 0).then(|| GatewayEntry {
@@ -165,6 +171,7 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
             first: o.gateway_clients,
             last: total - 1,
         }),
+        wan: o.wan.clone(),
     };
     // Validate before writing, so a bad option never leaves a broken file behind.
     Cluster::from_file(&path, file.clone())?;
@@ -260,5 +267,46 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, text.replacen("app = \"counter\"\n", "", 1)).unwrap();
         assert_eq!(Cluster::load(&path).unwrap().app, crate::DEFAULT_APP);
+    }
+
+    #[test]
+    fn wan_section_round_trips_and_is_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = InitOptions {
+            wan: Some(WanEntry {
+                sites: ["a", "b", "b", "b"].map(String::from).to_vec(),
+                delay_ms: 15,
+                client_site: Some("a".into()),
+            }),
+            ..InitOptions::default()
+        };
+        let path = init(dir.path(), &o).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("[wan]"), "{text}");
+        let c = Cluster::load(&path).unwrap();
+        let ms = std::time::Duration::from_millis;
+        assert_eq!(c.node_delay(0, 1), ms(15));
+        assert_eq!(c.node_delay(2, 3), ms(0));
+        assert_eq!(c.client_delay(0), ms(0));
+        assert_eq!(c.client_delay(1), ms(15));
+
+        // Without [wan]: no delay anywhere.
+        let plain = tempfile::tempdir().unwrap();
+        let c = Cluster::load(&init(plain.path(), &InitOptions::default()).unwrap()).unwrap();
+        assert!(c.wan.is_none());
+        assert_eq!(c.node_delay(0, 1), ms(0));
+
+        // Too few sites, and a client site left out (its own site: far from every node).
+        let short = text.replace(r#"sites = ["a", "b", "b", "b"]"#, r#"sites = ["a", "b"]"#);
+        assert_ne!(short, text);
+        std::fs::write(&path, &short).unwrap();
+        let e = Cluster::load(&path).err().unwrap().to_string();
+        assert!(
+            e.contains("[wan]") && e.contains("node 2 has no site"),
+            "{e}"
+        );
+        std::fs::write(&path, text.replace("client_site = \"a\"\n", "")).unwrap();
+        let c = Cluster::load(&path).unwrap();
+        assert_eq!(c.client_delay(0), ms(15));
     }
 }

@@ -19,12 +19,12 @@ mod keys;
 
 pub use file::{
     valid_app_name, ClientRange, ClusterFile, GatewayEntry, NodeEntry, ProtocolOverrides, RoleName,
-    DEFAULT_APP,
+    WanEntry, DEFAULT_APP,
 };
 pub use init::{init, InitOptions};
 pub use keys::{identity_for, public_from_hex, public_to_hex, read_secret, write_secret};
 
-use plumb_config::{Faults, ProtocolConfig, Quorums};
+use plumb_config::{Faults, ProtocolConfig, Quorums, Wan};
 use plumb_core::KeyRing;
 use plumb_crypto::PublicIdentity;
 use plumb_wire::Principal;
@@ -100,6 +100,8 @@ pub struct Cluster {
     pub gateway: Option<Gateway>,
     /// Client identities set aside for command-line tools (`plumb kv`).
     pub cli_clients: Vec<u32>,
+    /// The emulated wide-area network, if the file has a `[wan]` section.
+    pub wan: Option<Wan>,
 }
 
 impl Cluster {
@@ -121,6 +123,20 @@ impl Cluster {
 
     pub fn quorums(&self) -> Quorums {
         self.protocol.quorums
+    }
+
+    /// One-way delay of frames from node `from` to node `to` (zero without `[wan]`).
+    pub fn node_delay(&self, from: u16, to: u16) -> std::time::Duration {
+        self.wan
+            .as_ref()
+            .map_or(std::time::Duration::ZERO, |w| w.node_to_node(from, to))
+    }
+
+    /// One-way delay between the clients and node `id`, either way (zero without `[wan]`).
+    pub fn client_delay(&self, id: u16) -> std::time::Duration {
+        self.wan
+            .as_ref()
+            .map_or(std::time::Duration::ZERO, |w| w.client_to_node(id))
     }
 
     pub fn node(&self, id: u16) -> Option<&Node> {

@@ -336,9 +336,99 @@ impl ProtocolConfig {
     }
 }
 
+/// An emulated wide-area network (the cluster file's `[wan]` section, docs/wan-emulation.md):
+/// every node and every client is at a named site, and a frame between two different sites
+/// waits `delay_us` before it is written (or handed over). Within a site there is no added
+/// delay. No loss, no jitter, no bandwidth limit: only a fixed one-way delay.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wan {
+    /// Site of each node, indexed by node id.
+    pub sites: Vec<String>,
+    /// One-way delay between two different sites, in microseconds.
+    pub delay_us: u64,
+    /// Site of every client of the cluster (the client library, gateways, tools).
+    pub client_site: String,
+}
+
+/// The site clients are at when `[wan]` names none: a site of their own, `delay_us` from every
+/// node.
+pub const CLIENT_SITE_DEFAULT: &str = "clients";
+
+impl Wan {
+    /// The site of node `id` (`None`: not listed).
+    pub fn site(&self, id: u16) -> Option<&str> {
+        self.sites.get(id as usize).map(String::as_str)
+    }
+
+    /// The one-way delay between two sites.
+    pub fn between(&self, a: &str, b: &str) -> std::time::Duration {
+        if a == b {
+            std::time::Duration::ZERO
+        } else {
+            std::time::Duration::from_micros(self.delay_us)
+        }
+    }
+
+    /// The one-way delay from node `a` to node `b` (zero for a node not listed).
+    pub fn node_to_node(&self, a: u16, b: u16) -> std::time::Duration {
+        match (self.site(a), self.site(b)) {
+            (Some(x), Some(y)) => self.between(x, y),
+            _ => std::time::Duration::ZERO,
+        }
+    }
+
+    /// The one-way delay between the clients and node `id`, either way.
+    pub fn client_to_node(&self, id: u16) -> std::time::Duration {
+        match self.site(id) {
+            Some(s) => self.between(&self.client_site, s),
+            None => std::time::Duration::ZERO,
+        }
+    }
+
+    /// One line for a node's start-up log and status: `site b, 15 ms to other sites`.
+    pub fn describe(&self, id: u16) -> String {
+        format!(
+            "site {}, {} to other sites, clients at site {}",
+            self.site(id).unwrap_or("?"),
+            millis(self.delay_us),
+            self.client_site
+        )
+    }
+}
+
+/// `15 ms`, or `0.5 ms`.
+fn millis(us: u64) -> String {
+    if us.is_multiple_of(1000) {
+        format!("{} ms", us / 1000)
+    } else {
+        format!("{} ms", us as f64 / 1000.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wan_delays_by_site() {
+        let wan = Wan {
+            sites: ["a", "b", "b", "b"].map(String::from).to_vec(),
+            delay_us: 15_000,
+            client_site: "a".into(),
+        };
+        let ms = std::time::Duration::from_millis;
+        assert_eq!(wan.node_to_node(0, 1), ms(15));
+        assert_eq!(wan.node_to_node(1, 0), ms(15));
+        assert_eq!(wan.node_to_node(1, 2), ms(0));
+        assert_eq!(wan.client_to_node(0), ms(0));
+        assert_eq!(wan.client_to_node(3), ms(15));
+        // A node the list does not reach gets no delay rather than a made-up one.
+        assert_eq!(wan.node_to_node(0, 9), ms(0));
+        assert_eq!(
+            wan.describe(1),
+            "site b, 15 ms to other sites, clients at site a"
+        );
+    }
 
     /// Seed 004 Table 2.1(d) / Table 6.1: the classic configurations.
     #[test]

@@ -219,6 +219,9 @@ pub async fn start_faulty(
                 keys.clone(),
                 n.id,
                 node.address,
+                // Nodes delay what they send: the sender knows the peer (and so its site)
+                // before the first frame, the receiver only once the handshake proved it.
+                plumb_runtime::LinkDelay::sending(cluster.node_delay(id, n.id)),
             ),
             // A node hosting no principal has nothing to send; its links stay unproven.
             None => Link::dial(n.address, LINK_QUEUE, on_frame, None),
@@ -302,6 +305,7 @@ pub async fn start_faulty(
             r: cluster.faults().r,
             // Where a fresh order replica starts; a restarted one reports what it resumed.
             last_committed: orders.then_some(0),
+            wan: cluster.wan.as_ref().map(|w| w.describe(id)),
             stable_checkpoint: orders.then_some(0),
             ..Status::default()
         }),

@@ -44,6 +44,10 @@ pub struct Status {
     pub last_divergence: Option<String>,
     /// The last view change this node's order replica asked for, with its cause.
     pub last_view_change: Option<String>,
+    /// The emulated wide-area network this node runs under (`[wan]`, docs/wan-emulation.md):
+    /// its site and the delay to other sites; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wan: Option<String>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -79,6 +79,71 @@ enum BenchCommand {
     /// of the `readwork` application. --csv writes
     /// system,work_us,transition_pct,sketchers,ops_per_s,p50_ms,p99_ms.
     Prophecy(ProphecyArgs),
+    /// Client speculation's set-up (seed 001 §5, issue 16): one client issuing --ops dependent
+    /// operations (a counter, and a file-system-like create/stat chain) one at a time against
+    /// an unreplicated server and a plumb u=1,r=1 cluster, in the topologies lan (no delay),
+    /// near (node 0, the view-0 primary's, at the client's site, the others --delay-ms away)
+    /// and far (every node --delay-ms from the client and each other), under plumb's emulated
+    /// WAN (docs/wan-emulation.md); and peak throughput with many callers on lan. --csv writes
+    /// system,topology,ops,run_s,ops_per_s,workload.
+    Speculation(SpeculationArgs),
+    /// Serve the key-value store unreplicated (one process, no replication, no disk): the
+    /// baseline `bench speculation` starts. Runs until stopped.
+    Unreplicated(UnreplicatedArgs),
+}
+
+#[derive(Args, Debug)]
+struct SpeculationArgs {
+    /// Dependent operations per run (seed 001 uses 2000).
+    #[arg(long, default_value_t = 2000)]
+    ops: u64,
+    /// Operations before each timed run (not counted).
+    #[arg(long, default_value_t = 20)]
+    warmup_ops: u64,
+    /// The systems, in order.
+    #[arg(long, value_delimiter = ',', default_value = "unreplicated,plumb")]
+    systems: Vec<String>,
+    /// The topologies, in order.
+    #[arg(long, value_delimiter = ',', default_value = "lan,near,far")]
+    topologies: Vec<String>,
+    /// The dependent workloads: counter (INCR of one key), files (HSET a path, then HGET it).
+    #[arg(long, value_delimiter = ',', default_value = "counter,files")]
+    workloads: Vec<String>,
+    /// One-way delay between sites, in milliseconds (seed 001: 15).
+    #[arg(long, default_value_t = 15)]
+    delay_ms: u64,
+    /// Closed-loop callers of the peak rows, on lan (0: no peak rows).
+    #[arg(long, default_value_t = 32)]
+    peak_clients: usize,
+    /// Seconds the peak rows measure (after 1 s of warm-up).
+    #[arg(long, default_value_t = 5.0)]
+    peak_duration: f64,
+    /// Write the runs to this CSV file.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write every run to this JSON file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Where the clusters keep their data (default: a temporary directory, removed after).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// First port: each system and topology takes 20 from here on.
+    #[arg(long, default_value_t = 41400)]
+    base_port: u16,
+    /// Loopback network of the servers: nodes on A.B.C.11 and up, the unreplicated server on
+    /// A.B.C.2.
+    #[arg(long, default_value = "127.0.41")]
+    net: String,
+    /// No progress lines.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct UnreplicatedArgs {
+    /// host:port to listen on.
+    #[arg(long)]
+    listen: std::net::SocketAddr,
 }
 
 #[derive(Args, Debug)]
@@ -413,6 +478,12 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
     if let Some(BenchCommand::Prophecy(p)) = &a.command {
         return prophecy_cmd(p);
     }
+    if let Some(BenchCommand::Speculation(s)) = &a.command {
+        return speculation_cmd(s);
+    }
+    if let Some(BenchCommand::Unreplicated(u)) = &a.command {
+        return unreplicated_cmd(u);
+    }
     if let (None, Some(faults)) = (&a.command, &a.nemesis) {
         return nemesis::nemesis_cmd(&a, faults);
     }
@@ -448,7 +519,11 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
             }
             Ok((&c.common, c.common.suite(systems, workloads)?, true))
         })(),
-        Some(BenchCommand::Prophecy(_)) => unreachable!("handled above"),
+        Some(
+            BenchCommand::Prophecy(_)
+            | BenchCommand::Speculation(_)
+            | BenchCommand::Unreplicated(_),
+        ) => unreachable!("handled above"),
         Some(BenchCommand::Matrix(m)) => (|| {
             let mut systems = Vec::new();
             for split in [false, true] {
@@ -600,6 +675,171 @@ fn prophecy_cmd(p: &ProphecyArgs) -> ExitCode {
         let text = serde_json::to_string_pretty(&outcome.rows).unwrap_or_default();
         if let Err(e) = report::write(path, &text) {
             eprintln!("plumb bench prophecy: {e}");
+            ok = false;
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `plumb bench unreplicated`: the key-value store in one process, until SIGTERM or Ctrl-C.
+fn unreplicated_cmd(u: &UnreplicatedArgs) -> ExitCode {
+    runtime().block_on(async {
+        let listener = match tokio::net::TcpListener::bind(u.listen).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!(
+                    "plumb bench unreplicated: cannot listen on {}: {e}",
+                    u.listen
+                );
+                return ExitCode::from(2);
+            }
+        };
+        out!("unreplicated key-value store on {}", u.listen);
+        let app = Box::new(plumb_kv::KvStore::new());
+        tokio::select! {
+            _ = plumb_bench::unreplicated::serve(listener, app) => {}
+            _ = terminated() => {}
+        }
+        ExitCode::SUCCESS
+    })
+}
+
+/// `plumb bench speculation`.
+fn speculation_cmd(s: &SpeculationArgs) -> ExitCode {
+    use plumb_bench::speculation::{self, SpeculationBench, System, Topology};
+    let fail = |e: String| {
+        eprintln!("plumb bench speculation: {e}");
+        ExitCode::from(2)
+    };
+    let parsed = (|| {
+        let systems = s
+            .systems
+            .iter()
+            .map(|x| System::parse(x))
+            .collect::<Result<Vec<_>, _>>()?;
+        let topologies = s
+            .topologies
+            .iter()
+            .map(|x| Topology::parse(x))
+            .collect::<Result<Vec<_>, _>>()?;
+        for w in &s.workloads {
+            speculation::workload(w, "check")?;
+        }
+        let net: Vec<u8> = s
+            .net
+            .split('.')
+            .map(|o| o.parse::<u8>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| format!("--net {}: not three octets like 127.0.41", s.net))?;
+        let net: [u8; 3] = net
+            .try_into()
+            .map_err(|_| format!("--net {}: not three octets like 127.0.41", s.net))?;
+        Ok::<_, String>((systems, topologies, net))
+    })();
+    let (systems, topologies, net) = match parsed {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return fail(format!("cannot find the plumb executable: {e}")),
+    };
+    let dir = s.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("plumb-bench-speculation-{}", std::process::id()))
+    });
+    if dir.exists() && s.dir.is_some() {
+        return fail(format!(
+            "{} exists; give a directory that does not",
+            dir.display()
+        ));
+    }
+    let bench = SpeculationBench {
+        exe,
+        dir: dir.clone(),
+        base_port: s.base_port,
+        net,
+        systems,
+        topologies,
+        workloads: s.workloads.iter().map(|w| w.trim().to_string()).collect(),
+        ops: s.ops.max(1),
+        warmup_ops: s.warmup_ops,
+        delay_ms: s.delay_ms,
+        peak_clients: s.peak_clients,
+        peak_duration: Duration::from_secs_f64(s.peak_duration.max(0.1)),
+        progress: !s.quiet,
+    };
+    let command: Vec<String> = std::env::args().collect();
+    let outcome = runtime().block_on(async {
+        tokio::select! {
+            outcome = bench.run() => Some(outcome),
+            _ = terminated() => None,
+        }
+    });
+    if s.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let outcome = match outcome {
+        None => {
+            eprintln!("plumb bench speculation: interrupted; the servers it started are stopped");
+            return ExitCode::from(130);
+        }
+        Some(Err(e)) => return fail(e),
+        Some(Ok(o)) => o,
+    };
+    out!("");
+    out!("command: {}", command.join(" "));
+    out!("machine: {}", report::machine());
+    out!(
+        "load average (1/5/15 min): {} before, {} after",
+        outcome.load_before,
+        outcome.load_after
+    );
+    out!(
+        "plumb: u1r1 co-located, {} node processes, node i on {}.{}, key-value store, called through the client library (every operation ordered, client record synced per request); primary rotation off (throughput_grace_us = 1 h) so the view-0 primary stays on node 0",
+        outcome.nodes,
+        s.net,
+        "11+i"
+    );
+    out!(
+        "unreplicated: one `plumb bench unreplicated` process on {}.2, each request its own batch, no disk",
+        s.net
+    );
+    out!(
+        "emulated WAN (in plumb's transport, docs/wan-emulation.md): {} ms one-way between sites; lan: none; near: node 0 (view-0 primary) and the unreplicated server at the client's site, nodes 1-3 away; far: every node and the server away from the client and each other",
+        bench.delay_ms
+    );
+    out!(
+        "load: one client, {} dependent operations per run after {} warm-up operations; peak: {} closed-loop callers on lan for {:.1} s",
+        bench.ops,
+        bench.warmup_ops,
+        bench.peak_clients,
+        bench.peak_duration.as_secs_f64()
+    );
+    out!("");
+    out!("{}", speculation::table(&outcome.rows));
+    out!("ratios:");
+    out!("{}", speculation::ratios(&outcome.rows));
+    for note in &outcome.notes {
+        out!("{note}");
+    }
+    let mut ok = outcome.failures.is_empty();
+    for f in &outcome.failures {
+        eprintln!("plumb bench speculation: not measured: {f}");
+    }
+    if let Some(path) = &s.csv {
+        if let Err(e) = report::write(path, &speculation::csv(&outcome.rows)) {
+            eprintln!("plumb bench speculation: {e}");
+            ok = false;
+        }
+    }
+    if let Some(path) = &s.json {
+        let text = serde_json::to_string_pretty(&outcome.rows).unwrap_or_default();
+        if let Err(e) = report::write(path, &text) {
+            eprintln!("plumb bench speculation: {e}");
             ok = false;
         }
     }

@@ -4,7 +4,8 @@
 //! - [`mailbox`]: per-sender bounded queues served round-robin;
 //! - [`link`]: TCP framing and self-redialing connections;
 //! - [`handshake`]: a node proving which node dialed a connection;
-//! - [`admin`]: the operator's HTTP endpoint.
+//! - [`admin`]: the operator's HTTP endpoint;
+//! - [`wan`]: emulated wide-area delay on links (docs/wan-emulation.md).
 
 pub mod accept;
 pub mod admin;
@@ -13,8 +14,10 @@ pub mod link;
 pub mod mailbox;
 pub mod runner;
 pub mod source_limit;
+pub mod wan;
 
 pub use handshake::NodeKeys;
 pub use link::{Greeting, Link, OnFrame};
 pub use mailbox::{Item, Mailbox, QueueKey};
 pub use runner::{wall_micros, Host, Outbox, Runner, StageShared};
+pub use wan::{DelayLine, LinkDelay};

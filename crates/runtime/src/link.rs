@@ -10,8 +10,14 @@
 //!
 //! A link between nodes ([`Link::dial_peer`]) first proves which node dialed it
 //! (`handshake.rs`); a client's link ([`Link::dial`]) sends its greetings instead.
+//!
+//! An emulated wide-area delay ([`LinkDelay`], docs/wan-emulation.md) puts a [`DelayLine`] in
+//! front of the connection (frames sent wait before they are queued for writing) and, for
+//! frames received, between the reader and the callback. Without one nothing changes: no
+//! line, no task, no clock reading.
 
 use crate::handshake::{self, NodeKeys};
+use crate::wan::{DelayLine, LinkDelay};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
@@ -67,6 +73,9 @@ pub struct Link {
     tx: mpsc::Sender<Bytes>,
     capacity: usize,
     stats: Arc<LinkStats>,
+    /// Under an emulated delay: where frames wait before they go to `tx`.
+    line: Option<DelayLine<Bytes>>,
+    delay: LinkDelay,
 }
 
 #[derive(Default)]
@@ -87,14 +96,27 @@ impl Link {
         on_frame: OnFrame,
         greeting: Option<Greeting>,
     ) -> Link {
-        Link::open(addr, capacity, on_frame, Opening::Greet(greeting))
+        Link::dial_delayed(addr, capacity, on_frame, greeting, LinkDelay::NONE)
+    }
+
+    /// `dial`, with an emulated wide-area delay on frames sent and received (a client applies
+    /// the whole path's delay itself: a node does not know the client's site).
+    pub fn dial_delayed(
+        addr: SocketAddr,
+        capacity: usize,
+        on_frame: OnFrame,
+        greeting: Option<Greeting>,
+        delay: LinkDelay,
+    ) -> Link {
+        Link::open(addr, capacity, on_frame, Opening::Greet(greeting), delay)
     }
 
     /// `dial`, for a link from this node (listening on `from`) to node `to`: every connection
     /// first proves with `keys` that it is this node's, and counts as up only once `to`
     /// accepted the proof. Connections leave from `from`'s IP address, so that a node's
     /// traffic carries the address the configuration gives it both ways (what a firewall
-    /// rule, or the nemesis harness's partition, names the node by).
+    /// rule, or the nemesis harness's partition, names the node by). `delay`: the emulated
+    /// wide-area delay of this link (nodes delay what they send, [`LinkDelay::sending`]).
     pub fn dial_peer(
         addr: SocketAddr,
         capacity: usize,
@@ -102,34 +124,76 @@ impl Link {
         keys: Arc<dyn NodeKeys>,
         to: u16,
         from: SocketAddr,
+        delay: LinkDelay,
     ) -> Link {
-        Link::open(addr, capacity, on_frame, Opening::Prove { keys, to, from })
+        Link::open(
+            addr,
+            capacity,
+            on_frame,
+            Opening::Prove { keys, to, from },
+            delay,
+        )
     }
 
-    fn open(addr: SocketAddr, capacity: usize, on_frame: OnFrame, opening: Opening) -> Link {
+    fn open(
+        addr: SocketAddr,
+        capacity: usize,
+        on_frame: OnFrame,
+        opening: Opening,
+        delay: LinkDelay,
+    ) -> Link {
         let (tx, rx) = mpsc::channel(capacity);
         let stats = Arc::new(LinkStats::default());
+        let on_frame = if delay.receive.is_zero() {
+            on_frame
+        } else {
+            let received = DelayLine::spawn(delay.receive, capacity, move |f: Vec<u8>| on_frame(f));
+            let stats = stats.clone();
+            Arc::new(move |f: Vec<u8>| {
+                if received.push(f).is_err() {
+                    stats.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }) as OnFrame
+        };
+        let line = (!delay.send.is_zero()).then(|| {
+            let tx = tx.clone();
+            let stats = stats.clone();
+            DelayLine::spawn(delay.send, capacity, move |frame: Bytes| {
+                if tx.try_send(frame).is_err() {
+                    stats.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        });
         tokio::spawn(keep_connected(addr, rx, on_frame, opening, stats.clone()));
         Link {
             tx,
             capacity,
             stats,
+            line,
+            delay,
         }
     }
 
     /// Queue a frame; `false` if the queue is full (dropped and counted) or the link is gone.
     pub fn send(&self, frame: Vec<u8>) -> bool {
-        match self.tx.try_send(Bytes::from(frame)) {
-            Ok(()) => true,
-            Err(_) => {
-                self.stats.dropped.fetch_add(1, Ordering::Relaxed);
-                false
-            }
+        let queued = match &self.line {
+            None => self.tx.try_send(Bytes::from(frame)).is_ok(),
+            Some(line) => line.push(Bytes::from(frame)).is_ok(),
+        };
+        if !queued {
+            self.stats.dropped.fetch_add(1, Ordering::Relaxed);
         }
+        queued
     }
 
+    /// Frames waiting to be written (under an emulated delay, those still in the delay too).
     pub fn depth(&self) -> usize {
-        self.capacity - self.tx.capacity()
+        self.capacity - self.tx.capacity() + self.line.as_ref().map_or(0, DelayLine::depth)
+    }
+
+    /// The emulated wide-area delay of this link.
+    pub fn delay(&self) -> LinkDelay {
+        self.delay
     }
 
     pub fn stats(&self) -> &LinkStats {
@@ -250,4 +314,77 @@ async fn greet(framed: &mut Framed, greeting: Option<&Greeting>) -> bool {
         }
     }
     SinkExt::<Bytes>::flush(framed).await.is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+    use tokio::net::TcpListener;
+
+    /// An echo server on loopback: every frame back as it came.
+    async fn echo() -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let (mut sink, mut frames) = framed(stream).split();
+                    while let Some(Ok(f)) = frames.next().await {
+                        if sink.send(f.freeze()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    /// Send `n` numbered frames over a link with `delay`, and return when each came back
+    /// (after the time it was sent) in arrival order.
+    async fn round_trips(delay: LinkDelay, n: u32) -> Vec<(u32, Duration)> {
+        let addr = echo().await;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let on_frame: OnFrame = Arc::new(move |f: Vec<u8>| {
+            let _ = tx.send((f, Instant::now()));
+        });
+        let link = Link::dial_delayed(addr, 64, on_frame, None, delay);
+        let mut sent = Vec::new();
+        for i in 0..n {
+            sent.push(Instant::now());
+            assert!(link.send(i.to_le_bytes().to_vec()));
+        }
+        let mut back = Vec::new();
+        for _ in 0..n {
+            let (f, at) = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+                .await
+                .expect("the echo came back")
+                .unwrap();
+            let i = u32::from_le_bytes(f[..4].try_into().unwrap());
+            back.push((i, at - sent[i as usize]));
+        }
+        back
+    }
+
+    /// A link with an emulated delay takes at least the delay each way, keeps its frames in
+    /// order, and one without gets them all back in order too. Only lower bounds on time are
+    /// asserted: a loaded machine can only make things slower.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn delayed_link_takes_at_least_its_delay_each_way_in_order() {
+        let d = Duration::from_millis(25);
+        let delayed = round_trips(LinkDelay::both(d), 20).await;
+        let order: Vec<u32> = delayed.iter().map(|(i, _)| *i).collect();
+        assert_eq!(order, (0..20).collect::<Vec<_>>());
+        for (i, rtt) in &delayed {
+            assert!(*rtt >= 2 * d, "frame {i} came back after {rtt:?}");
+        }
+        let sending_only = round_trips(LinkDelay::sending(d), 5).await;
+        for (i, rtt) in &sending_only {
+            assert!(*rtt >= d, "frame {i} came back after {rtt:?}");
+        }
+        let plain = round_trips(LinkDelay::NONE, 20).await;
+        let order: Vec<u32> = plain.iter().map(|(i, _)| *i).collect();
+        assert_eq!(order, (0..20).collect::<Vec<_>>());
+    }
 }

@@ -8,7 +8,7 @@ use crate::net::group::ClientGroup;
 use crate::net::PushEvent;
 use plumb_cluster::Cluster;
 use plumb_core::{Action, KeyRing, Micros};
-use plumb_runtime::{Greeting, Host, Item, Link, Mailbox, OnFrame, Outbox, QueueKey};
+use plumb_runtime::{Greeting, Host, Item, Link, LinkDelay, Mailbox, OnFrame, Outbox, QueueKey};
 use plumb_wire::{Envelope, Message, Principal};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -71,9 +71,12 @@ impl Links {
                         .collect()
                 }) as Greeting
             });
+            // Under an emulated wide-area network the client delays both directions itself:
+            // a node does not know which site a client is at (docs/wan-emulation.md).
+            let delay = LinkDelay::both(cluster.client_delay(n.id));
             links.insert(
                 n.id,
-                Link::dial(n.address, LINK_QUEUE, on_frame.clone(), greeting),
+                Link::dial_delayed(n.address, LINK_QUEUE, on_frame.clone(), greeting, delay),
             );
             for p in &n.principals {
                 node_of.insert(*p, n.id);

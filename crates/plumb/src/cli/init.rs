@@ -70,6 +70,8 @@ pub(crate) fn init_cmd(cli: &Cli, a: InitArgs) -> ExitCode {
         gateway_clients,
         cli_clients: a.cli_clients,
         split: a.split,
+        wan: None,
+        protocol: Default::default(),
     };
     match init(&a.dir, &o)
         .map_err(|e| e.to_string())

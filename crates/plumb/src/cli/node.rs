@@ -80,6 +80,9 @@ pub(crate) fn node_cmd(cli: &Cli, a: NodeArgs) -> ExitCode {
             node.admin,
             data.display()
         );
+        if let Some(wan) = &cluster.wan {
+            out!("node {}: emulated WAN: {}", a.id, wan.describe(a.id));
+        }
         terminated().await;
         out!("node {}: stopping", a.id);
         tokio::task::block_in_place(|| node.stop());

@@ -99,6 +99,17 @@ pub(crate) fn status_cmd(cli: &Cli, a: StatusArgs) -> ExitCode {
             cluster.nodes.len(),
             q.faults.u
         );
+        if let Some(wan) = &cluster.wan {
+            out!(
+                "emulated WAN ([wan] in {}): {} ms one-way between different sites, 0 within one; clients at site {}",
+                cluster.path.display(),
+                wan.delay_us as f64 / 1000.0,
+                wan.client_site
+            );
+            for n in &cluster.nodes {
+                out!("  node {}: site {}", n.id, wan.site(n.id).unwrap_or("?"));
+            }
+        }
     }
     if down > q.faults.u as usize {
         ExitCode::from(1)
