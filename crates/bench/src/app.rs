@@ -51,3 +51,32 @@ impl BenchApp for KvBench {
         }
     }
 }
+
+/// `specbench` behind the predicated-request shim (`plumb bench speculation`): a write creates
+/// the file `/key` (the value is not stored: the bench's probe only needs an ordered write), a
+/// read reads it back, both as the shim's plain envelope.
+#[derive(Debug)]
+pub struct SpecBenchApp;
+
+impl BenchApp for SpecBenchApp {
+    fn name(&self) -> &str {
+        plumb_speculation::app::SPECBENCH_APP
+    }
+
+    fn write(&self, key: &str, _value: &[u8]) -> Vec<u8> {
+        let op = plumb_speculation::app::create_op(&format!("/{}", key.replace('/', "-")));
+        plumb_speculation::SpecOp::plain(op).encode()
+    }
+
+    fn read(&self, key: &str) -> Vec<u8> {
+        let op = plumb_speculation::app::read_op(&format!("/{}", key.replace('/', "-")));
+        plumb_speculation::SpecOp::plain(op).encode()
+    }
+
+    fn reply_bytes(&self, reply: &[u8]) -> Result<usize, String> {
+        match plumb_speculation::SpecReply::decode(reply) {
+            Ok(plumb_speculation::SpecReply::Executed(b)) => Ok(b.len()),
+            other => Err(format!("unexpected reply {other:?}")),
+        }
+    }
+}

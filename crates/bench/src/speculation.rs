@@ -4,7 +4,10 @@
 //!
 //! - `unreplicated`: one process running the application directly ([`crate::unreplicated`]);
 //! - `plumb`: a fresh u = 1, r = 1 cluster of `plumb node` processes, each node on its own
-//!   loopback address, called through the normal client library;
+//!   loopback address, called through the normal client library, one operation at a time;
+//! - `plumb-spec`: the same cluster, called through a speculative session
+//!   (`plumb_speculation::session`): each operation goes on with execution replica 0's early
+//!   reply, on 16 lanes (client identities of one speculation group);
 //!
 //! in three topologies under plumb's emulated wide-area network (docs/wan-emulation.md):
 //!
@@ -16,9 +19,9 @@
 //!
 //! And a `peak` row per system: many closed-loop callers on `lan`, operations per second.
 //!
-//! A system is a [`System`] variant and one arm of [`System::start`], which returns callers;
-//! the speculating client of issue 16 (`plumb-spec`) is added the same way. A workload is a
-//! [`DependentOps`]: the speculation work can swap in its own application's operations.
+//! Every system runs the same application, `specbench` behind the predicated-request shim
+//! (`plumb_speculation::Speculative<SpecBench>`; the unreplicated server too), so the
+//! figures differ only in how the operations reach it. A workload is a [`DependentOps`].
 
 use crate::app::BenchApp;
 use crate::plumb::{Placement, Plumb, PlumbShape};
@@ -27,7 +30,9 @@ use crate::target::{BoxFuture, ServerProcess};
 use crate::unreplicated::UnreplicatedClient;
 use plumb_cluster::WanEntry;
 use plumb_gateway::Pool;
-use plumb_kv::{KvOp, KvResult};
+use plumb_speculation::app::{create_op, incr_op, read_op, write_op, FsReply, FsStatus, IncrReply};
+use plumb_speculation::session::Session;
+use plumb_speculation::{SpecOp, SpecReply, SPEC_GROUP};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -101,15 +106,17 @@ pub const CLIENT_SITE: &str = "client";
 pub enum System {
     Unreplicated,
     Plumb,
+    PlumbSpec,
 }
 
 impl System {
-    pub const ALL: [System; 2] = [System::Unreplicated, System::Plumb];
+    pub const ALL: [System; 3] = [System::Unreplicated, System::Plumb, System::PlumbSpec];
 
     pub fn name(self) -> &'static str {
         match self {
             System::Unreplicated => "unreplicated",
             System::Plumb => "plumb",
+            System::PlumbSpec => "plumb-spec",
         }
     }
 
@@ -117,9 +124,18 @@ impl System {
         System::ALL
             .into_iter()
             .find(|s| s.name() == text.trim())
-            .ok_or_else(|| format!("unknown system `{text}`: use unreplicated or plumb"))
+            .ok_or_else(|| {
+                format!("unknown system `{text}`: use unreplicated, plumb or plumb-spec")
+            })
     }
 }
+
+/// Lanes (client identities of one speculation group) of a `plumb-spec` session in the
+/// single-client runs: as many as a group has, so the chain can go on as far as possible
+/// past operations that have not committed.
+const SPEC_LANES: u32 = SPEC_GROUP;
+/// Lanes of each `plumb-spec` session in the peak row (each caller a session of its own).
+const PEAK_SPEC_LANES: u32 = 2;
 
 /// Something that runs one operation and returns its result.
 pub trait Caller: Send + Sync {
@@ -133,7 +149,7 @@ impl Caller for UnreplicatedClient {
 }
 
 /// The normal client library (through the pool the gateway uses: a queue in front of
-/// `plumb_client::net::Client`), every operation ordered.
+/// `plumb_client::net::Client`), every operation ordered, one at a time.
 struct PoolCaller(Arc<Pool>);
 
 impl Caller for PoolCaller {
@@ -143,42 +159,51 @@ impl Caller for PoolCaller {
 }
 
 /// A sequence of dependent operations: each is made from the result of the one before.
-pub trait DependentOps: Send {
+/// Operations are `specbench`'s (`plumb_speculation::app`); results its replies (the
+/// `Executed` payload).
+pub trait DependentOps: Send + Sync {
     /// The workload's name in the table and the csv.
     fn name(&self) -> &'static str;
     /// The first operation (`previous` is `None`), or the next one given the previous
     /// operation's result; an error if that result is not what the sequence expects.
     fn next(&mut self, previous: Option<&[u8]>) -> Result<Vec<u8>, String>;
+    /// A copy, for a speculative chain's checkpoints.
+    fn boxed(&self) -> Box<dyn DependentOps>;
 }
 
 /// The workloads by name.
 pub const WORKLOADS: [&str; 2] = ["counter", "files"];
 
-/// Workload `name`, on keys of its own under `tag` (so runs never see each other's state).
+/// Workload `name`, on a counter or directory of its own under `tag` (so runs never see each
+/// other's state).
 pub fn workload(name: &str, tag: &str) -> Result<Box<dyn DependentOps>, String> {
     match name.trim() {
         "counter" => Ok(Box::new(Counter {
-            key: format!("spec:{tag}:counter").into_bytes(),
+            counter: u32::from_le_bytes(
+                plumb_crypto::Digest::of(tag.as_bytes()).0[..4]
+                    .try_into()
+                    .expect("4 bytes"),
+            ),
+            token: 0,
             expect: 0,
         })),
         "files" => Ok(Box::new(Files {
-            dir: format!("spec:{tag}:fs"),
+            dir: format!("/{}", tag.replace('/', "-")),
             step: 0,
-            parent: 0,
+            data: Vec::new(),
         })),
         other => Err(format!("unknown workload `{other}`: use counter or files")),
     }
 }
 
-fn kv_result(reply: &[u8]) -> Result<KvResult, String> {
-    KvResult::decode(reply).map_err(|e| format!("undecodable result: {e}"))
-}
-
-/// INCR of one key: each result must be the previous one plus one (the counter of seed 001
-/// §5.1's micro-benchmark).
+/// Increments of one counter, each carrying the token the previous one answered (seed 001
+/// §5.1's counter: "each reply contains a token that the client must present on its next
+/// request"); each value must be the previous plus one.
+#[derive(Clone)]
 struct Counter {
-    key: Vec<u8>,
-    expect: i64,
+    counter: u32,
+    token: u64,
+    expect: u64,
 }
 
 impl DependentOps for Counter {
@@ -188,35 +213,35 @@ impl DependentOps for Counter {
 
     fn next(&mut self, previous: Option<&[u8]>) -> Result<Vec<u8>, String> {
         if let Some(reply) = previous {
-            match kv_result(reply)? {
-                KvResult::Int(n) if n == self.expect => {}
+            match IncrReply::decode(reply) {
+                Some(IncrReply::Done { value, token }) if value == self.expect => {
+                    self.token = token
+                }
                 other => return Err(format!("counter: expected {}, got {other:?}", self.expect)),
             }
         }
         self.expect += 1;
-        Ok(KvOp::Increment {
-            key: self.key.clone(),
-            delta: 1,
-        }
-        .encode())
+        Ok(incr_op(self.counter, self.token))
+    }
+
+    fn boxed(&self) -> Box<dyn DependentOps> {
+        Box::new(self.clone())
     }
 }
 
-/// A small file-system-like sequence: create a file (HSET of its path with its inode number
-/// and its parent's), then stat it (HGET of its inode); the next file is created in the one
-/// just stat-ed, so every create depends on the stat before it and every stat on its create.
+/// A small file-system-like sequence, three operations per file: create it, write into it
+/// what the previous file held plus one byte, read it back; so every write depends on the
+/// read before it, and every read is checked against its write.
+#[derive(Clone)]
 struct Files {
     dir: String,
     step: u64,
-    /// The inode the last stat returned: the next file's parent.
-    parent: u64,
+    /// What the current file must hold.
+    data: Vec<u8>,
 }
 
-impl Files {
-    fn path(&self, file: u64) -> Vec<u8> {
-        format!("{}/f{file}", self.dir).into_bytes()
-    }
-}
+/// Bytes a file keeps from the previous one (the write stays small).
+const FILE_BYTES: usize = 64;
 
 impl DependentOps for Files {
     fn name(&self) -> &'static str {
@@ -224,46 +249,89 @@ impl DependentOps for Files {
     }
 
     fn next(&mut self, previous: Option<&[u8]>) -> Result<Vec<u8>, String> {
-        let file = self.step / 2;
-        if let Some(reply) = previous {
-            match (self.step % 2, kv_result(reply)?) {
-                // A create added its two fields.
-                (1, KvResult::Int(2)) => {}
-                // A stat returned the inode its create wrote.
-                (0, KvResult::Value(Some(v))) => {
-                    let inode = std::str::from_utf8(&v)
-                        .ok()
-                        .and_then(|s| s.parse::<u64>().ok())
-                        .filter(|&i| i == file)
-                        .ok_or_else(|| {
-                            format!("files: stat of file {} returned {v:?}", file - 1)
-                        })?;
-                    self.parent = inode;
-                }
-                (phase, other) => {
+        let path = |file: u64| format!("{}/f{file}", self.dir);
+        if let (Some(reply), Some(last)) = (previous, self.step.checked_sub(1)) {
+            let file = last / 3;
+            // A read's reply is shaped by its op; a create's and a write's are a status.
+            let op = if last % 3 == 2 {
+                read_op(&path(file))
+            } else {
+                Vec::new()
+            };
+            match (last % 3, FsReply::decode(&op, reply)) {
+                (0 | 1, Some(FsReply::Status(FsStatus::Ok))) => {}
+                (2, Some(FsReply::Data(d))) if d == self.data => {}
+                (_, other) => {
                     return Err(format!(
-                        "files: unexpected result {other:?} for a {}",
-                        if phase == 1 { "create" } else { "stat" }
+                        "files: step {last} (file {file}) answered {other:?}; it holds {:?}",
+                        self.data
                     ))
                 }
             }
         }
-        let op = if self.step.is_multiple_of(2) {
-            KvOp::HSet {
-                key: self.path(file),
-                fields: vec![
-                    (b"inode".to_vec(), (file + 1).to_string().into_bytes()),
-                    (b"parent".to_vec(), self.parent.to_string().into_bytes()),
-                ],
+        let file = self.step / 3;
+        let op = match self.step % 3 {
+            0 => create_op(&path(file)),
+            1 => {
+                self.data.push(file as u8);
+                if self.data.len() > FILE_BYTES {
+                    self.data.remove(0);
+                }
+                write_op(&path(file), 0, &self.data)
             }
-        } else {
-            KvOp::HGet {
-                key: self.path(file),
-                field: b"inode".to_vec(),
-            }
+            _ => read_op(&path(file)),
         };
         self.step += 1;
-        Ok(op.encode())
+        Ok(op)
+    }
+
+    fn boxed(&self) -> Box<dyn DependentOps> {
+        Box::new(self.clone())
+    }
+}
+
+/// A speculative chain's state: the workload and the operation it issues next, or what went
+/// wrong (kept until the end: a wrong early reply's error is rolled back with it).
+struct ChainState {
+    ops: Box<dyn DependentOps>,
+    op: Vec<u8>,
+    error: Option<String>,
+}
+
+impl Clone for ChainState {
+    fn clone(&self) -> ChainState {
+        ChainState {
+            ops: self.ops.boxed(),
+            op: self.op.clone(),
+            error: self.error.clone(),
+        }
+    }
+}
+
+impl ChainState {
+    fn start(mut ops: Box<dyn DependentOps>) -> Result<ChainState, String> {
+        let op = ops.next(None)?;
+        Ok(ChainState {
+            ops,
+            op,
+            error: None,
+        })
+    }
+
+    fn apply(&self, reply: &SpecReply) -> ChainState {
+        let mut next = self.clone();
+        if next.error.is_some() {
+            return next;
+        }
+        let step = match reply {
+            SpecReply::Executed(bytes) => next.ops.next(Some(bytes)),
+            other => Err(format!("the replicas answered {other:?}")),
+        };
+        match step {
+            Ok(op) => next.op = op,
+            Err(e) => next.error = Some(e),
+        }
+        next
     }
 }
 
@@ -318,6 +386,8 @@ pub struct Outcome {
 /// A system running in one topology: its callers, and what keeps it running (dropped last).
 struct Running {
     callers: Vec<Arc<dyn Caller>>,
+    /// `plumb-spec`: one speculative session per caller instead.
+    sessions: Vec<Session>,
     /// A replicated system's cluster, to read its view off at the end.
     cluster: Option<plumb_cluster::Cluster>,
     _servers: Box<dyn std::any::Any + Send>,
@@ -375,11 +445,12 @@ impl SpeculationBench {
                 }
                 Ok(Running {
                     callers: out,
+                    sessions: Vec::new(),
                     cluster: None,
                     _servers: Box::new(server),
                 })
             }
-            System::Plumb => {
+            System::Plumb | System::PlumbSpec => {
                 let shape = PlumbShape {
                     u: 1,
                     r: 1,
@@ -399,24 +470,48 @@ impl SpeculationBench {
                         ..Default::default()
                     },
                 };
+                // `plumb-spec` sessions get whole speculation groups of their own (client ids
+                // 16g ..), reserved ahead of the harness's pool, which then keeps one identity.
+                let (pool_clients, reserved) = match system {
+                    System::PlumbSpec => (1, SPEC_GROUP * callers.max(1) as u32),
+                    _ => (callers.max(1) as u32, 0),
+                };
                 let plumb = Plumb::start_placed(
-                    Arc::new(crate::app::KvBench) as Arc<dyn BenchApp>,
+                    Arc::new(crate::app::SpecBenchApp) as Arc<dyn BenchApp>,
                     &self.exe,
                     &dir,
                     &shape,
                     port,
-                    callers.max(1) as u32,
-                    0,
+                    pool_clients,
+                    reserved,
                     None,
                     &placement,
                 )
                 .await?;
                 let pool = plumb.pool().clone();
-                let out: Vec<Arc<dyn Caller>> = (0..callers.max(1))
-                    .map(|_| Arc::new(PoolCaller(pool.clone())) as Arc<dyn Caller>)
-                    .collect();
+                let (out, sessions) = match system {
+                    System::PlumbSpec => {
+                        let lanes = if callers > 1 {
+                            PEAK_SPEC_LANES
+                        } else {
+                            SPEC_LANES
+                        };
+                        let mut sessions = Vec::new();
+                        for g in 0..callers.max(1) as u32 {
+                            sessions.push(spec_session(plumb.cluster(), &dir, g, lanes).await?);
+                        }
+                        (Vec::new(), sessions)
+                    }
+                    _ => (
+                        (0..callers.max(1))
+                            .map(|_| Arc::new(PoolCaller(pool.clone())) as Arc<dyn Caller>)
+                            .collect(),
+                        Vec::new(),
+                    ),
+                };
                 Ok(Running {
                     callers: out,
+                    sessions,
                     cluster: Some(plumb.cluster().clone()),
                     _servers: Box::new(plumb),
                 })
@@ -436,7 +531,14 @@ impl SpeculationBench {
         for &topology in &self.topologies {
             for &system in &self.systems {
                 let peak = topology == Topology::Lan && self.peak_clients > 0;
-                let callers = if peak { self.peak_clients } else { 1 };
+                let callers = match (peak, system) {
+                    (false, _) => 1,
+                    // As many client identities as the other systems' callers.
+                    (true, System::PlumbSpec) => {
+                        (self.peak_clients / PEAK_SPEC_LANES as usize).max(1)
+                    }
+                    (true, _) => self.peak_clients,
+                };
                 let label = format!("{} {}", system.name(), topology.name());
                 if self.progress {
                     eprintln!("  starting {label}");
@@ -450,10 +552,14 @@ impl SpeculationBench {
                     }
                 };
                 k += 1;
-                let single = running.callers[0].clone();
                 for name in &self.workloads {
                     let tag = format!("{}-{}", system.name(), topology.name());
-                    match self.dependent(&*single, name, &tag).await {
+                    let timed = match (running.sessions.first(), running.callers.first()) {
+                        (Some(session), _) => self.speculative(session, name, &tag).await,
+                        (None, Some(caller)) => self.dependent(&**caller, name, &tag).await,
+                        (None, None) => Err("nothing to call the system with".to_string()),
+                    };
+                    match timed {
                         Ok((ops, run_s)) => {
                             let row = Row {
                                 system: system.name(),
@@ -475,7 +581,12 @@ impl SpeculationBench {
                     }
                 }
                 if peak {
-                    match self.peak(&running.callers, system).await {
+                    let measured = if running.sessions.is_empty() {
+                        self.peak(&running.callers, system).await
+                    } else {
+                        self.peak_speculative(&running.sessions).await
+                    };
+                    match measured {
                         Ok((ops, run_s)) => {
                             if self.progress {
                                 eprintln!(
@@ -521,7 +632,6 @@ impl SpeculationBench {
                     };
                     outcome.notes.push(note);
                 }
-                drop(single);
                 drop(running);
             }
         }
@@ -544,6 +654,69 @@ impl SpeculationBench {
         Ok((self.ops, start.elapsed().as_secs_f64()))
     }
 
+    /// Warm up, then time `self.ops` dependent operations of workload `name` as one
+    /// speculative chain.
+    async fn speculative(
+        &self,
+        session: &Session,
+        name: &str,
+        tag: &str,
+    ) -> Result<(u64, f64), String> {
+        spec_chain(
+            session,
+            workload(name, &format!("{tag}-warmup"))?,
+            self.warmup_ops,
+        )
+        .await?;
+        let start = Instant::now();
+        let stats = spec_chain(session, workload(name, tag)?, self.ops).await?;
+        let run_s = start.elapsed().as_secs_f64();
+        if self.progress {
+            eprintln!(
+                "    {name}: {} issued, {} went on with early replies, {} waited, {} rollbacks",
+                stats.issued, stats.speculated, stats.waited, stats.rollbacks
+            );
+        }
+        Ok((self.ops, run_s))
+    }
+
+    /// The peak row of `plumb-spec`: every session runs speculative chains of counter
+    /// increments for `peak_duration` after a second of warm-up; confirmed steps count.
+    async fn peak_speculative(&self, sessions: &[Session]) -> Result<(u64, f64), String> {
+        let measuring = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicU64::new(0));
+        let mut tasks = Vec::new();
+        for (i, session) in sessions.iter().enumerate() {
+            let session = session.clone();
+            let (measuring, stop, done) = (measuring.clone(), stop.clone(), done.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut round = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    // Short chains, so the count stops close to the end of the window.
+                    let ops = workload("counter", &format!("plumb-spec-peak-{i}-{round}"))?;
+                    spec_chain(&session, ops, PEAK_CHAIN).await?;
+                    if measuring.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+                        done.fetch_add(PEAK_CHAIN, Ordering::Relaxed);
+                    }
+                    round += 1;
+                }
+                Ok::<(), String>(())
+            }));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        measuring.store(true, Ordering::Relaxed);
+        let start = Instant::now();
+        tokio::time::sleep(self.peak_duration).await;
+        stop.store(true, Ordering::Relaxed);
+        let run_s = start.elapsed().as_secs_f64();
+        let ops = done.load(Ordering::Relaxed);
+        for t in tasks {
+            t.await.map_err(|e| format!("a session failed: {e}"))??;
+        }
+        Ok((ops, run_s))
+    }
+
     /// Closed-loop callers, each incrementing a counter of its own, for `peak_duration` after
     /// a second of warm-up.
     async fn peak(
@@ -563,7 +736,7 @@ impl SpeculationBench {
                 let mut previous: Option<Vec<u8>> = None;
                 while !stop.load(Ordering::Relaxed) {
                     let op = ops.next(previous.as_deref())?;
-                    let reply = call(&*caller, op).await?;
+                    let reply = call_plain(&*caller, op).await?;
                     if measuring.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
                         done.fetch_add(1, Ordering::Relaxed);
                     }
@@ -595,12 +768,69 @@ async fn call(caller: &dyn Caller, op: Vec<u8>) -> Result<Vec<u8>, String> {
         .map_err(|_| format!("an operation took more than {} s", OP_TIMEOUT.as_secs()))?
 }
 
+/// Steps of each chain in the `plumb-spec` peak row.
+const PEAK_CHAIN: u64 = 20;
+
+/// Run `op` (a `specbench` operation) without speculation, as the shim's plain envelope, and
+/// return its `Executed` payload.
+async fn call_plain(caller: &dyn Caller, op: Vec<u8>) -> Result<Vec<u8>, String> {
+    let reply = call(caller, SpecOp::plain(op).encode()).await?;
+    match SpecReply::decode(&reply) {
+        Ok(SpecReply::Executed(bytes)) => Ok(bytes),
+        other => Err(format!("expected an executed reply, got {other:?}")),
+    }
+}
+
+/// `n` steps of `ops` as one speculative chain of `session`; the final state checked.
+async fn spec_chain(
+    session: &Session,
+    ops: Box<dyn DependentOps>,
+    n: u64,
+) -> Result<plumb_speculation::ChainStats, String> {
+    let init = ChainState::start(ops)?;
+    let timed = tokio::time::timeout(
+        OP_TIMEOUT.saturating_mul(n.max(1) as u32),
+        session.run_chain(n, init, |_, s: &ChainState| s.op.clone(), ChainState::apply),
+    )
+    .await
+    .map_err(|_| "the speculative chain did not finish in time".to_string())?;
+    let (state, stats) = timed.map_err(|e| e.to_string())?;
+    match state.error {
+        Some(e) => Err(e),
+        None => Ok(stats),
+    }
+}
+
+/// A speculative session on `lanes` identities of speculation group `group`, speculating on
+/// execution replica 0 (node 0: beside the view-0 primary, and at the client's site `near`).
+async fn spec_session(
+    cluster: &plumb_cluster::Cluster,
+    dir: &std::path::Path,
+    group: u32,
+    lanes: u32,
+) -> Result<Session, String> {
+    let first = group * SPEC_GROUP;
+    let identities = (first..first + lanes)
+        .map(|c| plumb_client::net::Identity::issued(cluster, c))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let options = plumb_client::net::ClientOptions {
+        record: plumb_client::net::RecordLocation::Dir(dir.join(format!("spec-{group}"))),
+        connect_timeout: Some(Duration::from_secs(30)),
+        op_timeout: Some(OP_TIMEOUT),
+    };
+    let client = plumb_client::net::Client::connect_with(cluster, identities, options)
+        .await
+        .map_err(|e| e.to_string())?;
+    Session::new(client, 0).map_err(|e| e.to_string())
+}
+
 /// `n` operations of `ops`, each after the previous one's result, the last result checked too.
 async fn run_chain(caller: &dyn Caller, ops: &mut dyn DependentOps, n: u64) -> Result<(), String> {
     let mut previous: Option<Vec<u8>> = None;
     for _ in 0..n {
         let op = ops.next(previous.as_deref())?;
-        previous = Some(call(caller, op).await?);
+        previous = Some(call_plain(caller, op).await?);
     }
     if let Some(last) = previous {
         ops.next(Some(&last))?;
@@ -714,41 +944,68 @@ pub fn ratios(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plumb_app::{Application, Command, NonDeterminism};
+    use plumb_speculation::SpecBench;
 
-    fn reply(r: KvResult) -> Vec<u8> {
-        r.encode()
+    /// Run a workload against the application itself, `n` steps.
+    fn drive(name: &str, n: usize) -> Result<(), String> {
+        let mut app = SpecBench::default();
+        let mut ops = workload(name, "t")?;
+        let mut previous: Option<Vec<u8>> = None;
+        for seq in 1..=n as u64 {
+            let op = ops.next(previous.as_deref())?;
+            let cmd = Command {
+                client: 1,
+                nc: seq,
+                op: &op,
+            };
+            let out = app.execute(seq, &[cmd], NonDeterminism { time: seq, seed: 0 });
+            previous = Some(out.replies[0].clone());
+        }
+        ops.next(previous.as_deref()).map(|_| ())
     }
 
     #[test]
-    fn counter_checks_every_result() {
+    fn workloads_check_every_result_against_the_application() {
+        drive("counter", 50).unwrap();
+        drive("files", 60).unwrap();
+    }
+
+    #[test]
+    fn counter_refuses_a_wrong_value() {
         let mut c = workload("counter", "t").unwrap();
         c.next(None).unwrap();
-        c.next(Some(&reply(KvResult::Int(1)))).unwrap();
-        let e = c.next(Some(&reply(KvResult::Int(7)))).unwrap_err();
-        assert!(e.contains("expected 2"), "{e}");
+        let wrong = IncrReply::Done { value: 7, token: 1 }.encode();
+        let e = c.next(Some(&wrong)).unwrap_err();
+        assert!(e.contains("expected 1"), "{e}");
     }
 
     #[test]
-    fn files_chain_each_create_to_the_last_stat() {
+    fn files_refuse_a_read_that_does_not_return_the_write() {
         let mut f = workload("files", "t").unwrap();
-        let create0 = KvOp::decode(&f.next(None).unwrap()).unwrap();
-        assert!(matches!(create0, KvOp::HSet { .. }));
-        let stat0 = KvOp::decode(&f.next(Some(&reply(KvResult::Int(2)))).unwrap()).unwrap();
-        assert!(matches!(stat0, KvOp::HGet { .. }));
-        let create1 = f
-            .next(Some(&reply(KvResult::Value(Some(b"1".to_vec())))))
-            .unwrap();
-        match KvOp::decode(&create1).unwrap() {
-            KvOp::HSet { fields, .. } => {
-                assert_eq!(fields[1], (b"parent".to_vec(), b"1".to_vec()));
-            }
-            other => panic!("{other:?}"),
-        }
-        // A stat that does not return what the create wrote stops the run.
-        f.next(Some(&reply(KvResult::Int(2)))).unwrap();
-        assert!(f
-            .next(Some(&reply(KvResult::Value(Some(b"9".to_vec())))))
-            .is_err());
+        let ok = [FsStatus::Ok as u8];
+        f.next(None).unwrap(); // create
+        f.next(Some(&ok)).unwrap(); // write
+        f.next(Some(&ok)).unwrap(); // read
+        let mut wrong = vec![FsStatus::Ok as u8];
+        wrong.extend_from_slice(b"not what was written");
+        assert!(f.next(Some(&wrong)).is_err());
+    }
+
+    #[test]
+    fn a_chain_state_keeps_the_first_error() {
+        let s = ChainState::start(workload("counter", "t").unwrap()).unwrap();
+        let bad = s.apply(&SpecReply::Aborted { predicate: 0 });
+        assert!(bad.error.is_some());
+        let good = s.apply(&SpecReply::Executed(
+            IncrReply::Done { value: 1, token: 9 }.encode(),
+        ));
+        assert!(good.error.is_none());
+        assert_eq!(good.op, incr_op(good_counter(&s), 9));
+    }
+
+    fn good_counter(s: &ChainState) -> u32 {
+        u32::from_le_bytes(s.op[1..5].try_into().unwrap())
     }
 
     #[test]

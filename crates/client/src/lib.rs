@@ -281,6 +281,13 @@ impl Client {
         let msg = Message::Request { nc, op: op.clone() };
         let receivers = if nc <= self.all_auth_through {
             self.all_auth()
+        } else if let Some(e) = early {
+            // Every identity of a speculative session sends through the same authentication
+            // replicas (from the early replica's index on): each forwards requests in the order
+            // it got them over one link, so the primary sees a session's requests vouched for
+            // in the order they were sent, and a request is not ordered before the one its
+            // predicate names (which would make replicas abort it).
+            self.preferred_auth_from(e as usize)
         } else {
             self.preferred_auth()
         };
@@ -310,11 +317,16 @@ impl Client {
 
     /// The preferred quorum (§6.4.2): `auth_preferred()` replicas from `c mod n_auth` on.
     fn preferred_auth(&self) -> Vec<Principal> {
+        self.preferred_auth_from(self.me as usize)
+    }
+
+    /// `auth_preferred()` authentication replicas from `first mod n_auth` on.
+    fn preferred_auth_from(&self, first: usize) -> Vec<Principal> {
         let n = self.q.auth;
         if n == 0 {
             return Vec::new();
         }
-        let first = self.me as usize % n;
+        let first = first % n;
         (0..self.q.auth_preferred().min(n))
             .filter_map(|i| u16::try_from((first + i) % n).ok())
             .map(Principal::Auth)

@@ -1236,3 +1236,30 @@ fn an_early_reply_is_never_a_vote() {
     let out = reply_run(&w, &mut c, 3, 1, 1, b"9");
     assert_eq!(completes(&out), vec![(1, b"9".to_vec())]);
 }
+
+#[test]
+fn a_speculative_request_goes_through_the_auth_replicas_from_its_early_replica_on() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    let mut out = Vec::new();
+    // C = 7: its own preferred quorum starts at 7 mod 4 = 3; a session speculating on
+    // execution replica 1 sends every lane's requests from auth replica 1 on instead.
+    c.submit(
+        0,
+        b"incr".to_vec(),
+        Route::Speculative { early: 1 },
+        &mut out,
+    )
+    .expect("idle");
+    let to_auth: BTreeSet<Principal> = w
+        .sent(&out)
+        .into_iter()
+        .filter(|(_, m)| matches!(m, Message::Request { .. }))
+        .map(|(to, _)| to)
+        .collect();
+    let q = c.q.auth_preferred();
+    let expected: BTreeSet<Principal> = (0..q)
+        .map(|i| Principal::Auth(((1 + i) % 4) as u16))
+        .collect();
+    assert_eq!(to_auth, expected);
+}

@@ -80,15 +80,16 @@ enum BenchCommand {
     /// system,work_us,transition_pct,sketchers,ops_per_s,p50_ms,p99_ms.
     Prophecy(ProphecyArgs),
     /// Client speculation's set-up (seed 001 §5, issue 16): one client issuing --ops dependent
-    /// operations (a counter, and a file-system-like create/stat chain) one at a time against
-    /// an unreplicated server and a plumb u=1,r=1 cluster, in the topologies lan (no delay),
+    /// operations of specbench (a token-chained counter, and a create/write/read file chain)
+    /// against an unreplicated server, a plumb u=1,r=1 cluster called one operation at a time,
+    /// and the same cluster through a speculative session, in the topologies lan (no delay),
     /// near (node 0, the view-0 primary's, at the client's site, the others --delay-ms away)
     /// and far (every node --delay-ms from the client and each other), under plumb's emulated
     /// WAN (docs/wan-emulation.md); and peak throughput with many callers on lan. --csv writes
     /// system,topology,ops,run_s,ops_per_s,workload.
     Speculation(SpeculationArgs),
-    /// Serve the key-value store unreplicated (one process, no replication, no disk): the
-    /// baseline `bench speculation` starts. Runs until stopped.
+    /// Serve specbench unreplicated (one process, no replication, no disk): the baseline
+    /// `bench speculation` starts. Runs until stopped.
     Unreplicated(UnreplicatedArgs),
 }
 
@@ -101,18 +102,24 @@ struct SpeculationArgs {
     #[arg(long, default_value_t = 20)]
     warmup_ops: u64,
     /// The systems, in order.
-    #[arg(long, value_delimiter = ',', default_value = "unreplicated,plumb")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "unreplicated,plumb,plumb-spec"
+    )]
     systems: Vec<String>,
     /// The topologies, in order.
     #[arg(long, value_delimiter = ',', default_value = "lan,near,far")]
     topologies: Vec<String>,
-    /// The dependent workloads: counter (INCR of one key), files (HSET a path, then HGET it).
+    /// The dependent workloads: counter (increments, each with the token the previous one
+    /// answered), files (create a file, write what the previous one held plus a byte, read it).
     #[arg(long, value_delimiter = ',', default_value = "counter,files")]
     workloads: Vec<String>,
     /// One-way delay between sites, in milliseconds (seed 001: 15).
     #[arg(long, default_value_t = 15)]
     delay_ms: u64,
-    /// Closed-loop callers of the peak rows, on lan (0: no peak rows).
+    /// Closed-loop callers of the peak rows, on lan (0: no peak rows); plumb-spec runs half as
+    /// many sessions of two lanes each, the same number of client identities.
     #[arg(long, default_value_t = 32)]
     peak_clients: usize,
     /// Seconds the peak rows measure (after 1 s of warm-up).
@@ -685,7 +692,7 @@ fn prophecy_cmd(p: &ProphecyArgs) -> ExitCode {
     }
 }
 
-/// `plumb bench unreplicated`: the key-value store in one process, until SIGTERM or Ctrl-C.
+/// `plumb bench unreplicated`: `specbench` in one process, until SIGTERM or Ctrl-C.
 fn unreplicated_cmd(u: &UnreplicatedArgs) -> ExitCode {
     runtime().block_on(async {
         let listener = match tokio::net::TcpListener::bind(u.listen).await {
@@ -698,8 +705,13 @@ fn unreplicated_cmd(u: &UnreplicatedArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        out!("unreplicated key-value store on {}", u.listen);
-        let app = Box::new(plumb_kv::KvStore::new());
+        out!("unreplicated specbench on {}", u.listen);
+        // The application `plumb bench speculation` runs on every system: specbench behind
+        // the predicated-request shim, as the replicas run it.
+        let app = Box::new(plumb_speculation::Speculative::new(
+            plumb_speculation::SpecBench::default(),
+            crate::kv_app::SPEC_TRUNCATE_EVERY,
+        ));
         tokio::select! {
             _ = plumb_bench::unreplicated::serve(listener, app) => {}
             _ = terminated() => {}

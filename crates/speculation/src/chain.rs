@@ -66,10 +66,10 @@ impl<S: Clone> Chain<S> {
         self.confirmed.len() as u64 >= self.steps
     }
 
-    /// The step to issue now, if the chain is not at its end (it may be waiting for replies
-    /// there).
+    /// The step to issue now: none at the chain's end, nor while the step it is at is in
+    /// flight (it waits for that step's agreed reply; issuing it again would run it twice).
     pub fn next_step(&self) -> Option<u64> {
-        (self.next < self.steps).then_some(self.next)
+        (self.next < self.steps && !self.op_of.contains_key(&self.next)).then_some(self.next)
     }
 
     /// The state the next step is built from.
@@ -283,6 +283,22 @@ mod tests {
         c.confirmed(22, confirmed(2), fold);
         assert!(c.done());
         assert_eq!(c.finish().0, vec![1, 2]);
+    }
+
+    /// Found by `plumb bench speculation`: a step waiting for its agreed reply was issued
+    /// again when another step's reply came first, and the counter's second increment with
+    /// the same token came back WrongToken.
+    #[test]
+    fn a_step_waiting_for_its_agreed_reply_is_not_issued_again() {
+        let mut c = Chain::new(3, Vec::new());
+        speculate(&mut c, 10, 1);
+        c.issued(11);
+        assert!(!c.early(None, fold), "no early reply: wait");
+        assert_eq!(c.next_step(), None, "step 1 is in flight");
+        c.confirmed(10, confirmed(1), fold);
+        assert_eq!(c.next_step(), None, "still waiting for step 1");
+        c.confirmed(11, confirmed(2), fold);
+        assert_eq!(c.next_step(), Some(2));
     }
 
     #[test]

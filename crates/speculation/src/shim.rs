@@ -180,6 +180,8 @@ struct Early {
     client: ClientId,
     nc: ReqNo,
     op: Digest,
+    /// The operation itself, to execute it again on a rebuilt fork.
+    bytes: Vec<u8>,
     reply: Vec<u8>,
 }
 
@@ -330,6 +332,60 @@ impl<A: Application + Clone> Speculative<A> {
         }
     }
 
+    /// The committed order departed from the fork's: start the fork again from the committed
+    /// state and execute on it, in their arrival order, the early requests that have not
+    /// committed yet. Their clients already have early replies from the old fork (those that
+    /// were wrong are corrected by the agreed replies); what matters is that the next early
+    /// request sees every request it follows. Just dropped when nothing waits: the next early
+    /// request builds a fork.
+    fn rebuild_fork(&mut self) {
+        let Some(old) = self.fork.take() else {
+            return;
+        };
+        self.stats.fork_drops += 1;
+        let Some((last_seq, nd)) = self.last else {
+            return;
+        };
+        // An early request whose number committed with another operation never commits.
+        let waiting: Vec<Early> = old
+            .queue
+            .into_iter()
+            .filter(|e| {
+                !self.log.entries.contains_key(&(e.client, e.nc))
+                    && e.nc > self.log.watermark(e.client)
+            })
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        self.stats.fork_rebuilds += 1;
+        let mut fork = Fork {
+            app: self.inner.clone(),
+            log: self.log.clone(),
+            queue: VecDeque::with_capacity(waiting.len()),
+        };
+        let mut discarded = Vec::new();
+        for mut e in waiting {
+            let cmd = Command {
+                client: e.client,
+                nc: e.nc,
+                op: &e.bytes,
+            };
+            let (_, reply) = step(
+                &mut fork.app,
+                &mut fork.log,
+                last_seq + 1,
+                PENDING,
+                &cmd,
+                nd,
+                &mut discarded,
+            );
+            e.reply = reply;
+            fork.queue.push_back(e);
+        }
+        self.fork = Some(fork);
+    }
+
     fn log_state(&self) -> LogState {
         LogState {
             entries: self
@@ -348,24 +404,24 @@ impl<A: Application + Clone> Application for Speculative<A> {
     fn execute(&mut self, seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput {
         let mut replies = Vec::with_capacity(batch.len());
         let mut pushes = Vec::new();
+        // Set when the committed order departs from the fork's queue: the fork is rebuilt at
+        // the end of the batch.
+        let mut stale = false;
         for cmd in batch {
             // The fork stays valid only while the committed order replays its queue exactly.
+            // A committed request the fork executed early leaves its queue wherever it is.
             let predicted = match &mut self.fork {
-                Some(fork) => match fork.queue.front() {
-                    Some(h)
-                        if h.client == cmd.client
-                            && h.nc == cmd.nc
-                            && h.op == Digest::of(cmd.op) =>
-                    {
-                        fork.queue.pop_front()
+                Some(fork) => {
+                    let at = fork.queue.iter().position(|h| {
+                        h.client == cmd.client && h.nc == cmd.nc && h.op == Digest::of(cmd.op)
+                    });
+                    if at != Some(0) {
+                        stale = true;
                     }
-                    _ => None,
-                },
+                    at.and_then(|i| fork.queue.remove(i))
+                }
                 None => None,
             };
-            if predicted.is_none() {
-                self.drop_fork();
-            }
             let (ran, bytes) = step(
                 &mut self.inner,
                 &mut self.log,
@@ -382,7 +438,7 @@ impl<A: Application + Clone> Application for Speculative<A> {
                 Ran::Malformed => self.stats.malformed += 1,
             }
             if let Some(early) = predicted {
-                if early.reply == bytes {
+                if early.reply == bytes && !stale {
                     self.stats.early_confirmed += 1;
                     if let Some(fork) = &mut self.fork {
                         // Now committed: truncated with the committed log from here on.
@@ -390,9 +446,10 @@ impl<A: Application + Clone> Application for Speculative<A> {
                             .record(cmd.client, cmd.nc, reply_digest(&bytes), seq);
                     }
                 } else {
-                    // Same request, other reply (agreed time or seed differ from the ones the
-                    // fork borrowed, say): the fork's state is not the committed one.
-                    self.drop_fork();
+                    // Other reply (agreed time or seed differ from the ones the fork
+                    // borrowed, say), or out of place: the fork's state is not the committed
+                    // one.
+                    stale = true;
                 }
             }
             replies.push(bytes);
@@ -406,6 +463,9 @@ impl<A: Application + Clone> Application for Speculative<A> {
             self.last_truncation = seq;
         }
         self.last = Some((seq, nd));
+        if stale {
+            self.rebuild_fork();
+        }
         BatchOutput { replies, pushes }
     }
 
@@ -486,6 +546,7 @@ impl<A: Application + Clone> Application for Speculative<A> {
             client,
             nc,
             op: digest,
+            bytes: op.to_vec(),
             reply: bytes.clone(),
         });
         stats.early_executions += 1;

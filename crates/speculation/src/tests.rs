@@ -851,10 +851,29 @@ fn fork_is_rebuilt_when_the_order_differs() {
         }
     );
     assert_eq!(s.stats().fork_rebuilds, 2);
-    // A committed command the fork never saw makes it stale too.
+    // A committed command the fork never saw makes it stale too: it is rebuilt from the
+    // committed state with the early request still waiting (33, 1) executed again, so the
+    // next early request follows that one.
     run(&mut s, 2, &[(40, 1, plain(create_op("/x")))]);
-    assert!(!s.has_fork());
+    assert!(s.has_fork());
     assert_eq!(s.stats().fork_drops, 2);
+    assert_eq!(s.stats().fork_rebuilds, 3);
+    let after = s
+        .execute_early(34, 1, &plain(incr_op(0, next_token(next_token(0, 1), 2))))
+        .unwrap();
+    assert!(matches!(incr(&after), IncrReply::Done { value: 3, .. }));
+    // Once every early request committed, a departure just drops the fork.
+    let t2 = next_token(0, 1);
+    run(
+        &mut s,
+        3,
+        &[
+            (33, 1, plain(incr_op(0, t2))),
+            (34, 1, plain(incr_op(0, next_token(t2, 2)))),
+            (41, 1, plain(create_op("/w"))),
+        ],
+    );
+    assert!(!s.has_fork());
     // So does a committed request with the (client, nc) of an early one but another op.
     let mut other = Speculative::new(SpecBench::new(), 1000);
     let _ = other.execute_early(1, 1, &plain(create_op("/y"))).unwrap();
