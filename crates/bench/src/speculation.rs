@@ -592,7 +592,7 @@ impl SpeculationBench {
                                 eprintln!(
                                     "  {} peak: {ops} ops in {run_s:.2} s with {} callers",
                                     system.name(),
-                                    running.callers.len()
+                                    running.callers.len().max(running.sessions.len())
                                 );
                             }
                             outcome.rows.push(Row {
