@@ -938,6 +938,24 @@ pub fn ratios(rows: &[Row]) -> String {
             r.system, r.workload, r.topology, text
         ));
     }
+    // Speculation against the same cluster without it: the speed-up of a run, and the peak
+    // throughput kept.
+    for r in rows.iter().filter(|r| r.system == System::PlumbSpec.name()) {
+        let Some(b) = find(System::Plumb.name(), r.topology, &r.workload) else {
+            continue;
+        };
+        let text = if r.topology == "peak" && b.ops_per_s > 0.0 {
+            format!("{:.2}x plumb's throughput", r.ops_per_s / b.ops_per_s)
+        } else if r.run_s > 0.0 {
+            format!("{:.2}x faster than plumb", b.run_s / r.run_s)
+        } else {
+            continue;
+        };
+        out.push_str(&format!(
+            "{:<13} {:<8} {:<8} {:>28}\n",
+            r.system, r.workload, r.topology, text
+        ));
+    }
     out
 }
 

@@ -66,6 +66,8 @@ impl OrderReplica {
             vouched >= self.q.auth_gather() && entry.nc == needed && entry.pending_since.is_none();
         if newly_pending {
             entry.pending_since = Some(now);
+            self.became_pending += 1;
+            entry.pending_order = self.became_pending;
         }
         if vouched >= held_evidence && entry.nc == needed && entry.held_since.is_none() {
             entry.held_since = Some(now);
@@ -181,7 +183,7 @@ impl OrderReplica {
     /// time made proposing quadratic in the number of waiting requests.
     fn ready_requests(&self) -> Vec<(ClientId, Digest)> {
         let tentative = self.tentative_last_ordered();
-        let mut ready: Vec<(Micros, ClientId, Digest)> = Vec::new();
+        let mut ready: Vec<(Micros, u64, ClientId, Digest)> = Vec::new();
         for (c, entry) in &self.requests {
             if entry.nc != tentative.get(*c) + 1 && !sabotaged_sequence_check() {
                 continue;
@@ -191,14 +193,19 @@ impl OrderReplica {
                 .iter()
                 .find(|(_, (_, rows))| rows.len() >= self.q.auth_gather())
             {
-                ready.push((entry.pending_since.unwrap_or(0), *c, *id));
+                ready.push((
+                    entry.pending_since.unwrap_or(0),
+                    entry.pending_order,
+                    *c,
+                    *id,
+                ));
             }
         }
-        ready.sort_by_key(|(t, c, _)| (*t, *c));
+        ready.sort_by_key(|(t, order, c, _)| (*t, *order, *c));
         ready
             .into_iter()
             .take(self.cfg.batch_max)
-            .map(|(_, c, id)| (c, id))
+            .map(|(_, _, c, id)| (c, id))
             .collect()
     }
 
