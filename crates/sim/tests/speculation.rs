@@ -49,3 +49,25 @@ fn byzantine_u1_r1() {
 fn hybrid_u2_r1() {
     sweep(2, 1, 0..10);
 }
+
+/// Seeds that once failed, `(seed, u, r, what it found)`; they must keep passing.
+const REGRESSIONS: &[(u64, u16, u16, &str)] = &[(
+    374,
+    2,
+    1,
+    "a lane that lost its record resent a byte-identical increment under the number of the one \
+     it abandoned, and was answered with that one's earlier execution",
+)];
+
+#[test]
+fn regressions() {
+    for &(seed, u, r, what) in REGRESSIONS {
+        let report = run_app_seed(&Spec, &SimOptions::new(seed, u, r));
+        assert!(
+            report.ok(),
+            "{} ({what}): {:?}",
+            report.replay_command(),
+            report.violations.first()
+        );
+    }
+}

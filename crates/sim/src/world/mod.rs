@@ -764,7 +764,7 @@ impl<'a, A: SimApp> World<'a, A> {
                 let (resumed, lost_record) = (client.outstanding_request(), client.learning());
                 self.workload.client_restarted(c, resumed, lost_record);
                 self.stats.client_restarts_without_record += u64::from(lost_record);
-                self.lane_restarted(c, resumed);
+                self.lane_restarted(c, resumed, lost_record);
             }
         }
         self.step(i, Event::Start);
