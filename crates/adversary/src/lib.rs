@@ -67,11 +67,21 @@ pub enum Behaviour {
     /// --sketcher`), which check what a stale fast reply may do (simulator only: it needs to
     /// see incoming frames).
     StaleReads,
+    /// Execution: answers EARLY-REQUESTs (client speculation) with a wrong result, a plausible
+    /// one of the application's, in this many percent of early replies, whatever the
+    /// principal's lying rate; everything else it does correctly. Drawn only for the
+    /// simulator's speculation seeds (`plumb sim --app spec`): what a lying early replier may
+    /// do is make clients speculate on wrong results, which replicas must then abort.
+    WrongEarlyReplies(u8),
     /// Any replica: besides its normal output, a stream of maximum-size frames to every peer
     /// (seed 004 Table 3.6). Only a node acts this out; the simulator's network has no
     /// capacity to exhaust.
     Flood,
 }
+
+/// The rates at which a [`Behaviour::WrongEarlyReplies`] replica lies that the simulator draws
+/// from (and `Behaviour::parse` knows): above and far above a client's 1% fault threshold.
+pub const EARLY_LIE_PERCENTS: [u8; 3] = [5, 30, 100];
 
 impl Behaviour {
     /// The behaviours the simulator draws for a replica of `p`'s stage.
@@ -111,6 +121,11 @@ impl Behaviour {
             .flat_map(|p| Behaviour::for_stage(*p).iter().copied())
             .collect();
         all.push(Behaviour::Flood);
+        all.extend(
+            EARLY_LIE_PERCENTS
+                .iter()
+                .map(|&p| Behaviour::WrongEarlyReplies(p)),
+        );
         all.sort();
         all.dedup();
         all
@@ -148,6 +163,7 @@ impl fmt::Display for Behaviour {
             Behaviour::WrongReplies => f.write_str("wrong-replies"),
             Behaviour::WrongCheckpoint => f.write_str("wrong-checkpoint"),
             Behaviour::StaleReads => f.write_str("stale-reads"),
+            Behaviour::WrongEarlyReplies(pct) => write!(f, "wrong-early-replies-{pct}pct"),
             Behaviour::Flood => f.write_str("flood"),
         }
     }

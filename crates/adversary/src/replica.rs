@@ -403,6 +403,24 @@ impl Adversary {
                     },
                 },
             }),
+            // An early reply is only a hint a client may speculate on: a wrong one must cost it
+            // a rollback, never a wrong confirmed result.
+            (Behaviour::WrongEarlyReplies(pct), Message::EarlyReply { nc, req, result })
+                if self.rng.chance(f64::from(pct) / 100.0) =>
+            {
+                Some(Message::EarlyReply {
+                    nc,
+                    req,
+                    result: self.wrong_result(result),
+                })
+            }
+            (Behaviour::WrongReplies, Message::EarlyReply { nc, req, result }) if self.lie() => {
+                Some(Message::EarlyReply {
+                    nc,
+                    req,
+                    result: self.wrong_result(result),
+                })
+            }
             // A replica one change behind: the answer its state gave to the same read before
             // the last change it saw (exactly what a lagging replica would say).
             (

@@ -54,9 +54,15 @@ pub enum Sabotage {
     /// The Prophecy sketcher updates its history table with every replicated reply, also one
     /// older than the entry (caught by `plumb sim --sketcher`'s delay-once check).
     SketcherTakesOlder,
+    /// The speculation shim executes a predicated request without checking its predicates
+    /// (caught by `plumb sim --app spec`'s SPEC-predicate).
+    PredicatesUnchecked,
+    /// The speculation shim truncates its reply log on a count local to the replica instead of
+    /// at agreed batch numbers (caught by `plumb sim --app spec`'s state and reply checks).
+    TruncateNondeterministic,
 }
 
-pub const ALL: [(Sabotage, &str); 17] = [
+pub const ALL: [(Sabotage, &str); 19] = [
     (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
     (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
     (
@@ -92,11 +98,17 @@ pub const ALL: [(Sabotage, &str); 17] = [
         "sketcher-accepts-unmatched",
     ),
     (Sabotage::SketcherTakesOlder, "sketcher-takes-older"),
+    (Sabotage::PredicatesUnchecked, "predicates-unchecked"),
+    (
+        Sabotage::TruncateNondeterministic,
+        "truncate-nondeterministic",
+    ),
 ];
 
 /// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value
 /// store's own breakages need a workload that uses what they break. `"sketcher"`: the
-/// key-value store with its reads through a Prophecy sketcher (`plumb sim --sketcher`).
+/// key-value store with its reads through a Prophecy sketcher (`plumb sim --sketcher`);
+/// `"spec"`: speculative sessions over `Speculative<SpecBench>` (`plumb sim --app spec`).
 pub fn app_for(s: Sabotage) -> &'static str {
     match s {
         Sabotage::TransactionIgnoresWatch
@@ -105,6 +117,7 @@ pub fn app_for(s: Sabotage) -> &'static str {
         | Sabotage::ScriptCallAppliesTwice => "redis",
         Sabotage::CoordWatchFiresTwice | Sabotage::CoordExpiryKeepsEphemeral => "coord",
         Sabotage::SketcherAcceptsUnmatched | Sabotage::SketcherTakesOlder => "sketcher",
+        Sabotage::PredicatesUnchecked | Sabotage::TruncateNondeterministic => "spec",
         _ => "kv",
     }
 }

@@ -1,7 +1,7 @@
 //! `plumb sim`: run many seeds (or replay one) and report every violated property.
 
 use clap::Args;
-use plumb_sim::{run_app_seed, seed_config, SeedReport, SimOptions};
+use plumb_sim::{app_seed_config, run_app_seed, seed_config, SeedReport, SimOptions};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -42,8 +42,9 @@ pub struct SimArgs {
     sabotage: Option<String>,
     /// The application under test: `kv` (the key-value store), `redis` (the key-value store
     /// with Redis transactions and pipelines in the workload), `bank` (examples/bank) or `coord`
-    /// (the coordination application, ZooKeeper's data model).
-    #[arg(long, default_value = "kv", value_parser = ["kv", "redis", "bank", "coord"])]
+    /// (the coordination application, ZooKeeper's data model) or `spec` (client speculation:
+    /// speculative sessions over the speculation shim and its counter and file service).
+    #[arg(long, default_value = "kv", value_parser = ["kv", "redis", "bank", "coord", "spec"])]
     app: String,
     /// Correct clients read through a Prophecy sketcher (fast reads from one execution
     /// replica, checked against its history table; docs/prophecy.md); histories are judged
@@ -58,7 +59,16 @@ fn run_seed(args: &SimArgs, opts: &SimOptions) -> SeedReport {
         "bank" => run_app_seed(&plumb_bank::sim::BankSim, opts),
         "redis" => run_app_seed(&plumb_sim::apps::redis::Redis, opts),
         "coord" => run_app_seed(&plumb_sim::apps::coord::Coord, opts),
+        "spec" => run_app_seed(&plumb_sim::apps::spec::Spec, opts),
         _ => run_app_seed(&plumb_sim::apps::kv::Kv, opts),
+    }
+}
+
+/// The configuration a seed of `--app` runs with (the application may adjust the generic one).
+fn config(args: &SimArgs, opts: &SimOptions) -> plumb_sim::SimConfig {
+    match args.app.as_str() {
+        "spec" => app_seed_config(&plumb_sim::apps::spec::Spec, opts),
+        _ => seed_config(opts),
     }
 }
 
@@ -96,7 +106,7 @@ fn options(args: &SimArgs, seed: u64) -> SimOptions {
 fn replay(args: &SimArgs, seed: u64) -> ExitCode {
     let opts = options(args, seed);
     if !args.trace {
-        print!("{}", seed_config(&opts));
+        print!("{}", config(args, &opts));
         out!("");
     }
     let started = Instant::now();
@@ -130,6 +140,18 @@ fn replay(args: &SimArgs, seed: u64) -> ExitCode {
             .filter_map(|(name, n)| name.strip_prefix("sketcher-").map(|k| format!("{k} {n}")))
             .collect();
         out!("sketcher: {}", sketcher.join(", "));
+    }
+    let speculation: Vec<String> = s
+        .counters
+        .iter()
+        .filter_map(|(name, n)| name.strip_prefix("spec-").map(|k| format!("{k} {n}")))
+        .collect();
+    if !speculation.is_empty() {
+        out!(
+            "speculation: {} early replies, {}",
+            s.early_replies,
+            speculation.join(", ")
+        );
     }
     out!("trace digest {:016x}", report.trace_digest);
     summary(1, report.violation_count(), started);

@@ -26,6 +26,8 @@ pub struct AppViolation {
 pub struct Executed<'a> {
     pub seq: plumb_wire::Seq,
     pub client: plumb_wire::ClientId,
+    /// The request number it was ordered under.
+    pub nc: plumb_wire::ReqNo,
     pub op: &'a [u8],
     pub result: &'a [u8],
 }
@@ -42,6 +44,11 @@ pub trait SimApp: Sync {
 
     /// Short name, as `plumb sim --app NAME` takes it.
     fn name(&self) -> &'static str;
+
+    /// Adjust the seed's configuration for this application (more clients, speculative
+    /// sessions, behaviours of Byzantine replicas only it exercises). It must draw from its own
+    /// [`SimRng`] stream, so other applications' seeds are unchanged. Default: nothing.
+    fn configure(&self, _cfg: &mut crate::config::SimConfig) {}
 
     /// A fresh instance in its initial state: for each (re)started execution replica (which
     /// then recovers from its disk and its peers) and for the reference replay.

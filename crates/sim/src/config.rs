@@ -55,6 +55,23 @@ pub struct SimConfig {
     pub plan: FaultPlan,
     /// The correct clients' reads go through a Prophecy sketcher (`world/sketching.rs`).
     pub sketcher: bool,
+    /// Speculative sessions (`world/speculating.rs`); empty unless the application asks for
+    /// them ([`crate::SimApp::configure`]).
+    pub sessions: Vec<SessionPlan>,
+}
+
+/// One speculative session (seed 001): correct clients of one speculation group acting as its
+/// lanes, driven by one `plumb_speculation::Speculation` tracker.
+#[derive(Clone, Debug)]
+pub struct SessionPlan {
+    /// Client ids, all in one speculation group (`id / SPEC_GROUP` equal).
+    pub lanes: Vec<u32>,
+    /// The execution replica asked for early replies.
+    pub early: u16,
+    /// The counter whose increments the session chains (each needs the previous reply).
+    pub counter: u32,
+    /// Chance that an increment is speculated with no reply at all (a predicted result).
+    pub predict: f64,
 }
 
 impl SimConfig {
@@ -130,6 +147,7 @@ impl SimConfig {
             end_at,
             plan,
             sketcher: false,
+            sessions: Vec::new(),
         }
     }
 
@@ -229,6 +247,13 @@ impl fmt::Display for SimConfig {
             secs(self.heal_at),
             secs(self.end_at)
         )?;
+        for s in &self.sessions {
+            writeln!(
+                f,
+                "  speculative session: lanes {:?}, early replies from exec {}, counter {}, predict {:.2}",
+                s.lanes, s.early, s.counter, s.predict
+            )?;
+        }
         write!(f, "{}", self.plan)
     }
 }

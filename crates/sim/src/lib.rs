@@ -219,10 +219,18 @@ pub fn assert_seeds_pass<A: SimApp>(
     completed
 }
 
+/// The configuration a seed of `app` runs with: [`seed_config`], adjusted by the application
+/// ([`SimApp::configure`]).
+pub fn app_seed_config<A: SimApp>(app: &A, opts: &SimOptions) -> SimConfig {
+    let mut cfg = seed_config(opts);
+    app.configure(&mut cfg);
+    cfg
+}
+
 /// Run one seed of application `app` and judge it. A panic in any stage (or in the
 /// application) is reported as a violation ("panic"): hostile input must never panic.
 pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
-    let cfg = seed_config(opts);
+    let cfg = app_seed_config(app, opts);
     if opts.trace {
         println!("{cfg}");
     }

@@ -4,6 +4,7 @@
 
 use plumb_sim::apps::coord::Coord;
 use plumb_sim::apps::redis::Redis;
+use plumb_sim::apps::spec::Spec;
 use plumb_sim::sabotage::{app_for, set, ALL};
 use plumb_sim::{run_app_seed, run_seed, SimOptions};
 
@@ -22,6 +23,7 @@ fn every_sabotage_is_reported() {
             let report = match app_for(s) {
                 "redis" => run_app_seed(&Redis, &opts),
                 "coord" => run_app_seed(&Coord, &opts),
+                "spec" => run_app_seed(&Spec, &opts),
                 _ => run_seed(&opts),
             };
             report

@@ -204,15 +204,16 @@ fn path(bytes: &[u8]) -> Option<&str> {
     ok.then_some(p)
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct State {
     /// Counter id → (value, token the next increment must carry).
     counters: BTreeMap<u32, (u64, u64)>,
     files: BTreeMap<String, Vec<u8>>,
 }
 
-/// The counter and file service (module docs).
-#[derive(Clone, Debug, Default)]
+/// The counter and file service (module docs). `Eq` and `Hash`: the simulator's
+/// linearizability model runs the service itself as its sequential specification.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SpecBench {
     state: State,
 }

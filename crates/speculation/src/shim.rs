@@ -109,6 +109,10 @@ pub(crate) fn predicates_hold(
     requester: ClientId,
     predicates: &[Predicate],
 ) -> Verdict {
+    #[cfg(feature = "sabotage")]
+    if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::PredicatesUnchecked) {
+        return Verdict::Hold;
+    }
     let mut retry = None;
     for (i, p) in predicates.iter().enumerate() {
         // At most MAX_PREDICATES (64) by decoding, so the index fits.
@@ -206,6 +210,10 @@ pub struct Speculative<A> {
     last: Option<(Seq, NonDeterminism)>,
     fork: Option<Fork<A>>,
     stats: SpecStats,
+    /// Batches and early requests this instance executed since it was built: a local count,
+    /// never state. Only the `truncate-nondeterministic` sabotage reads it.
+    #[cfg(feature = "sabotage")]
+    local_steps: u64,
 }
 
 /// What one command came to, for the counters.
@@ -295,6 +303,8 @@ impl<A: Application + Clone> Speculative<A> {
             last: Some((0, NonDeterminism { time: 0, seed: 0 })),
             fork: None,
             stats: SpecStats::default(),
+            #[cfg(feature = "sabotage")]
+            local_steps: 0,
         }
     }
 
@@ -454,7 +464,18 @@ impl<A: Application + Clone> Application for Speculative<A> {
             }
             replies.push(bytes);
         }
-        if seq.is_multiple_of(self.truncate_every) {
+        #[cfg_attr(not(feature = "sabotage"), allow(unused_mut))]
+        let mut due = seq.is_multiple_of(self.truncate_every);
+        #[cfg(feature = "sabotage")]
+        {
+            // Sabotage: truncate on a count only this instance knows (it includes early
+            // executions and restarts from zero), so replicas truncate at different points.
+            self.local_steps += 1;
+            if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::TruncateNondeterministic) {
+                due = self.local_steps.is_multiple_of(self.truncate_every);
+            }
+        }
+        if due {
             let upto = self.last_truncation;
             truncate(&mut self.log, upto);
             if let Some(fork) = &mut self.fork {
@@ -550,6 +571,10 @@ impl<A: Application + Clone> Application for Speculative<A> {
             reply: bytes.clone(),
         });
         stats.early_executions += 1;
+        #[cfg(feature = "sabotage")]
+        {
+            self.local_steps += 1;
+        }
         Some(bytes)
     }
 

@@ -841,6 +841,7 @@ mod tests {
         let ex = |op: &'static [u8], result: &'static [u8]| Executed {
             seq: 1,
             client: 0,
+            nc: 1,
             op,
             result,
         };

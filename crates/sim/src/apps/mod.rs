@@ -4,3 +4,4 @@
 pub mod coord;
 pub mod kv;
 pub mod redis;
+pub mod spec;

@@ -618,6 +618,7 @@ mod tests {
         let executed = [Executed {
             seq: 1,
             client: 5,
+            nc: 1,
             op: &publish,
             result: &count,
         }];
@@ -707,6 +708,7 @@ mod tests {
             Executed {
                 seq: 1,
                 client: 0,
+                nc: 1,
                 op,
                 result,
             }

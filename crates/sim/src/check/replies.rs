@@ -39,7 +39,7 @@ fn replay<A: SimApp>(
 ) -> Replay {
     let mut store = app.new_app();
     // Every request replayed, with its result, for the application's history invariants.
-    let mut executed: Vec<(Seq, ClientId, Digest, Vec<u8>)> = Vec::new();
+    let mut executed: Vec<(Seq, ClientId, ReqNo, Digest, Vec<u8>)> = Vec::new();
     // Application invariants the reference state has broken so far.
     let mut broken: BTreeSet<&'static str> = BTreeSet::new();
     let mut out = Replay {
@@ -94,7 +94,7 @@ fn replay<A: SimApp>(
             }
             let output = store.execute(seq, &commands, nd);
             for ((c, nc, op), reply) in bodies.iter().zip(output.replies) {
-                executed.push((seq, *c, Digest::of(op), reply.clone()));
+                executed.push((seq, *c, *nc, Digest::of(op), reply.clone()));
                 out.replies.insert((*c, *nc), reply);
             }
             for v in app.check_state(&store) {
@@ -124,17 +124,18 @@ fn check_replayed<A: SimApp>(
     app: &A,
     checker: &mut Checker,
     workload: &Workload,
-    executed: &[(Seq, ClientId, Digest, Vec<u8>)],
+    executed: &[(Seq, ClientId, ReqNo, Digest, Vec<u8>)],
     end: &A::App,
     complete: bool,
 ) {
     let history: Vec<Executed<'_>> = executed
         .iter()
-        .filter_map(|(seq, client, d, result)| {
+        .filter_map(|(seq, client, nc, d, result)| {
             let op = workload.bodies.get(d)?;
             Some(Executed {
                 seq: *seq,
                 client: *client,
+                nc: *nc,
                 op,
                 result,
             })

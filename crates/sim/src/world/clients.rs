@@ -15,6 +15,9 @@ impl<A: SimApp> World<'_, A> {
         let Principal::Client(c) = self.nodes[i].p else {
             return;
         };
+        if self.is_lane(c) {
+            return self.lane_wake(i, c);
+        }
         let local = self.nodes[i].clock.local(self.now);
         let (op, mut read_only) = self.workload.next_op(self.app, c);
         // Under a sketcher every read of a correct client goes through it: delay-once holds
@@ -91,10 +94,15 @@ impl<A: SimApp> World<'_, A> {
             self.now,
             format_args!("c{c} completes nc={nc}: {}", self.app.result_text(&result)),
         );
+        // A lane's session hears of it after the history has it: it may send on the lane at once.
+        let lane = self.is_lane(c).then(|| result.clone());
         if let Err(e) = self.workload.completed(c, nc, result, self.now) {
             if self.nodes[i].correct {
                 self.checker.violate("CS2", e);
             }
+        }
+        if let Some(result) = lane {
+            self.lane_complete(c, nc, &result);
         }
         self.schedule_wake(i);
     }

@@ -13,6 +13,7 @@
 mod clients;
 mod report;
 mod sketching;
+mod speculating;
 mod syncs;
 
 use crate::app::SimApp;
@@ -175,6 +176,8 @@ pub struct World<'a, A: SimApp> {
     commit_senders: BTreeMap<plumb_wire::Seq, BTreeSet<usize>>,
     /// Prophecy's sketching core, when the correct clients' reads go through one.
     sketcher: Option<sketching::SimSketcher>,
+    /// Speculative sessions, when the application runs some (`speculating.rs`).
+    sessions: Option<speculating::Sessions>,
 }
 
 /// Events sampled to name the traffic of a storm.
@@ -253,6 +256,7 @@ impl<'a, A: SimApp> World<'a, A> {
             max_events,
             commit_senders: BTreeMap::new(),
             sketcher: cfg.sketcher.then(|| sketching::SimSketcher::new(cfg.seed)),
+            sessions: speculating::Sessions::new(cfg.seed, &cfg.sessions),
             cfg,
         };
         world.schedule_everything();
@@ -528,7 +532,14 @@ impl<'a, A: SimApp> World<'a, A> {
                 result,
                 answered,
             } => self.complete(i, nc, result, answered),
-            Action::Early { .. } => self.stats.early_replies += 1,
+            Action::Early { nc, exec, result } => {
+                self.stats.early_replies += 1;
+                if let (Principal::Client(c), true) = (self.nodes[i].p, self.nodes[i].correct) {
+                    if self.is_lane(c) {
+                        self.lane_early(c, nc, exec, &result);
+                    }
+                }
+            }
             Action::Pushed { event, payload } => {
                 self.stats.pushes += 1;
                 if let (Principal::Client(c), true) = (self.nodes[i].p, self.nodes[i].correct) {
@@ -753,6 +764,7 @@ impl<'a, A: SimApp> World<'a, A> {
                 let (resumed, lost_record) = (client.outstanding_request(), client.learning());
                 self.workload.client_restarted(c, resumed, lost_record);
                 self.stats.client_restarts_without_record += u64::from(lost_record);
+                self.lane_restarted(c, resumed, lost_record);
             }
         }
         self.step(i, Event::Start);
