@@ -7,7 +7,8 @@
 //!   loopback address, called through the normal client library, one operation at a time;
 //! - `plumb-spec`: the same cluster, called through a speculative session
 //!   (`plumb_speculation::session`): each operation goes on with execution replica 0's early
-//!   reply, on 16 lanes (client identities of one speculation group);
+//!   reply, on as many lanes as a speculation group has (`SPEC_GROUP` client identities: the
+//!   core allows one outstanding request per identity);
 //!
 //! in three topologies under plumb's emulated wide-area network (docs/wan-emulation.md):
 //!
@@ -17,7 +18,9 @@
 //! - `far`: every node at a site of its own, `delay` from the client and from each other; the
 //!   unreplicated server `delay` away.
 //!
-//! And a `peak` row per system: many closed-loop callers on `lan`, operations per second.
+//! And a `peak` row per system: many closed-loop callers on `lan`, operations per second; the
+//! callers run on clients of two identities each, with speculation (`plumb-spec`: a session
+//! per client) or without (`plumb`: two callers per client).
 //!
 //! Every system runs the same application, `specbench` behind the predicated-request shim
 //! (`plumb_speculation::Speculative<SpecBench>`; the unreplicated server too), so the
@@ -155,6 +158,15 @@ struct PoolCaller(Arc<Pool>);
 impl Caller for PoolCaller {
     fn call(&self, op: Vec<u8>) -> BoxFuture<'_, Result<Vec<u8>, String>> {
         Box::pin(async move { self.0.call(op, false).await.map_err(|e| e.to_string()) })
+    }
+}
+
+/// The client library on identities of its own, every operation ordered.
+struct ClientCaller(plumb_client::net::Client);
+
+impl Caller for ClientCaller {
+    fn call(&self, op: Vec<u8>) -> BoxFuture<'_, Result<Vec<u8>, String>> {
+        Box::pin(async move { self.0.invoke(op).await.map_err(|e| e.to_string()) })
     }
 }
 
@@ -470,12 +482,19 @@ impl SpeculationBench {
                         ..Default::default()
                     },
                 };
-                // `plumb-spec` sessions get whole speculation groups of their own (client ids
-                // 16g ..), reserved ahead of the harness's pool, which then keeps one identity.
-                let (pool_clients, reserved) = match system {
-                    System::PlumbSpec => (1, SPEC_GROUP * callers.max(1) as u32),
-                    _ => (callers.max(1) as u32, 0),
+                // Client ids `0..` go to clients of consecutive identities, reserved ahead of
+                // the harness's pool (which keeps one identity): the single-client `plumb-spec`
+                // run takes a whole speculation group as its session's lanes; the peak row
+                // gives each caller pair (a session, or for `plumb` two callers sharing a
+                // client) two identities. Pairs never straddle a group since groups are even.
+                let peak = callers > 1;
+                let (clients, lanes) = match (system, peak) {
+                    (System::PlumbSpec, false) => (1, SPEC_LANES),
+                    (System::PlumbSpec, true) => (callers as u32, PEAK_SPEC_LANES),
+                    (_, true) => ((callers as u32).div_ceil(PEAK_SPEC_LANES), PEAK_SPEC_LANES),
+                    (_, false) => (0, 0),
                 };
+                let (pool_clients, reserved) = (1, clients * lanes);
                 let plumb = Plumb::start_placed(
                     Arc::new(crate::app::SpecBenchApp) as Arc<dyn BenchApp>,
                     &self.exe,
@@ -491,21 +510,30 @@ impl SpeculationBench {
                 let pool = plumb.pool().clone();
                 let (out, sessions) = match system {
                     System::PlumbSpec => {
-                        let lanes = if callers > 1 {
-                            PEAK_SPEC_LANES
-                        } else {
-                            SPEC_LANES
-                        };
                         let mut sessions = Vec::new();
-                        for g in 0..callers.max(1) as u32 {
-                            sessions.push(spec_session(plumb.cluster(), &dir, g, lanes).await?);
+                        for k in 0..clients {
+                            let client =
+                                lane_client(plumb.cluster(), &dir, k * lanes, lanes).await?;
+                            sessions.push(Session::new(client, 0).map_err(|e| e.to_string())?);
                         }
                         (Vec::new(), sessions)
                     }
+                    // The peak row's callers run on clients shaped as `plumb-spec`'s sessions
+                    // (a client per two identities), so the two rows differ only in
+                    // speculation.
+                    _ if peak => {
+                        let mut out: Vec<Arc<dyn Caller>> = Vec::new();
+                        for k in 0..clients {
+                            let client =
+                                lane_client(plumb.cluster(), &dir, k * lanes, lanes).await?;
+                            for _ in 0..lanes {
+                                out.push(Arc::new(ClientCaller(client.clone())));
+                            }
+                        }
+                        (out, Vec::new())
+                    }
                     _ => (
-                        (0..callers.max(1))
-                            .map(|_| Arc::new(PoolCaller(pool.clone())) as Arc<dyn Caller>)
-                            .collect(),
+                        vec![Arc::new(PoolCaller(pool.clone())) as Arc<dyn Caller>],
                         Vec::new(),
                     ),
                 };
@@ -801,28 +829,28 @@ async fn spec_chain(
     }
 }
 
-/// A speculative session on `lanes` identities of speculation group `group`, speculating on
-/// execution replica 0 (node 0: beside the view-0 primary, and at the client's site `near`).
-async fn spec_session(
+/// A client of the `lanes` identities from `first` on (within one speculation group, so a
+/// session may run on them; the bench's sessions speculate on execution replica 0: node 0,
+/// beside the view-0 primary, and at the client's site `near`).
+async fn lane_client(
     cluster: &plumb_cluster::Cluster,
     dir: &std::path::Path,
-    group: u32,
+    first: u32,
     lanes: u32,
-) -> Result<Session, String> {
-    let first = group * SPEC_GROUP;
+) -> Result<plumb_client::net::Client, String> {
+    debug_assert!(lanes == 0 || first / SPEC_GROUP == (first + lanes - 1) / SPEC_GROUP);
     let identities = (first..first + lanes)
         .map(|c| plumb_client::net::Identity::issued(cluster, c))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let options = plumb_client::net::ClientOptions {
-        record: plumb_client::net::RecordLocation::Dir(dir.join(format!("spec-{group}"))),
+        record: plumb_client::net::RecordLocation::Dir(dir.join(format!("lanes-{first}"))),
         connect_timeout: Some(Duration::from_secs(30)),
         op_timeout: Some(OP_TIMEOUT),
     };
-    let client = plumb_client::net::Client::connect_with(cluster, identities, options)
+    plumb_client::net::Client::connect_with(cluster, identities, options)
         .await
-        .map_err(|e| e.to_string())?;
-    Session::new(client, 0).map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())
 }
 
 /// `n` operations of `ops`, each after the previous one's result, the last result checked too.

@@ -811,10 +811,11 @@ fn speculation_cmd(s: &SpeculationArgs) -> ExitCode {
         outcome.load_after
     );
     out!(
-        "plumb: u1r1 co-located, {} node processes, node i on {}.{}, specbench behind the predicated-request shim, called through the client library one operation at a time (client record synced per request); plumb-spec: the same cluster through a speculative session of 16 lanes (peak: 2 lanes per session) going on with execution replica 0's early replies; primary rotation off (throughput_grace_us = 1 h) so the view-0 primary stays on node 0",
+        "plumb: u1r1 co-located, {} node processes, node i on {}.{}, specbench behind the predicated-request shim, called through the client library one operation at a time (client record synced per request); plumb-spec: the same cluster through a speculative session of {} lanes going on with execution replica 0's early replies; peak: clients of 2 identities each, a speculative session per client (plumb-spec) or 2 callers per client (plumb); primary rotation off (throughput_grace_us = 1 h) so the view-0 primary stays on node 0",
         outcome.nodes,
         s.net,
-        "11+i"
+        "11+i",
+        plumb_speculation::SPEC_GROUP
     );
     out!(
         "unreplicated: one `plumb bench unreplicated` process on {}.2 running the same application, each request its own batch, no disk",

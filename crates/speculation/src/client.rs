@@ -409,10 +409,10 @@ mod tests {
         SpecReply::Executed(bytes.to_vec()).encode()
     }
 
-    /// Issue, assign on lane 16 + id, and give it an early reply from replica 0.
+    /// Issue, assign on lane SPEC_GROUP + id (group 1), and give it an early reply from replica 0.
     fn speculate(s: &mut Speculation, dep: Dependence, early: &[u8]) -> OpId {
         let Issued { id, .. } = s.issue(b"op".to_vec(), dep).unwrap();
-        s.assign(id, 16 + (id as u32 % 16), id + 1).unwrap();
+        s.assign(id, SPEC_GROUP + (id as u32 % SPEC_GROUP), id + 1).unwrap();
         assert_eq!(
             s.on_early(id, 0, &executed(early)),
             Early::Speculate(SpecReply::Executed(early.to_vec()))
@@ -427,14 +427,14 @@ mod tests {
         // b is issued but has no result yet: not depended on.
         let b = s.issue(b"b".to_vec(), Dependence::All).unwrap();
         assert_eq!(s.predicates(b.id).unwrap().len(), 1);
-        s.assign(b.id, 17, 1).unwrap();
+        s.assign(b.id, SPEC_GROUP + 1, 1).unwrap();
         let c = s.issue(b"c".to_vec(), Dependence::All).unwrap();
         let decoded = SpecOp::decode(&c.request).unwrap();
         assert_eq!(decoded.op, b"c");
         assert_eq!(
             decoded.predicates,
             vec![Predicate {
-                client: 16 + a as u32,
+                client: SPEC_GROUP + a as u32,
                 nc: a + 1,
                 reply: reply_digest(&executed(b"a")),
             }]
@@ -481,7 +481,10 @@ mod tests {
                 reply: reply_digest(&executed(b"ok"))
             }]
         );
-        assert_eq!(s.assign(x.id, 16, 1), Err(AssignError::ForeignLane(16)));
+        assert_eq!(
+            s.assign(x.id, SPEC_GROUP, 1),
+            Err(AssignError::ForeignLane(SPEC_GROUP))
+        );
         assert_eq!(s.assign(p, 4, 1), Err(AssignError::AlreadyAssigned(p)));
         // An independent op carries no predicates even with speculations outstanding.
         let y = s.issue(b"y".to_vec(), Dependence::Nothing).unwrap();
@@ -496,6 +499,7 @@ mod tests {
                 .issue_predicted(vec![], Dependence::Nothing, vec![])
                 .unwrap()
                 .id;
+            // Lanes 0..16 of group 0.
             s.assign(id, (i % 16) as u32, i / 16 + 1).unwrap();
         }
         assert_eq!(
@@ -667,7 +671,8 @@ mod tests {
     #[test]
     fn lanes_are_the_group() {
         let s = Speculation::new(3);
-        assert_eq!(s.lanes(), 48..64);
-        assert!(s.lanes().all(|l| same_group(l, 48)));
+        assert_eq!(s.lanes(), 3 * SPEC_GROUP..4 * SPEC_GROUP);
+        assert!(s.lanes().all(|l| same_group(l, 3 * SPEC_GROUP)));
+        assert!(!same_group(4 * SPEC_GROUP, 3 * SPEC_GROUP));
     }
 }

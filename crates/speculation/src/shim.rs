@@ -43,7 +43,7 @@ use std::collections::{BTreeMap, VecDeque};
 /// speculative session uses several consecutive client ids as lanes (the core protocol allows
 /// one outstanding request per client id; seed 001 §5 groups up to 100 logical clients in one
 /// process for the same reason), and its requests may depend on replies to any of its lanes.
-pub const SPEC_GROUP: ClientId = 16;
+pub const SPEC_GROUP: ClientId = 128;
 
 /// The most requests the fork holds executed early and not yet committed. Early execution is
 /// an optimisation; past this the replica simply stops answering early until batches commit.

@@ -5,7 +5,7 @@ use crate::app::{
     SpecBench, MAX_FILE,
 };
 use crate::envelope::{reply_digest, DecodeError, Predicate, SpecOp, SpecReply, MAX_PREDICATES};
-use crate::shim::{predicates_hold, truncate, ReplyLog, Speculative, Verdict};
+use crate::shim::{predicates_hold, truncate, ReplyLog, Speculative, Verdict, SPEC_GROUP};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, ReqNo, Seq};
@@ -285,18 +285,19 @@ fn missing_entry_aborts_and_reports_the_first_failed_predicate() {
 #[test]
 fn group_restriction() {
     let mut s = shim();
-    let r1 = run(&mut s, 1, &[(16, 1, plain(incr_op(0, 0)))]);
+    let g = SPEC_GROUP;
+    let r1 = run(&mut s, 1, &[(g, 1, plain(incr_op(0, 0)))]);
     let t1 = next_token(0, 1);
     let replies = run(
         &mut s,
         2,
         &[
             // Group 2 guessing group 1's reply, correctly: still aborted.
-            (32, 1, predicated(vec![on(16, 1, &r1[0])], incr_op(0, t1))),
+            (2 * g, 1, predicated(vec![on(g, 1, &r1[0])], incr_op(0, t1))),
             // Group 0 likewise.
-            (15, 1, predicated(vec![on(16, 1, &r1[0])], incr_op(0, t1))),
-            // Client 31 is a lane of group 1.
-            (31, 1, predicated(vec![on(16, 1, &r1[0])], incr_op(0, t1))),
+            (g - 1, 1, predicated(vec![on(g, 1, &r1[0])], incr_op(0, t1))),
+            // The last lane of group 1.
+            (2 * g - 1, 1, predicated(vec![on(g, 1, &r1[0])], incr_op(0, t1))),
         ],
     );
     for r in &replies[..2] {
@@ -390,7 +391,7 @@ fn hooks_decide_as_documented() {
         Verdict::Abort(1)
     );
     assert_eq!(
-        predicates_hold(&log, 32, &[on(16, 2, b"two")]),
+        predicates_hold(&log, SPEC_GROUP + 16, &[on(16, 2, b"two")]),
         Verdict::Abort(0)
     );
     truncate(&mut log, 3);
@@ -1198,8 +1199,8 @@ fn session(
     let mut seq = 0;
     let mut tracked = 0;
     for _step in 0..400 {
-        // Issue, if a lane is free.
-        let lane = client.lanes().find(|l| !busy.contains(l));
+        // Issue, if one of the first 16 lanes is free.
+        let lane = client.lanes().take(16).find(|l| !busy.contains(l));
         if let (Some(lane), true) = (lane, rng.below(3) > 0) {
             let is_incr = rng.below(5) > 0;
             // The token to use: from the newest unsettled increment's speculated reply, or the
