@@ -43,6 +43,9 @@ use std::collections::{BTreeMap, VecDeque};
 /// speculative session uses several consecutive client ids as lanes (the core protocol allows
 /// one outstanding request per client id; seed 001 §5 groups up to 100 logical clients in one
 /// process for the same reason), and its requests may depend on replies to any of its lanes.
+/// A session with every lane of a group goes on past at most this many uncommitted operations,
+/// so a chain of dependent operations runs at most `SPEC_GROUP` steps per commit latency: 128
+/// lanes take a 15 ms-WAN commit (~117 ms) to ~0.9 ms a step (docs/speculation.md).
 pub const SPEC_GROUP: ClientId = 128;
 
 /// The most requests the fork holds executed early and not yet committed. Early execution is
