@@ -279,15 +279,17 @@ impl Client {
         ));
         out.push(Action::Store(StoreOp::Sync));
         let msg = Message::Request { nc, op: op.clone() };
-        let receivers = if nc <= self.all_auth_through {
-            self.all_auth()
-        } else if let Some(e) = early {
+        let receivers = if let Some(e) = early {
             // Every identity of a speculative session sends through the same authentication
             // replicas (from the early replica's index on): each forwards requests in the order
             // it got them over one link, so the primary sees a session's requests vouched for
             // in the order they were sent, and a request is not ordered before the one its
-            // predicate names (which would make replicas abort it).
+            // predicate names (which would make replicas abort it). Even after a
+            // retransmission: an identity sending to every replica would get its requests
+            // vouched for sooner than its session's other lanes and overtake them.
             self.preferred_auth_from(e as usize)
+        } else if nc <= self.all_auth_through {
+            self.all_auth()
         } else {
             self.preferred_auth()
         };

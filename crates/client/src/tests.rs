@@ -1262,4 +1262,25 @@ fn a_speculative_request_goes_through_the_auth_replicas_from_its_early_replica_o
         .map(|i| Principal::Auth(((1 + i) % 4) as u16))
         .collect();
     assert_eq!(to_auth, expected);
+    // After a retransmission plain requests go to every auth replica for a while; a
+    // speculative one still goes to its session's replicas, or this lane's requests would be
+    // vouched for sooner than its session's other lanes' and overtake them.
+    let out = run(&mut c, 500_000, Event::Timer(RETRANSMIT));
+    assert_eq!(receivers(&w.sent(&out)), auths(&[0, 1, 2, 3]));
+    answer(&w, &mut c, 600_000, 1, b"ok");
+    let mut out = Vec::new();
+    c.submit(
+        601_000,
+        b"incr".to_vec(),
+        Route::Speculative { early: 1 },
+        &mut out,
+    )
+    .expect("idle");
+    let to_auth: BTreeSet<Principal> = w
+        .sent(&out)
+        .into_iter()
+        .filter(|(_, m)| matches!(m, Message::Request { .. }))
+        .map(|(to, _)| to)
+        .collect();
+    assert_eq!(to_auth, expected);
 }
