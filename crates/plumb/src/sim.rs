@@ -158,6 +158,9 @@ fn replay(args: &SimArgs, seed: u64) -> ExitCode {
     exit_code(report.violation_count())
 }
 
+/// How often a sweep of many seeds reports its progress.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn run_many(args: &SimArgs) -> ExitCode {
     let started = Instant::now();
     let next = AtomicU64::new(args.start);
@@ -169,6 +172,8 @@ fn run_many(args: &SimArgs) -> ExitCode {
     // (latency, seed) of the slowest settled operation of a correct client.
     let slowest = Mutex::new((0u64, 0u64));
     let jobs = args.jobs.max(1);
+    // Long sweeps say how far they are on stderr, at most every PROGRESS_EVERY.
+    let last_progress = Mutex::new(Instant::now());
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| loop {
@@ -186,6 +191,18 @@ fn run_many(args: &SimArgs) -> ExitCode {
                 }
                 if let Ok(mut s) = slowest.lock() {
                     *s = (*s).max((report.stats.slowest_settled, seed));
+                }
+                if let Ok(mut last) = last_progress.lock() {
+                    if last.elapsed() >= PROGRESS_EVERY {
+                        *last = Instant::now();
+                        eprintln!(
+                            "plumb sim: {} of {} seeds run, {} violations, {:.0} s",
+                            ran.load(Ordering::SeqCst),
+                            args.seeds,
+                            violations.load(Ordering::SeqCst),
+                            started.elapsed().as_secs_f64()
+                        );
+                    }
                 }
                 if !report.ok() {
                     violations.fetch_add(report.violation_count() as u64, Ordering::SeqCst);
