@@ -67,7 +67,17 @@ fn a_speculative_chain_commits_and_a_failed_speculation_has_no_effect() {
             stats.speculated > 0,
             "the chain went on with early replies: {stats:?}"
         );
-        assert_eq!(stats.rollbacks, 0, "no replica lied: {stats:?}");
+        // Without a lying replica only a view change may order a step before the one its
+        // predicate names (the new primary picks its own order for what was not committed),
+        // which the chain rolls back: on a machine loaded by other tests a heartbeat can expire.
+        let views: Vec<u64> = (0..NODES)
+            .filter_map(|n| c.status(n)?.get("view")?.as_u64())
+            .collect();
+        if views.iter().all(|v| *v == 0) {
+            assert_eq!(stats.rollbacks, 0, "no replica lied, view 0: {stats:?}");
+        } else {
+            eprintln!("the view changed ({views:?}): rollbacks are allowed");
+        }
         eprintln!("chain of 60 dependent increments: {stats:?}");
 
         // The blocking helper: the agreed reply.
