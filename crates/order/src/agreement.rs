@@ -62,12 +62,14 @@ impl OrderReplica {
         // next in its client's sequence and vouched for by n_auth - u auth replicas. A faulty
         // client that splits its request across auth replicas never gets there.
         let vouched = rows.len();
+        if vouched >= self.q.auth_gather() && entry.vouched_order == 0 {
+            self.vouched += 1;
+            entry.vouched_order = self.vouched;
+        }
         let newly_pending =
             vouched >= self.q.auth_gather() && entry.nc == needed && entry.pending_since.is_none();
         if newly_pending {
             entry.pending_since = Some(now);
-            self.became_pending += 1;
-            entry.pending_order = self.became_pending;
         }
         if vouched >= held_evidence && entry.nc == needed && entry.held_since.is_none() {
             entry.held_since = Some(now);
@@ -183,7 +185,7 @@ impl OrderReplica {
     /// time made proposing quadratic in the number of waiting requests.
     fn ready_requests(&self) -> Vec<(ClientId, Digest)> {
         let tentative = self.tentative_last_ordered();
-        let mut ready: Vec<(Micros, u64, ClientId, Digest)> = Vec::new();
+        let mut ready: Vec<(u64, ClientId, Digest)> = Vec::new();
         for (c, entry) in &self.requests {
             if entry.nc != tentative.get(*c) + 1 && !sabotaged_sequence_check() {
                 continue;
@@ -193,19 +195,14 @@ impl OrderReplica {
                 .iter()
                 .find(|(_, (_, rows))| rows.len() >= self.q.auth_gather())
             {
-                ready.push((
-                    entry.pending_since.unwrap_or(0),
-                    entry.pending_order,
-                    *c,
-                    *id,
-                ));
+                ready.push((entry.vouched_order, *c, *id));
             }
         }
-        ready.sort_by_key(|(t, order, c, _)| (*t, *order, *c));
+        ready.sort_by_key(|(order, c, _)| (*order, *c));
         ready
             .into_iter()
             .take(self.cfg.batch_max)
-            .map(|(_, _, c, id)| (c, id))
+            .map(|(_, c, id)| (c, id))
             .collect()
     }
 

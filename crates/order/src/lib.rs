@@ -54,10 +54,13 @@ struct Collected {
     by_id: BTreeMap<Digest, (ReqCore, BTreeMap<u16, Vec<Mac>>)>,
     /// When n_auth - u auth replicas first vouched for it: the request is known to be pending.
     pending_since: Option<Micros>,
-    /// The order in which requests became pending here (a counter): the primary proposes the
-    /// oldest first, and requests that became pending at the same time in the order they did,
-    /// so a client's requests sent through the same authentication replicas keep their order.
-    pending_order: u64,
+    /// The order in which `n_auth - u` auth replicas came to vouch for requests here (a
+    /// counter; 0: not yet): the primary proposes the earliest vouched first, so requests sent
+    /// through the same authentication replicas keep the order they were sent in. Counted
+    /// whether or not the request is next in its client's sequence yet: a client may send its
+    /// next request once its previous one committed at the execution stage, before this
+    /// replica committed it, and that request must not be proposed ahead of older ones.
+    vouched_order: u64,
     /// When enough auth replicas vouched for it here that the primary provably holds it
     /// (`held_evidence`): from then on the primary answers for it (monitor.rs).
     held_since: Option<Micros>,
@@ -111,8 +114,8 @@ pub struct OrderReplica {
     batch_timer_armed: bool,
     batch_timer_fired: bool,
     requests: HashMap<ClientId, Collected>,
-    /// Requests that became pending so far (`Collected::pending_order`).
-    became_pending: u64,
+    /// Requests vouched for so far (`Collected::vouched_order`).
+    vouched: u64,
     retransmitted: HashMap<ClientId, Micros>,
 
     // --- checkpoints and catch-up
@@ -202,7 +205,7 @@ impl OrderReplica {
             batch_timer_armed: false,
             batch_timer_fired: false,
             requests: HashMap::new(),
-            became_pending: 0,
+            vouched: 0,
             retransmitted: HashMap::new(),
             stable: Stable {
                 seq: 0,

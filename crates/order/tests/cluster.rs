@@ -749,3 +749,34 @@ fn a_rate_below_the_bar_counts_against_the_primary_only_if_requests_waited_for_i
     assert!(h.replica(2).view() > view, "the slow primary was kept");
     assert!((0..4).any(|b| h.replica(b).counters().get("suspect-slow-primary") >= 1));
 }
+
+/// Fair order for a client's next request (`Collected::vouched_order`): a client whose request
+/// committed at the execution stage sends its next one while the primary has that request
+/// only accepted, not committed. The primary proposes requests in the order auth replicas
+/// came to vouch for them, so the later one waits behind those vouched for before it. It was
+/// proposed first (it was never "pending" here, and that sorted it ahead), and a speculating
+/// session's chain then ran out of its order and its replicas aborted the overtaking step.
+#[test]
+fn a_request_after_an_uncommitted_one_is_ordered_by_its_arrival() {
+    let mut h = Harness::new(1, 1, 8);
+    // The primary accepts client 0's first request and hears no COMMIT for it.
+    h.hold_to = vec![(0, "commit")];
+    h.request(0, 1, b"first");
+    h.deliver_all();
+    assert_eq!(h.replica(0).last_committed(), 0);
+    assert!(h.replica(1).last_committed() >= 1, "the backups commit it");
+    // Batch 1 is in flight at the primary, so it gathers the next batch until its timer.
+    h.request(1, 1, b"earlier");
+    h.deliver_all();
+    h.request(0, 2, b"later");
+    h.deliver_all();
+    h.hold_to.clear();
+    h.release_held();
+    h.advance(50_000);
+    let order: Vec<(u32, u64)> = h
+        .exec_seen
+        .values()
+        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc)))
+        .collect();
+    assert_eq!(order, vec![(0, 1), (1, 1), (0, 2)]);
+}
