@@ -137,7 +137,8 @@ impl System {
 /// single-client runs: as many as a group has, so the chain can go on as far as possible
 /// past operations that have not committed.
 const SPEC_LANES: u32 = SPEC_GROUP;
-/// Lanes of each `plumb-spec` session in the peak row (each caller a session of its own).
+/// Identities of each client in the peak row: a `plumb-spec` session's lanes, or two `plumb`
+/// callers sharing a client.
 const PEAK_SPEC_LANES: u32 = 2;
 
 /// Something that runs one operation and returns its result.

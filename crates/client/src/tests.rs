@@ -1237,50 +1237,40 @@ fn an_early_reply_is_never_a_vote() {
     assert_eq!(completes(&out), vec![(1, b"9".to_vec())]);
 }
 
-#[test]
-fn a_speculative_request_goes_through_the_auth_replicas_from_its_early_replica_on() {
-    let w = World::new();
-    let mut c = w.client(Recovered::default());
+/// Submit a speculative request asking execution replica 1 for an early reply, at `now`;
+/// the authentication replicas it went to.
+fn speculative_request_receivers(w: &World, c: &mut Client, now: Micros) -> BTreeSet<Principal> {
     let mut out = Vec::new();
-    // C = 7: its own preferred quorum starts at 7 mod 4 = 3; a session speculating on
-    // execution replica 1 sends every lane's requests from auth replica 1 on instead.
     c.submit(
-        0,
+        now,
         b"incr".to_vec(),
         Route::Speculative { early: 1 },
         &mut out,
     )
     .expect("idle");
-    let to_auth: BTreeSet<Principal> = w
-        .sent(&out)
+    w.sent(&out)
         .into_iter()
         .filter(|(_, m)| matches!(m, Message::Request { .. }))
         .map(|(to, _)| to)
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_speculative_request_goes_through_the_auth_replicas_from_its_early_replica_on() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    // C = 7: its own preferred quorum starts at 7 mod 4 = 3; a session speculating on
+    // execution replica 1 sends every lane's requests from auth replica 1 on instead.
     let q = c.q.auth_preferred();
     let expected: BTreeSet<Principal> = (0..q)
         .map(|i| Principal::Auth(((1 + i) % 4) as u16))
         .collect();
-    assert_eq!(to_auth, expected);
+    assert_eq!(speculative_request_receivers(&w, &mut c, 0), expected);
     // After a retransmission plain requests go to every auth replica for a while; a
     // speculative one still goes to its session's replicas, or this lane's requests would be
     // vouched for sooner than its session's other lanes' and overtake them.
     let out = run(&mut c, 500_000, Event::Timer(RETRANSMIT));
     assert_eq!(receivers(&w.sent(&out)), auths(&[0, 1, 2, 3]));
     answer(&w, &mut c, 600_000, 1, b"ok");
-    let mut out = Vec::new();
-    c.submit(
-        601_000,
-        b"incr".to_vec(),
-        Route::Speculative { early: 1 },
-        &mut out,
-    )
-    .expect("idle");
-    let to_auth: BTreeSet<Principal> = w
-        .sent(&out)
-        .into_iter()
-        .filter(|(_, m)| matches!(m, Message::Request { .. }))
-        .map(|(to, _)| to)
-        .collect();
-    assert_eq!(to_auth, expected);
+    assert_eq!(speculative_request_receivers(&w, &mut c, 601_000), expected);
 }

@@ -412,7 +412,8 @@ mod tests {
     /// Issue, assign on lane SPEC_GROUP + id (group 1), and give it an early reply from replica 0.
     fn speculate(s: &mut Speculation, dep: Dependence, early: &[u8]) -> OpId {
         let Issued { id, .. } = s.issue(b"op".to_vec(), dep).unwrap();
-        s.assign(id, SPEC_GROUP + (id as u32 % SPEC_GROUP), id + 1).unwrap();
+        s.assign(id, SPEC_GROUP + (id as u32 % SPEC_GROUP), id + 1)
+            .unwrap();
         assert_eq!(
             s.on_early(id, 0, &executed(early)),
             Early::Speculate(SpecReply::Executed(early.to_vec()))

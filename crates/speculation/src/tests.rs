@@ -297,7 +297,11 @@ fn group_restriction() {
             // Group 0 likewise.
             (g - 1, 1, predicated(vec![on(g, 1, &r1[0])], incr_op(0, t1))),
             // The last lane of group 1.
-            (2 * g - 1, 1, predicated(vec![on(g, 1, &r1[0])], incr_op(0, t1))),
+            (
+                2 * g - 1,
+                1,
+                predicated(vec![on(g, 1, &r1[0])], incr_op(0, t1)),
+            ),
         ],
     );
     for r in &replies[..2] {
