@@ -153,6 +153,12 @@ impl Counters {
             *self.0.entry(name).or_insert(0) += n;
         }
     }
+    /// Set `name` to `total`, a running total kept elsewhere (an application's own counts).
+    pub fn set(&mut self, name: &'static str, total: u64) {
+        if total > 0 {
+            self.0.insert(name, total);
+        }
+    }
     /// Add every count of `other` to this one's.
     pub fn add_all(&mut self, other: &Counters) {
         for (name, n) in other.iter() {

@@ -141,5 +141,31 @@ fn a_speculative_chain_commits_and_a_failed_speculation_has_no_effect() {
         );
         session.client().clone().shutdown().await;
     });
+    // What the shim counted reaches the operator: execution replica 0 saw its early replies
+    // confirmed by the committed order, and every execution replica aborted the write that
+    // depended on the wrong prediction.
+    let spec_event = |text: &str, exec: usize, event: &str| {
+        metric_sample(
+            text,
+            &format!("plumb_stage_events_total{{principal=\"e{exec}\",event=\"{event}\"}}"),
+        )
+    };
+    let deadline = std::time::Instant::now() + T20;
+    loop {
+        let texts: Vec<String> = (0..3).map(|n| c.metrics(n).unwrap_or_default()).collect();
+        let confirmed = spec_event(&texts[0], 0, "spec-early-confirmed");
+        let aborted: Vec<u64> = (0..3)
+            .map(|e| spec_event(&texts[e], e, "spec-aborted"))
+            .collect();
+        let executed = spec_event(&texts[0], 0, "spec-executed");
+        if confirmed > 0 && executed >= 61 && aborted.iter().all(|a| *a >= 1) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "spec counters in /metrics: e0 executed {executed}, early-confirmed {confirmed}; aborted per replica {aborted:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     c.assert_running();
 }

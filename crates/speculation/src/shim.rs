@@ -638,4 +638,24 @@ impl<A: Application + Clone> Application for Speculative<A> {
     fn objects(&mut self) -> Option<&mut dyn plumb_app::ObjectState> {
         None
     }
+
+    /// [`SpecStats`] for the node's metrics, after the inner application's own: how many
+    /// predicated requests aborted or asked for a retry, and how often the early replica's
+    /// guess of the order held (an operator's first look when speculation stops paying).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = &self.stats;
+        let mut out = self.inner.counters();
+        out.extend([
+            ("spec-executed", s.executed),
+            ("spec-aborted", s.aborted),
+            ("spec-retried", s.retried),
+            ("spec-malformed", s.malformed),
+            ("spec-fork-rebuilds", s.fork_rebuilds),
+            ("spec-fork-drops", s.fork_drops),
+            ("spec-early-executions", s.early_executions),
+            ("spec-early-repeats", s.early_repeats),
+            ("spec-early-confirmed", s.early_confirmed),
+        ]);
+        out
+    }
 }
