@@ -57,6 +57,12 @@ const REGRESSIONS: &[(u64, u16, u16, &str)] = &[(
     1,
     "a lane that lost its record resent a byte-identical increment under the number of the one \
      it abandoned, and was answered with that one's earlier execution",
+), (
+    178,
+    2,
+    1,
+    "a lying early reply said WrongToken { value } near u64::MAX and the session hashed its way \
+     towards that token: the seed never ended (token_at is bounded now)",
 )];
 
 #[test]

@@ -44,11 +44,16 @@ const LIST: u8 = 4;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Spec;
 
+/// Above this a counter's value is a lie: no simulated run increments one counter nearly this
+/// often. `token_at` hashes once per unit of value, so a lying early reply's number must not
+/// decide how long it runs (a `WrongToken { value }` near `u64::MAX` hung a whole sweep).
+pub const MAX_COUNTER_VALUE: u64 = 1 << 16;
+
 /// The token a counter's next increment carries once it holds `value`: tokens follow from
 /// values alone (`next_token` of the previous token and the new value, from 0), so whoever
-/// learns a counter's value can continue its chain.
-pub fn token_at(value: u64) -> u64 {
-    (1..=value).fold(0, next_token)
+/// learns a counter's value can continue its chain. `None` above [`MAX_COUNTER_VALUE`].
+pub fn token_at(value: u64) -> Option<u64> {
+    (value <= MAX_COUNTER_VALUE).then(|| (1..=value).fold(0, next_token))
 }
 
 /// The token to increment with after this reply to an increment (`None` if it says nothing).
@@ -56,7 +61,7 @@ pub fn token_after(reply: &[u8]) -> Option<u64> {
     match SpecReply::decode(reply).ok()? {
         SpecReply::Executed(inner) => match IncrReply::decode(&inner)? {
             IncrReply::Done { token, .. } => Some(token),
-            IncrReply::WrongToken { value } => Some(token_at(value)),
+            IncrReply::WrongToken { value } => token_at(value),
         },
         _ => None,
     }
@@ -520,8 +525,18 @@ mod tests {
             let out = app.execute(1, &[cmd], NonDeterminism { time: 0, seed: 0 });
             let reply = SpecReply::Executed(out.replies[0].clone()).encode();
             token = token_after(&reply).unwrap();
-            assert_eq!(token, token_at(value));
+            assert_eq!(Some(token), token_at(value));
         }
+    }
+
+    /// A lying early reply may name any value; deriving its token must not take as long as
+    /// the value says.
+    #[test]
+    fn an_absurd_value_has_no_token() {
+        assert_eq!(token_at(u64::MAX), None);
+        assert_eq!(token_at(MAX_COUNTER_VALUE + 1), None);
+        let lie = SpecReply::Executed(IncrReply::WrongToken { value: u64::MAX }.encode()).encode();
+        assert_eq!(token_after(&lie), None);
     }
 
     #[test]

@@ -72,7 +72,7 @@ fn counter_after(reply: &[u8]) -> Option<(u64, u64)> {
     match SpecReply::decode(reply).ok()? {
         SpecReply::Executed(inner) => match IncrReply::decode(&inner)? {
             IncrReply::Done { value, token } => Some((value, token)),
-            IncrReply::WrongToken { value } => Some((value, crate::apps::spec::token_at(value))),
+            IncrReply::WrongToken { value } => Some((value, crate::apps::spec::token_at(value)?)),
         },
         _ => None,
     }
@@ -133,7 +133,8 @@ impl Session {
         };
         let (value, token) = state;
         let predicted = self.rng.chance(self.plan.predict).then(|| {
-            let value = value + 1;
+            // A lying early reply may have said u64::MAX.
+            let value = value.wrapping_add(1);
             IncrReply::Done {
                 value,
                 token: next_token(token, value),
