@@ -263,8 +263,18 @@ impl Client {
 
     // ---- ordered path
 
-    /// Persist (CS3), then send to the preferred quorum (and to execution replica `early`, for
-    /// an early reply) and arm the retransmission timer.
+    /// Persist (CS3), then send to the preferred quorum and arm the retransmission timer; for
+    /// a speculative request, first send its copy to execution replica `early` at once, ahead
+    /// of the record's sync.
+    ///
+    /// The copy may leave before the record is durable because nothing it causes is ever
+    /// committed or counted: the early replica executes it on its fork only, and the client
+    /// takes the early reply only for the request identity `H(client, nc, H(op))` it is
+    /// waiting for. If the client crashes before the sync and later reuses `nc` for another
+    /// operation, the early replica refuses to answer the new copy early (same number, other
+    /// operation) and the committed order drops the stale one from its fork. Waiting for the
+    /// disk would put an `fdatasync` on the critical path of every speculative step, which is
+    /// the one thing speculation exists to take off it.
     fn start_ordered(
         &mut self,
         now: Micros,
@@ -274,6 +284,14 @@ impl Client {
     ) {
         let nc = self.next_nc;
         self.next_nc = nc.saturating_add(1);
+        if let Some(e) = early {
+            let msg = Message::EarlyRequest { nc, op: op.clone() };
+            let to = Principal::Exec(e);
+            match self.ctx.keys.seal(to, &msg) {
+                Some(frame) => out.push(Action::SendUnsynced { to, frame }),
+                None => self.counters.add("send-no-key"),
+            }
+        }
         out.push(Action::Store(
             OutRecord::Outstanding { nc, op: op.clone() }.put(),
         ));
@@ -295,10 +313,6 @@ impl Client {
         };
         for to in receivers {
             self.send(to, &msg, out);
-        }
-        if let Some(e) = early {
-            let msg = Message::EarlyRequest { nc, op: op.clone() };
-            self.send(Principal::Exec(e), &msg, out);
         }
         out.push(Action::SetTimer {
             id: RETRANSMIT,

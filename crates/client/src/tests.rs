@@ -142,7 +142,7 @@ impl World {
         actions
             .iter()
             .filter_map(|a| match a {
-                Action::Send { to, frame } => {
+                Action::Send { to, frame } | Action::SendUnsynced { to, frame } => {
                     let (from, msg) = self.ring(*to).open(frame).expect("client frames open");
                     assert_eq!(from, ME);
                     Some((*to, msg))
@@ -1199,6 +1199,35 @@ fn a_speculative_request_also_goes_to_its_early_replica_and_passes_its_early_rep
     assert!(sent
         .iter()
         .any(|(to, m)| matches!(to, Principal::Auth(_)) && matches!(m, Message::Request { .. })));
+    // The early copy leaves ahead of the record's sync (nothing it causes is committed); the
+    // ordered request waits for the sync (CS3).
+    let sync = out
+        .iter()
+        .position(|a| matches!(a, Action::Store(StoreOp::Sync)))
+        .expect("the request is persisted");
+    let unsynced: Vec<usize> = (0..out.len())
+        .filter(|&i| matches!(out[i], Action::SendUnsynced { .. }))
+        .collect();
+    assert_eq!(
+        unsynced.len(),
+        1,
+        "only the early copy goes ahead of the disk"
+    );
+    assert!(unsynced[0] < sync);
+    assert!(matches!(
+        &out[unsynced[0]],
+        Action::SendUnsynced {
+            to: Principal::Exec(2),
+            ..
+        }
+    ));
+    assert!(out[sync..].iter().any(|a| matches!(
+        a,
+        Action::Send {
+            to: Principal::Auth(_),
+            ..
+        }
+    )));
 
     // Another replica's early reply, or one for another operation, is not passed on.
     let out = run(&mut c, 1, early_reply(&w, 1, 1, b"incr", b"1"));
