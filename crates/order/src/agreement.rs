@@ -400,6 +400,8 @@ impl OrderReplica {
             return;
         }
         self.slots.entry(seq).or_default().commit_vote(view, j, d);
+        // The COMMIT counts as its sender's PREPARE too (`Slot::commit_vote`).
+        self.check_prepared(now, seq, out);
         self.check_committed(now, seq, out);
     }
 

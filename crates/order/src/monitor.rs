@@ -284,11 +284,15 @@ impl OrderReplica {
         };
         let in_batch: BTreeSet<ClientId> = batch.iter().map(|(c, _)| *c).collect();
         let tentative = self.tentative_last_ordered();
-        // Only requests held since this view began count: what waited through a view change
-        // is re-proposed by the new primary in a burst whose order no backup can judge (each
-        // saw the requests arrive in its own order). With small batches every such burst
-        // looked unfair to some backup, and views churned (simulator seed 271, u=2 r=1).
-        // A request held from before keeps the pending-request timeout as its guard.
+        // A request held from before this view began counts as held since the view began:
+        // what waited through a view change is re-proposed by the new primary in a burst
+        // whose order no backup can judge (each saw the requests arrive in its own order).
+        // With small batches every such burst looked unfair to some backup, and views churned
+        // (simulator seed 271, u=2 r=1); the burst's requests arrived before the view, so they
+        // are not orders of another client "since" it. Leaving such requests out altogether
+        // let a primary that starves one client starve a request pending across the view
+        // change for as long as it ordered others' (spec seed 891, u=1 r=1: 3.4 s; the
+        // pending-request timeout never fires while batches commit).
         let view_since = self.monitor.view_since;
         // The longest-held such request is the evidence (a minimum, not the map's order, so
         // the log is the same in every run of a simulation seed).
@@ -296,11 +300,10 @@ impl OrderReplica {
             .requests
             .iter()
             .filter_map(|(c, e)| {
-                let held = e.held_since?;
+                let held = e.held_since?.max(view_since);
                 let unfair = !in_batch.contains(c)
                     && e.nc > tentative.get(*c)
                     && held < since
-                    && held >= view_since
                     && now.saturating_sub(held) >= patience;
                 unfair.then(|| (held, *c, e.pending_since.unwrap_or(held)))
             })

@@ -63,6 +63,20 @@ const REGRESSIONS: &[(u64, u16, u16, &str)] = &[(
     1,
     "a lying early reply said WrongToken { value } near u64::MAX and the session hashed its way \
      towards that token: the seed never ended (token_at is bounded now)",
+), (
+    346,
+    1,
+    1,
+    "a PREPARE that came before its receiver entered the view was dropped, and its sender had \
+     committed the slot so never said it again: one PREPARE short for two views (2 s); a COMMIT \
+     now stands for its sender's PREPARE",
+), (
+    891,
+    1,
+    1,
+    "a primary starving one client passed over its request pending across the view change for \
+     3.4 s: the fairness check left such requests out (they count as held since the view began \
+     now)",
 )];
 
 #[test]
