@@ -50,8 +50,10 @@ pub enum Action {
     },
     /// Send an already sealed frame now, ahead of pending syncs and of the actions held
     /// behind them. The stage takes on what the barrier would have given it: the message may
-    /// reach its peers while the records written before it are lost in a crash. Only the
-    /// primary's PRE-PREPARE uses it (docs/protocol.md, "Pre-prepares ahead of the disk").
+    /// reach its peers while the records written before it are lost in a crash. Two uses: the
+    /// primary's PRE-PREPARE (docs/protocol.md, "Pre-prepares ahead of the disk") and a
+    /// speculating client's copy of its request for the early replica, which nothing commits
+    /// (docs/speculation.md, "Early replies").
     SendUnsynced {
         to: Principal,
         frame: Vec<u8>,
