@@ -110,7 +110,7 @@ pub trait Application {
 
     /// The application's own running totals, for the operator: each `(name, total)` shows in
     /// the node's `/metrics` as `plumb_stage_events_total{principal="e<i>",event="<name>"}`,
-    /// refreshed after every batch. Local observations, never state: replicas may differ, and
+    /// refreshed on the execution stage's catch-up tick (every `catch_up_us`). Local observations, never state: replicas may differ, and
     /// checkpoints and [`Application::state_digest`] must not cover them. Default: none.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()

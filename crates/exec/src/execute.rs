@@ -120,9 +120,6 @@ impl<A: Application> ExecReplica<A> {
             if output.replies.len() != commands.len() {
                 self.counters.add("app-reply-count-mismatch");
             }
-            for (name, total) in self.app.counters() {
-                self.counters.set(name, total);
-            }
             for (index, ((command, req), result)) in
                 commands.iter().zip(ids).zip(output.replies).enumerate()
             {

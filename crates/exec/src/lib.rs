@@ -284,6 +284,11 @@ impl<A: Application> ExecReplica<A> {
         }
         self.serve_deferred_transfer(out);
         self.probe_tick(out);
+        // The application's own totals, for the metrics: here, a few times a second, rather
+        // than after every batch on the request path.
+        for (name, total) in self.app.counters() {
+            self.counters.set(name, total);
+        }
         let idle = self.learned_total == self.learned_at_last_tick;
         let stalled = !self.votes.is_empty() && idle;
         self.learned_at_last_tick = self.learned_total;
