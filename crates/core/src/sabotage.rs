@@ -4,122 +4,74 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sabotage {
+/// Declares the switches and [`ALL`] from one list, so that no switch can be left out of it.
+macro_rules! sabotages {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal,)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Sabotage {
+            $($(#[$doc])* $variant,)*
+        }
+
+        /// Every switch with its name (`plumb sim --sabotage NAME`).
+        pub const ALL: &[(Sabotage, &str)] = &[$((Sabotage::$variant, $name),)*];
+    };
+}
+
+sabotages! {
     /// Order replicas prepare and commit with one vote fewer than the medium quorum.
-    CommitQuorumMinusOne,
+    CommitQuorumMinusOne = "commit-quorum-minus-one",
     /// Execution replicas load a transferred checkpoint without checking it against its token.
-    UncheckedCheckpoint,
+    UncheckedCheckpoint = "unchecked-checkpoint",
     /// Order replicas skip the per-client sequence check on proposed requests.
-    SkipRequestSequenceCheck,
+    SkipRequestSequenceCheck = "skip-request-sequence-check",
     /// Execution replicas deliver a batch learned from a single NEXT-BATCH instead of r+1.
-    ExecLearnBelowQuorum,
+    ExecLearnBelowQuorum = "exec-learn-below-quorum",
     /// An order replica whose records are gone starts as if new, without the recovery
     /// protocol, and votes at once.
-    Amnesia,
+    Amnesia = "amnesia",
     /// Order replicas accept a NEW-VIEW from any order replica, signed by it, not only from the
     /// new view's primary.
-    AnyNewView,
+    AnyNewView = "any-new-view",
     /// Execution replicas answer read-only requests right after a (re)start, from the state
     /// of their last checkpoint, without waiting for the order stage's probe answers.
-    StaleReadOnly,
+    StaleReadOnly = "stale-read-only",
     /// Authentication replicas never supersede a stranded pending request: a client that lost
     /// its record and reuses the number of a request its previous life sent to too few
     /// replicas is stuck for good.
-    KeepStranded,
+    KeepStranded = "keep-stranded",
     /// An order replica restarted as the active primary of its view goes on proposing in it,
     /// although it may have sent PRE-PREPAREs it lost in the crash.
-    ReproposeAfterRestart,
+    ReproposeAfterRestart = "primary-reproposes-after-restart",
     /// The key-value store runs a transaction whatever its watched keys now hold (caught by
     /// `plumb sim --app redis`, whose workload has transactions).
-    TransactionIgnoresWatch,
+    TransactionIgnoresWatch = "transaction-ignores-watch",
     /// The key-value store's pop from the first non-empty list (under `BLPOP`) returns the
     /// element but leaves it in the list (caught by `plumb sim --app redis`'s queue check).
-    PopKeepsElement,
+    PopKeepsElement = "pop-keeps-element",
     /// The key-value store's `PUBLISH` pushes each message twice (under two event ids), so a
     /// subscriber receives it twice (caught by `plumb sim --app redis`'s pub/sub check).
-    PublishPushesTwice,
+    PublishPushesTwice = "publish-pushes-twice",
     /// A script's write command (`redis.call('incr', ...)`) is applied twice (caught by
     /// `plumb sim --app redis`, whose workload has scripts).
-    ScriptCallAppliesTwice,
+    ScriptCallAppliesTwice = "script-call-applies-twice",
     /// The coordination application leaves a one-shot data watch registered when it fires, so
     /// it fires again at the next change (caught by `plumb sim --app coord`'s COORD-watch).
-    CoordWatchFiresTwice,
+    CoordWatchFiresTwice = "watch-fires-twice",
     /// The coordination application expires a session but keeps its ephemeral nodes (caught by
     /// `plumb sim --app coord`'s COORD-ephemeral).
-    CoordExpiryKeepsEphemeral,
+    CoordExpiryKeepsEphemeral = "expiry-keeps-ephemeral",
     /// The Prophecy sketcher accepts a fast reply whatever its sketch, as if every read were
     /// whitelisted (caught by `plumb sim --sketcher`'s delay-once check).
-    SketcherAcceptsUnmatched,
+    SketcherAcceptsUnmatched = "sketcher-accepts-unmatched",
     /// The Prophecy sketcher updates its history table with every replicated reply, also one
     /// older than the entry (caught by `plumb sim --sketcher`'s delay-once check).
-    SketcherTakesOlder,
+    SketcherTakesOlder = "sketcher-takes-older",
     /// The speculation shim executes a predicated request without checking its predicates
     /// (caught by `plumb sim --app spec`'s SPEC-predicate).
-    PredicatesUnchecked,
+    PredicatesUnchecked = "predicates-unchecked",
     /// The speculation shim truncates its reply log on a count local to the replica instead of
     /// at agreed batch numbers (caught by `plumb sim --app spec`'s state and reply checks).
-    TruncateNondeterministic,
-}
-
-pub const ALL: [(Sabotage, &str); 19] = [
-    (Sabotage::CommitQuorumMinusOne, "commit-quorum-minus-one"),
-    (Sabotage::UncheckedCheckpoint, "unchecked-checkpoint"),
-    (
-        Sabotage::SkipRequestSequenceCheck,
-        "skip-request-sequence-check",
-    ),
-    (Sabotage::ExecLearnBelowQuorum, "exec-learn-below-quorum"),
-    (Sabotage::Amnesia, "amnesia"),
-    (Sabotage::AnyNewView, "any-new-view"),
-    (Sabotage::StaleReadOnly, "stale-read-only"),
-    (Sabotage::KeepStranded, "keep-stranded"),
-    (
-        Sabotage::ReproposeAfterRestart,
-        "primary-reproposes-after-restart",
-    ),
-    (
-        Sabotage::TransactionIgnoresWatch,
-        "transaction-ignores-watch",
-    ),
-    (Sabotage::PopKeepsElement, "pop-keeps-element"),
-    (Sabotage::PublishPushesTwice, "publish-pushes-twice"),
-    (
-        Sabotage::ScriptCallAppliesTwice,
-        "script-call-applies-twice",
-    ),
-    (Sabotage::CoordWatchFiresTwice, "watch-fires-twice"),
-    (
-        Sabotage::CoordExpiryKeepsEphemeral,
-        "expiry-keeps-ephemeral",
-    ),
-    (
-        Sabotage::SketcherAcceptsUnmatched,
-        "sketcher-accepts-unmatched",
-    ),
-    (Sabotage::SketcherTakesOlder, "sketcher-takes-older"),
-    (Sabotage::PredicatesUnchecked, "predicates-unchecked"),
-    (
-        Sabotage::TruncateNondeterministic,
-        "truncate-nondeterministic",
-    ),
-];
-
-/// The simulated application a sabotage needs to show (`plumb sim --app`): the key-value
-/// store's own breakages need a workload that uses what they break. `"sketcher"`: the
-/// key-value store with its reads through a Prophecy sketcher (`plumb sim --sketcher`);
-/// `"spec"`: speculative sessions over `Speculative<SpecBench>` (`plumb sim --app spec`).
-pub fn app_for(s: Sabotage) -> &'static str {
-    match s {
-        Sabotage::TransactionIgnoresWatch
-        | Sabotage::PopKeepsElement
-        | Sabotage::PublishPushesTwice
-        | Sabotage::ScriptCallAppliesTwice => "redis",
-        Sabotage::CoordWatchFiresTwice | Sabotage::CoordExpiryKeepsEphemeral => "coord",
-        Sabotage::SketcherAcceptsUnmatched | Sabotage::SketcherTakesOlder => "sketcher",
-        Sabotage::PredicatesUnchecked | Sabotage::TruncateNondeterministic => "spec",
-        _ => "kv",
-    }
+    TruncateNondeterministic = "truncate-nondeterministic",
 }
 
 // The active sabotage is process-wide: the simulator runs one seed at a time in one thread.

@@ -9,9 +9,9 @@ use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct SimArgs {
-    /// Number of seeds to run.
-    #[arg(long, default_value_t = 100)]
-    seeds: u64,
+    /// Number of seeds to run (default 100; with --sabotage, the gate's count for it).
+    #[arg(long)]
+    seeds: Option<u64>,
     /// First seed of the range.
     #[arg(long, default_value_t = 0)]
     start: u64,
@@ -37,25 +37,43 @@ pub struct SimArgs {
     /// sabotage is caught, where the first failing seed is the answer.
     #[arg(long)]
     first_failure: bool,
-    /// Break the protocol on purpose (`list` prints the names); requires the `sabotage` feature.
+    /// Break the protocol on purpose and hunt for the first seed that reports it: passes only
+    /// if that seed reports the property the breakage violates (the table in
+    /// `plumb_sim::sabotage`, which also picks the workload). `all` runs every one; `list`
+    /// prints the names. Requires the `sabotage` feature.
     #[arg(long)]
     sabotage: Option<String>,
     /// The application under test: `kv` (the key-value store), `redis` (the key-value store
     /// with Redis transactions and pipelines in the workload), `bank` (examples/bank) or `coord`
     /// (the coordination application, ZooKeeper's data model) or `spec` (client speculation:
     /// speculative sessions over the speculation shim and its counter and file service).
-    #[arg(long, default_value = "kv", value_parser = ["kv", "redis", "bank", "coord", "spec"])]
-    app: String,
+    #[arg(long, value_parser = ["kv", "redis", "bank", "coord", "spec"])]
+    app: Option<String>,
     /// Correct clients read through a Prophecy sketcher (fast reads from one execution
     /// replica, checked against its history table; docs/prophecy.md); histories are judged
     /// delay-once linearizable instead of linearizable.
     #[arg(long)]
     sketcher: bool,
+    /// The linearizability checker's step budget per partition. A history it cannot decide
+    /// within the budget fails the seed as undecided (lower it to see that gate work).
+    #[arg(long, default_value_t = plumb_sim::lincheck::DEFAULT_MAX_STEPS)]
+    check_max_steps: u64,
+}
+
+impl SimArgs {
+    /// The application `--app` names (the key-value store by default).
+    fn app(&self) -> &str {
+        self.app.as_deref().unwrap_or("kv")
+    }
+
+    fn seeds(&self) -> u64 {
+        self.seeds.unwrap_or(100)
+    }
 }
 
 /// Run one seed of the application `--app` names.
 fn run_seed(args: &SimArgs, opts: &SimOptions) -> SeedReport {
-    match args.app.as_str() {
+    match args.app() {
         "bank" => run_app_seed(&plumb_bank::sim::BankSim, opts),
         "redis" => run_app_seed(&plumb_sim::apps::redis::Redis, opts),
         "coord" => run_app_seed(&plumb_sim::apps::coord::Coord, opts),
@@ -66,26 +84,21 @@ fn run_seed(args: &SimArgs, opts: &SimOptions) -> SeedReport {
 
 /// The configuration a seed of `--app` runs with (the application may adjust the generic one).
 fn config(args: &SimArgs, opts: &SimOptions) -> plumb_sim::SimConfig {
-    match args.app.as_str() {
+    match args.app() {
         "spec" => app_seed_config(&plumb_sim::apps::spec::Spec, opts),
         _ => seed_config(opts),
     }
 }
 
-pub fn run(args: SimArgs) -> ExitCode {
-    if let Some(name) = &args.sabotage {
-        let needs = if args.sketcher {
-            "sketcher"
-        } else {
-            args.app.as_str()
-        };
-        match sabotage::enable(name, needs) {
-            Ok(true) => {}
-            Ok(false) => return ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("plumb sim: {e}");
-                return ExitCode::from(2);
-            }
+pub fn run(mut args: SimArgs) -> ExitCode {
+    if let Some(name) = args.sabotage.clone() {
+        if args.seed.is_none() {
+            return sabotage::gate(&args, &name);
+        }
+        // Replaying one seed of a hunt: the sabotage on, its workload chosen by the table.
+        if let Err(e) = sabotage::enable_for_replay(&mut args, &name) {
+            eprintln!("plumb sim: {e}");
+            return ExitCode::from(2);
         }
     }
     if let Some(seed) = args.seed {
@@ -99,6 +112,7 @@ fn options(args: &SimArgs, seed: u64) -> SimOptions {
         trace: args.trace,
         faults: !args.no_faults,
         sketcher: args.sketcher,
+        check_max_steps: args.check_max_steps,
         ..SimOptions::new(seed, args.u, args.r)
     }
 }
@@ -116,6 +130,9 @@ fn replay(args: &SimArgs, seed: u64) -> ExitCode {
     }
     if report.suppressed_violations > 0 {
         out!("(+{} more violations)", report.suppressed_violations);
+    }
+    for u in &report.undecided {
+        out!("undecided: {u}");
     }
     for w in &report.warnings {
         out!("warning: {w}");
@@ -154,8 +171,9 @@ fn replay(args: &SimArgs, seed: u64) -> ExitCode {
         );
     }
     out!("trace digest {:016x}", report.trace_digest);
-    summary(1, report.violation_count(), started);
-    exit_code(report.violation_count())
+    let undecided = usize::from(!report.undecided.is_empty());
+    summary(1, report.violation_count(), undecided, started);
+    exit_code(report.violation_count(), undecided)
 }
 
 /// How often a sweep of many seeds reports its progress.
@@ -164,8 +182,10 @@ const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 fn run_many(args: &SimArgs) -> ExitCode {
     let started = Instant::now();
     let next = AtomicU64::new(args.start);
-    let end = args.start + args.seeds;
+    let end = args.start + args.seeds();
     let violations = AtomicU64::new(0);
+    // Seeds whose checker gave up: failures, never passes.
+    let undecided = AtomicU64::new(0);
     let ran = AtomicU64::new(0);
     let safety_only = AtomicU64::new(0);
     let failing = Mutex::new(Vec::new());
@@ -177,7 +197,9 @@ fn run_many(args: &SimArgs) -> ExitCode {
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| loop {
-                if args.first_failure && violations.load(Ordering::SeqCst) > 0 {
+                if args.first_failure
+                    && violations.load(Ordering::SeqCst) + undecided.load(Ordering::SeqCst) > 0
+                {
                     break;
                 }
                 let seed = next.fetch_add(1, Ordering::SeqCst);
@@ -198,7 +220,7 @@ fn run_many(args: &SimArgs) -> ExitCode {
                         eprintln!(
                             "plumb sim: {} of {} seeds run, {} violations, {:.0} s",
                             ran.load(Ordering::SeqCst),
-                            args.seeds,
+                            args.seeds(),
                             violations.load(Ordering::SeqCst),
                             started.elapsed().as_secs_f64()
                         );
@@ -206,6 +228,9 @@ fn run_many(args: &SimArgs) -> ExitCode {
                 }
                 if !report.ok() {
                     violations.fetch_add(report.violation_count() as u64, Ordering::SeqCst);
+                    if !report.undecided.is_empty() {
+                        undecided.fetch_add(1, Ordering::SeqCst);
+                    }
                     out!("{}", failure_line(&report));
                     if let Ok(mut f) = failing.lock() {
                         f.push(seed);
@@ -226,8 +251,9 @@ fn run_many(args: &SimArgs) -> ExitCode {
         "slowest operation of a correct client after faults stopped and the cluster settled: {:.3} s (seed {seed})",
         latency as f64 / 1e6
     );
-    summary(ran.load(Ordering::SeqCst), total, started);
-    exit_code(total)
+    let undecided = undecided.load(Ordering::SeqCst) as usize;
+    summary(ran.load(Ordering::SeqCst), total, undecided, started);
+    exit_code(total, undecided)
 }
 
 /// `seed 42 (u=1 r=1): LS3 violated: ... — replay: plumb sim --seed 42 --u 1 --r 1`
@@ -235,8 +261,10 @@ fn failure_line(report: &SeedReport) -> String {
     let first = report
         .violations
         .first()
-        .map_or("?".to_string(), |v| v.to_string());
-    let more = report.violation_count().saturating_sub(1);
+        .map(|v| v.to_string())
+        .or_else(|| report.undecided.first().cloned())
+        .unwrap_or_else(|| "?".to_string());
+    let more = (report.violation_count() + report.undecided.len()).saturating_sub(1);
     let more = if more > 0 {
         format!(" (+{more} more)")
     } else {
@@ -251,8 +279,13 @@ fn failure_line(report: &SeedReport) -> String {
     )
 }
 
-fn summary(runs: u64, violations: usize, started: Instant) {
+/// The closing lines. `undecided`: seeds whose checker gave up, printed only when there are
+/// some (the line scripts read stays as it was), and failing the run like a violation.
+fn summary(runs: u64, violations: usize, undecided: usize, started: Instant) {
     let elapsed = started.elapsed().as_secs_f64();
+    if undecided > 0 {
+        out!("sim: {undecided} seeds undecided (a checker spent its budget): not a pass");
+    }
     out!("sim: {runs} runs, {violations} violations");
     out!(
         "elapsed {elapsed:.1} s, {:.1} ms per seed",
@@ -260,8 +293,8 @@ fn summary(runs: u64, violations: usize, started: Instant) {
     );
 }
 
-fn exit_code(violations: usize) -> ExitCode {
-    if violations == 0 {
+fn exit_code(violations: usize, undecided: usize) -> ExitCode {
+    if violations == 0 && undecided == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -270,40 +303,119 @@ fn exit_code(violations: usize) -> ExitCode {
 
 #[cfg(feature = "sabotage")]
 mod sabotage {
-    use plumb_sim::sabotage::{app_for, set, ALL};
+    use super::SimArgs;
+    use plumb_sim::sabotage::{by_name, expectation, hunt, set, Verdict, Workload, ALL};
+    use std::process::ExitCode;
 
-    /// Turn on the named sabotage for a run of `app`. `Ok(false)`: the names were listed,
-    /// nothing to run.
-    pub fn enable(name: &str, app: &str) -> Result<bool, String> {
+    /// `--sabotage NAME|all|list` without `--seed`: hunt for each breakage and require that the
+    /// first seed reporting anything reports a property the breakage violates.
+    pub fn gate(args: &SimArgs, name: &str) -> ExitCode {
         if name == "list" {
             for (_, n) in ALL {
                 out!("{n}");
             }
-            return Ok(false);
+            return ExitCode::SUCCESS;
         }
-        match ALL.iter().find(|(_, n)| *n == name) {
-            Some((s, _)) if app_for(*s) == "sketcher" && app != "sketcher" => Err(format!(
-                "sabotage {name} breaks the Prophecy sketcher: add --sketcher"
-            )),
-            Some((s, _)) if app_for(*s) != app && app_for(*s) != "sketcher" => Err(format!(
-                "sabotage {name} breaks what only the {} workload exercises: add --app {}",
-                app_for(*s),
-                app_for(*s)
-            )),
-            Some((s, _)) => {
-                set(Some(*s));
-                Ok(true)
+        let chosen: Vec<_> = if name == "all" {
+            ALL.to_vec()
+        } else {
+            match by_name(name) {
+                Some(s) => vec![(
+                    s,
+                    ALL.iter().find(|(x, _)| *x == s).map_or(name, |(_, n)| n),
+                )],
+                None => {
+                    eprintln!("plumb sim: unknown sabotage {name:?}; `plumb sim --sabotage list` names them");
+                    return ExitCode::from(2);
+                }
             }
-            None => Err(format!(
-                "unknown sabotage {name:?}; `plumb sim --sabotage list` names them"
-            )),
+        };
+        if args.app.is_some() || args.sketcher {
+            eprintln!("plumb sim: --sabotage picks its own workload (plumb_sim::sabotage's table); leave out --app and --sketcher");
+            return ExitCode::from(2);
         }
+        let mut caught = 0;
+        for (s, n) in &chosen {
+            let e = expectation(*s);
+            let seeds = args.seeds.unwrap_or(e.seeds);
+            let started = std::time::Instant::now();
+            let verdict = hunt(
+                *s,
+                e.workload,
+                e.properties,
+                (args.u, args.r),
+                args.start..args.start + seeds,
+                args.jobs,
+            );
+            let replay = |seed: u64| {
+                format!(
+                    "plumb sim --sabotage {n} --seed {seed} --u {} --r {}",
+                    args.u, args.r
+                )
+            };
+            let took = started.elapsed().as_secs_f64();
+            match &verdict {
+                Verdict::Caught { seed, property } => {
+                    caught += 1;
+                    out!("sabotage {n} caught by {property} at seed {seed} ({took:.0} s) — replay: {}", replay(*seed));
+                }
+                Verdict::WrongProperty { seed, found } => out!(
+                    "sabotage {n} NOT caught by its property: seed {seed} reported {} where one of {:?} was expected — replay: {}",
+                    found.join(", "),
+                    e.properties,
+                    replay(*seed)
+                ),
+                Verdict::NotCaught { seeds } => out!(
+                    "sabotage {n} NOT caught: {seeds} seeds from {} reported nothing (expected one of {:?}{})",
+                    args.start,
+                    e.properties,
+                    e.workload.args()
+                ),
+            }
+        }
+        out!(
+            "sabotage: {caught} of {} caught, each by a property it breaks",
+            chosen.len()
+        );
+        if caught == chosen.len() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    }
+
+    /// `--sabotage NAME --seed N`: switch it on and run the table's workload.
+    pub fn enable_for_replay(args: &mut SimArgs, name: &str) -> Result<(), String> {
+        let s = by_name(name).ok_or_else(|| {
+            format!("unknown sabotage {name:?}; `plumb sim --sabotage list` names them")
+        })?;
+        let (app, sketcher) = match expectation(s).workload {
+            Workload::Kv => ("kv", false),
+            Workload::Redis => ("redis", false),
+            Workload::Coord => ("coord", false),
+            Workload::Spec => ("spec", false),
+            Workload::Sketcher => ("kv", true),
+        };
+        args.app = Some(app.to_string());
+        args.sketcher = sketcher;
+        set(Some(s));
+        Ok(())
     }
 }
 
 #[cfg(not(feature = "sabotage"))]
 mod sabotage {
-    pub fn enable(_name: &str, _app: &str) -> Result<bool, String> {
-        Err("this build has no sabotage switches (build with --features sabotage)".to_string())
+    use super::SimArgs;
+    use std::process::ExitCode;
+
+    const NONE: &str = "this build has no sabotage switches (build with --features sabotage)";
+
+    pub fn gate(_args: &SimArgs, _name: &str) -> ExitCode {
+        eprintln!("plumb sim: {NONE}");
+        ExitCode::from(2)
+    }
+
+    pub fn enable_for_replay(_args: &mut SimArgs, _name: &str) -> Result<(), String> {
+        Err(NONE.to_string())
     }
 }

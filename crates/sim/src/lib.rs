@@ -40,9 +40,10 @@ pub use plumb_adversary::{AnyApp, AppForgery};
 pub use plumb_lincheck as lincheck;
 pub use rng::SimRng;
 
-/// The sabotage switches of the stages (only with the `sabotage` feature).
+/// The sabotage switches of the stages and the gate that proves each is caught by the property
+/// it breaks (only with the `sabotage` feature).
 #[cfg(feature = "sabotage")]
-pub use plumb_core::sabotage;
+pub mod sabotage;
 
 use plumb_config::Faults;
 use plumb_wire::Micros;
@@ -63,6 +64,9 @@ pub struct SimOptions {
     /// Correct clients read through a Prophecy sketcher (fast reads to one replica, checked
     /// against its history); their histories are then judged delay-once linearizable.
     pub sketcher: bool,
+    /// The linearizability checker's step budget per partition; a history it cannot decide
+    /// within it is reported as undecided, which fails the seed like a violation.
+    pub check_max_steps: u64,
 }
 
 /// Events one seed may take by default. Correct runs take tens of thousands to a few hundred
@@ -79,6 +83,7 @@ impl SimOptions {
             faults: true,
             max_events: DEFAULT_MAX_EVENTS,
             sketcher: false,
+            check_max_steps: plumb_lincheck::DEFAULT_MAX_STEPS,
         }
     }
 }
@@ -125,6 +130,9 @@ pub struct SeedReport {
     pub violations: Vec<Violation>,
     /// Violations beyond the stored cap.
     pub suppressed_violations: usize,
+    /// Checks that gave up without a verdict (the linearizability checker's step budget ran
+    /// out). Not a pass: the seed fails as if a property were violated.
+    pub undecided: Vec<String>,
     /// Things worth knowing that are not violations (e.g. a history the checker gave up on).
     pub warnings: Vec<String>,
     pub stats: Stats,
@@ -133,8 +141,9 @@ pub struct SeedReport {
 }
 
 impl SeedReport {
+    /// Every property was checked and none was violated.
     pub fn ok(&self) -> bool {
-        self.violations.is_empty()
+        self.violations.is_empty() && self.undecided.is_empty()
     }
 
     pub fn violation_count(&self) -> usize {
@@ -201,8 +210,9 @@ pub fn assert_seeds_pass<A: SimApp>(
             let first: Vec<String> = report
                 .violations
                 .iter()
-                .take(3)
                 .map(|v| v.to_string())
+                .chain(report.undecided.iter().cloned())
+                .take(3)
                 .collect();
             failures.push(format!(
                 "{} -> {}",
@@ -236,6 +246,7 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
     }
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let mut world = world::World::new(app, cfg, opts.trace, opts.max_events);
+        world.check_max_steps = opts.check_max_steps;
         world.run();
         world.finish(opts.u, opts.r)
     }));
@@ -257,6 +268,7 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
                 detail: text,
             }],
             suppressed_violations: 0,
+            undecided: Vec::new(),
             warnings: Vec::new(),
             stats: Stats::default(),
             trace_digest: 0,

@@ -1,44 +1,87 @@
-//! Each deliberate breakage must be caught: proof that the checks are not vacuous. Only built
-//! with `--features sabotage`. One test function: the sabotage switch is process-wide.
+//! The sabotage gate itself (`plumb sim --sabotage all` runs it over every breakage in CI): a
+//! breakage is caught only by a property it violates, and a hunt whose expected property does
+//! not fire fails. Only built with `--features sabotage`. One test function: the sabotage switch
+//! is process-wide.
 #![cfg(feature = "sabotage")]
 
-use plumb_sim::apps::coord::Coord;
-use plumb_sim::apps::redis::Redis;
-use plumb_sim::apps::spec::Spec;
-use plumb_sim::sabotage::{app_for, set, ALL};
-use plumb_sim::{run_app_seed, run_seed, SimOptions};
-
-/// Seeds of the u=1, r=1 cluster tried per sabotage before giving up (the subtle ones need a
-/// Byzantine replica in the right place: a few percent of seeds).
-const BUDGET: u64 = 60;
+use plumb_sim::sabotage::{expectation, hunt, judge, Sabotage, Verdict, ALL};
+use plumb_sim::{SeedReport, Stats, Violation};
 
 #[test]
-fn every_sabotage_is_reported() {
-    let mut missed = Vec::new();
-    for (s, name) in ALL {
-        set(Some(s));
-        let caught = (0..BUDGET).find_map(|seed| {
-            let mut opts = SimOptions::new(seed, 1, 1);
-            opts.sketcher = app_for(s) == "sketcher";
-            let report = match app_for(s) {
-                "redis" => run_app_seed(&Redis, &opts),
-                "coord" => run_app_seed(&Coord, &opts),
-                "spec" => run_app_seed(&Spec, &opts),
-                _ => run_seed(&opts),
-            };
-            report
-                .violations
-                .first()
-                .map(|v| format!("{} -> {v}", report.replay_command()))
-        });
-        match caught {
-            Some(how) => println!("{name}: {how}"),
-            None => missed.push(name),
+fn a_breakage_passes_the_gate_only_through_the_property_it_breaks() {
+    for s in [Sabotage::CommitQuorumMinusOne, Sabotage::PopKeepsElement] {
+        let e = expectation(s);
+        let right = hunt(s, e.workload, e.properties, (1, 1), 0..e.seeds, 2);
+        let Verdict::Caught { seed, property } = &right else {
+            panic!("{s:?} is not caught by {:?}: {right:?}", e.properties);
+        };
+        assert!(e.properties.contains(&property.as_str()));
+        // The same hunt expecting a property the breakage does not touch fails at the same
+        // seed, naming what that seed did report.
+        let wrong = hunt(s, e.workload, &["COORD-watch"], (1, 1), 0..e.seeds, 2);
+        match &wrong {
+            Verdict::WrongProperty { seed: at, found } => {
+                assert_eq!(at, seed);
+                assert!(found.contains(property), "{found:?}");
+            }
+            other => panic!("{s:?} expecting COORD-watch: {other:?}"),
         }
     }
-    set(None);
-    assert!(
-        missed.is_empty(),
-        "sabotage not detected within {BUDGET} seeds: {missed:?}"
-    );
+}
+
+fn report(properties: &[&'static str], undecided: bool) -> SeedReport {
+    SeedReport {
+        app: "kv",
+        seed: 7,
+        u: 1,
+        r: 1,
+        sketcher: false,
+        liveness_checked: true,
+        violations: properties
+            .iter()
+            .map(|p| Violation {
+                property: p,
+                detail: String::new(),
+            })
+            .collect(),
+        suppressed_violations: 0,
+        undecided: if undecided {
+            vec!["linearizability undecided".to_string()]
+        } else {
+            Vec::new()
+        },
+        warnings: Vec::new(),
+        stats: Stats::default(),
+        trace_digest: 0,
+    }
+}
+
+#[test]
+fn only_the_expected_property_catches() {
+    let expected = ["OS-agreement"];
+    assert_eq!(judge(&expected, &report(&[], false)), None);
+    assert!(judge(&expected, &report(&["LL1", "OS-agreement"], false)).is_some_and(|v| v.caught()));
+    // Another property, a panic or a checker that gave up is not a catch.
+    for (props, undecided) in [
+        (&["LL1"][..], false),
+        (&["panic"][..], false),
+        (&[][..], true),
+    ] {
+        let verdict = judge(&expected, &report(props, undecided));
+        assert!(
+            matches!(verdict, Some(Verdict::WrongProperty { seed: 7, .. })),
+            "{props:?} undecided={undecided}: {verdict:?}"
+        );
+    }
+}
+
+#[test]
+fn every_switch_is_in_the_list_once() {
+    let mut names: Vec<&str> = ALL.iter().map(|(_, n)| *n).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), ALL.len());
+    for (s, _) in ALL {
+        assert!(!expectation(*s).properties.is_empty());
+    }
 }

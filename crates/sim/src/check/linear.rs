@@ -5,7 +5,8 @@
 //! be reads, and dropping read-only operations from a linearizable history keeps it
 //! linearizable, so what remains is still a sound test. A result the model cannot express is
 //! recorded as unanswered and warned about: the reference replay (LS1) judges the exact bytes
-//! of ordered replies anyway. `Unknown` (step budget exhausted) is a warning.
+//! of ordered replies anyway. `Unknown` (step budget exhausted) is an undecided check, which
+//! fails the seed: a checker that gives up is not a pass.
 
 use super::Checker;
 use crate::app::SimApp;
@@ -22,6 +23,7 @@ pub fn check_linearizability<A: SimApp>(
     checker: &mut Checker,
     workload: &Workload,
     delay_once: bool,
+    max_steps: u64,
 ) {
     let mut history = History::<A::Model>::new();
     let mut unmodelled = 0usize;
@@ -57,16 +59,14 @@ pub fn check_linearizability<A: SimApp>(
             app.name()
         ));
     }
+    let search = plumb_lincheck::Checker::new().with_max_steps(max_steps);
     let (property, outcome) = if delay_once {
         (
             "delay-once",
-            plumb_lincheck::check_delay_once(&app.model(), &history),
+            search.check_delay_once(&app.model(), &history),
         )
     } else {
-        (
-            "linearizability",
-            plumb_lincheck::check(&app.model(), &history),
-        )
+        ("linearizability", search.check(&app.model(), &history))
     };
     match outcome {
         Outcome::Linearizable => {}
@@ -81,8 +81,8 @@ pub fn check_linearizability<A: SimApp>(
             checker.violate(property, detail);
         }
         Outcome::Unknown { undecided } => {
-            checker.warn(format!(
-                "{property} undecided (step budget) on {} partitions",
+            checker.undecided(format!(
+                "{property} undecided: the search spent its budget of {max_steps} steps on {} of the history's partitions",
                 undecided.len()
             ));
         }
@@ -139,7 +139,7 @@ mod tests {
             40,
         );
         let mut c = Checker::default();
-        check_linearizability(&Kv, &mut c, &w, false);
+        check_linearizability(&Kv, &mut c, &w, false, plumb_lincheck::DEFAULT_MAX_STEPS);
         assert_eq!(c.violations().len(), 1);
         assert_eq!(c.violations()[0].property, "linearizability");
     }
@@ -169,7 +169,29 @@ mod tests {
         );
         w.completed(0, 1, KvResult::Ok.encode(), 20).unwrap();
         let mut c = Checker::default();
-        check_linearizability(&Kv, &mut c, &w, false);
+        check_linearizability(&Kv, &mut c, &w, false, plumb_lincheck::DEFAULT_MAX_STEPS);
         assert!(c.violations().is_empty(), "{:?}", c.violations());
+    }
+
+    #[test]
+    fn a_search_out_of_budget_is_undecided_not_a_pass() {
+        let mut w = workload();
+        op(
+            &mut w,
+            0,
+            KvOp::Get {
+                key: b"k0".to_vec(),
+            },
+            10,
+            KvResult::Value(None),
+            20,
+        );
+        let mut c = Checker::default();
+        check_linearizability(&Kv, &mut c, &w, false, 0);
+        assert!(c.violations().is_empty());
+        assert_eq!(c.undecided_checks().len(), 1, "{:?}", c.undecided_checks());
+        let mut c = Checker::default();
+        check_linearizability(&Kv, &mut c, &w, true, 0);
+        assert!(c.undecided_checks()[0].starts_with("delay-once undecided"));
     }
 }

@@ -55,6 +55,8 @@ const MAX_VIOLATIONS: usize = 100;
 pub struct Checker {
     violations: Vec<Violation>,
     suppressed: usize,
+    /// Checks that ran out of budget without a verdict: failures, never passes.
+    undecided: Vec<String>,
     pub warnings: Vec<String>,
     /// The agreed sequence, by batch number.
     pub agreed: BTreeMap<Seq, Agreed>,
@@ -88,6 +90,11 @@ impl Checker {
         }
     }
 
+    /// A check that could not decide (its search budget ran out). The seed fails.
+    pub fn undecided(&mut self, text: String) {
+        self.undecided.push(text);
+    }
+
     pub fn warn(&mut self, text: String) {
         if self.warnings.len() < MAX_VIOLATIONS {
             self.warnings.push(text);
@@ -98,8 +105,18 @@ impl Checker {
         &self.violations
     }
 
-    pub fn into_violations(self) -> (Vec<Violation>, usize, Vec<String>) {
-        (self.violations, self.suppressed, self.warnings)
+    /// (violations, violations beyond the cap, undecided checks, warnings).
+    pub fn into_verdicts(self) -> (Vec<Violation>, usize, Vec<String>, Vec<String>) {
+        (
+            self.violations,
+            self.suppressed,
+            self.undecided,
+            self.warnings,
+        )
+    }
+
+    pub fn undecided_checks(&self) -> &[String] {
+        &self.undecided
     }
 
     pub fn violation_count(&self) -> usize {

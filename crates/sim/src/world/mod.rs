@@ -171,6 +171,8 @@ pub struct World<'a, A: SimApp> {
     /// The run hit its event budget: end-of-run checks that assume a finished run are skipped.
     stormed: bool,
     max_events: u64,
+    /// The linearizability checker's step budget per partition ([`crate::SimOptions`]).
+    pub check_max_steps: u64,
     /// Correct order replicas that sent a COMMIT, for the newest few sequence numbers: whom
     /// targeted amnesia wipes and whom it cuts off.
     commit_senders: BTreeMap<plumb_wire::Seq, BTreeSet<usize>>,
@@ -254,6 +256,7 @@ impl<'a, A: SimApp> World<'a, A> {
             delays: Vec::new(),
             stormed: false,
             max_events,
+            check_max_steps: plumb_lincheck::DEFAULT_MAX_STEPS,
             commit_senders: BTreeMap::new(),
             sketcher: cfg.sketcher.then(|| sketching::SimSketcher::new(cfg.seed)),
             sessions: speculating::Sessions::new(cfg.seed, &cfg.sessions),

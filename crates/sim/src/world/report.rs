@@ -21,6 +21,7 @@ impl<A: SimApp> World<'_, A> {
             &mut self.checker,
             &self.workload,
             self.sketcher.is_some(),
+            self.check_max_steps,
         );
         let liveness_checked = self.cfg.plan.liveness && !self.stormed;
         if liveness_checked {
@@ -66,7 +67,7 @@ impl<A: SimApp> World<'_, A> {
         self.stats.agreed_batches = self.checker.agreed.len() as u64;
         self.stats.sim_end = self.now;
         let trace_digest = self.trace.digest();
-        let (violations, suppressed, warnings) = self.checker.into_violations();
+        let (violations, suppressed, undecided, warnings) = self.checker.into_verdicts();
         SeedReport {
             app: self.app.name(),
             seed: self.cfg.seed,
@@ -76,6 +77,7 @@ impl<A: SimApp> World<'_, A> {
             liveness_checked,
             violations,
             suppressed_violations: suppressed,
+            undecided,
             warnings,
             stats: self.stats,
             trace_digest,

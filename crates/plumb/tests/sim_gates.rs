@@ -1,0 +1,42 @@
+//! `plumb sim` as CI uses it: a sweep passes only if every seed was judged. A seed whose checker
+//! gave up (the linearizability search spent its budget) fails the sweep like a violation.
+
+use std::process::Command;
+
+fn sim(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_plumb"))
+        .arg("sim")
+        .args(args)
+        .output()
+        .expect("plumb sim runs");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[test]
+fn a_sweep_whose_checker_gives_up_fails() {
+    let (ok, text) = sim(&["--seeds", "3", "--u", "1", "--r", "1"]);
+    assert!(ok, "the same seeds pass with the default budget:\n{text}");
+    let (ok, text) = sim(&[
+        "--seeds",
+        "3",
+        "--u",
+        "1",
+        "--r",
+        "1",
+        "--check-max-steps",
+        "0",
+    ]);
+    assert!(!ok, "a sweep of undecided seeds passed:\n{text}");
+    assert!(
+        text.contains("sim: 3 seeds undecided") && text.contains("linearizability undecided"),
+        "{text}"
+    );
+    // Replaying one seed says so too.
+    let (ok, text) = sim(&["--seed", "0", "--check-max-steps", "0"]);
+    assert!(
+        !ok && text.contains("undecided: linearizability undecided"),
+        "{text}"
+    );
+}
