@@ -165,6 +165,9 @@ impl Client {
                 }
                 pending.votes.insert(exec, result);
                 if pending.votes.len() >= unanimity {
+                    // Only this path counts it: tests use it to show reads took the
+                    // read-only path rather than falling back to the ordered one.
+                    self.counters.add("read-only-accepted");
                     self.accept_read(exec, Answered::ReadOnly, out);
                 }
             }

@@ -210,7 +210,7 @@ fn a_random_command_sequence_gets_the_replies_redis_gives() {
         .stderr(Stdio::null())
         .spawn()
     else {
-        eprintln!("SKIPPED: redis-server is not installed (.ci/run installs redis-server)");
+        common::tool_missing("redis-server", ".ci/run installs Debian's redis-server");
         return;
     };
     let _server = RedisServer(server);

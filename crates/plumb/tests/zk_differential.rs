@@ -943,8 +943,9 @@ fn zookeeper_differential() {
     let seed = env_u64("PLUMB_ZK_DIFF_SEED", 1);
     let ops = env_u64("PLUMB_ZK_DIFF_OPS", 10_000) as usize;
     let Some(zk) = ZooKeeper::start() else {
-        eprintln!(
-            "SKIPPED zk_differential: no java or no Debian zookeeper jars ({CLASSPATH}); .ci/run installs them"
+        common::tool_missing(
+            &format!("java or Debian's zookeeper jars ({CLASSPATH})"),
+            ".ci/run installs default-jre-headless, zookeeper and libslf4j-java",
         );
         return;
     };

@@ -532,6 +532,28 @@ pub fn metric_sample(text: &str, series: &str) -> u64 {
         .map_or(0, |v| v as u64)
 }
 
+/// How many reads the gateway's pool answered on the read-only path (`fast_reads`): the
+/// `read-only-accepted` client event, which no other path counts. The pool sums its clients'
+/// counters at most every 100 ms of client activity, so this calls `read` (one more read on the
+/// path under test) until the count is at least `min`, for up to 10 s.
+pub fn read_only_accepted(gateway_admin: SocketAddr, min: u64, mut read: impl FnMut()) -> u64 {
+    let series = "plumb_gateway_client_events_total{event=\"read-only-accepted\"}";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = http_get(gateway_admin, "/metrics").unwrap_or_default();
+        let accepted = metric_sample(&metrics, series);
+        if accepted >= min {
+            return accepted;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{accepted} reads answered on the read-only path, {min} expected:\n{metrics}"
+        );
+        read();
+        std::thread::sleep(Duration::from_millis(150));
+    }
+}
+
 /// HTTP/1.0 GET with short timeouts (the nemesis harness's); the body if the status is 200.
 pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
     plumb_nemesis::processes::http_get(
@@ -783,6 +805,16 @@ impl Cluster {
 /// which a pyenv or venv on the PATH may hide, so the system's is tried first. Without a Python
 /// that has the module it says so and returns (`.ci/run` installs python3-redis).
 #[allow(dead_code)]
+/// A tool a real-client test needs is missing. With `CI=true` that fails the test: CI installs
+/// every tool (`.ci/run`), so a missing one is a broken install, never a reason to pass.
+/// Elsewhere the part that needs it is skipped, saying so and how to get the tool.
+pub fn tool_missing(tool: &str, how: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{tool} is missing ({how}); with CI=true a test fails rather than skip");
+    }
+    eprintln!("SKIPPED the part that needs {tool}: it is missing ({how})");
+}
+
 pub fn run_redis_py(script: &str, port: u16) {
     let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| {
         Command::new(p)
@@ -791,7 +823,10 @@ pub fn run_redis_py(script: &str, port: u16) {
             .is_ok_and(|s| s.success())
     });
     let Some(python) = python else {
-        eprintln!("SKIPPED redis-py part: no python3 with the redis module (.ci/run installs python3-redis)");
+        tool_missing(
+            "python3 with the redis module",
+            ".ci/run installs Debian's python3-redis",
+        );
         return;
     };
     let path = format!("{}/tests/redis_py/{script}", env!("CARGO_MANIFEST_DIR"));
