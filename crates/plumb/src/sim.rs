@@ -316,20 +316,16 @@ mod sabotage {
             }
             return ExitCode::SUCCESS;
         }
-        let chosen: Vec<_> = if name == "all" {
-            ALL.to_vec()
-        } else {
-            match by_name(name) {
-                Some(s) => vec![(
-                    s,
-                    ALL.iter().find(|(x, _)| *x == s).map_or(name, |(_, n)| n),
-                )],
-                None => {
-                    eprintln!("plumb sim: unknown sabotage {name:?}; `plumb sim --sabotage list` names them");
-                    return ExitCode::from(2);
-                }
-            }
-        };
+        let chosen: Vec<_> = ALL
+            .iter()
+            .filter(|(_, n)| name == "all" || *n == name)
+            .collect();
+        if chosen.is_empty() {
+            eprintln!(
+                "plumb sim: unknown sabotage {name:?}; `plumb sim --sabotage list` names them"
+            );
+            return ExitCode::from(2);
+        }
         if args.app.is_some() || args.sketcher {
             eprintln!("plumb sim: --sabotage picks its own workload (plumb_sim::sabotage's table); leave out --app and --sketcher");
             return ExitCode::from(2);
@@ -366,10 +362,10 @@ mod sabotage {
                     replay(*seed)
                 ),
                 Verdict::NotCaught { seeds } => out!(
-                    "sabotage {n} NOT caught: {seeds} seeds from {} reported nothing (expected one of {:?}{})",
+                    "sabotage {n} NOT caught: {seeds} seeds of {:?} from seed {} reported nothing (expected one of {:?})",
+                    e.workload,
                     args.start,
-                    e.properties,
-                    e.workload.args()
+                    e.properties
                 ),
             }
         }
@@ -389,15 +385,9 @@ mod sabotage {
         let s = by_name(name).ok_or_else(|| {
             format!("unknown sabotage {name:?}; `plumb sim --sabotage list` names them")
         })?;
-        let (app, sketcher) = match expectation(s).workload {
-            Workload::Kv => ("kv", false),
-            Workload::Redis => ("redis", false),
-            Workload::Coord => ("coord", false),
-            Workload::Spec => ("spec", false),
-            Workload::Sketcher => ("kv", true),
-        };
-        args.app = Some(app.to_string());
-        args.sketcher = sketcher;
+        let workload = expectation(s).workload;
+        args.app = Some(workload.app().to_string());
+        args.sketcher = workload == Workload::Sketcher;
         set(Some(s));
         Ok(())
     }

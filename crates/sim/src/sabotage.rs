@@ -30,14 +30,14 @@ pub enum Workload {
 }
 
 impl Workload {
-    /// The `plumb sim` arguments that select it.
-    pub fn args(self) -> &'static str {
+    /// The application it runs, as `plumb sim --app` names it (the sketcher's is the
+    /// key-value store).
+    pub fn app(self) -> &'static str {
         match self {
-            Workload::Kv => "",
-            Workload::Redis => " --app redis",
-            Workload::Coord => " --app coord",
-            Workload::Spec => " --app spec",
-            Workload::Sketcher => " --sketcher",
+            Workload::Kv | Workload::Sketcher => "kv",
+            Workload::Redis => "redis",
+            Workload::Coord => "coord",
+            Workload::Spec => "spec",
         }
     }
 
