@@ -33,8 +33,8 @@ pub struct SimArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
-    /// Stop handing out seeds once one fails (seeds already running finish): for proving a
-    /// sabotage is caught, where the first failing seed is the answer.
+    /// Stop handing out seeds once one fails (seeds already running finish): for finding the
+    /// first failing seed of a long range.
     #[arg(long)]
     first_failure: bool,
     /// Break the protocol on purpose and hunt for the first seed that reports it: passes only
