@@ -1,14 +1,20 @@
 //! Frames a faulty client sends that no correct client library builds (seed 004 §3.6.2). Each
-//! is sealed with the client's own keys unless the attack is a bad MAC.
+//! is sealed with the client's own keys unless the attack is a bad MAC. They all carry the
+//! life [`ATTACK_LIFE`]: a life is the client's to choose, so a faulty client gains nothing by
+//! choosing another.
 
 use plumb_core::KeyRing;
-use plumb_wire::{Message, Principal};
+use plumb_wire::{Life, Message, Principal};
+
+/// The life of every attack frame.
+pub const ATTACK_LIFE: Life = Life(0);
 
 /// A well-formed request whose MAC is wrong: dropped after one keyed hash, blacklists no one.
 pub fn bad_mac(ring: &KeyRing, to: Principal, nc: u64, op: &[u8]) -> Option<Vec<u8>> {
     let mut frame = ring.seal(
         to,
         &Message::Request {
+            life: ATTACK_LIFE,
             nc,
             op: op.to_vec(),
         },
@@ -24,6 +30,7 @@ pub fn malformed(ring: &KeyRing, to: Principal) -> Option<Vec<u8>> {
     let mut frame = ring.seal(
         to,
         &Message::Request {
+            life: ATTACK_LIFE,
             nc: 1,
             op: vec![0; 8],
         },
@@ -45,6 +52,7 @@ pub fn request(ring: &KeyRing, to: Principal, nc: u64, op: &[u8]) -> Option<Vec<
     ring.seal(
         to,
         &Message::Request {
+            life: ATTACK_LIFE,
             nc,
             op: op.to_vec(),
         },

@@ -106,9 +106,9 @@ impl Adversary {
 
     /// `StaleReads`: remember which operation an unordered read asks for.
     fn note_read(&mut self, ring: &KeyRing, frame: &[u8]) {
-        let (client, nc, op) = match ring.open(frame) {
-            Ok((Principal::Client(c), Message::ReadOnly { nc, op })) => (c, nc, op),
-            Ok((Principal::Client(c), Message::FastRead { nc, op, .. })) => (c, nc, op),
+        let (client, life, nc, op) = match ring.open(frame) {
+            Ok((Principal::Client(c), Message::ReadOnly { life, nc, op })) => (c, life, nc, op),
+            Ok((Principal::Client(c), Message::FastRead { life, nc, op, .. })) => (c, life, nc, op),
             _ => return,
         };
         if self.read_ops.len() >= STALE_READS_KEPT {
@@ -116,7 +116,7 @@ impl Adversary {
         }
         let op = Digest::of(&op);
         self.read_ops
-            .insert(plumb_wire::request_id(client, nc, op), op);
+            .insert(plumb_wire::request_id(client, life, nc, op), op);
     }
 
     fn race(&mut self, ring: &KeyRing, vc: SignedViewChange) -> Vec<(Principal, Vec<u8>)> {
@@ -804,6 +804,7 @@ mod tests {
         SignedRequest {
             core: ReqCore {
                 client,
+                life: plumb_wire::Life::default(),
                 nc: 1,
                 body: Body::Inline(vec![client as u8]),
             },
@@ -903,6 +904,7 @@ mod tests {
         let mut adv = Adversary::new(Behaviour::ForgedRequests, 1.0, 3, 1);
         let core = ReqCore {
             client: 0,
+            life: plumb_wire::Life::default(),
             nc: 3,
             body: Body::Inline(b"real".to_vec()),
         };

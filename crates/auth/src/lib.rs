@@ -61,7 +61,7 @@ pub struct AuthReplica {
     parked: ordered::ParkedFetches,
     /// Per client, the request after its pending one, received before the pending one was
     /// known to be ordered: handled when it is.
-    deferred: BTreeMap<ClientId, (plumb_wire::ReqNo, Vec<u8>)>,
+    deferred: BTreeMap<ClientId, (plumb_wire::Life, plumb_wire::ReqNo, Vec<u8>)>,
     /// Per client, the stranded pending requests superseded by other operations under their
     /// number (`request.rs`), at most [`request::MAX_SUPERSEDED`]: their bodies stay fetchable until a
     /// later request of the client is ordered.
@@ -145,7 +145,9 @@ impl AuthReplica {
             }
         };
         match (from, msg) {
-            (Principal::Client(c), Message::Request { nc, op }) => self.on_request(c, nc, op, out),
+            (Principal::Client(c), Message::Request { life, nc, op }) => {
+                self.on_request(c, life, nc, op, out)
+            }
             (Principal::Client(c), _) => {
                 self.counters.add("drop-unexpected");
                 self.blacklist_client(c, "blacklisted-unexpected");

@@ -262,8 +262,8 @@ impl AuthReplica {
             }
             self.counters.add("ordered");
             self.executed_votes.remove(&client);
-            if let Some((next, op)) = self.deferred.remove(&client) {
-                self.on_request(client, next, op, out);
+            if let Some((life, next, op)) = self.deferred.remove(&client) {
+                self.on_request(client, life, next, op, out);
             }
         }
     }

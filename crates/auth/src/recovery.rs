@@ -2,7 +2,7 @@
 //! 49-58).
 //!
 //! Two kinds of record replace the figure's three rotating log files:
-//! - `auth/req/{c}`: the last request authenticated for client `c` (`(c, nc, op)`), written
+//! - `auth/req/{c}`: the last request authenticated for client `c` (`(c, life, nc, op)`), written
 //!   with put + sync before its AUTH-REQ leaves and overwritten by the next one. It is the
 //!   durable `lastSent[c]` and, unless it is known ordered, `pending[c]`.
 //! - `auth/cmd/{k}/{c}/{nc}`: the body of an ordered request in cache interval `k`, with the
@@ -16,7 +16,7 @@ use crate::request::authenticate_core;
 use crate::AuthReplica;
 use plumb_core::{storage, Recovered};
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, ReqNo, Seq};
+use plumb_wire::{ClientId, Life, ReqNo, Seq};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -42,6 +42,7 @@ pub fn cached_key(interval: u64, client: ClientId, nc: ReqNo) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct StoredRequest {
     pub client: ClientId,
+    pub life: Life,
     pub nc: ReqNo,
     pub op: Vec<u8>,
 }
@@ -123,8 +124,8 @@ impl AuthReplica {
     /// the execution stage re-reports it, and the entry clears (AL1b).
     fn recover_request(&mut self, r: StoredRequest) {
         let digest = Digest::of(&r.op);
-        let Some(last) =
-            authenticate_core(&self.ctx.keys, &self.cfg, r.client, r.nc, &r.op, digest)
+        let keys = &self.ctx.keys;
+        let Some(last) = authenticate_core(keys, &self.cfg, r.client, r.life, r.nc, &r.op, digest)
         else {
             self.counters.add("recovered-no-key");
             return;

@@ -15,7 +15,7 @@ use crate::AuthReplica;
 use plumb_config::ProtocolConfig;
 use plumb_core::{storage, Action, KeyRing, StoreOp};
 use plumb_crypto::{Digest, Mac};
-use plumb_wire::{Body, ClientId, Message, Principal, ReqCore, ReqNo};
+use plumb_wire::{Body, ClientId, Life, Message, Principal, ReqCore, ReqNo};
 
 /// `lastSent[c]`: the AUTH-REQ this replica built for the client's latest request.
 #[derive(Debug, Clone)]
@@ -36,7 +36,7 @@ impl LastSent {
     }
 }
 
-/// Build the AUTH-REQ contents for `(client, nc, op)`: the core (inline body if small, its
+/// Build the AUTH-REQ contents for `(client, life, nc, op)`: the core (inline body if small, its
 /// digest otherwise) and this replica's MAC over the id digest for each order replica, the
 /// row of the matrix signature that makes the request one-step transferable (AS1, §6.4).
 /// `None` if a key for some order replica is missing (a configuration error).
@@ -44,6 +44,7 @@ pub(crate) fn authenticate_core(
     keys: &KeyRing,
     cfg: &ProtocolConfig,
     client: ClientId,
+    life: Life,
     nc: ReqNo,
     op: &[u8],
     op_digest: Digest,
@@ -53,7 +54,12 @@ pub(crate) fn authenticate_core(
     } else {
         Body::Digest(op_digest)
     };
-    let core = ReqCore { client, nc, body };
+    let core = ReqCore {
+        client,
+        life,
+        nc,
+        body,
+    };
     let id = core.id_digest();
     let macs = (0..cfg.quorums.order)
         .map(|o| keys.mac_for(Principal::Order(o as u16), &id.0))
@@ -73,6 +79,7 @@ impl AuthReplica {
     pub(crate) fn on_request(
         &mut self,
         client: ClientId,
+        life: Life,
         nc: ReqNo,
         op: Vec<u8>,
         out: &mut Vec<Action>,
@@ -85,12 +92,15 @@ impl AuthReplica {
         // Step 2: sequence check against lastSent[c].
         match self.last_sent.get(&client) {
             Some(last) if nc <= last.core.nc => {
-                // Step 3a: redundancy. Same number, different operation: the client is faulty
-                // (AS3 forbids authenticating both). Otherwise a retransmission of this or an
-                // older request: answer with lastSent[c] (AL1 turns old requests into the
-                // latest one).
-                if nc == last.core.nc && Digest::of(&op) != last.core.op_digest() {
-                    self.on_reused_number(client, nc, op, out);
+                // Step 3a: redundancy. Same number, another request (another operation, or
+                // the same bytes from another life of the client): the client lost its record
+                // or is faulty (AS3 forbids authenticating both). Otherwise a retransmission of
+                // this or an older request: answer with lastSent[c] (AL1 turns old requests
+                // into the latest one).
+                if nc == last.core.nc
+                    && (life != last.core.life || Digest::of(&op) != last.core.op_digest())
+                {
+                    self.on_reused_number(client, life, nc, op, out);
                     return;
                 }
                 self.counters.add("retransmission");
@@ -103,7 +113,7 @@ impl AuthReplica {
         // the order stage ask execution to re-report it (RETRANSMIT -> BATCH-COMPLETE), which
         // clears a stale pending entry (AL1b).
         if let Some(p) = self.pending.get(&client) {
-            let retransmitted = self.deferred.get(&client).is_some_and(|(d, _)| *d == nc);
+            let retransmitted = self.deferred.get(&client).is_some_and(|d| d.1 == nc);
             if nc == p.nc + 1 && !retransmitted {
                 // A correct client sends its next request only once the previous one was
                 // executed (CS2), so its BATCH-COMPLETE is on its way here too; frames of
@@ -111,7 +121,7 @@ impl AuthReplica {
                 // client, AS4 still holds) until that clears the pending one. If the client
                 // has to send it again, the BATCH-COMPLETE was lost: resend below.
                 self.counters.add("deferred");
-                self.deferred.insert(client, (nc, op));
+                self.deferred.insert(client, (life, nc, op));
                 return;
             }
             self.counters.add("pending");
@@ -119,10 +129,10 @@ impl AuthReplica {
             return;
         }
         // Step 4: authenticate.
-        self.authenticate(client, nc, op, out);
+        self.authenticate(client, life, nc, op, out);
     }
 
-    /// Another operation under the number of `lastSent[c]`. A correct client does this only
+    /// Another request under the number of `lastSent[c]`. A correct client does this only
     /// after it lost its record (docs/protocol.md "Clients after a crash"): it learned a number
     /// that was too low, so it is not blacklisted for it.
     ///
@@ -146,6 +156,7 @@ impl AuthReplica {
     fn on_reused_number(
         &mut self,
         client: ClientId,
+        life: Life,
         nc: ReqNo,
         op: Vec<u8>,
         out: &mut Vec<Action>,
@@ -170,19 +181,31 @@ impl AuthReplica {
             self.superseded.entry(client).or_default().push(old);
         }
         self.counters.add("superseded-stranded");
-        self.authenticate(client, nc, op, out);
+        self.authenticate(client, life, nc, op, out);
     }
 
-    /// Persist `(c, nc, op)` (put + sync) before the AUTH-REQ leaves: after a crash this
+    /// Persist `(c, life, nc, op)` (put + sync) before the AUTH-REQ leaves: after a crash this
     /// replica still holds every body it vouched for (AS2) and remembers `lastSent[c]` (AS3).
-    fn authenticate(&mut self, client: ClientId, nc: ReqNo, op: Vec<u8>, out: &mut Vec<Action>) {
+    fn authenticate(
+        &mut self,
+        client: ClientId,
+        life: Life,
+        nc: ReqNo,
+        op: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
         let digest = Digest::of(&op);
-        let Some(last) = authenticate_core(&self.ctx.keys, &self.cfg, client, nc, &op, digest)
-        else {
+        let keys = &self.ctx.keys;
+        let Some(last) = authenticate_core(keys, &self.cfg, client, life, nc, &op, digest) else {
             self.counters.add("drop-missing-order-key");
             return;
         };
-        let record = StoredRequest { client, nc, op };
+        let record = StoredRequest {
+            client,
+            life,
+            nc,
+            op,
+        };
         out.push(Action::Store(StoreOp::Put {
             key: request_key(client),
             value: storage::encode(&record),

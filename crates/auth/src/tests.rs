@@ -98,6 +98,7 @@ impl Net {
             now,
             Principal::Client(c),
             &Message::Request {
+                life: plumb_wire::Life::default(),
                 nc,
                 op: op.to_vec(),
             },
@@ -212,6 +213,7 @@ fn as1_unknown_client_is_dropped() {
         0,
         STRANGER,
         &Message::Request {
+            life: plumb_wire::Life::default(),
             nc: 1,
             op: b"put a 1".to_vec(),
         },
@@ -230,6 +232,7 @@ fn as1_tampered_frame_is_dropped_before_parsing() {
         .seal(
             ME,
             &Message::Request {
+                life: plumb_wire::Life::default(),
                 nc: 1,
                 op: b"x".to_vec(),
             },
@@ -246,6 +249,7 @@ fn only_clients_send_requests_and_only_exec_replicas_report() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
     let req = Message::Request {
+        life: plumb_wire::Life::default(),
         nc: 1,
         op: b"x".to_vec(),
     };
@@ -336,6 +340,26 @@ fn as3_one_request_per_identifier() {
     assert_eq!(r.counters().get("authenticated"), 1);
     assert_eq!(r.last_sent_nc(1), Some(1));
     // A correct client that lost its record does this: it is not blacklisted.
+    assert_eq!(r.blacklisted(), 0);
+}
+
+/// The same bytes under the same number from another life of the client (it lost its record)
+/// are another request, not a retransmission: the replica does not answer with the earlier
+/// life's AUTH-REQ as if it were this one's, and does not blacklist.
+#[test]
+fn as3_the_same_bytes_from_another_life_are_another_request() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    net.request(&mut r, 0, 1, 1, b"incr k");
+    let later_life = Message::Request {
+        life: plumb_wire::Life(77),
+        nc: 1,
+        op: b"incr k".to_vec(),
+    };
+    net.deliver(&mut r, 10, Principal::Client(1), &later_life);
+    assert_eq!(r.counters().get("retransmission"), 0);
+    assert_eq!(r.counters().get("reused-number"), 1);
+    assert_eq!(r.counters().get("authenticated"), 1);
     assert_eq!(r.blacklisted(), 0);
 }
 
@@ -486,6 +510,7 @@ fn a_valid_mac_over_an_invalid_body_blacklists_the_client() {
         .seal(
             ME,
             &Message::Request {
+                life: plumb_wire::Life::default(),
                 nc: 1,
                 op: b"xxxx".to_vec(),
             },
@@ -517,7 +542,14 @@ fn a_valid_mac_over_an_invalid_body_blacklists_the_client() {
     // A frame that fails its MAC blacklists no one: anybody can forge a sender label.
     let mut forged = net
         .ring(Principal::Client(3))
-        .seal(ME, &Message::Request { nc: 0, op: vec![] })
+        .seal(
+            ME,
+            &Message::Request {
+                life: plumb_wire::Life::default(),
+                nc: 0,
+                op: vec![],
+            },
+        )
         .unwrap();
     let last = forged.len() - 1;
     forged[last] ^= 1;
@@ -964,6 +996,7 @@ impl StoredRecordForTest {
     fn request(client: u32, nc: u64, op: &[u8]) -> (String, Vec<u8>) {
         let record = recovery::StoredRequest {
             client,
+            life: plumb_wire::Life::default(),
             nc,
             op: op.to_vec(),
         };

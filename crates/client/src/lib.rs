@@ -17,9 +17,10 @@
 //! `ALL_AUTH_AFTER_RETRANSMIT` requests go to every authentication replica at once: a silent
 //! replica in the preferred quorum would otherwise cost every request a timeout. A reply is
 //! accepted once `r + 1` execution replicas sent the same bytes *for the same operation*: a
-//! reply names the request it answers (its identity digest `H(client, nc, H(op))`), so a client
-//! that lost its record and reused a number never takes the answer to its previous life's
-//! operation for the answer to its new one.
+//! reply names the request it answers (its identity digest `H(client, life, nc, H(op))`, where
+//! the [`Life`] is drawn afresh at every start), so a client that lost its record and reused a
+//! number never takes the answer to its previous life's operation for the answer to its new
+//! one, even when both lives sent the same bytes.
 //!
 //! A client without a trustworthy record first learns the last number it used from the
 //! execution replicas (`learn.rs`); `submit` waits for that.
@@ -49,7 +50,7 @@ use plumb_core::{
     StageContext, StallStage, StoreOp, TimerId, WaitReason,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{request_id, ClientId, Message, Position, Principal, ReqNo};
+use plumb_wire::{request_id, ClientId, Life, Message, Position, Principal, ReqNo};
 use push::{PushVote, PushVotes};
 pub use read_only::Route;
 use read_only::{ReadMode, ReadOnly};
@@ -72,9 +73,12 @@ pub struct ClientBusy;
 /// The outstanding ordered request.
 #[derive(Debug)]
 struct Ordered {
+    /// The life it was issued in: this one's, or the previous life's for a request resumed
+    /// from the record (its retransmissions must be the same request).
+    life: Life,
     nc: ReqNo,
     op: Vec<u8>,
-    /// `H(client, nc, H(op))`: only replies naming it answer this request.
+    /// `H(client, life, nc, H(op))`: only replies naming it answer this request.
     req: Digest,
     /// When it was first sent: its latency sets the next request's base timeout.
     first_sent: Micros,
@@ -116,14 +120,17 @@ pub struct Client {
     cfg: Arc<ProtocolConfig>,
     q: Quorums,
     me: ClientId,
+    /// This start's life, drawn from the stage seed (the operating system's randomness in
+    /// production): part of the identity of every request and read it issues.
+    life: Life,
     counters: Counters,
     /// Number of the next ordered request (CS1).
     next_nc: ReqNo,
     /// Number of the next read-only request; separate from `next_nc` because read-only
-    /// requests bypass the authentication and order stages.
+    /// requests bypass the authentication and order stages. It starts at 1 in every life:
+    /// a read's identity includes the life, so a late answer to a read of an earlier life
+    /// never counts for one of this life, and nothing needs to be kept on disk.
     next_ro: ReqNo,
-    /// Read-only numbers below this are reserved on disk (see `record::RO_LEASE`).
-    ro_reserved: ReqNo,
     /// Timeout of a new request's first transmission (§5.7.1).
     base_timeout: Micros,
     /// Requests numbered up to this go to every authentication replica at once.
@@ -145,13 +152,15 @@ impl Client {
             Principal::Client(c) => c,
             _ => 0,
         };
+        let life = Life(plumb_core::Rng::new(ctx.seed).next_u64());
         let mut counters = Counters::default();
         let resumed = record::resume(&recovered, &mut counters);
         let base_timeout = cfg.client_retry_us;
-        let outstanding = resumed.outstanding.map(|(nc, op)| {
+        let outstanding = resumed.outstanding.map(|(life, nc, op)| {
             Outstanding::Ordered(Ordered {
+                life,
                 nc,
-                req: request_id(me, nc, Digest::of(&op)),
+                req: request_id(me, life, nc, Digest::of(&op)),
                 op,
                 first_sent: 0,
                 timeout: base_timeout,
@@ -169,10 +178,10 @@ impl Client {
             q: cfg.quorums,
             cfg,
             me,
+            life,
             counters,
             next_nc: resumed.next_nc,
-            next_ro: resumed.next_ro,
-            ro_reserved: resumed.next_ro,
+            next_ro: 1,
             base_timeout,
             all_auth_through: 0,
             outstanding,
@@ -246,6 +255,11 @@ impl Client {
         }
     }
 
+    /// This start's life: part of the identity of every request and read it issues.
+    pub fn life(&self) -> Life {
+        self.life
+    }
+
     /// The client is still learning its last request number (see `learn.rs`).
     pub fn learning(&self) -> bool {
         self.learning.is_some()
@@ -269,7 +283,7 @@ impl Client {
     ///
     /// The copy may leave before the record is durable because nothing it causes is ever
     /// committed or counted: the early replica executes it on its fork only, and the client
-    /// takes the early reply only for the request identity `H(client, nc, H(op))` it is
+    /// takes the early reply only for the request identity `H(client, life, nc, H(op))` it is
     /// waiting for. If the client crashes before the sync and later reuses `nc` for another
     /// operation, the early replica refuses to answer the new copy early (same number, other
     /// operation) and the committed order drops the stale one from its fork. Waiting for the
@@ -282,10 +296,14 @@ impl Client {
         early: Option<u16>,
         out: &mut Vec<Action>,
     ) {
-        let nc = self.next_nc;
+        let (life, nc) = (self.life, self.next_nc);
         self.next_nc = nc.saturating_add(1);
         if let Some(e) = early {
-            let msg = Message::EarlyRequest { nc, op: op.clone() };
+            let msg = Message::EarlyRequest {
+                life,
+                nc,
+                op: op.clone(),
+            };
             let to = Principal::Exec(e);
             match self.ctx.keys.seal(to, &msg) {
                 Some(frame) => out.push(Action::SendUnsynced { to, frame }),
@@ -293,10 +311,19 @@ impl Client {
             }
         }
         out.push(Action::Store(
-            OutRecord::Outstanding { nc, op: op.clone() }.put(),
+            OutRecord::Outstanding {
+                life,
+                nc,
+                op: op.clone(),
+            }
+            .put(),
         ));
         out.push(Action::Store(StoreOp::Sync));
-        let msg = Message::Request { nc, op: op.clone() };
+        let msg = Message::Request {
+            life,
+            nc,
+            op: op.clone(),
+        };
         let receivers = if let Some(e) = early {
             // Every identity of a speculative session sends through the same authentication
             // replicas (from the early replica's index on): each forwards requests in the order
@@ -319,8 +346,9 @@ impl Client {
             after: self.base_timeout,
         });
         self.outstanding = Some(Outstanding::Ordered(Ordered {
+            life,
             nc,
-            req: request_id(self.me, nc, Digest::of(&op)),
+            req: request_id(self.me, life, nc, Digest::of(&op)),
             op,
             first_sent: now,
             timeout: self.base_timeout,
@@ -371,6 +399,7 @@ impl Client {
         o.first_sent = now;
         o.timeout = base;
         let msg = Message::Request {
+            life: o.life,
             nc: o.nc,
             op: o.op.clone(),
         };
@@ -392,6 +421,7 @@ impl Client {
         let timeout = o.timeout;
         self.all_auth_through = o.nc.saturating_add(ALL_AUTH_AFTER_RETRANSMIT);
         let msg = Message::Request {
+            life: o.life,
             nc: o.nc,
             op: o.op.clone(),
         };

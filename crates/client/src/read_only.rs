@@ -16,9 +16,8 @@
 //!   replicas, of which maybe one correct). Otherwise (a transition, a lagging or lying
 //!   replica) the read is reissued on the ordered path, where every replica updates its history.
 
-use crate::record::{self, RO_LEASE};
 use crate::{Client, Outstanding, READ_ONLY_DEADLINE};
-use plumb_core::{Action, Answered, Micros, StoreOp};
+use plumb_core::{Action, Answered, Micros};
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, Message, Principal, ReqNo, Seq};
 use std::collections::HashMap;
@@ -66,8 +65,9 @@ pub(crate) enum ReadMode {
 pub(crate) struct ReadOnly {
     pub(crate) ro: ReqNo,
     pub(crate) op: Vec<u8>,
-    /// `H(client, ro, H(op))`: only replies naming it answer this read (a read-only number
-    /// reused after a lost record must not take the answer to another read).
+    /// `H(client, life, ro, H(op))`: only replies naming it answer this read (read-only
+    /// numbers start at 1 in every life; a late answer to an earlier life's read names another
+    /// life).
     pub(crate) req: Digest,
     pub(crate) mode: ReadMode,
     /// Execution replica -> its result (for D-Prophecy: the executor's only).
@@ -78,16 +78,12 @@ pub(crate) struct ReadOnly {
 
 impl Client {
     pub(crate) fn start_read_only(&mut self, op: Vec<u8>, mode: ReadMode, out: &mut Vec<Action>) {
-        let ro = self.next_ro;
+        let (life, ro) = (self.life, self.next_ro);
         self.next_ro = ro.saturating_add(1);
-        if ro >= self.ro_reserved {
-            self.ro_reserved = ro.saturating_add(RO_LEASE);
-            out.push(Action::Store(record::put_ro_reserved(self.ro_reserved)));
-            out.push(Action::Store(StoreOp::Sync));
-        }
         match mode {
             ReadMode::Unanimous => {
                 let msg = Message::ReadOnly {
+                    life,
                     nc: ro,
                     op: op.clone(),
                 };
@@ -95,6 +91,7 @@ impl Client {
             }
             ReadMode::Fast { exec } => {
                 let msg = Message::ReadOnly {
+                    life,
                     nc: ro,
                     op: op.clone(),
                 };
@@ -102,6 +99,7 @@ impl Client {
             }
             ReadMode::Sketched { executor } => {
                 let msg = Message::FastRead {
+                    life,
                     nc: ro,
                     executor,
                     op: op.clone(),
@@ -115,7 +113,7 @@ impl Client {
         });
         self.outstanding = Some(Outstanding::ReadOnly(ReadOnly {
             ro,
-            req: request_id(self.me, ro, Digest::of(&op)),
+            req: request_id(self.me, life, ro, Digest::of(&op)),
             op,
             mode,
             votes: HashMap::new(),

@@ -2,22 +2,20 @@
 
 use plumb_core::storage::{decode, encode};
 use plumb_core::{Counters, Recovered, StoreOp};
-use plumb_wire::ReqNo;
+use plumb_wire::{Life, ReqNo};
 use serde::{Deserialize, Serialize};
 
-/// The most recently issued ordered request.
+/// The most recently issued ordered request. Read-only numbers are not kept: a read's
+/// identity includes the life it was issued in, so reusing a number in a later life is
+/// harmless.
 pub(crate) const OUT_KEY: &str = "client/out";
-/// The first read-only number not yet handed out (see [`RO_LEASE`]).
-pub(crate) const RO_KEY: &str = "client/ro";
-/// Read-only numbers are reserved on disk this many at a time, so that a restarted client never
-/// reuses one: a delayed reply to a read issued before the crash must not be counted for a
-/// different read issued after it. One put+sync per lease keeps reads cheap.
-pub(crate) const RO_LEASE: ReqNo = 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum OutRecord {
-    /// Issued and not yet answered: resent on restart (CL1 survives a crash).
+    /// Issued and not yet answered: resent on restart (CL1 survives a crash), under the life
+    /// it was issued in so that the resend is the same request.
     Outstanding {
+        life: Life,
         nc: ReqNo,
         #[serde(with = "serde_bytes")]
         op: Vec<u8>,
@@ -37,20 +35,12 @@ impl OutRecord {
     }
 }
 
-pub(crate) fn put_ro_reserved(upto: ReqNo) -> StoreOp {
-    StoreOp::Put {
-        key: RO_KEY.to_string(),
-        value: encode(&upto),
-    }
-}
-
 /// What the client resumes from.
 #[derive(Debug, Default)]
 pub(crate) struct Resumed {
     pub next_nc: ReqNo,
-    /// An issued but unanswered request, to resend on start.
-    pub outstanding: Option<(ReqNo, Vec<u8>)>,
-    pub next_ro: ReqNo,
+    /// An issued but unanswered request (its life, number and operation), to resend on start.
+    pub outstanding: Option<(Life, ReqNo, Vec<u8>)>,
     /// The ordered-request record was present and valid. Otherwise the client cannot tell a
     /// first start from a lost disk and learns its last number first (`learn.rs`).
     pub trusted: bool,
@@ -60,20 +50,20 @@ pub(crate) struct Resumed {
 ///
 /// A missing, corrupt or undecodable `client/out` record loses the last request number: the
 /// client is then not `trusted` and learns the number from the execution replicas before it
-/// issues a request (`learn.rs`), and replies name their operation so that a number reused
-/// anyway is never answered with another operation's result. The operation outstanding at the
-/// crash is lost with the record (it may still be executed, once).
+/// issues a request (`learn.rs`), and replies name their request, life included, so that a
+/// number reused anyway is never answered with an earlier life's result. The operation
+/// outstanding at the crash is lost with the record (it may still be executed, once).
+/// A record written by a version without lives does not decode: it is treated as lost.
 pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed {
     let mut resumed = Resumed {
         next_nc: 1,
         outstanding: None,
-        next_ro: 1,
         trusted: false,
     };
     match read::<OutRecord>(recovered, OUT_KEY) {
         Read::Absent => {}
         Read::Corrupt => counters.add("recovered-corrupt"),
-        Read::Valid(OutRecord::Outstanding { nc, op }) if nc >= 1 => {
+        Read::Valid(OutRecord::Outstanding { life, nc, op }) if nc >= 1 => {
             resumed.trusted = true;
             if op.len() > crate::MAX_OPERATION_BYTES {
                 // Written by a version that did not refuse it: no frame can carry it, so it
@@ -83,7 +73,7 @@ pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed 
                 resumed.next_nc = nc;
             } else {
                 resumed.next_nc = nc.saturating_add(1);
-                resumed.outstanding = Some((nc, op));
+                resumed.outstanding = Some((life, nc, op));
             }
         }
         Read::Valid(OutRecord::Completed { nc }) if nc >= 1 => {
@@ -102,15 +92,6 @@ pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed 
         // Nor its number: one above a request that never reached a quorum would leave a gap
         // the order stage refuses for good (found by `plumb sim --seed 942 --u 1 --r 0`).
         resumed.next_nc = 1;
-    }
-    match read::<ReqNo>(recovered, RO_KEY) {
-        Read::Absent => {}
-        Read::Valid(upto) if upto >= 1 => resumed.next_ro = upto,
-        // Limitation: numbers may now repeat ones used before the crash. Replies name the read
-        // they answer, so only a read of the very same bytes can be answered by a reply to
-        // the old one, and only if every execution replica's reply to it was still in flight
-        // across the restart: counted, not prevented.
-        Read::Valid(_) | Read::Corrupt => counters.add("recovered-corrupt-ro"),
     }
     resumed
 }

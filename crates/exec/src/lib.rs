@@ -39,7 +39,7 @@ use plumb_core::{
     TimerId,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{request_id, ClientId, Message, Principal, ReqNo, Seq};
+use plumb_wire::{request_id, ClientId, Life, Message, Principal, ReqNo, Seq};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -374,14 +374,20 @@ impl<A: Application> ExecReplica<A> {
             (Principal::Exec(e), msg) if (e as usize) < q.exec && e != self.me => {
                 self.on_peer_message(e, msg, out)
             }
-            (Principal::Client(c), Message::ReadOnly { nc, op }) => {
-                self.on_read_only(c, nc, op, out)
+            (Principal::Client(c), Message::ReadOnly { life, nc, op }) => {
+                self.on_read_only(request_id(c, life, nc, Digest::of(&op)), c, nc, op, out)
             }
-            (Principal::Client(c), Message::FastRead { nc, executor, op }) => {
-                self.on_fast_read(c, nc, executor, op, out)
-            }
-            (Principal::Client(c), Message::EarlyRequest { nc, op }) => {
-                self.on_early_request(c, nc, op, out)
+            (
+                Principal::Client(c),
+                Message::FastRead {
+                    life,
+                    nc,
+                    executor,
+                    op,
+                },
+            ) => self.on_fast_read(c, life, nc, executor, op, out),
+            (Principal::Client(c), Message::EarlyRequest { life, nc, op }) => {
+                self.on_early_request(request_id(c, life, nc, Digest::of(&op)), c, nc, op, out)
             }
             (Principal::Client(c), Message::LastRequestQuery) => self.on_last_request_query(c, out),
             _ => self.counters.add("drop-unexpected"),
@@ -436,8 +442,16 @@ impl<A: Application> ExecReplica<A> {
     }
 
     /// Read-only optimisation (§5.5): answer from the current state, saying how far it is —
-    /// unless this replica may be behind what it executed before a restart (gate.rs).
-    fn on_read_only(&mut self, c: ClientId, nc: ReqNo, op: Vec<u8>, out: &mut Vec<Action>) {
+    /// unless this replica may be behind what it executed before a restart (gate.rs). `req`
+    /// is the read's identity, which the answer names.
+    fn on_read_only(
+        &mut self,
+        req: Digest,
+        c: ClientId,
+        nc: ReqNo,
+        op: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
         if !self.read_only_ready() {
             self.counters.add("read-only-not-ready");
             return;
@@ -445,7 +459,7 @@ impl<A: Application> ExecReplica<A> {
         let result = self.app.execute_read_only(c, &op);
         let msg = Message::ReadOnlyReply {
             nc,
-            req: request_id(c, nc, Digest::of(&op)),
+            req,
             result,
             executed: self.next_seq.saturating_sub(1),
         };
@@ -457,20 +471,22 @@ impl<A: Application> ExecReplica<A> {
     fn on_fast_read(
         &mut self,
         c: ClientId,
+        life: Life,
         nc: ReqNo,
         executor: u16,
         op: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
         self.sketches.activate();
+        let digest = Digest::of(&op);
+        let req = request_id(c, life, nc, digest);
         if executor == self.me {
-            self.on_read_only(c, nc, op, out);
+            self.on_read_only(req, c, nc, op, out);
             return;
         }
-        let digest = Digest::of(&op);
         let msg = Message::SketchReply {
             nc,
-            req: request_id(c, nc, digest),
+            req,
             sketch: self.sketches.get(&digest),
         };
         self.send(Principal::Client(c), &msg, out);
@@ -482,7 +498,14 @@ impl<A: Application> ExecReplica<A> {
     /// it is ordered. A request already executed gets no early reply (its ordered reply is in
     /// the cache, and the client's retransmission fetches it); an application that does not
     /// speculate answers none.
-    fn on_early_request(&mut self, c: ClientId, nc: ReqNo, op: Vec<u8>, out: &mut Vec<Action>) {
+    fn on_early_request(
+        &mut self,
+        req: Digest,
+        c: ClientId,
+        nc: ReqNo,
+        op: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
         if nc <= self.replies.get(&c).map_or(0, |r| r.nc) {
             self.counters.add("early-request-already-executed");
             return;
@@ -492,11 +515,7 @@ impl<A: Application> ExecReplica<A> {
             return;
         };
         self.counters.add("early-reply");
-        let msg = Message::EarlyReply {
-            nc,
-            req: request_id(c, nc, Digest::of(&op)),
-            result,
-        };
+        let msg = Message::EarlyReply { nc, req, result };
         self.send(Principal::Client(c), &msg, out);
     }
 

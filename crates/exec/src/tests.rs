@@ -278,6 +278,7 @@ impl Net {
 fn inline(client: ClientId, nc: u64, op: &str) -> ReqCore {
     ReqCore {
         client,
+        life: plumb_wire::Life::default(),
         nc,
         body: Body::Inline(op.as_bytes().to_vec()),
     }
@@ -286,6 +287,7 @@ fn inline(client: ClientId, nc: u64, op: &str) -> ReqCore {
 fn by_digest(client: ClientId, nc: u64, op: &str) -> ReqCore {
     ReqCore {
         client,
+        life: plumb_wire::Life::default(),
         nc,
         body: Body::Digest(Digest::of(op.as_bytes())),
     }
@@ -1062,6 +1064,7 @@ fn read_only(net: &Net, r: &mut Replica, nc: ReqNo, key: &str) -> Vec<Message> {
         r,
         Principal::Client(3),
         &Message::ReadOnly {
+            life: plumb_wire::Life::default(),
             nc,
             op: format!("get {key}").into_bytes(),
         },
@@ -1150,7 +1153,7 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
         read_only(&net, &mut r, 3, "k5"),
         vec![Message::ReadOnlyReply {
             nc: 3,
-            req: plumb_wire::request_id(3, 3, Digest::of(b"get k5")),
+            req: plumb_wire::request_id(3, plumb_wire::Life::default(), 3, Digest::of(b"get k5")),
             result: b"v5".to_vec(),
             executed: 5
         }]
@@ -1168,6 +1171,7 @@ fn read_only_reply_reports_the_last_executed_batch() {
         &mut r,
         Principal::Client(3),
         &Message::ReadOnly {
+            life: plumb_wire::Life::default(),
             nc: 9,
             op: b"get x".to_vec(),
         },
@@ -1176,7 +1180,7 @@ fn read_only_reply_reports_the_last_executed_batch() {
         net.sent_to(&out, Principal::Client(3)),
         vec![Message::ReadOnlyReply {
             nc: 9,
-            req: plumb_wire::request_id(3, 9, Digest::of(b"get x")),
+            req: plumb_wire::request_id(3, plumb_wire::Life::default(), 9, Digest::of(b"get x")),
             result: b"42".to_vec(),
             executed: 1
         }]
@@ -1603,6 +1607,7 @@ fn early_requests_are_answered_by_speculation_and_never_change_replicated_state(
     let digest = r.app().state_digest();
     let calls = r.app().calls.len();
     let early = |nc: ReqNo, op: &str| Message::EarlyRequest {
+        life: plumb_wire::Life::default(),
         nc,
         op: op.as_bytes().to_vec(),
     };
@@ -1611,7 +1616,7 @@ fn early_requests_are_answered_by_speculation_and_never_change_replicated_state(
         net.sent_to(&out, Principal::Client(3)),
         vec![Message::EarlyReply {
             nc: 2,
-            req: plumb_wire::request_id(3, 2, Digest::of(b"get x")),
+            req: plumb_wire::request_id(3, plumb_wire::Life::default(), 2, Digest::of(b"get x")),
             result: b"early 42".to_vec(),
         }]
     );

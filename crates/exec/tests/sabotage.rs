@@ -99,6 +99,7 @@ fn evil_batch() -> Batch {
     Batch {
         requests: vec![ReqCore {
             client: 0,
+            life: plumb_wire::Life::default(),
             nc: 1,
             body: Body::Inline(b"evil".to_vec()),
         }],

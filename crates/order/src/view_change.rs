@@ -593,6 +593,7 @@ mod tests {
         Batch {
             requests: vec![ReqCore {
                 client: 1,
+                life: plumb_wire::Life::default(),
                 nc: 1,
                 body: Body::Inline(vec![tag]),
             }],

@@ -54,16 +54,32 @@ pub fn frame_fingerprint(frame: &[u8]) -> u64 {
     u64::from_le_bytes(b) ^ frame.len() as u64
 }
 
+/// A client's life in a trace: its top 16 bits, enough to tell two lives apart by eye.
+fn short(life: &plumb_wire::Life) -> String {
+    format!("{:04x}", life.0 >> 48)
+}
+
 /// A one-line summary of a message; operations and results in `app`'s words.
 pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
     let op_text = |op: &[u8]| app.op_text(op);
     let result_text = |r: &[u8]| app.result_text(r);
     match msg {
-        Message::Request { nc, op } => format!("request nc={nc} {}", op_text(op)),
-        Message::ReadOnly { nc, op } => format!("read-only ro={nc} {}", op_text(op)),
-        Message::FastRead { nc, executor, op } => {
-            format!("fast-read ro={nc} executor=e{executor} {}", op_text(op))
+        Message::Request { life, nc, op } => {
+            format!("request nc={nc} life={} {}", short(life), op_text(op))
         }
+        Message::ReadOnly { life, nc, op } => {
+            format!("read-only ro={nc} life={} {}", short(life), op_text(op))
+        }
+        Message::FastRead {
+            life,
+            nc,
+            executor,
+            op,
+        } => format!(
+            "fast-read ro={nc} life={} executor=e{executor} {}",
+            short(life),
+            op_text(op)
+        ),
         Message::AuthReq { core, .. } => format!(
             "auth-req c{} nc={} {:?}",
             core.client,
@@ -147,7 +163,9 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
         Message::SketchReply { nc, sketch, .. } => {
             format!("sketch-reply nc={nc} {sketch:?}")
         }
-        Message::EarlyRequest { nc, op } => format!("early-request nc={nc} {}", op_text(op)),
+        Message::EarlyRequest { life, nc, op } => {
+            format!("early-request nc={nc} life={} {}", short(life), op_text(op))
+        }
         Message::EarlyReply { nc, result, .. } => {
             format!("early-reply nc={nc} {}", result_text(result))
         }

@@ -59,6 +59,12 @@ pub struct ClientLoad {
     pub replaying: Option<ReqNo>,
     /// The last ordered request it sent: what a Byzantine client replays with another body.
     pub last_request: Option<(ReqNo, Vec<u8>)>,
+    /// After a restart that lost the record: the operation the previous life abandoned (its
+    /// bytes, and whether it went read-only), which the new life sends first. The new life
+    /// learns a number that may be the abandoned one's, and with the same bytes only the
+    /// life in the request's identity tells the two requests apart (docs/protocol.md
+    /// "Clients after a crash"; `plumb sim --seed 8575 --u 1 --r 1` found it).
+    pub repeat: Option<(Vec<u8>, bool)>,
 }
 
 impl ClientLoad {
@@ -112,6 +118,13 @@ impl Workload {
         let rng = &mut self.rng;
         if !correct {
             return (app.harmless_op(rng, objects), false);
+        }
+        if let Some(repeat) = self
+            .clients
+            .get_mut(c as usize)
+            .and_then(|l| l.repeat.take())
+        {
+            return repeat;
         }
         let mut op = app.random_op(rng, objects);
         // Drawn only when set, so that seeds without it draw exactly as before.
@@ -236,6 +249,13 @@ impl Workload {
             abandon(load, i);
         }
         load.replaying = resumed;
+        if lost_record {
+            load.repeat = load
+                .history
+                .last()
+                .filter(|r| r.abandoned)
+                .map(|r| (r.op.clone(), r.read_only));
+        }
     }
 
     /// A body the simulator itself sent on a Byzantine client's behalf.

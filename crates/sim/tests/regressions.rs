@@ -121,6 +121,12 @@ const REGRESSIONS: &[(u64, u16, u16, &str)] = &[
         1,
         "LL1: a Byzantine client superseded one request number twice; auth replicas kept only the newest superseded body, then filed only the pending one when the number was ordered, so the ordered body could not be fetched and execution stalled for every client",
     ),
+    (
+        8575,
+        1,
+        1,
+        "linearizability: a client that lost its record learned a number from two execution replicas that had just restarted, reused its previous life's number for the very same GET, and accepted that life's result from before a SET that had completed; requests now carry the client's life",
+    ),
 ];
 
 #[test]

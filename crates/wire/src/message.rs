@@ -10,6 +10,17 @@ pub type ReqNo = u64;
 /// A batch number `n_o`, from 1.
 pub type Seq = u64;
 
+/// One life of a client: a number the client draws afresh each time it starts, and which every
+/// request and read of that life carries as part of its identity ([`request_id`]). A client
+/// that lost its record may reuse a number, and may send the very bytes its previous life sent
+/// under it (`GET k`, `INCR k`); because the life differs, no stage takes the new request for the
+/// old one's retransmission and the client never takes the old one's reply for the new one's
+/// (docs/protocol.md, "Clients after a crash"). A request the previous life left outstanding is
+/// resent under the life it was issued in, which the client's record keeps.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Life(pub u64);
+
 /// Where an ordered request's reply was produced: the batch and the request's index in it.
 /// Two requests of one batch are executed one after the other, so (seq, index) orders every
 /// ordered reply; seq alone does not (Prophecy's sketcher must tell which of two replicated
@@ -33,10 +44,11 @@ pub enum Body {
     Digest(Digest),
 }
 
-/// `REQ-CORE`: client, request number and operation (or its digest).
+/// `REQ-CORE`: client, the client's life, request number and operation (or its digest).
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct ReqCore {
     pub client: ClientId,
+    pub life: Life,
     pub nc: ReqNo,
     pub body: Body,
 }
@@ -53,17 +65,19 @@ impl ReqCore {
     /// Identity of the request: what authenticators cover and what batch digests include.
     /// Equal for the inline and the digest form of the same request.
     pub fn id_digest(&self) -> Digest {
-        request_id(self.client, self.nc, self.op_digest())
+        request_id(self.client, self.life, self.nc, self.op_digest())
     }
 }
 
-/// `H(client, nc, H(op))`: a request's identity (see [`ReqCore::id_digest`]). Replies carry it
-/// so that a client can tell the answer to its operation from the answer to another operation
-/// that used the same number (a previous life of the client that lost its record).
-pub fn request_id(client: ClientId, nc: ReqNo, op_digest: Digest) -> Digest {
+/// `H(client, life, nc, H(op))`: a request's identity (see [`ReqCore::id_digest`]). Replies
+/// carry it so that a client can tell the answer to its operation from the answer to another
+/// operation that used the same number: a previous life of the client that lost its record,
+/// whatever bytes that life sent (see [`Life`]).
+pub fn request_id(client: ClientId, life: Life, nc: ReqNo, op_digest: Digest) -> Digest {
     Digest::of_parts(&[
         b"req-core",
         &client.to_le_bytes(),
+        &life.0.to_le_bytes(),
         &nc.to_le_bytes(),
         &op_digest.0,
     ])
@@ -195,6 +209,7 @@ pub enum Message {
     // ---- client -> authentication
     /// `CLIENT-REQ`. The client is the envelope's sender.
     Request {
+        life: Life,
         nc: ReqNo,
         #[serde(with = "serde_bytes")]
         op: Vec<u8>,
@@ -202,6 +217,7 @@ pub enum Message {
 
     // ---- client -> execution (read-only optimisation, seed 004 §5.5)
     ReadOnly {
+        life: Life,
         nc: ReqNo,
         #[serde(with = "serde_bytes")]
         op: Vec<u8>,
@@ -325,7 +341,7 @@ pub enum Message {
         /// Where the request was executed; correct replicas agree on it as on the result.
         at: Position,
     },
-    /// `req` is [`request_id`] of `(client, nc, H(op))` for the read-only operation answered.
+    /// `req` is [`request_id`] of `(client, life, nc, H(op))` for the read-only operation answered.
     ReadOnlyReply {
         nc: ReqNo,
         req: Digest,
@@ -454,6 +470,7 @@ pub enum Message {
     /// executes it and answers [`Message::ReadOnlyReply`]; the others answer
     /// [`Message::SketchReply`] from their history of replicated reads.
     FastRead {
+        life: Life,
         nc: ReqNo,
         executor: u16,
         #[serde(with = "serde_bytes")]
@@ -475,6 +492,7 @@ pub enum Message {
     /// [`Message::EarlyReply`]. Only a hint: the request is executed for real when it is
     /// ordered, and the client accepts nothing on an early reply alone.
     EarlyRequest {
+        life: Life,
         nc: ReqNo,
         #[serde(with = "serde_bytes")]
         op: Vec<u8>,

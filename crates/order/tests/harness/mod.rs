@@ -277,6 +277,7 @@ impl Harness {
         let q = self.q();
         let core = ReqCore {
             client: c,
+            life: plumb_wire::Life::default(),
             nc,
             body: Body::Inline(op.to_vec()),
         };

@@ -96,12 +96,6 @@ pub fn random_file_op(rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8> {
     }
 }
 
-/// A read of a directory that never exists, unique to `n`: a request that cannot repeat an
-/// earlier one of the same client.
-pub fn fresh_op(n: usize) -> Vec<u8> {
-    list_op(&format!("/fresh/{n}"))
-}
-
 fn random_read_op(rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8> {
     if rng.chance(0.7) {
         read_op(&path_of(objects, rng.index(objects.len().max(1))))
@@ -206,20 +200,11 @@ impl SimApp for Spec {
             })
             .next()
             .unwrap_or(0);
-        let bound = SpecOp {
+        SpecOp {
             predicates,
             op: incr_op(counter, token),
         }
-        .encode();
-        // A client that lost its record may send its next operation under the number of one it
-        // abandoned, which may yet execute: the very same bytes would be the same request and
-        // be answered with that execution's result, from before this one was invoked. So the
-        // increment the abandoned one repeated is not sent; a request no earlier one of the
-        // client could have been goes instead.
-        if past.iter().any(|r| r.abandoned && r.op == bound) {
-            return SpecOp::plain(fresh_op(past.len())).encode();
-        }
-        bound
+        .encode()
     }
 
     fn random_read(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8> {

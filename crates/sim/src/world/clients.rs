@@ -170,6 +170,7 @@ impl<A: SimApp> World<'_, A> {
                     msgs.push((
                         Principal::Exec(e as u16),
                         Message::ReadOnly {
+                            life: plumb_adversary::client::ATTACK_LIFE,
                             nc: 1 << 40,
                             op: write.clone(),
                         },
@@ -191,6 +192,7 @@ impl<A: SimApp> World<'_, A> {
                 msgs.push((
                     Principal::Auth(a as u16),
                     Message::Request {
+                        life: plumb_adversary::client::ATTACK_LIFE,
                         nc,
                         op: other.clone(),
                     },

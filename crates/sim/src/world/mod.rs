@@ -620,7 +620,7 @@ impl<'a, A: SimApp> World<'a, A> {
         let Some(ring) = self.keys.ring(to) else {
             return;
         };
-        if let Ok((_, Message::Request { nc, op })) = ring.open(frame) {
+        if let Ok((_, Message::Request { nc, op, .. })) = ring.open(frame) {
             self.workload.sent_request(c, nc, &op);
         }
     }
@@ -767,7 +767,7 @@ impl<'a, A: SimApp> World<'a, A> {
                 let (resumed, lost_record) = (client.outstanding_request(), client.learning());
                 self.workload.client_restarted(c, resumed, lost_record);
                 self.stats.client_restarts_without_record += u64::from(lost_record);
-                self.lane_restarted(c, resumed, lost_record);
+                self.lane_restarted(c, resumed);
             }
         }
         self.step(i, Event::Start);

@@ -19,7 +19,7 @@
 
 use super::{StageBox, World};
 use crate::app::SimApp;
-use crate::apps::spec::{fresh_op, random_file_op};
+use crate::apps::spec::random_file_op;
 use crate::config::SessionPlan;
 use crate::rng::SimRng;
 use plumb_client::Route;
@@ -51,12 +51,6 @@ struct Session {
     rolled_back: BTreeSet<OpId>,
     /// File operations answered `Retry`, to send again.
     reissue: VecDeque<Vec<u8>>,
-    /// Lanes that restarted without their record and have not sent since: their next request
-    /// may carry the number of one they abandoned, which may yet execute, so it must not repeat
-    /// that one's bytes (it would be the same request, answered with that execution's result).
-    fresh: BTreeSet<ClientId>,
-    /// Requests sent by `fresh` lanes, to make each unique.
-    fresh_sent: usize,
 }
 
 /// What a session sends next on a lane.
@@ -109,8 +103,6 @@ impl Sessions {
                     known: (0, 0),
                     rolled_back: BTreeSet::new(),
                     reissue: VecDeque::new(),
-                    fresh: BTreeSet::new(),
-                    fresh_sent: 0,
                 }
             })
             .collect();
@@ -216,19 +208,9 @@ impl<A: SimApp> World<'_, A> {
             return;
         };
         let session = &mut sessions.sessions[s];
-        let next = if session.fresh.remove(&c) {
-            session.fresh_sent += 1;
-            Next {
-                inner: fresh_op(session.fresh_sent),
-                depends: Dependence::Nothing,
-                predicted: None,
-                chain: false,
-            }
-        } else {
-            match session.chain_next() {
-                Some(n) => n,
-                None => session.independent(&objects),
-            }
+        let next = match session.chain_next() {
+            Some(n) => n,
+            None => session.independent(&objects),
         };
         if !self.send_on_lane(i, c, s, next) {
             self.schedule_wake(i);
@@ -254,9 +236,6 @@ impl<A: SimApp> World<'_, A> {
             let Some(sessions) = self.sessions.as_mut() else {
                 return;
             };
-            if sessions.sessions[s].fresh.contains(&lane) {
-                continue;
-            }
             let Some(next) = sessions.sessions[s].chain_next() else {
                 return;
             };
@@ -447,15 +426,11 @@ impl<A: SimApp> World<'_, A> {
         self.pump(s);
     }
 
-    /// Lane `c` restarted, resuming request `resumed` (if any), without its record if
-    /// `lost_record`: an operation it does not resume will never be answered, and nothing may
-    /// wait for it.
-    pub(super) fn lane_restarted(
-        &mut self,
-        c: ClientId,
-        resumed: Option<ReqNo>,
-        lost_record: bool,
-    ) {
+    /// Lane `c` restarted, resuming request `resumed` (if any): an operation it does not
+    /// resume will never be answered, and nothing may wait for it. One whose record was lost
+    /// goes on with its chain: its next request may carry the number, even the bytes, of one it
+    /// abandoned, and its life tells the two apart.
+    pub(super) fn lane_restarted(&mut self, c: ClientId, resumed: Option<ReqNo>) {
         let Some(sessions) = self.sessions.as_mut() else {
             return;
         };
@@ -463,9 +438,6 @@ impl<A: SimApp> World<'_, A> {
             return;
         };
         let session = &mut sessions.sessions[s];
-        if lost_record {
-            session.fresh.insert(c);
-        }
         let Some(&(id, sent)) = session.lane_op.get(&c) else {
             return;
         };
