@@ -375,7 +375,7 @@ impl<A: Application> ExecReplica<A> {
                 self.on_peer_message(e, msg, out)
             }
             (Principal::Client(c), Message::ReadOnly { life, nc, op }) => {
-                self.on_read_only(request_id(c, life, nc, Digest::of(&op)), c, nc, op, out)
+                self.on_read_only(c, life, nc, op, out)
             }
             (
                 Principal::Client(c),
@@ -387,7 +387,7 @@ impl<A: Application> ExecReplica<A> {
                 },
             ) => self.on_fast_read(c, life, nc, executor, op, out),
             (Principal::Client(c), Message::EarlyRequest { life, nc, op }) => {
-                self.on_early_request(request_id(c, life, nc, Digest::of(&op)), c, nc, op, out)
+                self.on_early_request(c, life, nc, op, out)
             }
             (Principal::Client(c), Message::LastRequestQuery) => self.on_last_request_query(c, out),
             _ => self.counters.add("drop-unexpected"),
@@ -442,12 +442,12 @@ impl<A: Application> ExecReplica<A> {
     }
 
     /// Read-only optimisation (§5.5): answer from the current state, saying how far it is —
-    /// unless this replica may be behind what it executed before a restart (gate.rs). `req`
-    /// is the read's identity, which the answer names.
+    /// unless this replica may be behind what it executed before a restart (gate.rs). The
+    /// answer names the read's identity, life included.
     fn on_read_only(
         &mut self,
-        req: Digest,
         c: ClientId,
+        life: Life,
         nc: ReqNo,
         op: Vec<u8>,
         out: &mut Vec<Action>,
@@ -459,7 +459,7 @@ impl<A: Application> ExecReplica<A> {
         let result = self.app.execute_read_only(c, &op);
         let msg = Message::ReadOnlyReply {
             nc,
-            req,
+            req: request_id(c, life, nc, Digest::of(&op)),
             result,
             executed: self.next_seq.saturating_sub(1),
         };
@@ -478,15 +478,14 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         self.sketches.activate();
-        let digest = Digest::of(&op);
-        let req = request_id(c, life, nc, digest);
         if executor == self.me {
-            self.on_read_only(req, c, nc, op, out);
+            self.on_read_only(c, life, nc, op, out);
             return;
         }
+        let digest = Digest::of(&op);
         let msg = Message::SketchReply {
             nc,
-            req,
+            req: request_id(c, life, nc, digest),
             sketch: self.sketches.get(&digest),
         };
         self.send(Principal::Client(c), &msg, out);
@@ -500,8 +499,8 @@ impl<A: Application> ExecReplica<A> {
     /// speculate answers none.
     fn on_early_request(
         &mut self,
-        req: Digest,
         c: ClientId,
+        life: Life,
         nc: ReqNo,
         op: Vec<u8>,
         out: &mut Vec<Action>,
@@ -515,6 +514,7 @@ impl<A: Application> ExecReplica<A> {
             return;
         };
         self.counters.add("early-reply");
+        let req = request_id(c, life, nc, Digest::of(&op));
         let msg = Message::EarlyReply { nc, req, result };
         self.send(Principal::Client(c), &msg, out);
     }
