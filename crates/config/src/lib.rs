@@ -202,8 +202,10 @@ pub struct ProtocolConfig {
     pub auth_resend_us: u64,
     /// Execution and order replicas ask peers to fill gaps this often while behind.
     pub catch_up_us: u64,
-    /// A primary's proposed batch time may lead a backup's clock by at most this much.
-    pub max_clock_lead_us: u64,
+    /// A backup accepts a primary's batch time only within this much of its own clock, before
+    /// or after (unless `r + 1` peers vouch for it): agreed time then stays within this plus a
+    /// correct clock's error of real time (docs/protocol.md, "Agreed time").
+    pub max_clock_skew_us: u64,
     /// How long an authentication replica refuses a client caught misbehaving: two requests
     /// under one request number, or a validly MACed frame that is not a well-formed request
     /// (seed 004 §3.4.1: 10 minutes).
@@ -243,6 +245,9 @@ fn default_slow_request_us() -> u64 {
     100_000
 }
 
+/// The largest `max_clock_skew_us` a cluster may have (docs/protocol.md, "Agreed time").
+pub const MAX_CLOCK_SKEW_US: u64 = 500_000;
+
 impl ProtocolConfig {
     pub fn new(quorums: Quorums) -> ProtocolConfig {
         ProtocolConfig {
@@ -256,7 +261,7 @@ impl ProtocolConfig {
             view_change_timeout_us: 1_000_000,
             auth_resend_us: 4_000_000,
             catch_up_us: 200_000,
-            max_clock_lead_us: 2_000_000,
+            max_clock_skew_us: 250_000,
             blacklist_us: 600_000_000,
             heartbeat_us: 40_000,
             throughput_bar_permille: 900,
@@ -279,7 +284,7 @@ impl ProtocolConfig {
             self.quorums.order,
             self.quorums.exec,
         )?;
-        let checks: [(&'static str, &'static str, u64, bool); 7] = [
+        let checks: [(&'static str, &'static str, u64, bool); 8] = [
             (
                 "checkpoint_interval",
                 "at least 2",
@@ -321,6 +326,15 @@ impl ProtocolConfig {
                 "at least 1",
                 self.unfair_orders as u64,
                 self.unfair_orders >= 1,
+            ),
+            // Sessions pinged in time must outlive any faulty primary: the minimum session
+            // timeout (4 s) must exceed the ping interval (4/3 s) plus twice the time bound
+            // (1.5 x skew) plus the pings' ordering delay (docs/protocol.md, "Agreed time").
+            (
+                "max_clock_skew_us",
+                "between 1 and 500000 (larger skews let agreed time expire sessions pinged in time)",
+                self.max_clock_skew_us,
+                (1..=MAX_CLOCK_SKEW_US).contains(&self.max_clock_skew_us),
             ),
         ];
         for (field, requirement, value, ok) in checks {

@@ -29,6 +29,10 @@ sabotages! {
     /// An order replica whose records are gone starts as if new, without the recovery
     /// protocol, and votes at once.
     Amnesia = "amnesia",
+    /// Order replicas accept a batch time however far behind their clock (the old one-sided
+    /// check): a faulty primary can hold agreed time still, then jump it (caught by
+    /// `TIME-bound`, with the simulator's bent clocks).
+    TimeUnboundedBelow = "time-unbounded-below",
     /// Order replicas accept a NEW-VIEW from any order replica, signed by it, not only from the
     /// new view's primary.
     AnyNewView = "any-new-view",

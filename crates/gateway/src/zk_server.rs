@@ -46,7 +46,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 /// How often the gateway tells the cluster its sessions are connected: a third of the
-/// shortest session timeout the application allows, so no live session expires.
+/// shortest session timeout the application allows, so no live session expires while its
+/// Touches are ordered in time, whatever faulty order replicas do to agreed time
+/// (docs/protocol.md, "Agreed time"; `the_touch_interval_leaves_room_for_the_time_bound`).
 pub const TOUCH_EVERY: Duration = Duration::from_millis(coord::MIN_SESSION_TIMEOUT_MS as u64 / 3);
 
 /// How long a new connection may take to send its handshake.
@@ -731,6 +733,17 @@ impl Conn<'_> {
 mod tests {
     use super::*;
     use plumb_coord::{EventType, Zxid};
+
+    /// A session survives when `timeout > touch interval + ordering delay + 2X`, X the time
+    /// bound (1.5 x the skew). At the largest skew a cluster may have, a Touch still has over
+    /// a second to be ordered.
+    #[test]
+    fn the_touch_interval_leaves_room_for_the_time_bound() {
+        let x = Duration::from_micros(plumb_config::MAX_CLOCK_SKEW_US * 3 / 2);
+        let min_timeout = Duration::from_millis(coord::MIN_SESSION_TIMEOUT_MS as u64);
+        let room = min_timeout - TOUCH_EVERY - 2 * x;
+        assert!(room >= Duration::from_secs(1), "{room:?} left to order a Touch");
+    }
 
     fn event(number: u64) -> WatchEvent {
         WatchEvent {

@@ -262,11 +262,43 @@ impl OrderReplica {
             self.buffered.insert(seq, (requests, time, seed));
             return;
         }
-        if let Err(reason) = self.validate(now, seq, &requests, time) {
+        if let Err(reason) = self.validate(seq, &requests) {
             self.counters.add(reason);
             self.suspect(now, ViewChangeCause::Commission, out);
             return;
         }
+        if !self.time_in_bound(now, time) {
+            // Either the primary bends time or our own clock (or a pre-prepare that waited
+            // for its predecessor) is off: only peers can tell. No suspicion here: if the
+            // primary is at fault every correct backup holds its batch, nothing is ordered,
+            // and the progress monitor replaces it.
+            self.counters.add("batch-time-out-of-bound");
+            self.held_for_time = Some(HeldForTime {
+                from,
+                view,
+                seq,
+                requests,
+                time,
+                seed,
+            });
+            self.check_time_vouched(now, out);
+            return;
+        }
+        self.take_pre_prepare(now, from, view, seq, batch, out);
+    }
+
+    /// Accept the next pre-prepare, found valid: PREPARE it, then go on to the next one if it
+    /// came early.
+    fn take_pre_prepare(
+        &mut self,
+        now: Micros,
+        from: u16,
+        view: View,
+        seq: Seq,
+        batch: Batch,
+        out: &mut Vec<Action>,
+    ) {
+        debug_assert_eq!(seq, self.accepted_upto + 1);
         let clients: Vec<(ClientId, ReqNo)> =
             batch.requests.iter().map(|r| (r.client, r.nc)).collect();
         self.accept_and_prepare(now, seq, view, batch, out);
@@ -280,22 +312,62 @@ impl OrderReplica {
         }
     }
 
+    /// Whether a proposed batch time is within `max_clock_skew_us` of our clock, either side.
+    /// Both sides matter: an upper bound alone let a faulty primary hold agreed time still
+    /// while real time ran, then jump it ahead, expiring every session in one batch.
+    fn time_in_bound(&self, now: Micros, time: Micros) -> bool {
+        let skew = self.cfg.max_clock_skew_us;
+        let above = time > now.saturating_add(skew);
+        let below = time < now.saturating_sub(skew) && !sabotaged_time_lower_bound();
+        !above && !below
+    }
+
+    /// Take the held pre-prepare once `r + 1` peers PREPARE its digest in its view: at least
+    /// one of them is correct and found its time within the bound of its own clock, so agreed
+    /// time stays within `max_clock_skew_us` of a correct clock. Our clock is then what is off
+    /// (counted, so an operator sees it), or the pre-prepare reached us late; either way we
+    /// must not withhold our vote and wedge a cluster that is one vote short.
+    pub(crate) fn check_time_vouched(&mut self, now: Micros, out: &mut Vec<Action>) {
+        let Some(h) = &self.held_for_time else {
+            return;
+        };
+        if h.view != self.view || h.seq <= self.accepted_upto {
+            self.held_for_time = None;
+            return;
+        }
+        if h.seq != self.accepted_upto + 1 {
+            return;
+        }
+        let batch = Batch::proposed(&h.requests, h.time, h.seed);
+        let d = batch.digest(h.seq);
+        let vouched = self.slots.get(&h.seq).map_or(0, |slot| {
+            if slot.votes_view != h.view {
+                return 0;
+            }
+            let me = self.me;
+            slot.prepares
+                .iter()
+                .filter(|(j, x)| **j != me && **x == d)
+                .count()
+        });
+        if vouched < self.q.small() {
+            return;
+        }
+        let Some(h) = self.held_for_time.take() else {
+            return;
+        };
+        self.counters.add("batch-time-vouched-by-peers");
+        self.take_pre_prepare(now, h.from, h.view, h.seq, batch, out);
+    }
+
     /// Well-formedness of a proposed batch (seed 004 §6.2.1): a failure is the primary's fault.
-    fn validate(
-        &self,
-        now: Micros,
-        seq: Seq,
-        requests: &[SignedRequest],
-        time: Micros,
-    ) -> Result<(), &'static str> {
+    /// The batch time is judged apart (`time_in_bound`): our clock may be what is wrong.
+    fn validate(&self, seq: Seq, requests: &[SignedRequest]) -> Result<(), &'static str> {
         let _ = seq;
         // An empty batch is a null batch: primaries fill idle time with them while a peer
         // rejoins (rejoin.rs). It costs a sequence number and changes no state.
         if requests.len() > self.cfg.batch_max {
             return Err("bad-batch-size");
-        }
-        if time > now.saturating_add(self.cfg.max_clock_lead_us) {
-            return Err("bad-batch-time");
         }
         let tentative = self.tentative_last_ordered();
         let mut clients = BTreeSet::new();
@@ -384,6 +456,7 @@ impl OrderReplica {
             return;
         }
         self.slots.entry(seq).or_default().prepare_vote(view, j, d);
+        self.check_time_vouched(now, out);
         self.check_prepared(now, seq, out);
     }
 
@@ -401,6 +474,7 @@ impl OrderReplica {
         }
         self.slots.entry(seq).or_default().commit_vote(view, j, d);
         // The COMMIT counts as its sender's PREPARE too (`Slot::commit_vote`).
+        self.check_time_vouched(now, out);
         self.check_prepared(now, seq, out);
         self.check_committed(now, seq, out);
     }
@@ -710,6 +784,14 @@ fn matrix_of(rows: &BTreeMap<u16, Vec<Mac>>) -> Vec<plumb_wire::MatrixRow> {
 }
 
 #[cfg(feature = "sabotage")]
+fn sabotaged_time_lower_bound() -> bool {
+    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::TimeUnboundedBelow)
+}
+#[cfg(not(feature = "sabotage"))]
+fn sabotaged_time_lower_bound() -> bool {
+    false
+}
+#[cfg(feature = "sabotage")]
 fn sabotaged_sequence_check() -> bool {
     plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::SkipRequestSequenceCheck)
 }
@@ -728,6 +810,17 @@ fn sabotaged_commit_quorum() -> bool {
 
 /// The last request number ordered per client, counting batches accepted but not yet
 /// committed: what the next request of each client must follow.
+/// A pre-prepare held for its time (`OrderReplica::check_time_vouched`).
+#[derive(Debug)]
+pub(crate) struct HeldForTime {
+    from: u16,
+    view: View,
+    seq: Seq,
+    requests: Vec<SignedRequest>,
+    time: Micros,
+    seed: u64,
+}
+
 pub(crate) struct Tentative<'a> {
     ordered: &'a BTreeMap<ClientId, ReqNo>,
     in_flight: BTreeMap<ClientId, ReqNo>,

@@ -105,6 +105,9 @@ pub struct OrderReplica {
     /// Highest sequence with a contiguous accepted pre-prepare in the current view.
     accepted_upto: Seq,
     buffered: BTreeMap<Seq, (Vec<SignedRequest>, Micros, u64)>,
+    /// The next pre-prepare, well formed but with a time outside `max_clock_skew_us` of our
+    /// clock: taken once `r + 1` peers vouch for it (agreement.rs, `check_time_vouched`).
+    held_for_time: Option<agreement::HeldForTime>,
     next_propose: Seq,
     /// A stable checkpoint moved the window during this event: a primary proposes what waited
     /// for it when the event is done (not from inside the checkpoint code, which agreement
@@ -199,6 +202,7 @@ impl OrderReplica {
             state: genesis,
             accepted_upto: 0,
             buffered: BTreeMap::new(),
+            held_for_time: None,
             next_propose: 1,
             window_moved: false,
             last_proposed_time: 0,

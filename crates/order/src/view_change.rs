@@ -180,6 +180,7 @@ impl OrderReplica {
         self.view_change_quorum_at = None;
         self.consecutive_view_changes = self.consecutive_view_changes.saturating_add(1);
         self.buffered.clear();
+        self.held_for_time = None;
         self.batch_timer_armed = false;
         self.put(
             VIEW_KEY.to_string(),
@@ -457,6 +458,7 @@ impl OrderReplica {
         );
         self.new_view_msg = Some((proofs, signature));
         self.buffered.clear();
+        self.held_for_time = None;
         self.view_changes.retain(|_, s| s.vc.new_view > view);
         self.put(
             VIEW_KEY.to_string(),

@@ -780,3 +780,55 @@ fn a_request_after_an_uncommitted_one_is_ordered_by_its_arrival() {
         .collect();
     assert_eq!(order, vec![(0, 1), (1, 1), (0, 2)]);
 }
+
+/// Agreed time (docs/protocol.md, "Agreed time"): a primary whose batch time is outside
+/// `max_clock_skew_us` of every correct backup's clock, behind or ahead, gets nothing ordered
+/// and is replaced; the next primary orders the request with its own time.
+#[test]
+fn a_batch_time_outside_the_skew_either_side_is_refused_and_the_primary_replaced() {
+    for off in [-1_000_000i64, 1_000_000] {
+        let mut h = Harness::new(1, 1, 8);
+        h.advance(5_000_000);
+        let skew = h.cfg.max_clock_skew_us as i64;
+        assert!(off.abs() > skew);
+        h.clock_offset[0] = off;
+        h.request(0, 1, b"a");
+        h.advance(10_000);
+        assert!(h.committed.is_empty(), "offset {off}: nothing ordered at o0's time");
+        for b in 1..4 {
+            assert_eq!(h.replica(b).counters().get("batch-time-out-of-bound"), 1, "o{b}");
+        }
+        h.advance(2_000_000);
+        assert_eq!(h.committed.len(), 1, "offset {off}: ordered in a later view");
+        let view = h.replica(1).view();
+        assert!(view >= 1, "offset {off}: view {view}");
+        let batch = h.exec_seen.get(&1).expect("batch 1 reached execution");
+        // Proposed by a primary whose clock is right, once the request was there.
+        assert!(
+            (5_000_000..=h.now).contains(&batch.time),
+            "offset {off}: agreed {} by {}",
+            batch.time,
+            h.now
+        );
+    }
+}
+
+/// A correct backup whose own clock is off (or whose pre-prepare came late) does not withhold
+/// its vote for good: it takes the batch once `r + 1` peers prepared it, counted so that an
+/// operator sees the clock, and nobody suspects the primary.
+#[test]
+fn a_backup_whose_own_clock_is_off_takes_the_batch_on_r_plus_one_vouchers() {
+    let mut h = Harness::new(1, 1, 8);
+    h.advance(5_000_000);
+    h.clock_offset[1] = -1_000_000;
+    h.request(0, 1, b"a");
+    h.advance(10_000);
+    assert_eq!(h.committed.len(), 1);
+    let r1 = h.replica(1);
+    assert_eq!(r1.counters().get("batch-time-out-of-bound"), 1);
+    assert_eq!(r1.counters().get("batch-time-vouched-by-peers"), 1);
+    assert_eq!(r1.last_committed(), 1);
+    for i in 0..4 {
+        assert_eq!(h.replica(i).view(), 0, "o{i} stays in view 0");
+    }
+}

@@ -185,7 +185,7 @@ fn protocol_config(rng: &mut SimRng, quorums: Quorums) -> ProtocolConfig {
     c.view_change_timeout_us = rng.range(200_000, 400_000);
     c.auth_resend_us = 100_000;
     c.catch_up_us = 50_000;
-    c.max_clock_lead_us = 2_000_000;
+    c.max_clock_skew_us = 250_000;
     // Short enough that a blacklisted client comes back within a run.
     c.blacklist_us = rng.range(1_000_000, 10_000_000);
     c.heartbeat_us = rng.range(20_000, 80_000);
@@ -209,7 +209,7 @@ impl fmt::Display for SimConfig {
         let p = &self.protocol;
         writeln!(
             f,
-            "  protocol: cp_interval {}, batch_max {}, batch_timeout {}us, inline_max {}B, client_retry {}..{}us, view_change {}us, auth_resend {}us, catch_up {}us, clock_lead {}us, blacklist {}us, heartbeat {}us, throughput grace {}us",
+            "  protocol: cp_interval {}, batch_max {}, batch_timeout {}us, inline_max {}B, client_retry {}..{}us, view_change {}us, auth_resend {}us, catch_up {}us, clock_skew {}us, blacklist {}us, heartbeat {}us, throughput grace {}us",
             p.checkpoint_interval,
             p.batch_max,
             p.batch_timeout_us,
@@ -219,7 +219,7 @@ impl fmt::Display for SimConfig {
             p.view_change_timeout_us,
             p.auth_resend_us,
             p.catch_up_us,
-            p.max_clock_lead_us,
+            p.max_clock_skew_us,
             p.blacklist_us,
             p.heartbeat_us,
             p.throughput_grace_us

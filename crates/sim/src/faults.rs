@@ -93,17 +93,62 @@ pub struct Partition {
     pub side: Vec<Principal>,
 }
 
-/// A principal's local clock: `offset + global * (1 + drift_ppm / 10^6)`.
+/// A principal's local clock: `offset + global * (1 + drift_ppm / 10^6)`, bent further on a
+/// faulty order replica (`bend`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Clock {
     pub offset_us: u64,
     pub drift_ppm: i64,
+    pub bend: Option<Bend>,
+}
+
+/// How a faulty order replica's clock lies, to bend agreed time as its primary: every bend
+/// keeps the clock monotonic (the stage code is correct code; only its clock lies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bend {
+    /// Stands still from `at` for `len`, then jumps back to its own time: as primary, a batch
+    /// time held still, then a leap.
+    Freeze { at: Micros, len: Micros },
+    /// Swings `amplitude` either side of its own time, a full swing every `period` (at least
+    /// five amplitudes: never backwards, whatever the drift).
+    Swing { amplitude: Micros, period: Micros },
+    /// Runs fast or slow by this many parts per thousand.
+    Rate { permille: i64 },
 }
 
 impl Clock {
     pub fn local(&self, global: Micros) -> Micros {
-        let skew = (global as i128 * self.drift_ppm as i128) / 1_000_000;
-        (self.offset_us as i128 + global as i128 + skew).max(0) as Micros
+        // The clock's own time at global `g`: offset and drift.
+        let own = |g: Micros| {
+            self.offset_us as i128 + g as i128 + (g as i128 * self.drift_ppm as i128) / 1_000_000
+        };
+        let t = match self.bend {
+            None => own(global),
+            Some(Bend::Freeze { at, len }) if global >= at && global < at.saturating_add(len) => {
+                own(at)
+            }
+            Some(Bend::Freeze { .. }) => own(global),
+            Some(Bend::Swing { amplitude, period }) => {
+                // A triangle wave in [-amplitude, amplitude].
+                let period = period.max(1) as i128;
+                let phase = (global as i128) % period;
+                let a = amplitude as i128;
+                let wave = if phase < period / 2 {
+                    -a + 4 * a * phase / period
+                } else {
+                    3 * a - 4 * a * phase / period
+                };
+                own(global) + wave
+            }
+            Some(Bend::Rate { permille }) => own(global) + global as i128 * permille as i128 / 1000,
+        };
+        t.max(0) as Micros
+    }
+
+    /// How far this clock, unbent, is from global time at most until `end`.
+    pub fn max_error(&self, end: Micros) -> Micros {
+        let at_end = self.offset_us as i128 + (end as i128 * self.drift_ppm as i128) / 1_000_000;
+        (self.offset_us as i128).abs().max(at_end.abs()) as Micros
     }
 
     /// The global duration of a local one (a timer set for `after` local micros).
@@ -202,6 +247,7 @@ pub fn generate(rng: &mut SimRng, q: &Quorums, clients: u32, heal_at: Micros) ->
         let clock = Clock {
             offset_us: rng.range(0, 100_000),
             drift_ppm: rng.range(0, 10_000) as i64 - 5_000,
+            bend: None,
         };
         plan.clocks.insert(p, clock);
     }
@@ -211,7 +257,48 @@ pub fn generate(rng: &mut SimRng, q: &Quorums, clients: u32, heal_at: Micros) ->
     client_crashes(rng, &mut plan, clients, heal_at);
     // And after that.
     plan.crash_ahead = crash_ahead(rng, &plan, &stage_lists, u, heal_at);
+    // And after that.
+    bend_clocks(rng, &mut plan, heal_at);
     plan
+}
+
+/// The time adversary: half of the faulty order replicas get a clock that lies (`Bend`), on
+/// top of what else they do. As primary each proposes batch times from it, which correct
+/// backups must keep within `max_clock_skew_us` of their own clocks (TIME-bound).
+fn bend_clocks(rng: &mut SimRng, plan: &mut FaultPlan, heal_at: Micros) {
+    let faulty: Vec<Principal> = plan
+        .byzantine
+        .keys()
+        .copied()
+        .filter(|p| matches!(p, Principal::Order(_)))
+        .collect();
+    for p in faulty {
+        if !rng.chance(0.5) {
+            continue;
+        }
+        let bend = match rng.range(0, 2) {
+            0 => Bend::Freeze {
+                at: rng.range(0, heal_at),
+                len: rng.range(500_000, 4_000_000),
+            },
+            1 => {
+                let amplitude = rng.range(100_000, 2_000_000);
+                Bend::Swing {
+                    amplitude,
+                    period: amplitude * rng.range(5, 10),
+                }
+            }
+            _ => {
+                let permille = rng.range(50, 500) as i64;
+                Bend::Rate {
+                    permille: if rng.chance(0.5) { permille } else { -permille },
+                }
+            }
+        };
+        if let Some(clock) = plan.clocks.get_mut(&p) {
+            clock.bend = Some(bend);
+        }
+    }
 }
 
 /// A crash of the primary right after a PRE-PREPARE it sent ahead of its disk, restarting
@@ -628,6 +715,9 @@ impl fmt::Display for FaultPlan {
         )?;
         for (p, b) in &self.byzantine {
             writeln!(f, "  byzantine {p}: {b:?} (rate {})", self.byzantine_rate)?;
+            if let Some(bend) = self.clocks.get(p).and_then(|c| c.bend) {
+                writeln!(f, "  byzantine {p}'s clock: {bend:?}")?;
+            }
         }
         if let Some(c) = self.byzantine_client {
             writeln!(f, "  byzantine client c{c}")?;

@@ -5,11 +5,13 @@
 //! test ([`SimApp`]; the key-value store by default, [`apps::kv::Kv`]) through it while
 //! the seed's fault plan loses, duplicates, delays and reorders messages, partitions the
 //! network, crashes and restarts replicas (losing unsynced writes, sometimes flipping a bit on
-//! disk), drifts clocks and turns up to `r` replicas per stage Byzantine. Faults stop at
+//! disk), drifts clocks and turns up to `r` replicas per stage Byzantine (half the faulty order
+//! replicas with clocks that stand still, swing or run at the wrong rate). Faults stop at
 //! `heal_at`; the run continues for a liveness window on a reliable network. The checkers then
 //! judge the run by the library properties LS1-LS7 and LL1-LL2 (seed 004 §4.2.1), the stage
 //! properties they rest on where they can be observed (§5.4), linearizability of the correct
-//! clients' histories against the application's model, and the application's own invariants.
+//! clients' histories against the application's model, agreed time against real time
+//! (TIME-bound), and the application's own invariants.
 //! Same seed, same run: a failing seed replays exactly.
 //!
 //! Files: `app.rs` (what the simulator needs of an application), `apps/` (the key-value

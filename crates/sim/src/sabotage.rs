@@ -93,6 +93,8 @@ pub fn expectation(s: Sabotage) -> Expectation {
             300,
         ),
         Sabotage::AnyNewView => (Kv, &["OS-new-view-agreement"], 300),
+        // A faulty primary whose clock stands still (or runs slow) holds agreed time back.
+        Sabotage::TimeUnboundedBelow => (Kv, &["TIME-bound"], 300),
         Sabotage::StaleReadOnly => (Kv, &["linearizability"], 300),
         Sabotage::KeepStranded => (Kv, &["LL1"], 300),
         Sabotage::ReproposeAfterRestart => (Kv, &["OS-vote-equivocation", "OS-agreement"], 300),

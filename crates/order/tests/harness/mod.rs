@@ -43,6 +43,8 @@ pub struct Harness {
     /// `release_held`: they arrive after everything else.
     pub hold_to: Vec<(u16, &'static str)>,
     pub held: Vec<(Principal, Vec<u8>)>,
+    /// How far each replica's clock is from `now` (its stage sees `now + offset`).
+    pub clock_offset: Vec<i64>,
 }
 
 /// What `plumb init` leaves in a fresh order replica's store.
@@ -126,6 +128,7 @@ impl Harness {
             drop_from: Vec::new(),
             hold_to: Vec::new(),
             held: Vec::new(),
+            clock_offset: vec![0; q.order],
         };
         for i in 0..q.order {
             let r = h.build(i as u16);
@@ -157,7 +160,8 @@ impl Harness {
             return;
         };
         let mut out = Vec::new();
-        r.handle(self.now, ev, &mut out);
+        let local = self.now.saturating_add_signed(self.clock_offset[i as usize]);
+        r.handle(local, ev, &mut out);
         for a in out {
             match a {
                 Action::SendUnsynced { to, frame } if !self.cut[i as usize] => {

@@ -8,12 +8,14 @@ mod linear;
 mod liveness;
 mod replies;
 mod sequence;
+mod time;
 mod votes;
 
 pub use linear::check_linearizability;
 pub use liveness::{check_latency_bound, check_liveness, ClientEnd};
 pub use replies::{check_replies, ExecEnd};
 pub use sequence::check_sequence;
+pub use time::check_agreed_time;
 
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Micros, Principal, ReqNo, Seq};

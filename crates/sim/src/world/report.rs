@@ -16,6 +16,8 @@ impl<A: SimApp> World<'_, A> {
         check::check_sequence(&mut self.checker, &self.workload);
         check::check_replies(self.app, &mut self.checker, &self.workload, &execs);
         self.check_app_states();
+        let time_bound = self.time_bound();
+        check::check_agreed_time(&mut self.checker, &self.workload, time_bound);
         check::check_linearizability(
             self.app,
             &mut self.checker,
@@ -82,6 +84,20 @@ impl<A: SimApp> World<'_, A> {
             stats: self.stats,
             trace_digest,
         }
+    }
+
+    /// How far agreed time may be from global time (check/time.rs): the skew correct backups
+    /// allow, plus the error of the furthest correct order replica's clock in this run.
+    fn time_bound(&self) -> plumb_wire::Micros {
+        let plan = &self.cfg.plan;
+        let error = plan
+            .clocks
+            .iter()
+            .filter(|(p, _)| matches!(p, Principal::Order(_)) && !plan.is_byzantine(**p))
+            .map(|(_, c)| c.max_error(self.cfg.end_at))
+            .max()
+            .unwrap_or(0);
+        self.cfg.protocol.max_clock_skew_us + error
     }
 
     fn exec_ends(&self) -> Vec<ExecEnd> {
