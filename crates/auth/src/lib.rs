@@ -63,8 +63,8 @@ pub struct AuthReplica {
     /// known to be ordered: handled when it is.
     deferred: BTreeMap<ClientId, (plumb_wire::Life, plumb_wire::ReqNo, Vec<u8>)>,
     /// Per client, the stranded pending requests superseded by other operations under their
-    /// number (`request.rs`), at most [`request::MAX_SUPERSEDED`]: their bodies stay fetchable until a
-    /// later request of the client is ordered.
+    /// number (`request.rs`), at most [`request::MAX_SUPERSEDED`], durable in `auth/sup/{c}`:
+    /// once their number is ordered they move to the command cache, and go with its interval.
     superseded: BTreeMap<ClientId, Vec<Pending>>,
     /// Clients caught sending what no correct client sends: refused until their entry expires.
     blacklist: blacklist::Blacklist,

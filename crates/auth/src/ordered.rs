@@ -9,7 +9,7 @@
 //! drop bodies still needed, against AS2).
 
 use crate::cache::Cached;
-use crate::recovery::{cached_key, cached_prefix, CachedRecord};
+use crate::recovery::{cached_key, cached_prefix, cached_superseded_key, superseded_key, CachedRecord};
 use crate::AuthReplica;
 use plumb_core::{storage, Action, StoreOp};
 use plumb_crypto::Digest;
@@ -248,17 +248,33 @@ impl AuthReplica {
             );
             // The bodies it superseded under the same number go with it: which one was
             // ordered is not in a BATCH-COMPLETE, and an execution replica that loads an
-            // earlier checkpoint fetches it again. (In memory only: their `auth/req/{c}` was
-            // overwritten when they were superseded.)
-            for old in self.superseded.remove(&client).unwrap_or_default() {
-                if old.nc == p.nc && old.digest != p.digest {
-                    let body = Cached {
+            // earlier checkpoint fetches it again. Each gets a cache record of its own, in
+            // the interval garbage collection drops (`auth/sup/{c}` goes: no sync, as above).
+            if let Some(olds) = self.superseded.remove(&client) {
+                for old in olds {
+                    if old.nc != p.nc || old.digest == p.digest {
+                        continue;
+                    }
+                    let record = CachedRecord {
+                        client,
+                        nc: old.nc,
+                        seq,
                         op: old.op,
+                    };
+                    out.push(Action::Store(StoreOp::Put {
+                        key: cached_superseded_key(interval, client, old.nc, old.digest),
+                        value: storage::encode(&record),
+                    }));
+                    let body = Cached {
+                        op: record.op,
                         digest: old.digest,
                         seq,
                     };
                     self.cache.insert(interval, client, old.nc, body);
                 }
+                out.push(Action::Store(StoreOp::Delete {
+                    key: superseded_key(client),
+                }));
             }
             self.counters.add("ordered");
             self.executed_votes.remove(&client);

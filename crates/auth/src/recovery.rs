@@ -5,8 +5,13 @@
 //! - `auth/req/{c}`: the last request authenticated for client `c` (`(c, life, nc, op)`), written
 //!   with put + sync before its AUTH-REQ leaves and overwritten by the next one. It is the
 //!   durable `lastSent[c]` and, unless it is known ordered, `pending[c]`.
+//! - `auth/sup/{c}`: the stranded requests of client `c` superseded under their number
+//!   (`request.rs`), written with the superseding request's record, before its sync: any of
+//!   them may still be the one ordered, and must be fetchable after a restart.
 //! - `auth/cmd/{k}/{c}/{nc}`: the body of an ordered request in cache interval `k`, with the
-//!   batch it was reported in. Garbage collection deletes a whole interval by prefix.
+//!   batch it was reported in; `auth/cmd/{k}/{c}/{nc}/{digest}` for the bodies superseded
+//!   under that number, which move there from `auth/sup/{c}` once the number is ordered.
+//!   Garbage collection deletes a whole interval by prefix.
 //!
 //! Because each cache record names its interval, a restarted replica rebuilds the cache
 //! exactly and need not delay garbage collection as the figure's log rotation does.
@@ -22,10 +27,22 @@ use std::collections::BTreeSet;
 
 pub const REQUEST_PREFIX: &str = "auth/req/";
 pub const CACHE_PREFIX: &str = "auth/cmd/";
+pub const SUPERSEDED_PREFIX: &str = "auth/sup/";
 
 /// Key of the last request authenticated for `client`.
 pub fn request_key(client: ClientId) -> String {
     format!("{REQUEST_PREFIX}{client}")
+}
+
+/// Key of the bodies superseded under `client`'s current number.
+pub fn superseded_key(client: ClientId) -> String {
+    format!("{SUPERSEDED_PREFIX}{client}")
+}
+
+/// Key of a superseded body of ordered number `(client, nc)` in cache interval `interval`.
+pub fn cached_superseded_key(interval: u64, client: ClientId, nc: ReqNo, digest: Digest) -> String {
+    let hex: String = digest.0.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}/{hex}", cached_key(interval, client, nc))
 }
 
 /// Prefix of every body of cache interval `interval` (the trailing `/` keeps interval 1 from
@@ -45,6 +62,13 @@ pub(crate) struct StoredRequest {
     pub life: Life,
     pub nc: ReqNo,
     pub op: Vec<u8>,
+}
+
+/// `auth/sup/{c}`: `(nc, op)` of each superseded request, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SupersededRecord {
+    pub client: ClientId,
+    pub bodies: Vec<(ReqNo, Vec<u8>)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +91,7 @@ impl AuthReplica {
             self.counters.add("recovered-corrupt");
         }
         let mut requests = Vec::new();
+        let mut superseded = Vec::new();
         for (key, value) in &recovered.records {
             if corrupt.contains(key) {
                 continue;
@@ -76,6 +101,13 @@ impl AuthReplica {
                     .filter(|r| r.nc > 0 && client == r.client.to_string())
                 {
                     Some(r) => requests.push(r),
+                    None => self.counters.add("recovered-corrupt"),
+                }
+            } else if let Some(client) = key.strip_prefix(SUPERSEDED_PREFIX) {
+                match storage::decode::<SupersededRecord>(value)
+                    .filter(|r| client == r.client.to_string())
+                {
+                    Some(r) => superseded.push(r),
                     None => self.counters.add("recovered-corrupt"),
                 }
             } else if key.starts_with(CACHE_PREFIX) {
@@ -92,6 +124,15 @@ impl AuthReplica {
         for r in requests {
             self.recover_request(r);
         }
+        for r in superseded {
+            let bodies = r.bodies.into_iter().map(|(nc, op)| Pending {
+                nc,
+                digest: Digest::of(&op),
+                op,
+                since: 0,
+            });
+            self.superseded.insert(r.client, bodies.collect());
+        }
     }
 
     fn recover_cached(&mut self, key: &str, value: &[u8]) -> bool {
@@ -100,11 +141,13 @@ impl AuthReplica {
             return false;
         };
         let interval = r.seq / cp;
-        if key != cached_key(interval, r.client, r.nc) {
+        let digest = Digest::of(&r.op);
+        if key != cached_key(interval, r.client, r.nc)
+            && key != cached_superseded_key(interval, r.client, r.nc, digest)
+        {
             return false;
         }
         self.highest_ordered = self.highest_ordered.max(Some(r.seq));
-        let digest = Digest::of(&r.op);
         self.cache.insert(
             interval,
             r.client,

@@ -10,7 +10,7 @@
 //! 4. only then the expensive work: digest, one MAC per order replica, a synced write.
 
 use crate::cache::Pending;
-use crate::recovery::{request_key, StoredRequest};
+use crate::recovery::{request_key, superseded_key, StoredRequest, SupersededRecord};
 use crate::AuthReplica;
 use plumb_config::ProtocolConfig;
 use plumb_core::{storage, Action, KeyRing, StoreOp};
@@ -180,6 +180,20 @@ impl AuthReplica {
         if let Some(old) = self.pending.remove(&client) {
             self.superseded.entry(client).or_default().push(old);
         }
+        // Durable with the new request's record (`authenticate` syncs both): a crash must not
+        // take the only copies of a body that may yet be ordered (sim seed 737's stall, after
+        // every replica holding it restarted).
+        let record = SupersededRecord {
+            client,
+            bodies: self.superseded[&client]
+                .iter()
+                .map(|p| (p.nc, p.op.clone()))
+                .collect(),
+        };
+        out.push(Action::Store(StoreOp::Put {
+            key: superseded_key(client),
+            value: storage::encode(&record),
+        }));
         self.counters.add("superseded-stranded");
         self.authenticate(client, life, nc, op, out);
     }

@@ -422,6 +422,45 @@ fn a_stranded_pending_request_is_superseded_after_auth_resend_us() {
     assert!(net.opened(&served).is_empty());
 }
 
+/// Issue 34, finding 3: a superseded body is on disk before the superseding request leaves,
+/// so a replica restarted after the supersession still serves it, before its number is
+/// ordered (from `auth/sup/{c}`) and after (from its own cache record).
+#[test]
+fn a_superseded_body_survives_restarts_before_and_after_its_number_is_ordered() {
+    let net = Net::new();
+    let wait = net.cfg.auth_resend_us;
+    let mut disk = Disk::default();
+    let mut r = net.replica(Recovered::default());
+    let old = big_op(1);
+    disk.apply(&net.request(&mut r, 0, 1, 1, &old));
+    let superseding = net.request(&mut r, wait, 1, 1, b"new life");
+    assert_eq!(r.counters().get("superseded-stranded"), 1);
+    // The superseded body is put before the sync that precedes the AUTH-REQ.
+    let ops = stores(&superseding);
+    let put = ops
+        .iter()
+        .position(|o| matches!(o, StoreOp::Put { key, .. } if *key == recovery::superseded_key(1)));
+    let sync = ops.iter().position(|o| matches!(o, StoreOp::Sync));
+    assert!(put.is_some() && put < sync, "{ops:?}");
+    disk.apply(&superseding);
+    let fetch = Message::Fetch {
+        seq: 3,
+        client: 1,
+        nc: 1,
+        digest: Digest::of(&old),
+    };
+    let mut r = net.replica(disk.recovered());
+    let served = net.deliver(&mut r, wait + 1, Principal::Exec(0), &fetch);
+    assert_eq!(net.opened(&served).len(), 1, "served after a restart");
+    disk.apply(&net.complete(&mut r, &[0, 1], 3, &[(1, 1)]));
+    assert!(!disk.0.contains_key(&recovery::superseded_key(1)));
+    let mut r = net.replica(disk.recovered());
+    let served = net.deliver(&mut r, wait + 2, Principal::Exec(0), &fetch);
+    assert_eq!(net.opened(&served).len(), 1, "served from the cache after a restart");
+    assert_eq!(r.cached_bodies(), 2);
+    assert_eq!(r.counters().get("recovered-corrupt"), 0);
+}
+
 /// Every body a replica vouched for under a number stays fetchable, not only the newest
 /// superseded one: any of them may be the one ordered (sim seed 737, u1r1). A client that
 /// supersedes one number more than `MAX_SUPERSEDED` times is blacklisted instead.
