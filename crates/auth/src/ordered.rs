@@ -9,7 +9,9 @@
 //! drop bodies still needed, against AS2).
 
 use crate::cache::Cached;
-use crate::recovery::{cached_key, cached_prefix, cached_superseded_key, superseded_key, CachedRecord};
+use crate::recovery::{
+    cached_key, cached_prefix, cached_superseded_key, superseded_key, CachedRecord,
+};
 use crate::AuthReplica;
 use plumb_core::{storage, Action, StoreOp};
 use plumb_crypto::Digest;

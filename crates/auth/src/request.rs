@@ -185,10 +185,9 @@ impl AuthReplica {
         // every replica holding it restarted).
         let record = SupersededRecord {
             client,
-            bodies: self.superseded[&client]
-                .iter()
-                .map(|p| (p.nc, p.op.clone()))
-                .collect(),
+            bodies: self.superseded.get(&client).map_or_else(Vec::new, |kept| {
+                kept.iter().map(|p| (p.nc, p.op.clone())).collect()
+            }),
         };
         out.push(Action::Store(StoreOp::Put {
             key: superseded_key(client),

@@ -456,7 +456,11 @@ fn a_superseded_body_survives_restarts_before_and_after_its_number_is_ordered() 
     assert!(!disk.0.contains_key(&recovery::superseded_key(1)));
     let mut r = net.replica(disk.recovered());
     let served = net.deliver(&mut r, wait + 2, Principal::Exec(0), &fetch);
-    assert_eq!(net.opened(&served).len(), 1, "served from the cache after a restart");
+    assert_eq!(
+        net.opened(&served).len(),
+        1,
+        "served from the cache after a restart"
+    );
     assert_eq!(r.cached_bodies(), 2);
     assert_eq!(r.counters().get("recovered-corrupt"), 0);
 }

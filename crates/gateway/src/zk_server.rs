@@ -742,7 +742,10 @@ mod tests {
         let x = Duration::from_micros(plumb_config::MAX_CLOCK_SKEW_US * 3 / 2);
         let min_timeout = Duration::from_millis(coord::MIN_SESSION_TIMEOUT_MS as u64);
         let room = min_timeout - TOUCH_EVERY - 2 * x;
-        assert!(room >= Duration::from_secs(1), "{room:?} left to order a Touch");
+        assert!(
+            room >= Duration::from_secs(1),
+            "{room:?} left to order a Touch"
+        );
     }
 
     fn event(number: u64) -> WatchEvent {

@@ -794,12 +794,23 @@ fn a_batch_time_outside_the_skew_either_side_is_refused_and_the_primary_replaced
         h.clock_offset[0] = off;
         h.request(0, 1, b"a");
         h.advance(10_000);
-        assert!(h.committed.is_empty(), "offset {off}: nothing ordered at o0's time");
+        assert!(
+            h.committed.is_empty(),
+            "offset {off}: nothing ordered at o0's time"
+        );
         for b in 1..4 {
-            assert_eq!(h.replica(b).counters().get("batch-time-out-of-bound"), 1, "o{b}");
+            assert_eq!(
+                h.replica(b).counters().get("batch-time-out-of-bound"),
+                1,
+                "o{b}"
+            );
         }
         h.advance(2_000_000);
-        assert_eq!(h.committed.len(), 1, "offset {off}: ordered in a later view");
+        assert_eq!(
+            h.committed.len(),
+            1,
+            "offset {off}: ordered in a later view"
+        );
         let view = h.replica(1).view();
         assert!(view >= 1, "offset {off}: view {view}");
         let batch = h.exec_seen.get(&1).expect("batch 1 reached execution");

@@ -160,7 +160,9 @@ impl Harness {
             return;
         };
         let mut out = Vec::new();
-        let local = self.now.saturating_add_signed(self.clock_offset[i as usize]);
+        let local = self
+            .now
+            .saturating_add_signed(self.clock_offset[i as usize]);
         r.handle(local, ev, &mut out);
         for a in out {
             match a {
