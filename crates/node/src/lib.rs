@@ -482,8 +482,17 @@ async fn accept_loop(
                     Ok(node) => serve_peer(framed, node, &router).await,
                     Err(reason) => router.drops.refused(reason),
                 }
+            } else if handshake::is_client_hello(&first) {
+                // A client asking for this connection's nonce: its reply routes are claimed
+                // over it (router.rs).
+                match handshake::challenge_client(&mut framed, handshake::TIMEOUT).await {
+                    Ok(nonce) => serve_client(framed, None, conn, Some(nonce), &router).await,
+                    Err(reason) => router.drops.refused(reason),
+                }
             } else {
-                serve_client(framed, first.to_vec(), conn, &router).await;
+                // No nonce asked for: its frames reach the stages (which check their MACs),
+                // but no client can claim a reply route over it.
+                serve_client(framed, Some(first.to_vec()), conn, None, &router).await;
             }
         });
     }
@@ -499,8 +508,15 @@ async fn serve_peer(mut framed: link::Framed, node: u16, router: &Router) {
     }
 }
 
-/// Serve a client connection: its frames in, replies to the clients that claimed it out.
-async fn serve_client(framed: link::Framed, first: Vec<u8>, conn: u64, router: &Router) {
+/// Serve a client connection: its frames in (`first`, if already read, then the rest),
+/// replies to the clients that claimed it over `nonce` out.
+async fn serve_client(
+    framed: link::Framed,
+    first: Option<Vec<u8>>,
+    conn: u64,
+    nonce: Option<handshake::Nonce>,
+    router: &Router,
+) {
     let (mut sink, mut frames) = framed.split();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(LINK_QUEUE);
     let writer = tokio::spawn(async move {
@@ -518,8 +534,8 @@ async fn serve_client(framed: link::Framed, first: Vec<u8>, conn: u64, router: &
             }
         }
     });
-    let route = ClientRoute { conn, tx };
-    if router.deliver(first, Origin::Client(&route)) {
+    let route = ClientRoute { conn, nonce, tx };
+    if first.map_or(true, |f| router.deliver(f, Origin::Client(&route))) {
         while let Some(Ok(frame)) = frames.next().await {
             if !router.deliver(frame.to_vec(), Origin::Client(&route)) {
                 break;

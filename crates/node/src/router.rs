@@ -7,11 +7,13 @@
 //! handshake`), anything else is a client connection. The header's sender label must agree
 //! with that binding or the frame is dropped; the flood guard and the mailbox queues are keyed
 //! by the binding. The only MAC this layer checks is the one that lets a client claim a reply
-//! route, so nobody can divert another client's replies.
+//! route: a `Hello` carrying the nonce its connection was given (`plumb_runtime::handshake`),
+//! so nobody can divert another client's replies, not even by replaying a frame the client
+//! sent on another connection.
 
 use bytes::Bytes;
 use plumb_core::KeyRing;
-use plumb_runtime::handshake::Refused;
+use plumb_runtime::handshake::{Nonce, Refused};
 use plumb_runtime::source_limit::OverLimit;
 use plumb_runtime::{Item, Link, Mailbox, Outbox, QueueKey};
 use plumb_wire::{Envelope, Message, Principal};
@@ -29,10 +31,12 @@ pub enum Origin<'a> {
     Client(&'a ClientRoute),
 }
 
-/// A client connection's writer, and a number telling connections apart.
+/// A client connection's writer, a number telling connections apart, and the nonce the
+/// connection was given (none: the client did not ask, and no route can be claimed over it).
 #[derive(Clone)]
 pub struct ClientRoute {
     pub conn: u64,
+    pub nonce: Option<Nonce>,
     pub tx: mpsc::Sender<Bytes>,
 }
 
@@ -160,15 +164,6 @@ impl Drops {
     }
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum Claim {
-    Known,
-    Proven,
-    /// A greeting, consumed here: it only claims the route.
-    Hello,
-    Refused,
-}
-
 impl Router {
     /// Hand a frame read from the network to the stage it is addressed to. `from` is what the
     /// connection it came on proved about its sender. False: the frame came from a peer node
@@ -216,7 +211,7 @@ impl Router {
             }
         }
         if let (Principal::Client(c), Origin::Client(route)) = (sender, from) {
-            if self.claim_route(c, receiver, &frame, route) == Claim::Hello {
+            if self.take_greeting(c, receiver, &frame, route) {
                 return true;
             }
         }
@@ -224,25 +219,34 @@ impl Router {
         true
     }
 
-    /// Remember that client `c` is reachable over `route`, if the frame proves it is `c`.
-    fn claim_route(&self, c: u32, receiver: Principal, frame: &[u8], route: &ClientRoute) -> Claim {
+    /// A client's greeting, consumed here (true): client `c` is reachable over `route` from now
+    /// on if the greeting carries the nonce `route`'s connection was given under a MAC that
+    /// verifies; otherwise it is counted (`bad-route-claim`). No other frame claims a route: one
+    /// recorded on another connection and replayed here would otherwise divert `c`'s replies.
+    fn take_greeting(
+        &self,
+        c: u32,
+        receiver: Principal,
+        frame: &[u8],
+        route: &ClientRoute,
+    ) -> bool {
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        // A client already answered over this connection: nothing to check (its stage checks
+        // the MAC of whatever it sends next).
         if clients.get(&c).is_some_and(|r| r.conn == route.conn) {
-            return Claim::Known;
+            return false;
         }
         match self.rings.get(&receiver).map(|ring| ring.open(frame)) {
-            Some(Ok((_, msg))) => {
-                clients.insert(c, route.clone());
-                if msg == Message::Hello {
-                    Claim::Hello
+            Some(Ok((_, Message::Hello { nonce }))) => {
+                if route.nonce == Some(nonce) {
+                    clients.insert(c, route.clone());
                 } else {
-                    Claim::Proven
+                    self.drops.bad_route_claim.fetch_add(1, Ordering::Relaxed);
                 }
+                true
             }
-            _ => {
-                self.drops.bad_route_claim.fetch_add(1, Ordering::Relaxed);
-                Claim::Refused
-            }
+            // Any other frame goes on to its stage, which checks it; it claims nothing.
+            _ => false,
         }
     }
 
@@ -339,7 +343,11 @@ mod tests {
     fn a_connection_without_a_handshake_cannot_speak_for_any_replica() {
         let r = router();
         let (tx, _rx) = mpsc::channel(1);
-        let route = ClientRoute { conn: 7, tx };
+        let route = ClientRoute {
+            conn: 7,
+            nonce: None,
+            tx,
+        };
         for p in [Principal::Order(1), Principal::Auth(1), Principal::Order(2)] {
             assert!(r.deliver(frame(p, Principal::Order(0)), Origin::Client(&route)));
         }
@@ -373,7 +381,11 @@ mod tests {
     fn client_frames_wait_in_the_client_queue_whatever_they_claim() {
         let r = router();
         let (tx, _rx) = mpsc::channel(1);
-        let route = ClientRoute { conn: 7, tx };
+        let route = ClientRoute {
+            conn: 7,
+            nonce: None,
+            tx,
+        };
         // The client queue holds 2: a third client frame is dropped there...
         for _ in 0..3 {
             r.deliver(
@@ -388,5 +400,95 @@ mod tests {
             Origin::Peer(1)
         ));
         assert_eq!(waiting(&r), 3);
+    }
+
+    /// Keys of client 5 and of o0, the principal node 0 hosts; and the router of
+    /// [`router`] holding o0's ring.
+    fn keyed() -> (KeyRing, Router) {
+        use plumb_crypto::Identity;
+        let client = Arc::new(Identity::from_seed([5; 32]));
+        let order = Arc::new(Identity::from_seed([9; 32]));
+        let directory: Arc<HashMap<_, _>> = Arc::new(
+            [
+                (Principal::Client(5), client.public()),
+                (Principal::Order(0), order.public()),
+            ]
+            .into_iter()
+            .collect(),
+        );
+        let mut r = router();
+        r.rings.insert(
+            Principal::Order(0),
+            KeyRing::new(Principal::Order(0), order, directory.clone()),
+        );
+        (KeyRing::new(Principal::Client(5), client, directory), r)
+    }
+
+    fn connection(conn: u64, nonce: u8) -> (ClientRoute, mpsc::Receiver<Bytes>) {
+        let (tx, rx) = mpsc::channel(4);
+        let route = ClientRoute {
+            conn,
+            nonce: Some([nonce; 32]),
+            tx,
+        };
+        (route, rx)
+    }
+
+    fn routed_to(r: &Router, c: u32) -> Option<u64> {
+        r.clients.lock().unwrap().get(&c).map(|route| route.conn)
+    }
+
+    #[test]
+    fn a_greeting_over_the_connections_nonce_claims_the_route_and_is_consumed() {
+        let (client, r) = keyed();
+        let (a, _rx) = connection(1, 0xA1);
+        let hello = client
+            .seal(Principal::Order(0), &Message::Hello { nonce: [0xA1; 32] })
+            .unwrap();
+        assert!(r.deliver(hello, Origin::Client(&a)));
+        assert_eq!(routed_to(&r, 5), Some(1));
+        assert_eq!(waiting(&r), 0, "a greeting reaches no stage");
+    }
+
+    #[test]
+    fn a_frame_replayed_on_another_connection_diverts_no_replies() {
+        let (client, r) = keyed();
+        let (a, _rx_a) = connection(1, 0xA1);
+        let (b, _rx_b) = connection(2, 0xB2);
+        let hello_a = client
+            .seal(Principal::Order(0), &Message::Hello { nonce: [0xA1; 32] })
+            .unwrap();
+        let request = client
+            .seal(Principal::Order(0), &Message::LastRequestQuery)
+            .unwrap();
+        assert!(r.deliver(hello_a.clone(), Origin::Client(&a)));
+        // The attacker on connection b replays what it recorded on a: the greeting (another
+        // connection's nonce) and a frame that is no greeting at all.
+        assert!(r.deliver(hello_a, Origin::Client(&b)));
+        assert!(r.deliver(request, Origin::Client(&b)));
+        assert_eq!(
+            routed_to(&r, 5),
+            Some(1),
+            "the route moved to the replaying connection"
+        );
+        assert_eq!(r.drops.bad_route_claim.load(Ordering::Relaxed), 1);
+        // The replayed request still reaches its stage, which judges it (as a retransmission).
+        assert_eq!(waiting(&r), 1);
+    }
+
+    #[test]
+    fn a_connection_that_asked_for_no_nonce_can_claim_no_route() {
+        let (client, r) = keyed();
+        let (tx, _rx) = mpsc::channel(1);
+        let raw = ClientRoute {
+            conn: 3,
+            nonce: None,
+            tx,
+        };
+        let hello = client
+            .seal(Principal::Order(0), &Message::Hello { nonce: [0; 32] })
+            .unwrap();
+        assert!(r.deliver(hello, Origin::Client(&raw)));
+        assert_eq!(routed_to(&r, 5), None);
     }
 }

@@ -20,6 +20,21 @@
 //! "PB", MAC authenticators cover 32-byte digests). After the Hello every frame is limited to
 //! [`MAX_HANDSHAKE_FRAME`] bytes and the exchange to a timeout, so a stalled or hostile dialer
 //! holds nothing for long.
+//!
+//! A client proves nothing about itself here (it has no node key), but it asks for a nonce of
+//! its own, so that what it proves next cannot be replayed on another connection:
+//!
+//! ```text
+//! client                                     node
+//!   ClientHello                       ──▶
+//!                                   ◀──      Challenge { nonce }      (32 fresh random bytes)
+//!   envelopes: Hello { nonce }, one per client identity, sealed with that identity's key
+//! ```
+//!
+//! The node binds a client's reply route to the connection only on a `Hello` carrying that
+//! connection's nonce under a MAC that verifies (`plumb_node`'s router); no other frame
+//! claims a route, so a frame recorded on one connection and replayed on another diverts no
+//! replies.
 
 use crate::link::MAX_FRAME;
 use bytes::Bytes;
@@ -45,6 +60,10 @@ const HELLO: u8 = 1;
 const CHALLENGE: u8 = 2;
 const ANSWER: u8 = 3;
 const WELCOME: u8 = 4;
+const CLIENT_HELLO: u8 = 5;
+
+/// A fresh nonce of a connection's challenge.
+pub type Nonce = [u8; NONCE];
 
 /// The keys a node's links are proven with: one MAC key shared with each other node.
 pub trait NodeKeys: Send + Sync {
@@ -99,9 +118,27 @@ impl Refused {
     }
 }
 
-/// Whether a connection's first frame opens a peer handshake (otherwise it is a client's).
+/// Whether a connection's first frame opens a peer handshake (otherwise it is a client's):
+/// any handshake frame but a ClientHello (a malformed one is refused by [`accept`]).
 pub fn is_hello(frame: &[u8]) -> bool {
-    frame.starts_with(&MAGIC)
+    frame.starts_with(&MAGIC) && !is_client_hello(frame)
+}
+
+/// Whether a connection's first frame is a client asking for a nonce.
+pub fn is_client_hello(frame: &[u8]) -> bool {
+    payload(frame, CLIENT_HELLO, 0).is_ok()
+}
+
+/// A client's first frame.
+pub fn client_hello() -> Vec<u8> {
+    frame(CLIENT_HELLO, &[])
+}
+
+fn fresh_nonce() -> Nonce {
+    use rand::RngCore;
+    let mut nonce = [0u8; NONCE];
+    rand::rngs::OsRng.fill_bytes(&mut nonce);
+    nonce
 }
 
 fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
@@ -240,10 +277,7 @@ pub async fn accept<T: AsyncRead + AsyncWrite + Unpin>(
     first: &[u8],
     timeout: Duration,
 ) -> Result<u16, Refused> {
-    use rand::RngCore;
-    let mut nonce = [0u8; NONCE];
-    rand::rngs::OsRng.fill_bytes(&mut nonce);
-    let challenge = Challenge::on_hello(keys, first, nonce)?;
+    let challenge = Challenge::on_hello(keys, first, fresh_nonce())?;
     limit(framed, true);
     let out = tokio::time::timeout(timeout, accept_exchange(framed, keys, &challenge))
         .await
@@ -288,6 +322,38 @@ async fn dial_exchange<T: AsyncRead + AsyncWrite + Unpin>(
     let challenge = next(framed).await?;
     put(framed, answer(keys, to, &challenge)?).await?;
     payload(&next(framed).await?, WELCOME, 0).map(|_| ())
+}
+
+/// The node's side of a client connection that opened with a ClientHello: send a fresh
+/// nonce, the one the client's route claims on this connection must carry.
+pub async fn challenge_client<T: AsyncRead + AsyncWrite + Unpin>(
+    framed: &mut Framed<T>,
+    timeout: Duration,
+) -> Result<Nonce, Refused> {
+    let nonce = fresh_nonce();
+    tokio::time::timeout(timeout, put(framed, frame(CHALLENGE, &nonce)))
+        .await
+        .unwrap_or(Err(Refused::Timeout))?;
+    Ok(nonce)
+}
+
+/// The client's side: ask for the connection's nonce and return it.
+pub async fn client_nonce<T: AsyncRead + AsyncWrite + Unpin>(
+    framed: &mut Framed<T>,
+    timeout: Duration,
+) -> Result<Nonce, Refused> {
+    limit(framed, true);
+    let out = tokio::time::timeout(timeout, async {
+        put(framed, client_hello()).await?;
+        let challenge = next(framed).await?;
+        let mut nonce = [0u8; NONCE];
+        nonce.copy_from_slice(payload(&challenge, CHALLENGE, NONCE)?);
+        Ok(nonce)
+    })
+    .await
+    .unwrap_or(Err(Refused::Timeout));
+    limit(framed, false);
+    out
 }
 
 #[cfg(test)]

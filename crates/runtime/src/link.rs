@@ -9,7 +9,8 @@
 //! opened).
 //!
 //! A link between nodes ([`Link::dial_peer`]) first proves which node dialed it
-//! (`handshake.rs`); a client's link ([`Link::dial`]) sends its greetings instead.
+//! (`handshake.rs`); a client's link ([`Link::dial`]) asks for the connection's nonce and
+//! sends its greetings over it instead.
 //!
 //! An emulated wide-area delay ([`LinkDelay`], docs/wan-emulation.md) puts a [`DelayLine`] in
 //! front of the connection (frames sent wait before they are queued for writing) and, for
@@ -50,9 +51,9 @@ pub fn framed(stream: TcpStream) -> Framed {
 /// Receives every frame read from a connection.
 pub type OnFrame = Arc<dyn Fn(Vec<u8>) + Send + Sync>;
 
-/// Frames to send first on every new connection (a client's greetings, which tell the node to
-/// answer it over this connection).
-pub type Greeting = Arc<dyn Fn() -> Vec<Vec<u8>> + Send + Sync>;
+/// Frames to send first on every new connection, over the nonce the node gave it (a client's
+/// greetings, which tell the node to answer it over this connection).
+pub type Greeting = Arc<dyn Fn(&handshake::Nonce) -> Vec<Vec<u8>> + Send + Sync>;
 
 /// What a new connection opens with.
 #[derive(Clone)]
@@ -303,12 +304,16 @@ async fn keep_connected(
     }
 }
 
-/// Send a client's greetings; false if the connection failed.
+/// Ask the node for this connection's nonce and send a client's greetings over it; false if
+/// the connection failed or the node did not answer.
 async fn greet(framed: &mut Framed, greeting: Option<&Greeting>) -> bool {
     let Some(greeting) = greeting else {
         return true;
     };
-    for frame in greeting() {
+    let Ok(nonce) = handshake::client_nonce(framed, handshake::TIMEOUT).await else {
+        return false;
+    };
+    for frame in greeting(&nonce) {
         if framed.feed(Bytes::from(frame)).await.is_err() {
             return false;
         }

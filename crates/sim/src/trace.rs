@@ -185,7 +185,7 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
         Message::ExecCpState { seq, state } => format!("exec-cp-state n={seq} {}B", state.len()),
         Message::FetchState { token } => format!("fetch-state {token:?}"),
         Message::State { token, data } => format!("state {token:?} {}B", data.len()),
-        Message::Hello => "hello".to_string(),
+        Message::Hello { .. } => "hello".to_string(),
         Message::LastRequestQuery => "last-request-query".to_string(),
         Message::LastRequest { nc } => format!("last-request nc={nc}"),
         Message::RecoveryQuery {

@@ -375,9 +375,12 @@ pub enum Message {
     },
 
     // ---- driver level
-    /// A client's greeting to a node it connected to: the node answers that client over this
+    /// A client's greeting to a node it connected to, over the nonce the node gave this
+    /// connection (`plumb_runtime::handshake`): the node answers that client over this
     /// connection from now on. Consumed by the production driver's router; no protocol effect.
-    Hello,
+    Hello {
+        nonce: [u8; 32],
+    },
 
     // ---- client <-> execution (a client that lost its record, docs/protocol.md "Clients after
     // a crash")
@@ -583,7 +586,7 @@ impl Message {
             Message::ExecCpState { .. } => "exec-cp-state",
             Message::FetchState { .. } => "fetch-state",
             Message::State { .. } => "state",
-            Message::Hello => "hello",
+            Message::Hello { .. } => "hello",
             Message::LastRequestQuery => "last-request-query",
             Message::LastRequest { .. } => "last-request",
             Message::RecoveryQuery { .. } => "recovery-query",

@@ -60,14 +60,15 @@ impl Links {
         let mut links = HashMap::new();
         let mut node_of = HashMap::new();
         for n in &cluster.nodes {
-            // Greet one principal of the node for every identity, on every (re)connection, so
-            // the node sends each identity's replies back over this link.
+            // Greet one principal of the node for every identity, on every (re)connection and
+            // over that connection's nonce, so the node sends each identity's replies back
+            // over this link (and a greeting recorded here claims no other connection).
             let greeting: Option<Greeting> = n.principals.first().map(|&to| {
                 let rings = rings.clone();
-                Arc::new(move || {
+                Arc::new(move |nonce: &[u8; 32]| {
                     rings
                         .iter()
-                        .filter_map(|r| r.seal(to, &Message::Hello))
+                        .filter_map(|r| r.seal(to, &Message::Hello { nonce: *nonce }))
                         .collect()
                 }) as Greeting
             });

@@ -208,3 +208,36 @@ fn envelopes_are_never_taken_for_a_hello() {
     assert!(!is_hello(b""));
     assert!(is_hello(&hello(1, 0)));
 }
+
+#[test]
+fn a_client_hello_is_neither_a_peer_hello_nor_an_envelope() {
+    assert!(is_client_hello(&client_hello()));
+    assert!(!is_hello(&client_hello()));
+    assert!(!is_client_hello(&hello(1, 0)));
+    assert!(!is_client_hello(b"PB\x01rest of an envelope"));
+}
+
+#[tokio::test]
+async fn every_client_connection_gets_a_nonce_of_its_own() {
+    let mut nonces = Vec::new();
+    for _ in 0..2 {
+        let (mut client, node_end) = pipe();
+        let node_side = tokio::spawn(async move {
+            let mut node_end = node_end;
+            let first = node_end.next().await.unwrap().unwrap();
+            assert!(is_client_hello(&first));
+            challenge_client(&mut node_end, TIMEOUT).await.unwrap()
+        });
+        let seen = client_nonce(&mut client, TIMEOUT).await.unwrap();
+        assert_eq!(seen, node_side.await.unwrap());
+        nonces.push(seen);
+    }
+    assert_ne!(nonces[0], nonces[1], "a nonce was used twice");
+}
+
+#[tokio::test]
+async fn a_client_whose_node_does_not_answer_times_out() {
+    let (mut client, _silent) = pipe();
+    let got = client_nonce(&mut client, Duration::from_millis(50)).await;
+    assert_eq!(got, Err(Refused::Timeout));
+}
