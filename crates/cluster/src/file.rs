@@ -4,7 +4,7 @@ use crate::keys::public_from_hex;
 use crate::{Cluster, ClusterError, Gateway, Node};
 use plumb_config::{Faults, ProtocolConfig, Quorums};
 use plumb_crypto::PublicIdentity;
-use plumb_wire::Principal;
+use plumb_wire::{Principal, SPEC_GROUP};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -50,6 +50,30 @@ pub struct WanEntry {
     /// The clients' site; absent: a site of their own, `delay_ms` from every node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_site: Option<String>,
+}
+
+/// The gateway's clients and the command-line clients are two owners (the gateway's users
+/// and whoever runs `plumb kv`): a speculative request may depend on replies to any client of
+/// its speculation group (`SPEC_GROUP` ids), so no group may hold ids of both, or one could
+/// test guesses about the other's replies (docs/speculation.md).
+fn one_owner_per_group(
+    path: &Path,
+    gateway: &ClientRange,
+    cli: &ClientRange,
+) -> Result<(), ClusterError> {
+    let groups = |r: &ClientRange| (r.first / SPEC_GROUP)..=(r.last / SPEC_GROUP);
+    let (g, c) = (groups(gateway), groups(cli));
+    if g.start() <= c.end() && c.start() <= g.end() {
+        let first_free = (gateway.last / SPEC_GROUP + 1) * SPEC_GROUP;
+        return Err(ClusterError::new(
+            path,
+            format!(
+                "gateway clients {}-{} and cli_clients {}-{} share a speculation group of {SPEC_GROUP} ids, so either could learn about the other's replies; give cli_clients ids from {first_free} on, with their [[client]] entries (plumb init does)",
+                gateway.first, gateway.last, cli.first, cli.last
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The longest delay `[wan]` accepts: beyond it every protocol timer would fire first.
@@ -404,6 +428,9 @@ pub(crate) fn validate(path: &Path, file: ClusterFile) -> Result<Cluster, Cluste
         Some(r) => listed(r, "field `cli_clients`")?,
         None => Vec::new(),
     };
+    if let (Some(g), Some(c)) = (&file.gateway, &file.cli_clients) {
+        one_owner_per_group(path, &g.clients, c)?;
+    }
     let wan = match &file.wan {
         Some(w) => Some(wan(path, w, &nodes)?),
         None => None,

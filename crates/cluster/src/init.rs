@@ -4,7 +4,7 @@ use crate::file::{ClientEntry, ClientRange, ClusterFile, GatewayEntry, NodeEntry
 use crate::keys::{identity_for, public_to_hex, write_secret};
 use crate::{Cluster, ClusterError, ProtocolOverrides, RoleName, WanEntry};
 use plumb_config::Faults;
-use plumb_wire::Principal;
+use plumb_wire::{Principal, SPEC_GROUP};
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug)]
@@ -137,9 +137,13 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
             keys: role_keys,
         });
     }
-    let total = o.gateway_clients + o.cli_clients;
+    // The command-line clients start a speculation group of their own: they are another
+    // owner than the gateway (file.rs, `one_owner_per_group`).
+    let cli_first = o.gateway_clients.div_ceil(SPEC_GROUP) * SPEC_GROUP;
+    let cli_last = cli_first + o.cli_clients.max(1) - 1;
+    let cli_ids = (cli_first..=cli_last).take(o.cli_clients as usize);
     let mut clients = Vec::new();
-    for c in 0..total {
+    for c in (0..o.gateway_clients).chain(cli_ids) {
         let secret = write_secret(&keys.join(format!("client-{c}.key")))?;
         clients.push(ClientEntry {
             id: c,
@@ -167,9 +171,9 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
             fast_reads: false,
             sketchers: 0,
         }),
-        cli_clients: (o.cli_clients > 0).then(|| ClientRange {
-            first: o.gateway_clients,
-            last: total - 1,
+        cli_clients: (o.cli_clients > 0).then_some(ClientRange {
+            first: cli_first,
+            last: cli_last,
         }),
         wan: o.wan.clone(),
     };
@@ -199,13 +203,14 @@ mod tests {
         let q = c.quorums();
         assert_eq!((q.auth, q.order, q.exec), (4, 4, 3));
         assert_eq!(c.gateway.as_ref().unwrap().clients.len(), 32);
-        assert_eq!(c.cli_clients.len(), 8);
+        // The command-line clients begin a speculation group of their own.
+        assert_eq!(c.cli_clients, (128..136).collect::<Vec<_>>());
         for n in &c.nodes {
             for p in &n.principals {
                 c.key_ring(*p, &c.node_secret_path(n.id)).unwrap();
             }
         }
-        c.key_ring(Principal::Client(33), &c.client_secret_path(33))
+        c.key_ring(Principal::Client(129), &c.client_secret_path(129))
             .unwrap();
         // A key file of another principal is refused with a clear message.
         let e = c
@@ -215,6 +220,28 @@ mod tests {
         assert!(e.to_string().contains("does not match"), "{e}");
         // A second init into the same directory is refused.
         assert!(init(dir.path(), &InitOptions::default()).is_err());
+    }
+
+    #[test]
+    fn a_file_whose_gateway_and_command_line_clients_share_a_speculation_group_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = init(dir.path(), &InitOptions::default()).unwrap();
+        // What init wrote before owners had groups of their own: cli_clients right after the
+        // gateway's 32, in group 0 with them.
+        let mut file: ClusterFile =
+            toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for (i, c) in file.clients.iter_mut().skip(32).enumerate() {
+            c.id = 32 + i as u32;
+        }
+        file.cli_clients = Some(ClientRange {
+            first: 32,
+            last: 39,
+        });
+        let e = Cluster::from_file(&path, file).err().unwrap().to_string();
+        assert!(
+            e.contains("share a speculation group") && e.contains("from 128 on"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -14,9 +14,10 @@ use plumb_kv::{KvOp, KvResult};
 use std::time::Duration;
 
 const T20: Duration = Duration::from_secs(20);
-/// The harness's cluster lists client ids 0-7 for the gateway and 8-9 for tools.
-const ASYNC_ID: u32 = 8;
-const BLOCKING_ID: u32 = 9;
+/// The harness's cluster lists client ids 0-7 for the gateway and 128-129 for tools (the
+/// tools' own speculation group).
+const ASYNC_ID: u32 = 128;
+const BLOCKING_ID: u32 = 129;
 
 fn set(key: &str, value: &str) -> Vec<u8> {
     KvOp::Set {

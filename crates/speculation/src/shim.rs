@@ -45,8 +45,9 @@ use std::collections::{BTreeMap, VecDeque};
 /// process for the same reason), and its requests may depend on replies to any of its lanes.
 /// A session with every lane of a group goes on past at most this many uncommitted operations,
 /// so a chain of dependent operations runs at most `SPEC_GROUP` steps per commit latency: 128
-/// lanes take a 15 ms-WAN commit (~117 ms) to ~0.9 ms a step (docs/speculation.md).
-pub const SPEC_GROUP: ClientId = 128;
+/// lanes take a 15 ms-WAN commit (~117 ms) to ~0.9 ms a step (docs/speculation.md). Every id
+/// of a group belongs to one owner: the cluster file refuses ranges of two owners in a group.
+pub use plumb_wire::SPEC_GROUP;
 
 /// The most requests the fork holds executed early and not yet committed. Early execution is
 /// an optimisation; past this the replica simply stops answering early until batches commit.

@@ -5,6 +5,11 @@ use plumb_crypto::{Digest, Mac, Signature};
 use serde::{Deserialize, Serialize};
 
 pub type ClientId = u32;
+/// Client ids that form one speculation group: `client / SPEC_GROUP` names the group. A
+/// speculative request may depend only on replies to clients of its own group
+/// (`plumb_speculation`), so a group's ids must all belong to one owner: the cluster file
+/// refuses client ranges of two owners that share a group (`plumb_cluster`).
+pub const SPEC_GROUP: ClientId = 128;
 /// A client's request number `n_c`, from 1.
 pub type ReqNo = u64;
 /// A batch number `n_o`, from 1.
