@@ -153,6 +153,13 @@ impl Client {
             _ => 0,
         };
         let life = Life(plumb_core::Rng::new(ctx.seed).next_u64());
+        #[cfg(feature = "sabotage")]
+        let life =
+            if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::SameBytesRetransmission) {
+                Life(0)
+            } else {
+                life
+            };
         let mut counters = Counters::default();
         let resumed = record::resume(&recovered, &mut counters);
         let base_timeout = cfg.client_retry_us;
@@ -529,15 +536,16 @@ impl Client {
             .min(self.cfg.client_retry_max_us);
         out.push(Action::CancelTimer { id: RETRANSMIT });
         out.push(Action::Store(OutRecord::Completed { nc: o.nc }.put()));
+        out.push(Action::Observe(Observation::ClientAccepted {
+            client: self.me,
+            nc: o.nc,
+            request: o.req,
+        }));
         out.push(Action::Complete {
             nc: o.nc,
             result,
             answered: Answered::Ordered { at },
         });
-        out.push(Action::Observe(Observation::ClientAccepted {
-            client: self.me,
-            nc: o.nc,
-        }));
     }
 
     /// An execution replica says number `used` (at least the outstanding one) belongs to

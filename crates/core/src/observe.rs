@@ -46,8 +46,13 @@ pub enum Observation {
     Rejoined { stable: Seq },
     /// An order replica's checkpoint at `seq` became stable.
     StableCheckpoint { seq: Seq },
-    /// A client accepted a reply.
-    ClientAccepted { client: ClientId, nc: ReqNo },
+    /// A client accepted a reply to its request `nc`, which names the request identity
+    /// `request` (`H(client, life, nc, H(op))`). Reported before the completion it causes.
+    ClientAccepted {
+        client: ClientId,
+        nc: ReqNo,
+        request: Digest,
+    },
     /// An order replica learned that execution replica `exec`'s checkpoint at `seq` differs
     /// from the one agreed by `max(u,r) + 1` execution replicas, and told it to load the agreed
     /// one (docs/divergence.md).

@@ -33,6 +33,10 @@ sabotages! {
     /// check): a faulty primary can hold agreed time still, then jump it (caught by
     /// `TIME-bound`, with the simulator's bent clocks).
     TimeUnboundedBelow = "time-unbounded-below",
+    /// Clients draw no life: every start uses life 0, so a new life that reuses a number with
+    /// the same bytes sends its previous life's very request again, and accepts its reply
+    /// (caught by `CLIENT-one-life`).
+    SameBytesRetransmission = "same-bytes-retransmission",
     /// Order replicas accept a NEW-VIEW from any order replica, signed by it, not only from the
     /// new view's primary.
     AnyNewView = "any-new-view",

@@ -11,7 +11,8 @@
 //! judge the run by the library properties LS1-LS7 and LL1-LL2 (seed 004 §4.2.1), the stage
 //! properties they rest on where they can be observed (§5.4), linearizability of the correct
 //! clients' histories against the application's model, agreed time against real time
-//! (TIME-bound), and the application's own invariants.
+//! (TIME-bound), answers only to requests of the client's own life (CLIENT-one-life), and the
+//! application's own invariants.
 //! Same seed, same run: a failing seed replays exactly.
 //!
 //! Files: `app.rs` (what the simulator needs of an application), `apps/` (the key-value

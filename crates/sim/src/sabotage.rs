@@ -93,6 +93,9 @@ pub fn expectation(s: Sabotage) -> Expectation {
             300,
         ),
         Sabotage::AnyNewView => (Kv, &["OS-new-view-agreement"], 300),
+        // A client that lost its record repeats its abandoned operation under a number that
+        // may be the abandoned request's: with no life in the identity, it is that request.
+        Sabotage::SameBytesRetransmission => (Kv, &["CLIENT-one-life", "linearizability"], 300),
         // A faulty primary whose clock stands still (or runs slow) holds agreed time back.
         Sabotage::TimeUnboundedBelow => (Kv, &["TIME-bound"], 300),
         Sabotage::StaleReadOnly => (Kv, &["linearizability"], 300),

@@ -16,7 +16,7 @@ use crate::app::SimApp;
 use crate::config::WorkloadConfig;
 use crate::rng::SimRng;
 use plumb_crypto::Digest;
-use plumb_wire::{Micros, ReqNo};
+use plumb_wire::{ClientId, Life, Micros, ReqNo};
 use std::collections::{BTreeMap, HashMap};
 
 #[derive(Clone, Debug)]
@@ -25,6 +25,9 @@ pub struct Response {
     /// The ordered request number, or 0 for an unordered read-only answer.
     pub nc: ReqNo,
     pub result: Vec<u8>,
+    /// Ordered answers: the identity of the request the accepted reply names, as the client
+    /// reported it (`Observation::ClientAccepted`).
+    pub request: Option<Digest>,
 }
 
 #[derive(Clone, Debug)]
@@ -65,6 +68,11 @@ pub struct ClientLoad {
     /// life in the request's identity tells the two requests apart (docs/protocol.md
     /// "Clients after a crash"; `plumb sim --seed 8575 --u 1 --r 1` found it).
     pub repeat: Option<(Vec<u8>, bool)>,
+    /// When each ordered request identity `H(client, life, nc, H(op))` the client sent was
+    /// first on the wire (CLIENT-one-life).
+    pub first_sent: HashMap<Digest, Micros>,
+    /// The identity the reply being accepted names, until the completion records it.
+    pub accepted: Option<Digest>,
 }
 
 impl ClientLoad {
@@ -164,6 +172,8 @@ impl Workload {
         now: Micros,
     ) -> Result<(), String> {
         let load = self.clients.get_mut(c as usize).ok_or("no such client")?;
+        // The identity the client reported accepting belongs to this completion alone.
+        let request = load.accepted.take();
         if load.pending.is_none() && load.replaying == Some(nc) {
             load.replaying = None;
             return Ok(());
@@ -177,6 +187,7 @@ impl Workload {
                 at: now,
                 nc,
                 result,
+                request,
             });
         }
         Ok(())
@@ -188,6 +199,22 @@ impl Workload {
         let load = self.clients.get(c as usize)?;
         let rec = load.history.get(load.pending?)?;
         rec.read_only.then_some(rec.op.as_slice())
+    }
+
+    /// Client `c` is accepting the reply to request `id` (its completion follows).
+    pub fn accepting(&mut self, c: ClientId, id: Digest) {
+        if let Some(load) = self.clients.get_mut(c as usize) {
+            load.accepted = Some(id);
+        }
+    }
+
+    /// A client sent an ordered request of life `life`, number `nc` and body `op` at `now`:
+    /// when its identity was first on the wire.
+    pub fn sent_identity(&mut self, c: ClientId, life: Life, nc: ReqNo, op: &[u8], now: Micros) {
+        let id = plumb_wire::request_id(c, life, nc, Digest::of(op));
+        if let Some(load) = self.clients.get_mut(c as usize) {
+            load.first_sent.entry(id).or_insert(now);
+        }
     }
 
     /// A client sent an ordered request `nc` with body `op`.

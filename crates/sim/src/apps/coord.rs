@@ -902,6 +902,7 @@ mod tests {
                 at: 1,
                 nc: 1,
                 result,
+                request: None,
             }),
             ncs: vec![1],
             abandoned: false,

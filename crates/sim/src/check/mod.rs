@@ -6,6 +6,7 @@
 mod agreement;
 mod linear;
 mod liveness;
+mod lives;
 mod replies;
 mod sequence;
 mod time;
@@ -13,6 +14,7 @@ mod votes;
 
 pub use linear::check_linearizability;
 pub use liveness::{check_latency_bound, check_liveness, ClientEnd};
+pub use lives::check_one_life;
 pub use replies::{check_replies, ExecEnd};
 pub use sequence::check_sequence;
 pub use time::check_agreed_time;

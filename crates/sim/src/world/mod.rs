@@ -32,7 +32,7 @@ use plumb_app::Application;
 use plumb_auth::AuthReplica;
 use plumb_client::Client;
 use plumb_config::ProtocolConfig;
-use plumb_core::{Action, Event, Recovered, Stage, StageContext, TimerId};
+use plumb_core::{Action, Event, Observation, Recovered, Stage, StageContext, TimerId};
 use plumb_exec::ExecReplica;
 use plumb_order::OrderReplica;
 use plumb_wire::{Message, Micros, Principal};
@@ -526,6 +526,15 @@ impl<'a, A: SimApp> World<'a, A> {
                         format_args!("{p} {}", trace::describe_observation(&obs)),
                     );
                 }
+                if let (
+                    Observation::ClientAccepted {
+                        client, request, ..
+                    },
+                    true,
+                ) = (&obs, self.nodes[i].correct)
+                {
+                    self.workload.accepting(*client, *request);
+                }
                 if self.nodes[i].correct {
                     self.checker.observe(self.now, p, &obs);
                 }
@@ -620,7 +629,8 @@ impl<'a, A: SimApp> World<'a, A> {
         let Some(ring) = self.keys.ring(to) else {
             return;
         };
-        if let Ok((_, Message::Request { nc, op, .. })) = ring.open(frame) {
+        if let Ok((_, Message::Request { life, nc, op })) = ring.open(frame) {
+            self.workload.sent_identity(c, life, nc, &op, self.now);
             self.workload.sent_request(c, nc, &op);
         }
     }
