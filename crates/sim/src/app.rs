@@ -21,6 +21,18 @@ pub struct AppViolation {
     pub detail: String,
 }
 
+/// A lease the application keeps alive while its client is heard of, and ends by agreed time
+/// once it is not (a coordination session): what COORD-session-live judges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub id: i64,
+    /// The client identity that last spoke for it.
+    pub owner: plumb_wire::ClientId,
+    /// Agreed time of the batch that last heard of it.
+    pub heard: plumb_wire::Micros,
+    pub timeout: plumb_wire::Micros,
+}
+
 /// One request of the agreed sequence as the reference replay executed it.
 #[derive(Clone, Copy, Debug)]
 pub struct Executed<'a> {
@@ -113,6 +125,13 @@ pub trait SimApp: Sync {
         op: &<Self::Model as Model>::Op,
         result: &[u8],
     ) -> Option<<Self::Model as Model>::Ret>;
+
+    /// The leases a state holds (none by default). The reference replay compares them before
+    /// and after every batch: a lease gone although no operation of the batch ended it expired
+    /// there (check/leases.rs).
+    fn leases(&self, _app: &Self::App) -> Vec<Lease> {
+        Vec::new()
+    }
 
     /// The application's invariants on one state: a correct execution replica's at the end of
     /// the run, and the reference replay's after every batch.

@@ -32,7 +32,7 @@
 //!   that of a change of the agreed history to that path of that kind (deletions by expiry,
 //!   whose zxid no request took, excepted).
 
-use crate::app::{AppViolation, Executed, OpRecord, SimApp};
+use crate::app::{AppViolation, Executed, Lease, OpRecord, SimApp};
 use crate::rng::SimRng;
 use plumb_coord::tree::NodeKind;
 use plumb_coord::{
@@ -477,6 +477,18 @@ impl SimApp for Coord {
             }
             _ => return None,
         })
+    }
+
+    fn leases(&self, app: &CoordApp) -> Vec<Lease> {
+        app.sessions()
+            .iter()
+            .map(|(id, s)| Lease {
+                id: id.0,
+                owner: s.owner,
+                heard: s.last_heard,
+                timeout: u64::try_from(s.timeout_ms).unwrap_or(0) * 1000,
+            })
+            .collect()
     }
 
     fn check_state(&self, app: &CoordApp) -> Vec<AppViolation> {

@@ -4,6 +4,7 @@
 //! property it breaks.
 
 mod agreement;
+mod leases;
 mod linear;
 mod liveness;
 mod lives;
@@ -12,6 +13,7 @@ mod sequence;
 mod time;
 mod votes;
 
+pub use leases::check_leases;
 pub use linear::check_linearizability;
 pub use liveness::{check_latency_bound, check_liveness, ClientEnd};
 pub use lives::check_one_life;
@@ -64,6 +66,8 @@ pub struct Checker {
     pub warnings: Vec<String>,
     /// The agreed sequence, by batch number.
     pub agreed: BTreeMap<Seq, Agreed>,
+    /// Leases the reference replay saw expire, with the batch they expired in.
+    pub expired: Vec<(Seq, crate::app::Lease)>,
     /// Digest each batch was committed with by correct order replicas.
     pub committed: BTreeMap<Seq, (Digest, Principal)>,
     /// The lowest view in which a correct order replica committed each batch.

@@ -92,7 +92,20 @@ fn replay<A: SimApp>(
                 seq += 1;
                 continue;
             }
+            let leases = app.leases(&store);
             let output = store.execute(seq, &commands, nd);
+            if !leases.is_empty() {
+                let after: std::collections::BTreeSet<i64> =
+                    app.leases(&store).iter().map(|l| l.id).collect();
+                // Gone, and due at the batch's time: expired there (not ended by a request).
+                checker.expired.extend(
+                    leases
+                        .into_iter()
+                        .filter(|l| !after.contains(&l.id))
+                        .filter(|l| nd.time.saturating_sub(l.heard) > l.timeout)
+                        .map(|l| (seq, l)),
+                );
+            }
             for ((c, nc, op), reply) in bodies.iter().zip(output.replies) {
                 executed.push((seq, *c, *nc, Digest::of(op), reply.clone()));
                 out.replies.insert((*c, *nc), reply);

@@ -19,6 +19,7 @@ impl<A: SimApp> World<'_, A> {
         let time_bound = self.time_bound();
         check::check_agreed_time(&mut self.checker, &self.workload, time_bound);
         check::check_one_life(&mut self.checker, &self.workload);
+        check::check_leases(&mut self.checker, &self.workload, time_bound);
         check::check_linearizability(
             self.app,
             &mut self.checker,
