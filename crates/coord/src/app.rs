@@ -848,7 +848,7 @@ impl CoordApp {
             } => match self.sessions.get_mut(session) {
                 Some(s) if s.password == *password => {
                     s.owner = client;
-                    s.last_heard = now;
+                    s.renew(now);
                     s.timeout_ms = session::clamp_timeout(*timeout_ms);
                     self.expiry.lower_to(s.deadline());
                     let result = Ok(Response::Session {
@@ -872,7 +872,7 @@ impl CoordApp {
                 let mut gone = Vec::new();
                 for id in sessions {
                     match self.sessions.get_mut(id) {
-                        Some(s) => s.last_heard = now,
+                        Some(s) => s.renew(now),
                         None => gone.push(*id),
                     }
                 }
@@ -886,7 +886,7 @@ impl CoordApp {
                 let Some(s) = self.sessions.get_mut(session) else {
                     return self.reply(None, Err(ErrorCode::SessionExpired));
                 };
-                s.last_heard = now;
+                s.renew(now);
                 s.owner = client;
                 s.ack(*acked_events);
                 let result = self.request(*session, *acked_events, request, now);

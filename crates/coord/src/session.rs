@@ -62,6 +62,15 @@ impl Session {
         }
     }
 
+    /// The session's client was heard of in the batch at agreed time `now`.
+    pub fn renew(&mut self, now: Micros) {
+        #[cfg(feature = "sabotage")]
+        if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::SessionNotRenewed) {
+            return;
+        }
+        self.last_heard = now;
+    }
+
     /// Whether the session has not been heard of for longer than its timeout at `now`.
     pub fn expired_at(&self, now: Micros) -> bool {
         now.saturating_sub(self.last_heard) > self.timeout_us()

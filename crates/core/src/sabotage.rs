@@ -62,6 +62,13 @@ sabotages! {
     /// A script's write command (`redis.call('incr', ...)`) is applied twice (caught by
     /// `plumb sim --app redis`, whose workload has scripts).
     ScriptCallAppliesTwice = "script-call-applies-twice",
+    /// The key-value store rounds a relative expiry (`SET ... PX`) down to whole seconds, so a
+    /// key set to live 1.9 s lives 1 s (caught by `plumb sim --app redis`'s KV-ttl).
+    ExpiryRoundsDown = "expiry-rounds-down",
+    /// The coordination application never renews a session once opened (its requests, a
+    /// resume and a Touch leave it as it was), so a session whose client is busy expires
+    /// (caught by `plumb sim --app coord`'s COORD-session-live).
+    SessionNotRenewed = "session-not-renewed",
     /// The coordination application leaves a one-shot data watch registered when it fires, so
     /// it fires again at the next change (caught by `plumb sim --app coord`'s COORD-watch).
     CoordWatchFiresTwice = "watch-fires-twice",

@@ -1149,6 +1149,12 @@ impl KvStore {
     /// Store a string with an expiry `expire` micros after `now`; an expiry not in the future
     /// removes the key.
     fn set(&mut self, key: &[u8], value: &[u8], expire: Option<Micros>, now: Micros) {
+        #[cfg(feature = "sabotage")]
+        let expire = if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::ExpiryRoundsDown) {
+            expire.map(|rel| rel / 1_000_000 * 1_000_000)
+        } else {
+            expire
+        };
         self.put_string(key, value, expire.map(|rel| now.saturating_add(rel)), now);
     }
 

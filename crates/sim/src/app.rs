@@ -21,16 +21,53 @@ pub struct AppViolation {
     pub detail: String,
 }
 
-/// A lease the application keeps alive while its client is heard of, and ends by agreed time
-/// once it is not (a coordination session): what COORD-session-live judges.
+/// Something the application ends by agreed time once it is not renewed: what COORD-session-live
+/// and KV-ttl judge (check/leases.rs). The application says which leases a state holds and
+/// which requests renew or end them; *when* a lease was last renewed the check reads from the
+/// agreed history, not from the application, whose own bookkeeping is what it judges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lease {
+    /// One lease for as long as it lives (a session id; a key of the expiry workload).
     pub id: i64,
-    /// The client identity that last spoke for it.
-    pub owner: plumb_wire::ClientId,
-    /// Agreed time of the batch that last heard of it.
-    pub heard: plumb_wire::Micros,
+    pub kind: LeaseKind,
+    /// How long it lives unrenewed, in agreed time.
     pub timeout: plumb_wire::Micros,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseKind {
+    /// A coordination session.
+    Session,
+    /// A key set to expire.
+    Key,
+}
+
+impl LeaseKind {
+    /// The property an early end breaks.
+    pub fn property(&self) -> &'static str {
+        match self {
+            LeaseKind::Session => "COORD-session-live",
+            LeaseKind::Key => "KV-ttl",
+        }
+    }
+
+    pub fn noun(&self) -> &'static str {
+        match self {
+            LeaseKind::Session => "session",
+            LeaseKind::Key => "the expiring key",
+        }
+    }
+}
+
+/// What one request does to leases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseOp {
+    /// May create a lease whose id only its result tells (opening a session).
+    Opens,
+    /// Renews lease `id` (or creates it, if it is not there).
+    Renews(i64),
+    /// Ends lease `id`.
+    Ends(i64),
 }
 
 /// One request of the agreed sequence as the reference replay executed it.
@@ -127,9 +164,14 @@ pub trait SimApp: Sync {
     ) -> Option<<Self::Model as Model>::Ret>;
 
     /// The leases a state holds (none by default). The reference replay compares them before
-    /// and after every batch: a lease gone although no operation of the batch ended it expired
+    /// and after every batch: a lease gone although no request of the batch named it expired
     /// there (check/leases.rs).
     fn leases(&self, _app: &Self::App) -> Vec<Lease> {
+        Vec::new()
+    }
+
+    /// What a request does to leases ([`SimApp::leases`]).
+    fn lease_ops(&self, _op: &[u8]) -> Vec<LeaseOp> {
         Vec::new()
     }
 

@@ -105,6 +105,8 @@ pub fn expectation(s: Sabotage) -> Expectation {
         Sabotage::PopKeepsElement => (Redis, &["REDIS-queue"], 300),
         Sabotage::PublishPushesTwice => (Redis, &["REDIS-pubsub"], 300),
         Sabotage::ScriptCallAppliesTwice => (Redis, &["linearizability"], 300),
+        Sabotage::ExpiryRoundsDown => (Redis, &["KV-ttl"], 300),
+        Sabotage::SessionNotRenewed => (Coord, &["COORD-session-live"], 300),
         Sabotage::CoordWatchFiresTwice => (Coord, &["COORD-watch"], 300),
         Sabotage::CoordExpiryKeepsEphemeral => (Coord, &["COORD-ephemeral"], 300),
         Sabotage::SketcherAcceptsUnmatched => (Sketcher, &["delay-once"], 300),

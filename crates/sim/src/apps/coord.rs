@@ -32,7 +32,7 @@
 //!   that of a change of the agreed history to that path of that kind (deletions by expiry,
 //!   whose zxid no request took, excepted).
 
-use crate::app::{AppViolation, Executed, Lease, OpRecord, SimApp};
+use crate::app::{AppViolation, Executed, Lease, LeaseKind, LeaseOp, OpRecord, SimApp};
 use crate::rng::SimRng;
 use plumb_coord::tree::NodeKind;
 use plumb_coord::{
@@ -484,11 +484,26 @@ impl SimApp for Coord {
             .iter()
             .map(|(id, s)| Lease {
                 id: id.0,
-                owner: s.owner,
-                heard: s.last_heard,
+                kind: LeaseKind::Session,
                 timeout: u64::try_from(s.timeout_ms).unwrap_or(0) * 1000,
             })
             .collect()
+    }
+
+    /// A session is renewed by every request that names it (its client's operations, a
+    /// resume, a gateway's Touch) and ended by its close.
+    fn lease_ops(&self, op: &[u8]) -> Vec<LeaseOp> {
+        match CoordOp::decode(op) {
+            Ok(CoordOp::OpenSession { .. }) => vec![LeaseOp::Opens],
+            Ok(CoordOp::ResumeSession { session, .. } | CoordOp::Session { session, .. }) => {
+                vec![LeaseOp::Renews(session.0)]
+            }
+            Ok(CoordOp::Touch { sessions }) => {
+                sessions.iter().map(|s| LeaseOp::Renews(s.0)).collect()
+            }
+            Ok(CoordOp::CloseSession { session }) => vec![LeaseOp::Ends(session.0)],
+            Err(_) => Vec::new(),
+        }
     }
 
     fn check_state(&self, app: &CoordApp) -> Vec<AppViolation> {

@@ -14,6 +14,11 @@
 //! plain queues (`REDIS-queue`): every element popped or moved was pushed and is still in its
 //! list, at the end it says, so no element is popped twice or made up.
 //!
+//! Expiry: `SET tK v PX ttl` and `GET tK` on two keys of their own (`t0`, `t1`), left out of
+//! the model like the queues (expiry follows agreed time, which clients do not see). Each value
+//! names its ttl, so the reference replay knows every key's lease: a key must not expire
+//! sooner than `ttl - 2X` of real time after its SET was invoked (`KV-ttl`, check/leases.rs).
+//!
 //! Pub/sub: subscriptions of the first three client identities to two channels and two
 //! patterns, and `PUBLISH`es of unique messages. Left out of the model like the queues (no
 //! modelled op reads subscriptions; the reference replay still judges every `PUBLISH` count).
@@ -21,14 +26,14 @@
 //! history, on a channel it names, and reach that client once (`REDIS-pubsub`).
 //! `plumb sim --app redis`.
 
-use crate::app::{AppViolation, Executed, SimApp};
+use crate::app::{AppViolation, Executed, Lease, LeaseKind, LeaseOp, SimApp};
 use crate::apps::kv::{kv_op_text, Kv};
 use crate::rng::SimRng;
 use plumb_adversary::AppForgery;
 use plumb_kv::pubsub::Message;
 use plumb_kv::{fingerprint, End, Entry, KvOp, KvResult, KvStore, Value, Watched};
 use plumb_lincheck::kv::{BytesKv, KvOp as LinOp, KvRet};
-use plumb_wire::ClientId;
+use plumb_wire::{ClientId, Micros};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
@@ -270,6 +275,39 @@ fn queue_op(rng: &mut SimRng) -> KvOp {
     }
 }
 
+/// The keys of the expiry workload.
+const TTL_KEYS: [&[u8]; 2] = [b"t0", b"t1"];
+
+/// A read of a key that expires, or a SET that makes it expire after 1 to 3 s (longer than
+/// the `2X` of slack a key may lose, 750 ms by default, so the promise is never empty). The
+/// value names its ttl and is unique: `1250000:9f..`.
+fn ttl_op(rng: &mut SimRng) -> KvOp {
+    let key = rng.pick(&TTL_KEYS).map_or(b"t0".to_vec(), |k| k.to_vec());
+    if rng.chance(0.3) {
+        return KvOp::Get { key };
+    }
+    let ttl = rng.range(1_000_000, 3_000_000);
+    KvOp::Set {
+        key,
+        value: format!("{ttl}:{:016x}", rng.next_u64()).into_bytes(),
+        expire: Some(ttl),
+    }
+}
+
+/// The ttl a value of the expiry workload names.
+fn ttl_of(value: &[u8]) -> Option<Micros> {
+    let (ttl, _) = std::str::from_utf8(value).ok()?.split_once(':')?;
+    ttl.parse().ok()
+}
+
+/// Whether an op touches only the expiry workload's keys.
+fn on_ttl_keys(op: &KvOp) -> bool {
+    match op.footprint() {
+        plumb_kv::Footprint::Keys(keys) => keys.iter().all(|k| TTL_KEYS.contains(k)),
+        plumb_kv::Footprint::Prefix(_) => false,
+    }
+}
+
 /// The agreed history's queue operations replayed on plain lists: what each must have
 /// returned. `Err` names the first one that returned something else.
 fn check_queues(executed: &[Executed<'_>]) -> Result<(), String> {
@@ -402,6 +440,7 @@ impl SimApp for Redis {
             4 => queue_op(rng).encode(),
             5 => script_op(rng, objects).encode(),
             6 if rng.chance(0.5) => pubsub_op(rng).encode(),
+            6 => ttl_op(rng).encode(),
             _ => single(rng, objects).encode(),
         }
     }
@@ -500,6 +539,45 @@ impl SimApp for Redis {
         BytesKv::new()
     }
 
+    /// Every key of the expiry workload that holds one of its values, living the ttl the value
+    /// names.
+    fn leases(&self, store: &KvStore) -> Vec<Lease> {
+        (0..)
+            .zip(TTL_KEYS)
+            .filter_map(|(id, key)| {
+                let entry = store.entry(key)?;
+                let Value::Str(value) = &entry.value else {
+                    return None;
+                };
+                entry.expires_at?;
+                Some(Lease {
+                    id,
+                    kind: LeaseKind::Key,
+                    timeout: ttl_of(value)?,
+                })
+            })
+            .collect()
+    }
+
+    /// A `SET` of an expiry workload key renews its lease; any other write of it ends it (the
+    /// workload makes none); a read does nothing.
+    fn lease_ops(&self, op: &[u8]) -> Vec<LeaseOp> {
+        let Ok(op) = KvOp::decode(op) else {
+            return Vec::new();
+        };
+        let named = (0..).zip(TTL_KEYS).filter(|(_, k)| match op.footprint() {
+            plumb_kv::Footprint::Keys(keys) => keys.contains(k),
+            plumb_kv::Footprint::Prefix(p) => k.starts_with(&p),
+        });
+        match &op {
+            _ if !op.is_mutating() => Vec::new(),
+            KvOp::Set {
+                expire: Some(_), ..
+            } => named.map(|(id, _)| LeaseOp::Renews(id)).collect(),
+            _ => named.map(|(id, _)| LeaseOp::Ends(id)).collect(),
+        }
+    }
+
     fn check_history(&self, executed: &[Executed<'_>], _end: &KvStore) -> Vec<AppViolation> {
         match check_queues(executed) {
             Ok(()) => Vec::new(),
@@ -537,6 +615,7 @@ impl SimApp for Redis {
                 Vec::new(),
                 script_ops(&eval)?.iter().map(KvOp::encode).collect(),
             ),
+            op if on_ttl_keys(&op) => return None,
             _ => return Kv.model_op(op),
         };
         let guards = watched
@@ -598,13 +677,56 @@ mod tests {
                 plumb_kv::Footprint::Keys(keys) => keys.iter().all(|k| QUEUES.contains(k)),
                 plumb_kv::Footprint::Prefix(_) => false,
             };
+            let ttl = on_ttl_keys(&decoded);
             assert!(
-                Redis.model_op(&op).is_some() || !decoded.is_mutating() || on_queues,
+                !ttl || Redis.model_op(&op).is_none(),
+                "{}",
+                Redis.op_text(&op)
+            );
+            assert!(
+                Redis.model_op(&op).is_some() || !decoded.is_mutating() || on_queues || ttl,
                 "{}",
                 Redis.op_text(&op)
             );
         }
         assert!(kinds.iter().all(|&n| n > 100), "{kinds:?}");
+    }
+
+    #[test]
+    fn a_key_set_to_expire_is_a_lease_renewed_by_its_set() {
+        use plumb_app::{Application, NonDeterminism};
+        let mut rng = SimRng::new(5, "test");
+        let set = std::iter::repeat_with(|| ttl_op(&mut rng))
+            .find(|op| matches!(op, KvOp::Set { .. }))
+            .unwrap();
+        let KvOp::Set {
+            key,
+            expire: Some(ttl),
+            ..
+        } = &set
+        else {
+            panic!("{set:?}");
+        };
+        let id = i64::from(key != b"t0");
+        assert_eq!(Redis.lease_ops(&set.encode()), vec![LeaseOp::Renews(id)]);
+        let get = KvOp::Get { key: key.clone() };
+        assert!(Redis.lease_ops(&get.encode()).is_empty());
+        let del = KvOp::Delete { key: key.clone() };
+        assert_eq!(Redis.lease_ops(&del.encode()), vec![LeaseOp::Ends(id)]);
+        let mut store = Redis.new_app();
+        store.apply(&set, 10_000_000);
+        let lease = Lease {
+            id,
+            kind: LeaseKind::Key,
+            timeout: *ttl,
+        };
+        assert_eq!(Redis.leases(&store), vec![lease]);
+        // Gone once agreed time reaches the set time plus the ttl, not before.
+        let at = |time| NonDeterminism { time, seed: 0 };
+        store.execute(2, &[], at(10_000_000 + ttl - 1));
+        assert_eq!(Redis.leases(&store), vec![lease]);
+        store.execute(3, &[], at(10_000_000 + ttl));
+        assert!(Redis.leases(&store).is_empty());
     }
 
     #[test]

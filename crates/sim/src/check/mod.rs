@@ -13,7 +13,7 @@ mod sequence;
 mod time;
 mod votes;
 
-pub use leases::check_leases;
+pub use leases::{check_leases, Expired, LeaseWatch};
 pub use linear::check_linearizability;
 pub use liveness::{check_latency_bound, check_liveness, ClientEnd};
 pub use lives::check_one_life;
@@ -66,8 +66,8 @@ pub struct Checker {
     pub warnings: Vec<String>,
     /// The agreed sequence, by batch number.
     pub agreed: BTreeMap<Seq, Agreed>,
-    /// Leases the reference replay saw expire, with the batch they expired in.
-    pub expired: Vec<(Seq, crate::app::Lease)>,
+    /// Leases the reference replay saw expire (leases.rs).
+    pub expired: Vec<Expired>,
     /// Digest each batch was committed with by correct order replicas.
     pub committed: BTreeMap<Seq, (Digest, Principal)>,
     /// The lowest view in which a correct order replica committed each batch.

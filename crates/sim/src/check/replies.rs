@@ -8,7 +8,7 @@
 //! The replay passes each batch's agreed seed (`Observation::Delivered` reports it), so an
 //! application may draw from it (the coordination application's session ids do).
 
-use super::Checker;
+use super::{Checker, LeaseWatch};
 use crate::app::{Executed, SimApp};
 use crate::workload::Workload;
 use plumb_app::{Application, Command, NonDeterminism};
@@ -53,6 +53,7 @@ fn replay<A: SimApp>(
     let mut seq: Seq = 1;
     // Exactly-once, as execution replicas do it: a copy of a request already run is skipped.
     let mut last_run: HashMap<ClientId, ReqNo> = HashMap::new();
+    let mut leases = LeaseWatch::default();
     while let Some(batch) = checker.agreed.get(&seq) {
         if !batch.null {
             let mut bodies = Vec::with_capacity(batch.requests.len());
@@ -92,19 +93,12 @@ fn replay<A: SimApp>(
                 seq += 1;
                 continue;
             }
-            let leases = app.leases(&store);
+            let before = app.leases(&store);
             let output = store.execute(seq, &commands, nd);
-            if !leases.is_empty() {
-                let after: std::collections::BTreeSet<i64> =
-                    app.leases(&store).iter().map(|l| l.id).collect();
-                // Gone, and due at the batch's time: expired there (not ended by a request).
-                checker.expired.extend(
-                    leases
-                        .into_iter()
-                        .filter(|l| !after.contains(&l.id))
-                        .filter(|l| nd.time.saturating_sub(l.heard) > l.timeout)
-                        .map(|l| (seq, l)),
-                );
+            let after = app.leases(&store);
+            if !before.is_empty() || !after.is_empty() {
+                let ended = leases.batch(seq, &before, &after, &bodies, |op| app.lease_ops(op));
+                checker.expired.extend(ended);
             }
             for ((c, nc, op), reply) in bodies.iter().zip(output.replies) {
                 executed.push((seq, *c, *nc, Digest::of(op), reply.clone()));
