@@ -26,6 +26,20 @@ pub(crate) fn token_key(seq: Seq) -> String {
     format!("order/token/{seq:020}")
 }
 
+/// Why an order state is being fetched, which says what to do with it when it comes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StateFetch {
+    /// `n - u` replicas voted for it, or a NEW-VIEW starts from it: it is stable.
+    Stable,
+    /// `r + 1` peers vouch for it and we are stalled behind it: hold it as our own and vote,
+    /// which may make it stable (`adopt_checkpoint`).
+    Vouched,
+}
+
+/// Catch-up ticks a stalled replica asks for committed batches before it fetches a checkpoint
+/// that is vouched for but not stable here (`catch_up_tick`).
+const FETCH_BATCHES_FOR: u64 = 4;
+
 impl OrderReplica {
     // ---------------------------------------------------------------- execution tokens
 
@@ -173,8 +187,8 @@ impl OrderReplica {
             // Always chase the newest stable checkpoint: peers discard older ones, so a fetch
             // for one they moved past would never be answered.
             None => {
-                if self.awaiting_state.is_none_or(|(want, _)| want < seq) {
-                    self.awaiting_state = Some((seq, digest));
+                if self.awaiting_state.is_none_or(|(want, _, _)| want < seq) {
+                    self.awaiting_state = Some((seq, digest, StateFetch::Stable));
                     self.send_to_peers(&Message::FetchOrderState { seq }, out);
                 }
             }
@@ -246,26 +260,82 @@ impl OrderReplica {
         self.exec_tokens = self.exec_tokens.split_off(&seq);
         self.buffered = self.buffered.split_off(&(seq + 1));
         let exec_token = state.exec_token;
-        if state.seq > self.state.seq {
-            // Adopt a state we did not compute ourselves (checked against the digest).
-            self.state = state;
-            self.accepted_upto = self.accepted_upto.max(seq);
-            self.next_propose = self.next_propose.max(seq + 1);
-            let last_ordered = &self.state.last_ordered;
-            self.requests
-                .retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
-        }
+        self.adopt_state(seq, state);
         self.stable = Stable {
             seq,
             digest,
             state: bytes,
             exec_token,
         };
-        if self.awaiting_state.is_some_and(|(s, _)| s <= seq) {
+        if self.awaiting_state.is_some_and(|(s, _, _)| s <= seq) {
             self.awaiting_state = None;
         }
         self.window_moved = true;
         out.push(Action::Observe(Observation::StableCheckpoint { seq }));
+    }
+
+    /// Take the order state at `seq` if it is ahead of ours: a state we did not compute
+    /// ourselves, checked against a digest `r + 1` replicas vouched for.
+    fn adopt_state(&mut self, seq: Seq, state: OrderState) {
+        if state.seq <= self.state.seq {
+            return;
+        }
+        debug_assert_eq!(
+            state.seq, seq,
+            "a checkpoint's state is the state at its seq"
+        );
+        self.state = state;
+        self.accepted_upto = self.accepted_upto.max(seq);
+        self.next_propose = self.next_propose.max(seq + 1);
+        let last_ordered = &self.state.last_ordered;
+        self.requests
+            .retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
+    }
+
+    /// Take a checkpoint that `r + 1` peers vouch for but that is not stable here, and hold it
+    /// as our own: it is right (one of them is correct), and our vote for it may be the one
+    /// that makes it stable (`n - u` replicas now hold it). Without this a replica that came
+    /// back behind a checkpoint whose third voter then died could never catch up, and a cluster
+    /// that needed its votes stalled for ever (sim seed 2796, u=1 r=1, at ce99fcf).
+    fn adopt_checkpoint(
+        &mut self,
+        now: Micros,
+        seq: Seq,
+        digest: Digest,
+        bytes: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(state) = OrderState::decode(&bytes) else {
+            self.counters.add("checkpoint-undecodable");
+            return;
+        };
+        self.counters.add("checkpoint-adopted");
+        self.put(checkpoint_key(seq), bytes.clone(), out);
+        self.sync(out);
+        self.exec_tokens.entry(seq).or_insert(state.exec_token);
+        self.adopt_state(seq, state);
+        self.own_checkpoints.insert(seq, (digest, bytes));
+        self.send_to_peers(&Message::Checkpoint { seq, digest }, out);
+        self.checkpoint_votes
+            .entry(seq)
+            .or_default()
+            .insert(self.me, digest);
+        self.check_stable(now, seq, out);
+    }
+
+    /// The newest checkpoint ahead of what we applied that `r + 1` peers vouch for with one
+    /// digest (their votes, not ours).
+    fn vouched_checkpoint_ahead(&self) -> Option<(Seq, Digest)> {
+        let small = self.q.small();
+        self.checkpoint_votes
+            .range(self.state.seq + 1..)
+            .rev()
+            .find_map(|(seq, votes)| {
+                let peers = || votes.iter().filter(|(j, _)| **j != self.me).map(|(_, d)| d);
+                peers()
+                    .find(|d| peers().filter(|x| x == d).count() >= small)
+                    .map(|d| (*seq, *d))
+            })
     }
 
     // ---------------------------------------------------------------- state transfer
@@ -292,7 +362,7 @@ impl OrderReplica {
         state: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
-        let Some((want, digest)) = self.awaiting_state else {
+        let Some((want, digest, why)) = self.awaiting_state else {
             return;
         };
         if want != seq || Digest::of(&state) != digest {
@@ -302,7 +372,10 @@ impl OrderReplica {
         self.awaiting_state = None;
         self.caught_up_at = now;
         if seq > self.stable.seq {
-            self.make_stable(now, seq, digest, state, out);
+            match why {
+                StateFetch::Stable => self.make_stable(now, seq, digest, state, out),
+                StateFetch::Vouched => self.adopt_checkpoint(now, seq, digest, state, out),
+            }
         }
         self.apply_committed(now, out);
         if self.active {
@@ -326,8 +399,22 @@ impl OrderReplica {
 
     /// While stalled with evidence of being behind, ask peers for committed batches (and, through
     /// their Checkpoint answers, for a stable checkpoint to transfer).
-    pub(crate) fn catch_up_tick(&mut self, out: &mut Vec<Action>) {
-        if let Some((seq, _)) = self.awaiting_state {
+    pub(crate) fn catch_up_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
+        // Stalled behind a checkpoint that r+1 peers vouch for, for longer than fetching the
+        // batches takes: fetch the checkpoint, whether or not it is stable here (the voter that
+        // would make it so may be down; ours may be the vote missing). Batches first, because
+        // a replica that has them also forwards them to execution; peers hold none below their
+        // stable checkpoint, though. A rejoining replica waits for n - u votes of others.
+        let fetching_batches_failed =
+            now >= self.last_progress + FETCH_BATCHES_FOR * self.cfg.catch_up_us;
+        if self.rejoin.is_none() && fetching_batches_failed {
+            if let Some((seq, digest)) = self.vouched_checkpoint_ahead() {
+                if self.awaiting_state.is_none_or(|(want, _, _)| want < seq) {
+                    self.awaiting_state = Some((seq, digest, StateFetch::Vouched));
+                }
+            }
+        }
+        if let Some((seq, _, _)) = self.awaiting_state {
             self.send_to_peers(&Message::FetchOrderState { seq }, out);
             return;
         }

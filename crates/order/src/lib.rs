@@ -133,7 +133,7 @@ pub struct OrderReplica {
     /// Execution replicas told that their checkpoint differs (divergence.rs).
     divergence: divergence::ExecDivergence,
     committed_votes: BTreeMap<Seq, HashMap<u16, (Digest, plumb_wire::Batch)>>,
-    awaiting_state: Option<(Seq, Digest)>,
+    awaiting_state: Option<(Seq, Digest, checkpoint::StateFetch)>,
     last_exec_served: HashMap<u16, Micros>,
     applied_at_last_tick: Seq,
     /// When this replica last took committed batches or order state from peers instead of
@@ -293,7 +293,8 @@ impl OrderReplica {
 
     /// Waiting for the state of a stable checkpoint beyond what this replica has applied.
     fn behind_checkpoint(&self) -> bool {
-        self.awaiting_state.is_some_and(|(s, _)| s > self.state.seq)
+        self.awaiting_state
+            .is_some_and(|(s, _, _)| s > self.state.seq)
     }
 
     fn window_top(&self) -> Seq {
@@ -452,7 +453,7 @@ impl OrderReplica {
         });
         if self.rejoin.is_some() {
             self.rejoin_tick(out);
-            self.catch_up_tick(out);
+            self.catch_up_tick(now, out);
             return;
         }
         let stalled = self.state.seq == self.applied_at_last_tick;
@@ -473,7 +474,7 @@ impl OrderReplica {
             self.view_change_tick(now, out);
         }
         if stalled {
-            self.catch_up_tick(out);
+            self.catch_up_tick(now, out);
             // Checkpoint messages get lost too, and the window cannot move without them.
             for (seq, (digest, _)) in &self.own_checkpoints {
                 if *seq > self.stable.seq {

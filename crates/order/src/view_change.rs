@@ -481,7 +481,11 @@ impl OrderReplica {
             if let Some((dg, bytes)) = own.cloned() {
                 self.make_stable(now, d.checkpoint_seq, dg, bytes, out);
             } else {
-                self.awaiting_state = Some((d.checkpoint_seq, d.checkpoint_digest));
+                self.awaiting_state = Some((
+                    d.checkpoint_seq,
+                    d.checkpoint_digest,
+                    crate::checkpoint::StateFetch::Stable,
+                ));
                 self.send_to_peers(
                     &Message::FetchOrderState {
                         seq: d.checkpoint_seq,

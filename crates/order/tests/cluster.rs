@@ -334,6 +334,55 @@ fn replica_down_for_longer_than_the_vote_window_catches_up() {
     );
 }
 
+/// `plumb sim --seed 2796 --u 1 --r 1` (at ce99fcf): o3 came back behind a checkpoint that
+/// o0, o1 and o2 had made stable, and then o2 died for good. Its peers had discarded the batches
+/// it lacked and answered its fetches with their stable checkpoint, which it took only on
+/// `n - u` matching votes: two could come. The cluster needed o3's votes and stalled for ever.
+/// `r + 1` matching votes suffice to fetch a checkpoint it is behind (one is correct, so the
+/// digest is right); once it holds the state its own vote is the `n - u`th.
+#[test]
+fn a_lagging_replica_the_quorum_needs_catches_up_on_r_plus_one_checkpoint_votes() {
+    let mut h = Harness::new(1, 1, 4);
+    // One request at a time per client, as clients send them; a round per client.
+    let mut nc = [0u64; 8];
+    let mut load = |h: &mut Harness, clients: std::ops::Range<u32>| {
+        for c in clients {
+            nc[c as usize] += 1;
+            h.request(c, nc[c as usize], b"x");
+            h.advance(20_000);
+            let last = h.replica(0).last_committed();
+            for s in (4..=last).step_by(4) {
+                h.cp_tokens(s);
+            }
+            h.advance(20_000);
+        }
+    };
+    h.crash(3);
+    for _ in 0..3 {
+        load(&mut h, 0..4);
+    }
+    let stable = h.replica(0).stable_checkpoint();
+    assert!(
+        stable >= 8,
+        "the three live replicas made checkpoints stable"
+    );
+    h.crash(2);
+    h.restart(3);
+    let before = h.replica(0).last_committed();
+    load(&mut h, 4..8);
+    h.advance(1_000_000);
+    let after = h.replica(0).last_committed();
+    let r = h.replica(3);
+    assert!(
+        after >= before + 4,
+        "the cluster orders again with o3's votes ({before} committed before, {after} after; o3 stable {}, committed {}, counters {:?})",
+        r.stable_checkpoint(),
+        r.last_committed(),
+        r.counters().iter().collect::<Vec<_>>()
+    );
+    assert_eq!(r.last_committed(), after, "o3 caught up");
+}
+
 /// Seed 004 §3.4.3 heartbeat: a primary that holds a request (every auth replica vouched for
 /// it) but sends no PRE-PREPARE is replaced after a heartbeat, long before the progress timeout.
 #[test]
