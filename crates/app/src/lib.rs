@@ -7,7 +7,7 @@
 //! so an application that breaks determinism is caught and reported with the batch number.
 
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Micros, ReqNo, Seq};
+use plumb_wire::{request_id, ClientId, Life, Micros, ReqNo, Seq};
 
 mod objects;
 
@@ -27,6 +27,24 @@ pub struct Command<'a> {
     pub client: ClientId,
     pub nc: ReqNo,
     pub op: &'a [u8],
+    /// The request's identity, `H(client, life, nc, H(op))` ([`plumb_wire::request_id`]), which
+    /// its reply names. `(client, nc)` alone does not name one request: a client that lost its
+    /// record starts a new life and may reuse a number its previous life's request was
+    /// ordered under. An application that remembers requests to act on later (the
+    /// speculation shim's reply log, which predicates are checked against) keys them by this.
+    pub request: Digest,
+}
+
+impl<'a> Command<'a> {
+    /// The command of request `nc` of `client` in its life `life`.
+    pub fn new(client: ClientId, life: Life, nc: ReqNo, op: &'a [u8]) -> Self {
+        Command {
+            client,
+            nc,
+            op,
+            request: request_id(client, life, nc, Digest::of(op)),
+        }
+    }
 }
 
 /// What executing a batch produced.
@@ -64,7 +82,7 @@ pub trait Application {
         false
     }
 
-    /// Executes `op` on a speculative copy of the state, after every request committed or
+    /// Executes `command` on a speculative copy of the state, after every request committed or
     /// executed early before it; `None` if the application does not speculate (the default).
     ///
     /// This is the early reply of client speculation (seed 001 §3.2.1): the one designated
@@ -73,7 +91,7 @@ pub trait Application {
     /// that [`Application::execute`] works on, nor anything that checkpoints or
     /// [`Application::state_digest`] cover: early execution is a guess, and replicas that do
     /// not guess must stay byte-identical to the one that does.
-    fn execute_early(&mut self, _client: ClientId, _nc: ReqNo, _op: &[u8]) -> Option<Vec<u8>> {
+    fn execute_early(&mut self, _command: Command<'_>) -> Option<Vec<u8>> {
         None
     }
 

@@ -210,11 +210,7 @@ mod tests {
     use super::*;
 
     fn cmd(op: &[u8]) -> Command<'_> {
-        Command {
-            client: 1,
-            nc: 1,
-            op,
-        }
+        Command::new(1, plumb_wire::Life(0), 1, op)
     }
 
     #[test]

@@ -17,6 +17,7 @@ use futures_util::{SinkExt, StreamExt};
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_runtime::link::{self, Framed};
 use plumb_runtime::{wall_micros, DelayLine, LinkDelay};
+use plumb_wire::Life;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,7 +43,7 @@ impl Executor {
             time: self.last_time,
             seed: self.seed,
         };
-        let batch = [Command { client, nc, op }];
+        let batch = [Command::new(client, Life(0), nc, op)];
         let mut out = self.app.execute(self.seq, &batch, nd);
         // One command, one reply; an application that answers nothing answers empty bytes.
         out.replies.pop().unwrap_or_default()

@@ -262,6 +262,16 @@ impl Client {
         }
     }
 
+    /// The number and identity (`H(client, life, nc, H(op))`) of the outstanding ordered
+    /// request: what a speculative predicate on it names. Both change if the client renumbers
+    /// the request (`on_number_used`).
+    pub fn outstanding_identity(&self) -> Option<(ReqNo, Digest)> {
+        match &self.outstanding {
+            Some(Outstanding::Ordered(o)) => Some((o.nc, o.req)),
+            _ => None,
+        }
+    }
+
     /// This start's life: part of the identity of every request and read it issues.
     pub fn life(&self) -> Life {
         self.life

@@ -20,7 +20,7 @@ pub mod stall;
 pub mod storage;
 
 pub use keys::KeyRing;
-pub use observe::{Counters, DivergenceReport, Observation};
+pub use observe::{Counters, DeliveredRequest, DivergenceReport, Observation};
 pub use plumb_wire::Micros;
 pub use rng::Rng;
 pub use stall::{Evidence, SlowRequest, StallStage, ViewChangeCause, WaitReason};

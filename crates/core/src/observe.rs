@@ -3,6 +3,30 @@ use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Micros, ReqNo, Seq, View};
 use std::collections::BTreeMap;
 
+/// A request of a delivered batch (copies of already executed requests too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeliveredRequest {
+    pub client: ClientId,
+    pub nc: ReqNo,
+    /// The digest of its operation bytes.
+    pub op: Digest,
+    /// Its identity, `H(client, life, nc, op)`, which its reply names: two lives of a client
+    /// can have a request ordered under one number.
+    pub id: Digest,
+}
+
+impl DeliveredRequest {
+    /// Request `nc` of `client` in its life `life`, with operation digest `op`.
+    pub fn new(client: ClientId, life: plumb_wire::Life, nc: ReqNo, op: Digest) -> Self {
+        DeliveredRequest {
+            client,
+            nc,
+            op,
+            id: plumb_wire::request_id(client, life, nc, op),
+        }
+    }
+}
+
 /// Facts a stage reports for checkers and metrics. They have no protocol effect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observation {
@@ -12,7 +36,7 @@ pub enum Observation {
         seq: Seq,
         digest: Digest,
         agreed_time: Micros,
-        requests: Vec<(ClientId, ReqNo, Digest)>,
+        requests: Vec<DeliveredRequest>,
         null: bool,
         /// The batch's agreed random seed (what the application got as `nd.seed`).
         seed: u64,

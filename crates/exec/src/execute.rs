@@ -4,7 +4,9 @@ use crate::checkpoint::{checkpoint_key, CachedReply, ExecCheckpoint};
 use crate::learn::Learned;
 use crate::{ExecReplica, Held};
 use plumb_app::{Application, Command, NonDeterminism};
-use plumb_core::{Action, Observation, SlowRequest, StallStage, StoreOp, WaitReason};
+use plumb_core::{
+    Action, DeliveredRequest, Observation, SlowRequest, StallStage, StoreOp, WaitReason,
+};
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Message, Position, Principal, ReqNo, Seq};
 
@@ -76,16 +78,21 @@ impl<A: Application> ExecReplica<A> {
         }
         // The observation names every request the batch holds, copies too: the simulator
         // tells a copy decided in another view from an order-stage bug (check/sequence.rs).
-        let requests: Vec<(ClientId, ReqNo, Digest)> = batch
+        let requests: Vec<DeliveredRequest> = batch
             .requests
             .iter()
-            .map(|r| (r.client, r.nc, r.op_digest()))
+            .map(|r| DeliveredRequest {
+                client: r.client,
+                nc: r.nc,
+                op: r.op_digest(),
+                id: r.id_digest(),
+            })
             .collect();
         if !null {
             // docs/protocol.md "Agreed time": strictly increasing whatever the batch times are.
             let agreed = batch.time.max(self.agreed_time.saturating_add(1));
             // Each command with the identity of its request, which its reply names.
-            let (commands, ids): (Vec<Command<'_>>, Vec<Digest>) = batch
+            let commands: Vec<Command<'_>> = batch
                 .requests
                 .iter()
                 .zip(&learned.bodies)
@@ -93,16 +100,14 @@ impl<A: Application> ExecReplica<A> {
                 .filter(|(_, f)| **f)
                 .map(|(rb, _)| rb)
                 .filter_map(|(r, body)| {
-                    body.as_deref().map(|op| {
-                        let command = Command {
-                            client: r.client,
-                            nc: r.nc,
-                            op,
-                        };
-                        (command, r.id_digest())
+                    body.as_deref().map(|op| Command {
+                        client: r.client,
+                        nc: r.nc,
+                        op,
+                        request: r.id_digest(),
                     })
                 })
-                .unzip();
+                .collect();
             self.agreed_time = agreed;
             if commands.is_empty() {
                 // Only copies: nothing for the application (it never sees an empty batch).
@@ -120,9 +125,7 @@ impl<A: Application> ExecReplica<A> {
             if output.replies.len() != commands.len() {
                 self.counters.add("app-reply-count-mismatch");
             }
-            for (index, ((command, req), result)) in
-                commands.iter().zip(ids).zip(output.replies).enumerate()
-            {
+            for (index, (command, result)) in commands.iter().zip(output.replies).enumerate() {
                 if self.sketches.active() && self.app.is_read(command.op) {
                     self.sketches
                         .record(Digest::of(command.op), Digest::of(&result));
@@ -131,7 +134,7 @@ impl<A: Application> ExecReplica<A> {
                     seq,
                     index: u32::try_from(index).unwrap_or(u32::MAX),
                 };
-                self.reply(command.client, command.nc, req, result, at, out);
+                self.reply(command.client, command.nc, command.request, result, at, out);
             }
             for (client, payload) in output.pushes {
                 self.push(client, payload, out);
@@ -146,12 +149,12 @@ impl<A: Application> ExecReplica<A> {
         &mut self,
         seq: Seq,
         learned: &Learned,
-        requests: Vec<(ClientId, ReqNo, Digest)>,
+        requests: Vec<DeliveredRequest>,
         null: bool,
         out: &mut Vec<Action>,
     ) {
         self.divergence
-            .record(seq, requests.iter().map(|(c, n, _)| (*c, *n)).collect());
+            .record(seq, requests.iter().map(|r| (r.client, r.nc)).collect());
         out.push(Action::Observe(Observation::Delivered {
             seq,
             digest: learned.digest,

@@ -32,7 +32,7 @@ mod tests;
 pub use checkpoint::{checkpoint_key, CachedReply, ExecCheckpoint, ObjectsRoot, CHECKPOINT_PREFIX};
 pub use objects::{DELTA_PREFIX, OBJECT_PREFIX};
 
-use plumb_app::Application;
+use plumb_app::{Application, Command};
 use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
     Action, Counters, Event, Micros, Observation, Recovered, Rng, Stage, StageContext, StoreOp,
@@ -509,12 +509,18 @@ impl<A: Application> ExecReplica<A> {
             self.counters.add("early-request-already-executed");
             return;
         }
-        let Some(result) = self.app.execute_early(c, nc, &op) else {
+        let req = request_id(c, life, nc, Digest::of(&op));
+        let command = Command {
+            client: c,
+            nc,
+            op: &op,
+            request: req,
+        };
+        let Some(result) = self.app.execute_early(command) else {
             self.counters.add("early-request-not-speculating");
             return;
         };
         self.counters.add("early-reply");
-        let req = request_id(c, life, nc, Digest::of(&op));
         let msg = Message::EarlyReply { nc, req, result };
         self.send(Principal::Client(c), &msg, out);
     }

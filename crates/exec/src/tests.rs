@@ -83,8 +83,8 @@ impl Application for Registers {
     }
 
     /// Speculates on `get`s only, answering what the ordered `get` would, marked "early".
-    fn execute_early(&mut self, _client: ClientId, _nc: ReqNo, op: &[u8]) -> Option<Vec<u8>> {
-        let text = String::from_utf8_lossy(op).to_string();
+    fn execute_early(&mut self, command: Command<'_>) -> Option<Vec<u8>> {
+        let text = String::from_utf8_lossy(command.op).to_string();
         match text.split_whitespace().collect::<Vec<_>>().as_slice() {
             ["get", k] => Some(
                 format!("early {}", self.map.get(*k).cloned().unwrap_or_default()).into_bytes(),

@@ -2,6 +2,7 @@
 
 use plumb_app::{Application, Command, LoadError, NonDeterminism};
 use plumb_kv::*;
+use plumb_wire::Life;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -25,11 +26,7 @@ fn nd(time: u64) -> NonDeterminism {
 fn run_batch(store: &mut KvStore, seq: u64, ops: &[Vec<u8>], time: u64) -> Vec<KvResult> {
     let batch: Vec<Command<'_>> = ops
         .iter()
-        .map(|op| Command {
-            client: 1,
-            nc: seq,
-            op,
-        })
+        .map(|op| Command::new(1, Life(0), seq, op))
         .collect();
     let out = store.execute(seq, &batch, nd(time));
     assert_eq!(out.replies.len(), ops.len());

@@ -4,6 +4,7 @@
 use plumb_app::{Application, Command, NonDeterminism, ObjectState};
 use plumb_kv::pubsub::Message;
 use plumb_kv::{KvOp, KvResult, KvStore};
+use plumb_wire::Life;
 
 fn v(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
@@ -14,11 +15,7 @@ fn batch(store: &mut KvStore, time: u64, ops: &[KvOp]) -> (Vec<KvResult>, Vec<(u
     let commands: Vec<Command<'_>> = encoded
         .iter()
         .enumerate()
-        .map(|(i, op)| Command {
-            client: 40,
-            nc: i as u64 + 1,
-            op,
-        })
+        .map(|(i, op)| Command::new(40, Life(0), i as u64 + 1, op))
         .collect();
     let out = store.execute(time, &commands, NonDeterminism { time, seed: 1 });
     let replies = out

@@ -3,6 +3,7 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_kv::*;
+use plumb_wire::Life;
 use proptest::prelude::*;
 
 fn b(s: &str) -> Vec<u8> {
@@ -30,11 +31,7 @@ fn batch(store: &mut KvStore, ops: &[KvOp], time: u64, seed: u64) -> Vec<KvResul
     let encoded: Vec<Vec<u8>> = ops.iter().map(KvOp::encode).collect();
     let cmds: Vec<Command<'_>> = encoded
         .iter()
-        .map(|op| Command {
-            client: 1,
-            nc: 1,
-            op,
-        })
+        .map(|op| Command::new(1, Life(0), 1, op))
         .collect();
     let out = store.execute(1, &cmds, NonDeterminism { time, seed });
     out.replies
@@ -1575,11 +1572,7 @@ proptest! {
 
 /// One raw request as a batch of one; its raw reply.
 fn batch_raw(store: &mut KvStore, op: &[u8]) -> Vec<u8> {
-    let cmd = Command {
-        client: 1,
-        nc: 1,
-        op,
-    };
+    let cmd = Command::new(1, Life(0), 1, op);
     let out = store.execute(1, &[cmd], NonDeterminism { time: 1, seed: 0 });
     out.replies.into_iter().next().unwrap()
 }

@@ -3,6 +3,7 @@
 
 use plumb_app::{Application, Command, LoadError, NonDeterminism};
 use plumb_kv::*;
+use plumb_wire::Life;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -43,11 +44,7 @@ fn batch(store: &mut KvStore, ops: &[KvOp], time: u64, seed: u64) -> Vec<KvResul
     let encoded: Vec<Vec<u8>> = ops.iter().map(KvOp::encode).collect();
     let cmds: Vec<Command<'_>> = encoded
         .iter()
-        .map(|op| Command {
-            client: 1,
-            nc: 1,
-            op,
-        })
+        .map(|op| Command::new(1, Life(0), 1, op))
         .collect();
     let out = store.execute(1, &cmds, NonDeterminism { time, seed });
     out.replies
@@ -885,11 +882,7 @@ fn ops_with_nan_scores_do_not_decode() {
     bad[at..at + 8].copy_from_slice(&f64::NAN.to_le_bytes());
     assert_eq!(KvOp::decode(&bad), Err(DecodeError::Malformed));
     let mut store = KvStore::new();
-    let cmd = Command {
-        client: 1,
-        nc: 1,
-        op: &bad,
-    };
+    let cmd = Command::new(1, Life(0), 1, &bad);
     let out = store.execute(1, &[cmd], NonDeterminism { time: 1, seed: 0 });
     assert_eq!(KvResult::decode(&out.replies[0]), Ok(err(ERR_MALFORMED)));
     assert!(store.is_empty());

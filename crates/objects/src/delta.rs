@@ -34,6 +34,9 @@ pub struct LoggedCommand {
     /// The operation bytes.
     #[serde(with = "serde_bytes")]
     pub op: Vec<u8>,
+    /// Its request's identity ([`Command::request`]): the replay must hand the application
+    /// the same commands the batch did.
+    pub request: Digest,
 }
 
 /// A batch as delivered to the wrapped application, kept to be replayed on load.
@@ -146,6 +149,7 @@ impl<A: Application> Application for CheckpointDelta<A> {
                     client: c.client,
                     nc: c.nc,
                     op: c.op.to_vec(),
+                    request: c.request,
                 })
                 .collect(),
         });
@@ -161,8 +165,8 @@ impl<A: Application> Application for CheckpointDelta<A> {
         self.inner.is_read(op)
     }
 
-    fn execute_early(&mut self, client: ClientId, nc: ReqNo, op: &[u8]) -> Option<Vec<u8>> {
-        self.inner.execute_early(client, nc, op)
+    fn execute_early(&mut self, command: Command<'_>) -> Option<Vec<u8>> {
+        self.inner.execute_early(command)
     }
 
     fn take_checkpoint(&mut self) -> Vec<u8> {
@@ -191,6 +195,7 @@ impl<A: Application> Application for CheckpointDelta<A> {
                     client: c.client,
                     nc: c.nc,
                     op: &c.op,
+                    request: c.request,
                 })
                 .collect();
             let nd = NonDeterminism {

@@ -7,6 +7,7 @@ use plumb_kv::{
     SetExpiry, ZAddOptions, ZRangeBy,
 };
 use plumb_resp::*;
+use plumb_wire::Life;
 
 fn a(line: &str) -> Vec<Vec<u8>> {
     split_args(line.as_bytes()).expect("balanced quotes")
@@ -99,11 +100,7 @@ impl Gateway {
 
     fn execute(&mut self, op: &KvOp) -> KvResult {
         let bytes = op.encode();
-        let cmd = Command {
-            client: 1,
-            nc: 1,
-            op: &bytes,
-        };
+        let cmd = Command::new(1, Life(0), 1, &bytes);
         let nd = NonDeterminism {
             time: self.time,
             seed: 1,

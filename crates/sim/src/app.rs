@@ -77,6 +77,8 @@ pub struct Executed<'a> {
     pub client: plumb_wire::ClientId,
     /// The request number it was ordered under.
     pub nc: plumb_wire::ReqNo,
+    /// Its identity, `H(client, life, nc, H(op))`.
+    pub request: plumb_crypto::Digest,
     pub op: &'a [u8],
     pub result: &'a [u8],
 }

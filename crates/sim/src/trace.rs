@@ -232,7 +232,7 @@ pub fn describe_observation(obs: &Observation) -> String {
         } => {
             let reqs: Vec<String> = requests
                 .iter()
-                .map(|(c, nc, _)| format!("c{c}/{nc}"))
+                .map(|r| format!("c{}/{}", r.client, r.nc))
                 .collect();
             let kind = if *null { " null" } else { "" };
             format!(

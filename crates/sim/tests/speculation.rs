@@ -77,6 +77,16 @@ const REGRESSIONS: &[(u64, u16, u16, &str)] = &[(
     "a primary starving one client passed over its request pending across the view change for \
      3.4 s: the fairness check left such requests out (they count as held since the view began \
      now)",
+), (
+    419,
+    2,
+    1,
+    "SPEC-rollback: a lane that lost its record sent again the increment its previous life had in \
+     flight, under the same number; that life's copy was ordered under it and answered what the \
+     session had predicted, so another lane's predicate on the number held on every replica \
+     while the session, seeing its own copy renumbered and answered WrongToken, rolled the \
+     dependent back; predicates now name the request's identity (life included), not only its \
+     number",
 )];
 
 #[test]

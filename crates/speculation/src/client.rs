@@ -21,8 +21,9 @@
 //! earlier one has no result yet does not depend on that result (the caller could not have
 //! used it), so [`Dependence::All`] names only operations with a speculated result.
 
-use crate::envelope::{reply_digest, Predicate, SpecOp, SpecReply, MAX_PREDICATES};
+use crate::envelope::{answer_digest, Predicate, SpecOp, SpecReply, MAX_PREDICATES};
 use crate::shim::{same_group, SPEC_GROUP};
+use plumb_crypto::Digest;
 use plumb_wire::{ClientId, ReqNo};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -70,6 +71,7 @@ pub enum AssignError {
     /// The lane is not in this session's speculation group: replicas would abort every
     /// operation that depends on it.
     ForeignLane(ClientId),
+    /// The operation went out on another lane already.
     AlreadyAssigned(OpId),
 }
 
@@ -131,7 +133,8 @@ impl Speculated {
 
 #[derive(Clone, Debug)]
 struct Op {
-    sent_as: Option<(ClientId, ReqNo)>,
+    /// The lane, number and request identity it went out as.
+    sent_as: Option<(ClientId, ReqNo, Digest)>,
     /// The operations whose speculated results this one's predicates name.
     deps: Vec<OpId>,
     predicates: Vec<Predicate>,
@@ -266,13 +269,13 @@ impl Speculation {
             let Some(s) = &o.speculated else {
                 return Err(IssueError::NotSpeculated(d));
             };
-            let Some((client, nc)) = o.sent_as else {
+            let Some((client, nc, request)) = o.sent_as else {
                 return Err(IssueError::NotAssigned(d));
             };
             predicates.push(Predicate {
                 client,
                 nc,
-                reply: reply_digest(s.bytes()),
+                answer: answer_digest(request, s.bytes()),
             });
         }
         let request = SpecOp {
@@ -306,16 +309,31 @@ impl Speculation {
         self.ops.is_empty().then(|| SpecOp::plain(op).encode())
     }
 
-    /// `id` was sent as request `nc` of client `lane`.
-    pub fn assign(&mut self, id: OpId, lane: ClientId, nc: ReqNo) -> Result<(), AssignError> {
+    /// `id` was sent as request `nc` of client `lane`, whose identity
+    /// ([`plumb_wire::request_id`]: the lane's life and the request bytes included) is
+    /// `request`: what later predicates on it name.
+    ///
+    /// Called again when the lane renumbers it (a lane that lost its record may learn a number
+    /// its previous life's request was ordered under; the core client then sends the
+    /// operation again under a higher one): later predicates name the new request. Those
+    /// already sent name the old identity, which no replica logs at that number, so the
+    /// operations carrying them come back `Aborted` (or `Retry`) and their own confirmations
+    /// roll them back. Another lane for an assigned operation is refused.
+    pub fn assign(
+        &mut self,
+        id: OpId,
+        lane: ClientId,
+        nc: ReqNo,
+        request: Digest,
+    ) -> Result<(), AssignError> {
         if !same_group(lane, self.lanes().start) {
             return Err(AssignError::ForeignLane(lane));
         }
         let op = self.ops.get_mut(&id).ok_or(AssignError::Unknown(id))?;
-        if op.sent_as.is_some() {
+        if op.sent_as.is_some_and(|(l, _, _)| l != lane) {
             return Err(AssignError::AlreadyAssigned(id));
         }
-        op.sent_as = Some((lane, nc));
+        op.sent_as = Some((lane, nc, request));
         Ok(())
     }
 
@@ -405,6 +423,11 @@ impl Speculation {
 mod tests {
     use super::*;
 
+    /// The identity of request `nc` of `lane` (its life and bytes are immaterial here).
+    fn rid(lane: ClientId, nc: ReqNo) -> Digest {
+        plumb_wire::request_id(lane, plumb_wire::Life(7), nc, Digest::of(b"op"))
+    }
+
     fn executed(bytes: &[u8]) -> Vec<u8> {
         SpecReply::Executed(bytes.to_vec()).encode()
     }
@@ -412,8 +435,8 @@ mod tests {
     /// Issue, assign on lane SPEC_GROUP + id (group 1), and give it an early reply from replica 0.
     fn speculate(s: &mut Speculation, dep: Dependence, early: &[u8]) -> OpId {
         let Issued { id, .. } = s.issue(b"op".to_vec(), dep).unwrap();
-        s.assign(id, SPEC_GROUP + (id as u32 % SPEC_GROUP), id + 1)
-            .unwrap();
+        let lane = SPEC_GROUP + (id as u32 % SPEC_GROUP);
+        s.assign(id, lane, id + 1, rid(lane, id + 1)).unwrap();
         assert_eq!(
             s.on_early(id, 0, &executed(early)),
             Early::Speculate(SpecReply::Executed(early.to_vec()))
@@ -428,7 +451,8 @@ mod tests {
         // b is issued but has no result yet: not depended on.
         let b = s.issue(b"b".to_vec(), Dependence::All).unwrap();
         assert_eq!(s.predicates(b.id).unwrap().len(), 1);
-        s.assign(b.id, SPEC_GROUP + 1, 1).unwrap();
+        s.assign(b.id, SPEC_GROUP + 1, 1, rid(SPEC_GROUP + 1, 1))
+            .unwrap();
         let c = s.issue(b"c".to_vec(), Dependence::All).unwrap();
         let decoded = SpecOp::decode(&c.request).unwrap();
         assert_eq!(decoded.op, b"c");
@@ -437,7 +461,7 @@ mod tests {
             vec![Predicate {
                 client: SPEC_GROUP + a as u32,
                 nc: a + 1,
-                reply: reply_digest(&executed(b"a")),
+                answer: answer_digest(rid(SPEC_GROUP + a as u32, a + 1), &executed(b"a")),
             }]
         );
         // Once a commits, nothing is left to depend on.
@@ -472,21 +496,24 @@ mod tests {
             s.issue(b"x".to_vec(), Dependence::On(vec![p])),
             Err(IssueError::NotAssigned(p))
         );
-        s.assign(p, 3, 9).unwrap();
+        s.assign(p, 3, 9, rid(3, 9)).unwrap();
         let x = s.issue(b"x".to_vec(), Dependence::On(vec![p, p])).unwrap();
         assert_eq!(
             s.predicates(x.id).unwrap(),
             &[Predicate {
                 client: 3,
                 nc: 9,
-                reply: reply_digest(&executed(b"ok"))
+                answer: answer_digest(rid(3, 9), &executed(b"ok"))
             }]
         );
         assert_eq!(
-            s.assign(x.id, SPEC_GROUP, 1),
+            s.assign(x.id, SPEC_GROUP, 1, rid(SPEC_GROUP, 1)),
             Err(AssignError::ForeignLane(SPEC_GROUP))
         );
-        assert_eq!(s.assign(p, 4, 1), Err(AssignError::AlreadyAssigned(p)));
+        assert_eq!(
+            s.assign(p, 4, 1, rid(4, 1)),
+            Err(AssignError::AlreadyAssigned(p))
+        );
         // An independent op carries no predicates even with speculations outstanding.
         let y = s.issue(b"y".to_vec(), Dependence::Nothing).unwrap();
         assert!(s.predicates(y.id).unwrap().is_empty());
@@ -501,7 +528,13 @@ mod tests {
                 .unwrap()
                 .id;
             // Lanes 0..16 of group 0.
-            s.assign(id, (i % 16) as u32, i / 16 + 1).unwrap();
+            s.assign(
+                id,
+                (i % 16) as u32,
+                i / 16 + 1,
+                rid((i % 16) as u32, i / 16 + 1),
+            )
+            .unwrap();
         }
         assert_eq!(
             s.issue(vec![], Dependence::All),
@@ -561,7 +594,7 @@ mod tests {
             .issue_predicted(b"w".to_vec(), Dependence::All, b"".to_vec())
             .unwrap()
             .id;
-        s.assign(p, 0, 1).unwrap();
+        s.assign(p, 0, 1, rid(0, 1)).unwrap();
         let q = s.issue(b"q".to_vec(), Dependence::All).unwrap().id;
         assert_eq!(s.predicates(q).unwrap().len(), 1);
         // An early reply for a predicted op only judges the replica.
@@ -578,7 +611,7 @@ mod tests {
             .issue_predicted(b"w".to_vec(), Dependence::All, b"".to_vec())
             .unwrap()
             .id;
-        s.assign(r, 1, 1).unwrap();
+        s.assign(r, 1, 1, rid(1, 1)).unwrap();
         let t = s.issue(b"t".to_vec(), Dependence::On(vec![r])).unwrap().id;
         assert_eq!(
             s.on_confirmed(r, &executed(b"full")),

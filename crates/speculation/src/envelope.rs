@@ -9,7 +9,7 @@
 //! of them, so two encoders of the same value must never disagree.
 //!
 //! ```text
-//! SpecOp    = version:u8 (=1) | count:u16 LE | count × (client:u32 LE | nc:u64 LE | reply:[u8;32]) | op...
+//! SpecOp    = version:u8 (=1) | count:u16 LE | count × (client:u32 LE | nc:u64 LE | answer:[u8;32]) | op...
 //! SpecReply = version:u8 (=1) | tag:u8 | body
 //!             tag 0 Executed: the inner reply, the rest of the bytes
 //!             tag 1 Aborted:  predicate:u16 LE, nothing after
@@ -31,24 +31,34 @@ pub const MAX_PREDICATES: usize = 64;
 /// Bytes of one encoded predicate.
 const PREDICATE_BYTES: usize = 4 + 8 + 32;
 
-/// The digest a predicate carries and the replica's log keeps: the BLAKE3 digest of the whole
-/// `result` bytes of the reply the client saw, that is the *encoded [`SpecReply`]* (version and
-/// tag included), not only the application's bytes inside an `Executed`.
+/// The digest a predicate carries and the replica's log keeps: of the identity of the request
+/// answered ([`plumb_wire::request_id`], `H(client, life, nc, H(op))`) and of the whole
+/// `result` bytes of its reply, that is the *encoded [`SpecReply`]* (version and tag
+/// included), not only the application's bytes inside an `Executed`.
+///
+/// Why the request's identity: `(client, nc)` does not name one request. A lane that lost its
+/// record starts a new life and may send its next operation under a number that its previous
+/// life's request was ordered under; the core client then renumbers it, but predicates already
+/// sent name the old number. Had the log kept only the reply, the previous life's request,
+/// answered the same bytes (the same increment sent again, or any write answered "ok"), would
+/// satisfy them, and an operation the client rolled back would run on every replica (sim seed
+/// 419 at u=2 r=1, `--app spec`).
 ///
 /// Why the whole encoding: an `Aborted` or `Retry` reply must never match a predicate that
 /// speculated on an `Executed` one, so a request that depends on a request that turned into
 /// a no-op is itself a no-op on every replica, exactly as the client rolls it back. Keeping
 /// this one function is what makes the client's digest and the replica's digest the same.
-pub fn reply_digest(reply: &[u8]) -> Digest {
-    Digest::of(reply)
+pub fn answer_digest(request: Digest, reply: &[u8]) -> Digest {
+    Digest::of_parts(&[b"spec-answer", &request.0, reply])
 }
 
-/// "The committed reply to (`client`, `nc`) has digest `reply`" ([`reply_digest`]).
+/// "The committed reply to (`client`, `nc`) answered the request whose identity and reply
+/// [`answer_digest`] gives `answer`."
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Predicate {
     pub client: ClientId,
     pub nc: ReqNo,
-    pub reply: Digest,
+    pub answer: Digest,
 }
 
 /// A predicated request: execute `op` only if every predicate holds (seed 001 §3.2.1,
@@ -97,7 +107,7 @@ impl SpecOp {
         for p in &self.predicates {
             out.extend_from_slice(&p.client.to_le_bytes());
             out.extend_from_slice(&p.nc.to_le_bytes());
-            out.extend_from_slice(&p.reply.0);
+            out.extend_from_slice(&p.answer.0);
         }
         out.extend_from_slice(&self.op);
         out
@@ -142,7 +152,7 @@ impl SpecOp {
                 Predicate {
                     client: ClientId::from_le_bytes(client),
                     nc: ReqNo::from_le_bytes(nc),
-                    reply: Digest(reply),
+                    answer: Digest(reply),
                 }
             })
             .collect();

@@ -199,13 +199,13 @@ impl Call {
         if self.numbered {
             return Ok(());
         }
-        let (lane, nc) = self
+        let (lane, nc, request) = self
             .inner
             .request()
             .await
             .ok_or(SessionError::NotNumbered)?;
         self.tracker()
-            .assign(self.id, lane, nc)
+            .assign(self.id, lane, nc, request)
             .map_err(SessionError::Assign)?;
         self.numbered = true;
         Ok(())

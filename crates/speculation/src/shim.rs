@@ -32,7 +32,7 @@
 //! state decide predicates differently from one that executed through. So the inner
 //! application must support whole checkpoints (`take_checkpoint` / `load_checkpoint`).
 
-use crate::envelope::{reply_digest, Predicate, SpecOp, SpecReply};
+use crate::envelope::{answer_digest, Predicate, SpecOp, SpecReply};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, ReqNo, Seq};
@@ -63,7 +63,8 @@ pub fn same_group(a: ClientId, b: ClientId) -> bool {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Entry {
-    reply: Digest,
+    /// [`answer_digest`] of the request's identity and its reply.
+    answer: Digest,
     /// The batch it was recorded at (or [`PENDING`] in the fork).
     seq: Seq,
 }
@@ -77,8 +78,8 @@ pub(crate) struct ReplyLog {
 }
 
 impl ReplyLog {
-    pub(crate) fn record(&mut self, client: ClientId, nc: ReqNo, reply: Digest, seq: Seq) {
-        self.entries.insert((client, nc), Entry { reply, seq });
+    pub(crate) fn record(&mut self, client: ClientId, nc: ReqNo, answer: Digest, seq: Seq) {
+        self.entries.insert((client, nc), Entry { answer, seq });
     }
 
     pub(crate) fn watermark(&self, client: ClientId) -> ReqNo {
@@ -125,7 +126,7 @@ pub(crate) fn predicates_hold(
             return Verdict::Abort(i);
         }
         match log.entries.get(&(p.client, p.nc)) {
-            Some(e) if e.reply == p.reply => {}
+            Some(e) if e.answer == p.answer => {}
             Some(_) => return Verdict::Abort(i),
             None if p.nc <= log.watermark(p.client) => {
                 retry.get_or_insert(i);
@@ -187,7 +188,8 @@ pub struct SpecStats {
 struct Early {
     client: ClientId,
     nc: ReqNo,
-    op: Digest,
+    /// The request's identity (its life and op included).
+    request: Digest,
     /// The operation itself, to execute it again on a rebuilt fork.
     bytes: Vec<u8>,
     reply: Vec<u8>,
@@ -246,11 +248,7 @@ fn step<A: Application>(
             Verdict::Abort(predicate) => (Ran::Aborted, SpecReply::Aborted { predicate }),
             Verdict::Retry(predicate) => (Ran::Retry, SpecReply::Retry { predicate }),
             Verdict::Hold => {
-                let one = Command {
-                    client: cmd.client,
-                    nc: cmd.nc,
-                    op,
-                };
+                let one = Command { op, ..*cmd };
                 let out = app.execute(seq, &[one], nd);
                 pushes.extend(out.pushes);
                 // The contract is one reply per command; an application that gives none is
@@ -261,11 +259,18 @@ fn step<A: Application>(
         },
     };
     let bytes = reply.encode();
-    log.record(cmd.client, cmd.nc, reply_digest(&bytes), record_at);
+    log.record(
+        cmd.client,
+        cmd.nc,
+        answer_digest(cmd.request, &bytes),
+        record_at,
+    );
     (ran, bytes)
 }
 
-const CHECKPOINT_VERSION: u8 = 1;
+/// 2: log entries are answer digests (request identity and reply); in 1 they were of the
+/// reply alone.
+const CHECKPOINT_VERSION: u8 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct LogState {
@@ -330,9 +335,10 @@ impl<A: Application + Clone> Speculative<A> {
         self.log.watermark(client)
     }
 
-    /// The committed reply digest logged for (client, nc), if still in the log.
+    /// The committed answer digest ([`answer_digest`]) logged for (client, nc), if still in
+    /// the log.
     pub fn logged(&self, client: ClientId, nc: ReqNo) -> Option<Digest> {
-        self.log.entries.get(&(client, nc)).map(|e| e.reply)
+        self.log.entries.get(&(client, nc)).map(|e| e.answer)
     }
 
     /// Whether an early-execution fork currently exists.
@@ -384,6 +390,7 @@ impl<A: Application + Clone> Speculative<A> {
                 client: e.client,
                 nc: e.nc,
                 op: &e.bytes,
+                request: e.request,
             };
             let (_, reply) = step(
                 &mut fork.app,
@@ -406,7 +413,7 @@ impl<A: Application + Clone> Speculative<A> {
                 .log
                 .entries
                 .iter()
-                .map(|(&(c, n), e)| (c, n, e.reply, e.seq))
+                .map(|(&(c, n), e)| (c, n, e.answer, e.seq))
                 .collect(),
             watermarks: self.log.watermarks.iter().map(|(&c, &w)| (c, w)).collect(),
             last_truncation: self.last_truncation,
@@ -427,7 +434,7 @@ impl<A: Application + Clone> Application for Speculative<A> {
             let predicted = match &mut self.fork {
                 Some(fork) => {
                     let at = fork.queue.iter().position(|h| {
-                        h.client == cmd.client && h.nc == cmd.nc && h.op == Digest::of(cmd.op)
+                        h.client == cmd.client && h.nc == cmd.nc && h.request == cmd.request
                     });
                     if at != Some(0) {
                         stale = true;
@@ -456,8 +463,12 @@ impl<A: Application + Clone> Application for Speculative<A> {
                     self.stats.early_confirmed += 1;
                     if let Some(fork) = &mut self.fork {
                         // Now committed: truncated with the committed log from here on.
-                        fork.log
-                            .record(cmd.client, cmd.nc, reply_digest(&bytes), seq);
+                        fork.log.record(
+                            cmd.client,
+                            cmd.nc,
+                            answer_digest(cmd.request, &bytes),
+                            seq,
+                        );
                     }
                 } else {
                     // Other reply (agreed time or seed differ from the ones the fork
@@ -523,11 +534,11 @@ impl<A: Application + Clone> Application for Speculative<A> {
     /// request already committed or truncated (the reply cache answers it), for one whose
     /// (client, nc) was executed early with another op, after a checkpoint load until the next
     /// batch, and when [`MAX_EARLY`] requests wait.
-    fn execute_early(&mut self, client: ClientId, nc: ReqNo, op: &[u8]) -> Option<Vec<u8>> {
-        let digest = Digest::of(op);
+    fn execute_early(&mut self, cmd: Command<'_>) -> Option<Vec<u8>> {
+        let (client, nc) = (cmd.client, cmd.nc);
         if let Some(fork) = &self.fork {
             if let Some(e) = fork.queue.iter().find(|e| e.client == client && e.nc == nc) {
-                if e.op != digest {
+                if e.request != cmd.request {
                     return None;
                 }
                 self.stats.early_repeats += 1;
@@ -556,7 +567,6 @@ impl<A: Application + Clone> Application for Speculative<A> {
                 queue: VecDeque::new(),
             }
         });
-        let cmd = Command { client, nc, op };
         let mut discarded = Vec::new();
         let (_, bytes) = step(
             &mut fork.app,
@@ -570,8 +580,8 @@ impl<A: Application + Clone> Application for Speculative<A> {
         fork.queue.push_back(Early {
             client,
             nc,
-            op: digest,
-            bytes: op.to_vec(),
+            request: cmd.request,
+            bytes: cmd.op.to_vec(),
             reply: bytes.clone(),
         });
         stats.early_executions += 1;
@@ -601,7 +611,7 @@ impl<A: Application + Clone> Application for Speculative<A> {
                 .log
                 .entries
                 .into_iter()
-                .map(|(c, n, reply, seq)| ((c, n), Entry { reply, seq }))
+                .map(|(c, n, answer, seq)| ((c, n), Entry { answer, seq }))
                 .collect(),
             watermarks: cp.log.watermarks.into_iter().collect(),
         };

@@ -4,10 +4,11 @@ use crate::app::{
     create_op, incr_op, list_op, next_token, read_op, write_op, FsReply, FsStatus, IncrReply,
     SpecBench, MAX_FILE,
 };
-use crate::envelope::{reply_digest, DecodeError, Predicate, SpecOp, SpecReply, MAX_PREDICATES};
+use crate::envelope::{answer_digest, DecodeError, Predicate, SpecOp, SpecReply, MAX_PREDICATES};
 use crate::shim::{predicates_hold, truncate, ReplyLog, Speculative, Verdict, SPEC_GROUP};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
+use plumb_wire::Life;
 use plumb_wire::{ClientId, ReqNo, Seq};
 use proptest::prelude::*;
 
@@ -23,11 +24,7 @@ type Req = (ClientId, ReqNo, Vec<u8>);
 fn run<A: Application>(app: &mut A, seq: Seq, reqs: &[Req]) -> Vec<Vec<u8>> {
     let batch: Vec<Command<'_>> = reqs
         .iter()
-        .map(|(client, nc, op)| Command {
-            client: *client,
-            nc: *nc,
-            op,
-        })
+        .map(|(client, nc, op)| cmd(*client, *nc, op))
         .collect();
     app.execute(seq, &batch, nd(seq)).replies
 }
@@ -40,11 +37,28 @@ fn predicated(predicates: Vec<Predicate>, op: Vec<u8>) -> Vec<u8> {
     SpecOp { predicates, op }.encode()
 }
 
+/// The identity the tests give request `nc` of `client`, whatever its op (one life; the shim
+/// does not care how an identity is made, only that the log and the predicate name the same
+/// one). Tests of another request under a number build its command with another identity.
+fn id(client: ClientId, nc: ReqNo) -> Digest {
+    plumb_wire::request_id(client, Life(0), nc, Digest::ZERO)
+}
+
+fn cmd(client: ClientId, nc: ReqNo, op: &[u8]) -> Command<'_> {
+    Command {
+        client,
+        nc,
+        op,
+        request: id(client, nc),
+    }
+}
+
+/// "Request `nc` of `client` was answered `reply`".
 fn on(client: ClientId, nc: ReqNo, reply: &[u8]) -> Predicate {
     Predicate {
         client,
         nc,
-        reply: reply_digest(reply),
+        answer: answer_digest(id(client, nc), reply),
     }
 }
 
@@ -128,12 +142,21 @@ fn envelope_rejects_what_it_must() {
 }
 
 #[test]
-fn reply_digest_tells_aborted_from_executed() {
+fn answer_digest_tells_aborted_from_executed_and_one_request_from_another() {
     // An inner reply that happens to be the bytes of an Aborted body must not match it.
     let aborted = SpecReply::Aborted { predicate: 0 }.encode();
     let executed = SpecReply::Executed(vec![0, 0]).encode();
-    assert_ne!(reply_digest(&aborted), reply_digest(&executed));
-    assert_eq!(reply_digest(&executed), Digest::of(&executed));
+    let request = id(16, 1);
+    assert_ne!(
+        answer_digest(request, &aborted),
+        answer_digest(request, &executed)
+    );
+    // The same reply to another request (another life's under the same number).
+    let other = plumb_wire::request_id(16, Life(1), 1, Digest::ZERO);
+    assert_ne!(
+        answer_digest(request, &executed),
+        answer_digest(other, &executed)
+    );
 }
 
 proptest! {
@@ -165,7 +188,7 @@ proptest! {
         let replies = run(&mut s, 1, &[(16, 1, bytes.clone()), (17, 1, tail.clone())]);
         prop_assert_eq!(replies.len(), 2);
         let _ = s.execute_read_only(16, &bytes);
-        let _ = s.execute_early(18, 1, &bytes);
+        let _ = s.execute_early(cmd(18, 1, &bytes));
         let mut app = SpecBench::new();
         let _ = run(&mut app, 1, &[(1, 1, tail.clone())]);
         let _ = app.execute_read_only(1, &tail);
@@ -177,7 +200,7 @@ proptest! {
         op in proptest::collection::vec(any::<u8>(), 0..100),
     ) {
         let s = SpecOp {
-            predicates: preds.into_iter().map(|(client, nc, d)| Predicate { client, nc, reply: Digest(d) }).collect(),
+            predicates: preds.into_iter().map(|(client, nc, d)| Predicate { client, nc, answer: Digest(d) }).collect(),
             op,
         };
         prop_assert_eq!(SpecOp::decode(&s.encode()).unwrap(), s);
@@ -224,7 +247,7 @@ fn mismatch_aborts_and_the_abort_is_logged() {
         SpecReply::Aborted { predicate: 0 }
     );
     assert_eq!(s.inner().counter(0).0, 1, "an aborted request is a no-op");
-    assert_eq!(s.logged(16, 2), Some(reply_digest(&r2[0])));
+    assert_eq!(s.logged(16, 2), Some(answer_digest(id(16, 2), &r2[0])));
     // A request that speculated on (16, 2) executing aborts too: the log says it aborted.
     let speculated = done(2, next_token(12345, 2));
     let r3 = run(
@@ -373,8 +396,8 @@ fn retry_after_truncation() {
 #[test]
 fn hooks_decide_as_documented() {
     let mut log = ReplyLog::default();
-    log.record(16, 1, reply_digest(b"one"), 1);
-    log.record(16, 2, reply_digest(b"two"), 3);
+    log.record(16, 1, answer_digest(id(16, 1), b"one"), 1);
+    log.record(16, 2, answer_digest(id(16, 2), b"two"), 3);
     assert_eq!(predicates_hold(&log, 16, &[]), Verdict::Hold);
     assert_eq!(
         predicates_hold(&log, 17, &[on(16, 2, b"two"), on(16, 1, b"one")]),
@@ -490,11 +513,7 @@ fn inner_sees_one_command_calls_with_the_batch_seq_and_pushes_pass_through() {
     ];
     let cmds: Vec<Command<'_>> = batch
         .iter()
-        .map(|(client, nc, op)| Command {
-            client: *client,
-            nc: *nc,
-            op,
-        })
+        .map(|(client, nc, op)| cmd(*client, *nc, op))
         .collect();
     let out = s.execute(7, &cmds, nd(7));
     assert_eq!(out.replies.len(), 4);
@@ -511,7 +530,7 @@ fn inner_sees_one_command_calls_with_the_batch_seq_and_pushes_pass_through() {
     assert_eq!((st.executed, st.malformed, st.aborted), (2, 1, 1));
     assert_eq!(
         s.logged(17, 1),
-        Some(reply_digest(&SpecReply::Malformed.encode()))
+        Some(answer_digest(id(17, 1), &SpecReply::Malformed.encode()))
     );
 }
 
@@ -648,7 +667,7 @@ fn two_shims_fed_the_same_batches_stay_identical() {
             w.learn(&reqs, &ra);
             // Early execution on one of them must not change its committed state.
             if seq % 7 == 0 {
-                let _ = a.execute_early(40, seq, &plain(incr_op(0, 0)));
+                let _ = a.execute_early(cmd(40, seq, &plain(incr_op(0, 0))));
                 assert_eq!(a.state_digest(), b.state_digest());
             }
         }
@@ -711,7 +730,7 @@ fn checkpoint_carries_the_log_and_watermarks() {
     let mut t = Speculative::new(SpecBench::new(), 2);
     t.load_checkpoint(&cp).unwrap();
     assert_eq!(t.watermark(16), 1);
-    assert_eq!(t.logged(16, 2), Some(reply_digest(&r3[0])));
+    assert_eq!(t.logged(16, 2), Some(answer_digest(id(16, 2), &r3[0])));
     let reqs = [
         (17, 1, predicated(vec![on(16, 1, &r1[0])], create_op("/c"))),
         (17, 2, predicated(vec![on(16, 2, &r3[0])], create_op("/d"))),
@@ -783,7 +802,7 @@ fn fork_predicts_the_committed_replies_when_the_order_agrees() {
         let lane = 16 + i;
         let predicates = prev.iter().map(|(c, r)| on(*c, 1, r)).collect();
         let op = predicated(predicates, incr_op(0, token));
-        let reply = primary.execute_early(lane, 1, &op).unwrap();
+        let reply = primary.execute_early(cmd(lane, 1, &op)).unwrap();
         token = match incr(&reply) {
             IncrReply::Done { token, .. } => token,
             other => panic!("{other:?}"),
@@ -793,7 +812,7 @@ fn fork_predicts_the_committed_replies_when_the_order_agrees() {
         early.push(reply);
     }
     let create = plain(create_op("/f"));
-    early.push(primary.execute_early(30, 1, &create).unwrap());
+    early.push(primary.execute_early(cmd(30, 1, &create)).unwrap());
     reqs.push((30, 1, create));
     // The committed state is untouched by early execution.
     assert_eq!(primary.state_digest(), backup.state_digest());
@@ -811,7 +830,7 @@ fn fork_predicts_the_committed_replies_when_the_order_agrees() {
     assert!(primary.has_fork());
     // The fork goes on from where the committed state is.
     let next = primary
-        .execute_early(16, 2, &plain(incr_op(0, token)))
+        .execute_early(cmd(16, 2, &plain(incr_op(0, token))))
         .unwrap();
     assert_eq!(
         incr(&next),
@@ -828,8 +847,8 @@ fn fork_is_rebuilt_when_the_order_differs() {
     let mut s = shim();
     let a = plain(incr_op(0, 0));
     let b = plain(incr_op(0, 0));
-    let early_a = s.execute_early(16, 1, &a).unwrap();
-    let early_b = s.execute_early(32, 1, &b).unwrap();
+    let early_a = s.execute_early(cmd(16, 1, &a)).unwrap();
+    let early_b = s.execute_early(cmd(32, 1, &b)).unwrap();
     assert_eq!(
         incr(&early_a),
         IncrReply::Done {
@@ -846,7 +865,7 @@ fn fork_is_rebuilt_when_the_order_differs() {
     assert_eq!(s.stats().fork_drops, 1);
     // Rebuilt from the committed state on the next early request.
     let next = s
-        .execute_early(33, 1, &plain(incr_op(0, next_token(0, 1))))
+        .execute_early(cmd(33, 1, &plain(incr_op(0, next_token(0, 1)))))
         .unwrap();
     assert_eq!(
         incr(&next),
@@ -864,7 +883,11 @@ fn fork_is_rebuilt_when_the_order_differs() {
     assert_eq!(s.stats().fork_drops, 2);
     assert_eq!(s.stats().fork_rebuilds, 3);
     let after = s
-        .execute_early(34, 1, &plain(incr_op(0, next_token(next_token(0, 1), 2))))
+        .execute_early(cmd(
+            34,
+            1,
+            &plain(incr_op(0, next_token(next_token(0, 1), 2))),
+        ))
         .unwrap();
     assert!(matches!(incr(&after), IncrReply::Done { value: 3, .. }));
     // Once every early request committed, a departure just drops the fork.
@@ -881,8 +904,15 @@ fn fork_is_rebuilt_when_the_order_differs() {
     assert!(!s.has_fork());
     // So does a committed request with the (client, nc) of an early one but another op.
     let mut other = Speculative::new(SpecBench::new(), 1000);
-    let _ = other.execute_early(1, 1, &plain(create_op("/y"))).unwrap();
-    run(&mut other, 1, &[(1, 1, plain(create_op("/z")))]);
+    let _ = other
+        .execute_early(cmd(1, 1, &plain(create_op("/y"))))
+        .unwrap();
+    let z = plain(create_op("/z"));
+    let another = Command {
+        request: Digest::of(b"another request"),
+        ..cmd(1, 1, &z)
+    };
+    other.execute(1, &[another], nd(1));
     assert!(!other.has_fork());
 }
 
@@ -890,14 +920,14 @@ fn fork_is_rebuilt_when_the_order_differs() {
 fn load_checkpoint_drops_the_fork() {
     let mut s = shim();
     let op = plain(incr_op(0, 0));
-    let early = s.execute_early(16, 1, &op).unwrap();
+    let early = s.execute_early(cmd(16, 1, &op)).unwrap();
     assert!(s.has_fork());
     let mut elsewhere = shim();
     run(&mut elsewhere, 1, &[(20, 1, plain(incr_op(0, 0)))]);
     s.load_checkpoint(&elsewhere.take_checkpoint()).unwrap();
     assert!(!s.has_fork(), "a load drops the fork");
     assert_eq!(
-        s.execute_early(17, 1, &op),
+        s.execute_early(cmd(17, 1, &op)),
         None,
         "no agreed time until the next batch"
     );
@@ -905,7 +935,7 @@ fn load_checkpoint_drops_the_fork() {
     let committed = run(&mut s, 2, &[(16, 1, op.clone())]);
     assert_ne!(committed[0], early);
     assert_eq!(incr(&committed[0]), IncrReply::WrongToken { value: 1 });
-    assert!(s.execute_early(17, 1, &op).is_some());
+    assert!(s.execute_early(cmd(17, 1, &op)).is_some());
 }
 
 #[test]
@@ -915,7 +945,7 @@ fn fork_dropped_when_the_reply_differs_at_the_right_place() {
     let mut s = Speculative::new(Probe::default(), 10);
     run(&mut s, 1, &[]);
     let op = plain(b"time".to_vec());
-    let early = s.execute_early(16, 1, &op).unwrap();
+    let early = s.execute_early(cmd(16, 1, &op)).unwrap();
     assert_eq!(
         early,
         SpecReply::Executed(nd(1).time.to_le_bytes().to_vec()).encode()
@@ -934,14 +964,14 @@ fn fork_dropped_when_the_reply_differs_at_the_right_place() {
 fn fork_truncates_with_the_committed_log() {
     let mut s = Speculative::new(SpecBench::new(), 1);
     let a = plain(create_op("/a"));
-    let early_a = s.execute_early(16, 1, &a).unwrap();
+    let early_a = s.execute_early(cmd(16, 1, &a)).unwrap();
     assert_eq!(run(&mut s, 1, &[(16, 1, a)]), vec![early_a.clone()]);
     // Batch 2 truncates what batch 1 recorded, in the committed log and in the fork's.
     run(&mut s, 2, &[]);
     assert!(s.has_fork());
     assert_eq!(s.watermark(16), 1);
     let b = predicated(vec![on(16, 1, &early_a)], create_op("/b"));
-    let early_b = s.execute_early(17, 1, &b).unwrap();
+    let early_b = s.execute_early(cmd(17, 1, &b)).unwrap();
     assert_eq!(early_b, SpecReply::Retry { predicate: 0 }.encode());
     assert_eq!(run(&mut s, 3, &[(17, 1, b)]), vec![early_b]);
     let st = s.stats();
@@ -955,14 +985,19 @@ fn fork_truncates_with_the_committed_log() {
 fn early_repeats_and_committed_requests() {
     let mut s = shim();
     let op = plain(create_op("/a"));
-    let first = s.execute_early(16, 1, &op).unwrap();
-    assert_eq!(s.execute_early(16, 1, &op), Some(first.clone()));
-    assert_eq!(s.execute_early(16, 1, &plain(create_op("/b"))), None);
+    let first = s.execute_early(cmd(16, 1, &op)).unwrap();
+    assert_eq!(s.execute_early(cmd(16, 1, &op)), Some(first.clone()));
+    let b = plain(create_op("/b"));
+    let another = Command {
+        request: Digest::of(b"another request"),
+        ..cmd(16, 1, &b)
+    };
+    assert_eq!(s.execute_early(another), None);
     let st = s.stats();
     assert_eq!((st.early_executions, st.early_repeats), (1, 1));
     run(&mut s, 1, &[(16, 1, op.clone())]);
     assert_eq!(
-        s.execute_early(16, 1, &op),
+        s.execute_early(cmd(16, 1, &op)),
         None,
         "committed: the reply cache answers"
     );
@@ -971,17 +1006,17 @@ fn early_repeats_and_committed_requests() {
     run(&mut t, 1, &[(16, 5, plain(vec![]))]);
     run(&mut t, 2, &[]);
     assert_eq!(t.watermark(16), 5);
-    assert_eq!(t.execute_early(16, 3, &op), None);
+    assert_eq!(t.execute_early(cmd(16, 3, &op)), None);
     // Early replies of predicated requests are decided on the fork's log.
     let dep = predicated(vec![on(16, 1, &first)], create_op("/a/b"));
-    let r = s.execute_early(17, 1, &dep).unwrap();
+    let r = s.execute_early(cmd(17, 1, &dep)).unwrap();
     assert_eq!(
         r,
         SpecReply::Executed(vec![FsStatus::BadPath as u8]).encode()
     );
     let dep_wrong = predicated(vec![on(16, 1, b"no")], create_op("/c"));
     assert_eq!(
-        s.execute_early(17, 2, &dep_wrong).unwrap(),
+        s.execute_early(cmd(17, 2, &dep_wrong)).unwrap(),
         SpecReply::Aborted { predicate: 0 }.encode()
     );
 }
@@ -1236,12 +1271,12 @@ fn session(
                     *n += 1;
                     *n
                 };
-                client.assign(issued.id, lane, nc).unwrap();
+                client.assign(issued.id, lane, nc, id(lane, nc)).unwrap();
                 busy.insert(lane);
                 if is_incr {
                     incrs.insert(issued.id);
                 }
-                if let Some(mut early) = primary.execute_early(lane, nc, &issued.request) {
+                if let Some(mut early) = primary.execute_early(cmd(lane, nc, &issued.request)) {
                     if rng.below(1000) < lie_per_mille {
                         early =
                             SpecReply::Executed(IncrReply::Done { value: 7, token: 7 }.encode())
@@ -1390,4 +1425,43 @@ fn session_stops_trusting_a_primary_that_lies_often() {
     }
     // With 30% lies the window is over the 1% threshold almost at once and stays there.
     assert!(tracked * 10 > ops * 8, "{tracked} tracked of {ops}");
+}
+
+/// Sim seed 419 (u=2 r=1, `--app spec`): a lane that lost its record sent the increment its
+/// previous life had in flight again, under the same number; the previous life's copy was
+/// ordered under that number and answered exactly what the session predicted. A predicate
+/// names the new life's request, so it must not take that answer for its own: the dependent
+/// aborts, as the session rolls it back when its own request is renumbered and answered
+/// otherwise.
+#[test]
+fn a_predicate_on_another_lifes_request_under_the_same_number_aborts() {
+    let mut s = shim();
+    let r1 = run(&mut s, 1, &[(16, 1, plain(incr_op(0, 0)))]);
+    let new_life = plumb_wire::request_id(16, Life(1), 1, Digest::ZERO);
+    let theirs = Predicate {
+        client: 16,
+        nc: 1,
+        answer: answer_digest(new_life, &r1[0]),
+    };
+    let r2 = run(
+        &mut s,
+        2,
+        &[(17, 1, predicated(vec![theirs], incr_op(1, 0)))],
+    );
+    assert_eq!(
+        SpecReply::decode(&r2[0]).unwrap(),
+        SpecReply::Aborted { predicate: 0 }
+    );
+    assert_eq!(s.inner().counter(1).0, 0, "the dependent did nothing");
+    // Named with the request that was executed, the same reply holds.
+    let r3 = run(
+        &mut s,
+        3,
+        &[(17, 2, predicated(vec![on(16, 1, &r1[0])], incr_op(1, 0)))],
+    );
+    assert!(matches!(
+        SpecReply::decode(&r3[0]).unwrap(),
+        SpecReply::Executed(_)
+    ));
+    assert_eq!(s.inner().counter(1).0, 1);
 }

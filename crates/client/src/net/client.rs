@@ -479,17 +479,18 @@ async fn wait_answer(
 
 /// One speculative operation in flight ([`Client::invoke_speculative`]).
 pub struct SpeculativeCall {
-    assigned: oneshot::Receiver<(u32, plumb_wire::ReqNo)>,
+    assigned: oneshot::Receiver<(u32, plumb_wire::ReqNo, plumb_crypto::Digest)>,
     early: oneshot::Receiver<Vec<u8>>,
     answer: oneshot::Receiver<Answer>,
     op_timeout: Option<Duration>,
 }
 
 impl SpeculativeCall {
-    /// The identity and request number the operation is ordered under, once an identity took
-    /// it: what a later operation's predicate names (seed 001 §3.1). `None` if it was never
-    /// numbered (the client closed, or the identity was still learning its number).
-    pub async fn request(&mut self) -> Option<(u32, plumb_wire::ReqNo)> {
+    /// The client id, request number and request identity (`H(client, life, nc, H(op))`) the
+    /// operation is ordered under, once an id took it: what a later operation's predicate
+    /// names (seed 001 §3.1). `None` if it was never numbered (the client closed, or the id was
+    /// still learning its number).
+    pub async fn request(&mut self) -> Option<(u32, plumb_wire::ReqNo, plumb_crypto::Digest)> {
         (&mut self.assigned).await.ok()
     }
 

@@ -32,7 +32,7 @@ pub(crate) struct Job {
 
 /// Where a speculative operation's progress goes before its answer.
 pub(crate) struct SpeculationTap {
-    pub(crate) assigned: oneshot::Sender<(u32, plumb_wire::ReqNo)>,
+    pub(crate) assigned: oneshot::Sender<(u32, plumb_wire::ReqNo, plumb_crypto::Digest)>,
     pub(crate) early: oneshot::Sender<Vec<u8>>,
 }
 

@@ -71,10 +71,13 @@ impl ClientGroup {
     }
 
     /// Client id and number of member `i`'s outstanding ordered request.
-    pub(crate) fn outstanding_request(&self, i: usize) -> Option<(u32, plumb_wire::ReqNo)> {
+    pub(crate) fn outstanding_request(
+        &self,
+        i: usize,
+    ) -> Option<(u32, plumb_wire::ReqNo, plumb_crypto::Digest)> {
         self.members[i]
-            .outstanding_request()
-            .map(|nc| (self.ids[i], nc))
+            .outstanding_identity()
+            .map(|(nc, req)| (self.ids[i], nc, req))
     }
 
     /// Issue `op` as member `i`.

@@ -869,6 +869,7 @@ mod tests {
             seq: 1,
             client: 0,
             nc: 1,
+            request: plumb_crypto::Digest::ZERO,
             op,
             result,
         };

@@ -741,6 +741,7 @@ mod tests {
             seq: 1,
             client: 5,
             nc: 1,
+            request: plumb_crypto::Digest::ZERO,
             op: &publish,
             result: &count,
         }];
@@ -831,6 +832,7 @@ mod tests {
                 seq: 1,
                 client: 0,
                 nc: 1,
+                request: plumb_crypto::Digest::ZERO,
                 op,
                 result,
             }

@@ -27,7 +27,8 @@ use plumb_lincheck::Model;
 use plumb_speculation::app::{
     create_op, incr_op, list_op, next_token, read_op, write_op, IncrReply,
 };
-use plumb_speculation::{reply_digest, SpecBench, SpecOp, SpecReply, Speculative};
+use plumb_speculation::{answer_digest, SpecBench, SpecOp, SpecReply, Speculative};
+use plumb_wire::Life;
 use plumb_wire::{ClientId, Principal, ReqNo};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -304,10 +305,10 @@ fn inner_text(inner: &[u8]) -> String {
     }
 }
 
-/// SPEC-predicate: walk the agreed history in order, keeping each request's agreed reply
-/// digest; a request with a predicate that names a request whose agreed reply differs from
-/// the predicate's digest, or one not executed before it, must have been answered `Aborted`
-/// or `Retry`. (The converse is not checked: a predicate older than the log is `Retry` even
+/// SPEC-predicate: walk the agreed history in order, keeping for each (client, number) the
+/// answer digest of the request executed under it (its identity and agreed reply); a request
+/// with a predicate that names another request or another reply, or a number not executed
+/// before it, must have been answered `Aborted` or `Retry`. (The converse is not checked: a predicate older than the log is `Retry` even
 /// when it held.)
 pub fn check_predicates(executed: &[Executed<'_>]) -> Vec<AppViolation> {
     let mut agreed: HashMap<(ClientId, ReqNo), Digest> = HashMap::new();
@@ -316,7 +317,7 @@ pub fn check_predicates(executed: &[Executed<'_>]) -> Vec<AppViolation> {
         if let Ok((predicates, inner)) = SpecOp::split(e.op) {
             let failed = predicates
                 .iter()
-                .position(|p| agreed.get(&(p.client, p.nc)) != Some(&p.reply));
+                .position(|p| agreed.get(&(p.client, p.nc)) != Some(&p.answer));
             if let Some(i) = failed {
                 let no_effect = matches!(
                     SpecReply::decode(e.result),
@@ -325,7 +326,7 @@ pub fn check_predicates(executed: &[Executed<'_>]) -> Vec<AppViolation> {
                 if !no_effect && out.len() < 5 {
                     let p = &predicates[i];
                     let why = match agreed.get(&(p.client, p.nc)) {
-                        Some(_) => "an agreed reply with another digest",
+                        Some(_) => "another request or another agreed reply",
                         None => "a request not executed before it",
                     };
                     out.push(AppViolation {
@@ -344,7 +345,7 @@ pub fn check_predicates(executed: &[Executed<'_>]) -> Vec<AppViolation> {
                 }
             }
         }
-        agreed.insert((e.client, e.nc), reply_digest(e.result));
+        agreed.insert((e.client, e.nc), answer_digest(e.request, e.result));
     }
     out
 }
@@ -390,11 +391,7 @@ impl Model for SpecModel {
 
     fn step(&self, state: &SpecBench, op: &SpecModelOp) -> (SpecBench, SpecRet) {
         let mut next = state.clone();
-        let cmd = Command {
-            client: 0,
-            nc: 0,
-            op: &op.inner,
-        };
+        let cmd = Command::new(0, Life(0), 0, &op.inner);
         let out = next.execute(1, &[cmd], NonDeterminism { time: 0, seed: 0 });
         let reply = out.replies.into_iter().next().unwrap_or_default();
         (next, SpecRet::Executed(reply))
@@ -487,11 +484,13 @@ mod tests {
     use super::*;
     use plumb_speculation::Predicate;
 
+    /// Request `nc` of `client`'s life 0, answered `result`.
     fn ex<'a>(client: ClientId, nc: ReqNo, op: &'a [u8], result: &'a [u8]) -> Executed<'a> {
         Executed {
             seq: 1,
             client,
             nc,
+            request: plumb_wire::request_id(client, Life(0), nc, Digest::of(op)),
             op,
             result,
         }
@@ -502,11 +501,8 @@ mod tests {
         let mut app = SpecBench::new();
         let mut token = 0;
         for value in 1..=5 {
-            let cmd = Command {
-                client: 0,
-                nc: value,
-                op: &incr_op(2, token),
-            };
+            let op = incr_op(2, token);
+            let cmd = Command::new(0, Life(0), value, &op);
             let out = app.execute(1, &[cmd], NonDeterminism { time: 0, seed: 0 });
             let reply = SpecReply::Executed(out.replies[0].clone()).encode();
             token = token_after(&reply).unwrap();
@@ -529,31 +525,42 @@ mod tests {
         let first = SpecOp::plain(incr_op(0, 0)).encode();
         let done = SpecReply::Executed(IncrReply::Done { value: 1, token: 9 }.encode()).encode();
         let lie = SpecReply::Executed(IncrReply::Done { value: 7, token: 1 }.encode()).encode();
-        let dependent = SpecOp {
-            predicates: vec![Predicate {
-                client: 1,
-                nc: 1,
-                reply: reply_digest(&lie),
-            }],
-            op: incr_op(0, 1),
-        }
-        .encode();
+        let on = |life: u64, reply: &[u8]| {
+            let request = plumb_wire::request_id(1, Life(life), 1, Digest::of(&first));
+            SpecOp {
+                predicates: vec![Predicate {
+                    client: 1,
+                    nc: 1,
+                    answer: answer_digest(request, reply),
+                }],
+                op: incr_op(0, 1),
+            }
+            .encode()
+        };
         let executed_anyway =
             SpecReply::Executed(IncrReply::WrongToken { value: 1 }.encode()).encode();
         let aborted = SpecReply::Aborted { predicate: 0 }.encode();
+        let (dependent, right) = (on(0, &lie), on(0, &done));
         let ok = check_predicates(&[ex(1, 1, &first, &done), ex(2, 1, &dependent, &aborted)]);
         assert!(ok.is_empty(), "{ok:?}");
+        let held = check_predicates(&[ex(1, 1, &first, &done), ex(2, 1, &right, &executed_anyway)]);
+        assert!(held.is_empty(), "{held:?}");
         let bad = check_predicates(&[
             ex(1, 1, &first, &done),
             ex(2, 1, &dependent, &executed_anyway),
         ]);
         assert_eq!(bad.len(), 1);
         assert_eq!(bad[0].property, "SPEC-predicate");
-        // A predicate on a request executed only later fails too.
-        let late = check_predicates(&[
-            ex(2, 1, &dependent, &executed_anyway),
-            ex(1, 1, &first, &lie),
+        // The right reply, but to another life's request under that number (seed 419, u=2
+        // r=1): the predicate failed.
+        let other_life = on(1, &done);
+        let bad = check_predicates(&[
+            ex(1, 1, &first, &done),
+            ex(2, 1, &other_life, &executed_anyway),
         ]);
+        assert_eq!(bad.len(), 1, "{bad:?}");
+        // A predicate on a request executed only later fails too.
+        let late = check_predicates(&[ex(2, 1, &right, &executed_anyway), ex(1, 1, &first, &done)]);
         assert_eq!(late.len(), 1);
     }
 

@@ -197,7 +197,12 @@ mod tests {
             seq,
             digest: Digest::of(d),
             agreed_time: t,
-            requests: vec![(1, seq, Digest::of(d))],
+            requests: vec![plumb_core::DeliveredRequest::new(
+                1,
+                plumb_wire::Life(0),
+                seq,
+                Digest::of(d),
+            )],
             null: false,
             seed: 0,
         }

@@ -75,7 +75,7 @@ fn delivered_in(checker: &Checker, c: u32, nc: ReqNo) -> Option<u64> {
     checker
         .agreed
         .iter()
-        .find(|(_, b)| b.requests.iter().any(|(rc, rn, _)| *rc == c && *rn == nc))
+        .find(|(_, b)| b.requests.iter().any(|r| r.client == c && r.nc == nc))
         .map(|(s, _)| *s)
 }
 
@@ -164,7 +164,12 @@ mod tests {
         let batch = Agreed {
             digest: op,
             agreed_time: 1,
-            requests: vec![(0, 1, op)],
+            requests: vec![plumb_core::DeliveredRequest::new(
+                0,
+                plumb_wire::Life(0),
+                1,
+                op,
+            )],
             null: false,
             seed: 0,
             by: Principal::Exec(0),

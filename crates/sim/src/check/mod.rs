@@ -21,8 +21,9 @@ pub use replies::{check_replies, ExecEnd};
 pub use sequence::check_sequence;
 pub use time::check_agreed_time;
 
+use plumb_core::DeliveredRequest;
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Micros, Principal, ReqNo, Seq};
+use plumb_wire::{Micros, Principal, Seq};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
@@ -45,7 +46,7 @@ impl fmt::Display for Violation {
 pub struct Agreed {
     pub digest: Digest,
     pub agreed_time: Micros,
-    pub requests: Vec<(ClientId, ReqNo, Digest)>,
+    pub requests: Vec<DeliveredRequest>,
     pub null: bool,
     /// The batch's random seed, for the reference replay.
     pub seed: u64,

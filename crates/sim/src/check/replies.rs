@@ -12,6 +12,7 @@ use super::{Checker, LeaseWatch};
 use crate::app::{Executed, SimApp};
 use crate::workload::Workload;
 use plumb_app::{Application, Command, NonDeterminism};
+use plumb_core::DeliveredRequest;
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Principal, ReqNo, Seq};
 use std::collections::{BTreeSet, HashMap};
@@ -39,7 +40,7 @@ fn replay<A: SimApp>(
 ) -> Replay {
     let mut store = app.new_app();
     // Every request replayed, with its result, for the application's history invariants.
-    let mut executed: Vec<(Seq, ClientId, ReqNo, Digest, Vec<u8>)> = Vec::new();
+    let mut executed: Vec<(Seq, DeliveredRequest, Vec<u8>)> = Vec::new();
     // Application invariants the reference state has broken so far.
     let mut broken: BTreeSet<&'static str> = BTreeSet::new();
     let mut out = Replay {
@@ -57,13 +58,14 @@ fn replay<A: SimApp>(
     while let Some(batch) = checker.agreed.get(&seq) {
         if !batch.null {
             let mut bodies = Vec::with_capacity(batch.requests.len());
-            for (c, nc, d) in &batch.requests {
+            for r in &batch.requests {
+                let (c, nc) = (&r.client, &r.nc);
                 if last_run.get(c).is_some_and(|last| nc <= last) {
                     continue;
                 }
                 last_run.insert(*c, *nc);
-                match workload.bodies.get(d) {
-                    Some(op) => bodies.push((*c, *nc, op.as_slice())),
+                match workload.bodies.get(&r.op) {
+                    Some(op) => bodies.push((*r, op.as_slice())),
                     None => {
                         let text = format!("replay stops at batch {seq}: c{c} request {nc} has a body no client sent");
                         checker.warn(text);
@@ -75,10 +77,11 @@ fn replay<A: SimApp>(
             }
             let commands: Vec<Command<'_>> = bodies
                 .iter()
-                .map(|(c, nc, op)| Command {
-                    client: *c,
-                    nc: *nc,
+                .map(|(r, op)| Command {
+                    client: r.client,
+                    nc: r.nc,
                     op,
+                    request: r.id,
                 })
                 .collect();
             let nd = NonDeterminism {
@@ -97,12 +100,14 @@ fn replay<A: SimApp>(
             let output = store.execute(seq, &commands, nd);
             let after = app.leases(&store);
             if !before.is_empty() || !after.is_empty() {
-                let ended = leases.batch(seq, &before, &after, &bodies, |op| app.lease_ops(op));
+                let requests: Vec<(ClientId, ReqNo, &[u8])> =
+                    bodies.iter().map(|(r, op)| (r.client, r.nc, *op)).collect();
+                let ended = leases.batch(seq, &before, &after, &requests, |op| app.lease_ops(op));
                 checker.expired.extend(ended);
             }
-            for ((c, nc, op), reply) in bodies.iter().zip(output.replies) {
-                executed.push((seq, *c, *nc, Digest::of(op), reply.clone()));
-                out.replies.insert((*c, *nc), reply);
+            for ((r, _), reply) in bodies.iter().zip(output.replies) {
+                executed.push((seq, *r, reply.clone()));
+                out.replies.insert((r.client, r.nc), reply);
             }
             for v in app.check_state(&store) {
                 // Once broken, an invariant usually stays broken: report where it broke
@@ -131,18 +136,19 @@ fn check_replayed<A: SimApp>(
     app: &A,
     checker: &mut Checker,
     workload: &Workload,
-    executed: &[(Seq, ClientId, ReqNo, Digest, Vec<u8>)],
+    executed: &[(Seq, DeliveredRequest, Vec<u8>)],
     end: &A::App,
     complete: bool,
 ) {
     let history: Vec<Executed<'_>> = executed
         .iter()
-        .filter_map(|(seq, client, nc, d, result)| {
-            let op = workload.bodies.get(d)?;
+        .filter_map(|(seq, r, result)| {
+            let op = workload.bodies.get(&r.op)?;
             Some(Executed {
                 seq: *seq,
-                client: *client,
-                nc: *nc,
+                client: r.client,
+                nc: r.nc,
+                request: r.id,
                 op,
                 result,
             })
@@ -171,13 +177,13 @@ pub fn check_replies<A: SimApp>(
     let placed: HashMap<(ClientId, ReqNo), Seq> = checker
         .agreed
         .iter()
-        .flat_map(|(s, b)| b.requests.iter().map(move |(c, nc, _)| ((*c, *nc), *s)))
+        .flat_map(|(s, b)| b.requests.iter().map(move |r| ((r.client, r.nc), *s)))
         .collect();
     // The operation ordered under each number (a copy in another view has the same one).
     let ordered_op: HashMap<(ClientId, ReqNo), Digest> = checker
         .agreed
         .values()
-        .flat_map(|b| b.requests.iter().map(|(c, nc, d)| ((*c, *nc), *d)))
+        .flat_map(|b| b.requests.iter().map(|r| ((r.client, r.nc), r.op)))
         .collect();
     for (c, load) in workload
         .clients
@@ -293,7 +299,7 @@ mod tests {
             let batch = Agreed {
                 digest: d,
                 agreed_time: seq,
-                requests: vec![(client, 1, d)],
+                requests: vec![DeliveredRequest::new(client, plumb_wire::Life(0), 1, d)],
                 null: false,
                 seed: 0,
                 by: Principal::Exec(0),

@@ -4,6 +4,7 @@
 
 use super::Checker;
 use crate::workload::Workload;
+use plumb_core::DeliveredRequest;
 use plumb_wire::{ClientId, ReqNo, Seq};
 use std::collections::HashMap;
 
@@ -44,7 +45,10 @@ pub fn check_sequence(checker: &mut Checker, workload: &Workload) {
                 checker.violate("ES2", detail);
             }
         }
-        for &(c, nc, op) in &batch.requests {
+        for &DeliveredRequest {
+            client: c, nc, op, ..
+        } in &batch.requests
+        {
             if let Some(&first) = placed.get(&(c, nc)) {
                 // A copy is allowed only where a NEW-VIEW carried an old view's batch holding
                 // a request that a later primary had proposed afresh (so in two views).
@@ -149,7 +153,7 @@ mod tests {
     fn batch(t: u64, requests: Vec<(u32, u64, &[u8])>) -> Agreed {
         let requests = requests
             .into_iter()
-            .map(|(c, nc, op)| (c, nc, Digest::of(op)))
+            .map(|(c, nc, op)| DeliveredRequest::new(c, plumb_wire::Life(0), nc, Digest::of(op)))
             .collect();
         Agreed {
             digest: Digest::of(&t.to_le_bytes()),

@@ -18,6 +18,7 @@
 use super::Checker;
 use crate::faults::secs;
 use crate::workload::Workload;
+use plumb_core::DeliveredRequest;
 use plumb_wire::Micros;
 use std::collections::HashMap;
 
@@ -48,8 +49,8 @@ pub fn check_agreed_time(checker: &mut Checker, workload: &Workload, bound: Micr
                 secs(bound)
             ));
         }
-        for (c, nc, _) in &b.requests {
-            let Some(&invoke) = invoked.get(&(*c, *nc)) else {
+        for &DeliveredRequest { client: c, nc, .. } in &b.requests {
+            let Some(&invoke) = invoked.get(&(c, nc)) else {
                 continue;
             };
             if b.agreed_time.saturating_add(bound) < invoke {

@@ -547,8 +547,17 @@ impl<'a, A: SimApp> World<'a, A> {
             Action::Early { nc, exec, result } => {
                 self.stats.early_replies += 1;
                 if let (Principal::Client(c), true) = (self.nodes[i].p, self.nodes[i].correct) {
-                    if self.is_lane(c) {
-                        self.lane_early(c, nc, exec, &result);
+                    // The client passes on only an early reply naming its outstanding request.
+                    let outstanding = match &self.nodes[i].stage {
+                        Some(StageBox::Client(client)) => client.outstanding_identity(),
+                        _ => None,
+                    };
+                    if let (true, Some((number, req))) = (self.is_lane(c), outstanding) {
+                        debug_assert_eq!(
+                            number, nc,
+                            "an early reply names the outstanding request"
+                        );
+                        self.lane_early(c, nc, req, exec, &result);
                     }
                 }
             }

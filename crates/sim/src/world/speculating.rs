@@ -23,6 +23,7 @@ use crate::apps::spec::random_file_op;
 use crate::config::SessionPlan;
 use crate::rng::SimRng;
 use plumb_client::Route;
+use plumb_crypto::Digest;
 use plumb_speculation::app::{incr_op, next_token, IncrReply};
 use plumb_speculation::client::{Confirmation, Early, IssueError, Issued};
 use plumb_speculation::{Dependence, OpId, SpecOp, SpecReply, Speculation};
@@ -274,11 +275,12 @@ impl<A: SimApp> World<'_, A> {
             self.actions = actions;
             return false;
         }
-        let nc = client.outstanding_request();
-        if let Some(nc) = nc {
+        let outstanding = client.outstanding_identity();
+        if let Some((nc, req)) = outstanding {
             // Fresh id, lane of the session's group: cannot fail.
-            let _ = session.tracker.assign(id, c, nc);
+            let _ = session.tracker.assign(id, c, nc, req);
         }
+        let nc = outstanding.map(|(nc, _)| nc);
         session.lane_op.insert(c, (id, nc));
         if next.chain {
             session.head = Some(id);
@@ -308,8 +310,16 @@ impl<A: SimApp> World<'_, A> {
         true
     }
 
-    /// Lane `c` got an early reply to its request `nc` from execution replica `exec`.
-    pub(super) fn lane_early(&mut self, c: ClientId, nc: ReqNo, exec: u16, result: &[u8]) {
+    /// Lane `c` got an early reply to its request `nc`, identity `req`, from execution replica
+    /// `exec`.
+    pub(super) fn lane_early(
+        &mut self,
+        c: ClientId,
+        nc: ReqNo,
+        req: Digest,
+        exec: u16,
+        result: &[u8],
+    ) {
         let Some(sessions) = self.sessions.as_mut() else {
             return;
         };
@@ -321,9 +331,11 @@ impl<A: SimApp> World<'_, A> {
             return;
         };
         let id = *id;
-        if sent.is_none() {
+        if *sent != Some(nc) {
+            // Numbered late (the lane was learning its number), or renumbered (the number
+            // was its previous life's): later predicates name this request.
             *sent = Some(nc);
-            let _ = session.tracker.assign(id, c, nc);
+            let _ = session.tracker.assign(id, c, nc, req);
         }
         let what = match session.tracker.on_early(id, exec, result) {
             Early::Speculate(_) => "spec-early-speculated",
@@ -352,12 +364,9 @@ impl<A: SimApp> World<'_, A> {
             return;
         };
         let session = &mut sessions.sessions[s];
-        let Some((id, sent)) = session.lane_op.remove(&c) else {
+        let Some((id, _)) = session.lane_op.remove(&c) else {
             return;
         };
-        if sent.is_none() {
-            let _ = session.tracker.assign(id, c, nc);
-        }
         let no_op = matches!(
             SpecReply::decode(result),
             Ok(SpecReply::Aborted { .. } | SpecReply::Retry { .. })
