@@ -475,6 +475,37 @@ mod tests {
         assert!(SpecOp::decode(&d.request).unwrap().predicates.is_empty());
     }
 
+    /// A lane renumbers an operation (its number was its previous life's): predicates issued
+    /// afterwards name the new number and identity; another lane is refused.
+    #[test]
+    fn a_renumbered_operation_is_named_by_its_new_request() {
+        let mut s = Speculation::new(0);
+        let p = s
+            .issue_predicted(b"p".to_vec(), Dependence::Nothing, b"ok".to_vec())
+            .unwrap()
+            .id;
+        s.assign(p, 3, 21, rid(3, 21)).unwrap();
+        let before = s.issue(b"x".to_vec(), Dependence::On(vec![p])).unwrap();
+        s.assign(p, 3, 22, rid(3, 22)).unwrap();
+        let after = s.issue(b"y".to_vec(), Dependence::On(vec![p])).unwrap();
+        let named = |id: OpId| {
+            let p = s.predicates(id).unwrap()[0];
+            (p.nc, p.answer)
+        };
+        assert_eq!(
+            named(before.id),
+            (21, answer_digest(rid(3, 21), &executed(b"ok")))
+        );
+        assert_eq!(
+            named(after.id),
+            (22, answer_digest(rid(3, 22), &executed(b"ok")))
+        );
+        assert_eq!(
+            s.assign(p, 4, 23, rid(4, 23)),
+            Err(AssignError::AlreadyAssigned(p))
+        );
+    }
+
     #[test]
     fn explicit_dependence_checks_ids() {
         let mut s = Speculation::new(0);
