@@ -141,3 +141,30 @@ fn regression_seeds_pass() {
         common::assert_seeds_pass(u, r, [seed]);
     }
 }
+
+/// Seeds of the key-value store with reads through a Prophecy sketcher (`--sketcher`), judged
+/// delay-once linearizable.
+const SKETCHER_REGRESSIONS: &[(u64, u16, u16, &str)] = &[(
+    802,
+    1,
+    1,
+    "delay-once (checker): under D-Prophecy a Byzantine client's ordered GET became the answer replicas vouched for, and a correct client's fast read returned it; the checked history left faulty clients' ordered reads out, so the latest read it knew was older",
+)];
+
+#[test]
+fn sketcher_regression_seeds_pass() {
+    for &(seed, u, r, found) in SKETCHER_REGRESSIONS {
+        let opts = plumb_sim::SimOptions {
+            sketcher: true,
+            ..plumb_sim::SimOptions::new(seed, u, r)
+        };
+        let report = plumb_sim::run_app_seed(&plumb_sim::apps::kv::Kv, &opts);
+        assert!(
+            report.ok(),
+            "{} ({found}): {:?} {:?}",
+            report.replay_command(),
+            report.violations,
+            report.undecided
+        );
+    }
+}

@@ -17,7 +17,7 @@ pub use leases::{check_leases, Expired, LeaseWatch};
 pub use linear::check_linearizability;
 pub use liveness::{check_latency_bound, check_liveness, ClientEnd};
 pub use lives::check_one_life;
-pub use replies::{check_replies, ExecEnd};
+pub use replies::{check_replies, faulty_ordered_ops, ExecEnd, OrderedOp};
 pub use sequence::check_sequence;
 pub use time::check_agreed_time;
 

@@ -14,7 +14,7 @@ use crate::workload::Workload;
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_core::DeliveredRequest;
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Principal, ReqNo, Seq};
+use plumb_wire::{ClientId, Micros, Principal, ReqNo, Seq};
 use std::collections::{BTreeSet, HashMap};
 
 /// A correct execution replica at the end of the run.
@@ -166,12 +166,13 @@ fn check_replayed<A: SimApp>(
     }
 }
 
+/// Returns the reference replies, by request.
 pub fn check_replies<A: SimApp>(
     app: &A,
     checker: &mut Checker,
     workload: &Workload,
     execs: &[ExecEnd],
-) {
+) -> HashMap<(ClientId, ReqNo), Vec<u8>> {
     let wanted: BTreeSet<Seq> = execs.iter().map(|e| e.executed).collect();
     let reference = replay(app, checker, workload, &wanted);
     let placed: HashMap<(ClientId, ReqNo), Seq> = checker
@@ -253,6 +254,47 @@ pub fn check_replies<A: SimApp>(
             )),
         }
     }
+    reference.replies
+}
+
+/// A faulty client's operation as it was ordered: when it first reached a correct execution
+/// replica (global time) and what the reference replay answered.
+pub struct OrderedOp {
+    pub client: ClientId,
+    pub op: Vec<u8>,
+    pub at: Micros,
+    pub result: Vec<u8>,
+}
+
+/// The operations of faulty clients that the agreed sequence executed, each where it ran
+/// (a copy ordered again later is skipped, as execution replicas skip it).
+pub fn faulty_ordered_ops(
+    checker: &Checker,
+    workload: &Workload,
+    reference: &HashMap<(ClientId, ReqNo), Vec<u8>>,
+) -> Vec<OrderedOp> {
+    let faulty = |c: ClientId| !workload.clients.get(c as usize).is_some_and(|l| l.correct);
+    let mut seen: BTreeSet<(ClientId, ReqNo)> = BTreeSet::new();
+    let mut out = Vec::new();
+    for batch in checker.agreed.values() {
+        for r in batch.requests.iter().filter(|r| faulty(r.client)) {
+            if !seen.insert((r.client, r.nc)) {
+                continue;
+            }
+            let (Some(op), Some(result)) =
+                (workload.bodies.get(&r.op), reference.get(&(r.client, r.nc)))
+            else {
+                continue;
+            };
+            out.push(OrderedOp {
+                client: r.client,
+                op: op.clone(),
+                at: batch.at,
+                result: result.clone(),
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -14,16 +14,23 @@ impl<A: SimApp> World<'_, A> {
         let execs = self.exec_ends();
         let clients = self.client_ends();
         check::check_sequence(&mut self.checker, &self.workload);
-        check::check_replies(self.app, &mut self.checker, &self.workload, &execs);
+        let reference = check::check_replies(self.app, &mut self.checker, &self.workload, &execs);
         self.check_app_states();
         let time_bound = self.time_bound();
         check::check_agreed_time(&mut self.checker, &self.workload, time_bound);
         check::check_one_life(&mut self.checker, &self.workload);
         check::check_leases(&mut self.checker, &self.workload, time_bound);
+        // Under D-Prophecy a faulty client's ordered read moves what replicas vouch for.
+        let faulty = if self.sketcher.as_ref().is_some_and(|s| s.distributed()) {
+            check::faulty_ordered_ops(&self.checker, &self.workload, &reference)
+        } else {
+            Vec::new()
+        };
         check::check_linearizability(
             self.app,
             &mut self.checker,
             &self.workload,
+            &faulty,
             self.sketcher.is_some(),
             self.check_max_steps,
         );

@@ -74,6 +74,13 @@ impl SimSketcher {
     }
 }
 
+impl SimSketcher {
+    /// D-Prophecy (no trusted sketcher) in this run.
+    pub(crate) fn distributed(&self) -> bool {
+        self.distributed
+    }
+}
+
 impl<A: SimApp> World<'_, A> {
     /// The route of a correct client's read under the sketcher.
     pub(super) fn sketched_route(&mut self, op: &[u8]) -> Route {
