@@ -37,6 +37,10 @@ pub struct SimArgs {
     /// first failing seed of a long range.
     #[arg(long)]
     first_failure: bool,
+    /// Print `seed N trace DIGEST` for every seed of a sweep: two builds that should behave
+    /// alike (a refactoring) are compared by sorting and diffing these lines.
+    #[arg(long)]
+    trace_digests: bool,
     /// Break the protocol on purpose and hunt for the first seed that reports it: passes only
     /// if that seed reports the property the breakage violates (the table in
     /// `plumb_sim::sabotage`, which also picks the workload). `all` runs every one; `list`
@@ -208,6 +212,9 @@ fn run_many(args: &SimArgs) -> ExitCode {
                 }
                 let report = run_seed(args, &options(args, seed));
                 ran.fetch_add(1, Ordering::SeqCst);
+                if args.trace_digests {
+                    out!("seed {seed} trace {:016x}", report.trace_digest);
+                }
                 if !report.liveness_checked {
                     safety_only.fetch_add(1, Ordering::SeqCst);
                 }
