@@ -116,6 +116,39 @@ pub trait Stage {
     fn handle(&mut self, now: Micros, event: Event, out: &mut Vec<Action>);
     /// Dropped messages by reason, and other counts.
     fn counters(&self) -> &Counters;
+    /// The invariants of this stage's own state, each checked where it lives. The simulator
+    /// calls this after every step of every correct stage, so a run stops being right at the
+    /// step that broke one, not when its consequences reach a check at the end. Never about
+    /// remote input (that is dropped and counted); cheap, since it runs that often.
+    fn check_invariants(&self) -> Result<(), BrokenInvariant> {
+        Ok(())
+    }
+}
+
+/// A local invariant that does not hold: its name (what the simulator reports it as) and what
+/// was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokenInvariant {
+    pub name: &'static str,
+    pub detail: String,
+}
+
+impl BrokenInvariant {
+    /// `Err` naming `name` unless `holds`; `detail` is built only when it fails.
+    pub fn check(
+        holds: bool,
+        name: &'static str,
+        detail: impl FnOnce() -> String,
+    ) -> Result<(), BrokenInvariant> {
+        if holds {
+            Ok(())
+        } else {
+            Err(BrokenInvariant {
+                name,
+                detail: detail(),
+            })
+        }
+    }
 }
 
 /// Convenience for tests and drivers.

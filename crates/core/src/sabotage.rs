@@ -37,6 +37,9 @@ sabotages! {
     /// the same bytes sends its previous life's very request again, and accepts its reply
     /// (caught by `CLIENT-one-life`).
     SameBytesRetransmission = "same-bytes-retransmission",
+    /// Order replicas keep the CHECKPOINT votes below a checkpoint that became stable (caught
+    /// at that step by the order stage's own `INV-checkpoints-above-stable`).
+    CheckpointKeepsOldVotes = "checkpoint-keeps-old-votes",
     /// Order replicas accept a NEW-VIEW from any order replica, signed by it, not only from the
     /// new view's primary.
     AnyNewView = "any-new-view",

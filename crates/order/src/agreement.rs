@@ -486,7 +486,7 @@ impl OrderReplica {
         }
         // Above the stable checkpoint, not above what we committed: after a view change we vote
         // again on slots we committed before, for peers that did not.
-        if seq <= self.stable.seq {
+        if seq <= self.checkpoints.stable().seq {
             return false;
         }
         if seq > self.window_top() {
@@ -619,7 +619,7 @@ impl OrderReplica {
                 out,
             );
             if seq.is_multiple_of(self.cfg.checkpoint_interval) {
-                self.snapshots.insert(seq, self.state.clone());
+                self.checkpoints.snapshot(seq, self.state.clone());
                 self.finish_checkpoint(now, seq, out);
             }
         }

@@ -1,9 +1,11 @@
 //! Execution checkpoint tokens, order checkpoints and garbage collection, catch-up of lagging
 //! order replicas, order-state transfer, and the LAST-EXEC / LOAD-CP link to execution.
 
+pub(crate) use crate::checkpoints::StateFetch;
+use crate::checkpoints::{PeerVote, TokenVote, Verdict};
 use crate::slot::slot_key;
 use crate::state::OrderState;
-use crate::{OrderReplica, Stable};
+use crate::OrderReplica;
 use plumb_core::{Action, Micros, Observation, StoreOp};
 use plumb_crypto::Digest;
 use plumb_wire::{Batch, Message, Principal, Seq};
@@ -26,16 +28,6 @@ pub(crate) fn token_key(seq: Seq) -> String {
     format!("order/token/{seq:020}")
 }
 
-/// Why an order state is being fetched, which says what to do with it when it comes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum StateFetch {
-    /// `n - u` replicas voted for it, or a NEW-VIEW starts from it: it is stable.
-    Stable,
-    /// `r + 1` peers vouch for it and we are stalled behind it: hold it as our own and vote,
-    /// which may make it stable (`adopt_checkpoint`).
-    Vouched,
-}
-
 /// Catch-up ticks a stalled replica asks for committed batches before it fetches a checkpoint
 /// that is vouched for but not stable here (`catch_up_tick`).
 const FETCH_BATCHES_FOR: u64 = 4;
@@ -51,34 +43,23 @@ impl OrderReplica {
         token: Digest,
         out: &mut Vec<Action>,
     ) {
-        let cp = self.cfg.checkpoint_interval;
-        if !seq.is_multiple_of(cp) {
+        if !seq.is_multiple_of(self.cfg.checkpoint_interval) {
             return;
         }
         // Learned already (kept from the stable checkpoint on): a late token that differs
         // is a divergent replica.
-        if let Some(agreed) = self.exec_tokens.get(&seq).copied() {
+        if let Some(agreed) = self.checkpoints.learned_token(seq) {
             self.check_exec_token(now, e, seq, agreed, token, out);
             return;
         }
-        if seq <= self.stable.seq || seq > self.stable.seq + 4 * cp {
-            return;
-        }
-        let votes = self.exec_votes.entry(seq).or_default();
-        votes.insert(e, token);
         // Indirect learning (seed 004 §6.1): max(u,r)+1 matching tokens mean the checkpoint is
         // right (one correct replica made it) and fetchable (one correct replica holds it).
-        if votes.values().filter(|t| **t == token).count() < self.q.exec_checkpoint() {
+        let quorum = self.q.exec_checkpoint();
+        let TokenVote::Learned(others) = self.checkpoints.vote_exec_token(seq, e, token, quorum)
+        else {
             return;
-        }
-        self.exec_tokens.insert(seq, token);
+        };
         // In replica order: what a stage sends must not depend on a hash map's iteration.
-        let others: std::collections::BTreeMap<u16, Digest> = self
-            .exec_votes
-            .remove(&seq)
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
         for (other, reported) in others {
             self.check_exec_token(now, other, seq, token, reported, out);
         }
@@ -90,18 +71,11 @@ impl OrderReplica {
     /// Once batch `seq` is applied and its execution token learned, the order checkpoint at
     /// `seq` exists: persist it, then announce its digest.
     pub(crate) fn finish_checkpoint(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
-        let Some(token) = self.exec_tokens.get(&seq).copied() else {
+        let Some((digest, bytes)) = self.checkpoints.finish(seq) else {
             return;
         };
-        let Some(mut snapshot) = self.snapshots.remove(&seq) else {
-            return;
-        };
-        snapshot.exec_token = token;
-        let bytes = snapshot.encode();
-        let digest = Digest::of(&bytes);
-        self.put(checkpoint_key(seq), bytes.clone(), out);
+        self.put(checkpoint_key(seq), bytes, out);
         self.sync(out);
-        self.own_checkpoints.insert(seq, (digest, bytes));
         if self.rejoin.is_some() {
             // A rejoining replica casts no checkpoint vote, not even for itself: the fence is
             // passed on n - u votes of others.
@@ -109,10 +83,7 @@ impl OrderReplica {
             return;
         }
         self.send_to_peers(&Message::Checkpoint { seq, digest }, out);
-        self.checkpoint_votes
-            .entry(seq)
-            .or_default()
-            .insert(self.me, digest);
+        self.checkpoints.vote(self.me, seq, digest);
         self.check_stable(now, seq, out);
     }
 
@@ -126,69 +97,25 @@ impl OrderReplica {
         digest: Digest,
         out: &mut Vec<Action>,
     ) {
-        let cp = self.cfg.checkpoint_interval;
-        if !seq.is_multiple_of(cp) || seq <= self.stable.seq {
-            return;
+        match self.checkpoints.peer_vote(j, seq, digest) {
+            PeerVote::Ignored => {}
+            PeerVote::FarStale => self.counters.add("drop-checkpoint-far-stale"),
+            PeerVote::Counted => self.check_stable(now, seq, out),
         }
-        // Bound memory: one vote per replica per checkpoint within 64 intervals; beyond that,
-        // only each replica's newest claim. Those far claims are how a replica that was down
-        // for long learns which stable checkpoint to fetch.
-        let horizon = self.stable.seq + 64 * cp;
-        if seq > horizon {
-            let far = self.checkpoint_votes.range(horizon + 1..);
-            if far.clone().any(|(s, v)| *s >= seq && v.contains_key(&j)) {
-                self.counters.add("drop-checkpoint-far-stale");
-                return;
-            }
-            let older: Vec<Seq> = far
-                .filter(|(_, v)| v.contains_key(&j))
-                .map(|(s, _)| *s)
-                .collect();
-            for s in older {
-                if let Some(v) = self.checkpoint_votes.get_mut(&s) {
-                    v.remove(&j);
-                    if v.is_empty() {
-                        self.checkpoint_votes.remove(&s);
-                    }
-                }
-            }
-        }
-        self.checkpoint_votes
-            .entry(seq)
-            .or_default()
-            .insert(j, digest);
-        self.check_stable(now, seq, out);
     }
 
     /// A checkpoint is stable once n-u replicas report the same digest. If it is ahead of what
     /// this replica has applied, fetch the state it describes from a peer.
     pub(crate) fn check_stable(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
-        if seq <= self.stable.seq {
-            return;
-        }
-        let Some(votes) = self.checkpoint_votes.get(&seq) else {
-            return;
-        };
-        let medium = self.q.order_medium();
-        let Some(digest) = votes
-            .values()
-            .find(|d| votes.values().filter(|x| x == d).count() >= medium)
-            .copied()
-        else {
-            return;
-        };
-        match self.own_checkpoints.get(&seq) {
-            Some((mine, bytes)) if *mine == digest => {
-                let bytes = bytes.clone();
-                self.make_stable(now, seq, digest, bytes, out);
-            }
-            Some(_) => self.counters.add("checkpoint-diverged"),
+        match self.checkpoints.verdict(seq, self.q.order_medium()) {
+            Verdict::NotYet => {}
+            Verdict::Ours(digest, bytes) => self.make_stable(now, seq, digest, bytes, out),
+            Verdict::Diverged => self.counters.add("checkpoint-diverged"),
             // Behind it, or our own execution token never arrived: take the state from a peer.
             // Always chase the newest stable checkpoint: peers discard older ones, so a fetch
             // for one they moved past would never be answered.
-            None => {
-                if self.awaiting_state.is_none_or(|(want, _, _)| want < seq) {
-                    self.awaiting_state = Some((seq, digest, StateFetch::Stable));
+            Verdict::Missing(digest) => {
+                if self.checkpoints.chase(seq, digest, StateFetch::Stable) {
                     self.send_to_peers(&Message::FetchOrderState { seq }, out);
                 }
             }
@@ -214,7 +141,6 @@ impl OrderReplica {
         });
         self.put(STABLE_KEY.to_string(), record, out);
         self.sync(out);
-        let old = self.stable.seq;
         if self.accepted_upto >= self.window_top() {
             // The primary could propose nothing until now: its heartbeat starts here.
             self.monitor_window_reopened(now);
@@ -228,48 +154,23 @@ impl OrderReplica {
             self.slots.remove(&s);
             out.push(Action::Store(StoreOp::Delete { key: slot_key(s) }));
         }
-        for s in self
-            .own_checkpoints
-            .range(..=seq)
-            .map(|(s, _)| *s)
-            .collect::<Vec<_>>()
-        {
-            if s != seq {
-                out.push(Action::Store(StoreOp::Delete {
-                    key: checkpoint_key(s),
-                }));
-            }
+        let exec_token = state.exec_token;
+        let obsolete = self.checkpoints.advance(seq, digest, bytes, exec_token);
+        for s in obsolete.checkpoints {
+            out.push(Action::Store(StoreOp::Delete {
+                key: checkpoint_key(s),
+            }));
         }
-        for s in self
-            .exec_tokens
-            .range(..seq)
-            .map(|(s, _)| *s)
-            .collect::<Vec<_>>()
-        {
+        for s in obsolete.tokens {
             out.push(Action::Store(StoreOp::Delete { key: token_key(s) }));
         }
-        if old > 0 && old != seq {
+        if let Some(old) = obsolete.previous {
             out.push(Action::Store(StoreOp::Delete {
                 key: checkpoint_key(old),
             }));
         }
-        self.own_checkpoints = self.own_checkpoints.split_off(&(seq + 1));
-        self.snapshots = self.snapshots.split_off(&(seq + 1));
-        self.checkpoint_votes = self.checkpoint_votes.split_off(&(seq + 1));
-        self.exec_votes = self.exec_votes.split_off(&(seq + 1));
-        self.exec_tokens = self.exec_tokens.split_off(&seq);
         self.buffered = self.buffered.split_off(&(seq + 1));
-        let exec_token = state.exec_token;
         self.adopt_state(seq, state);
-        self.stable = Stable {
-            seq,
-            digest,
-            state: bytes,
-            exec_token,
-        };
-        if self.awaiting_state.is_some_and(|(s, _, _)| s <= seq) {
-            self.awaiting_state = None;
-        }
         self.window_moved = true;
         out.push(Action::Observe(Observation::StableCheckpoint { seq }));
     }
@@ -312,41 +213,25 @@ impl OrderReplica {
         self.counters.add("checkpoint-adopted");
         self.put(checkpoint_key(seq), bytes.clone(), out);
         self.sync(out);
-        self.exec_tokens.entry(seq).or_insert(state.exec_token);
+        let exec_token = state.exec_token;
         self.adopt_state(seq, state);
-        self.own_checkpoints.insert(seq, (digest, bytes));
+        self.checkpoints.adopt(seq, digest, bytes, exec_token);
         self.send_to_peers(&Message::Checkpoint { seq, digest }, out);
-        self.checkpoint_votes
-            .entry(seq)
-            .or_default()
-            .insert(self.me, digest);
+        self.checkpoints.vote(self.me, seq, digest);
         self.check_stable(now, seq, out);
     }
 
     /// The newest checkpoint ahead of what we applied that `r + 1` peers vouch for with one
     /// digest (their votes, not ours).
     fn vouched_checkpoint_ahead(&self) -> Option<(Seq, Digest)> {
-        let small = self.q.small();
-        self.checkpoint_votes
-            .range(self.state.seq + 1..)
-            .rev()
-            .find_map(|(seq, votes)| {
-                let peers = || votes.iter().filter(|(j, _)| **j != self.me).map(|(_, d)| d);
-                peers()
-                    .find(|d| peers().filter(|x| x == d).count() >= small)
-                    .map(|d| (*seq, *d))
-            })
+        self.checkpoints
+            .vouched_ahead(self.state.seq, self.me, self.q.small())
     }
 
     // ---------------------------------------------------------------- state transfer
 
     pub(crate) fn on_fetch_order_state(&mut self, j: u16, seq: Seq, out: &mut Vec<Action>) {
-        let bytes = if self.stable.seq == seq {
-            Some(self.stable.state.clone())
-        } else {
-            self.own_checkpoints.get(&seq).map(|(_, b)| b.clone())
-        };
-        if let Some(state) = bytes {
+        if let Some(state) = self.checkpoints.state_bytes(seq) {
             self.send(
                 Principal::Order(j),
                 &Message::OrderState { seq, state },
@@ -362,16 +247,16 @@ impl OrderReplica {
         state: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
-        let Some((want, digest, why)) = self.awaiting_state else {
-            return;
+        let (digest, why) = match self.checkpoints.arrived(seq, &state) {
+            None => return,
+            Some(Err(())) => {
+                self.counters.add("drop-order-state-mismatch");
+                return;
+            }
+            Some(Ok(awaited)) => awaited,
         };
-        if want != seq || Digest::of(&state) != digest {
-            self.counters.add("drop-order-state-mismatch");
-            return;
-        }
-        self.awaiting_state = None;
         self.caught_up_at = now;
-        if seq > self.stable.seq {
+        if seq > self.checkpoints.stable().seq {
             match why {
                 StateFetch::Stable => self.make_stable(now, seq, digest, state, out),
                 StateFetch::Vouched => self.adopt_checkpoint(now, seq, digest, state, out),
@@ -409,12 +294,10 @@ impl OrderReplica {
             now >= self.last_progress + FETCH_BATCHES_FOR * self.cfg.catch_up_us;
         if self.rejoin.is_none() && fetching_batches_failed {
             if let Some((seq, digest)) = self.vouched_checkpoint_ahead() {
-                if self.awaiting_state.is_none_or(|(want, _, _)| want < seq) {
-                    self.awaiting_state = Some((seq, digest, StateFetch::Vouched));
-                }
+                self.checkpoints.chase(seq, digest, StateFetch::Vouched);
             }
         }
-        if let Some((seq, _, _)) = self.awaiting_state {
+        if let Some((seq, _, _)) = self.checkpoints.awaiting() {
             self.send_to_peers(&Message::FetchOrderState { seq }, out);
             return;
         }
@@ -422,11 +305,7 @@ impl OrderReplica {
             .slots
             .range(self.state.seq + 1..)
             .any(|(_, s)| !s.commits.is_empty() || s.record.committed.is_some());
-        let ahead_checkpoints = self
-            .checkpoint_votes
-            .range(self.state.seq + 1..)
-            .next()
-            .is_some();
+        let ahead_checkpoints = self.checkpoints.votes_above(self.state.seq);
         if ahead_votes || ahead_checkpoints || !self.active || self.highest_heard > self.state.seq {
             self.send_to_peers(
                 &Message::FetchCommitted {
@@ -439,17 +318,19 @@ impl OrderReplica {
 
     pub(crate) fn on_fetch_committed(&mut self, j: u16, from: Seq, out: &mut Vec<Action>) {
         let to = Principal::Order(j);
-        if from <= self.stable.seq && self.stable.seq > 0 {
+        let stable = self.checkpoints.stable();
+        let (stable, digest) = (stable.seq, stable.digest);
+        if from <= stable && stable > 0 {
             self.send(
                 to,
                 &Message::Checkpoint {
-                    seq: self.stable.seq,
-                    digest: self.stable.digest,
+                    seq: stable,
+                    digest,
                 },
                 out,
             );
         }
-        let start = from.max(self.stable.seq + 1);
+        let start = from.max(stable + 1);
         let end = self.state.seq.min(start + 2 * self.cfg.checkpoint_interval);
         for s in start..=end {
             if let Some(batch) = self.slots.get(&s).and_then(|x| x.record.committed.clone()) {
@@ -503,10 +384,11 @@ impl OrderReplica {
         }
         self.last_exec_served.insert(e, now);
         let to = Principal::Exec(e);
-        if next <= self.stable.seq && self.stable.seq > 0 {
+        let stable = self.checkpoints.stable();
+        if next <= stable.seq && stable.seq > 0 {
             let msg = Message::LoadCp {
-                seq: self.stable.seq,
-                token: self.stable.exec_token,
+                seq: stable.seq,
+                token: stable.exec_token,
             };
             self.send(to, &msg, out);
             return;

@@ -4,8 +4,10 @@
 //! selection rule for MAC-authenticated prepare certificates. docs/protocol.md has the argument.
 //!
 //! One file per concern: `agreement.rs` (requests, proposals, PRE-PREPARE/PREPARE/COMMIT),
-//! `checkpoint.rs` (execution tokens, order checkpoints, garbage collection, catch-up, state
-//! transfer, the execution-stage link), `view_change.rs` (triggers, VIEW-CHANGE, the decision,
+//! `checkpoints.rs` (the checkpoint ledger, a sub-machine owning its state: execution tokens,
+//! order checkpoints and votes, the stable checkpoint, the state being fetched, and its
+//! invariants), `checkpoint.rs` (the replica's side of it: storing, sending, garbage
+//! collection, catch-up, state transfer, the execution-stage link), `view_change.rs` (triggers, VIEW-CHANGE, the decision,
 //! NEW-VIEW), `monitor.rs` (heartbeat, throughput and fairness watch on the primary),
 //! `catch_up.rs` (catch-up requests wait for idle time), `recovery.rs` (restart from durable
 //! records), `rejoin.rs` (a replica whose records are missing or damaged: new incarnation,
@@ -15,6 +17,7 @@ mod agreement;
 mod ahead;
 mod catch_up;
 mod checkpoint;
+mod checkpoints;
 mod divergence;
 mod monitor;
 mod probe;
@@ -32,8 +35,8 @@ pub use view_change::{decide, Decision};
 
 use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
-    Action, Counters, Event, Micros, Observation, Recovered, Rng, Stage, StageContext, StoreOp,
-    TimerId,
+    Action, BrokenInvariant, Counters, Event, Micros, Observation, Recovered, Rng, Stage,
+    StageContext, StoreOp, TimerId,
 };
 use plumb_crypto::{Digest, Mac, Signature};
 use plumb_wire::{
@@ -64,15 +67,6 @@ struct Collected {
     /// When enough auth replicas vouched for it here that the primary provably holds it
     /// (`held_evidence`): from then on the primary answers for it (monitor.rs).
     held_since: Option<Micros>,
-}
-
-/// The last stable order checkpoint.
-#[derive(Debug, Clone)]
-struct Stable {
-    seq: Seq,
-    digest: Digest,
-    state: Vec<u8>,
-    exec_token: Digest,
 }
 
 pub struct OrderReplica {
@@ -122,18 +116,11 @@ pub struct OrderReplica {
     retransmitted: HashMap<ClientId, Micros>,
 
     // --- checkpoints and catch-up
-    stable: Stable,
-    /// Order state right after applying each checkpoint sequence, waiting for its exec token.
-    snapshots: BTreeMap<Seq, OrderState>,
-    /// Own finished checkpoints not yet stable: seq -> (digest, bytes).
-    own_checkpoints: BTreeMap<Seq, (Digest, Vec<u8>)>,
-    checkpoint_votes: BTreeMap<Seq, HashMap<u16, Digest>>,
-    exec_votes: BTreeMap<Seq, HashMap<u16, Digest>>,
-    exec_tokens: BTreeMap<Seq, Digest>,
+    /// Execution tokens, order checkpoints, votes, the stable checkpoint (checkpoints.rs).
+    checkpoints: checkpoints::Checkpoints,
     /// Execution replicas told that their checkpoint differs (divergence.rs).
     divergence: divergence::ExecDivergence,
     committed_votes: BTreeMap<Seq, HashMap<u16, (Digest, plumb_wire::Batch)>>,
-    awaiting_state: Option<(Seq, Digest, checkpoint::StateFetch)>,
     last_exec_served: HashMap<u16, Micros>,
     applied_at_last_tick: Seq,
     /// When this replica last took committed batches or order state from peers instead of
@@ -182,6 +169,7 @@ impl OrderReplica {
             _ => u16::MAX,
         };
         let cfg = ctx.config.clone();
+        let interval = cfg.checkpoint_interval;
         let genesis = OrderState::default();
         let genesis_bytes = genesis.encode();
         let mut replica = OrderReplica {
@@ -211,20 +199,9 @@ impl OrderReplica {
             requests: HashMap::new(),
             vouched: 0,
             retransmitted: HashMap::new(),
-            stable: Stable {
-                seq: 0,
-                digest: Digest::of(&genesis_bytes),
-                state: genesis_bytes,
-                exec_token: Digest::ZERO,
-            },
-            snapshots: BTreeMap::new(),
-            own_checkpoints: BTreeMap::new(),
-            checkpoint_votes: BTreeMap::new(),
-            exec_votes: BTreeMap::new(),
-            exec_tokens: BTreeMap::new(),
+            checkpoints: checkpoints::Checkpoints::new(interval, genesis_bytes),
             divergence: Default::default(),
             committed_votes: BTreeMap::new(),
-            awaiting_state: None,
             last_exec_served: HashMap::new(),
             applied_at_last_tick: 0,
             highest_heard: 0,
@@ -263,7 +240,7 @@ impl OrderReplica {
     }
 
     pub fn stable_checkpoint(&self) -> Seq {
-        self.stable.seq
+        self.checkpoints.stable().seq
     }
 
     pub fn is_view_active(&self) -> bool {
@@ -282,7 +259,7 @@ impl OrderReplica {
     /// The order checkpoints this replica holds above its stable one (it vouches for them in
     /// view changes).
     pub fn held_checkpoints(&self) -> Vec<Seq> {
-        self.own_checkpoints.keys().copied().collect()
+        self.checkpoints.own_seqs()
     }
 
     /// Whether this replica proposes now: the active primary, caught up, and not restarted in
@@ -293,12 +270,13 @@ impl OrderReplica {
 
     /// Waiting for the state of a stable checkpoint beyond what this replica has applied.
     fn behind_checkpoint(&self) -> bool {
-        self.awaiting_state
+        self.checkpoints
+            .awaiting()
             .is_some_and(|(s, _, _)| s > self.state.seq)
     }
 
     fn window_top(&self) -> Seq {
-        self.stable.seq + 2 * self.cfg.checkpoint_interval
+        self.checkpoints.window_top()
     }
 
     fn send(&self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
@@ -476,16 +454,8 @@ impl OrderReplica {
         if stalled {
             self.catch_up_tick(now, out);
             // Checkpoint messages get lost too, and the window cannot move without them.
-            for (seq, (digest, _)) in &self.own_checkpoints {
-                if *seq > self.stable.seq {
-                    self.send_to_peers(
-                        &Message::Checkpoint {
-                            seq: *seq,
-                            digest: *digest,
-                        },
-                        out,
-                    );
-                }
+            for (seq, digest) in self.checkpoints.own_above_stable() {
+                self.send_to_peers(&Message::Checkpoint { seq, digest }, out);
             }
         }
     }
@@ -558,5 +528,25 @@ impl Stage for OrderReplica {
 
     fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    /// The checkpoint ledger's own (checkpoints.rs), and, across it and agreement:
+    /// - `INV-stable-applied`: the stable checkpoint is at or below the last applied batch;
+    /// - `INV-slots-above-stable`: every slot kept is above the stable checkpoint.
+    fn check_invariants(&self) -> Result<(), BrokenInvariant> {
+        self.checkpoints.check_invariants(self.me)?;
+        let stable = self.checkpoints.stable().seq;
+        BrokenInvariant::check(self.state.seq >= stable, "INV-stable-applied", || {
+            format!(
+                "stable checkpoint {stable} above the last applied batch {}",
+                self.state.seq
+            )
+        })?;
+        let lowest = self.slots.keys().next().copied();
+        BrokenInvariant::check(
+            lowest.is_none_or(|s| s > stable),
+            "INV-slots-above-stable",
+            || format!("slot {lowest:?} kept at or below the stable checkpoint {stable}"),
+        )
     }
 }

@@ -205,11 +205,7 @@ impl OrderReplica {
 
     /// The newest checkpoint replica `j` announced that this replica still holds a vote for.
     fn newest_checkpoint_of(&self, j: u16) -> Option<u64> {
-        self.checkpoint_votes
-            .iter()
-            .rev()
-            .find(|(_, votes)| votes.contains_key(&j))
-            .map(|(seq, _)| *seq)
+        self.checkpoints.newest_vote_of(j)
     }
 
     /// A stable checkpoint freed the window the primary had filled.

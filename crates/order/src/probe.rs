@@ -40,7 +40,7 @@ impl OrderReplica {
                 s.sent_commit || s.record.prepared.is_some() || s.record.committed.is_some()
             })
             .map_or(0, |(seq, _)| *seq);
-        voted.max(self.state.seq).max(self.stable.seq)
+        voted.max(self.state.seq).max(self.checkpoints.stable().seq)
     }
 }
 

@@ -3,11 +3,12 @@
 //! in memory is re-learned from peers through the normal resend and catch-up paths.
 
 use crate::checkpoint::{checkpoint_key, StableRecord, STABLE_KEY};
+use crate::checkpoints::Stable;
 use crate::rejoin::INCARNATION_KEY;
 use crate::slot::{Slot, SlotRecord};
 use crate::state::OrderState;
 use crate::view_change::{NEW_VIEW_KEY, VIEW_KEY};
-use crate::{OrderReplica, Stable};
+use crate::OrderReplica;
 use plumb_core::{storage, Action, Micros, Observation, Recovered, StoreOp};
 use plumb_crypto::Digest;
 use plumb_wire::{Message, Seq, View};
@@ -23,12 +24,12 @@ impl OrderReplica {
             .and_then(|b| storage::decode::<StableRecord>(b))
         {
             if let Some(state) = OrderState::decode(&r.state) {
-                self.stable = Stable {
+                self.checkpoints.recover_stable(Stable {
                     seq: r.seq,
                     digest: Digest::of(&r.state),
                     state: r.state,
                     exec_token: state.exec_token,
-                };
+                });
                 self.state = state;
             }
         }
@@ -47,10 +48,9 @@ impl OrderReplica {
             else {
                 break;
             };
-            if seq > self.stable.seq && OrderState::decode(value).is_some() {
-                self.own_checkpoints
-                    .insert(seq, (Digest::of(value), value.clone()));
-            } else if seq < self.stable.seq {
+            if seq > self.checkpoints.stable().seq && OrderState::decode(value).is_some() {
+                self.checkpoints.recover_own(seq, value.clone());
+            } else if seq < self.checkpoints.stable().seq {
                 out.push(Action::Store(StoreOp::Delete {
                     key: checkpoint_key(seq),
                 }));
@@ -63,7 +63,7 @@ impl OrderReplica {
             else {
                 break;
             };
-            if seq <= self.stable.seq {
+            if seq <= self.checkpoints.stable().seq {
                 continue;
             }
             match storage::decode::<SlotRecord>(value) {
@@ -87,8 +87,8 @@ impl OrderReplica {
                 break;
             };
             if let Ok(bytes) = <[u8; 32]>::try_from(value.as_slice()) {
-                if seq > self.stable.seq {
-                    self.exec_tokens.insert(seq, Digest(bytes));
+                if seq > self.checkpoints.stable().seq {
+                    self.checkpoints.recover_token(seq, Digest(bytes));
                 }
             }
         }
@@ -150,9 +150,9 @@ impl OrderReplica {
         self.resume_proposing(rec.records.contains_key(VIEW_KEY), out);
         self.apply_committed(now, out);
         // Tell metrics and status where this replica resumed (its view: at Start).
-        if self.stable.seq > 0 {
+        if self.checkpoints.stable().seq > 0 {
             out.push(Action::Observe(Observation::StableCheckpoint {
-                seq: self.stable.seq,
+                seq: self.checkpoints.stable().seq,
             }));
         }
         if !self.active {

@@ -230,7 +230,7 @@ impl OrderReplica {
         let Some((fence, view)) = self.rejoin.as_ref().and_then(|rj| rj.fenced) else {
             return;
         };
-        if self.stable.seq < fence || self.behind_checkpoint() {
+        if self.checkpoints.stable().seq < fence || self.behind_checkpoint() {
             return;
         }
         let Some(rj) = self.rejoin.take() else {
@@ -255,7 +255,7 @@ impl OrderReplica {
         );
         self.sync(out);
         out.push(Action::Observe(Observation::Rejoined {
-            stable: self.stable.seq,
+            stable: self.checkpoints.stable().seq,
         }));
         self.last_progress = now;
         self.accepted_upto = self.state.seq;
@@ -335,15 +335,10 @@ impl OrderReplica {
     /// prepared, voted on by a peer, or checkpointed. Every one lies inside the window.
     pub(crate) fn highest_seen(&self) -> Seq {
         let slots = self.slots.keys().next_back().copied().unwrap_or(0);
-        let checkpoints = self
-            .own_checkpoints
-            .keys()
-            .next_back()
-            .copied()
-            .unwrap_or(0);
+        let checkpoints = self.checkpoints.newest_own().unwrap_or(0);
         self.state
             .seq
-            .max(self.stable.seq)
+            .max(self.checkpoints.stable().seq)
             .max(slots)
             .max(checkpoints)
             .max(self.accepted_upto)

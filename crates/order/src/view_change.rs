@@ -197,7 +197,7 @@ impl OrderReplica {
     pub(crate) fn own_view_change(&self) -> SignedViewChange {
         let mut prepared = Vec::new();
         let mut pre_prepared = Vec::new();
-        for (seq, slot) in self.slots.range(self.stable.seq + 1..) {
+        for (seq, slot) in self.slots.range(self.checkpoints.stable().seq + 1..) {
             if let Some((v, b)) = &slot.record.prepared {
                 prepared.push(PreparedEntry {
                     seq: *seq,
@@ -216,13 +216,9 @@ impl OrderReplica {
         let vc = ViewChange {
             new_view: self.view,
             replica: self.me,
-            stable_seq: self.stable.seq,
-            stable_digest: self.stable.digest,
-            checkpoints: self
-                .own_checkpoints
-                .iter()
-                .map(|(s, (d, _))| (*s, *d))
-                .collect(),
+            stable_seq: self.checkpoints.stable().seq,
+            stable_digest: self.checkpoints.stable().digest,
+            checkpoints: self.checkpoints.own_digests().collect(),
             prepared,
             pre_prepared,
             incarnation: self.incarnation,
@@ -473,19 +469,19 @@ impl OrderReplica {
         for slot in self.slots.values_mut() {
             slot.enter_votes_view(view);
         }
-        if d.checkpoint_seq > self.stable.seq {
+        if d.checkpoint_seq > self.checkpoints.stable().seq {
             let own = self
-                .own_checkpoints
-                .get(&d.checkpoint_seq)
+                .checkpoints
+                .own(d.checkpoint_seq)
                 .filter(|(dg, _)| *dg == d.checkpoint_digest);
             if let Some((dg, bytes)) = own.cloned() {
                 self.make_stable(now, d.checkpoint_seq, dg, bytes, out);
             } else {
-                self.awaiting_state = Some((
+                self.checkpoints.fetch(
                     d.checkpoint_seq,
                     d.checkpoint_digest,
                     crate::checkpoint::StateFetch::Stable,
-                ));
+                );
                 self.send_to_peers(
                     &Message::FetchOrderState {
                         seq: d.checkpoint_seq,
@@ -499,7 +495,7 @@ impl OrderReplica {
             top = top.max(seq);
             // Slots we already committed are voted on again: peers that did not commit them
             // need our votes in this view.
-            if seq <= self.stable.seq {
+            if seq <= self.checkpoints.stable().seq {
                 continue;
             }
             let carried = choice.is_some();
@@ -515,7 +511,7 @@ impl OrderReplica {
         self.batch_timer_fired = false;
         for seq in self
             .slots
-            .range(self.stable.seq + 1..top.max(self.stable.seq) + 1)
+            .range(self.checkpoints.stable().seq + 1..top.max(self.checkpoints.stable().seq) + 1)
             .map(|(s, _)| *s)
             .collect::<Vec<_>>()
         {

@@ -170,6 +170,8 @@ pub struct World<'a, A: SimApp> {
     delays: Vec<Micros>,
     /// The run hit its event budget: end-of-run checks that assume a finished run are skipped.
     stormed: bool,
+    /// Local invariants correct stages have broken: (node, invariant), each reported once.
+    broken: BTreeSet<(usize, &'static str)>,
     max_events: u64,
     /// The linearizability checker's step budget per partition ([`crate::SimOptions`]).
     pub check_max_steps: u64,
@@ -255,6 +257,7 @@ impl<'a, A: SimApp> World<'a, A> {
             actions: Vec::new(),
             delays: Vec::new(),
             stormed: false,
+            broken: Default::default(),
             max_events,
             check_max_steps: plumb_lincheck::DEFAULT_MAX_STEPS,
             commit_senders: BTreeMap::new(),
@@ -478,9 +481,32 @@ impl<'a, A: SimApp> World<'a, A> {
             self.actions = actions;
             return;
         };
+        let kind = event_kind(&event);
         stage.stage().handle(local, event, &mut actions);
+        if self.nodes[i].correct {
+            self.check_invariants(i, kind);
+        }
         self.carry_out(i, &mut actions);
         self.actions = actions;
+    }
+
+    /// A correct stage's own invariants, after every step: a broken one is reported as the
+    /// property of that name, at the step that broke it (once per node and invariant).
+    fn check_invariants(&mut self, i: usize, event: &str) {
+        let Some(stage) = self.nodes[i].stage.as_mut() else {
+            return;
+        };
+        if let Err(broken) = stage.stage().check_invariants() {
+            if self.broken.insert((i, broken.name)) {
+                let detail = format!(
+                    "{} at {} after handling {event}: {}",
+                    self.nodes[i].p,
+                    secs(self.now),
+                    broken.detail
+                );
+                self.checker.violate(broken.name, detail);
+            }
+        }
     }
 
     /// Carry out node `i`'s actions, holding the visible ones that wait for a sync.
@@ -857,5 +883,14 @@ impl<'a, A: SimApp> World<'a, A> {
         let at = self.now + self.workload.think_time();
         let life = self.nodes[i].incarnation;
         self.push(at, Ev::Wake { node: i, life });
+    }
+}
+
+/// The kind of an event, for reports.
+fn event_kind(event: &Event) -> &'static str {
+    match event {
+        Event::Start => "its start",
+        Event::Receive(_) => "a frame",
+        Event::Timer(_) => "a timer",
     }
 }
