@@ -126,6 +126,11 @@ mod tests {
     use plumb_kv::{KvOp, KvResult};
 
     fn workload() -> Workload {
+        workload_of(2, None)
+    }
+
+    /// `clients` clients, `byzantine` among them faulty.
+    fn workload_of(clients: u32, byzantine: Option<u32>) -> Workload {
         let cfg = WorkloadConfig {
             keys: vec![],
             think_min_us: 1,
@@ -134,7 +139,7 @@ mod tests {
             extra_gets: 0.0,
             stop_at: 0,
         };
-        Workload::new(cfg, SimRng::new(0, "t"), 2, None)
+        Workload::new(cfg, SimRng::new(0, "t"), clients, byzantine)
     }
 
     fn op(w: &mut Workload, c: u32, op: KvOp, t0: u64, ret: KvResult, t1: u64) {
@@ -220,15 +225,7 @@ mod tests {
     /// a correct client's write changed the key after the last correct read.
     #[test]
     fn a_faulty_clients_ordered_read_counts_as_the_latest_read() {
-        let cfg = WorkloadConfig {
-            keys: vec![],
-            think_min_us: 1,
-            think_max_us: 2,
-            read_only_gets: 0.0,
-            extra_gets: 0.0,
-            stop_at: 0,
-        };
-        let mut w = Workload::new(cfg, SimRng::new(0, "t"), 3, Some(2));
+        let mut w = workload_of(3, Some(2));
         let k = b"k0".to_vec();
         let get = KvOp::Get { key: k.clone() };
         let set = |v: &[u8]| KvOp::Set {
