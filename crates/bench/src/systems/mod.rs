@@ -141,9 +141,10 @@ where
         for server in servers.iter_mut() {
             if let Some(status) = server.process.exited() {
                 return Err(format!(
-                    "{} exited ({status}) while waiting for {what}; see {}",
+                    "{} exited ({status}) while waiting for {what}; the end of {}:\n{}",
                     server.process.name,
-                    server.log.display()
+                    server.log.display(),
+                    log_tail(&server.log, 5)
                 ));
             }
         }
@@ -164,6 +165,22 @@ where
             Err(_) => last = "the last attempt did not finish in time".into(),
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The last `lines` lines of a server's log, indented, so an error that names the log still
+/// explains itself once a test's temporary directory is gone.
+fn log_tail(log: &Path, lines: usize) -> String {
+    match std::fs::read_to_string(log) {
+        Ok(text) => {
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..]
+                .iter()
+                .map(|l| format!("  {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        Err(e) => format!("  (cannot read it: {e})"),
     }
 }
 
