@@ -40,6 +40,9 @@ sabotages! {
     /// Order replicas keep the CHECKPOINT votes below a checkpoint that became stable (caught
     /// at that step by the order stage's own `INV-checkpoints-above-stable`).
     CheckpointKeepsOldVotes = "checkpoint-keeps-old-votes",
+    /// Order replicas keep the VIEW-CHANGEs for the view they enter (caught at that step by the
+    /// order stage's own `INV-entered-holds-only-later-view-changes`).
+    ViewKeepsSpentChanges = "view-keeps-spent-changes",
     /// Order replicas accept a NEW-VIEW from any order replica, signed by it, not only from the
     /// new view's primary.
     AnyNewView = "any-new-view",

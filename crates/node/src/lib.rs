@@ -535,7 +535,7 @@ async fn serve_client(
         }
     });
     let route = ClientRoute { conn, nonce, tx };
-    if first.map_or(true, |f| router.deliver(f, Origin::Client(&route))) {
+    if first.is_none_or(|f| router.deliver(f, Origin::Client(&route))) {
         while let Some(Ok(frame)) = frames.next().await {
             if !router.deliver(frame.to_vec(), Origin::Client(&route)) {
                 break;

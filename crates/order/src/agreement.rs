@@ -163,7 +163,7 @@ impl OrderReplica {
                 seed,
             };
             self.next_propose += 1;
-            let view = self.view;
+            let view = self.views.current();
             self.accept_and_prepare(now, seq, view, batch, out);
             let pp = Message::PrePrepare {
                 view,
@@ -229,7 +229,11 @@ impl OrderReplica {
         seed: u64,
         out: &mut Vec<Action>,
     ) {
-        if view != self.view || !self.active || from != self.primary() || from == self.me {
+        if view != self.views.current()
+            || !self.views.active()
+            || from != self.primary()
+            || from == self.me
+        {
             self.counters.add("drop-pre-prepare-view");
             return;
         }
@@ -304,7 +308,7 @@ impl OrderReplica {
         self.accept_and_prepare(now, seq, view, batch, out);
         self.check_prepared(now, seq, out);
         self.on_valid_pre_prepare(now, &clients, out);
-        if !self.active || self.view != view {
+        if !self.views.active() || self.views.current() != view {
             return;
         }
         if let Some((requests, time, seed)) = self.buffered.remove(&(seq + 1)) {
@@ -331,7 +335,7 @@ impl OrderReplica {
         let Some(h) = &self.held_for_time else {
             return;
         };
-        if h.view != self.view || h.seq <= self.accepted_upto {
+        if h.view != self.views.current() || h.seq <= self.accepted_upto {
             self.held_for_time = None;
             return;
         }
@@ -480,7 +484,7 @@ impl OrderReplica {
     }
 
     fn vote_in_range(&mut self, view: View, seq: Seq) -> bool {
-        if view != self.view || !self.active {
+        if view != self.views.current() || !self.views.active() {
             self.counters.add("drop-vote-view");
             return false;
         }
@@ -501,14 +505,14 @@ impl OrderReplica {
     /// Our COMMIT for a slot we committed in the current view, for a peer that lost some: once
     /// committed we would never say it again otherwise.
     pub(crate) fn repeat_commit(&self, j: u16, seq: Seq, out: &mut Vec<Action>) {
-        let view = self.view;
+        let view = self.views.current();
         let Some(slot) = self.slots.get(&seq) else {
             return;
         };
         let Some((v, d)) = slot.accepted_digest(seq) else {
             return;
         };
-        if self.active && v == view && slot.sent_commit {
+        if self.views.active() && v == view && slot.sent_commit {
             self.send(
                 Principal::Order(j),
                 &Message::Commit {
@@ -532,7 +536,7 @@ impl OrderReplica {
 
     pub(crate) fn check_prepared(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
         let medium = self.medium();
-        let view = self.view;
+        let view = self.views.current();
         let Some(slot) = self.slots.get_mut(&seq) else {
             return;
         };
@@ -612,7 +616,7 @@ impl OrderReplica {
             }));
             self.send_to_exec(
                 &Message::NextBatch {
-                    view: self.view,
+                    view: self.views.current(),
                     seq,
                     batch,
                 },
@@ -625,7 +629,7 @@ impl OrderReplica {
         }
         if progressed {
             self.last_progress = now;
-            self.consecutive_view_changes = 0;
+            self.views.progressed();
             self.accepted_upto = self.accepted_upto.max(self.state.seq);
             self.next_propose = self.next_propose.max(self.state.seq + 1);
             let last_ordered = &self.state.last_ordered;
@@ -673,7 +677,7 @@ impl OrderReplica {
                 nc: r.nc,
                 waited,
                 reason,
-                view: self.view,
+                view: self.views.current(),
             })));
         }
     }
@@ -689,7 +693,7 @@ impl OrderReplica {
             match self.slots.get(&next) {
                 Some(slot) if slot.record.committed.is_some() => "stall-committed-unapplied",
                 Some(slot) => match slot.accepted_digest(next) {
-                    Some((v, _)) if v != self.view => "stall-old-view",
+                    Some((v, _)) if v != self.views.current() => "stall-old-view",
                     Some((_, d))
                         if Slot::count(&slot.prepares, &d) < medium && !slot.sent_commit =>
                     {
@@ -710,7 +714,7 @@ impl OrderReplica {
 
     /// Messages get lost: while stalled, say again what we said about unfinished slots.
     pub(crate) fn resend_agreement(&mut self, out: &mut Vec<Action>) {
-        let view = self.view;
+        let view = self.views.current();
         let primary = self.primary();
         let mut msgs = Vec::new();
         for (seq, slot) in self

@@ -51,23 +51,23 @@ impl OrderReplica {
         if !had_view_record {
             self.put(
                 crate::view_change::VIEW_KEY.to_string(),
-                plumb_core::storage::encode(&(self.view, self.active)),
+                plumb_core::storage::encode(&(self.views.current(), self.views.active())),
                 out,
             );
             self.sync(out);
-        } else if self.active && self.primary() == self.me && !sabotaged_abstain() {
-            self.ahead.abstain = Some(self.view);
+        } else if self.views.active() && self.primary() == self.me && !sabotaged_abstain() {
+            self.ahead.abstain = Some(self.views.current());
         }
     }
 
     /// Whether this replica may propose in the current view at all.
     pub(crate) fn abstaining(&self) -> bool {
-        self.ahead.abstain == Some(self.view)
+        self.ahead.abstain == Some(self.views.current())
     }
 
     /// While abstaining, keep asking for the next view (suspicions expire).
     pub(crate) fn abdicate(&mut self, now: Micros, out: &mut Vec<Action>) {
-        if self.abstaining() && self.active {
+        if self.abstaining() && self.views.active() {
             self.suspect(now, ViewChangeCause::Restarted, out);
         }
     }
@@ -75,7 +75,7 @@ impl OrderReplica {
     /// Whether the PRE-PREPARE for `seq`, proposed now in the current view, may leave before
     /// its record is synced. Remembers the first one that may not.
     pub(crate) fn pre_prepare_unsynced(&mut self, seq: Seq) -> bool {
-        let view = self.view;
+        let view = self.views.current();
         if self.ahead.unsynced == Some(view) {
             return true;
         }
@@ -88,7 +88,7 @@ impl OrderReplica {
     /// Slot `seq` prepared here in the current view: if this replica proposed it behind the
     /// barrier, the view's record is durable.
     pub(crate) fn note_prepared(&mut self, seq: Seq) {
-        let view = self.view;
+        let view = self.views.current();
         if self.primary() == self.me
             && self
                 .ahead

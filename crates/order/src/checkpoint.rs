@@ -263,7 +263,7 @@ impl OrderReplica {
             }
         }
         self.apply_committed(now, out);
-        if self.active {
+        if self.views.active() {
             self.check_all_prepared(now, out);
         }
     }
@@ -306,7 +306,11 @@ impl OrderReplica {
             .range(self.state.seq + 1..)
             .any(|(_, s)| !s.commits.is_empty() || s.record.committed.is_some());
         let ahead_checkpoints = self.checkpoints.votes_above(self.state.seq);
-        if ahead_votes || ahead_checkpoints || !self.active || self.highest_heard > self.state.seq {
+        if ahead_votes
+            || ahead_checkpoints
+            || !self.views.active()
+            || self.highest_heard > self.state.seq
+        {
             self.send_to_peers(
                 &Message::FetchCommitted {
                     from: self.state.seq + 1,
@@ -399,7 +403,7 @@ impl OrderReplica {
                 self.send(
                     to,
                     &Message::NextBatch {
-                        view: self.view,
+                        view: self.views.current(),
                         seq: s,
                         batch,
                     },

@@ -7,9 +7,12 @@
 //! `checkpoints.rs` (the checkpoint ledger, a sub-machine owning its state: execution tokens,
 //! order checkpoints and votes, the stable checkpoint, the state being fetched, and its
 //! invariants), `checkpoint.rs` (the replica's side of it: storing, sending, garbage
-//! collection, catch-up, state transfer, the execution-stage link), `view_change.rs` (triggers, VIEW-CHANGE, the decision,
-//! NEW-VIEW), `monitor.rs` (heartbeat, throughput and fairness watch on the primary),
-//! `catch_up.rs` (catch-up requests wait for idle time), `recovery.rs` (restart from durable
+//! collection, catch-up, state transfer, the execution-stage link), `views.rs` (the view ledger, a
+//! sub-machine owning its state: the view and whether it is entered, VIEW-CHANGEs held, the
+//! NEW-VIEW entered, peers' views, the new primary's clock, and its invariants),
+//! `view_change.rs` (triggers, verifying VIEW-CHANGE and NEW-VIEW, the decision, installing),
+//! `monitor.rs` (heartbeat, throughput and fairness watch on the primary), `catch_up.rs`
+//! (catch-up requests wait for idle time), `recovery.rs` (restart from durable
 //! records), `rejoin.rs` (a replica whose records are missing or damaged: new incarnation,
 //! fence, no vote until a stable checkpoint above the fence).
 
@@ -28,6 +31,7 @@ mod slot;
 mod state;
 mod suspicion;
 mod view_change;
+mod views;
 
 pub use rejoin::{genesis, store_is_intact, GENESIS_KEY};
 pub use state::OrderState;
@@ -38,10 +42,8 @@ use plumb_core::{
     Action, BrokenInvariant, Counters, Event, Micros, Observation, Recovered, Rng, Stage,
     StageContext, StoreOp, TimerId,
 };
-use plumb_crypto::{Digest, Mac, Signature};
-use plumb_wire::{
-    ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, SignedViewChange, View,
-};
+use plumb_crypto::{Digest, Mac};
+use plumb_wire::{ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, View};
 use slot::Slot;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -77,20 +79,9 @@ pub struct OrderReplica {
     rng: Rng,
     counters: Counters,
 
-    // --- view
-    view: View,
-    /// False while changing to `view`.
-    active: bool,
-    consecutive_view_changes: u32,
-    /// When n-u VIEW-CHANGEs for the view we are changing to were in hand: only from then does
-    /// the new primary get a deadline (PBFT), so no replica races ahead alone.
-    view_change_quorum_at: Option<Micros>,
+    /// The view, VIEW-CHANGEs, NEW-VIEW and views peers work in (views.rs).
+    views: views::Views,
     last_progress: Micros,
-    /// The NEW-VIEW of the current view, with its primary's signature (forwardable).
-    new_view_msg: Option<(Vec<SignedViewChange>, Signature)>,
-    /// Each replica's highest-view VIEW-CHANGE.
-    view_changes: HashMap<u16, SignedViewChange>,
-    new_view_forwarded: HashMap<u16, Micros>,
 
     // --- agreement
     slots: BTreeMap<Seq, Slot>,
@@ -131,8 +122,6 @@ pub struct OrderReplica {
     resent_at: Micros,
     /// Highest sequence number any peer's message mentioned: evidence of being behind.
     highest_heard: Seq,
-    /// Highest view each peer's agreement messages carried.
-    peer_views: HashMap<u16, View>,
 
     monitor: monitor::Monitor,
     suspicions: suspicion::Suspicions,
@@ -178,14 +167,8 @@ impl OrderReplica {
             cfg,
             me,
             counters: Counters::default(),
-            view: 0,
-            active: true,
-            consecutive_view_changes: 0,
-            view_change_quorum_at: None,
+            views: views::Views::new(),
             last_progress: 0,
-            new_view_msg: None,
-            view_changes: HashMap::new(),
-            new_view_forwarded: HashMap::new(),
             slots: BTreeMap::new(),
             state: genesis,
             accepted_upto: 0,
@@ -207,7 +190,6 @@ impl OrderReplica {
             highest_heard: 0,
             caught_up_at: 0,
             resent_at: 0,
-            peer_views: HashMap::new(),
             monitor: Default::default(),
             suspicions: Default::default(),
             ahead: Default::default(),
@@ -227,11 +209,11 @@ impl OrderReplica {
     }
 
     pub fn view(&self) -> View {
-        self.view
+        self.views.current()
     }
 
     pub fn primary(&self) -> u16 {
-        (self.view % self.q.order as u64) as u16
+        self.views.primary(self.q.order)
     }
 
     /// Last batch applied (committed in order).
@@ -244,7 +226,7 @@ impl OrderReplica {
     }
 
     pub fn is_view_active(&self) -> bool {
-        self.active
+        self.views.active()
     }
 
     /// Recovering from lost records (casting no vote), and the fence once known.
@@ -265,7 +247,10 @@ impl OrderReplica {
     /// Whether this replica proposes now: the active primary, caught up, and not restarted in
     /// this view (ahead.rs).
     fn is_primary(&self) -> bool {
-        self.active && self.primary() == self.me && !self.behind_checkpoint() && !self.abstaining()
+        self.views.active()
+            && self.primary() == self.me
+            && !self.behind_checkpoint()
+            && !self.abstaining()
     }
 
     /// Waiting for the state of a stable checkpoint beyond what this replica has applied.
@@ -436,7 +421,7 @@ impl OrderReplica {
         }
         let stalled = self.state.seq == self.applied_at_last_tick;
         self.applied_at_last_tick = self.state.seq;
-        if self.active {
+        if self.views.active() {
             if stalled {
                 self.count_stall();
                 self.resend_agreement(out);
@@ -485,10 +470,10 @@ impl Stage for OrderReplica {
                 }
                 self.open_view(now, out);
                 self.recover(now, rec, out);
-                if self.active {
+                if self.views.active() {
                     out.push(Action::Observe(Observation::ViewEntered {
-                        view: self.view,
-                        new_view: self.new_view_digest(),
+                        view: self.views.current(),
+                        new_view: self.views.new_view_digest(),
                     }));
                 }
                 self.abdicate(now, out);
@@ -535,6 +520,7 @@ impl Stage for OrderReplica {
     /// - `INV-slots-above-stable`: every slot kept is above the stable checkpoint.
     fn check_invariants(&self) -> Result<(), BrokenInvariant> {
         self.checkpoints.check_invariants(self.me)?;
+        self.views.check_invariants(self.me)?;
         let stable = self.checkpoints.stable().seq;
         BrokenInvariant::check(self.state.seq >= stable, "INV-stable-applied", || {
             format!(

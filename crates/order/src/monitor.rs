@@ -119,7 +119,7 @@ impl OrderReplica {
     }
 
     fn watching(&self) -> bool {
-        self.active && self.primary() != self.me
+        self.views.active() && self.primary() != self.me
     }
 
     /// A request became pending: make sure the heartbeat runs.
@@ -330,7 +330,7 @@ impl OrderReplica {
     pub(crate) fn on_applied(&mut self, now: Micros, count: usize, out: &mut Vec<Action>) {
         self.monitor.applied += count as u64;
         self.note_busy(now);
-        if !self.active {
+        if !self.views.active() {
             return;
         }
         let applied = self.monitor.applied;
@@ -437,7 +437,7 @@ impl OrderReplica {
     /// a faulty authentication replica kept from the primary only stretches it until the
     /// client's retransmission.
     pub(crate) fn note_busy(&mut self, now: Micros) {
-        let waiting = self.active && self.oldest_pending().is_some();
+        let waiting = self.views.active() && self.oldest_pending().is_some();
         match (self.monitor.busy_since, waiting) {
             (None, true) => self.monitor.busy_since = Some(now),
             (Some(t), false) => {

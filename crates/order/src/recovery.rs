@@ -97,25 +97,20 @@ impl OrderReplica {
             .get(VIEW_KEY)
             .and_then(|b| storage::decode::<(View, bool)>(b))
         {
-            self.view = view;
-            self.active = active;
-        }
-        if let Some((view, proofs, signature)) = rec.records.get(NEW_VIEW_KEY).and_then(|b| {
-            storage::decode::<(
-                View,
-                Vec<plumb_wire::SignedViewChange>,
-                plumb_crypto::Signature,
-            )>(b)
-        }) {
-            if view == self.view && view > 0 {
-                self.new_view_msg = Some((proofs, signature));
-            }
+            let new_view = rec.records.get(NEW_VIEW_KEY).and_then(|b| {
+                storage::decode::<(
+                    View,
+                    Vec<plumb_wire::SignedViewChange>,
+                    plumb_crypto::Signature,
+                )>(b)
+            });
+            self.views.restore(view, active, new_view);
         }
         // Contiguous accepted pre-prepares of the current view continue where they left off.
         self.accepted_upto = self.state.seq;
         while let Some(slot) = self.slots.get(&(self.accepted_upto + 1)) {
             match &slot.record.accepted {
-                Some((v, _)) if *v == self.view => self.accepted_upto += 1,
+                Some((v, _)) if *v == self.views.current() => self.accepted_upto += 1,
                 _ => break,
             }
         }
@@ -126,7 +121,7 @@ impl OrderReplica {
             }
         }
         // Our own prepares and commits stand: re-count them so resends carry them.
-        let (view, me) = (self.view, self.me);
+        let (view, me) = (self.views.current(), self.me);
         for (seq, slot) in self.slots.iter_mut() {
             if let Some((v, b)) = &slot.record.accepted {
                 if *v == view {
@@ -155,9 +150,9 @@ impl OrderReplica {
                 seq: self.checkpoints.stable().seq,
             }));
         }
-        if !self.active {
+        if !self.views.active() {
             let vc = self.own_view_change();
-            self.view_changes.insert(self.me, vc.clone());
+            self.views.keep_own(self.me, vc.clone());
             self.send_to_peers(&Message::ViewChange(vc), out);
         }
     }

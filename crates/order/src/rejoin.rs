@@ -133,8 +133,7 @@ impl OrderReplica {
             prefix: "order/".to_string(),
         }));
         self.persist_incarnation(out);
-        self.view = 0;
-        self.active = false;
+        self.views.forget_for_rejoin();
         let nonce = self.rng.next_u64();
         self.rejoin = Some(Rejoin {
             nonce,
@@ -246,13 +245,8 @@ impl OrderReplica {
             key: GENESIS_KEY.to_string(),
             value: storage::encode(&genesis),
         }));
-        self.view = view;
-        self.active = view == 0;
-        self.put(
-            VIEW_KEY.to_string(),
-            storage::encode(&(view, self.active)),
-            out,
-        );
+        let entered = self.views.rejoin_into(view);
+        self.put(VIEW_KEY.to_string(), storage::encode(&(view, entered)), out);
         self.sync(out);
         out.push(Action::Observe(Observation::Rejoined {
             stable: self.checkpoints.stable().seq,
@@ -260,19 +254,19 @@ impl OrderReplica {
         self.last_progress = now;
         self.accepted_upto = self.state.seq;
         self.next_propose = self.state.seq + 1;
-        if self.active {
+        if self.views.active() {
             // View 0 has no NEW-VIEW: its slots start from the genesis state.
             self.open_view(now, out);
             out.push(Action::Observe(Observation::ViewEntered {
                 view,
-                new_view: self.new_view_digest(),
+                new_view: self.views.new_view_digest(),
             }));
         } else {
             // Ask to be let into `view`: peers already in it forward its NEW-VIEW, and a
             // VIEW-CHANGE from a replica that prepared nothing above its stable checkpoint
             // cannot pull any decision away from what committed.
             let vc = self.own_view_change();
-            self.view_changes.insert(self.me, vc.clone());
+            self.views.keep_own(self.me, vc.clone());
             self.send_to_peers(&Message::ViewChange(vc), out);
         }
     }
@@ -291,13 +285,7 @@ impl OrderReplica {
         if incarnation > *known {
             *known = incarnation;
             // Whatever it said in its lost life is void now.
-            if self
-                .view_changes
-                .get(&j)
-                .is_some_and(|vc| vc.vc.incarnation < incarnation)
-            {
-                self.view_changes.remove(&j);
-            }
+            self.views.forget_older_life(j, incarnation);
         }
         if self.rejoin.is_some() {
             // We cannot vouch for anything ourselves.
@@ -326,7 +314,7 @@ impl OrderReplica {
             nonce,
             highest: self.highest_seen(),
             incarnation: self.peer_vc_incarnations.get(&j).copied().unwrap_or(0),
-            view: self.view,
+            view: self.views.current(),
         };
         self.send(Principal::Order(j), &msg, out);
     }

@@ -53,10 +53,10 @@ impl OrderReplica {
         evidence: Evidence,
         out: &mut Vec<Action>,
     ) {
-        if !self.active {
+        if !self.views.active() {
             return;
         }
-        let view = self.view;
+        let view = self.views.current();
         if self.suspicions.own.is_none_or(|(v, _)| v != view) {
             self.counters.add(cause.suspicion_counter());
             self.suspicions.own = Some((view, cause));
@@ -73,12 +73,12 @@ impl OrderReplica {
 
     /// SUSPECT from peer `j`.
     pub(crate) fn on_suspect(&mut self, now: Micros, j: u16, view: View, out: &mut Vec<Action>) {
-        if view > self.view {
+        if view > self.views.current() {
             // It works in a later view than ours: evidence that we missed a view change.
             self.note_peer_view(now, j, view, out);
             return;
         }
-        if view < self.view {
+        if view < self.views.current() {
             return;
         }
         self.suspicions.by_replica.insert(j, (view, now));
@@ -87,10 +87,10 @@ impl OrderReplica {
 
     /// `min(u,r) + 1` replicas suspect the current view, or want a later one: leave it.
     pub(crate) fn count_suspicions(&mut self, now: Micros, out: &mut Vec<Action>) {
-        if !self.active {
+        if !self.views.active() {
             return;
         }
-        let (view, ttl) = (self.view, self.suspicion_ttl());
+        let (view, ttl) = (self.views.current(), self.suspicion_ttl());
         let mut against: Vec<u16> = self
             .suspicions
             .by_replica
@@ -98,12 +98,7 @@ impl OrderReplica {
             .filter(|(_, (v, at))| *v == view && now < at.saturating_add(ttl))
             .map(|(j, _)| *j)
             .collect();
-        against.extend(
-            self.view_changes
-                .iter()
-                .filter(|(_, s)| s.vc.new_view > view)
-                .map(|(j, _)| *j),
-        );
+        against.extend(self.views.wanting_later());
         against.sort_unstable();
         against.dedup();
         if against.len() < self.q.view_change_join() {
@@ -119,7 +114,7 @@ impl OrderReplica {
 
     /// A new view: suspicions of older ones are void.
     pub(crate) fn forget_suspicions(&mut self) {
-        let view = self.view;
+        let view = self.views.current();
         self.suspicions.by_replica.retain(|_, (v, _)| *v >= view);
         self.suspicions.own = self.suspicions.own.filter(|(v, _)| *v >= view);
     }

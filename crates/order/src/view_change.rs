@@ -133,9 +133,7 @@ fn null_batch() -> Batch {
 
 impl OrderReplica {
     pub(crate) fn view_change_timeout(&self) -> Micros {
-        // Doubling with each consecutive view change (PBFT), capped at 8x so that a run of
-        // faulty primaries cannot push recovery out by minutes.
-        self.cfg.view_change_timeout_us << self.consecutive_view_changes.min(3)
+        self.views.timeout(self.cfg.view_change_timeout_us)
     }
 
     /// Suspect the primary when a request r+1 auth replicas vouched for has waited too long and
@@ -165,7 +163,7 @@ impl OrderReplica {
         cause: ViewChangeCause,
         out: &mut Vec<Action>,
     ) {
-        if new_view <= self.view || self.rejoin.is_some() {
+        if new_view <= self.views.current() || self.rejoin.is_some() {
             return;
         }
         self.counters.add(cause.counter());
@@ -174,22 +172,20 @@ impl OrderReplica {
             cause,
         }));
         self.close_view(now);
-        self.view = new_view;
+        let began = self.views.begin(new_view);
+        debug_assert!(began, "view change to {new_view} from a later view");
         self.forget_suspicions();
-        self.active = false;
-        self.view_change_quorum_at = None;
-        self.consecutive_view_changes = self.consecutive_view_changes.saturating_add(1);
         self.buffered.clear();
         self.held_for_time = None;
         self.batch_timer_armed = false;
         self.put(
             VIEW_KEY.to_string(),
-            plumb_core::storage::encode(&(self.view, false)),
+            plumb_core::storage::encode(&(self.views.current(), false)),
             out,
         );
         self.sync(out);
         let vc = self.own_view_change();
-        self.view_changes.insert(self.me, vc.clone());
+        self.views.keep_own(self.me, vc.clone());
         self.send_to_peers(&Message::ViewChange(vc), out);
         self.try_new_view(now, out);
     }
@@ -214,7 +210,7 @@ impl OrderReplica {
             }
         }
         let vc = ViewChange {
-            new_view: self.view,
+            new_view: self.views.current(),
             replica: self.me,
             stable_seq: self.checkpoints.stable().seq,
             stable_digest: self.checkpoints.stable().digest,
@@ -259,27 +255,18 @@ impl OrderReplica {
             *known = (*known).max(inc);
         }
         let v = vc.vc.new_view;
-        if v < self.view || (v == self.view && self.active) {
+        if v < self.views.current() || (v == self.views.current() && self.views.active()) {
             self.help_stale_peer(now, j, out);
             return;
         }
-        let newer = self
-            .view_changes
-            .get(&j)
-            .is_none_or(|old| old.vc.new_view < v || old.vc.incarnation < inc);
-        if newer {
-            self.view_changes.insert(j, vc);
-        }
-        // Join: r+1 replicas want a view above ours (one of them correct), or u+1 do (ours can
-        // no longer gather n-u votes).
-        let wanted: Vec<View> = self.view_changes.values().map(|s| s.vc.new_view).collect();
-        if let Some(target) = self.join_target(wanted) {
+        self.views.record(j, vc);
+        if let Some(target) = self.views.join_target_of_changes(self.q.view_change_join()) {
             self.start_view_change(now, target, ViewChangeCause::Joined, out);
         }
         // One suspicion of our view and one VIEW-CHANGE past it make two voices too.
         self.count_suspicions(now, out);
-        self.note_view_change_quorum(now);
-        if !self.active && v == self.view {
+        self.views.note_quorum(now, self.q.order_medium());
+        if !self.views.active() && v == self.views.current() {
             self.try_new_view(now, out);
         }
     }
@@ -293,61 +280,29 @@ impl OrderReplica {
         view: View,
         out: &mut Vec<Action>,
     ) {
-        if view <= self.view {
-            return;
-        }
-        let e = self.peer_views.entry(j).or_insert(0);
-        *e = (*e).max(view);
-        let seen: Vec<View> = self.peer_views.values().copied().collect();
-        if let Some(target) = self.join_target(seen) {
+        if let Some(target) = self.views.peer_works_in(j, view, self.q.view_change_join()) {
             self.start_view_change(now, target, ViewChangeCause::Joined, out);
         }
     }
 
-    /// The highest view that `min(u,r)+1` peers want or work in above ours, if any.
-    fn join_target(&self, mut views: Vec<View>) -> Option<View> {
-        views.retain(|v| *v > self.view);
-        let join = self.q.view_change_join();
-        if views.len() < join {
-            return None;
-        }
-        views.sort_unstable();
-        Some(views[views.len() - join])
-    }
-
     /// A peer is still changing to a view we have already entered: hand it our NEW-VIEW.
     fn help_stale_peer(&mut self, now: Micros, j: u16, out: &mut Vec<Action>) {
-        let Some((proofs, signature)) = &self.new_view_msg else {
+        let Some((proofs, signature)) = self.views.forward_to(j, now, self.cfg.catch_up_us) else {
             return;
         };
-        if self
-            .new_view_forwarded
-            .get(&j)
-            .is_some_and(|t| now < t + self.cfg.catch_up_us)
-        {
-            return;
-        }
-        self.new_view_forwarded.insert(j, now);
         let msg = Message::NewView {
-            view: self.view,
-            proofs: proofs.clone(),
-            signature: *signature,
+            view: self.views.current(),
+            proofs,
+            signature,
         };
         self.send(Principal::Order(j), &msg, out);
     }
 
     fn try_new_view(&mut self, now: Micros, out: &mut Vec<Action>) {
-        if self.active || self.primary() != self.me {
+        if self.views.active() || self.primary() != self.me {
             return;
         }
-        let mut proofs: Vec<SignedViewChange> = self
-            .view_changes
-            .values()
-            .filter(|s| s.vc.new_view == self.view)
-            .cloned()
-            .collect();
-        // Replay must be exact: no HashMap order may reach the wire.
-        proofs.sort_by_key(|s| s.vc.replica);
+        let proofs = self.views.proofs();
         let refs: Vec<&ViewChange> = proofs.iter().map(|s| &s.vc).collect();
         let Some(decision) = decide(&refs, &self.q, self.cfg.checkpoint_interval) else {
             return;
@@ -355,16 +310,16 @@ impl OrderReplica {
         let signature = self
             .ctx
             .keys
-            .sign(&new_view_signing_bytes(self.view, &proofs));
+            .sign(&new_view_signing_bytes(self.views.current(), &proofs));
         self.send_to_peers(
             &Message::NewView {
-                view: self.view,
+                view: self.views.current(),
                 proofs: proofs.clone(),
                 signature,
             },
             out,
         );
-        self.install(now, self.view, decision, proofs, signature, out);
+        self.install(now, self.views.current(), decision, proofs, signature, out);
     }
 
     pub(crate) fn on_new_view(
@@ -376,7 +331,7 @@ impl OrderReplica {
         signature: Signature,
         out: &mut Vec<Action>,
     ) {
-        if view < self.view || (view == self.view && self.active) {
+        if view < self.views.current() || (view == self.views.current() && self.views.active()) {
             return;
         }
         // Only the new view's primary makes a NEW-VIEW (anyone may forward it): otherwise a
@@ -421,17 +376,6 @@ impl OrderReplica {
             .is_none_or(|known| s.vc.incarnation >= *known)
     }
 
-    /// Digest of the installed NEW-VIEW's proofs (zero in view 0): what the simulator compares
-    /// across replicas.
-    pub(crate) fn new_view_digest(&self) -> Digest {
-        match &self.new_view_msg {
-            Some((proofs, _)) if self.view > 0 => {
-                Digest::of(&new_view_signing_bytes(self.view, proofs))
-            }
-            _ => Digest::ZERO,
-        }
-    }
-
     /// Enter `view` with the slots the decision fixes: each is pre-prepared in the new view (the
     /// NEW-VIEW stands for the primary's pre-prepares) and backups prepare it.
     fn install(
@@ -443,19 +387,13 @@ impl OrderReplica {
         signature: Signature,
         out: &mut Vec<Action>,
     ) {
-        self.view = view;
-        self.active = true;
+        let record = plumb_core::storage::encode(&(view, &proofs, signature));
+        self.views.enter(view, proofs, signature);
         self.last_progress = now;
         self.forget_suspicions();
-        self.put(
-            NEW_VIEW_KEY.to_string(),
-            plumb_core::storage::encode(&(view, &proofs, signature)),
-            out,
-        );
-        self.new_view_msg = Some((proofs, signature));
+        self.put(NEW_VIEW_KEY.to_string(), record, out);
         self.buffered.clear();
         self.held_for_time = None;
-        self.view_changes.retain(|_, s| s.vc.new_view > view);
         self.put(
             VIEW_KEY.to_string(),
             plumb_core::storage::encode(&(view, true)),
@@ -464,7 +402,7 @@ impl OrderReplica {
         self.sync(out);
         out.push(Action::Observe(Observation::ViewEntered {
             view,
-            new_view: self.new_view_digest(),
+            new_view: self.views.new_view_digest(),
         }));
         for slot in self.slots.values_mut() {
             slot.enter_votes_view(view);
@@ -532,35 +470,20 @@ impl OrderReplica {
 
     /// While a view change is in progress: resend our VIEW-CHANGE (messages get lost) and give
     /// up on the new primary after a timeout.
-    /// Start the new primary's deadline once n-u replicas want this view or a later one: a
-    /// VIEW-CHANGE for a later view abandons this one's predecessor just the same.
-    fn note_view_change_quorum(&mut self, now: Micros) {
-        let wanting = self
-            .view_changes
-            .values()
-            .filter(|s| s.vc.new_view >= self.view)
-            .count();
-        if !self.active && wanting >= self.q.order_medium() && self.view_change_quorum_at.is_none()
-        {
-            self.view_change_quorum_at = Some(now);
-        }
-    }
-
     pub(crate) fn view_change_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
-        self.note_view_change_quorum(now);
-        let timed_out = self
-            .view_change_quorum_at
-            .is_some_and(|t| now >= t + self.view_change_timeout());
-        let primary_dead = self.view_change_quorum_at.is_some() && self.awaited_primary_dead();
+        self.views.note_quorum(now, self.q.order_medium());
+        let quorum_at = self.views.quorum_at();
+        let timed_out = quorum_at.is_some_and(|t| now >= t + self.view_change_timeout());
+        let primary_dead = quorum_at.is_some() && self.awaited_primary_dead();
         if primary_dead && !timed_out {
             self.counters.add("view-change-primary-dead");
         }
         if timed_out || primary_dead {
-            let target = self.next_live_view(self.view + 1);
+            let target = self.next_live_view(self.views.current() + 1);
             self.start_view_change(now, target, ViewChangeCause::Incomplete, out);
             return;
         }
-        if let Some(vc) = self.view_changes.get(&self.me).cloned() {
+        if let Some(vc) = self.views.own(self.me).cloned() {
             self.send_to_peers(&Message::ViewChange(vc), out);
         }
         self.try_new_view(now, out);

@@ -95,6 +95,9 @@ pub fn expectation(s: Sabotage) -> Expectation {
         Sabotage::AnyNewView => (Kv, &["OS-new-view-agreement"], 300),
         // The order stage's own invariant, at the step the first checkpoint becomes stable.
         Sabotage::CheckpointKeepsOldVotes => (Kv, &["INV-checkpoints-above-stable"], 300),
+        Sabotage::ViewKeepsSpentChanges => {
+            (Kv, &["INV-entered-holds-only-later-view-changes"], 300)
+        }
         // A client that lost its record repeats its abandoned operation under a number that
         // may be the abandoned request's: with no life in the identity, it is that request.
         Sabotage::SameBytesRetransmission => (Kv, &["CLIENT-one-life", "linearizability"], 300),
