@@ -1,8 +1,9 @@
 //! Requests in, batches proposed, PRE-PREPARE / PREPARE / COMMIT, committed batches applied and
 //! handed to the execution stage.
 
+use crate::pending::{Collect, Thresholds};
 use crate::slot::{slot_key, Slot};
-use crate::{Collected, OrderReplica, BATCH};
+use crate::{OrderReplica, BATCH};
 use plumb_core::{
     Action, Micros, Observation, SlowRequest, StallStage, ViewChangeCause, WaitReason,
 };
@@ -38,41 +39,22 @@ impl OrderReplica {
             return;
         }
         let needed = self.last_ordered(c) + 1;
-        let held_evidence = self.held_evidence();
-        let entry = self.requests.entry(c).or_default();
-        // Keep the newest request, except that the one the order needs next always wins over
-        // a later one that cannot be proposed yet (a faulty client sending out of order).
-        if core.nc < entry.nc && !(core.nc == needed && entry.nc != needed) {
+        let thresholds = Thresholds {
+            gather: self.q.auth_gather(),
+            held: self.held_evidence(),
+        };
+        let nc = core.nc;
+        let Collect::Kept {
+            new_number,
+            newly_pending,
+        } = self
+            .pending
+            .collect(now, f, core, id, macs, needed, thresholds)
+        else {
             return;
-        }
-        if core.nc != entry.nc {
-            *entry = Collected {
-                nc: core.nc,
-                ..Default::default()
-            };
-            self.monitor.note_arrival(c, core.nc, now);
-        }
-        let rows = &mut entry
-            .by_id
-            .entry(id)
-            .or_insert_with(|| (core, BTreeMap::new()))
-            .1;
-        rows.insert(f, macs);
-        // Pending (and grounds to suspect the primary) only once the primary could propose it:
-        // next in its client's sequence and vouched for by n_auth - u auth replicas. A faulty
-        // client that splits its request across auth replicas never gets there.
-        let vouched = rows.len();
-        if vouched >= self.q.auth_gather() && entry.vouched_order == 0 {
-            self.vouched += 1;
-            entry.vouched_order = self.vouched;
-        }
-        let newly_pending =
-            vouched >= self.q.auth_gather() && entry.nc == needed && entry.pending_since.is_none();
-        if newly_pending {
-            entry.pending_since = Some(now);
-        }
-        if vouched >= held_evidence && entry.nc == needed && entry.held_since.is_none() {
-            entry.held_since = Some(now);
+        };
+        if new_number {
+            self.monitor.note_arrival(c, nc, now);
         }
         if newly_pending {
             self.arm_heartbeat(out);
@@ -89,11 +71,9 @@ impl OrderReplica {
     /// in resending the old number); RETRANSMIT only makes execution replicas resend cached
     /// replies, and it is rate-limited per client, so a faulty auth replica gains little.
     fn on_already_ordered(&mut self, now: Micros, c: ClientId, out: &mut Vec<Action>) {
-        let last = self.retransmitted.get(&c).copied();
-        if last.is_some_and(|t| now < t + self.cfg.catch_up_us) {
+        if !self.pending.retransmit_due(c, now, self.cfg.catch_up_us) {
             return;
         }
-        self.retransmitted.insert(c, now);
         let msg = Message::Retransmit {
             client: c,
             next_seq: self.state.seq + 1,
@@ -151,7 +131,7 @@ impl OrderReplica {
             self.batch_timer_fired = false;
             let candidates: Vec<SignedRequest> = ready
                 .iter()
-                .filter_map(|(c, id)| self.signed_request(*c, id))
+                .filter_map(|(c, id)| self.pending.signed(*c, id))
                 .collect();
             let seq = self.next_propose;
             let time = now.max(self.last_proposed_time + 1);
@@ -185,34 +165,12 @@ impl OrderReplica {
     /// time made proposing quadratic in the number of waiting requests.
     fn ready_requests(&self) -> Vec<(ClientId, Digest)> {
         let tentative = self.tentative_last_ordered();
-        let mut ready: Vec<(u64, ClientId, Digest)> = Vec::new();
-        for (c, entry) in &self.requests {
-            if entry.nc != tentative.get(*c) + 1 && !sabotaged_sequence_check() {
-                continue;
-            }
-            if let Some((id, _)) = entry
-                .by_id
-                .iter()
-                .find(|(_, (_, rows))| rows.len() >= self.q.auth_gather())
-            {
-                ready.push((entry.vouched_order, *c, *id));
-            }
-        }
-        ready.sort_by_key(|(order, c, _)| (*order, *c));
-        ready
-            .into_iter()
-            .take(self.cfg.batch_max)
-            .map(|(_, c, id)| (c, id))
-            .collect()
-    }
-
-    /// The request `ready_requests` named, with its matrix signature.
-    fn signed_request(&self, c: ClientId, id: &Digest) -> Option<SignedRequest> {
-        let (core, rows) = self.requests.get(&c)?.by_id.get(id)?;
-        Some(SignedRequest {
-            core: core.clone(),
-            matrix: matrix_of(rows),
-        })
+        self.pending.ready(
+            |c| tentative.get(c),
+            self.q.auth_gather(),
+            self.cfg.batch_max,
+            sabotaged_sequence_check(),
+        )
     }
 
     // ---------------------------------------------------------------- pre-prepare
@@ -633,8 +591,8 @@ impl OrderReplica {
             self.accepted_upto = self.accepted_upto.max(self.state.seq);
             self.next_propose = self.next_propose.max(self.state.seq + 1);
             let last_ordered = &self.state.last_ordered;
-            self.requests
-                .retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
+            self.pending
+                .drop_ordered(|c| last_ordered.get(&c).copied().unwrap_or(0));
             self.committed_votes = self.committed_votes.split_off(&(self.state.seq + 1));
             self.try_propose(now, out);
             self.on_applied(now, applied_requests, out);
@@ -648,12 +606,7 @@ impl OrderReplica {
     fn report_slow(&self, now: Micros, seq: Seq, batch: &Batch, out: &mut Vec<Action>) {
         let accepted_at = self.slots.get(&seq).map(|s| s.accepted_at);
         for r in &batch.requests {
-            let Some(since) = self
-                .requests
-                .get(&r.client)
-                .filter(|e| e.nc == r.nc)
-                .and_then(|e| e.pending_since)
-            else {
+            let Some(since) = self.pending.pending_since(r.client, r.nc) else {
                 continue;
             };
             let waited = now.saturating_sub(since);
@@ -734,7 +687,7 @@ impl OrderReplica {
             if primary == self.me {
                 // Backups need the matrix rows again; rebuild them from collected AUTH-REQs
                 // where we still have them, else resend the commit-path votes only.
-                if let Some(requests) = self.signed_requests_for(b) {
+                if let Some(requests) = self.pending.signed_for(b) {
                     msgs.push(Message::PrePrepare {
                         view,
                         seq: *seq,
@@ -761,30 +714,6 @@ impl OrderReplica {
             self.send_to_peers(&m, out);
         }
     }
-
-    fn signed_requests_for(&self, b: &Batch) -> Option<Vec<SignedRequest>> {
-        let mut v = Vec::with_capacity(b.requests.len());
-        for core in &b.requests {
-            let entry = self.requests.get(&core.client)?;
-            let (_, rows) = entry.by_id.get(&core.id_digest())?;
-            let matrix = matrix_of(rows);
-            v.push(SignedRequest {
-                core: core.clone(),
-                matrix,
-            });
-        }
-        Some(v)
-    }
-}
-
-/// The matrix signature of a request: one row per auth replica that vouched for it.
-fn matrix_of(rows: &BTreeMap<u16, Vec<Mac>>) -> Vec<plumb_wire::MatrixRow> {
-    rows.iter()
-        .map(|(a, macs)| plumb_wire::MatrixRow {
-            auth: *a,
-            macs: macs.clone(),
-        })
-        .collect()
 }
 
 #[cfg(feature = "sabotage")]

@@ -189,8 +189,8 @@ impl OrderReplica {
         self.accepted_upto = self.accepted_upto.max(seq);
         self.next_propose = self.next_propose.max(seq + 1);
         let last_ordered = &self.state.last_ordered;
-        self.requests
-            .retain(|c, e| e.nc > last_ordered.get(c).copied().unwrap_or(0));
+        self.pending
+            .drop_ordered(|c| last_ordered.get(&c).copied().unwrap_or(0));
     }
 
     /// Take a checkpoint that `r + 1` peers vouch for but that is not stable here, and hold it

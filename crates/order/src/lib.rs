@@ -4,6 +4,8 @@
 //! selection rule for MAC-authenticated prepare certificates. docs/protocol.md has the argument.
 //!
 //! One file per concern: `agreement.rs` (requests, proposals, PRE-PREPARE/PREPARE/COMMIT),
+//! `pending.rs` (requests waiting to be ordered, a sub-machine owning its state: AUTH-REQs
+//! collected per client, the vouched order, what the primary may propose, and its invariants),
 //! `checkpoints.rs` (the checkpoint ledger, a sub-machine owning its state: execution tokens,
 //! order checkpoints and votes, the stable checkpoint, the state being fetched, and its
 //! invariants), `checkpoint.rs` (the replica's side of it: storing, sending, garbage
@@ -23,6 +25,7 @@ mod checkpoint;
 mod checkpoints;
 mod divergence;
 mod monitor;
+mod pending;
 mod probe;
 mod recovery;
 mod rejoin;
@@ -42,34 +45,14 @@ use plumb_core::{
     Action, BrokenInvariant, Counters, Event, Micros, Observation, Recovered, Rng, Stage,
     StageContext, StoreOp, TimerId,
 };
-use plumb_crypto::{Digest, Mac};
-use plumb_wire::{ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, View};
+use plumb_crypto::Digest;
+use plumb_wire::{Message, Principal, Seq, SignedRequest, View};
 use slot::Slot;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 const TICK: TimerId = TimerId(1);
 const BATCH: TimerId = TimerId(2);
-
-/// AUTH-REQs collected for a client's latest request.
-#[derive(Debug, Default)]
-struct Collected {
-    nc: ReqNo,
-    /// By request id digest: the core and the rows (auth replica -> its MAC authenticator).
-    by_id: BTreeMap<Digest, (ReqCore, BTreeMap<u16, Vec<Mac>>)>,
-    /// When n_auth - u auth replicas first vouched for it: the request is known to be pending.
-    pending_since: Option<Micros>,
-    /// The order in which `n_auth - u` auth replicas came to vouch for requests here (a
-    /// counter; 0: not yet): the primary proposes the earliest vouched first, so requests sent
-    /// through the same authentication replicas keep the order they were sent in. Counted
-    /// whether or not the request is next in its client's sequence yet: a client may send its
-    /// next request once its previous one committed at the execution stage, before this
-    /// replica committed it, and that request must not be proposed ahead of older ones.
-    vouched_order: u64,
-    /// When enough auth replicas vouched for it here that the primary provably holds it
-    /// (`held_evidence`): from then on the primary answers for it (monitor.rs).
-    held_since: Option<Micros>,
-}
 
 pub struct OrderReplica {
     ctx: StageContext,
@@ -101,10 +84,8 @@ pub struct OrderReplica {
     last_proposed_time: Micros,
     batch_timer_armed: bool,
     batch_timer_fired: bool,
-    requests: HashMap<ClientId, Collected>,
-    /// Requests vouched for so far (`Collected::vouched_order`).
-    vouched: u64,
-    retransmitted: HashMap<ClientId, Micros>,
+    /// Requests vouched for by auth replicas, waiting to be ordered (pending.rs).
+    pending: pending::Pending,
 
     // --- checkpoints and catch-up
     /// Execution tokens, order checkpoints, votes, the stable checkpoint (checkpoints.rs).
@@ -179,9 +160,7 @@ impl OrderReplica {
             last_proposed_time: 0,
             batch_timer_armed: false,
             batch_timer_fired: false,
-            requests: HashMap::new(),
-            vouched: 0,
-            retransmitted: HashMap::new(),
+            pending: pending::Pending::default(),
             checkpoints: checkpoints::Checkpoints::new(interval, genesis_bytes),
             divergence: Default::default(),
             committed_votes: BTreeMap::new(),
@@ -521,6 +500,7 @@ impl Stage for OrderReplica {
     fn check_invariants(&self) -> Result<(), BrokenInvariant> {
         self.checkpoints.check_invariants(self.me)?;
         self.views.check_invariants(self.me)?;
+        self.pending.check_invariants()?;
         let stable = self.checkpoints.stable().seq;
         BrokenInvariant::check(self.state.seq >= stable, "INV-stable-applied", || {
             format!(

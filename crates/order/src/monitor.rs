@@ -137,10 +137,10 @@ impl OrderReplica {
     /// The oldest time a request not yet in any accepted batch became pending here.
     pub(crate) fn oldest_pending(&self) -> Option<Micros> {
         let tentative = self.tentative_last_ordered();
-        self.requests
+        self.pending
             .iter()
-            .filter(|(c, e)| e.nc > tentative.get(**c))
-            .filter_map(|(_, e)| e.pending_since)
+            .filter(|(c, e)| e.nc() > tentative.get(*c))
+            .filter_map(|(_, e)| e.pending_since())
             .min()
     }
 
@@ -224,11 +224,7 @@ impl OrderReplica {
         self.monitor.misses = 0;
         self.monitor.last_pre_prepare = now;
         for (c, nc) in batch {
-            let waited = self
-                .requests
-                .get(c)
-                .filter(|e| e.nc == *nc)
-                .and_then(|e| e.pending_since);
+            let waited = self.pending.pending_since(*c, *nc);
             if let Some(t) = waited {
                 self.monitor.window_delay.0 += now.saturating_sub(t);
                 self.monitor.window_delay.1 += 1;
@@ -293,15 +289,15 @@ impl OrderReplica {
         // The longest-held such request is the evidence (a minimum, not the map's order, so
         // the log is the same in every run of a simulation seed).
         let passed = self
-            .requests
+            .pending
             .iter()
             .filter_map(|(c, e)| {
-                let held = e.held_since?.max(view_since);
-                let unfair = !in_batch.contains(c)
-                    && e.nc > tentative.get(*c)
+                let held = e.held_since()?.max(view_since);
+                let unfair = !in_batch.contains(&c)
+                    && e.nc() > tentative.get(c)
                     && held < since
                     && now.saturating_sub(held) >= patience;
-                unfair.then(|| (held, *c, e.pending_since.unwrap_or(held)))
+                unfair.then(|| (held, c, e.pending_since().unwrap_or(held)))
             })
             .min();
         if let Some((held, passed, pending)) = passed {

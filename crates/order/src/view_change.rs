@@ -143,10 +143,7 @@ impl OrderReplica {
         if now < self.last_progress + timeout {
             return;
         }
-        let waiting = self
-            .requests
-            .values()
-            .any(|e| e.pending_since.is_some_and(|t| now >= t + timeout));
+        let waiting = self.pending.waiting_longer_than(now, timeout);
         // A rejoining peer asked for null batches and the primary orders none.
         let unfilled = self.fill_until > self.state.seq && !self.is_primary();
         if waiting {
