@@ -2,6 +2,7 @@
 //! handed to the execution stage.
 
 use crate::pending::{Collect, Thresholds};
+use crate::proposer::Step;
 use crate::slot::{slot_key, Slot};
 use crate::{OrderReplica, BATCH};
 use plumb_core::{
@@ -108,41 +109,37 @@ impl OrderReplica {
     // ---------------------------------------------------------------- proposing
 
     pub(crate) fn try_propose(&mut self, now: Micros, out: &mut Vec<Action>) {
-        while self.is_primary() && self.next_propose <= self.window_top() {
+        while self.is_primary() && self.proposer.next() <= self.window_top() {
             let ready = self.ready_requests();
             // A rejoining peer waits for a stable checkpoint above its fence: fill idle time
             // with null batches so it gets there without client load.
-            let fill = ready.is_empty() && self.next_propose <= self.fill_until;
-            if ready.is_empty() && !fill {
-                self.batch_timer_fired = false;
-                return;
-            }
-            let in_flight = self.next_propose > self.state.seq + 1;
-            if !fill && ready.len() < self.cfg.batch_max && in_flight && !self.batch_timer_fired {
-                if !self.batch_timer_armed {
-                    self.batch_timer_armed = true;
+            let fill = ready.is_empty() && self.proposer.next() <= self.fill_until;
+            let in_flight = self.proposer.next() > self.state.seq + 1;
+            match self
+                .proposer
+                .step(ready.len(), fill, in_flight, self.cfg.batch_max)
+            {
+                Step::Idle | Step::Wait { arm: false } => return,
+                Step::Wait { arm: true } => {
                     out.push(Action::SetTimer {
                         id: BATCH,
                         after: self.cfg.batch_timeout_us,
                     });
+                    return;
                 }
-                return;
+                Step::Propose => {}
             }
-            self.batch_timer_fired = false;
             let candidates: Vec<SignedRequest> = ready
                 .iter()
                 .filter_map(|(c, id)| self.pending.signed(*c, id))
                 .collect();
-            let seq = self.next_propose;
-            let time = now.max(self.last_proposed_time + 1);
-            self.last_proposed_time = time;
+            let (seq, time) = self.proposer.take(now);
             let seed = self.rng.next_u64();
             let batch = Batch {
                 requests: candidates.iter().map(|r| r.core.clone()).collect(),
                 time,
                 seed,
             };
-            self.next_propose += 1;
             let view = self.views.current();
             self.accept_and_prepare(now, seq, view, batch, out);
             let pp = Message::PrePrepare {
@@ -589,7 +586,7 @@ impl OrderReplica {
             self.last_progress = now;
             self.views.progressed();
             self.accepted_upto = self.accepted_upto.max(self.state.seq);
-            self.next_propose = self.next_propose.max(self.state.seq + 1);
+            self.proposer.applied_through(self.state.seq);
             let last_ordered = &self.state.last_ordered;
             self.pending
                 .drop_ordered(|c| last_ordered.get(&c).copied().unwrap_or(0));
@@ -655,7 +652,7 @@ impl OrderReplica {
                     Some(_) => "stall-commits",
                     None => "stall-pre-prepare",
                 },
-                None if self.primary() == self.me && self.next_propose > self.window_top() => {
+                None if self.primary() == self.me && self.proposer.next() > self.window_top() => {
                     "stall-window-full"
                 }
                 None if self.oldest_pending().is_some() => "stall-pre-prepare",

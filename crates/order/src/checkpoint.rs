@@ -171,7 +171,7 @@ impl OrderReplica {
         }
         self.buffered = self.buffered.split_off(&(seq + 1));
         self.adopt_state(seq, state);
-        self.window_moved = true;
+        self.proposer.note_window_moved();
         out.push(Action::Observe(Observation::StableCheckpoint { seq }));
     }
 
@@ -187,7 +187,7 @@ impl OrderReplica {
         );
         self.state = state;
         self.accepted_upto = self.accepted_upto.max(seq);
-        self.next_propose = self.next_propose.max(seq + 1);
+        self.proposer.applied_through(seq);
         let last_ordered = &self.state.last_ordered;
         self.pending
             .drop_ordered(|c| last_ordered.get(&c).copied().unwrap_or(0));

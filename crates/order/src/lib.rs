@@ -6,6 +6,7 @@
 //! One file per concern: `agreement.rs` (requests, proposals, PRE-PREPARE/PREPARE/COMMIT),
 //! `pending.rs` (requests waiting to be ordered, a sub-machine owning its state: AUTH-REQs
 //! collected per client, the vouched order, what the primary may propose, and its invariants),
+//! `proposer.rs` (the primary's next sequence number, batch times and batch timer),
 //! `checkpoints.rs` (the checkpoint ledger, a sub-machine owning its state: execution tokens,
 //! order checkpoints and votes, the stable checkpoint, the state being fetched, and its
 //! invariants), `checkpoint.rs` (the replica's side of it: storing, sending, garbage
@@ -27,6 +28,7 @@ mod divergence;
 mod monitor;
 mod pending;
 mod probe;
+mod proposer;
 mod recovery;
 mod rejoin;
 mod skip;
@@ -76,14 +78,8 @@ pub struct OrderReplica {
     /// The next pre-prepare, well formed but with a time outside `max_clock_skew_us` of our
     /// clock: taken once `r + 1` peers vouch for it (agreement.rs, `check_time_vouched`).
     held_for_time: Option<agreement::HeldForTime>,
-    next_propose: Seq,
-    /// A stable checkpoint moved the window during this event: a primary proposes what waited
-    /// for it when the event is done (not from inside the checkpoint code, which agreement
-    /// itself calls).
-    window_moved: bool,
-    last_proposed_time: Micros,
-    batch_timer_armed: bool,
-    batch_timer_fired: bool,
+    /// The primary's next sequence number, batch time and batch timer (proposer.rs).
+    proposer: proposer::Proposer,
     /// Requests vouched for by auth replicas, waiting to be ordered (pending.rs).
     pending: pending::Pending,
 
@@ -155,11 +151,7 @@ impl OrderReplica {
             accepted_upto: 0,
             buffered: BTreeMap::new(),
             held_for_time: None,
-            next_propose: 1,
-            window_moved: false,
-            last_proposed_time: 0,
-            batch_timer_armed: false,
-            batch_timer_fired: false,
+            proposer: proposer::Proposer::default(),
             pending: pending::Pending::default(),
             checkpoints: checkpoints::Checkpoints::new(interval, genesis_bytes),
             divergence: Default::default(),
@@ -409,7 +401,7 @@ impl OrderReplica {
             self.maybe_suspect_primary(now, out);
             self.abdicate(now, out);
             if self.is_primary() {
-                self.batch_timer_fired = true;
+                self.proposer.tick();
                 self.try_propose(now, out);
             }
         } else {
@@ -470,8 +462,7 @@ impl Stage for OrderReplica {
             }
             Event::Timer(TICK) => self.on_tick(now, out),
             Event::Timer(BATCH) => {
-                self.batch_timer_armed = false;
-                self.batch_timer_fired = true;
+                self.proposer.timer_fired();
                 self.try_propose(now, out);
             }
             Event::Timer(monitor::HEARTBEAT) => self.on_heartbeat(now, out),
@@ -482,7 +473,7 @@ impl Stage for OrderReplica {
                 Err(e) => self.counters.add(e.drop_counter()),
             },
         }
-        if std::mem::take(&mut self.window_moved) && self.is_primary() {
+        if self.proposer.take_window_moved() && self.is_primary() {
             self.try_propose(now, out);
         }
         if self.rejoin.is_some() {
@@ -505,6 +496,13 @@ impl Stage for OrderReplica {
         BrokenInvariant::check(self.state.seq >= stable, "INV-stable-applied", || {
             format!(
                 "stable checkpoint {stable} above the last applied batch {}",
+                self.state.seq
+            )
+        })?;
+        let next = self.proposer.next();
+        BrokenInvariant::check(next > self.state.seq, "INV-proposals-above-applied", || {
+            format!(
+                "the next proposal {next} is at or below the last applied batch {}",
                 self.state.seq
             )
         })?;

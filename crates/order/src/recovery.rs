@@ -114,12 +114,13 @@ impl OrderReplica {
                 _ => break,
             }
         }
-        self.next_propose = self.accepted_upto + 1;
-        if let Some((_, slot)) = self.slots.range(..=self.accepted_upto).next_back() {
-            if let Some((_, b)) = &slot.record.accepted {
-                self.last_proposed_time = b.time;
-            }
-        }
+        let last_time = self
+            .slots
+            .range(..=self.accepted_upto)
+            .next_back()
+            .and_then(|(_, slot)| slot.record.accepted.as_ref())
+            .map(|(_, b)| b.time);
+        self.proposer.resume_after(self.accepted_upto, last_time);
         // Our own prepares and commits stand: re-count them so resends carry them.
         let (view, me) = (self.views.current(), self.me);
         for (seq, slot) in self.slots.iter_mut() {

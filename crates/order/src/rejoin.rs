@@ -253,7 +253,7 @@ impl OrderReplica {
         }));
         self.last_progress = now;
         self.accepted_upto = self.state.seq;
-        self.next_propose = self.state.seq + 1;
+        self.proposer.resume_after(self.state.seq, None);
         if self.views.active() {
             // View 0 has no NEW-VIEW: its slots start from the genesis state.
             self.open_view(now, out);

@@ -174,7 +174,7 @@ impl OrderReplica {
         self.forget_suspicions();
         self.buffered.clear();
         self.held_for_time = None;
-        self.batch_timer_armed = false;
+        self.proposer.view_left();
         self.put(
             VIEW_KEY.to_string(),
             plumb_core::storage::encode(&(self.views.current(), false)),
@@ -442,8 +442,7 @@ impl OrderReplica {
         }
         // Pre-prepares of the old view above the decision are void in this view.
         self.accepted_upto = top;
-        self.next_propose = top + 1;
-        self.batch_timer_fired = false;
+        self.proposer.view_entered(top);
         for seq in self
             .slots
             .range(self.checkpoints.stable().seq + 1..top.max(self.checkpoints.stable().seq) + 1)
