@@ -113,7 +113,7 @@ impl OrderReplica {
             let ready = self.ready_requests();
             // A rejoining peer waits for a stable checkpoint above its fence: fill idle time
             // with null batches so it gets there without client load.
-            let fill = ready.is_empty() && self.proposer.next() <= self.fill_until;
+            let fill = ready.is_empty() && self.proposer.next() <= self.helping.fill_until();
             let in_flight = self.proposer.next() > self.state.seq + 1;
             match self
                 .proposer

@@ -7,6 +7,7 @@
 //! `pending.rs` (requests waiting to be ordered, a sub-machine owning its state: AUTH-REQs
 //! collected per client, the vouched order, what the primary may propose, and its invariants),
 //! `proposer.rs` (the primary's next sequence number, batch times and batch timer),
+//! `incarnations.rs` (ours and the highest each peer has shown),
 //! `checkpoints.rs` (the checkpoint ledger, a sub-machine owning its state: execution tokens,
 //! order checkpoints and votes, the stable checkpoint, the state being fetched, and its
 //! invariants), `checkpoint.rs` (the replica's side of it: storing, sending, garbage
@@ -25,6 +26,7 @@ mod catch_up;
 mod checkpoint;
 mod checkpoints;
 mod divergence;
+mod incarnations;
 mod monitor;
 mod pending;
 mod probe;
@@ -111,21 +113,12 @@ pub struct OrderReplica {
     recovered: Option<Recovered>,
 
     // --- incarnations and rejoining after lost records (rejoin.rs)
-    /// This replica's incarnation: 0 from `plumb init`, new after every loss of records.
-    incarnation: u64,
-    /// The highest incarnation each peer has shown (recovery queries, VIEW-CHANGEs): a
-    /// VIEW-CHANGE of an older one is refused.
-    peer_incarnations: HashMap<u16, u64>,
-    /// The highest incarnation each peer's VIEW-CHANGEs carried: a rejoining peer must pick a
-    /// higher one.
-    peer_vc_incarnations: HashMap<u16, u64>,
+    /// Ours and the highest each peer has shown (incarnations.rs).
+    incarnations: incarnations::Incarnations,
     /// Set while this replica recovers from lost records: it casts no vote of any kind.
     rejoin: Option<rejoin::Rejoin>,
-    /// As primary, fill idle time with null batches through this sequence number, so that a
-    /// rejoining peer's fence is reached without client load.
-    fill_until: Seq,
-    /// When each rejoining peer's query was last answered (rate limit).
-    recovery_served: HashMap<u16, (u64, Micros)>,
+    /// What this replica does for peers that rejoin (rejoin.rs).
+    helping: rejoin::Helping,
 }
 
 impl OrderReplica {
@@ -167,12 +160,9 @@ impl OrderReplica {
             liveness: Default::default(),
             deferred_catch_up: BTreeMap::new(),
             recovered: None,
-            incarnation: 0,
-            peer_incarnations: HashMap::new(),
-            peer_vc_incarnations: HashMap::new(),
+            incarnations: Default::default(),
             rejoin: None,
-            fill_until: 0,
-            recovery_served: HashMap::new(),
+            helping: Default::default(),
             ctx,
         };
         replica.recovered = Some(recovered);
@@ -206,7 +196,7 @@ impl OrderReplica {
     }
 
     pub fn incarnation(&self) -> u64 {
-        self.incarnation
+        self.incarnations.own()
     }
 
     /// The order checkpoints this replica holds above its stable one (it vouches for them in
@@ -492,6 +482,7 @@ impl Stage for OrderReplica {
         self.checkpoints.check_invariants(self.me)?;
         self.views.check_invariants(self.me)?;
         self.pending.check_invariants()?;
+        self.incarnations.check_invariants()?;
         let stable = self.checkpoints.stable().seq;
         BrokenInvariant::check(self.state.seq >= stable, "INV-stable-applied", || {
             format!(

@@ -33,11 +33,12 @@ impl OrderReplica {
                 self.state = state;
             }
         }
-        self.incarnation = rec
-            .records
-            .get(INCARNATION_KEY)
-            .and_then(|b| storage::decode::<u64>(b))
-            .unwrap_or(0);
+        self.incarnations.restore(
+            rec.records
+                .get(INCARNATION_KEY)
+                .and_then(|b| storage::decode::<u64>(b))
+                .unwrap_or(0),
+        );
         // Our own checkpoints above the stable one: we vouch for them in view changes again.
         // Older ones were left behind by a crash between a checkpoint becoming stable and the
         // deletes that follow: delete them now, or they would stay on disk for good.

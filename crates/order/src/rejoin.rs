@@ -27,7 +27,7 @@ use crate::OrderReplica;
 use plumb_core::{storage, Action, Micros, Observation, Recovered, StoreOp};
 use plumb_wire::{Message, Principal, Seq, View};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Written by `plumb init` and by a completed rejoin; a store without it is not trusted.
 pub const GENESIS_KEY: &str = "order/genesis";
@@ -110,6 +110,40 @@ impl Rejoin {
     }
 }
 
+/// What this replica does for peers that rejoin: fill idle time with null batches up to their
+/// fence (as primary), and answer each one's query at most so often.
+#[derive(Debug, Default)]
+pub(crate) struct Helping {
+    /// Null batches fill idle time through this sequence number.
+    fill_until: Seq,
+    /// When each rejoining peer's query was last answered, and its nonce (rate limit).
+    served: HashMap<u16, (u64, Micros)>,
+}
+
+impl Helping {
+    pub(crate) fn fill_until(&self) -> Seq {
+        self.fill_until
+    }
+
+    pub(crate) fn fill_to(&mut self, seq: Seq) {
+        self.fill_until = self.fill_until.max(seq);
+    }
+
+    /// Whether peer `j`'s query with `nonce` is answered now: not if the same query was
+    /// answered less than `wait` ago.
+    pub(crate) fn answer_due(&mut self, j: u16, nonce: u64, now: Micros, wait: Micros) -> bool {
+        if self
+            .served
+            .get(&j)
+            .is_some_and(|(n, t)| *n == nonce && now < t + wait)
+        {
+            return false;
+        }
+        self.served.insert(j, (nonce, now));
+        true
+    }
+}
+
 impl OrderReplica {
     /// Start-up found no trustworthy store: take a new incarnation and ask peers for the fence.
     pub(crate) fn begin_rejoin(&mut self, now: Micros, rec: Recovered, out: &mut Vec<Action>) {
@@ -120,7 +154,7 @@ impl OrderReplica {
             .unwrap_or(0);
         // The wall clock is a floor that keeps growing even when the incarnation record is
         // lost with the rest; peers' answers raise it further if they saw a later one.
-        self.incarnation = (previous + 1).max(now);
+        self.incarnations.begin_new(previous, now);
         let damage: Vec<String> = rec
             .corrupt
             .iter()
@@ -142,7 +176,7 @@ impl OrderReplica {
             damage,
         });
         out.push(Action::Observe(Observation::Recovering {
-            incarnation: self.incarnation,
+            incarnation: self.incarnations.own(),
         }));
         self.rejoin_tick(out);
     }
@@ -150,7 +184,7 @@ impl OrderReplica {
     fn persist_incarnation(&self, out: &mut Vec<Action>) {
         out.push(Action::Store(StoreOp::Put {
             key: INCARNATION_KEY.to_string(),
-            value: storage::encode(&self.incarnation),
+            value: storage::encode(&self.incarnations.own()),
         }));
         out.push(Action::Store(StoreOp::Sync));
     }
@@ -162,7 +196,7 @@ impl OrderReplica {
         };
         let msg = Message::RecoveryQuery {
             nonce: rj.nonce,
-            incarnation: self.incarnation,
+            incarnation: self.incarnations.own(),
             fence: rj.fence().unwrap_or(0),
         };
         self.send_to_peers(&msg, out);
@@ -198,11 +232,10 @@ impl OrderReplica {
             self.counters.add("drop-recovery-reply-stale");
             return;
         }
-        if incarnation >= self.incarnation {
+        if self.incarnations.move_past(incarnation) {
             // A VIEW-CHANGE of ours from a life we do not remember had this incarnation: move
             // past it and ask again (the old answers were given to a replica peers would now
             // refuse).
-            self.incarnation = incarnation + 1;
             rj.nonce = self.rng.next_u64();
             rj.answers.clear();
             self.persist_incarnation(out);
@@ -238,7 +271,7 @@ impl OrderReplica {
         debug_assert!(self.state.seq >= fence, "the stable state is applied");
         self.counters.add("rejoined");
         let genesis = Genesis {
-            incarnation: self.incarnation,
+            incarnation: self.incarnations.own(),
             acknowledged: rj.damage,
         };
         out.push(Action::Store(StoreOp::Put {
@@ -281,9 +314,7 @@ impl OrderReplica {
         fence: Seq,
         out: &mut Vec<Action>,
     ) {
-        let known = self.peer_incarnations.entry(j).or_insert(0);
-        if incarnation > *known {
-            *known = incarnation;
+        if self.incarnations.note_rejoining(j, incarnation) {
             // Whatever it said in its lost life is void now.
             self.views.forget_older_life(j, incarnation);
         }
@@ -297,23 +328,21 @@ impl OrderReplica {
             let interval = self.cfg.checkpoint_interval;
             let target = fence.div_ceil(interval) * interval;
             let bound = self.highest_seen() + 4 * interval;
-            self.fill_until = self.fill_until.max(target.min(bound));
+            self.helping.fill_to(target.min(bound));
             if self.is_primary() {
                 self.try_propose(now, out);
             }
         }
-        if self
-            .recovery_served
-            .get(&j)
-            .is_some_and(|(n, t)| *n == nonce && now < t + self.cfg.catch_up_us / 2)
+        if !self
+            .helping
+            .answer_due(j, nonce, now, self.cfg.catch_up_us / 2)
         {
             return;
         }
-        self.recovery_served.insert(j, (nonce, now));
         let msg = Message::RecoveryReply {
             nonce,
             highest: self.highest_seen(),
-            incarnation: self.peer_vc_incarnations.get(&j).copied().unwrap_or(0),
+            incarnation: self.incarnations.in_view_changes_of(j),
             view: self.views.current(),
         };
         self.send(Principal::Order(j), &msg, out);

@@ -145,7 +145,7 @@ impl OrderReplica {
         }
         let waiting = self.pending.waiting_longer_than(now, timeout);
         // A rejoining peer asked for null batches and the primary orders none.
-        let unfilled = self.fill_until > self.state.seq && !self.is_primary();
+        let unfilled = self.helping.fill_until() > self.state.seq && !self.is_primary();
         if waiting {
             self.suspect(now, ViewChangeCause::ProgressTimeout, out);
         } else if unfilled {
@@ -214,7 +214,7 @@ impl OrderReplica {
             checkpoints: self.checkpoints.own_digests().collect(),
             prepared,
             pre_prepared,
-            incarnation: self.incarnation,
+            incarnation: self.incarnations.own(),
         };
         let signature = self.ctx.keys.sign(&vc.signing_bytes());
         SignedViewChange { vc, signature }
@@ -244,13 +244,7 @@ impl OrderReplica {
             self.counters.add("drop-view-change-old-incarnation");
             return;
         }
-        let inc = vc.vc.incarnation;
-        for known in [
-            self.peer_incarnations.entry(j).or_insert(0),
-            self.peer_vc_incarnations.entry(j).or_insert(0),
-        ] {
-            *known = (*known).max(inc);
-        }
+        self.incarnations.note_view_change(j, vc.vc.incarnation);
         let v = vc.vc.new_view;
         if v < self.views.current() || (v == self.views.current() && self.views.active()) {
             self.help_stale_peer(now, j, out);
@@ -368,9 +362,7 @@ impl OrderReplica {
     /// A VIEW-CHANGE from an incarnation of its sender older than one we have seen speaks for a
     /// life whose records are gone: refused (rejoin.rs).
     fn current_incarnation(&self, s: &SignedViewChange) -> bool {
-        self.peer_incarnations
-            .get(&s.vc.replica)
-            .is_none_or(|known| s.vc.incarnation >= *known)
+        self.incarnations.is_current(s.vc.replica, s.vc.incarnation)
     }
 
     /// Enter `view` with the slots the decision fixes: each is pre-prepared in the new view (the
