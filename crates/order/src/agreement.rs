@@ -590,7 +590,7 @@ impl OrderReplica {
             let last_ordered = &self.state.last_ordered;
             self.pending
                 .drop_ordered(|c| last_ordered.get(&c).copied().unwrap_or(0));
-            self.committed_votes = self.committed_votes.split_off(&(self.state.seq + 1));
+            self.catch_up.applied_through(self.state.seq);
             self.try_propose(now, out);
             self.on_applied(now, applied_requests, out);
         }
@@ -612,9 +612,9 @@ impl OrderReplica {
             }
             let reason = if self.monitor_view_since() > since {
                 WaitReason::ViewChange
-            } else if self.caught_up_at > since {
+            } else if self.catch_up.caught_up_after(since) {
                 WaitReason::CatchUp
-            } else if self.resent_at > since {
+            } else if self.catch_up.resent_after(since) {
                 WaitReason::Resend
             } else if accepted_at.is_some_and(|a| a.saturating_sub(since) > waited / 2) {
                 WaitReason::Proposal

@@ -188,6 +188,7 @@ impl OrderReplica {
         self.state = state;
         self.accepted_upto = self.accepted_upto.max(seq);
         self.proposer.applied_through(seq);
+        self.catch_up.applied_through(seq);
         let last_ordered = &self.state.last_ordered;
         self.pending
             .drop_ordered(|c| last_ordered.get(&c).copied().unwrap_or(0));
@@ -255,7 +256,7 @@ impl OrderReplica {
             }
             Some(Ok(awaited)) => awaited,
         };
-        self.caught_up_at = now;
+        self.catch_up.caught_up(now);
         if seq > self.checkpoints.stable().seq {
             match why {
                 StateFetch::Stable => self.make_stable(now, seq, digest, state, out),
@@ -309,7 +310,7 @@ impl OrderReplica {
         if ahead_votes
             || ahead_checkpoints
             || !self.views.active()
-            || self.highest_heard > self.state.seq
+            || self.catch_up.heard_beyond(self.state.seq)
         {
             self.send_to_peers(
                 &Message::FetchCommitted {
@@ -357,22 +358,19 @@ impl OrderReplica {
         if seq <= self.state.seq || seq > self.window_top() {
             return;
         }
-        let d = batch.digest(seq);
-        let votes = self.committed_votes.entry(seq).or_default();
-        votes.insert(j, (d, batch));
         // r+1 replicas saying "committed" include a correct one: the batch is the committed one.
-        let Some((_, b)) = votes.values().find(|(x, _)| *x == d).cloned() else {
+        let Some(b) = self
+            .catch_up
+            .committed_answer(j, seq, batch, self.q.small())
+        else {
             return;
         };
-        if votes.values().filter(|(x, _)| *x == d).count() < self.q.small() {
-            return;
-        }
         let slot = self.slots.entry(seq).or_default();
         if slot.record.committed.is_none() {
             slot.record.committed = Some(b);
             let record = plumb_core::storage::encode(&slot.record);
             self.put(slot_key(seq), record, out);
-            self.caught_up_at = now;
+            self.catch_up.caught_up(now);
         }
         self.apply_committed(now, out);
     }
@@ -382,11 +380,9 @@ impl OrderReplica {
     /// LAST-EXEC: resend committed batches from `next` (OL3), or tell the replica to load the
     /// stable checkpoint when we no longer hold them (OL4).
     pub(crate) fn on_last_exec(&mut self, now: Micros, e: u16, next: Seq, out: &mut Vec<Action>) {
-        let last = self.last_exec_served.get(&e).copied();
-        if last.is_some_and(|t| now < t + self.cfg.catch_up_us / 2) {
+        if !self.catch_up.exec_due(e, now, self.cfg.catch_up_us / 2) {
             return;
         }
-        self.last_exec_served.insert(e, now);
         let to = Principal::Exec(e);
         let stable = self.checkpoints.stable();
         if next <= stable.seq && stable.seq > 0 {

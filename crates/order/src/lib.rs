@@ -49,10 +49,9 @@ use plumb_core::{
     Action, BrokenInvariant, Counters, Event, Micros, Observation, Recovered, Rng, Stage,
     StageContext, StoreOp, TimerId,
 };
-use plumb_crypto::Digest;
 use plumb_wire::{Message, Principal, Seq, SignedRequest, View};
 use slot::Slot;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const TICK: TimerId = TimerId(1);
@@ -90,25 +89,14 @@ pub struct OrderReplica {
     checkpoints: checkpoints::Checkpoints,
     /// Execution replicas told that their checkpoint differs (divergence.rs).
     divergence: divergence::ExecDivergence,
-    committed_votes: BTreeMap<Seq, HashMap<u16, (Digest, plumb_wire::Batch)>>,
-    last_exec_served: HashMap<u16, Micros>,
-    applied_at_last_tick: Seq,
-    /// When this replica last took committed batches or order state from peers instead of
-    /// committing them itself: a request slow across it waited for catch-up.
-    caught_up_at: Micros,
-    /// When this replica last found ordering stalled for a whole tick and said its votes
-    /// again: a request slow across it waited for a lost frame's resend.
-    resent_at: Micros,
-    /// Highest sequence number any peer's message mentioned: evidence of being behind.
-    highest_heard: Seq,
+    /// Being behind and helping peers that are (catch_up.rs).
+    catch_up: catch_up::CatchUp,
 
     monitor: monitor::Monitor,
     suspicions: suspicion::Suspicions,
     /// Whether PRE-PREPAREs may leave before their records are synced (ahead.rs).
     ahead: ahead::Ahead,
     liveness: skip::Liveness,
-    /// Each peer's latest catch-up request of each kind, waiting for idle time.
-    deferred_catch_up: BTreeMap<(u16, u8), catch_up::CatchUp>,
 
     recovered: Option<Recovered>,
 
@@ -148,17 +136,11 @@ impl OrderReplica {
             pending: pending::Pending::default(),
             checkpoints: checkpoints::Checkpoints::new(interval, genesis_bytes),
             divergence: Default::default(),
-            committed_votes: BTreeMap::new(),
-            last_exec_served: HashMap::new(),
-            applied_at_last_tick: 0,
-            highest_heard: 0,
-            caught_up_at: 0,
-            resent_at: 0,
+            catch_up: Default::default(),
             monitor: Default::default(),
             suspicions: Default::default(),
             ahead: Default::default(),
             liveness: Default::default(),
-            deferred_catch_up: BTreeMap::new(),
             recovered: None,
             incarnations: Default::default(),
             rejoin: None,
@@ -286,7 +268,7 @@ impl OrderReplica {
             | Message::Committed { seq, .. },
         ) = (from, &msg)
         {
-            self.highest_heard = self.highest_heard.max(*seq);
+            self.catch_up.heard(*seq);
         }
         if let (
             Principal::Order(j),
@@ -348,13 +330,13 @@ impl OrderReplica {
                 },
             ) => self.on_recovery_reply(now, j, nonce, highest, incarnation, view, out),
             (Principal::Order(j), Message::FetchCommitted { from }) => {
-                self.on_catch_up(now, j, catch_up::CatchUp::Committed(from), out)
+                self.on_catch_up(now, j, catch_up::Ask::Committed(from), out)
             }
             (Principal::Order(j), Message::Committed { seq, batch }) => {
                 self.on_committed(now, j, seq, batch, out)
             }
             (Principal::Order(j), Message::FetchOrderState { seq }) => {
-                self.on_catch_up(now, j, catch_up::CatchUp::OrderState(seq), out)
+                self.on_catch_up(now, j, catch_up::Ask::OrderState(seq), out)
             }
             (Principal::Order(_), Message::OrderState { seq, state }) => {
                 self.on_order_state(now, seq, state, out)
@@ -380,13 +362,12 @@ impl OrderReplica {
             self.catch_up_tick(now, out);
             return;
         }
-        let stalled = self.state.seq == self.applied_at_last_tick;
-        self.applied_at_last_tick = self.state.seq;
+        let stalled = self.catch_up.stalled_since_last_tick(self.state.seq);
         if self.views.active() {
             if stalled {
                 self.count_stall();
                 self.resend_agreement(out);
-                self.resent_at = now;
+                self.catch_up.resent(now);
             }
             self.maybe_suspect_primary(now, out);
             self.abdicate(now, out);
@@ -483,6 +464,7 @@ impl Stage for OrderReplica {
         self.views.check_invariants(self.me)?;
         self.pending.check_invariants()?;
         self.incarnations.check_invariants()?;
+        self.catch_up.check_invariants(self.state.seq)?;
         let stable = self.checkpoints.stable().seq;
         BrokenInvariant::check(self.state.seq >= stable, "INV-stable-applied", || {
             format!(
