@@ -320,3 +320,27 @@ fn sabotaged_keep_spent() -> bool {
 fn sabotaged_keep_spent() -> bool {
     false
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SIG: Signature = Signature([0; 64]);
+
+    #[test]
+    fn the_new_primarys_clock_runs_only_while_changing() {
+        let mut v = Views::new();
+        assert!(!v.begin(0), "not a later view");
+        assert!(v.begin(1));
+        assert_eq!(v.timeout(100), 200, "doubled per consecutive change");
+        v.note_quorum(7, 0);
+        assert_eq!(v.quorum_at(), Some(7));
+        v.enter(1, Vec::new(), SIG);
+        assert_eq!(v.quorum_at(), None);
+        v.check_invariants(0).unwrap();
+        v.progressed();
+        assert_eq!(v.timeout(100), 100);
+        assert!(v.forward_to(1, 0, 10).is_some());
+        assert!(v.forward_to(1, 5, 10).is_none(), "at most once per wait");
+    }
+}
