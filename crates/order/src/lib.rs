@@ -16,7 +16,8 @@
 //! NEW-VIEW entered, peers' views, the new primary's clock, and its invariants),
 //! `view_change.rs` (triggers, verifying VIEW-CHANGE and NEW-VIEW, the decision, installing),
 //! `monitor.rs` (heartbeat, throughput and fairness watch on the primary), `catch_up.rs`
-//! (catch-up requests wait for idle time), `recovery.rs` (restart from durable
+//! (the catch-up ledger, a sub-machine: evidence of being behind, COMMITTED answers, asks of
+//! lagging peers waiting for idle time), `recovery.rs` (restart from durable
 //! records), `rejoin.rs` (a replica whose records are missing or damaged: new incarnation,
 //! fence, no vote until a stable checkpoint above the fence).
 
