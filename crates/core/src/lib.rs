@@ -16,6 +16,20 @@ pub mod observe;
 pub mod rng;
 #[cfg(feature = "sabotage")]
 pub mod sabotage;
+
+/// Whether the named sabotage switch is on: `sabotaged!(AnyNewView)`. Always false, and the
+/// switch compiled out, in a crate built without its own `sabotage` feature (which must turn
+/// on `plumb-core/sabotage`), so a production build carries no switch.
+#[macro_export]
+macro_rules! sabotaged {
+    ($switch:ident) => {{
+        #[cfg(feature = "sabotage")]
+        let on = $crate::sabotage::on($crate::sabotage::Sabotage::$switch);
+        #[cfg(not(feature = "sabotage"))]
+        let on = false;
+        on
+    }};
+}
 pub mod stall;
 pub mod storage;
 

@@ -35,7 +35,7 @@ impl OrderReplica {
             return;
         }
         let c = core.client;
-        if core.nc <= self.last_ordered(c) && !sabotaged_sequence_check() {
+        if core.nc <= self.last_ordered(c) && !plumb_core::sabotaged!(SkipRequestSequenceCheck) {
             self.on_already_ordered(now, c, out);
             return;
         }
@@ -166,7 +166,7 @@ impl OrderReplica {
             |c| tentative.get(c),
             self.q.auth_gather(),
             self.cfg.batch_max,
-            sabotaged_sequence_check(),
+            plumb_core::sabotaged!(SkipRequestSequenceCheck),
         )
     }
 
@@ -277,7 +277,7 @@ impl OrderReplica {
     fn time_in_bound(&self, now: Micros, time: Micros) -> bool {
         let skew = self.cfg.max_clock_skew_us;
         let above = time > now.saturating_add(skew);
-        let below = time < now.saturating_sub(skew) && !sabotaged_time_lower_bound();
+        let below = time < now.saturating_sub(skew) && !plumb_core::sabotaged!(TimeUnboundedBelow);
         !above && !below
     }
 
@@ -335,7 +335,9 @@ impl OrderReplica {
             if !clients.insert(c) {
                 return Err("bad-batch-duplicate-client");
             }
-            if r.core.nc != tentative.get(c) + 1 && !sabotaged_sequence_check() {
+            if r.core.nc != tentative.get(c) + 1
+                && !plumb_core::sabotaged!(SkipRequestSequenceCheck)
+            {
                 return Err("bad-batch-sequence");
             }
             if !self.matrix_valid(r) {
@@ -482,7 +484,7 @@ impl OrderReplica {
 
     fn medium(&self) -> usize {
         let m = self.q.order_medium();
-        if sabotaged_commit_quorum() {
+        if plumb_core::sabotaged!(CommitQuorumMinusOne) {
             m.saturating_sub(1).max(1)
         } else {
             m
@@ -711,31 +713,6 @@ impl OrderReplica {
             self.send_to_peers(&m, out);
         }
     }
-}
-
-#[cfg(feature = "sabotage")]
-fn sabotaged_time_lower_bound() -> bool {
-    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::TimeUnboundedBelow)
-}
-#[cfg(not(feature = "sabotage"))]
-fn sabotaged_time_lower_bound() -> bool {
-    false
-}
-#[cfg(feature = "sabotage")]
-fn sabotaged_sequence_check() -> bool {
-    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::SkipRequestSequenceCheck)
-}
-#[cfg(not(feature = "sabotage"))]
-fn sabotaged_sequence_check() -> bool {
-    false
-}
-#[cfg(feature = "sabotage")]
-fn sabotaged_commit_quorum() -> bool {
-    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::CommitQuorumMinusOne)
-}
-#[cfg(not(feature = "sabotage"))]
-fn sabotaged_commit_quorum() -> bool {
-    false
 }
 
 /// The last request number ordered per client, counting batches accepted but not yet

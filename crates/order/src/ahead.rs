@@ -55,7 +55,10 @@ impl OrderReplica {
                 out,
             );
             self.sync(out);
-        } else if self.views.active() && self.primary() == self.me && !sabotaged_abstain() {
+        } else if self.views.active()
+            && self.primary() == self.me
+            && !plumb_core::sabotaged!(ReproposeAfterRestart)
+        {
             self.ahead.abstain = Some(self.views.current());
         }
     }
@@ -98,14 +101,4 @@ impl OrderReplica {
             self.ahead.unsynced = Some(view);
         }
     }
-}
-
-/// Sabotage `primary-reproposes-after-restart`: a primary restarted in its view proposes again.
-#[cfg(feature = "sabotage")]
-fn sabotaged_abstain() -> bool {
-    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::ReproposeAfterRestart)
-}
-#[cfg(not(feature = "sabotage"))]
-fn sabotaged_abstain() -> bool {
-    false
 }

@@ -373,7 +373,7 @@ impl Checkpoints {
         };
         self.own = self.own.split_off(&(seq + 1));
         self.snapshots = self.snapshots.split_off(&(seq + 1));
-        if !sabotaged_keep_votes() {
+        if !plumb_core::sabotaged!(CheckpointKeepsOldVotes) {
             self.votes = self.votes.split_off(&(seq + 1));
         }
         self.exec_votes = self.exec_votes.split_off(&(seq + 1));
@@ -481,15 +481,6 @@ impl Checkpoints {
             format!("{many:?}: votes beyond the horizon {horizon}")
         })
     }
-}
-
-#[cfg(feature = "sabotage")]
-fn sabotaged_keep_votes() -> bool {
-    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::CheckpointKeepsOldVotes)
-}
-#[cfg(not(feature = "sabotage"))]
-fn sabotaged_keep_votes() -> bool {
-    false
 }
 
 #[cfg(test)]

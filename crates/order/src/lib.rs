@@ -403,7 +403,7 @@ impl Stage for OrderReplica {
                 self.last_progress = now;
                 self.liveness.started(self.q.order, now);
                 let rec = self.recovered.take().unwrap_or_default();
-                if !store_is_intact(&rec) && !rejoin::sabotaged_amnesia() {
+                if !store_is_intact(&rec) && !plumb_core::sabotaged!(Amnesia) {
                     self.begin_rejoin(now, rec, out);
                     out.push(Action::SetTimer {
                         id: TICK,

@@ -361,12 +361,3 @@ impl OrderReplica {
             .max(self.accepted_upto)
     }
 }
-
-#[cfg(feature = "sabotage")]
-pub(crate) fn sabotaged_amnesia() -> bool {
-    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::Amnesia)
-}
-#[cfg(not(feature = "sabotage"))]
-pub(crate) fn sabotaged_amnesia() -> bool {
-    false
-}

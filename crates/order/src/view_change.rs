@@ -327,7 +327,7 @@ impl OrderReplica {
         }
         // Only the new view's primary makes a NEW-VIEW (anyone may forward it): otherwise a
         // faulty backup could install its own valid subset of proofs and make the view fail.
-        let maker = if sabotaged_any_new_view() {
+        let maker = if plumb_core::sabotaged!(AnyNewView) {
             from
         } else {
             (view % self.q.order as u64) as u16
@@ -476,15 +476,6 @@ impl OrderReplica {
         }
         self.try_new_view(now, out);
     }
-}
-
-#[cfg(feature = "sabotage")]
-fn sabotaged_any_new_view() -> bool {
-    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::AnyNewView)
-}
-#[cfg(not(feature = "sabotage"))]
-fn sabotaged_any_new_view() -> bool {
-    false
 }
 
 /// Used by tests and the recovery path.

@@ -91,7 +91,7 @@ impl Views {
         self.active = true;
         self.quorum_at = None;
         self.new_view = Some((proofs, signature));
-        if !sabotaged_keep_spent() {
+        if !plumb_core::sabotaged!(ViewKeepsSpentChanges) {
             self.changes.retain(|_, s| s.vc.new_view > view);
         }
     }
@@ -310,15 +310,6 @@ impl Views {
         }
         Ok(())
     }
-}
-
-#[cfg(feature = "sabotage")]
-fn sabotaged_keep_spent() -> bool {
-    plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::ViewKeepsSpentChanges)
-}
-#[cfg(not(feature = "sabotage"))]
-fn sabotaged_keep_spent() -> bool {
-    false
 }
 
 #[cfg(test)]
