@@ -43,6 +43,9 @@ sabotages! {
     /// Order replicas keep the VIEW-CHANGEs for the view they enter (caught at that step by the
     /// order stage's own `INV-entered-holds-only-later-view-changes`).
     ViewKeepsSpentChanges = "view-keeps-spent-changes",
+    /// Order replicas keep early PRE-PREPAREs for slots filled otherwise (by catch-up or a
+    /// checkpoint) (caught at that step by the agreement log's own `INV-early-beyond-accepted`).
+    LogKeepsObsoleteEarly = "log-keeps-obsolete-early",
     /// Order replicas accept a NEW-VIEW from any order replica, signed by it, not only from the
     /// new view's primary.
     AnyNewView = "any-new-view",

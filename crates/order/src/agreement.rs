@@ -1,6 +1,7 @@
 //! Requests in, batches proposed, PRE-PREPARE / PREPARE / COMMIT, committed batches applied and
 //! handed to the execution stage.
 
+use crate::agreement_log::{EarlyPrePrepare, HeldForTime};
 use crate::pending::{Collect, Thresholds};
 use crate::proposer::Step;
 use crate::slot::{slot_key, Slot};
@@ -23,7 +24,7 @@ impl OrderReplica {
         macs: Vec<Mac>,
         out: &mut Vec<Action>,
     ) {
-        if macs.len() != self.q.order || f as usize >= self.q.auth {
+        if macs.len() != self.q().order || f as usize >= self.q().auth {
             self.counters.add("drop-bad-authenticator");
             return;
         }
@@ -41,7 +42,7 @@ impl OrderReplica {
         }
         let needed = self.last_ordered(c) + 1;
         let thresholds = Thresholds {
-            gather: self.q.auth_gather(),
+            gather: self.q().auth_gather(),
             held: self.held_evidence(),
         };
         let nc = core.nc;
@@ -55,7 +56,7 @@ impl OrderReplica {
             return;
         };
         if new_number {
-            self.monitor.note_arrival(c, nc, now);
+            self.watch.monitor.note_arrival(c, nc, now);
         }
         if newly_pending {
             self.arm_heartbeat(out);
@@ -72,7 +73,7 @@ impl OrderReplica {
     /// in resending the old number); RETRANSMIT only makes execution replicas resend cached
     /// replies, and it is rate-limited per client, so a faulty auth replica gains little.
     fn on_already_ordered(&mut self, now: Micros, c: ClientId, out: &mut Vec<Action>) {
-        if !self.pending.retransmit_due(c, now, self.cfg.catch_up_us) {
+        if !self.pending.retransmit_due(c, now, self.cfg().catch_up_us) {
             return;
         }
         let msg = Message::Retransmit {
@@ -89,10 +90,7 @@ impl OrderReplica {
     /// Last request number per client counting batches accepted but not yet committed.
     pub(crate) fn tentative_last_ordered(&self) -> Tentative<'_> {
         let mut in_flight = BTreeMap::new();
-        for (_, slot) in self
-            .slots
-            .range(self.state.seq + 1..self.accepted_upto.max(self.state.seq) + 1)
-        {
+        for (_, slot) in self.log.accepted_unapplied(self.state.seq) {
             if let Some((_, b)) = &slot.record.accepted {
                 for r in &b.requests {
                     let e = in_flight.entry(r.client).or_insert(0);
@@ -113,17 +111,18 @@ impl OrderReplica {
             let ready = self.ready_requests();
             // A rejoining peer waits for a stable checkpoint above its fence: fill idle time
             // with null batches so it gets there without client load.
-            let fill = ready.is_empty() && self.proposer.next() <= self.helping.fill_until();
+            let fill =
+                ready.is_empty() && self.proposer.next() <= self.rejoins.helping.fill_until();
             let in_flight = self.proposer.next() > self.state.seq + 1;
             match self
                 .proposer
-                .step(ready.len(), fill, in_flight, self.cfg.batch_max)
+                .step(ready.len(), fill, in_flight, self.cfg().batch_max)
             {
                 Step::Idle | Step::Wait { arm: false } => return,
                 Step::Wait { arm: true } => {
                     out.push(Action::SetTimer {
                         id: BATCH,
-                        after: self.cfg.batch_timeout_us,
+                        after: self.cfg().batch_timeout_us,
                     });
                     return;
                 }
@@ -164,8 +163,8 @@ impl OrderReplica {
         let tentative = self.tentative_last_ordered();
         self.pending.ready(
             |c| tentative.get(c),
-            self.q.auth_gather(),
-            self.cfg.batch_max,
+            self.q().auth_gather(),
+            self.cfg().batch_max,
             plumb_core::sabotaged!(SkipRequestSequenceCheck),
         )
     }
@@ -204,10 +203,10 @@ impl OrderReplica {
             return;
         }
         let batch = Batch::proposed(&requests, time, seed);
-        if seq <= self.accepted_upto {
+        if seq <= self.log.accepted_upto() {
             let same = self
-                .slots
-                .get(&seq)
+                .log
+                .get(seq)
                 .and_then(|s| s.accepted_digest(seq))
                 .is_some_and(|(v, d)| v == view && d == batch.digest(seq));
             if !same {
@@ -217,8 +216,13 @@ impl OrderReplica {
             }
             return;
         }
-        if seq > self.accepted_upto + 1 {
-            self.buffered.insert(seq, (requests, time, seed));
+        if seq > self.log.accepted_upto() + 1 {
+            let early = EarlyPrePrepare {
+                requests,
+                time,
+                seed,
+            };
+            self.log.keep_early(seq, early);
             return;
         }
         if let Err(reason) = self.validate(seq, &requests) {
@@ -232,7 +236,7 @@ impl OrderReplica {
             // primary is at fault every correct backup holds its batch, nothing is ordered,
             // and the progress monitor replaces it.
             self.counters.add("batch-time-out-of-bound");
-            self.held_for_time = Some(HeldForTime {
+            self.log.hold_for_time(HeldForTime {
                 from,
                 view,
                 seq,
@@ -257,7 +261,7 @@ impl OrderReplica {
         batch: Batch,
         out: &mut Vec<Action>,
     ) {
-        debug_assert_eq!(seq, self.accepted_upto + 1);
+        debug_assert_eq!(seq, self.log.accepted_upto() + 1);
         let clients: Vec<(ClientId, ReqNo)> =
             batch.requests.iter().map(|r| (r.client, r.nc)).collect();
         self.accept_and_prepare(now, seq, view, batch, out);
@@ -266,8 +270,8 @@ impl OrderReplica {
         if !self.views.active() || self.views.current() != view {
             return;
         }
-        if let Some((requests, time, seed)) = self.buffered.remove(&(seq + 1)) {
-            self.on_pre_prepare(now, from, view, seq + 1, requests, time, seed, out);
+        if let Some(e) = self.log.take_early(seq + 1) {
+            self.on_pre_prepare(now, from, view, seq + 1, e.requests, e.time, e.seed, out);
         }
     }
 
@@ -275,7 +279,7 @@ impl OrderReplica {
     /// Both sides matter: an upper bound alone let a faulty primary hold agreed time still
     /// while real time ran, then jump it ahead, expiring every session in one batch.
     fn time_in_bound(&self, now: Micros, time: Micros) -> bool {
-        let skew = self.cfg.max_clock_skew_us;
+        let skew = self.cfg().max_clock_skew_us;
         let above = time > now.saturating_add(skew);
         let below = time < now.saturating_sub(skew) && !plumb_core::sabotaged!(TimeUnboundedBelow);
         !above && !below
@@ -287,19 +291,20 @@ impl OrderReplica {
     /// (counted, so an operator sees it), or the pre-prepare reached us late; either way we
     /// must not withhold our vote and wedge a cluster that is one vote short.
     pub(crate) fn check_time_vouched(&mut self, now: Micros, out: &mut Vec<Action>) {
-        let Some(h) = &self.held_for_time else {
+        let accepted_upto = self.log.accepted_upto();
+        let Some(h) = self.log.held_for_time() else {
             return;
         };
-        if h.view != self.views.current() || h.seq <= self.accepted_upto {
-            self.held_for_time = None;
+        if h.view != self.views.current() || h.seq <= accepted_upto {
+            self.log.take_held_for_time();
             return;
         }
-        if h.seq != self.accepted_upto + 1 {
+        if h.seq != accepted_upto + 1 {
             return;
         }
         let batch = Batch::proposed(&h.requests, h.time, h.seed);
         let d = batch.digest(h.seq);
-        let vouched = self.slots.get(&h.seq).map_or(0, |slot| {
+        let vouched = self.log.get(h.seq).map_or(0, |slot| {
             if slot.votes_view != h.view {
                 return 0;
             }
@@ -309,10 +314,10 @@ impl OrderReplica {
                 .filter(|(j, x)| **j != me && **x == d)
                 .count()
         });
-        if vouched < self.q.small() {
+        if vouched < self.q().small() {
             return;
         }
-        let Some(h) = self.held_for_time.take() else {
+        let Some(h) = self.log.take_held_for_time() else {
             return;
         };
         self.counters.add("batch-time-vouched-by-peers");
@@ -325,7 +330,7 @@ impl OrderReplica {
         let _ = seq;
         // An empty batch is a null batch: primaries fill idle time with them while a peer
         // rejoins (rejoin.rs). It costs a sequence number and changes no state.
-        if requests.len() > self.cfg.batch_max {
+        if requests.len() > self.cfg().batch_max {
             return Err("bad-batch-size");
         }
         let tentative = self.tentative_last_ordered();
@@ -352,7 +357,7 @@ impl OrderReplica {
         let id = r.core.id_digest();
         let mut valid = BTreeSet::new();
         for row in &r.matrix {
-            if row.auth as usize >= self.q.auth || row.macs.len() != self.q.order {
+            if row.auth as usize >= self.q().auth || row.macs.len() != self.q().order {
                 continue;
             }
             let Some(mac) = row.macs.get(self.me as usize) else {
@@ -366,7 +371,7 @@ impl OrderReplica {
                 valid.insert(row.auth);
             }
         }
-        valid.len() >= self.q.matrix_valid()
+        valid.len() >= self.q().matrix_valid()
     }
 
     /// Accept `batch` at `(view, seq)`: persist, then PREPARE. The primary votes with a
@@ -384,12 +389,12 @@ impl OrderReplica {
     ) {
         let d = batch.digest(seq);
         let me = self.me;
-        let slot = self.slots.entry(seq).or_default();
+        let slot = self.log.entry(seq);
         slot.accept(seq, view, batch);
         slot.accepted_at = now;
         slot.prepares.insert(me, d);
         let record = plumb_core::storage::encode(&slot.record);
-        self.accepted_upto = self.accepted_upto.max(seq);
+        self.log.accepted_through(seq);
         self.put(slot_key(seq), record, out);
         self.sync(out);
         self.send_to_peers(
@@ -416,7 +421,7 @@ impl OrderReplica {
         if !self.vote_in_range(view, seq) {
             return;
         }
-        self.slots.entry(seq).or_default().prepare_vote(view, j, d);
+        self.log.entry(seq).prepare_vote(view, j, d);
         self.check_time_vouched(now, out);
         self.check_prepared(now, seq, out);
     }
@@ -433,7 +438,7 @@ impl OrderReplica {
         if !self.vote_in_range(view, seq) {
             return;
         }
-        self.slots.entry(seq).or_default().commit_vote(view, j, d);
+        self.log.entry(seq).commit_vote(view, j, d);
         // The COMMIT counts as its sender's PREPARE too (`Slot::commit_vote`).
         self.check_time_vouched(now, out);
         self.check_prepared(now, seq, out);
@@ -463,7 +468,7 @@ impl OrderReplica {
     /// committed we would never say it again otherwise.
     pub(crate) fn repeat_commit(&self, j: u16, seq: Seq, out: &mut Vec<Action>) {
         let view = self.views.current();
-        let Some(slot) = self.slots.get(&seq) else {
+        let Some(slot) = self.log.get(seq) else {
             return;
         };
         let Some((v, d)) = slot.accepted_digest(seq) else {
@@ -483,7 +488,7 @@ impl OrderReplica {
     }
 
     fn medium(&self) -> usize {
-        let m = self.q.order_medium();
+        let m = self.q().order_medium();
         if plumb_core::sabotaged!(CommitQuorumMinusOne) {
             m.saturating_sub(1).max(1)
         } else {
@@ -494,7 +499,7 @@ impl OrderReplica {
     pub(crate) fn check_prepared(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
         let medium = self.medium();
         let view = self.views.current();
-        let Some(slot) = self.slots.get_mut(&seq) else {
+        let Some(slot) = self.log.get_mut(seq) else {
             return;
         };
         let Some((v, d)) = slot.accepted_digest(seq) else {
@@ -523,7 +528,7 @@ impl OrderReplica {
 
     pub(crate) fn check_committed(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
         let medium = self.medium();
-        let Some(slot) = self.slots.get_mut(&seq) else {
+        let Some(slot) = self.log.get_mut(seq) else {
             return;
         };
         if slot.record.committed.is_some() {
@@ -551,11 +556,7 @@ impl OrderReplica {
         let mut applied_requests = 0;
         loop {
             let seq = self.state.seq + 1;
-            let Some(batch) = self
-                .slots
-                .get(&seq)
-                .and_then(|s| s.record.committed.clone())
-            else {
+            let Some(batch) = self.log.get(seq).and_then(|s| s.record.committed.clone()) else {
                 break;
             };
             self.report_slow(now, seq, &batch, out);
@@ -563,7 +564,7 @@ impl OrderReplica {
             progressed = true;
             applied_requests += batch.requests.len();
             let digest = batch.digest(seq);
-            let slot = self.slots.get(&seq);
+            let slot = self.log.get(seq);
             let carried = slot.is_some_and(|s| s.carried);
             out.push(Action::Observe(Observation::Committed {
                 seq,
@@ -579,15 +580,15 @@ impl OrderReplica {
                 },
                 out,
             );
-            if seq.is_multiple_of(self.cfg.checkpoint_interval) {
+            if seq.is_multiple_of(self.cfg().checkpoint_interval) {
                 self.checkpoints.snapshot(seq, self.state.clone());
                 self.finish_checkpoint(now, seq, out);
             }
         }
         if progressed {
-            self.last_progress = now;
+            self.watch.last_progress = now;
             self.views.progressed();
-            self.accepted_upto = self.accepted_upto.max(self.state.seq);
+            self.log.accepted_through(self.state.seq);
             self.proposer.applied_through(self.state.seq);
             let last_ordered = &self.state.last_ordered;
             self.pending
@@ -603,13 +604,13 @@ impl OrderReplica {
     /// from peers, or else whichever took most of the wait: the primary's PRE-PREPARE, or the
     /// PREPARE and COMMIT votes after it.
     fn report_slow(&self, now: Micros, seq: Seq, batch: &Batch, out: &mut Vec<Action>) {
-        let accepted_at = self.slots.get(&seq).map(|s| s.accepted_at);
+        let accepted_at = self.log.get(seq).map(|s| s.accepted_at);
         for r in &batch.requests {
             let Some(since) = self.pending.pending_since(r.client, r.nc) else {
                 continue;
             };
             let waited = now.saturating_sub(since);
-            if waited <= self.cfg.slow_request_us {
+            if waited <= self.cfg().slow_request_us {
                 continue;
             }
             let reason = if self.monitor_view_since() > since {
@@ -642,7 +643,7 @@ impl OrderReplica {
         let what = if self.behind_checkpoint() {
             "stall-behind-checkpoint"
         } else {
-            match self.slots.get(&next) {
+            match self.log.get(next) {
                 Some(slot) if slot.record.committed.is_some() => "stall-committed-unapplied",
                 Some(slot) => match slot.accepted_digest(next) {
                     Some((v, _)) if v != self.views.current() => "stall-old-view",
@@ -669,10 +670,7 @@ impl OrderReplica {
         let view = self.views.current();
         let primary = self.primary();
         let mut msgs = Vec::new();
-        for (seq, slot) in self
-            .slots
-            .range(self.state.seq + 1..self.accepted_upto.max(self.state.seq) + 1)
-        {
+        for (seq, slot) in self.log.accepted_unapplied(self.state.seq) {
             if slot.record.committed.is_some() {
                 continue;
             }
@@ -717,17 +715,6 @@ impl OrderReplica {
 
 /// The last request number ordered per client, counting batches accepted but not yet
 /// committed: what the next request of each client must follow.
-/// A pre-prepare held for its time (`OrderReplica::check_time_vouched`).
-#[derive(Debug)]
-pub(crate) struct HeldForTime {
-    from: u16,
-    view: View,
-    seq: Seq,
-    requests: Vec<SignedRequest>,
-    time: Micros,
-    seed: u64,
-}
-
 pub(crate) struct Tentative<'a> {
     ordered: &'a BTreeMap<ClientId, ReqNo>,
     in_flight: BTreeMap<ClientId, ReqNo>,

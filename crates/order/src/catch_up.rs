@@ -207,11 +207,11 @@ impl OrderReplica {
     }
 
     fn idle_after(&self) -> Micros {
-        (self.cfg.heartbeat_us / 2).max(1)
+        (self.cfg().heartbeat_us / 2).max(1)
     }
 
     fn idle_for_catch_up(&self, now: Micros) -> bool {
-        now >= self.last_progress + self.idle_after() || self.oldest_pending().is_none()
+        now >= self.watch.last_progress + self.idle_after() || self.oldest_pending().is_none()
     }
 
     fn serve_catch_up(&mut self, j: u16, ask: Ask, out: &mut Vec<Action>) {

@@ -43,7 +43,7 @@ impl OrderReplica {
         token: Digest,
         out: &mut Vec<Action>,
     ) {
-        if !seq.is_multiple_of(self.cfg.checkpoint_interval) {
+        if !seq.is_multiple_of(self.cfg().checkpoint_interval) {
             return;
         }
         // Learned already (kept from the stable checkpoint on): a late token that differs
@@ -54,7 +54,7 @@ impl OrderReplica {
         }
         // Indirect learning (seed 004 §6.1): max(u,r)+1 matching tokens mean the checkpoint is
         // right (one correct replica made it) and fetchable (one correct replica holds it).
-        let quorum = self.q.exec_checkpoint();
+        let quorum = self.q().exec_checkpoint();
         let TokenVote::Learned(others) = self.checkpoints.vote_exec_token(seq, e, token, quorum)
         else {
             return;
@@ -76,7 +76,7 @@ impl OrderReplica {
         };
         self.put(checkpoint_key(seq), bytes, out);
         self.sync(out);
-        if self.rejoin.is_some() {
+        if self.rejoins.own.is_some() {
             // A rejoining replica casts no checkpoint vote, not even for itself: the fence is
             // passed on n - u votes of others.
             self.check_stable(now, seq, out);
@@ -107,7 +107,7 @@ impl OrderReplica {
     /// A checkpoint is stable once n-u replicas report the same digest. If it is ahead of what
     /// this replica has applied, fetch the state it describes from a peer.
     pub(crate) fn check_stable(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
-        match self.checkpoints.verdict(seq, self.q.order_medium()) {
+        match self.checkpoints.verdict(seq, self.q().order_medium()) {
             Verdict::NotYet => {}
             Verdict::Ours(digest, bytes) => self.make_stable(now, seq, digest, bytes, out),
             Verdict::Diverged => self.counters.add("checkpoint-diverged"),
@@ -141,17 +141,11 @@ impl OrderReplica {
         });
         self.put(STABLE_KEY.to_string(), record, out);
         self.sync(out);
-        if self.accepted_upto >= self.window_top() {
+        if self.log.accepted_upto() >= self.window_top() {
             // The primary could propose nothing until now: its heartbeat starts here.
             self.monitor_window_reopened(now);
         }
-        for s in self
-            .slots
-            .range(..=seq)
-            .map(|(s, _)| *s)
-            .collect::<Vec<_>>()
-        {
-            self.slots.remove(&s);
+        for s in self.log.forget_through(seq) {
             out.push(Action::Store(StoreOp::Delete { key: slot_key(s) }));
         }
         let exec_token = state.exec_token;
@@ -169,7 +163,6 @@ impl OrderReplica {
                 key: checkpoint_key(old),
             }));
         }
-        self.buffered = self.buffered.split_off(&(seq + 1));
         self.adopt_state(seq, state);
         self.proposer.note_window_moved();
         out.push(Action::Observe(Observation::StableCheckpoint { seq }));
@@ -186,7 +179,7 @@ impl OrderReplica {
             "a checkpoint's state is the state at its seq"
         );
         self.state = state;
-        self.accepted_upto = self.accepted_upto.max(seq);
+        self.log.accepted_through(seq);
         self.proposer.applied_through(seq);
         self.catch_up.applied_through(seq);
         let last_ordered = &self.state.last_ordered;
@@ -226,7 +219,7 @@ impl OrderReplica {
     /// digest (their votes, not ours).
     fn vouched_checkpoint_ahead(&self) -> Option<(Seq, Digest)> {
         self.checkpoints
-            .vouched_ahead(self.state.seq, self.me, self.q.small())
+            .vouched_ahead(self.state.seq, self.me, self.q().small())
     }
 
     // ---------------------------------------------------------------- state transfer
@@ -271,7 +264,7 @@ impl OrderReplica {
 
     pub(crate) fn check_all_prepared(&mut self, now: Micros, out: &mut Vec<Action>) {
         let seqs: Vec<Seq> = self
-            .slots
+            .log
             .range(self.state.seq + 1..)
             .map(|(s, _)| *s)
             .collect();
@@ -292,8 +285,8 @@ impl OrderReplica {
         // a replica that has them also forwards them to execution; peers hold none below their
         // stable checkpoint, though. A rejoining replica waits for n - u votes of others.
         let fetching_batches_failed =
-            now >= self.last_progress + FETCH_BATCHES_FOR * self.cfg.catch_up_us;
-        if self.rejoin.is_none() && fetching_batches_failed {
+            now >= self.watch.last_progress + FETCH_BATCHES_FOR * self.cfg().catch_up_us;
+        if self.rejoins.own.is_none() && fetching_batches_failed {
             if let Some((seq, digest)) = self.vouched_checkpoint_ahead() {
                 self.checkpoints.chase(seq, digest, StateFetch::Vouched);
             }
@@ -303,7 +296,7 @@ impl OrderReplica {
             return;
         }
         let ahead_votes = self
-            .slots
+            .log
             .range(self.state.seq + 1..)
             .any(|(_, s)| !s.commits.is_empty() || s.record.committed.is_some());
         let ahead_checkpoints = self.checkpoints.votes_above(self.state.seq);
@@ -336,9 +329,12 @@ impl OrderReplica {
             );
         }
         let start = from.max(stable + 1);
-        let end = self.state.seq.min(start + 2 * self.cfg.checkpoint_interval);
+        let end = self
+            .state
+            .seq
+            .min(start + 2 * self.cfg().checkpoint_interval);
         for s in start..=end {
-            if let Some(batch) = self.slots.get(&s).and_then(|x| x.record.committed.clone()) {
+            if let Some(batch) = self.log.get(s).and_then(|x| x.record.committed.clone()) {
                 self.send(to, &Message::Committed { seq: s, batch }, out);
                 // r+1 Committed answers may not exist (faulty or lagging peers), but our votes
                 // in this view let the peer finish the agreement itself.
@@ -361,11 +357,11 @@ impl OrderReplica {
         // r+1 replicas saying "committed" include a correct one: the batch is the committed one.
         let Some(b) = self
             .catch_up
-            .committed_answer(j, seq, batch, self.q.small())
+            .committed_answer(j, seq, batch, self.q().small())
         else {
             return;
         };
-        let slot = self.slots.entry(seq).or_default();
+        let slot = self.log.entry(seq);
         if slot.record.committed.is_none() {
             slot.record.committed = Some(b);
             let record = plumb_core::storage::encode(&slot.record);
@@ -380,7 +376,7 @@ impl OrderReplica {
     /// LAST-EXEC: resend committed batches from `next` (OL3), or tell the replica to load the
     /// stable checkpoint when we no longer hold them (OL4).
     pub(crate) fn on_last_exec(&mut self, now: Micros, e: u16, next: Seq, out: &mut Vec<Action>) {
-        if !self.catch_up.exec_due(e, now, self.cfg.catch_up_us / 2) {
+        if !self.catch_up.exec_due(e, now, self.cfg().catch_up_us / 2) {
             return;
         }
         let to = Principal::Exec(e);
@@ -393,9 +389,12 @@ impl OrderReplica {
             self.send(to, &msg, out);
             return;
         }
-        let end = self.state.seq.min(next + 2 * self.cfg.checkpoint_interval);
+        let end = self
+            .state
+            .seq
+            .min(next + 2 * self.cfg().checkpoint_interval);
         for s in next..=end {
-            if let Some(batch) = self.slots.get(&s).and_then(|x| x.record.committed.clone()) {
+            if let Some(batch) = self.log.get(s).and_then(|x| x.record.committed.clone()) {
                 self.send(
                     to,
                     &Message::NextBatch {

@@ -7,10 +7,11 @@
 //! stable checkpoint makes obsolete goes in [`Checkpoints::advance`], which says what to delete
 //! from the store. [`Checkpoints::check_invariants`] states this and the rest it relies on.
 
+use crate::divergence::{ExecDivergence, Tell};
 use crate::state::OrderState;
 use plumb_core::BrokenInvariant;
 use plumb_crypto::Digest;
-use plumb_wire::Seq;
+use plumb_wire::{Micros, Seq};
 use std::collections::{BTreeMap, HashMap};
 
 /// The last stable order checkpoint.
@@ -96,6 +97,8 @@ pub(crate) struct Checkpoints {
     exec_tokens: BTreeMap<Seq, Digest>,
     /// The order state being fetched: (seq, digest, why).
     awaiting: Option<(Seq, Digest, StateFetch)>,
+    /// Execution replicas told that their token differs (divergence.rs).
+    diverged: ExecDivergence,
 }
 
 impl Checkpoints {
@@ -115,7 +118,13 @@ impl Checkpoints {
             exec_votes: BTreeMap::new(),
             exec_tokens: BTreeMap::new(),
             awaiting: None,
+            diverged: ExecDivergence::default(),
         }
+    }
+
+    /// Execution replica `e`'s token for checkpoint `seq` differs from the learned one.
+    pub(crate) fn diverged(&mut self, e: u16, seq: Seq, now: Micros, again_after: Micros) -> Tell {
+        self.diverged.tell(e, seq, now, again_after)
     }
 
     pub(crate) fn stable(&self) -> &Stable {

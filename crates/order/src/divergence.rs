@@ -14,12 +14,41 @@ use plumb_crypto::Digest;
 use plumb_wire::{Message, Principal, Seq};
 use std::collections::HashMap;
 
+/// What to do about an execution replica whose token differs from the agreed one.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Tell {
+    /// Nothing: it was told of this checkpoint (or a later one) less than a period ago.
+    Nothing,
+    /// Report the divergence and send LOAD-CP: the first time for this checkpoint.
+    ReportAndLoad,
+    /// Send LOAD-CP again (the last one may be lost), without a second report.
+    LoadAgain,
+}
+
 /// The newest divergent checkpoint each execution replica was told about, and when: one
 /// report per replica per checkpoint, and a LOAD-CP again at most once a catch-up period (a
 /// lost one would leave the replica diverged), whatever it sends.
 #[derive(Debug, Default)]
 pub(crate) struct ExecDivergence {
     told: HashMap<u16, (Seq, Micros)>,
+}
+
+impl ExecDivergence {
+    /// Execution replica `e` holds a differing token for checkpoint `seq`, seen at `now`.
+    pub(crate) fn tell(&mut self, e: u16, seq: Seq, now: Micros, again_after: Micros) -> Tell {
+        let tell = match self.told.get(&e).copied() {
+            Some((s, _)) if s > seq => return Tell::Nothing,
+            Some((s, at)) if s == seq => {
+                if now < at.saturating_add(again_after) {
+                    return Tell::Nothing;
+                }
+                Tell::LoadAgain
+            }
+            _ => Tell::ReportAndLoad,
+        };
+        self.told.insert(e, (seq, now));
+        tell
+    }
 }
 
 impl OrderReplica {
@@ -37,15 +66,11 @@ impl OrderReplica {
         if reported == agreed {
             return;
         }
-        let again_after = self.cfg.catch_up_us;
-        match self.divergence.told.get(&e).copied() {
-            Some((s, _)) if s > seq => return,
-            Some((s, at)) if s == seq => {
-                if now < at.saturating_add(again_after) {
-                    return;
-                }
-            }
-            _ => {
+        let again_after = self.cfg().catch_up_us;
+        match self.checkpoints.diverged(e, seq, now, again_after) {
+            Tell::Nothing => return,
+            Tell::LoadAgain => {}
+            Tell::ReportAndLoad => {
                 self.counters.add("exec-checkpoint-differs");
                 out.push(Action::Observe(Observation::ExecCheckpointDiffers {
                     exec: e,
@@ -55,11 +80,46 @@ impl OrderReplica {
                 }));
             }
         }
-        self.divergence.told.insert(e, (seq, now));
         self.send(
             Principal::Exec(e),
             &Message::LoadCp { seq, token: agreed },
             out,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_divergence_is_reported_once_per_checkpoint_and_load_cp_repeated_once_per_period() {
+        let mut d = ExecDivergence::default();
+        assert_eq!(d.tell(2, 100, 1_000, 500), Tell::ReportAndLoad);
+        assert_eq!(
+            d.tell(2, 100, 1_200, 500),
+            Tell::Nothing,
+            "within the period"
+        );
+        assert_eq!(
+            d.tell(2, 100, 1_500, 500),
+            Tell::LoadAgain,
+            "a lost LOAD-CP is resent"
+        );
+        assert_eq!(
+            d.tell(2, 50, 9_000, 500),
+            Tell::Nothing,
+            "an older checkpoint"
+        );
+        assert_eq!(
+            d.tell(2, 200, 1_600, 500),
+            Tell::ReportAndLoad,
+            "a newer one"
+        );
+        assert_eq!(
+            d.tell(3, 100, 1_600, 500),
+            Tell::ReportAndLoad,
+            "per replica"
         );
     }
 }

@@ -22,6 +22,7 @@
 //! fence, no vote until a stable checkpoint above the fence).
 
 mod agreement;
+mod agreement_log;
 mod ahead;
 mod catch_up;
 mod checkpoint;
@@ -40,6 +41,7 @@ mod state;
 mod suspicion;
 mod view_change;
 mod views;
+mod watch;
 
 pub use rejoin::{genesis, store_is_intact, GENESIS_KEY};
 pub use state::OrderState;
@@ -50,36 +52,26 @@ use plumb_core::{
     Action, BrokenInvariant, Counters, Event, Micros, Observation, Recovered, Rng, Stage,
     StageContext, StoreOp, TimerId,
 };
-use plumb_wire::{Message, Principal, Seq, SignedRequest, View};
-use slot::Slot;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use plumb_wire::{Message, Principal, Seq, View};
 
 const TICK: TimerId = TimerId(1);
 const BATCH: TimerId = TimerId(2);
 
 pub struct OrderReplica {
+    /// Keys, the configuration (quorums from `u` and `r`) and the PRNG seed.
     ctx: StageContext,
-    cfg: Arc<ProtocolConfig>,
-    q: Quorums,
     me: u16,
     rng: Rng,
     counters: Counters,
 
     /// The view, VIEW-CHANGEs, NEW-VIEW and views peers work in (views.rs).
     views: views::Views,
-    last_progress: Micros,
 
     // --- agreement
-    slots: BTreeMap<Seq, Slot>,
+    /// Slots, how far pre-prepares are accepted, pre-prepares that wait (agreement_log.rs).
+    log: agreement_log::AgreementLog,
     /// Applied state: every committed batch through `state.seq`.
     state: OrderState,
-    /// Highest sequence with a contiguous accepted pre-prepare in the current view.
-    accepted_upto: Seq,
-    buffered: BTreeMap<Seq, (Vec<SignedRequest>, Micros, u64)>,
-    /// The next pre-prepare, well formed but with a time outside `max_clock_skew_us` of our
-    /// clock: taken once `r + 1` peers vouch for it (agreement.rs, `check_time_vouched`).
-    held_for_time: Option<agreement::HeldForTime>,
     /// The primary's next sequence number, batch time and batch timer (proposer.rs).
     proposer: proposer::Proposer,
     /// Requests vouched for by auth replicas, waiting to be ordered (pending.rs).
@@ -88,26 +80,18 @@ pub struct OrderReplica {
     // --- checkpoints and catch-up
     /// Execution tokens, order checkpoints, votes, the stable checkpoint (checkpoints.rs).
     checkpoints: checkpoints::Checkpoints,
-    /// Execution replicas told that their checkpoint differs (divergence.rs).
-    divergence: divergence::ExecDivergence,
     /// Being behind and helping peers that are (catch_up.rs).
     catch_up: catch_up::CatchUp,
 
-    monitor: monitor::Monitor,
-    suspicions: suspicion::Suspicions,
+    /// The primary's heartbeat, rate and fairness; suspicions; who is alive (watch.rs).
+    watch: watch::Watch,
     /// Whether PRE-PREPAREs may leave before their records are synced (ahead.rs).
     ahead: ahead::Ahead,
-    liveness: skip::Liveness,
 
     recovered: Option<Recovered>,
 
-    // --- incarnations and rejoining after lost records (rejoin.rs)
-    /// Ours and the highest each peer has shown (incarnations.rs).
-    incarnations: incarnations::Incarnations,
-    /// Set while this replica recovers from lost records: it casts no vote of any kind.
-    rejoin: Option<rejoin::Rejoin>,
-    /// What this replica does for peers that rejoin (rejoin.rs).
-    helping: rejoin::Helping,
+    /// Incarnations, our own rejoin after lost records, help for peers that rejoin (rejoin.rs).
+    rejoins: rejoin::Rejoins,
 }
 
 impl OrderReplica {
@@ -116,40 +100,37 @@ impl OrderReplica {
             Principal::Order(i) => i,
             _ => u16::MAX,
         };
-        let cfg = ctx.config.clone();
-        let interval = cfg.checkpoint_interval;
+        let interval = ctx.config.checkpoint_interval;
         let genesis = OrderState::default();
         let genesis_bytes = genesis.encode();
         let mut replica = OrderReplica {
             rng: Rng::new(ctx.seed),
-            q: cfg.quorums,
-            cfg,
             me,
             counters: Counters::default(),
             views: views::Views::new(),
-            last_progress: 0,
-            slots: BTreeMap::new(),
+            log: Default::default(),
             state: genesis,
-            accepted_upto: 0,
-            buffered: BTreeMap::new(),
-            held_for_time: None,
             proposer: proposer::Proposer::default(),
             pending: pending::Pending::default(),
             checkpoints: checkpoints::Checkpoints::new(interval, genesis_bytes),
-            divergence: Default::default(),
             catch_up: Default::default(),
-            monitor: Default::default(),
-            suspicions: Default::default(),
+            watch: Default::default(),
             ahead: Default::default(),
-            liveness: Default::default(),
             recovered: None,
-            incarnations: Default::default(),
-            rejoin: None,
-            helping: Default::default(),
+            rejoins: Default::default(),
             ctx,
         };
         replica.recovered = Some(recovered);
         replica
+    }
+
+    fn cfg(&self) -> &ProtocolConfig {
+        &self.ctx.config
+    }
+
+    /// Quorum sizes, from `u` and `r`.
+    fn q(&self) -> &Quorums {
+        &self.ctx.config.quorums
     }
 
     pub fn view(&self) -> View {
@@ -157,7 +138,7 @@ impl OrderReplica {
     }
 
     pub fn primary(&self) -> u16 {
-        self.views.primary(self.q.order)
+        self.views.primary(self.q().order)
     }
 
     /// Last batch applied (committed in order).
@@ -175,11 +156,11 @@ impl OrderReplica {
 
     /// Recovering from lost records (casting no vote), and the fence once known.
     pub fn rejoining(&self) -> Option<Option<Seq>> {
-        self.rejoin.as_ref().map(|r| r.fence())
+        self.rejoins.own.as_ref().map(|r| r.fence())
     }
 
     pub fn incarnation(&self) -> u64 {
-        self.incarnations.own()
+        self.rejoins.incarnations.own()
     }
 
     /// The order checkpoints this replica holds above its stable one (it vouches for them in
@@ -216,7 +197,7 @@ impl OrderReplica {
     fn send_as(&self, to: Principal, msg: &Message, unsynced: bool, out: &mut Vec<Action>) {
         // A replica recovering from lost records casts no vote of any kind and vouches for
         // nothing (rejoin.rs): it only asks. This is the one door every message leaves by.
-        if self.rejoin.is_some() && !rejoin::may_send_while_rejoining(msg) {
+        if self.rejoins.own.is_some() && !rejoin::may_send_while_rejoining(msg) {
             return;
         }
         if let Some(frame) = self.ctx.keys.seal(to, msg) {
@@ -232,7 +213,7 @@ impl OrderReplica {
     }
 
     fn send_to_peers_as(&self, msg: &Message, unsynced: bool, out: &mut Vec<Action>) {
-        for j in 0..self.q.order as u16 {
+        for j in 0..self.q().order as u16 {
             if j != self.me {
                 self.send_as(Principal::Order(j), msg, unsynced, out);
             }
@@ -240,7 +221,7 @@ impl OrderReplica {
     }
 
     fn send_to_exec(&self, msg: &Message, out: &mut Vec<Action>) {
-        for e in 0..self.q.exec as u16 {
+        for e in 0..self.q().exec as u16 {
             self.send(Principal::Exec(e), msg, out);
         }
     }
@@ -255,7 +236,7 @@ impl OrderReplica {
 
     fn on_message(&mut self, now: Micros, from: Principal, msg: Message, out: &mut Vec<Action>) {
         if let Principal::Order(j) = from {
-            self.liveness.heard(j, now);
+            self.watch.liveness.heard(j, now);
         }
         if self.ignored_while_rejoining(&msg) {
             return;
@@ -356,9 +337,9 @@ impl OrderReplica {
     fn on_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
         out.push(Action::SetTimer {
             id: TICK,
-            after: self.cfg.catch_up_us,
+            after: self.cfg().catch_up_us,
         });
-        if self.rejoin.is_some() {
+        if self.rejoins.own.is_some() {
             self.rejoin_tick(out);
             self.catch_up_tick(now, out);
             return;
@@ -396,18 +377,19 @@ impl Stage for OrderReplica {
 
     fn handle(&mut self, now: Micros, event: Event, out: &mut Vec<Action>) {
         // The tick comes every `catch_up_us`: twice that without an event is a stall of ours.
-        self.liveness
-            .awake(now, self.cfg.catch_up_us.saturating_mul(2));
+        self.watch
+            .liveness
+            .awake(now, self.cfg().catch_up_us.saturating_mul(2));
         match event {
             Event::Start => {
-                self.last_progress = now;
-                self.liveness.started(self.q.order, now);
+                self.watch.last_progress = now;
+                self.watch.liveness.started(self.q().order, now);
                 let rec = self.recovered.take().unwrap_or_default();
                 if !store_is_intact(&rec) && !plumb_core::sabotaged!(Amnesia) {
                     self.begin_rejoin(now, rec, out);
                     out.push(Action::SetTimer {
                         id: TICK,
-                        after: self.cfg.catch_up_us,
+                        after: self.cfg().catch_up_us,
                     });
                     return;
                 }
@@ -429,7 +411,7 @@ impl Stage for OrderReplica {
                 );
                 out.push(Action::SetTimer {
                     id: TICK,
-                    after: self.cfg.catch_up_us,
+                    after: self.cfg().catch_up_us,
                 });
             }
             Event::Timer(TICK) => self.on_tick(now, out),
@@ -448,7 +430,7 @@ impl Stage for OrderReplica {
         if self.proposer.take_window_moved() && self.is_primary() {
             self.try_propose(now, out);
         }
-        if self.rejoin.is_some() {
+        if self.rejoins.own.is_some() {
             self.maybe_rejoin(now, out);
         }
     }
@@ -464,8 +446,10 @@ impl Stage for OrderReplica {
         self.checkpoints.check_invariants(self.me)?;
         self.views.check_invariants(self.me)?;
         self.pending.check_invariants()?;
-        self.incarnations.check_invariants()?;
+        self.rejoins.incarnations.check_invariants()?;
         self.catch_up.check_invariants(self.state.seq)?;
+        self.log.check_invariants()?;
+        self.watch.check_invariants(self.views.current())?;
         let stable = self.checkpoints.stable().seq;
         BrokenInvariant::check(self.state.seq >= stable, "INV-stable-applied", || {
             format!(
@@ -480,7 +464,7 @@ impl Stage for OrderReplica {
                 self.state.seq
             )
         })?;
-        let lowest = self.slots.keys().next().copied();
+        let lowest = self.log.lowest();
         BrokenInvariant::check(
             lowest.is_none_or(|s| s > stable),
             "INV-slots-above-stable",

@@ -111,11 +111,11 @@ impl Monitor {
 impl OrderReplica {
     /// Rows from this many authentication replicas here mean the primary holds the request.
     pub(crate) fn held_evidence(&self) -> usize {
-        (self.q.auth_gather() + self.q.faults.r as usize).min(self.q.auth)
+        (self.q().auth_gather() + self.q().faults.r as usize).min(self.q().auth)
     }
 
     fn heartbeat(&self) -> Micros {
-        self.cfg.heartbeat_us << self.monitor.misses.min(MAX_DOUBLINGS)
+        self.cfg().heartbeat_us << self.watch.monitor.misses.min(MAX_DOUBLINGS)
     }
 
     fn watching(&self) -> bool {
@@ -124,10 +124,10 @@ impl OrderReplica {
 
     /// A request became pending: make sure the heartbeat runs.
     pub(crate) fn arm_heartbeat(&mut self, out: &mut Vec<Action>) {
-        if self.monitor.heartbeat_armed || !self.watching() {
+        if self.watch.monitor.heartbeat_armed || !self.watching() {
             return;
         }
-        self.monitor.heartbeat_armed = true;
+        self.watch.monitor.heartbeat_armed = true;
         out.push(Action::SetTimer {
             id: HEARTBEAT,
             after: self.heartbeat(),
@@ -145,21 +145,21 @@ impl OrderReplica {
     }
 
     pub(crate) fn on_heartbeat(&mut self, now: Micros, out: &mut Vec<Action>) {
-        self.monitor.heartbeat_armed = false;
+        self.watch.monitor.heartbeat_armed = false;
         if !self.watching() {
             return;
         }
         let Some(pending) = self.oldest_pending() else {
             return;
         };
-        if self.accepted_upto >= self.window_top() {
+        if self.log.accepted_upto() >= self.window_top() {
             // The primary filled its window: it may propose nothing until a checkpoint is
             // stable, which waits on execution and on every replica's votes, not on it alone.
             // Suspecting it would be false (under load on two cores, 4 to 20 view changes in a
             // fault-free 15 s run came from here); the progress timeout still guards a window
             // that never moves.
             self.counters.add("heartbeat-window-full");
-            self.monitor.heartbeat_armed = true;
+            self.watch.monitor.heartbeat_armed = true;
             out.push(Action::SetTimer {
                 id: HEARTBEAT,
                 after: self.heartbeat(),
@@ -167,19 +167,20 @@ impl OrderReplica {
             return;
         }
         let since = pending
-            .max(self.monitor.last_pre_prepare)
-            .max(self.monitor.window_reopened);
+            .max(self.watch.monitor.last_pre_prepare)
+            .max(self.watch.monitor.window_reopened);
         let due = since + self.heartbeat();
         if now >= due {
-            self.monitor.misses = self.monitor.misses.saturating_add(1);
+            self.watch.monitor.misses = self.watch.monitor.misses.saturating_add(1);
             let evidence = Evidence::Silence {
                 silent: now.saturating_sub(
-                    self.monitor
+                    self.watch
+                        .monitor
                         .last_pre_prepare
-                        .max(self.monitor.window_reopened),
+                        .max(self.watch.monitor.window_reopened),
                 ),
                 waited: now.saturating_sub(pending),
-                accepted: self.accepted_upto,
+                accepted: self.log.accepted_upto(),
                 window_top: self.window_top(),
                 primary_checkpoint: self.newest_checkpoint_of(self.primary()),
             };
@@ -189,14 +190,14 @@ impl OrderReplica {
             }
             // Still in the view (the suspicion alone does not change it): keep watching, at
             // the doubled heartbeat.
-            self.monitor.heartbeat_armed = true;
+            self.watch.monitor.heartbeat_armed = true;
             out.push(Action::SetTimer {
                 id: HEARTBEAT,
                 after: self.heartbeat(),
             });
             return;
         }
-        self.monitor.heartbeat_armed = true;
+        self.watch.monitor.heartbeat_armed = true;
         out.push(Action::SetTimer {
             id: HEARTBEAT,
             after: due - now,
@@ -210,7 +211,7 @@ impl OrderReplica {
 
     /// A stable checkpoint freed the window the primary had filled.
     pub(crate) fn monitor_window_reopened(&mut self, now: Micros) {
-        self.monitor.window_reopened = now;
+        self.watch.monitor.window_reopened = now;
     }
 
     /// A valid PRE-PREPARE of the current primary was accepted: the heartbeat resets, and the
@@ -221,13 +222,13 @@ impl OrderReplica {
         batch: &[(ClientId, ReqNo)],
         out: &mut Vec<Action>,
     ) {
-        self.monitor.misses = 0;
-        self.monitor.last_pre_prepare = now;
+        self.watch.monitor.misses = 0;
+        self.watch.monitor.last_pre_prepare = now;
         for (c, nc) in batch {
             let waited = self.pending.pending_since(*c, *nc);
             if let Some(t) = waited {
-                self.monitor.window_delay.0 += now.saturating_sub(t);
-                self.monitor.window_delay.1 += 1;
+                self.watch.monitor.window_delay.0 += now.saturating_sub(t);
+                self.watch.monitor.window_delay.1 += 1;
             }
         }
         self.note_busy(now);
@@ -252,14 +253,14 @@ impl OrderReplica {
         // a request also has to have been held for a heartbeat, the patience a backup gives
         // a primary that sends nothing: a primary that starves a client is still replaced
         // within a heartbeat and `k` orders of another client.
-        let k = self.cfg.unfair_orders.max(1) as usize;
-        let patience = self.cfg.heartbeat_us;
+        let k = self.cfg().unfair_orders.max(1) as usize;
+        let patience = self.cfg().heartbeat_us;
         // Of the clients in this batch with `k` requests ordered, the one whose oldest of
         // them reached this replica latest, and when.
         let mut since: Option<(Micros, ClientId)> = None;
         for (c, nc) in batch {
-            let arrived = self.monitor.arrived(*c, *nc).unwrap_or(now).min(now);
-            let times = self.monitor.ordered.entry(*c).or_default();
+            let arrived = self.watch.monitor.arrived(*c, *nc).unwrap_or(now).min(now);
+            let times = self.watch.monitor.ordered.entry(*c).or_default();
             times.push_back(arrived);
             while times.len() > k {
                 times.pop_front();
@@ -285,7 +286,7 @@ impl OrderReplica {
         // let a primary that starves one client starve a request pending across the view
         // change for as long as it ordered others' (spec seed 891, u=1 r=1: 3.4 s; the
         // pending-request timeout never fires while batches commit).
-        let view_since = self.monitor.view_since;
+        let view_since = self.watch.monitor.view_since;
         // The longest-held such request is the evidence (a minimum, not the map's order, so
         // the log is the same in every run of a simulation seed).
         let passed = self
@@ -324,32 +325,32 @@ impl OrderReplica {
     /// costing a stall. A primary that really orders below the bar is still replaced within
     /// two windows; one that stops is the heartbeat's.
     pub(crate) fn on_applied(&mut self, now: Micros, count: usize, out: &mut Vec<Action>) {
-        self.monitor.applied += count as u64;
+        self.watch.monitor.applied += count as u64;
         self.note_busy(now);
         if !self.views.active() {
             return;
         }
-        let applied = self.monitor.applied;
+        let applied = self.watch.monitor.applied;
         let busy = self.busy_time(now);
-        let (start, before) = *self.monitor.interval.get_or_insert((busy, applied));
+        let (start, before) = *self.watch.monitor.interval.get_or_insert((busy, applied));
         let elapsed = busy.saturating_sub(start);
-        if elapsed < self.cfg.throughput_window_us.max(1) {
+        if elapsed < self.cfg().throughput_window_us.max(1) {
             return;
         }
-        self.monitor.interval = Some((busy, applied));
+        self.watch.monitor.interval = Some((busy, applied));
         let done = applied - before;
         let rate = done.saturating_mul(1_000_000) / elapsed;
-        self.monitor.view_busy += elapsed;
-        self.monitor.view_applied += done;
-        let (delay_sum, delays) = std::mem::take(&mut self.monitor.window_delay);
-        self.monitor.view_delay.0 += delay_sum;
-        self.monitor.view_delay.1 += delays;
+        self.watch.monitor.view_busy += elapsed;
+        self.watch.monitor.view_applied += done;
+        let (delay_sum, delays) = std::mem::take(&mut self.watch.monitor.window_delay);
+        self.watch.monitor.view_delay.0 += delay_sum;
+        self.watch.monitor.view_delay.1 += delays;
         let order_delay = delay_sum.checked_div(delays);
         if self.primary() == self.me {
             return;
         }
-        let graced = now >= self.monitor.view_since + self.cfg.throughput_grace_us;
-        let Some(&past) = self.monitor.past_rates.iter().max() else {
+        let graced = now >= self.watch.monitor.view_since + self.cfg().throughput_grace_us;
+        let Some(&past) = self.watch.monitor.past_rates.iter().max() else {
             // No view to compare with yet: after the grace period, change view to learn what
             // another primary achieves (a primary slow from the start is otherwise never
             // measured against anything).
@@ -364,12 +365,12 @@ impl OrderReplica {
             }
             return;
         };
-        let base = past as f64 * self.cfg.throughput_bar_permille as f64 / 1000.0;
+        let base = past as f64 * self.cfg().throughput_bar_permille as f64 / 1000.0;
         let risen = base
-            * (1.0 + self.cfg.throughput_raise_permille as f64 / 1000.0)
-                .powi(self.monitor.raises as i32);
+            * (1.0 + self.cfg().throughput_raise_permille as f64 / 1000.0)
+                .powi(self.watch.monitor.raises as i32);
         if graced {
-            self.monitor.raises += 1;
+            self.watch.monitor.raises += 1;
         }
         let delay_bar = self.order_delay_bar();
         let evidence = |bar: f64| Evidence::Rate {
@@ -393,16 +394,16 @@ impl OrderReplica {
             };
             if let Some(excuse) = excused {
                 self.counters.add(excuse);
-                self.monitor.below = 0;
+                self.watch.monitor.below = 0;
                 return;
             }
-            self.monitor.below += 1;
-            if self.monitor.below >= SLOW_WINDOWS {
+            self.watch.monitor.below += 1;
+            if self.watch.monitor.below >= SLOW_WINDOWS {
                 self.suspect_on(now, ViewChangeCause::SlowPrimary, evidence(base), out);
             }
             return;
         }
-        self.monitor.below = 0;
+        self.watch.monitor.below = 0;
         if (rate as f64) < risen {
             self.suspect_on(now, ViewChangeCause::Rotation, evidence(risen), out);
         }
@@ -414,18 +415,26 @@ impl OrderReplica {
     /// (a correct primary may wait that long to fill a batch). `None` with no past view to
     /// compare with.
     fn order_delay_bar(&self) -> Option<Micros> {
-        let best = self.monitor.past_delays.iter().min()?;
-        Some(best.saturating_mul(2) + self.cfg.batch_timeout_us)
+        let best = self.watch.monitor.past_delays.iter().min()?;
+        Some(best.saturating_mul(2) + self.cfg().batch_timeout_us)
     }
 
     /// When the current view was entered, or the last view change began.
     pub(crate) fn monitor_view_since(&self) -> Micros {
-        self.monitor.view_since.max(self.monitor.view_change_began)
+        self.watch
+            .monitor
+            .view_since
+            .max(self.watch.monitor.view_change_began)
     }
 
     /// Busy time up to `now`.
     fn busy_time(&self, now: Micros) -> Micros {
-        self.monitor.busy + self.monitor.busy_since.map_or(0, |t| now.saturating_sub(t))
+        self.watch.monitor.busy
+            + self
+                .watch
+                .monitor
+                .busy_since
+                .map_or(0, |t| now.saturating_sub(t))
     }
 
     /// Start or stop the busy clock as pending requests start or stop waiting. Pending (vouched
@@ -434,11 +443,11 @@ impl OrderReplica {
     /// client's retransmission.
     pub(crate) fn note_busy(&mut self, now: Micros) {
         let waiting = self.views.active() && self.oldest_pending().is_some();
-        match (self.monitor.busy_since, waiting) {
-            (None, true) => self.monitor.busy_since = Some(now),
+        match (self.watch.monitor.busy_since, waiting) {
+            (None, true) => self.watch.monitor.busy_since = Some(now),
             (Some(t), false) => {
-                self.monitor.busy += now.saturating_sub(t);
-                self.monitor.busy_since = None;
+                self.watch.monitor.busy += now.saturating_sub(t);
+                self.watch.monitor.busy_since = None;
             }
             _ => {}
         }
@@ -446,37 +455,40 @@ impl OrderReplica {
 
     /// Leaving the current view: its mean rate (over its judged windows) joins the past ones.
     pub(crate) fn close_view(&mut self, now: Micros) {
-        self.monitor.view_change_began = now;
-        let (busy, applied) = (self.monitor.view_busy, self.monitor.view_applied);
+        self.watch.monitor.view_change_began = now;
+        let (busy, applied) = (
+            self.watch.monitor.view_busy,
+            self.watch.monitor.view_applied,
+        );
         if let Some(rate) = applied.saturating_mul(1_000_000).checked_div(busy) {
-            self.monitor.past_rates.push_back(rate);
-            while self.monitor.past_rates.len() > self.cfg.throughput_views {
-                self.monitor.past_rates.pop_front();
+            self.watch.monitor.past_rates.push_back(rate);
+            while self.watch.monitor.past_rates.len() > self.cfg().throughput_views {
+                self.watch.monitor.past_rates.pop_front();
             }
         }
-        let (sum, count) = std::mem::take(&mut self.monitor.view_delay);
+        let (sum, count) = std::mem::take(&mut self.watch.monitor.view_delay);
         if let Some(delay) = sum.checked_div(count) {
-            self.monitor.past_delays.push_back(delay);
-            while self.monitor.past_delays.len() > self.cfg.throughput_views {
-                self.monitor.past_delays.pop_front();
+            self.watch.monitor.past_delays.push_back(delay);
+            while self.watch.monitor.past_delays.len() > self.cfg().throughput_views {
+                self.watch.monitor.past_delays.pop_front();
             }
         }
-        self.monitor.window_delay = (0, 0);
-        self.monitor.view_busy = 0;
-        self.monitor.view_applied = 0;
-        self.monitor.below = 0;
-        self.monitor.interval = None;
+        self.watch.monitor.window_delay = (0, 0);
+        self.watch.monitor.view_busy = 0;
+        self.watch.monitor.view_applied = 0;
+        self.watch.monitor.below = 0;
+        self.watch.monitor.interval = None;
         // A view change is nobody's busy time: the clock restarts in the next view.
-        self.monitor.busy_since = None;
-        self.monitor.ordered.clear();
+        self.watch.monitor.busy_since = None;
+        self.watch.monitor.ordered.clear();
     }
 
     /// Entered a view: a fresh heartbeat, interval and bar.
     pub(crate) fn open_view(&mut self, now: Micros, out: &mut Vec<Action>) {
-        self.monitor.view_since = now;
-        self.monitor.last_pre_prepare = now;
-        self.monitor.interval = None;
-        self.monitor.raises = 0;
+        self.watch.monitor.view_since = now;
+        self.watch.monitor.last_pre_prepare = now;
+        self.watch.monitor.interval = None;
+        self.watch.monitor.raises = 0;
         if self.oldest_pending().is_some() {
             self.arm_heartbeat(out);
         }

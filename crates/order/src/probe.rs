@@ -18,7 +18,7 @@ impl OrderReplica {
     /// EXEC-PROBE from execution replica `e`: echo the nonce with our upper bound. Stateless
     /// and one small message per probe, so a faulty execution replica gains no amplification.
     pub(crate) fn on_exec_probe(&mut self, e: u16, nonce: u64, out: &mut Vec<Action>) {
-        if e as usize >= self.q.exec {
+        if e as usize >= self.q().exec {
             self.counters.add("drop-probe-unknown-exec");
             return;
         }
@@ -33,8 +33,8 @@ impl OrderReplica {
     /// knows committed, or applied (a stable checkpoint it still waits to fetch counts too).
     pub(crate) fn may_be_committed_upto(&self) -> Seq {
         let voted = self
-            .slots
-            .iter()
+            .log
+            .range(..)
             .rev()
             .find(|(_, s)| {
                 s.sent_commit || s.record.prepared.is_some() || s.record.committed.is_some()
@@ -127,7 +127,7 @@ mod tests {
         let mut commit_sent = Slot::default();
         commit_sent.accept(3, 0, batch());
         commit_sent.sent_commit = true;
-        o.slots.insert(3, commit_sent);
+        o.log.restore(3, commit_sent);
         assert_eq!(
             probe(&mut o, &q, 1, 12),
             vec![Message::ExecProbeReply { nonce: 12, seq: 3 }]
@@ -137,12 +137,12 @@ mod tests {
         let mut prepared = Slot::default();
         prepared.accept(5, 0, batch());
         prepared.record.prepared = Some((0, batch()));
-        o.slots.insert(5, prepared);
+        o.log.restore(5, prepared);
         // Merely accepted (no COMMIT sent): not counted. The argument needs only the slots
         // this replica voted to commit.
         let mut accepted = Slot::default();
         accepted.accept(9, 0, batch());
-        o.slots.insert(9, accepted);
+        o.log.restore(9, accepted);
         assert_eq!(
             probe(&mut o, &q, 0, 13),
             vec![Message::ExecProbeReply { nonce: 13, seq: 5 }]

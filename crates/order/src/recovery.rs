@@ -33,7 +33,7 @@ impl OrderReplica {
                 self.state = state;
             }
         }
-        self.incarnations.restore(
+        self.rejoins.incarnations.restore(
             rec.records
                 .get(INCARNATION_KEY)
                 .and_then(|b| storage::decode::<u64>(b))
@@ -69,7 +69,7 @@ impl OrderReplica {
             }
             match storage::decode::<SlotRecord>(value) {
                 Some(record) => {
-                    self.slots.insert(
+                    self.log.restore(
                         seq,
                         Slot {
                             record,
@@ -108,23 +108,24 @@ impl OrderReplica {
             self.views.restore(view, active, new_view);
         }
         // Contiguous accepted pre-prepares of the current view continue where they left off.
-        self.accepted_upto = self.state.seq;
-        while let Some(slot) = self.slots.get(&(self.accepted_upto + 1)) {
+        let mut accepted_upto = self.state.seq;
+        while let Some(slot) = self.log.get(accepted_upto + 1) {
             match &slot.record.accepted {
-                Some((v, _)) if *v == self.views.current() => self.accepted_upto += 1,
+                Some((v, _)) if *v == self.views.current() => accepted_upto += 1,
                 _ => break,
             }
         }
+        self.log.restart_accepted_at(accepted_upto);
         let last_time = self
-            .slots
-            .range(..=self.accepted_upto)
+            .log
+            .range(..=accepted_upto)
             .next_back()
             .and_then(|(_, slot)| slot.record.accepted.as_ref())
             .map(|(_, b)| b.time);
-        self.proposer.resume_after(self.accepted_upto, last_time);
+        self.proposer.resume_after(accepted_upto, last_time);
         // Our own prepares and commits stand: re-count them so resends carry them.
         let (view, me) = (self.views.current(), self.me);
-        for (seq, slot) in self.slots.iter_mut() {
+        for (seq, slot) in self.log.slots_mut() {
             if let Some((v, b)) = &slot.record.accepted {
                 if *v == view {
                     let d = b.digest(*seq);

@@ -22,6 +22,7 @@
 //! 5. **Rejoin** in the view `r + 1` peers reported (one is correct): view 0 directly, a later
 //!    view through the primary's NEW-VIEW, which peers forward on this replica's VIEW-CHANGE.
 
+use crate::incarnations::Incarnations;
 use crate::view_change::VIEW_KEY;
 use crate::OrderReplica;
 use plumb_core::{storage, Action, Micros, Observation, Recovered, StoreOp};
@@ -93,6 +94,17 @@ fn useful_while_rejoining(msg: &Message) -> bool {
     )
 }
 
+/// Lost records, ours and our peers'.
+#[derive(Debug, Default)]
+pub(crate) struct Rejoins {
+    /// Ours and the highest each peer has shown (incarnations.rs).
+    pub incarnations: Incarnations,
+    /// Set while this replica recovers from lost records: it casts no vote of any kind.
+    pub own: Option<Rejoin>,
+    /// What this replica does for peers that rejoin.
+    pub helping: Helping,
+}
+
 #[derive(Debug)]
 pub(crate) struct Rejoin {
     nonce: u64,
@@ -154,7 +166,7 @@ impl OrderReplica {
             .unwrap_or(0);
         // The wall clock is a floor that keeps growing even when the incarnation record is
         // lost with the rest; peers' answers raise it further if they saw a later one.
-        self.incarnations.begin_new(previous, now);
+        self.rejoins.incarnations.begin_new(previous, now);
         let damage: Vec<String> = rec
             .corrupt
             .iter()
@@ -169,14 +181,14 @@ impl OrderReplica {
         self.persist_incarnation(out);
         self.views.forget_for_rejoin();
         let nonce = self.rng.next_u64();
-        self.rejoin = Some(Rejoin {
+        self.rejoins.own = Some(Rejoin {
             nonce,
             answers: BTreeMap::new(),
             fenced: None,
             damage,
         });
         out.push(Action::Observe(Observation::Recovering {
-            incarnation: self.incarnations.own(),
+            incarnation: self.rejoins.incarnations.own(),
         }));
         self.rejoin_tick(out);
     }
@@ -184,19 +196,19 @@ impl OrderReplica {
     fn persist_incarnation(&self, out: &mut Vec<Action>) {
         out.push(Action::Store(StoreOp::Put {
             key: INCARNATION_KEY.to_string(),
-            value: storage::encode(&self.incarnations.own()),
+            value: storage::encode(&self.rejoins.incarnations.own()),
         }));
         out.push(Action::Store(StoreOp::Sync));
     }
 
     /// Ask (again: messages get lost) every peer.
     pub(crate) fn rejoin_tick(&mut self, out: &mut Vec<Action>) {
-        let Some(rj) = &self.rejoin else {
+        let Some(rj) = &self.rejoins.own else {
             return;
         };
         let msg = Message::RecoveryQuery {
             nonce: rj.nonce,
-            incarnation: self.incarnations.own(),
+            incarnation: self.rejoins.incarnations.own(),
             fence: rj.fence().unwrap_or(0),
         };
         self.send_to_peers(&msg, out);
@@ -204,7 +216,7 @@ impl OrderReplica {
 
     /// True if `msg` is dropped because this replica is rejoining.
     pub(crate) fn ignored_while_rejoining(&mut self, msg: &Message) -> bool {
-        if self.rejoin.is_some() && !useful_while_rejoining(msg) {
+        if self.rejoins.own.is_some() && !useful_while_rejoining(msg) {
             self.counters.add("drop-while-rejoining");
             return true;
         }
@@ -222,17 +234,17 @@ impl OrderReplica {
         view: View,
         out: &mut Vec<Action>,
     ) {
-        let medium = self.q.order_medium();
-        let small = self.q.small();
-        let interval = self.cfg.checkpoint_interval;
-        let Some(rj) = self.rejoin.as_mut() else {
+        let medium = self.q().order_medium();
+        let small = self.q().small();
+        let interval = self.cfg().checkpoint_interval;
+        let Some(rj) = self.rejoins.own.as_mut() else {
             return;
         };
         if nonce != rj.nonce || rj.fenced.is_some() {
             self.counters.add("drop-recovery-reply-stale");
             return;
         }
-        if self.incarnations.move_past(incarnation) {
+        if self.rejoins.incarnations.move_past(incarnation) {
             // A VIEW-CHANGE of ours from a life we do not remember had this incarnation: move
             // past it and ask again (the old answers were given to a replica peers would now
             // refuse).
@@ -259,19 +271,19 @@ impl OrderReplica {
 
     /// Done once a checkpoint at or above the fence is stable here (by peers' votes).
     pub(crate) fn maybe_rejoin(&mut self, now: Micros, out: &mut Vec<Action>) {
-        let Some((fence, view)) = self.rejoin.as_ref().and_then(|rj| rj.fenced) else {
+        let Some((fence, view)) = self.rejoins.own.as_ref().and_then(|rj| rj.fenced) else {
             return;
         };
         if self.checkpoints.stable().seq < fence || self.behind_checkpoint() {
             return;
         }
-        let Some(rj) = self.rejoin.take() else {
+        let Some(rj) = self.rejoins.own.take() else {
             return;
         };
         debug_assert!(self.state.seq >= fence, "the stable state is applied");
         self.counters.add("rejoined");
         let genesis = Genesis {
-            incarnation: self.incarnations.own(),
+            incarnation: self.rejoins.incarnations.own(),
             acknowledged: rj.damage,
         };
         out.push(Action::Store(StoreOp::Put {
@@ -284,8 +296,8 @@ impl OrderReplica {
         out.push(Action::Observe(Observation::Rejoined {
             stable: self.checkpoints.stable().seq,
         }));
-        self.last_progress = now;
-        self.accepted_upto = self.state.seq;
+        self.watch.last_progress = now;
+        self.log.restart_accepted_at(self.state.seq);
         self.proposer.resume_after(self.state.seq, None);
         if self.views.active() {
             // View 0 has no NEW-VIEW: its slots start from the genesis state.
@@ -314,35 +326,36 @@ impl OrderReplica {
         fence: Seq,
         out: &mut Vec<Action>,
     ) {
-        if self.incarnations.note_rejoining(j, incarnation) {
+        if self.rejoins.incarnations.note_rejoining(j, incarnation) {
             // Whatever it said in its lost life is void now.
             self.views.forget_older_life(j, incarnation);
         }
-        if self.rejoin.is_some() {
+        if self.rejoins.own.is_some() {
             // We cannot vouch for anything ourselves.
             return;
         }
         if fence > 0 {
             // Fill idle time with null batches up to the checkpoint at or above the fence. A
             // faulty asker can only make the primary order a few intervals of null batches.
-            let interval = self.cfg.checkpoint_interval;
+            let interval = self.cfg().checkpoint_interval;
             let target = fence.div_ceil(interval) * interval;
             let bound = self.highest_seen() + 4 * interval;
-            self.helping.fill_to(target.min(bound));
+            self.rejoins.helping.fill_to(target.min(bound));
             if self.is_primary() {
                 self.try_propose(now, out);
             }
         }
         if !self
+            .rejoins
             .helping
-            .answer_due(j, nonce, now, self.cfg.catch_up_us / 2)
+            .answer_due(j, nonce, now, self.cfg().catch_up_us / 2)
         {
             return;
         }
         let msg = Message::RecoveryReply {
             nonce,
             highest: self.highest_seen(),
-            incarnation: self.incarnations.in_view_changes_of(j),
+            incarnation: self.rejoins.incarnations.in_view_changes_of(j),
             view: self.views.current(),
         };
         self.send(Principal::Order(j), &msg, out);
@@ -351,13 +364,13 @@ impl OrderReplica {
     /// The highest sequence number this replica has seen in any form: applied, accepted,
     /// prepared, voted on by a peer, or checkpointed. Every one lies inside the window.
     pub(crate) fn highest_seen(&self) -> Seq {
-        let slots = self.slots.keys().next_back().copied().unwrap_or(0);
+        let slots = self.log.highest().unwrap_or(0);
         let checkpoints = self.checkpoints.newest_own().unwrap_or(0);
         self.state
             .seq
             .max(self.checkpoints.stable().seq)
             .max(slots)
             .max(checkpoints)
-            .max(self.accepted_upto)
+            .max(self.log.accepted_upto())
     }
 }

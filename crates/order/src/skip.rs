@@ -88,18 +88,18 @@ impl OrderReplica {
     /// moved onto it left the nemesis harness 1.1 s without a successful operation).
     pub(crate) fn awaited_primary_dead(&self) -> bool {
         let p = self.primary();
-        let silence = self.cfg.heartbeat_us.saturating_mul(SILENT_HEARTBEATS);
-        p != self.me && self.liveness.silent(p, self.me, silence)
+        let silence = self.cfg().heartbeat_us.saturating_mul(SILENT_HEARTBEATS);
+        p != self.me && self.watch.liveness.silent(p, self.me, silence)
     }
 
     /// The first view from `view` on whose primary is not known dead, skipping at most
     /// `n_order - 1` views (if every other replica looks dead, `view` itself).
     pub(crate) fn next_live_view(&mut self, view: View) -> View {
-        let n = self.q.order as u64;
-        let silence = self.cfg.heartbeat_us.saturating_mul(SILENT_HEARTBEATS);
+        let n = self.q().order as u64;
+        let silence = self.cfg().heartbeat_us.saturating_mul(SILENT_HEARTBEATS);
         let live = (view..view + n).find(|v| {
             let p = (v % n) as u16;
-            p == self.me || !self.liveness.silent(p, self.me, silence)
+            p == self.me || !self.watch.liveness.silent(p, self.me, silence)
         });
         match live {
             Some(v) if v > view => {

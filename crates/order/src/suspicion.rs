@@ -19,7 +19,7 @@
 //! a view change took before too.
 
 use crate::OrderReplica;
-use plumb_core::{Action, Evidence, Micros, Observation, ViewChangeCause};
+use plumb_core::{Action, BrokenInvariant, Evidence, Micros, Observation, ViewChangeCause};
 use plumb_wire::{Message, View};
 use std::collections::BTreeMap;
 
@@ -30,6 +30,24 @@ pub(crate) struct Suspicions {
     by_replica: BTreeMap<u16, (View, Micros)>,
     /// Why we suspect the current view's primary, if we do.
     own: Option<(View, ViewChangeCause)>,
+}
+
+impl Suspicions {
+    /// - `INV-suspicions-of-current-view`: every suspicion kept, ours or a peer's, is of the
+    ///   current view (older ones are void, later ones are taken as a sign of a missed view
+    ///   change instead).
+    pub fn check_invariants(&self, view: View) -> Result<(), BrokenInvariant> {
+        let stray = self.by_replica.iter().find(|(_, (v, _))| *v != view);
+        BrokenInvariant::check(stray.is_none(), "INV-suspicions-of-current-view", || {
+            format!("a suspicion {stray:?} kept in view {view}")
+        })?;
+        let own = self.own.map(|(v, _)| v);
+        BrokenInvariant::check(
+            own.is_none_or(|v| v == view),
+            "INV-suspicions-of-current-view",
+            || format!("our own suspicion of view {own:?} kept in view {view}"),
+        )
+    }
 }
 
 impl OrderReplica {
@@ -57,16 +75,19 @@ impl OrderReplica {
             return;
         }
         let view = self.views.current();
-        if self.suspicions.own.is_none_or(|(v, _)| v != view) {
+        if self.watch.suspicions.own.is_none_or(|(v, _)| v != view) {
             self.counters.add(cause.suspicion_counter());
-            self.suspicions.own = Some((view, cause));
+            self.watch.suspicions.own = Some((view, cause));
             out.push(Action::Observe(Observation::Suspected {
                 view,
                 cause,
                 evidence,
             }));
         }
-        self.suspicions.by_replica.insert(self.me, (view, now));
+        self.watch
+            .suspicions
+            .by_replica
+            .insert(self.me, (view, now));
         self.send_to_peers(&Message::Suspect { view }, out);
         self.count_suspicions(now, out);
     }
@@ -81,7 +102,7 @@ impl OrderReplica {
         if view < self.views.current() {
             return;
         }
-        self.suspicions.by_replica.insert(j, (view, now));
+        self.watch.suspicions.by_replica.insert(j, (view, now));
         self.count_suspicions(now, out);
     }
 
@@ -92,6 +113,7 @@ impl OrderReplica {
         }
         let (view, ttl) = (self.views.current(), self.suspicion_ttl());
         let mut against: Vec<u16> = self
+            .watch
             .suspicions
             .by_replica
             .iter()
@@ -101,10 +123,10 @@ impl OrderReplica {
         against.extend(self.views.wanting_later());
         against.sort_unstable();
         against.dedup();
-        if against.len() < self.q.view_change_join() {
+        if against.len() < self.q().view_change_join() {
             return;
         }
-        let cause = match self.suspicions.own {
+        let cause = match self.watch.suspicions.own {
             Some((v, cause)) if v == view && against.contains(&self.me) => cause,
             _ => ViewChangeCause::Joined,
         };
@@ -115,7 +137,10 @@ impl OrderReplica {
     /// A new view: suspicions of older ones are void.
     pub(crate) fn forget_suspicions(&mut self) {
         let view = self.views.current();
-        self.suspicions.by_replica.retain(|_, (v, _)| *v >= view);
-        self.suspicions.own = self.suspicions.own.filter(|(v, _)| *v >= view);
+        self.watch
+            .suspicions
+            .by_replica
+            .retain(|_, (v, _)| *v >= view);
+        self.watch.suspicions.own = self.watch.suspicions.own.filter(|(v, _)| *v >= view);
     }
 }

@@ -133,19 +133,19 @@ fn null_batch() -> Batch {
 
 impl OrderReplica {
     pub(crate) fn view_change_timeout(&self) -> Micros {
-        self.views.timeout(self.cfg.view_change_timeout_us)
+        self.views.timeout(self.cfg().view_change_timeout_us)
     }
 
     /// Suspect the primary when a request r+1 auth replicas vouched for has waited too long and
     /// nothing has committed meanwhile.
     pub(crate) fn maybe_suspect_primary(&mut self, now: Micros, out: &mut Vec<Action>) {
         let timeout = self.view_change_timeout();
-        if now < self.last_progress + timeout {
+        if now < self.watch.last_progress + timeout {
             return;
         }
         let waiting = self.pending.waiting_longer_than(now, timeout);
         // A rejoining peer asked for null batches and the primary orders none.
-        let unfilled = self.helping.fill_until() > self.state.seq && !self.is_primary();
+        let unfilled = self.rejoins.helping.fill_until() > self.state.seq && !self.is_primary();
         if waiting {
             self.suspect(now, ViewChangeCause::ProgressTimeout, out);
         } else if unfilled {
@@ -160,7 +160,7 @@ impl OrderReplica {
         cause: ViewChangeCause,
         out: &mut Vec<Action>,
     ) {
-        if new_view <= self.views.current() || self.rejoin.is_some() {
+        if new_view <= self.views.current() || self.rejoins.own.is_some() {
             return;
         }
         self.counters.add(cause.counter());
@@ -172,8 +172,7 @@ impl OrderReplica {
         let began = self.views.begin(new_view);
         debug_assert!(began, "view change to {new_view} from a later view");
         self.forget_suspicions();
-        self.buffered.clear();
-        self.held_for_time = None;
+        self.log.forget_waiting();
         self.proposer.view_left();
         self.put(
             VIEW_KEY.to_string(),
@@ -190,7 +189,7 @@ impl OrderReplica {
     pub(crate) fn own_view_change(&self) -> SignedViewChange {
         let mut prepared = Vec::new();
         let mut pre_prepared = Vec::new();
-        for (seq, slot) in self.slots.range(self.checkpoints.stable().seq + 1..) {
+        for (seq, slot) in self.log.range(self.checkpoints.stable().seq + 1..) {
             if let Some((v, b)) = &slot.record.prepared {
                 prepared.push(PreparedEntry {
                     seq: *seq,
@@ -214,14 +213,14 @@ impl OrderReplica {
             checkpoints: self.checkpoints.own_digests().collect(),
             prepared,
             pre_prepared,
-            incarnation: self.incarnations.own(),
+            incarnation: self.rejoins.incarnations.own(),
         };
         let signature = self.ctx.keys.sign(&vc.signing_bytes());
         SignedViewChange { vc, signature }
     }
 
     fn valid_signature(&self, s: &SignedViewChange) -> bool {
-        (s.vc.replica as usize) < self.q.order
+        (s.vc.replica as usize) < self.q().order
             && self.ctx.keys.verify_signature(
                 Principal::Order(s.vc.replica),
                 &s.vc.signing_bytes(),
@@ -244,19 +243,24 @@ impl OrderReplica {
             self.counters.add("drop-view-change-old-incarnation");
             return;
         }
-        self.incarnations.note_view_change(j, vc.vc.incarnation);
+        self.rejoins
+            .incarnations
+            .note_view_change(j, vc.vc.incarnation);
         let v = vc.vc.new_view;
         if v < self.views.current() || (v == self.views.current() && self.views.active()) {
             self.help_stale_peer(now, j, out);
             return;
         }
         self.views.record(j, vc);
-        if let Some(target) = self.views.join_target_of_changes(self.q.view_change_join()) {
+        if let Some(target) = self
+            .views
+            .join_target_of_changes(self.q().view_change_join())
+        {
             self.start_view_change(now, target, ViewChangeCause::Joined, out);
         }
         // One suspicion of our view and one VIEW-CHANGE past it make two voices too.
         self.count_suspicions(now, out);
-        self.views.note_quorum(now, self.q.order_medium());
+        self.views.note_quorum(now, self.q().order_medium());
         if !self.views.active() && v == self.views.current() {
             self.try_new_view(now, out);
         }
@@ -271,14 +275,18 @@ impl OrderReplica {
         view: View,
         out: &mut Vec<Action>,
     ) {
-        if let Some(target) = self.views.peer_works_in(j, view, self.q.view_change_join()) {
+        if let Some(target) = self
+            .views
+            .peer_works_in(j, view, self.q().view_change_join())
+        {
             self.start_view_change(now, target, ViewChangeCause::Joined, out);
         }
     }
 
     /// A peer is still changing to a view we have already entered: hand it our NEW-VIEW.
     fn help_stale_peer(&mut self, now: Micros, j: u16, out: &mut Vec<Action>) {
-        let Some((proofs, signature)) = self.views.forward_to(j, now, self.cfg.catch_up_us) else {
+        let Some((proofs, signature)) = self.views.forward_to(j, now, self.cfg().catch_up_us)
+        else {
             return;
         };
         let msg = Message::NewView {
@@ -295,7 +303,7 @@ impl OrderReplica {
         }
         let proofs = self.views.proofs();
         let refs: Vec<&ViewChange> = proofs.iter().map(|s| &s.vc).collect();
-        let Some(decision) = decide(&refs, &self.q, self.cfg.checkpoint_interval) else {
+        let Some(decision) = decide(&refs, self.q(), self.cfg().checkpoint_interval) else {
             return;
         };
         let signature = self
@@ -330,7 +338,7 @@ impl OrderReplica {
         let maker = if plumb_core::sabotaged!(AnyNewView) {
             from
         } else {
-            (view % self.q.order as u64) as u16
+            (view % self.q().order as u64) as u16
         };
         if !self.ctx.keys.verify_signature(
             Principal::Order(maker),
@@ -352,7 +360,7 @@ impl OrderReplica {
             }
         }
         let refs: Vec<&ViewChange> = proofs.iter().map(|s| &s.vc).collect();
-        let Some(decision) = decide(&refs, &self.q, self.cfg.checkpoint_interval) else {
+        let Some(decision) = decide(&refs, self.q(), self.cfg().checkpoint_interval) else {
             self.counters.add("drop-bad-new-view");
             return;
         };
@@ -362,7 +370,9 @@ impl OrderReplica {
     /// A VIEW-CHANGE from an incarnation of its sender older than one we have seen speaks for a
     /// life whose records are gone: refused (rejoin.rs).
     fn current_incarnation(&self, s: &SignedViewChange) -> bool {
-        self.incarnations.is_current(s.vc.replica, s.vc.incarnation)
+        self.rejoins
+            .incarnations
+            .is_current(s.vc.replica, s.vc.incarnation)
     }
 
     /// Enter `view` with the slots the decision fixes: each is pre-prepared in the new view (the
@@ -378,11 +388,10 @@ impl OrderReplica {
     ) {
         let record = plumb_core::storage::encode(&(view, &proofs, signature));
         self.views.enter(view, proofs, signature);
-        self.last_progress = now;
+        self.watch.last_progress = now;
         self.forget_suspicions();
         self.put(NEW_VIEW_KEY.to_string(), record, out);
-        self.buffered.clear();
-        self.held_for_time = None;
+        self.log.forget_waiting();
         self.put(
             VIEW_KEY.to_string(),
             plumb_core::storage::encode(&(view, true)),
@@ -393,7 +402,7 @@ impl OrderReplica {
             view,
             new_view: self.views.new_view_digest(),
         }));
-        for slot in self.slots.values_mut() {
+        for (_, slot) in self.log.slots_mut() {
             slot.enter_votes_view(view);
         }
         if d.checkpoint_seq > self.checkpoints.stable().seq {
@@ -428,24 +437,24 @@ impl OrderReplica {
             let carried = choice.is_some();
             let batch = choice.unwrap_or_else(null_batch);
             self.accept_and_prepare(now, seq, view, batch, out);
-            if let Some(slot) = self.slots.get_mut(&seq) {
+            if let Some(slot) = self.log.get_mut(seq) {
                 slot.carried = carried;
             }
         }
         // Pre-prepares of the old view above the decision are void in this view.
-        self.accepted_upto = top;
+        self.log.restart_accepted_at(top);
         self.proposer.view_entered(top);
         for seq in self
-            .slots
+            .log
             .range(self.checkpoints.stable().seq + 1..top.max(self.checkpoints.stable().seq) + 1)
             .map(|(s, _)| *s)
             .collect::<Vec<_>>()
         {
             self.check_prepared(now, seq, out);
         }
-        let void: Vec<Seq> = self.slots.range(top + 1..).map(|(s, _)| *s).collect();
+        let void: Vec<Seq> = self.log.range(top + 1..).map(|(s, _)| *s).collect();
         for s in void {
-            if let Some(slot) = self.slots.get_mut(&s) {
+            if let Some(slot) = self.log.get_mut(s) {
                 if slot.record.accepted.take().is_some() {
                     let record = plumb_core::storage::encode(&slot.record);
                     self.put(slot_key(s), record, out);
@@ -459,7 +468,7 @@ impl OrderReplica {
     /// While a view change is in progress: resend our VIEW-CHANGE (messages get lost) and give
     /// up on the new primary after a timeout.
     pub(crate) fn view_change_tick(&mut self, now: Micros, out: &mut Vec<Action>) {
-        self.views.note_quorum(now, self.q.order_medium());
+        self.views.note_quorum(now, self.q().order_medium());
         let quorum_at = self.views.quorum_at();
         let timed_out = quorum_at.is_some_and(|t| now >= t + self.view_change_timeout());
         let primary_dead = quorum_at.is_some() && self.awaited_primary_dead();

@@ -567,7 +567,7 @@ impl SimApp for Redis {
         };
         let named = (0..).zip(TTL_KEYS).filter(|(_, k)| match op.footprint() {
             plumb_kv::Footprint::Keys(keys) => keys.contains(k),
-            plumb_kv::Footprint::Prefix(p) => k.starts_with(&p),
+            plumb_kv::Footprint::Prefix(p) => k.starts_with(p),
         });
         match &op {
             _ if !op.is_mutating() => Vec::new(),
