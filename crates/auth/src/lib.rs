@@ -24,6 +24,7 @@ mod tests;
 use cache::{CommandCache, Pending};
 use ordered::CompletionVotes;
 use plumb_config::{ProtocolConfig, Quorums};
+use plumb_core::DropReason;
 use plumb_core::{Action, Counters, Event, Micros, Recovered, Stage, StageContext, StoreOp};
 use plumb_wire::{ClientId, Message, Principal, Seq, WireError};
 use request::LastSent;
@@ -129,14 +130,14 @@ impl AuthReplica {
     fn on_frame(&mut self, frame: &[u8], out: &mut Vec<Action>) {
         if let Ok(Principal::Client(c)) = plumb_wire::Envelope::parse(frame).map(|e| e.sender) {
             if self.blacklist.refuses(c, self.now) {
-                self.counters.add("drop-blacklisted");
+                self.counters.dropped(DropReason::Blacklisted);
                 return;
             }
         }
         let (from, msg) = match self.ctx.keys.open(frame) {
             Ok(opened) => opened,
             Err(e) => {
-                self.counters.add(e.drop_counter());
+                self.counters.dropped(DropReason::from(&e));
                 // A valid MAC over a body that does not decode: the client itself sent it.
                 if let WireError::Malformed(Principal::Client(c), _) = e {
                     self.blacklist_client(c, "blacklisted-malformed");
@@ -149,7 +150,7 @@ impl AuthReplica {
                 self.on_request(c, life, nc, op, out)
             }
             (Principal::Client(c), _) => {
-                self.counters.add("drop-unexpected");
+                self.counters.dropped(DropReason::Unexpected);
                 self.blacklist_client(c, "blacklisted-unexpected");
             }
             (Principal::Exec(e), Message::BatchComplete { seq, executed }) => {
@@ -164,7 +165,7 @@ impl AuthReplica {
                     digest,
                 },
             ) => self.on_fetch(e, seq, client, nc, digest, out),
-            _ => self.counters.add("drop-unexpected"),
+            _ => self.counters.dropped(DropReason::Unexpected),
         }
     }
 

@@ -13,6 +13,7 @@ use crate::recovery::{
     cached_key, cached_prefix, cached_superseded_key, superseded_key, CachedRecord,
 };
 use crate::AuthReplica;
+use plumb_core::DropReason;
 use plumb_core::{storage, Action, StoreOp};
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Executed, Message, Principal, ReqNo, Seq};
@@ -145,13 +146,13 @@ impl AuthReplica {
         out: &mut Vec<Action>,
     ) {
         if e as usize >= self.q.exec {
-            self.counters.add("drop-unexpected");
+            self.counters.dropped(DropReason::Unexpected);
             return;
         }
         // A correct replica reports at most one batch's requests (or one client on the
         // retransmission path); anything larger is a faulty replica trying to pin memory.
         if executed.len() > self.cfg.batch_max {
-            self.counters.add("drop-oversized-batch-complete");
+            self.counters.dropped(DropReason::OversizedBatchComplete);
             return;
         }
         if seq < self.kept_floor() {

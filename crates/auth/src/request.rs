@@ -13,6 +13,7 @@ use crate::cache::Pending;
 use crate::recovery::{request_key, superseded_key, StoredRequest, SupersededRecord};
 use crate::AuthReplica;
 use plumb_config::ProtocolConfig;
+use plumb_core::DropReason;
 use plumb_core::{storage, Action, KeyRing, StoreOp};
 use plumb_crypto::{Digest, Mac};
 use plumb_wire::{Body, ClientId, Life, Message, Principal, ReqCore, ReqNo};
@@ -210,7 +211,7 @@ impl AuthReplica {
         let digest = Digest::of(&op);
         let keys = &self.ctx.keys;
         let Some(last) = authenticate_core(keys, &self.cfg, client, life, nc, &op, digest) else {
-            self.counters.add("drop-missing-order-key");
+            self.counters.dropped(DropReason::MissingOrderKey);
             return;
         };
         let record = StoredRequest {

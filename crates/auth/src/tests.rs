@@ -5,6 +5,7 @@
 
 use super::*;
 use plumb_config::{Faults, ProtocolConfig, Quorums};
+use plumb_core::DropReason;
 use plumb_core::{run, Action, Event, KeyRing, Recovered, Stage, StoreOp};
 use plumb_crypto::{Digest, Identity, Mac, PublicIdentity};
 use plumb_wire::{Body, Executed, Message, Principal, ReqCore, ReqNo, Seq};
@@ -219,7 +220,7 @@ fn as1_unknown_client_is_dropped() {
         },
     );
     assert!(actions.is_empty(), "{actions:?}");
-    assert_eq!(r.counters().get("drop-unknown-sender"), 1);
+    assert_eq!(r.counters().drops(DropReason::UnknownSender), 1);
     assert_eq!(r.pending_count(), 0);
 }
 
@@ -241,7 +242,7 @@ fn as1_tampered_frame_is_dropped_before_parsing() {
     let n = frame.len();
     frame[n - 20] ^= 1;
     assert!(run(&mut r, 0, Event::Receive(frame)).is_empty());
-    assert_eq!(r.counters().get("drop-bad-mac"), 1);
+    assert_eq!(r.counters().drops(DropReason::BadMac), 1);
 }
 
 #[test]
@@ -262,7 +263,7 @@ fn only_clients_send_requests_and_only_exec_replicas_report() {
         .deliver(&mut r, 0, Principal::Client(0), &done)
         .is_empty());
     assert!(net.deliver(&mut r, 0, Principal::Exec(0), &req).is_empty());
-    assert_eq!(r.counters().get("drop-unexpected"), 3);
+    assert_eq!(r.counters().drops(DropReason::Unexpected), 3);
     assert_eq!(
         r.blacklisted(),
         1,
@@ -525,7 +526,7 @@ fn a_blacklisted_client_is_refused_until_the_entry_expires_then_served() {
             "served at {t}"
         );
     }
-    assert_eq!(r.counters().get("drop-blacklisted"), 4);
+    assert_eq!(r.counters().drops(DropReason::Blacklisted), 4);
     assert_eq!(r.counters().get("authenticated"), 1);
     // ...while other clients are served meanwhile.
     assert_eq!(
@@ -538,7 +539,7 @@ fn a_blacklisted_client_is_refused_until_the_entry_expires_then_served() {
     let sent = net.auth_reqs(&later);
     assert_eq!(sent.len(), 4, "{later:?}");
     assert_eq!(sent[0].1.nc, 2);
-    assert_eq!(r.counters().get("drop-blacklisted"), 4);
+    assert_eq!(r.counters().drops(DropReason::Blacklisted), 4);
 }
 
 /// A validly MACed frame whose body does not decode, a request numbered 0, and a message only
@@ -566,10 +567,10 @@ fn a_valid_mac_over_an_invalid_body_blacklists_the_client() {
     let mac = net.ring(c).mac_for(ME, &frame[..mac_at]).unwrap();
     frame[mac_at..].copy_from_slice(&mac.0);
     assert!(run(&mut r, 0, Event::Receive(frame)).is_empty());
-    assert_eq!(r.counters().get("drop-malformed"), 1);
+    assert_eq!(r.counters().drops(DropReason::Malformed), 1);
     assert_eq!(r.counters().get("blacklisted-malformed"), 1);
     assert!(net.request(&mut r, 1, 0, 1, b"get a").is_empty());
-    assert_eq!(r.counters().get("drop-blacklisted"), 1);
+    assert_eq!(r.counters().drops(DropReason::Blacklisted), 1);
 
     assert!(net.request(&mut r, 2, 1, 0, b"get a").is_empty());
     assert_eq!(r.counters().get("blacklisted-bad-number"), 1);
@@ -934,7 +935,7 @@ fn vote_memory_is_bounded_against_a_faulty_exec_replica() {
             executed: huge,
         },
     );
-    assert_eq!(r.counters().get("drop-oversized-batch-complete"), 1);
+    assert_eq!(r.counters().drops(DropReason::OversizedBatchComplete), 1);
 }
 
 #[test]

@@ -45,6 +45,7 @@ mod tests;
 
 use learn::Learning;
 use plumb_config::{ProtocolConfig, Quorums};
+use plumb_core::DropReason;
 use plumb_core::{
     Action, Answered, Counters, Event, Micros, Observation, Recovered, SlowRequest, Stage,
     StageContext, StallStage, StoreOp, TimerId, WaitReason,
@@ -620,7 +621,7 @@ impl Client {
         let (from, msg) = match self.ctx.keys.open(frame) {
             Ok(opened) => opened,
             Err(e) => {
-                self.counters.add(e.drop_counter());
+                self.counters.dropped(DropReason::from(&e));
                 return;
             }
         };
@@ -659,9 +660,9 @@ impl Client {
                 | Message::EarlyReply { .. }
                 | Message::LastRequest { .. },
                 None,
-            ) => self.counters.add("drop-reply-not-exec"),
-            (Message::Push { .. }, None) => self.counters.add("drop-push-not-exec"),
-            _ => self.counters.add("drop-unexpected"),
+            ) => self.counters.dropped(DropReason::ReplyNotExec),
+            (Message::Push { .. }, None) => self.counters.dropped(DropReason::PushNotExec),
+            _ => self.counters.dropped(DropReason::Unexpected),
         }
     }
 

@@ -17,6 +17,7 @@
 //!   replica) the read is reissued on the ordered path, where every replica updates its history.
 
 use crate::{Client, Outstanding, READ_ONLY_DEADLINE};
+use plumb_core::DropReason;
 use plumb_core::{Action, Answered, Micros};
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, Message, Principal, ReqNo, Seq};
@@ -178,7 +179,7 @@ impl Client {
                 self.settle_sketched(now, out);
             }
             ReadMode::Fast { .. } | ReadMode::Sketched { .. } => {
-                self.counters.add("drop-read-reply-not-asked");
+                self.counters.dropped(DropReason::ReadReplyNotAsked);
             }
         }
     }
@@ -197,11 +198,11 @@ impl Client {
             return;
         };
         let ReadMode::Sketched { executor } = pending.mode else {
-            self.counters.add("drop-sketch-reply-not-asked");
+            self.counters.dropped(DropReason::SketchReplyNotAsked);
             return;
         };
         if exec == executor {
-            self.counters.add("drop-sketch-reply-not-asked");
+            self.counters.dropped(DropReason::SketchReplyNotAsked);
             return;
         }
         match sketch {

@@ -6,6 +6,7 @@ use crate::push::{DELIVERED_WINDOW, OPEN_PER_REPLICA};
 use crate::record::{OutRecord, OUT_KEY};
 use plumb_config::Faults;
 use plumb_core::storage::decode;
+use plumb_core::DropReason;
 use plumb_core::{run, KeyRing};
 use plumb_crypto::{Identity, PublicIdentity};
 use std::collections::BTreeSet;
@@ -484,8 +485,8 @@ fn stale_and_non_exec_replies_are_dropped_and_counted() {
     );
     assert!(completes(&out).is_empty());
     assert_eq!(c.counters().get("stale-reply"), 4);
-    assert_eq!(c.counters().get("drop-reply-not-exec"), 2);
-    assert_eq!(c.counters().get("drop-unexpected"), 1);
+    assert_eq!(c.counters().drops(DropReason::ReplyNotExec), 2);
+    assert_eq!(c.counters().drops(DropReason::Unexpected), 1);
     assert!(c.outstanding());
 }
 
@@ -1078,7 +1079,7 @@ fn push_from_one_faulty_replica_or_a_non_exec_principal_is_not_delivered() {
         payload: b"fake".to_vec(),
     };
     assert!(run(&mut c, 0, w.from(Principal::Auth(1), msg)).is_empty());
-    assert_eq!(c.counters().get("drop-push-not-exec"), 1);
+    assert_eq!(c.counters().drops(DropReason::PushNotExec), 1);
 }
 
 #[test]
@@ -1122,7 +1123,7 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
     let n = tampered.len();
     tampered[n - 20] ^= 1;
     assert!(run(&mut c, 1, Event::Receive(tampered)).is_empty());
-    assert_eq!(c.counters().get("drop-bad-mac"), 1);
+    assert_eq!(c.counters().drops(DropReason::BadMac), 1);
 
     // A principal the client shares no key with.
     let stranger = Principal::Client(99);
@@ -1143,17 +1144,17 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
         )
         .expect("stranger knows the client");
     assert!(run(&mut c, 1, Event::Receive(frame)).is_empty());
-    assert_eq!(c.counters().get("drop-unknown-sender"), 1);
+    assert_eq!(c.counters().drops(DropReason::UnknownSender), 1);
 
     // Addressed to someone else.
     let other = w
         .ring(Principal::Exec(0))
         .seal(Principal::Auth(0), &Message::LastExec { next: 1 });
     assert!(run(&mut c, 1, Event::Receive(other.unwrap_or_default())).is_empty());
-    assert_eq!(c.counters().get("drop-wrong-receiver"), 1);
+    assert_eq!(c.counters().drops(DropReason::WrongReceiver), 1);
 
     assert!(run(&mut c, 1, Event::Receive(vec![1, 2, 3])).is_empty());
-    assert_eq!(c.counters().get("drop-short"), 1);
+    assert_eq!(c.counters().drops(DropReason::Short), 1);
 
     // None of those counted as a vote: one genuine reply is still not enough.
     assert!(completes(&reply_run(&w, &mut c, 2, 1, 1, b"r")).is_empty());

@@ -11,6 +11,7 @@
 //! held behind them); a driver may also carry out a sync while it goes on handling later
 //! events, holding their visible actions until it completes.
 
+pub mod drop_reason;
 pub mod keys;
 pub mod observe;
 pub mod rng;
@@ -33,6 +34,7 @@ macro_rules! sabotaged {
 pub mod stall;
 pub mod storage;
 
+pub use drop_reason::DropReason;
 pub use keys::KeyRing;
 pub use observe::{Counters, DeliveredRequest, DivergenceReport, Observation};
 pub use plumb_wire::Micros;

@@ -174,8 +174,21 @@ fn bracketed(items: impl ExactSizeIterator<Item = String>, cap: usize) -> String
 pub struct Counters(BTreeMap<&'static str, u64>);
 
 impl Counters {
+    /// Count an event. A dropped message is counted with [`Counters::dropped`] instead.
     pub fn add(&mut self, name: &'static str) {
+        debug_assert!(
+            !name.starts_with("drop-"),
+            "{name}: a drop is counted with Counters::dropped(DropReason)"
+        );
         self.add_n(name, 1);
+    }
+    /// Count a message dropped for `why`.
+    pub fn dropped(&mut self, why: crate::DropReason) {
+        self.add_n(why.counter(), 1);
+    }
+    /// How many messages were dropped for `why`.
+    pub fn drops(&self, why: crate::DropReason) -> u64 {
+        self.get(why.counter())
     }
     pub fn add_n(&mut self, name: &'static str, n: u64) {
         if n > 0 {

@@ -20,6 +20,7 @@
 use crate::ExecReplica;
 use plumb_app::Application;
 use plumb_core::Action;
+use plumb_core::DropReason;
 use plumb_wire::{Message, Seq};
 use std::collections::BTreeMap;
 
@@ -67,7 +68,7 @@ impl<A: Application> ExecReplica<A> {
             return;
         };
         if !gate.nonces.contains(&nonce) {
-            self.counters.add("drop-probe-reply-bad-nonce");
+            self.counters.dropped(DropReason::ProbeReplyBadNonce);
             return;
         }
         let best = gate.answers.entry(o).or_insert(seq);

@@ -6,6 +6,7 @@
 
 use crate::{ExecReplica, FETCH};
 use plumb_app::Application;
+use plumb_core::DropReason;
 use plumb_core::{Action, Micros};
 use plumb_crypto::Digest;
 use plumb_wire::{Batch, Body, ClientId, Executed, Message, Principal, ReqNo, Seq};
@@ -117,7 +118,7 @@ impl<A: Application> ExecReplica<A> {
             return;
         }
         if seq > self.vote_horizon() {
-            self.counters.add("drop-next-batch-beyond-window");
+            self.counters.dropped(DropReason::NextBatchBeyondWindow);
             return;
         }
         if self.learned.contains_key(&seq) {
@@ -126,12 +127,12 @@ impl<A: Application> ExecReplica<A> {
         }
         if batch.requests.len() > self.cfg.batch_max {
             // The order stage never commits such a batch: only a faulty replica sends it.
-            self.counters.add("drop-next-batch-oversized");
+            self.counters.dropped(DropReason::NextBatchOversized);
             return;
         }
         let digest = batch.digest(seq);
         if !self.record_vote(o, seq, digest, batch) {
-            self.counters.add("drop-next-batch-over-budget");
+            self.counters.dropped(DropReason::NextBatchOverBudget);
             return;
         }
         let votes = self.votes.get(&seq).map_or(0, |v| v.count(&digest));
@@ -323,7 +324,7 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         let Some(learned) = self.learned.get_mut(&seq) else {
-            self.counters.add("drop-command-unknown-batch");
+            self.counters.dropped(DropReason::CommandUnknownBatch);
             return;
         };
         let got = Digest::of(&op);
@@ -336,7 +337,7 @@ impl<A: Application> ExecReplica<A> {
         match slot {
             Some((r, body)) if matches!(r.body, Body::Digest(d) if d == got) => *body = Some(op),
             Some(_) => {
-                self.counters.add("drop-command-bad-digest");
+                self.counters.dropped(DropReason::CommandBadDigest);
                 return;
             }
             None => {

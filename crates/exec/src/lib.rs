@@ -34,6 +34,7 @@ pub use objects::{DELTA_PREFIX, OBJECT_PREFIX};
 
 use plumb_app::{Application, Command};
 use plumb_config::{ProtocolConfig, Quorums};
+use plumb_core::DropReason;
 use plumb_core::{
     Action, Counters, Event, Micros, Observation, Recovered, Rng, Stage, StageContext, StoreOp,
     TimerId,
@@ -212,7 +213,7 @@ impl<A: Application> ExecReplica<A> {
     fn send(&mut self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
         match self.ctx.keys.seal(to, msg) {
             Some(frame) => out.push(Action::Send { to, frame }),
-            None => self.counters.add("drop-send-unknown-peer"),
+            None => self.counters.dropped(DropReason::SendUnknownPeer),
         }
     }
 
@@ -351,7 +352,7 @@ impl<A: Application> ExecReplica<A> {
     fn on_frame(&mut self, frame: &[u8], out: &mut Vec<Action>) {
         match self.ctx.keys.open(frame) {
             Ok((from, msg)) => self.on_message(from, msg, out),
-            Err(e) => self.counters.add(e.drop_counter()),
+            Err(e) => self.counters.dropped(DropReason::from(&e)),
         }
     }
 
@@ -361,7 +362,9 @@ impl<A: Application> ExecReplica<A> {
             (Principal::Order(o), msg) if (o as usize) < q.order => {
                 self.on_order_message(o, msg, out)
             }
-            (_, Message::ExecProbeReply { .. }) => self.counters.add("drop-probe-reply-not-order"),
+            (_, Message::ExecProbeReply { .. }) => {
+                self.counters.dropped(DropReason::ProbeReplyNotOrder)
+            }
             (
                 Principal::Auth(a),
                 Message::Command {
@@ -390,7 +393,7 @@ impl<A: Application> ExecReplica<A> {
                 self.on_early_request(c, life, nc, op, out)
             }
             (Principal::Client(c), Message::LastRequestQuery) => self.on_last_request_query(c, out),
-            _ => self.counters.add("drop-unexpected"),
+            _ => self.counters.dropped(DropReason::Unexpected),
         }
     }
 
@@ -400,7 +403,7 @@ impl<A: Application> ExecReplica<A> {
             Message::Retransmit { client, next_seq } => self.on_retransmit(client, next_seq, out),
             Message::LoadCp { seq, token } => self.on_load_cp(o, seq, token, out),
             Message::ExecProbeReply { nonce, seq } => self.on_probe_reply(o, nonce, seq),
-            _ => self.counters.add("drop-unexpected"),
+            _ => self.counters.dropped(DropReason::Unexpected),
         }
     }
 
@@ -437,7 +440,7 @@ impl<A: Application> ExecReplica<A> {
             Message::StateUpdate { from, to, writes } => {
                 self.on_state_update(e, from, to, writes, out)
             }
-            _ => self.counters.add("drop-unexpected"),
+            _ => self.counters.dropped(DropReason::Unexpected),
         }
     }
 
@@ -610,7 +613,7 @@ impl<A: Application> Stage for ExecReplica<A> {
             Event::Start => self.on_start(out),
             Event::Timer(CATCH_UP) => self.on_catch_up_tick(out),
             Event::Timer(FETCH) => self.on_fetch_tick(out),
-            Event::Timer(_) => self.counters.add("drop-unknown-timer"),
+            Event::Timer(_) => self.counters.dropped(DropReason::UnknownTimer),
             Event::Receive(frame) => self.on_frame(&frame, out),
         }
     }

@@ -12,6 +12,7 @@ use crate::checkpoint::ObjectsRoot;
 use crate::ExecReplica;
 use plumb_app::{Application, ObjectId};
 use plumb_core::Action;
+use plumb_core::DropReason;
 use plumb_objects::{
     NodePos, ObjectBytes, ObjectTree, Proof, ProvenWrite, StateUpdate, SyncReject, TreeSync,
 };
@@ -46,11 +47,11 @@ pub(crate) struct ObjectLoad {
     update_from: Option<(Seq, ObjectTree)>,
 }
 
-fn reject_counter(r: SyncReject) -> &'static str {
+fn reject_counter(r: SyncReject) -> DropReason {
     match r {
-        SyncReject::Unrequested => "drop-object-unrequested",
-        SyncReject::BadChildren => "drop-object-nodes-bad-digest",
-        SyncReject::BadObject => "drop-object-bad-digest",
+        SyncReject::Unrequested => DropReason::ObjectUnrequested,
+        SyncReject::BadChildren => DropReason::ObjectNodesBadDigest,
+        SyncReject::BadObject => DropReason::ObjectBadDigest,
     }
 }
 
@@ -260,7 +261,7 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         if nodes.len() > NODES_PER_FETCH {
-            self.counters.add("drop-object-nodes-too-many");
+            self.counters.dropped(DropReason::ObjectNodesTooMany);
             return;
         }
         let Some(ol) = self
@@ -269,7 +270,7 @@ impl<A: Application> ExecReplica<A> {
             .filter(|l| l.seq == seq)
             .and_then(|l| l.objects.as_mut())
         else {
-            self.counters.add("drop-object-nodes-unrequested");
+            self.counters.dropped(DropReason::ObjectNodesUnrequested);
             return;
         };
         let mut lied = false;
@@ -280,7 +281,7 @@ impl<A: Application> ExecReplica<A> {
                 Ok(()) => ol.progressed = true,
                 Err(r) => {
                     lied |= r == SyncReject::BadChildren;
-                    self.counters.add(reject_counter(r));
+                    self.counters.dropped(reject_counter(r));
                 }
             }
         }
@@ -299,7 +300,7 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         if objects.len() > OBJECTS_PER_FETCH {
-            self.counters.add("drop-objects-too-many");
+            self.counters.dropped(DropReason::ObjectsTooMany);
             return;
         }
         let Some(ol) = self
@@ -308,7 +309,7 @@ impl<A: Application> ExecReplica<A> {
             .filter(|l| l.seq == seq)
             .and_then(|l| l.objects.as_mut())
         else {
-            self.counters.add("drop-objects-unrequested");
+            self.counters.dropped(DropReason::ObjectsUnrequested);
             return;
         };
         let mut lied = false;
@@ -319,7 +320,7 @@ impl<A: Application> ExecReplica<A> {
                 Ok(()) => ol.progressed = true,
                 Err(r) => {
                     lied |= r == SyncReject::BadObject;
-                    self.counters.add(reject_counter(r));
+                    self.counters.dropped(reject_counter(r));
                 }
             }
         }
@@ -431,16 +432,16 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         let Some(loading) = self.loading.as_mut().filter(|l| l.seq == to) else {
-            self.counters.add("drop-state-update-unrequested");
+            self.counters.dropped(DropReason::StateUpdateUnrequested);
             return;
         };
         let root = loading.fetched.as_ref().and_then(|(cp, _)| cp.objects);
         let Some((ol, root)) = loading.objects.as_mut().zip(root) else {
-            self.counters.add("drop-state-update-unrequested");
+            self.counters.dropped(DropReason::StateUpdateUnrequested);
             return;
         };
         let Some((_, from_tree)) = ol.update_from.take_if(|(s, _)| *s == from) else {
-            self.counters.add("drop-state-update-unrequested");
+            self.counters.dropped(DropReason::StateUpdateUnrequested);
             return;
         };
         let update = StateUpdate {
@@ -468,7 +469,7 @@ impl<A: Application> ExecReplica<A> {
                 self.complete_object_load(base, writes, out);
             }
             Err(_) => {
-                self.counters.add("drop-state-update-bad");
+                self.counters.dropped(DropReason::StateUpdateBad);
                 self.leave_lying_peer(e);
                 self.request_object_transfer(out);
             }
@@ -534,7 +535,7 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         if nodes.len() > NODES_PER_FETCH {
-            self.counters.add("drop-fetch-object-nodes-too-many");
+            self.counters.dropped(DropReason::FetchObjectNodesTooMany);
             return;
         }
         let Some(tree) = self.checkpoints.get(&seq).and_then(|h| h.tree.as_ref()) else {
@@ -573,7 +574,7 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         if ids.len() > OBJECTS_PER_FETCH {
-            self.counters.add("drop-fetch-objects-too-many");
+            self.counters.dropped(DropReason::FetchObjectsTooMany);
             return;
         }
         let Some(tree) = self.checkpoints.get(&seq).and_then(|h| h.tree.as_ref()) else {

@@ -4,6 +4,7 @@
 use super::*;
 use plumb_app::{BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_config::{Faults, ProtocolConfig, Quorums};
+use plumb_core::DropReason;
 use plumb_core::{Action, Event, KeyRing, Observation, Recovered, Stage, StoreOp};
 use plumb_crypto::{Digest, Identity, PublicIdentity};
 use plumb_wire::{Batch, Body, Executed, Message, Principal, ReqCore, Seq};
@@ -430,7 +431,7 @@ fn already_executed_and_far_future_batches_are_dropped() {
     assert_eq!(r.counters().get("next-batch-already-executed"), 2);
     // Window: next_seq + 3 intervals.
     net.next_batch(&mut r, 2 + 12 + 1, &puts(1, 1)[0], &[0]);
-    assert_eq!(r.counters().get("drop-next-batch-beyond-window"), 1);
+    assert_eq!(r.counters().drops(DropReason::NextBatchBeyondWindow), 1);
 }
 
 #[test]
@@ -526,7 +527,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     };
     let out = net.deliver(&mut r, Principal::Auth(1), &wrong);
     assert!(delivered(&out).is_empty());
-    assert_eq!(r.counters().get("drop-command-bad-digest"), 1);
+    assert_eq!(r.counters().drops(DropReason::CommandBadDigest), 1);
     assert!(r.app().calls.is_empty());
     let right = Message::Command {
         seq: 1,
@@ -600,7 +601,7 @@ fn command_for_an_unlearned_batch_is_dropped() {
         op: b"x".to_vec(),
     };
     net.deliver(&mut r, Principal::Auth(0), &msg);
-    assert_eq!(r.counters().get("drop-command-unknown-batch"), 1);
+    assert_eq!(r.counters().drops(DropReason::CommandUnknownBatch), 1);
 }
 
 #[test]
@@ -837,7 +838,7 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
         state: forged.encode(),
     };
     let out = net.deliver(&mut b, Principal::Exec(2), &forged);
-    assert_eq!(b.counters().get("drop-exec-cp-bad-token"), 1);
+    assert_eq!(b.counters().drops(DropReason::ExecCpBadToken), 1);
     assert_eq!(b.next_seq(), 1);
     assert!(out.is_empty());
 
@@ -926,7 +927,7 @@ fn state_transfer_fetches_missing_application_state_by_token() {
             data: b"junk".to_vec(),
         },
     );
-    assert_eq!(b.counters().get("drop-state-bad-digest"), 1);
+    assert_eq!(b.counters().drops(DropReason::StateBadDigest), 1);
     assert_eq!(b.next_seq(), 1);
     // The catch-up timer re-asks while waiting.
     let out = plumb_core::run(&mut b, NOW, Event::Timer(CATCH_UP));
@@ -1121,8 +1122,8 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
             seq: 0,
         },
     );
-    assert_eq!(r.counters().get("drop-probe-reply-bad-nonce"), 1);
-    assert_eq!(r.counters().get("drop-probe-reply-not-order"), 1);
+    assert_eq!(r.counters().drops(DropReason::ProbeReplyBadNonce), 1);
+    assert_eq!(r.counters().drops(DropReason::ProbeReplyNotOrder), 1);
 
     // n - u = 3 order replicas answer; the maximum (5) counts, not the lower answers.
     let answers = [(0u16, 4), (1, 5), (2, 3)];
@@ -1289,8 +1290,8 @@ fn serving_peers_only_what_is_held() {
             data: vec![],
         },
     );
-    assert_eq!(a.counters().get("drop-exec-cp-unrequested"), 1);
-    assert_eq!(a.counters().get("drop-state-unrequested"), 1);
+    assert_eq!(a.counters().drops(DropReason::ExecCpUnrequested), 1);
+    assert_eq!(a.counters().drops(DropReason::StateUnrequested), 1);
 }
 
 #[test]
@@ -1298,13 +1299,13 @@ fn unauthenticated_and_misdirected_input_is_dropped_and_counted() {
     let net = Net::new(8);
     let mut r = fresh(&net, 0);
     plumb_core::run(&mut r, NOW, Event::Receive(vec![1, 2, 3]));
-    assert_eq!(r.counters().get("drop-short"), 1);
+    assert_eq!(r.counters().drops(DropReason::Short), 1);
     // A frame for another exec replica.
     let frame = net.rings[&Principal::Order(0)]
         .seal(Principal::Exec(1), &Message::LastExec { next: 1 })
         .unwrap();
     plumb_core::run(&mut r, NOW, Event::Receive(frame));
-    assert_eq!(r.counters().get("drop-wrong-receiver"), 1);
+    assert_eq!(r.counters().drops(DropReason::WrongReceiver), 1);
     // A client cannot send NEXT-BATCH, an auth replica cannot send LOAD-CP.
     net.deliver(
         &mut r,
@@ -1323,7 +1324,7 @@ fn unauthenticated_and_misdirected_input_is_dropped_and_counted() {
             token: Digest::ZERO,
         },
     );
-    assert_eq!(r.counters().get("drop-unexpected"), 2);
+    assert_eq!(r.counters().drops(DropReason::Unexpected), 2);
     assert_eq!(r.next_seq(), 1);
 }
 
@@ -1335,7 +1336,7 @@ fn oversized_batches_are_dropped() {
         .map(|c| inline(c, 1, "put a 1"))
         .collect();
     net.next_batch(&mut r, 1, &batch(many, 1), &[0, 1]);
-    assert_eq!(r.counters().get("drop-next-batch-oversized"), 2);
+    assert_eq!(r.counters().drops(DropReason::NextBatchOversized), 2);
     assert_eq!(r.next_seq(), 1);
 }
 
@@ -1425,7 +1426,7 @@ fn a_faulty_order_replica_cannot_pin_unbounded_vote_memory() {
             &[3],
         );
     }
-    assert!(r.counters().get("drop-next-batch-over-budget") > 0);
+    assert!(r.counters().drops(DropReason::NextBatchOverBudget) > 0);
     // Correct replicas are unaffected.
     let out = net.learn_all(&mut r, 1, &puts(1, 2));
     assert_eq!(delivered(&out).len(), 2);

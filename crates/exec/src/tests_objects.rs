@@ -4,6 +4,7 @@
 use super::*;
 use plumb_app::{ObjectId, ObjectState, ObjectWrite};
 use plumb_core::DivergenceReport;
+use plumb_core::DropReason;
 use std::collections::BTreeSet;
 
 pub(super) fn bucket(key: &str) -> u64 {
@@ -207,7 +208,7 @@ fn object_transfer_fetches_only_the_objects_that_differ_and_verifies_them() {
         }],
     };
     net.deliver(&mut b, Principal::Exec(2), &forged);
-    assert_eq!(b.counters().get("drop-object-nodes-bad-digest"), 1);
+    assert_eq!(b.counters().drops(DropReason::ObjectNodesBadDigest), 1);
     // The real peer completes the transfer.
     pump(&net, &mut a, &mut b, out);
     assert_eq!(b.next_seq(), 13);
@@ -252,7 +253,7 @@ fn a_forged_object_is_rejected() {
                 }],
             };
             net.deliver(&mut b, Principal::Exec(2), &lie);
-            assert_eq!(b.counters().get("drop-object-bad-digest"), 1);
+            assert_eq!(b.counters().drops(DropReason::ObjectBadDigest), 1);
             assert_eq!(b.next_seq(), 1);
             return;
         }
@@ -501,7 +502,7 @@ fn a_forged_or_incomplete_state_update_falls_back_to_the_tree_walk() {
         }
         let lie = Message::StateUpdate { from, to, writes };
         let out = net.deliver(&mut b, Principal::Exec(2), &lie);
-        assert_eq!(b.counters().get("drop-state-update-bad"), 1);
+        assert_eq!(b.counters().drops(DropReason::StateUpdateBad), 1);
         assert_eq!(b.next_seq(), 1 + 10, "nothing applied");
         // Exec 2 was the peer asked: it is left, and the next one walks the tree.
         assert!(matches!(

@@ -9,6 +9,7 @@
 use crate::checkpoint::ExecCheckpoint;
 use crate::{ExecReplica, Held};
 use plumb_app::{Application, LoadError};
+use plumb_core::DropReason;
 use plumb_core::{Action, Observation};
 use plumb_crypto::Digest;
 use plumb_wire::{Message, Principal, Seq};
@@ -117,20 +118,20 @@ impl<A: Application> ExecReplica<A> {
     /// EXEC-CP-STATE: the checkpoint we asked for, loaded only if it matches the token.
     pub(crate) fn on_exec_cp_state(&mut self, seq: Seq, state: Vec<u8>, out: &mut Vec<Action>) {
         let Some(loading) = &self.loading else {
-            self.counters.add("drop-exec-cp-unrequested");
+            self.counters.dropped(DropReason::ExecCpUnrequested);
             return;
         };
         if loading.seq != seq || loading.fetched.is_some() {
-            self.counters.add("drop-exec-cp-unrequested");
+            self.counters.dropped(DropReason::ExecCpUnrequested);
             return;
         }
         if !self.token_matches(&state, loading.token) {
-            self.counters.add("drop-exec-cp-bad-token");
+            self.counters.dropped(DropReason::ExecCpBadToken);
             return;
         }
         match ExecCheckpoint::decode(&state) {
             Some(cp) if cp.seq == seq => self.accept_checkpoint(cp, state, out),
-            _ => self.counters.add("drop-exec-cp-malformed"),
+            _ => self.counters.dropped(DropReason::ExecCpMalformed),
         }
     }
 
@@ -188,15 +189,15 @@ impl<A: Application> ExecReplica<A> {
     /// STATE: a piece of application state, accepted only if it hashes to its token.
     pub(crate) fn on_state(&mut self, token: Digest, data: Vec<u8>, out: &mut Vec<Action>) {
         let Some(loading) = self.loading.as_mut() else {
-            self.counters.add("drop-state-unrequested");
+            self.counters.dropped(DropReason::StateUnrequested);
             return;
         };
         if !loading.missing.contains(&token) {
-            self.counters.add("drop-state-unrequested");
+            self.counters.dropped(DropReason::StateUnrequested);
             return;
         }
         if Digest::of(&data) != token {
-            self.counters.add("drop-state-bad-digest");
+            self.counters.dropped(DropReason::StateBadDigest);
             return;
         }
         self.app.load_state(&token, &data);

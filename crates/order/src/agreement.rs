@@ -6,6 +6,7 @@ use crate::pending::{Collect, Thresholds};
 use crate::proposer::Step;
 use crate::slot::{slot_key, Slot};
 use crate::{OrderReplica, BATCH};
+use plumb_core::DropReason;
 use plumb_core::{
     Action, Micros, Observation, SlowRequest, StallStage, ViewChangeCause, WaitReason,
 };
@@ -25,14 +26,14 @@ impl OrderReplica {
         out: &mut Vec<Action>,
     ) {
         if macs.len() != self.q().order || f as usize >= self.q().auth {
-            self.counters.add("drop-bad-authenticator");
+            self.counters.dropped(DropReason::BadAuthenticator);
             return;
         }
         let id = core.id_digest();
         let mine = macs.get(self.me as usize).copied().unwrap_or_default();
         if !self.ctx.keys.verify_from(Principal::Auth(f), &id.0, &mine) {
             // The envelope is authentic, so auth replica f itself sent a bad authenticator.
-            self.counters.add("drop-bad-authenticator");
+            self.counters.dropped(DropReason::BadAuthenticator);
             return;
         }
         let c = core.client;
@@ -188,18 +189,19 @@ impl OrderReplica {
             || from != self.primary()
             || from == self.me
         {
-            self.counters.add("drop-pre-prepare-view");
+            self.counters.dropped(DropReason::PrePrepareView);
             return;
         }
         if seq <= self.state.seq {
             return;
         }
         if self.behind_checkpoint() {
-            self.counters.add("drop-pre-prepare-behind-checkpoint");
+            self.counters
+                .dropped(DropReason::PrePrepareBehindCheckpoint);
             return;
         }
         if seq > self.window_top() {
-            self.counters.add("drop-beyond-window");
+            self.counters.dropped(DropReason::BeyondWindow);
             return;
         }
         let batch = Batch::proposed(&requests, time, seed);
@@ -447,7 +449,7 @@ impl OrderReplica {
 
     fn vote_in_range(&mut self, view: View, seq: Seq) -> bool {
         if view != self.views.current() || !self.views.active() {
-            self.counters.add("drop-vote-view");
+            self.counters.dropped(DropReason::VoteView);
             return false;
         }
         // Above the stable checkpoint, not above what we committed: after a view change we vote
@@ -458,7 +460,7 @@ impl OrderReplica {
         if seq > self.window_top() {
             // The voter's checkpoint is stable and ours is not yet: its vote is lost to us
             // until it says it again.
-            self.counters.add("drop-vote-beyond-window");
+            self.counters.dropped(DropReason::VoteBeyondWindow);
             return false;
         }
         true

@@ -6,6 +6,7 @@ use crate::checkpoints::{PeerVote, TokenVote, Verdict};
 use crate::slot::slot_key;
 use crate::state::OrderState;
 use crate::OrderReplica;
+use plumb_core::DropReason;
 use plumb_core::{Action, Micros, Observation, StoreOp};
 use plumb_crypto::Digest;
 use plumb_wire::{Batch, Message, Principal, Seq};
@@ -99,7 +100,7 @@ impl OrderReplica {
     ) {
         match self.checkpoints.peer_vote(j, seq, digest) {
             PeerVote::Ignored => {}
-            PeerVote::FarStale => self.counters.add("drop-checkpoint-far-stale"),
+            PeerVote::FarStale => self.counters.dropped(DropReason::CheckpointFarStale),
             PeerVote::Counted => self.check_stable(now, seq, out),
         }
     }
@@ -244,7 +245,7 @@ impl OrderReplica {
         let (digest, why) = match self.checkpoints.arrived(seq, &state) {
             None => return,
             Some(Err(())) => {
-                self.counters.add("drop-order-state-mismatch");
+                self.counters.dropped(DropReason::OrderStateMismatch);
                 return;
             }
             Some(Ok(awaited)) => awaited,

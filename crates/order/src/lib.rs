@@ -48,6 +48,7 @@ pub use state::OrderState;
 pub use view_change::{decide, Decision};
 
 use plumb_config::{ProtocolConfig, Quorums};
+use plumb_core::DropReason;
 use plumb_core::{
     Action, BrokenInvariant, Counters, Event, Micros, Observation, Recovered, Rng, Stage,
     StageContext, StoreOp, TimerId,
@@ -330,7 +331,7 @@ impl OrderReplica {
                 self.on_last_exec(now, e, next, out)
             }
             (Principal::Exec(e), Message::ExecProbe { nonce }) => self.on_exec_probe(e, nonce, out),
-            _ => self.counters.add("drop-unexpected"),
+            _ => self.counters.dropped(DropReason::Unexpected),
         }
     }
 
@@ -424,7 +425,7 @@ impl Stage for OrderReplica {
             Event::Timer(_) => {}
             Event::Receive(frame) => match self.ctx.keys.open(&frame) {
                 Ok((from, msg)) => self.on_message(now, from, msg, out),
-                Err(e) => self.counters.add(e.drop_counter()),
+                Err(e) => self.counters.dropped(DropReason::from(&e)),
             },
         }
         if self.proposer.take_window_moved() && self.is_primary() {

@@ -12,6 +12,7 @@
 
 use crate::OrderReplica;
 use plumb_core::Action;
+use plumb_core::DropReason;
 use plumb_wire::{Message, Principal, Seq};
 
 impl OrderReplica {
@@ -19,7 +20,7 @@ impl OrderReplica {
     /// and one small message per probe, so a faulty execution replica gains no amplification.
     pub(crate) fn on_exec_probe(&mut self, e: u16, nonce: u64, out: &mut Vec<Action>) {
         if e as usize >= self.q().exec {
-            self.counters.add("drop-probe-unknown-exec");
+            self.counters.dropped(DropReason::ProbeUnknownExec);
             return;
         }
         let msg = Message::ExecProbeReply {
@@ -49,7 +50,7 @@ mod tests {
     use crate::slot::Slot;
     use crate::OrderReplica;
     use plumb_config::{Faults, ProtocolConfig, Quorums};
-    use plumb_core::{run, Action, Event, KeyRing, Recovered, Stage, StageContext};
+    use plumb_core::{run, Action, DropReason, Event, KeyRing, Recovered, Stage, StageContext};
     use plumb_crypto::{Digest, Identity, PublicIdentity};
     use plumb_wire::{Batch, Message, Principal};
     use std::collections::HashMap;
@@ -147,6 +148,6 @@ mod tests {
             probe(&mut o, &q, 0, 13),
             vec![Message::ExecProbeReply { nonce: 13, seq: 5 }]
         );
-        assert_eq!(o.counters().get("drop-probe-unknown-exec"), 0);
+        assert_eq!(o.counters().drops(DropReason::ProbeUnknownExec), 0);
     }
 }

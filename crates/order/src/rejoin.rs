@@ -25,6 +25,7 @@
 use crate::incarnations::Incarnations;
 use crate::view_change::VIEW_KEY;
 use crate::OrderReplica;
+use plumb_core::DropReason;
 use plumb_core::{storage, Action, Micros, Observation, Recovered, StoreOp};
 use plumb_wire::{Message, Principal, Seq, View};
 use serde::{Deserialize, Serialize};
@@ -217,7 +218,7 @@ impl OrderReplica {
     /// True if `msg` is dropped because this replica is rejoining.
     pub(crate) fn ignored_while_rejoining(&mut self, msg: &Message) -> bool {
         if self.rejoins.own.is_some() && !useful_while_rejoining(msg) {
-            self.counters.add("drop-while-rejoining");
+            self.counters.dropped(DropReason::WhileRejoining);
             return true;
         }
         false
@@ -241,7 +242,7 @@ impl OrderReplica {
             return;
         };
         if nonce != rj.nonce || rj.fenced.is_some() {
-            self.counters.add("drop-recovery-reply-stale");
+            self.counters.dropped(DropReason::RecoveryReplyStale);
             return;
         }
         if self.rejoins.incarnations.move_past(incarnation) {

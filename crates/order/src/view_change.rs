@@ -4,6 +4,7 @@
 use crate::slot::slot_key;
 use crate::OrderReplica;
 use plumb_config::Quorums;
+use plumb_core::DropReason;
 use plumb_core::{Action, Micros, Observation, ViewChangeCause};
 use plumb_crypto::{Digest, Signature};
 use plumb_wire::{
@@ -236,11 +237,11 @@ impl OrderReplica {
         out: &mut Vec<Action>,
     ) {
         if vc.vc.replica != j || !self.valid_signature(&vc) {
-            self.counters.add("drop-bad-view-change");
+            self.counters.dropped(DropReason::BadViewChange);
             return;
         }
         if !self.current_incarnation(&vc) {
-            self.counters.add("drop-view-change-old-incarnation");
+            self.counters.dropped(DropReason::ViewChangeOldIncarnation);
             return;
         }
         self.rejoins
@@ -345,23 +346,23 @@ impl OrderReplica {
             &new_view_signing_bytes(view, &proofs),
             &signature,
         ) {
-            self.counters.add("drop-new-view-not-from-primary");
+            self.counters.dropped(DropReason::NewViewNotFromPrimary);
             return;
         }
         let mut seen = BTreeSet::new();
         for p in &proofs {
             if p.vc.new_view != view || !seen.insert(p.vc.replica) || !self.valid_signature(p) {
-                self.counters.add("drop-bad-new-view");
+                self.counters.dropped(DropReason::BadNewView);
                 return;
             }
             if !self.current_incarnation(p) {
-                self.counters.add("drop-new-view-old-incarnation");
+                self.counters.dropped(DropReason::NewViewOldIncarnation);
                 return;
             }
         }
         let refs: Vec<&ViewChange> = proofs.iter().map(|s| &s.vc).collect();
         let Some(decision) = decide(&refs, self.q(), self.cfg().checkpoint_interval) else {
-            self.counters.add("drop-bad-new-view");
+            self.counters.dropped(DropReason::BadNewView);
             return;
         };
         self.install(now, view, decision, proofs, signature, out);

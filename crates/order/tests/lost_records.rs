@@ -8,6 +8,7 @@ mod harness;
 
 use harness::scenarios::*;
 use harness::Harness;
+use plumb_core::DropReason;
 use plumb_core::Stage;
 
 /// Heal the cut-off replicas and run until everyone agrees: the wiped replica rejoins, the
@@ -110,7 +111,7 @@ fn view_changes_of_a_lost_incarnation_are_refused() {
     assert_eq!(
         h.replica(0)
             .counters()
-            .get("drop-view-change-old-incarnation"),
+            .drops(DropReason::ViewChangeOldIncarnation),
         1
     );
 }
@@ -132,7 +133,7 @@ fn new_view_only_from_the_new_primary() {
     assert_eq!(
         h.replica(0)
             .counters()
-            .get("drop-new-view-not-from-primary"),
+            .drops(DropReason::NewViewNotFromPrimary),
         1
     );
     // Forwarded by anyone, the primary's NEW-VIEW is installed.

@@ -42,22 +42,6 @@ pub enum WireError {
 }
 
 impl WireError {
-    /// Name of the counter a stage bumps when it drops a frame for this reason.
-    pub fn drop_counter(&self) -> &'static str {
-        match self {
-            WireError::Short(_) => "drop-short",
-            WireError::TooLarge(_) => "drop-too-large",
-            WireError::BadMagic => "drop-bad-magic",
-            WireError::BadVersion(_) => "drop-bad-version",
-            WireError::BadLength { .. } => "drop-bad-length",
-            WireError::BadSender(_) => "drop-bad-sender",
-            WireError::WrongReceiver(_) => "drop-wrong-receiver",
-            WireError::UnknownSender(_) => "drop-unknown-sender",
-            WireError::BadMac(_) => "drop-bad-mac",
-            WireError::Malformed(..) => "drop-malformed",
-        }
-    }
-
     /// Short stable name, used as a metrics label for dropped messages.
     pub fn reason(&self) -> &'static str {
         match self {
