@@ -9,6 +9,7 @@
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, ClientId, Life, Micros, ReqNo, Seq};
 
+pub mod codec;
 mod objects;
 
 pub use objects::{ObjectId, ObjectState, ObjectWrite, OBJECT_ID_BITS_MAX};

@@ -51,25 +51,13 @@ impl CoordApp {
             sessions: &self.sessions,
             watches: self.watches(),
         };
-        let mut out = vec![CHECKPOINT_VERSION];
-        // Serializing maps of plain data cannot fail.
-        out.extend_from_slice(&postcard::to_stdvec(&state).unwrap_or_default());
-        out
+        plumb_app::codec::encode_versioned(CHECKPOINT_VERSION, &state)
     }
 
     /// The state `bytes` encodes, if they are exactly a canonical encoding of a valid state.
     pub fn from_canonical_bytes(bytes: &[u8]) -> Result<CoordApp, LoadError> {
-        let (&version, body) = bytes
-            .split_first()
-            .ok_or_else(|| corrupt("empty checkpoint"))?;
-        if version != CHECKPOINT_VERSION {
-            return Err(corrupt(format!("unknown checkpoint version {version}")));
-        }
-        let (state, rest): (State, &[u8]) =
-            postcard::take_from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
-        if !rest.is_empty() {
-            return Err(corrupt("trailing bytes"));
-        }
+        let state: State = plumb_app::codec::decode_versioned(CHECKPOINT_VERSION, bytes)
+            .map_err(|e| corrupt(format!("checkpoint: {e}")))?;
         let tree = Tree::from_nodes(state.nodes).map_err(corrupt)?;
         if let Some(s) = tree
             .ephemeral_owners()

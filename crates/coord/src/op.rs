@@ -29,8 +29,7 @@
 //! delivered that many, fetching any that the (unreliable) push channel lost with
 //! [`Request::PendingEvents`].
 
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
-use std::fmt;
+use serde::{Deserialize, Serialize};
 
 /// Version byte of [`CoordOp`] encodings.
 pub const OP_VERSION: u8 = 1;
@@ -466,27 +465,8 @@ pub struct Reply {
     pub result: Result<Response, ErrorCode>,
 }
 
-/// Why bytes did not decode.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DecodeError {
-    Empty,
-    UnknownVersion(u8),
-    Malformed,
-    TrailingBytes,
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecodeError::Empty => f.write_str("empty input"),
-            DecodeError::UnknownVersion(v) => write!(f, "unknown encoding version {v}"),
-            DecodeError::Malformed => f.write_str("malformed body"),
-            DecodeError::TrailingBytes => f.write_str("trailing bytes after the body"),
-        }
-    }
-}
-
-impl std::error::Error for DecodeError {}
+pub use plumb_app::codec::DecodeError;
+use plumb_app::codec::{decode_versioned, encode_versioned};
 
 impl CoordOp {
     pub fn encode(&self) -> Vec<u8> {
@@ -522,23 +502,4 @@ impl Push {
     pub fn decode(bytes: &[u8]) -> Result<Push, DecodeError> {
         decode_versioned(PUSH_VERSION, bytes)
     }
-}
-
-fn encode_versioned<T: Serialize>(version: u8, value: &T) -> Vec<u8> {
-    let mut out = vec![version];
-    // Serializing these in-memory types cannot fail: every sequence has a known length.
-    out.extend_from_slice(&postcard::to_stdvec(value).unwrap_or_default());
-    out
-}
-
-fn decode_versioned<T: DeserializeOwned>(version: u8, bytes: &[u8]) -> Result<T, DecodeError> {
-    let (&found, body) = bytes.split_first().ok_or(DecodeError::Empty)?;
-    if found != version {
-        return Err(DecodeError::UnknownVersion(found));
-    }
-    let (value, rest) = postcard::take_from_bytes(body).map_err(|_| DecodeError::Malformed)?;
-    if !rest.is_empty() {
-        return Err(DecodeError::TrailingBytes);
-    }
-    Ok(value)
 }

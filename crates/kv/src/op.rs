@@ -7,8 +7,7 @@
 
 use crate::zset::{Score, ScoreBound};
 use plumb_wire::{ClientId, Micros};
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
-use std::fmt;
+use serde::{Deserialize, Serialize};
 
 /// Version byte of [`KvOp`] encodings.
 pub const OP_VERSION: u8 = 1;
@@ -803,29 +802,8 @@ pub enum KvResult {
     Script(#[serde(with = "serde_bytes")] Vec<u8>),
 }
 
-/// Why bytes did not decode.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DecodeError {
-    Empty,
-    UnknownVersion(u8),
-    /// The body is not a postcard encoding of the expected type.
-    Malformed,
-    /// A valid encoding followed by extra bytes.
-    TrailingBytes,
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecodeError::Empty => f.write_str("empty input"),
-            DecodeError::UnknownVersion(v) => write!(f, "unknown encoding version {v}"),
-            DecodeError::Malformed => f.write_str("malformed body"),
-            DecodeError::TrailingBytes => f.write_str("trailing bytes after the body"),
-        }
-    }
-}
-
-impl std::error::Error for DecodeError {}
+pub use plumb_app::codec::DecodeError;
+use plumb_app::codec::{decode_versioned, encode_versioned};
 
 /// Which keys an operation may touch: the request analysis an object-level execution
 /// (ZZ, ODRC) needs, with one object per key.
@@ -1134,23 +1112,4 @@ pub fn parse_integer(value: &[u8]) -> Option<i64> {
     let text = std::str::from_utf8(value).ok()?;
     let n: i64 = text.parse().ok()?;
     (n.to_string().as_bytes() == value).then_some(n)
-}
-
-fn encode_versioned<T: Serialize>(version: u8, value: &T) -> Vec<u8> {
-    let mut out = vec![version];
-    // Serializing these in-memory types cannot fail: every sequence has a known length.
-    out.extend_from_slice(&postcard::to_stdvec(value).unwrap_or_default());
-    out
-}
-
-fn decode_versioned<T: DeserializeOwned>(version: u8, bytes: &[u8]) -> Result<T, DecodeError> {
-    let (&found, body) = bytes.split_first().ok_or(DecodeError::Empty)?;
-    if found != version {
-        return Err(DecodeError::UnknownVersion(found));
-    }
-    let (value, rest) = postcard::take_from_bytes(body).map_err(|_| DecodeError::Malformed)?;
-    if !rest.is_empty() {
-        return Err(DecodeError::TrailingBytes);
-    }
-    Ok(value)
 }

@@ -56,23 +56,12 @@ pub struct Message {
 
 impl Message {
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![PUSH_VERSION];
-        // Serializing plain data into a Vec cannot fail.
-        out.extend_from_slice(&postcard::to_stdvec(self).unwrap_or_default());
-        out
+        plumb_app::codec::encode_versioned(PUSH_VERSION, self)
     }
 
     /// Total: any bytes give a message or an error (pushed bytes come from replicas).
     pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
-        let (&version, body) = bytes.split_first().ok_or(DecodeError::Empty)?;
-        if version != PUSH_VERSION {
-            return Err(DecodeError::UnknownVersion(version));
-        }
-        match postcard::take_from_bytes(body) {
-            Ok((m, [])) => Ok(m),
-            Ok(_) => Err(DecodeError::TrailingBytes),
-            Err(_) => Err(DecodeError::Malformed),
-        }
+        plumb_app::codec::decode_versioned(PUSH_VERSION, bytes)
     }
 }
 

@@ -590,7 +590,10 @@ fn decode_errors_name_their_cause() {
     assert_eq!(KvOp::decode(&[OP_VERSION, 99]), Err(DecodeError::Malformed));
     let mut trailing = KvResult::Ok.encode();
     trailing.push(1);
-    assert_eq!(KvResult::decode(&trailing), Err(DecodeError::TrailingBytes));
+    assert_eq!(
+        KvResult::decode(&trailing),
+        Err(DecodeError::TrailingBytes(1))
+    );
 }
 
 #[test]

@@ -41,27 +41,15 @@ impl WikiApp {
     /// The canonical encoding of the whole state: pages are in a `BTreeMap`, so equal states
     /// give equal bytes.
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        let mut out = vec![CHECKPOINT_VERSION];
-        // Serializing maps of plain data cannot fail.
-        out.extend_from_slice(&postcard::to_stdvec(&self.wiki).unwrap_or_default());
-        out
+        plumb_app::codec::encode_versioned(CHECKPOINT_VERSION, &self.wiki)
     }
 
     /// The state `bytes` encode, if they are exactly the canonical encoding of a valid state
     /// (names, sizes and revision numbers within the wiki's rules).
     pub fn from_canonical_bytes(bytes: &[u8]) -> Result<WikiApp, LoadError> {
         let corrupt = |why: String| LoadError::Corrupt(why);
-        let (&version, body) = bytes
-            .split_first()
-            .ok_or_else(|| corrupt("empty checkpoint".into()))?;
-        if version != CHECKPOINT_VERSION {
-            return Err(corrupt(format!("unknown checkpoint version {version}")));
-        }
-        let (wiki, rest): (Wiki, &[u8]) =
-            postcard::take_from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
-        if !rest.is_empty() {
-            return Err(corrupt(format!("{} trailing bytes", rest.len())));
-        }
+        let wiki: Wiki = plumb_app::codec::decode_versioned(CHECKPOINT_VERSION, bytes)
+            .map_err(|e| corrupt(format!("checkpoint: {e}")))?;
         if wiki.pages.len() > wiki::MAX_PAGES {
             return Err(corrupt(format!("{} pages", wiki.pages.len())));
         }

@@ -14,6 +14,7 @@
 //! with a reason, anything but exactly one well-formed value of the known version: bytes
 //! from a faulty client or replica are never trusted.
 
+use plumb_app::codec;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -61,40 +62,25 @@ pub struct WebResponse {
 }
 
 /// Why bytes are not an operation (or a response).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    Empty,
-    TooLarge {
-        len: usize,
-        max: usize,
-    },
-    UnknownVersion(u8),
-    Malformed,
-    TrailingBytes(usize),
+    #[error("{len} bytes, over the limit of {max}")]
+    TooLarge { len: usize, max: usize },
+    /// Not an encoding of the type (`plumb_app::codec`).
+    #[error("{0}")]
+    Codec(#[from] codec::DecodeError),
     /// Well-formed, but a field breaks a rule (named in the message).
+    #[error("{0}")]
     Invalid(&'static str),
 }
 
-impl std::fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DecodeError::Empty => f.write_str("no bytes"),
-            DecodeError::TooLarge { len, max } => {
-                write!(f, "{len} bytes, over the limit of {max}")
-            }
-            DecodeError::UnknownVersion(v) => write!(f, "unknown encoding version {v}"),
-            DecodeError::Malformed => f.write_str("the bytes do not decode"),
-            DecodeError::TrailingBytes(n) => write!(f, "{n} bytes after the value"),
-            DecodeError::Invalid(why) => f.write_str(why),
-        }
-    }
+fn decode_versioned<T: DeserializeOwned>(version: u8, bytes: &[u8]) -> Result<T, DecodeError> {
+    Ok(codec::decode_versioned(version, bytes)?)
 }
-
-impl std::error::Error for DecodeError {}
 
 impl WebOp {
     pub fn encode(&self) -> Vec<u8> {
-        encode_versioned(OP_VERSION, self)
+        codec::encode_versioned(OP_VERSION, self)
     }
 
     /// The operation `bytes` encode, checked against the limits above.
@@ -147,7 +133,7 @@ impl WebOp {
 
 impl WebResponse {
     pub fn encode(&self) -> Vec<u8> {
-        encode_versioned(RESPONSE_VERSION, self)
+        codec::encode_versioned(RESPONSE_VERSION, self)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<WebResponse, DecodeError> {
@@ -167,25 +153,6 @@ impl WebResponse {
         }
         Ok(response)
     }
-}
-
-fn encode_versioned<T: Serialize>(version: u8, value: &T) -> Vec<u8> {
-    let mut out = vec![version];
-    // Serializing these in-memory values cannot fail: every sequence has a known length.
-    out.extend_from_slice(&postcard::to_stdvec(value).unwrap_or_default());
-    out
-}
-
-fn decode_versioned<T: DeserializeOwned>(version: u8, bytes: &[u8]) -> Result<T, DecodeError> {
-    let (&found, body) = bytes.split_first().ok_or(DecodeError::Empty)?;
-    if found != version {
-        return Err(DecodeError::UnknownVersion(found));
-    }
-    let (value, rest) = postcard::take_from_bytes(body).map_err(|_| DecodeError::Malformed)?;
-    if !rest.is_empty() {
-        return Err(DecodeError::TrailingBytes(rest.len()));
-    }
-    Ok(value)
 }
 
 #[cfg(test)]
@@ -211,12 +178,24 @@ mod tests {
 
     #[test]
     fn hostile_operations_are_refused_with_a_reason() {
-        assert_eq!(WebOp::decode(&[]), Err(DecodeError::Empty));
-        assert_eq!(WebOp::decode(&[9, 0]), Err(DecodeError::UnknownVersion(9)));
-        assert_eq!(WebOp::decode(&[OP_VERSION, 7]), Err(DecodeError::Malformed));
+        assert_eq!(
+            WebOp::decode(&[]),
+            Err(DecodeError::Codec(codec::DecodeError::Empty))
+        );
+        assert_eq!(
+            WebOp::decode(&[9, 0]),
+            Err(DecodeError::Codec(codec::DecodeError::UnknownVersion(9)))
+        );
+        assert_eq!(
+            WebOp::decode(&[OP_VERSION, 7]),
+            Err(DecodeError::Codec(codec::DecodeError::Malformed))
+        );
         let mut trailing = WebOp::Get { target: "/".into() }.encode();
         trailing.push(0);
-        assert_eq!(WebOp::decode(&trailing), Err(DecodeError::TrailingBytes(1)));
+        assert_eq!(
+            WebOp::decode(&trailing),
+            Err(DecodeError::Codec(codec::DecodeError::TrailingBytes(1)))
+        );
         let relative = WebOp::Get {
             target: "wiki".into(),
         };
@@ -227,7 +206,7 @@ mod tests {
         // A length prefix that claims far more bytes than there are.
         assert_eq!(
             WebOp::decode(&[OP_VERSION, 0, 0xff, 0xff, 0xff, 0xff, 0x0f]),
-            Err(DecodeError::Malformed)
+            Err(DecodeError::Codec(codec::DecodeError::Malformed))
         );
         let huge = vec![OP_VERSION; MAX_OP_BYTES + 1];
         assert!(matches!(

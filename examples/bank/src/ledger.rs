@@ -9,7 +9,7 @@
 use crate::op::{
     encode_result, Audit, BankError, BankOp, BankResult, Reply, MAX_ACCOUNTS, MAX_NAME_LEN,
 };
-use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
+use plumb_app::{codec, Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -146,23 +146,15 @@ impl Ledger {
 
     /// The canonical encoding: what a checkpoint holds and what the digest is of.
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        let mut out = vec![CHECKPOINT_VERSION];
-        // Serializing maps and integers into a Vec cannot fail.
-        out.extend(postcard::to_stdvec(self).unwrap_or_default());
-        out
+        codec::encode_versioned(CHECKPOINT_VERSION, self)
     }
 
     /// Decode a checkpoint, refusing anything but the canonical encoding of a ledger within the
     /// limits that conserves money: a checkpoint is hostile input until proven otherwise.
     pub fn from_canonical_bytes(bytes: &[u8]) -> Result<Ledger, LoadError> {
         let corrupt = |why: &str| LoadError::Corrupt(format!("bank ledger: {why}"));
-        let Some((&CHECKPOINT_VERSION, rest)) = bytes.split_first() else {
-            return Err(corrupt("unknown version"));
-        };
-        let ledger: Ledger = match postcard::take_from_bytes(rest) {
-            Ok((ledger, [])) => ledger,
-            _ => return Err(corrupt("does not decode")),
-        };
+        let ledger: Ledger = codec::decode_versioned(CHECKPOINT_VERSION, bytes)
+            .map_err(|e| corrupt(&e.to_string()))?;
         if ledger.canonical_bytes() != bytes {
             return Err(corrupt("not the canonical encoding"));
         }

@@ -2,6 +2,8 @@
 //! postcard. Decoding is total and refuses trailing bytes, so one operation has one encoding
 //! and hostile bytes are an error, never a panic.
 
+use plumb_app::codec;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 /// The longest account name accepted (bytes).
@@ -106,23 +108,12 @@ pub fn decode_result(bytes: &[u8]) -> Result<BankResult, BankError> {
 }
 
 fn encode_versioned<T: Serialize>(version: u8, value: &T) -> Vec<u8> {
-    let mut out = vec![version];
-    // Serializing an in-memory value of these types into a Vec cannot fail.
-    out.extend(postcard::to_stdvec(value).unwrap_or_default());
-    out
+    codec::encode_versioned(version, value)
 }
 
-fn decode_versioned<T: for<'de> Deserialize<'de>>(
-    version: u8,
-    bytes: &[u8],
-) -> Result<T, BankError> {
-    match bytes.split_first() {
-        Some((v, rest)) if *v == version => match postcard::take_from_bytes::<T>(rest) {
-            Ok((value, [])) => Ok(value),
-            _ => Err(BankError::Malformed),
-        },
-        _ => Err(BankError::Malformed),
-    }
+/// Bad bytes are one error to the ledger's clients, whatever was wrong with them.
+fn decode_versioned<T: DeserializeOwned>(version: u8, bytes: &[u8]) -> Result<T, BankError> {
+    codec::decode_versioned(version, bytes).map_err(|_| BankError::Malformed)
 }
 
 #[cfg(test)]
