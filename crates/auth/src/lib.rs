@@ -14,6 +14,7 @@
 
 mod blacklist;
 mod cache;
+mod last_sent;
 mod ordered;
 mod recovery;
 mod request;
@@ -22,12 +23,13 @@ mod request;
 mod tests;
 
 use cache::{CommandCache, Pending};
+use last_sent::LastSent;
 use ordered::CompletionVotes;
 use plumb_config::{ProtocolConfig, Quorums};
-use plumb_core::DropReason;
-use plumb_core::{Action, Counters, Event, Micros, Recovered, Stage, StageContext, StoreOp};
+use plumb_core::{
+    Action, Counters, DropReason, Event, Micros, Recovered, Stage, StageContext, StoreOp,
+};
 use plumb_wire::{ClientId, Message, Principal, Seq, WireError};
-use request::LastSent;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -13,8 +13,7 @@ use crate::recovery::{
     cached_key, cached_prefix, cached_superseded_key, superseded_key, CachedRecord,
 };
 use crate::AuthReplica;
-use plumb_core::DropReason;
-use plumb_core::{storage, Action, StoreOp};
+use plumb_core::{storage, Action, DropReason, StoreOp};
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Executed, Message, Principal, ReqNo, Seq};
 use std::collections::{BTreeMap, BTreeSet};

@@ -17,7 +17,7 @@
 //! exactly and need not delay garbage collection as the figure's log rotation does.
 
 use crate::cache::{Cached, Pending};
-use crate::request::authenticate_core;
+use crate::last_sent::authenticate_core;
 use crate::AuthReplica;
 use plumb_core::{storage, Recovered};
 use plumb_crypto::Digest;

@@ -5,8 +5,7 @@
 
 use super::*;
 use plumb_config::{Faults, ProtocolConfig, Quorums};
-use plumb_core::DropReason;
-use plumb_core::{run, Action, Event, KeyRing, Recovered, Stage, StoreOp};
+use plumb_core::{run, Action, DropReason, Event, KeyRing, Recovered, Stage, StoreOp};
 use plumb_crypto::{Digest, Identity, Mac, PublicIdentity};
 use plumb_wire::{Body, Executed, Message, Principal, ReqCore, ReqNo, Seq};
 use proptest::prelude::*;

@@ -45,10 +45,9 @@ mod tests;
 
 use learn::Learning;
 use plumb_config::{ProtocolConfig, Quorums};
-use plumb_core::DropReason;
 use plumb_core::{
-    Action, Answered, Counters, Event, Micros, Observation, Recovered, SlowRequest, Stage,
-    StageContext, StallStage, StoreOp, TimerId, WaitReason,
+    Action, Answered, Counters, DropReason, Event, Micros, Observation, Recovered, SlowRequest,
+    Stage, StageContext, StallStage, StoreOp, TimerId, WaitReason,
 };
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, ClientId, Life, Message, Position, Principal, ReqNo};

@@ -17,8 +17,7 @@
 //!   replica) the read is reissued on the ordered path, where every replica updates its history.
 
 use crate::{Client, Outstanding, READ_ONLY_DEADLINE};
-use plumb_core::DropReason;
-use plumb_core::{Action, Answered, Micros};
+use plumb_core::{Action, Answered, DropReason, Micros};
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, Message, Principal, ReqNo, Seq};
 use std::collections::HashMap;

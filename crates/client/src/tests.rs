@@ -6,8 +6,7 @@ use crate::push::{DELIVERED_WINDOW, OPEN_PER_REPLICA};
 use crate::record::{OutRecord, OUT_KEY};
 use plumb_config::Faults;
 use plumb_core::storage::decode;
-use plumb_core::DropReason;
-use plumb_core::{run, KeyRing};
+use plumb_core::{run, DropReason, KeyRing};
 use plumb_crypto::{Identity, PublicIdentity};
 use std::collections::BTreeSet;
 

@@ -6,8 +6,7 @@
 
 use crate::{ExecReplica, FETCH};
 use plumb_app::Application;
-use plumb_core::DropReason;
-use plumb_core::{Action, Micros};
+use plumb_core::{Action, DropReason, Micros};
 use plumb_crypto::Digest;
 use plumb_wire::{Batch, Body, ClientId, Executed, Message, Principal, ReqNo, Seq};
 use std::collections::BTreeMap;

@@ -34,10 +34,9 @@ pub use objects::{DELTA_PREFIX, OBJECT_PREFIX};
 
 use plumb_app::{Application, Command};
 use plumb_config::{ProtocolConfig, Quorums};
-use plumb_core::DropReason;
 use plumb_core::{
-    Action, Counters, Event, Micros, Observation, Recovered, Rng, Stage, StageContext, StoreOp,
-    TimerId,
+    Action, Counters, DropReason, Event, Micros, Observation, Recovered, Rng, Stage, StageContext,
+    StoreOp, TimerId,
 };
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, ClientId, Life, Message, Principal, ReqNo, Seq};

@@ -4,8 +4,7 @@
 use super::*;
 use plumb_app::{BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_config::{Faults, ProtocolConfig, Quorums};
-use plumb_core::DropReason;
-use plumb_core::{Action, Event, KeyRing, Observation, Recovered, Stage, StoreOp};
+use plumb_core::{Action, DropReason, Event, KeyRing, Observation, Recovered, Stage, StoreOp};
 use plumb_crypto::{Digest, Identity, PublicIdentity};
 use plumb_wire::{Batch, Body, Executed, Message, Principal, ReqCore, Seq};
 use proptest::prelude::*;

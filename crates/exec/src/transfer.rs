@@ -9,8 +9,7 @@
 use crate::checkpoint::ExecCheckpoint;
 use crate::{ExecReplica, Held};
 use plumb_app::{Application, LoadError};
-use plumb_core::DropReason;
-use plumb_core::{Action, Observation};
+use plumb_core::{Action, DropReason, Observation};
 use plumb_crypto::Digest;
 use plumb_wire::{Message, Principal, Seq};
 use std::collections::BTreeSet;

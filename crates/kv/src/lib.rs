@@ -12,6 +12,7 @@
 //! A [`KvOp::Eval`] is a Redis Lua script, run by an engine the store is given ([`Scripting`],
 //! implemented by the `plumb-script` crate, which this one cannot depend on).
 
+mod buckets;
 mod glob;
 mod objects;
 mod op;
@@ -20,8 +21,9 @@ mod random;
 mod store;
 mod zset;
 
+pub use buckets::{bucket_of, BUCKET_BITS};
 pub use glob::{glob_match, literal_prefix};
-pub use objects::{bucket_of, BUCKET_BITS, BUCKET_VERSION};
+pub use objects::BUCKET_VERSION;
 pub use op::{
     parse_integer, Aggregate, CollectionKind, DecodeError, End, ExpireCondition, Footprint, KvOp,
     KvResult, LexBound, SetCondition, SetExpiry, SetOp, Watched, ZAddOptions, ZRangeBy,

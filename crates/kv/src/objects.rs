@@ -10,77 +10,15 @@
 //! moves about 1% of the keys; a larger store has proportionally fuller buckets.
 //!
 //! Dirty tracking: every insertion, in-place change and removal of a key marks its bucket
-//! ([`Buckets`]), so an object checkpoint encodes only the buckets written since the last
+//! ([`crate::buckets::Buckets`]), so an object checkpoint encodes only the buckets written since the last
 //! one: its cost follows the keys written, not the size of the store.
 
+use crate::buckets::{bucket_of, BUCKET_BITS};
 use crate::store::{Entry, KvStore};
 use plumb_app::{LoadError, ObjectId, ObjectState, ObjectWrite};
-use plumb_crypto::Digest;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-
-/// Bits of a bucket id: the store has `2^BUCKET_BITS` buckets.
-pub const BUCKET_BITS: u8 = 22;
 
 /// Version byte of a bucket's encoding.
 pub const BUCKET_VERSION: u8 = 1;
-
-/// The bucket (object) holding `key`: the top [`BUCKET_BITS`] bits of its BLAKE3 digest.
-pub fn bucket_of(key: &[u8]) -> ObjectId {
-    let d = Digest::of(key);
-    let top = u32::from_be_bytes([d.0[0], d.0[1], d.0[2], d.0[3]]);
-    ObjectId(u64::from(top >> (32 - u32::from(BUCKET_BITS))))
-}
-
-/// The keys of each non-empty bucket and the buckets written since the last object checkpoint.
-/// Ordered by bucket, so `SCAN` walks the buckets in order from a cursor.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Buckets {
-    keys: BTreeMap<u64, BTreeSet<Vec<u8>>>,
-    dirty: HashSet<u64>,
-}
-
-impl Buckets {
-    pub(crate) fn inserted(&mut self, key: &[u8]) {
-        let b = bucket_of(key).0;
-        self.keys.entry(b).or_default().insert(key.to_vec());
-        self.dirty.insert(b);
-    }
-
-    pub(crate) fn touched(&mut self, key: &[u8]) {
-        self.dirty.insert(bucket_of(key).0);
-    }
-
-    pub(crate) fn removed(&mut self, key: &[u8]) {
-        let b = bucket_of(key).0;
-        if let Some(set) = self.keys.get_mut(&b) {
-            set.remove(key);
-            if set.is_empty() {
-                self.keys.remove(&b);
-            }
-        }
-        self.dirty.insert(b);
-    }
-
-    /// Whole buckets from bucket `from` on, in bucket order, until they hold at least `count`
-    /// keys: their keys, and the bucket to go on from (`None`: none left).
-    pub(crate) fn scan(&self, from: u64, count: usize) -> (Vec<&[u8]>, Option<u64>) {
-        let mut found = Vec::new();
-        let mut buckets = self.keys.range(from..);
-        for (_, keys) in buckets.by_ref() {
-            found.extend(keys.iter().map(Vec::as_slice));
-            if found.len() >= count {
-                break;
-            }
-        }
-        (found, buckets.next().map(|(b, _)| *b))
-    }
-
-    /// Every key removed at once (FLUSHALL).
-    pub(crate) fn clear_all(&mut self) {
-        self.dirty.extend(self.keys.keys().copied());
-        self.keys.clear();
-    }
-}
 
 fn corrupt(reason: &str) -> LoadError {
     LoadError::Corrupt(reason.to_string())
@@ -90,7 +28,7 @@ impl KvStore {
     /// The canonical bytes of bucket `id` (`None` if it holds no key): version byte, then
     /// postcard of its `(key, entry)` pairs in key order.
     pub fn bucket_bytes(&self, id: ObjectId) -> Option<Vec<u8>> {
-        let keys = self.buckets.keys.get(&id.0)?;
+        let keys = self.buckets.keys_in(id.0)?;
         let pairs: Vec<(&Vec<u8>, &Entry)> = keys
             .iter()
             .filter_map(|k| self.entry(k).map(|e| (k, e)))
@@ -135,7 +73,7 @@ impl KvStore {
 
     /// Number of buckets written since the last object checkpoint.
     pub fn dirty_buckets(&self) -> usize {
-        self.buckets.dirty.len()
+        self.buckets.dirty_count()
     }
 }
 
@@ -145,9 +83,9 @@ impl ObjectState for KvStore {
     }
 
     fn take_changed_objects(&mut self) -> Vec<ObjectWrite> {
-        let mut ids: Vec<u64> = self.buckets.dirty.drain().collect();
-        ids.sort_unstable();
-        ids.into_iter()
+        self.buckets
+            .take_dirty()
+            .into_iter()
             .map(|b| (ObjectId(b), self.bucket_bytes(ObjectId(b))))
             .collect()
     }
@@ -162,8 +100,7 @@ impl ObjectState for KvStore {
         };
         let old: Vec<Vec<u8>> = self
             .buckets
-            .keys
-            .get(&id.0)
+            .keys_in(id.0)
             .map(|s| s.iter().cloned().collect())
             .unwrap_or_default();
         for key in old {
@@ -173,7 +110,7 @@ impl ObjectState for KvStore {
             self.put(&key, entry);
         }
         // The library's tree already holds these bytes: not a change to report.
-        self.buckets.dirty.remove(&id.0);
+        self.buckets.clean(id.0);
         Ok(())
     }
 

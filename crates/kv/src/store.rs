@@ -20,8 +20,8 @@
 //! Randomness (`SPop`) comes from the batch's seed mixed with the request's position in the
 //! batch, never from an entropy source.
 
+use crate::buckets::Buckets;
 use crate::glob::glob_match;
-use crate::objects::Buckets;
 use crate::op::{
     parse_integer, Aggregate, CollectionKind, End, ExpireCondition, KvOp, KvResult, SetCondition,
     SetExpiry, SetOp, Watched, ZAddOptions, ZRangeBy, ERR_HASH_NOT_INTEGER, ERR_INDEX_RANGE,

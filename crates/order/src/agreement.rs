@@ -6,9 +6,8 @@ use crate::pending::{Collect, Thresholds};
 use crate::proposer::Step;
 use crate::slot::{slot_key, Slot};
 use crate::{OrderReplica, BATCH};
-use plumb_core::DropReason;
 use plumb_core::{
-    Action, Micros, Observation, SlowRequest, StallStage, ViewChangeCause, WaitReason,
+    Action, DropReason, Micros, Observation, SlowRequest, StallStage, ViewChangeCause, WaitReason,
 };
 use plumb_crypto::{Digest, Mac};
 use plumb_wire::{Batch, ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, View};

@@ -48,10 +48,9 @@ pub use state::OrderState;
 pub use view_change::{decide, Decision};
 
 use plumb_config::{ProtocolConfig, Quorums};
-use plumb_core::DropReason;
 use plumb_core::{
-    Action, BrokenInvariant, Counters, Event, Micros, Observation, Recovered, Rng, Stage,
-    StageContext, StoreOp, TimerId,
+    Action, BrokenInvariant, Counters, DropReason, Event, Micros, Observation, Recovered, Rng,
+    Stage, StageContext, StoreOp, TimerId,
 };
 use plumb_wire::{Message, Principal, Seq, View};
 

@@ -25,8 +25,7 @@
 use crate::incarnations::Incarnations;
 use crate::view_change::VIEW_KEY;
 use crate::OrderReplica;
-use plumb_core::DropReason;
-use plumb_core::{storage, Action, Micros, Observation, Recovered, StoreOp};
+use plumb_core::{storage, Action, DropReason, Micros, Observation, Recovered, StoreOp};
 use plumb_wire::{Message, Principal, Seq, View};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};

@@ -4,8 +4,7 @@
 use crate::slot::slot_key;
 use crate::OrderReplica;
 use plumb_config::Quorums;
-use plumb_core::DropReason;
-use plumb_core::{Action, Micros, Observation, ViewChangeCause};
+use plumb_core::{Action, DropReason, Micros, Observation, ViewChangeCause};
 use plumb_crypto::{Digest, Signature};
 use plumb_wire::{
     new_view_signing_bytes, Batch, Message, PrePreparedEntry, PreparedEntry, Principal, Seq,

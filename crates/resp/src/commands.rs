@@ -2671,12 +2671,7 @@ fn plain(result: KvResult) -> Resp {
                 .collect(),
         ),
         // Not a single command's result (the session renders these); shown plainly.
-        KvResult::Each(results) => Resp::array(
-            crate::session::each(results)
-                .into_iter()
-                .map(plain)
-                .collect(),
-        ),
+        KvResult::Each(results) => Resp::array(each(results).into_iter().map(plain).collect()),
         KvResult::Aborted => Resp::Array(None),
         KvResult::Ints(ns) => Resp::array(ns.into_iter().map(Resp::Integer).collect()),
         KvResult::Matches(ranges, len) => Resp::Map(vec![
@@ -2721,4 +2716,16 @@ fn plain(result: KvResult) -> Resp {
         KvResult::Script(bytes) => Resp::parse(&bytes)
             .unwrap_or_else(|| Resp::error("ERR the cluster's script reply is not one RESP value")),
     }
+}
+
+/// The encoded results of a [`KvResult::Each`], decoded (an undecodable one becomes an error).
+pub fn each(results: Vec<Vec<u8>>) -> Vec<KvResult> {
+    results
+        .iter()
+        .map(|bytes| {
+            KvResult::decode(bytes).unwrap_or_else(|e| {
+                KvResult::Error(format!("ERR the cluster's answer does not decode: {e}"))
+            })
+        })
+        .collect()
 }

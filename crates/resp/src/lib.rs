@@ -38,13 +38,13 @@ mod value;
 
 pub use client_admin::{ClientAdmin, ClientFilter, ClientKind, ERR_UNBLOCKED};
 pub use commands::{
-    command_info, info_text, keyspace_section, lookup, plan, render, CommandSpec, Plan, Render,
-    ServerInfo, COMMANDS, CONFIG, ERR_NOSCRIPT, ERR_NOT_INTEGER, ERR_NOT_POSITIVE, ERR_SYNTAX,
-    REDIS_VERSION,
+    command_info, each, info_text, keyspace_section, lookup, plan, render, CommandSpec, Plan,
+    Render, ServerInfo, COMMANDS, CONFIG, ERR_NOSCRIPT, ERR_NOT_INTEGER, ERR_NOT_POSITIVE,
+    ERR_SYNTAX, REDIS_VERSION,
 };
 pub use parser::{split_args, Limits, Parser, ProtocolError};
 pub use session::{
-    each, exec_reply, replies, Pipeline, Session, Slot, Step, ERR_EXECABORT, PIPELINE_MAX_BYTES,
+    exec_reply, replies, Pipeline, Session, Slot, Step, ERR_EXECABORT, PIPELINE_MAX_BYTES,
     PIPELINE_MAX_OPS,
 };
 pub use value::{encode, encode_as, Protocol, Resp, MAX_DEPTH};

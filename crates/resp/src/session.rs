@@ -11,7 +11,7 @@
 //! held does not abort the transaction (the state the transaction saw is the state it runs
 //! on, which is what the lock is for).
 
-use crate::commands::render;
+use crate::commands::{each, render};
 use crate::{Plan, Render, Resp};
 use plumb_kv::{KvOp, KvResult, Watched};
 
@@ -235,18 +235,6 @@ pub fn replies(slots: &[Slot], results: Vec<KvResult>, missing: &Resp) -> Vec<Re
                 Some(result) => render(how, result),
                 None => missing.clone(),
             },
-        })
-        .collect()
-}
-
-/// The encoded results of a [`KvResult::Each`], decoded (an undecodable one becomes an error).
-pub fn each(results: Vec<Vec<u8>>) -> Vec<KvResult> {
-    results
-        .iter()
-        .map(|bytes| {
-            KvResult::decode(bytes).unwrap_or_else(|e| {
-                KvResult::Error(format!("ERR the cluster's answer does not decode: {e}"))
-            })
         })
         .collect()
 }

@@ -36,7 +36,6 @@
 //! claims a route, so a frame recorded on one connection and replayed on another diverts no
 //! replies.
 
-use crate::link::MAX_FRAME;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use plumb_crypto::Mac;
@@ -258,6 +257,10 @@ async fn put<T: AsyncRead + AsyncWrite + Unpin>(
         .await
         .map_err(|_| Refused::Closed)
 }
+
+/// Largest frame accepted from the network once the handshake is done: the envelope's own
+/// limit plus slack.
+pub const MAX_FRAME: usize = plumb_wire::MAX_FRAME_BYTES + 1024;
 
 /// While a handshake is under way frames are handshake-sized; afterwards the ordinary limit.
 fn limit<T>(framed: &mut Framed<T>, handshaking: bool) {

@@ -29,8 +29,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_util::codec::LengthDelimitedCodec;
 
-/// Largest frame accepted from the network: the envelope's own limit plus slack.
-pub const MAX_FRAME: usize = plumb_wire::MAX_FRAME_BYTES + 1024;
+use crate::handshake::MAX_FRAME;
 
 pub fn codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()

@@ -7,8 +7,8 @@
 //! invariants, checked on every correct execution replica's final state and on every state of
 //! the reference replay. `apps/kv.rs` is the key-value store's; `examples/bank` has another.
 
+pub use crate::op_record::{OpRecord, Response as OpResponse};
 use crate::rng::SimRng;
-pub use crate::workload::{OpRecord, Response as OpResponse};
 use plumb_adversary::{AnyApp, AppForgery};
 use plumb_app::Application;
 use plumb_lincheck::Model;

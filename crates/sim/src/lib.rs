@@ -28,6 +28,7 @@ mod disk;
 pub mod faults;
 mod keys;
 mod network;
+mod op_record;
 pub mod rng;
 mod trace;
 mod workload;

@@ -15,6 +15,7 @@
 pub mod date;
 pub mod markup;
 pub mod op;
+pub mod page_name;
 pub mod wiki;
 
 pub use op::{DecodeError, WebOp, WebResponse, MAX_FORM_BYTES};

@@ -8,7 +8,7 @@
 //!
 //! Everything the user wrote is escaped: user HTML is never rendered raw.
 
-use crate::wiki::valid_name;
+use crate::page_name::valid_name;
 
 /// `text` with HTML's special characters escaped, safe both as element content and inside a
 /// quoted attribute value.

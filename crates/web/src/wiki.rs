@@ -21,8 +21,7 @@ use plumb_wire::Micros;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The longest page name, in characters.
-pub const MAX_NAME_LEN: usize = 64;
+pub use crate::page_name::{valid_name, MAX_NAME_LEN};
 /// The most bytes a page's text may hold (after decoding the form).
 pub const MAX_PAGE_BYTES: usize = 64 * 1024;
 /// The longest edit summary, in characters.
@@ -32,29 +31,6 @@ pub const MAX_PAGES: usize = 10_000;
 /// Revisions kept per page: older ones leave the history (their numbers are not reused), so a
 /// page's memory is bounded however often it is edited.
 pub const MAX_REVISIONS_KEPT: usize = 32;
-
-/// Whether `name` may name a page: 1 to [`MAX_NAME_LEN`] ASCII letters, digits, `-` or `_`
-/// (so a name is safe in a URL and in HTML as it is). The error says why not.
-pub fn valid_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("a page name cannot be empty".into());
-    }
-    if name.len() > MAX_NAME_LEN {
-        return Err(format!(
-            "a page name has at most {MAX_NAME_LEN} characters; this one has {}",
-            name.chars().count()
-        ));
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
-    {
-        return Err(format!(
-            "a page name is made of letters, digits, '-' and '_'; {c:?} is none of them"
-        ));
-    }
-    Ok(())
-}
 
 /// One saved version of a page.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
