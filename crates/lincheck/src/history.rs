@@ -6,9 +6,10 @@ use std::fmt;
 /// Any clock, as long as all clients' events are on the same one (the simulator's global time).
 pub type Time = u64;
 
-/// Who issued an operation. Used for explanations only: the checker does not require a client's
-/// operations to be sequential.
-pub type ClientId = u64;
+/// Who issued an operation, in the history's own numbering (the simulator gives each correct
+/// client one, and each faulty client another, past them): not a wire `ClientId`. Used for
+/// explanations only: the checker does not require one issuer's operations to be sequential.
+pub type Issuer = u64;
 
 /// Index of an operation in its [`History`], in invocation-call order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -28,7 +29,7 @@ pub struct Response<R> {
 
 /// One operation of a history.
 pub struct Operation<M: Model> {
-    pub client: ClientId,
+    pub client: Issuer,
     pub op: M::Op,
     pub invoke: Time,
     /// `None`: no response was ever seen. The operation may or may not have taken effect, its
@@ -155,7 +156,7 @@ impl<M: Model> History<M> {
     }
 
     /// Client `client` invoked `op` at `time`.
-    pub fn invoke(&mut self, client: ClientId, op: M::Op, time: Time) -> OpId {
+    pub fn invoke(&mut self, client: Issuer, op: M::Op, time: Time) -> OpId {
         self.ops.push(Operation {
             client,
             op,
@@ -185,7 +186,7 @@ impl<M: Model> History<M> {
     /// A whole completed operation at once (handy in tests).
     pub fn record(
         &mut self,
-        client: ClientId,
+        client: Issuer,
         op: M::Op,
         invoke: Time,
         ret: M::Ret,

@@ -64,7 +64,7 @@ pub mod wgl;
 
 pub use check::{check, Checker, Outcome, Partition, Report, Violation, DEFAULT_MAX_STEPS};
 pub use delay_once::{check_delay_once, staleness, DelayOnce, DelayOnceState, Staleness};
-pub use history::{ClientId, History, HistoryError, OpId, Operation, Response, Time};
+pub use history::{History, HistoryError, Issuer, OpId, Operation, Response, Time};
 
 use std::fmt::Debug;
 use std::hash::Hash;
