@@ -136,8 +136,8 @@ impl OrderReplica {
         self.views.timeout(self.cfg().view_change_timeout_us)
     }
 
-    /// Suspect the primary when a request r+1 auth replicas vouched for has waited too long and
-    /// nothing has committed meanwhile.
+    /// Suspect the primary when a pending request (vouched for by `n_auth - u` auth replicas)
+    /// has waited too long and nothing has committed meanwhile.
     pub(crate) fn maybe_suspect_primary(&mut self, now: Micros, out: &mut Vec<Action>) {
         let timeout = self.view_change_timeout();
         if now < self.watch.last_progress + timeout {
