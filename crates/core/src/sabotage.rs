@@ -46,6 +46,10 @@ sabotages! {
     /// Order replicas keep early PRE-PREPAREs for slots filled otherwise (by catch-up or a
     /// checkpoint) (caught at that step by the agreement log's own `INV-early-beyond-accepted`).
     LogKeepsObsoleteEarly = "log-keeps-obsolete-early",
+    /// Execution replicas do not free a vote's bytes when a later vote of the same order
+    /// replica replaces it (caught at that step by the learning ledger's own
+    /// `INV-vote-bytes-are-votes`; left alone, a correct replica's budget fills with nothing).
+    VoteBytesKeptOnReplace = "vote-bytes-kept-on-replace",
     /// Order replicas accept a NEW-VIEW from any order replica, signed by it, not only from the
     /// new view's primary.
     AnyNewView = "any-new-view",

@@ -19,11 +19,12 @@ impl<A: Application> ExecReplica<A> {
             return;
         }
         while self
+            .learning
             .learned
             .get(&self.next_seq)
             .is_some_and(Learned::complete)
         {
-            let Some(learned) = self.learned.remove(&self.next_seq) else {
+            let Some(learned) = self.learning.learned.remove(&self.next_seq) else {
                 break;
             };
             self.execute_batch(learned, out);
@@ -36,7 +37,7 @@ impl<A: Application> ExecReplica<A> {
     /// executed: say why.
     fn report_slow(&self, learned: &Learned, out: &mut Vec<Action>) {
         let waited = self.now.saturating_sub(learned.learned_at);
-        if waited <= self.cfg.slow_request_us {
+        if waited <= self.cfg().slow_request_us {
             return;
         }
         let reason = if learned.fetch_timer_fired {

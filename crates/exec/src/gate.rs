@@ -56,7 +56,7 @@ impl<A: Application> ExecReplica<A> {
         if self
             .gate
             .as_ref()
-            .is_some_and(|g| g.answers.len() < self.q.order_medium())
+            .is_some_and(|g| g.answers.len() < self.q().order_medium())
         {
             self.probe(out);
         }
@@ -86,7 +86,7 @@ impl<A: Application> ExecReplica<A> {
         let Some(gate) = &self.gate else {
             return true;
         };
-        if gate.answers.len() < self.q.order_medium() {
+        if gate.answers.len() < self.q().order_medium() {
             return false;
         }
         let max = gate.answers.values().copied().max().unwrap_or(0);

@@ -6,13 +6,79 @@
 
 use crate::{ExecReplica, FETCH};
 use plumb_app::Application;
-use plumb_core::{Action, DropReason, Micros};
+use plumb_core::{Action, BrokenInvariant, DropReason, Micros};
 use plumb_crypto::Digest;
 use plumb_wire::{Batch, Body, ClientId, Executed, Message, Principal, ReqNo, Seq};
 use std::collections::BTreeMap;
 
 /// Fixed per-request cost counted against a sender's vote budget (identity, digest, framing).
 const REQUEST_OVERHEAD: usize = 96;
+
+/// What an execution replica knows of the batches it has not executed yet.
+#[derive(Debug, Default)]
+pub(crate) struct Learning {
+    /// Order replicas' NEXT-BATCH votes for sequence numbers not learned yet.
+    pub votes: BTreeMap<Seq, SeqVotes>,
+    /// Bytes of batches each order replica's current votes hold: bounds what a faulty one can pin.
+    pub vote_bytes: BTreeMap<u16, usize>,
+    /// Batches learned (`r + 1` matching votes), with the request bodies gathered so far.
+    pub learned: BTreeMap<Seq, Learned>,
+    /// Batches learned so far, and at the last tick: no change means no progress.
+    pub learned_total: u64,
+    pub learned_at_last_tick: u64,
+    pub fetch_armed: bool,
+    /// Authentication replicas that left a FETCH unanswered for a whole timeout, and until
+    /// when first asks go to another replica instead (a silent one would otherwise stall every
+    /// batch holding a request of its clients by a timeout).
+    pub unanswering_auth: BTreeMap<u16, Micros>,
+}
+
+impl Learning {
+    /// - `INV-vote-bytes-are-votes`: each order replica's vote budget in use is the weight of
+    ///   the votes it holds (so a faulty one cannot pin more than its budget, and a replaced
+    ///   or dropped vote frees its bytes);
+    /// - `INV-vote-batches-voted`: a batch is kept for a sequence number only while a vote
+    ///   names it, and every vote's batch is kept;
+    /// - `INV-learned-not-voted`: a learned sequence number holds no votes;
+    /// - `INV-learning-not-executed`: nothing is kept for a batch already executed.
+    pub fn check_invariants(&self, next_seq: Seq) -> Result<(), BrokenInvariant> {
+        let mut held: BTreeMap<u16, usize> = BTreeMap::new();
+        for (seq, v) in &self.votes {
+            for (o, (d, weight)) in &v.by_replica {
+                *held.entry(*o).or_insert(0) += weight;
+                BrokenInvariant::check(
+                    v.batches.contains_key(d),
+                    "INV-vote-batches-voted",
+                    || format!("o{o}'s vote at {seq} names a batch not kept"),
+                )?;
+            }
+            for d in v.batches.keys() {
+                BrokenInvariant::check(v.count(d) > 0, "INV-vote-batches-voted", || {
+                    format!("a batch kept at {seq} that no vote names")
+                })?;
+            }
+            BrokenInvariant::check(
+                !self.learned.contains_key(seq),
+                "INV-learned-not-voted",
+                || format!("votes kept for {seq}, which is learned"),
+            )?;
+        }
+        held.retain(|_, b| *b > 0);
+        BrokenInvariant::check(held == self.vote_bytes, "INV-vote-bytes-are-votes", || {
+            format!("budget in use {:?}, votes held {held:?}", self.vote_bytes)
+        })?;
+        let lowest = [self.votes.keys().next(), self.learned.keys().next()]
+            .into_iter()
+            .flatten()
+            .min()
+            .copied();
+        BrokenInvariant::check(
+            lowest.is_none_or(|s| s >= next_seq),
+            "INV-learning-not-executed",
+            || format!("votes or a learned batch kept for {lowest:?}, below {next_seq}"),
+        )
+    }
+}
 
 /// Votes for one not-yet-learned sequence number.
 #[derive(Debug, Default)]
@@ -94,9 +160,9 @@ impl<A: Application> ExecReplica<A> {
     /// inline requests over the whole window weigh.
     fn vote_budget(&self) -> usize {
         let per_batch = self
-            .cfg
+            .cfg()
             .batch_max
-            .saturating_mul(self.cfg.inline_max_bytes + REQUEST_OVERHEAD)
+            .saturating_mul(self.cfg().inline_max_bytes + REQUEST_OVERHEAD)
             + REQUEST_OVERHEAD;
         (3 * self.interval() as usize + 1)
             .saturating_mul(per_batch)
@@ -108,7 +174,7 @@ impl<A: Application> ExecReplica<A> {
         if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::ExecLearnBelowQuorum) {
             return 1;
         }
-        self.q.exec_learn()
+        self.q().exec_learn()
     }
 
     pub(crate) fn on_next_batch(&mut self, o: u16, seq: Seq, batch: Batch, out: &mut Vec<Action>) {
@@ -120,11 +186,11 @@ impl<A: Application> ExecReplica<A> {
             self.counters.dropped(DropReason::NextBatchBeyondWindow);
             return;
         }
-        if self.learned.contains_key(&seq) {
+        if self.learning.learned.contains_key(&seq) {
             self.counters.add("next-batch-already-learned");
             return;
         }
-        if batch.requests.len() > self.cfg.batch_max {
+        if batch.requests.len() > self.cfg().batch_max {
             // The order stage never commits such a batch: only a faulty replica sends it.
             self.counters.dropped(DropReason::NextBatchOversized);
             return;
@@ -134,7 +200,11 @@ impl<A: Application> ExecReplica<A> {
             self.counters.dropped(DropReason::NextBatchOverBudget);
             return;
         }
-        let votes = self.votes.get(&seq).map_or(0, |v| v.count(&digest));
+        let votes = self
+            .learning
+            .votes
+            .get(&seq)
+            .map_or(0, |v| v.count(&digest));
         if votes >= self.learn_quorum() {
             self.learn(seq, digest, out);
             self.execute_ready(out);
@@ -146,42 +216,44 @@ impl<A: Application> ExecReplica<A> {
     fn record_vote(&mut self, o: u16, seq: Seq, digest: Digest, batch: Batch) -> bool {
         let budget = self.vote_budget();
         let weight = batch_weight(&batch);
-        let entry = self.votes.entry(seq).or_default();
+        let entry = self.learning.votes.entry(seq).or_default();
         if let Some((old, old_weight)) = entry.by_replica.remove(&o) {
-            sub_weight(&mut self.vote_bytes, o, old_weight);
+            if !plumb_core::sabotaged!(VoteBytesKeptOnReplace) {
+                sub_weight(&mut self.learning.vote_bytes, o, old_weight);
+            }
             if entry.count(&old) == 0 {
                 entry.batches.remove(&old);
             }
         }
-        let used = self.vote_bytes.get(&o).copied().unwrap_or(0);
+        let used = self.learning.vote_bytes.get(&o).copied().unwrap_or(0);
         if used.saturating_add(weight) > budget {
             if entry.by_replica.is_empty() {
-                self.votes.remove(&seq);
+                self.learning.votes.remove(&seq);
             }
             return false;
         }
         entry.by_replica.insert(o, (digest, weight));
         entry.batches.entry(digest).or_insert(batch);
-        *self.vote_bytes.entry(o).or_insert(0) += weight;
+        *self.learning.vote_bytes.entry(o).or_insert(0) += weight;
         true
     }
 
     /// Forget the votes for `seq`, returning the batch with `digest` if one was proposed.
     fn take_votes(&mut self, seq: Seq, digest: Option<Digest>) -> Option<Batch> {
-        let mut entry = self.votes.remove(&seq)?;
+        let mut entry = self.learning.votes.remove(&seq)?;
         for (o, (_, weight)) in &entry.by_replica {
-            sub_weight(&mut self.vote_bytes, *o, *weight);
+            sub_weight(&mut self.learning.vote_bytes, *o, *weight);
         }
         digest.and_then(|d| entry.batches.remove(&d))
     }
 
     /// Drop votes and learned batches that can no longer be executed.
     pub(crate) fn forget_below(&mut self, next: Seq) {
-        let stale: Vec<Seq> = self.votes.range(..next).map(|(s, _)| *s).collect();
+        let stale: Vec<Seq> = self.learning.votes.range(..next).map(|(s, _)| *s).collect();
         for s in stale {
             self.take_votes(s, None);
         }
-        self.learned = self.learned.split_off(&next);
+        self.learning.learned = self.learning.learned.split_off(&next);
     }
 
     /// Batch `seq` is learned: tell the authentication stage its requests are ordered and
@@ -190,7 +262,7 @@ impl<A: Application> ExecReplica<A> {
         let Some(batch) = self.take_votes(seq, Some(digest)) else {
             return;
         };
-        self.learned_total += 1;
+        self.learning.learned_total += 1;
         let executed = batch
             .requests
             .iter()
@@ -225,7 +297,7 @@ impl<A: Application> ExecReplica<A> {
                 fetches.push((r.client, r.nc, *d, to));
             }
         }
-        self.learned.insert(seq, learned);
+        self.learning.learned.insert(seq, learned);
         if fetches.is_empty() {
             return;
         }
@@ -250,13 +322,14 @@ impl<A: Application> ExecReplica<A> {
     /// first of the client's preferred quorum (the replicas its first transmission reached)
     /// that has not recently left a FETCH unanswered.
     fn first_ask(&self, client: ClientId) -> u16 {
-        let n = self.q.auth.max(1);
+        let n = self.q().auth.max(1);
         let start = client as usize % n;
         let now = self.now;
-        (0..self.q.auth_preferred().clamp(1, n))
+        (0..self.q().auth_preferred().clamp(1, n))
             .map(|k| ((start + k) % n) as u16)
             .find(|a| {
-                self.unanswering_auth
+                self.learning
+                    .unanswering_auth
                     .get(a)
                     .is_none_or(|until| now >= *until)
             })
@@ -264,11 +337,11 @@ impl<A: Application> ExecReplica<A> {
     }
 
     fn arm_fetch_timer(&mut self, out: &mut Vec<Action>) {
-        if !self.fetch_armed {
-            self.fetch_armed = true;
+        if !self.learning.fetch_armed {
+            self.learning.fetch_armed = true;
             out.push(Action::SetTimer {
                 id: FETCH,
-                after: self.cfg.catch_up_us,
+                after: self.cfg().catch_up_us,
             });
         }
     }
@@ -277,11 +350,11 @@ impl<A: Application> ExecReplica<A> {
     /// authentication replica. Bodies asked for more recently are most likely on their way;
     /// asking again for them would only bring `n_auth` copies of each.
     pub(crate) fn on_fetch_tick(&mut self, out: &mut Vec<Action>) {
-        self.fetch_armed = false;
-        let (now, period) = (self.now, self.cfg.catch_up_us);
+        self.learning.fetch_armed = false;
+        let (now, period) = (self.now, self.cfg().catch_up_us);
         let mut fetches = Vec::new();
         let mut waiting = false;
-        for (seq, l) in self.learned.iter_mut() {
+        for (seq, l) in self.learning.learned.iter_mut() {
             if l.complete() {
                 continue;
             }
@@ -293,7 +366,8 @@ impl<A: Application> ExecReplica<A> {
             l.fetch_timer_fired = true;
             for asked in l.first_asked.iter_mut().zip(&l.bodies) {
                 if let (Some(a), None) = (asked.0.take(), asked.1) {
-                    self.unanswering_auth
+                    self.learning
+                        .unanswering_auth
                         .insert(a, now.saturating_add(UNANSWERING_SKIP_US));
                 }
             }
@@ -322,7 +396,7 @@ impl<A: Application> ExecReplica<A> {
         op: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
-        let Some(learned) = self.learned.get_mut(&seq) else {
+        let Some(learned) = self.learning.learned.get_mut(&seq) else {
             self.counters.dropped(DropReason::CommandUnknownBatch);
             return;
         };

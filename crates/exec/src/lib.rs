@@ -23,6 +23,7 @@ mod learn;
 mod object_transfer;
 mod objects;
 mod recovery;
+mod serving;
 mod sketches;
 mod transfer;
 
@@ -41,7 +42,6 @@ use plumb_core::{
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, ClientId, Life, Message, Principal, ReqNo, Seq};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Periodic catch-up: ask the order stage for missed batches, re-ask peers during a transfer.
 const CATCH_UP: TimerId = TimerId(1);
@@ -63,8 +63,6 @@ const DEFERRED_TRANSFER_MAX: usize = 64;
 
 pub struct ExecReplica<A: Application> {
     ctx: StageContext,
-    cfg: Arc<ProtocolConfig>,
-    q: Quorums,
     me: u16,
     app: A,
     counters: Counters,
@@ -82,20 +80,8 @@ pub struct ExecReplica<A: Application> {
     /// Next push event id per client.
     next_push: BTreeMap<ClientId, u64>,
 
-    // --- learning
-    votes: BTreeMap<Seq, learn::SeqVotes>,
-    /// Bytes of batches each order replica's current votes hold: bounds what a faulty one can pin.
-    vote_bytes: BTreeMap<u16, usize>,
-    learned: BTreeMap<Seq, learn::Learned>,
-    learned_total: u64,
-    learned_at_last_tick: u64,
-    fetch_armed: bool,
-    /// Authentication replicas that left a FETCH unanswered for a whole timeout, and until
-    /// when first asks go to another replica instead (a silent one would otherwise stall every
-    /// batch holding a request of its clients by a timeout).
-    unanswering_auth: BTreeMap<u16, Micros>,
-    /// State-transfer requests of lagging peers, waiting for idle time.
-    deferred_transfer: BTreeMap<u16, Vec<Message>>,
+    /// Votes for batches, batches learned and their bodies being fetched (learn.rs).
+    learning: learn::Learning,
 
     // --- checkpoints and state transfer
     checkpoints: BTreeMap<Seq, Held>,
@@ -105,19 +91,14 @@ pub struct ExecReplica<A: Application> {
     /// Divergence from the agreed checkpoints: what was executed, a roll-back in progress.
     divergence: divergence::Divergence,
 
-    // --- rate limits
-    retransmit_served: BTreeMap<ClientId, Micros>,
-    checkpoint_served: BTreeMap<u16, (Seq, Micros)>,
-    /// Object-transfer bytes served per peer: (window start, bytes).
-    objects_served: BTreeMap<u16, (Micros, usize)>,
+    /// What was served to clients and lagging peers, and when: rate limits (serving.rs).
+    serving: serving::Serving,
 
     // --- objects (objects.rs): `Some` if the application implements them
     objects: Option<objects::ObjectsState>,
 
-    // --- recovery, reported on Start
-    recovered_checkpoint: Option<(Seq, Digest)>,
-    unusable_keys: Vec<String>,
-    unusable_prefixes: Vec<String>,
+    /// What recovery found on the disk, reported on Start (recovery.rs).
+    found: recovery::Found,
 
     // --- read-only gate (gate.rs): closed from construction (every start) until caught up
     gate: Option<gate::Gate>,
@@ -129,15 +110,22 @@ pub struct ExecReplica<A: Application> {
 }
 
 impl<A: Application> ExecReplica<A> {
+    /// The protocol configuration, shared by every stage of the node.
+    fn cfg(&self) -> &ProtocolConfig {
+        &self.ctx.config
+    }
+
+    /// Quorum sizes, from `u` and `r`.
+    fn q(&self) -> &Quorums {
+        &self.ctx.config.quorums
+    }
+
     pub fn new(ctx: StageContext, app: A, recovered: Recovered) -> ExecReplica<A> {
         let me = match ctx.keys.me() {
             Principal::Exec(i) => i,
             _ => u16::MAX,
         };
-        let cfg = ctx.config.clone();
         let mut replica = ExecReplica {
-            q: cfg.quorums,
-            cfg,
             me,
             app,
             counters: Counters::default(),
@@ -147,25 +135,14 @@ impl<A: Application> ExecReplica<A> {
             agreed_time: 0,
             replies: BTreeMap::new(),
             next_push: BTreeMap::new(),
-            votes: BTreeMap::new(),
-            vote_bytes: BTreeMap::new(),
-            learned: BTreeMap::new(),
-            learned_total: 0,
-            learned_at_last_tick: 0,
-            fetch_armed: false,
-            unanswering_auth: BTreeMap::new(),
-            deferred_transfer: BTreeMap::new(),
+            learning: learn::Learning::default(),
             checkpoints: BTreeMap::new(),
             load_votes: BTreeMap::new(),
             loading: None,
             divergence: Default::default(),
-            retransmit_served: BTreeMap::new(),
-            checkpoint_served: BTreeMap::new(),
-            objects_served: BTreeMap::new(),
+            serving: serving::Serving::default(),
             objects: None,
-            recovered_checkpoint: None,
-            unusable_keys: Vec::new(),
-            unusable_prefixes: Vec::new(),
+            found: recovery::Found::default(),
             gate: Some(gate::Gate::default()),
             rng: Rng::new(ctx.seed),
             sketches: sketches::SketchHistory::default(),
@@ -206,7 +183,7 @@ impl<A: Application> ExecReplica<A> {
     }
 
     fn interval(&self) -> Seq {
-        self.cfg.checkpoint_interval.max(1)
+        self.cfg().checkpoint_interval.max(1)
     }
 
     fn send(&mut self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
@@ -217,19 +194,19 @@ impl<A: Application> ExecReplica<A> {
     }
 
     fn send_to_order(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for o in 0..self.q.order as u16 {
+        for o in 0..self.q().order as u16 {
             self.send(Principal::Order(o), msg, out);
         }
     }
 
     fn send_to_auth(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for a in 0..self.q.auth as u16 {
+        for a in 0..self.q().auth as u16 {
             self.send(Principal::Auth(a), msg, out);
         }
     }
 
     fn send_to_exec_peers(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for e in 0..self.q.exec as u16 {
+        for e in 0..self.q().exec as u16 {
             if e != self.me {
                 self.send(Principal::Exec(e), msg, out);
             }
@@ -250,13 +227,13 @@ impl<A: Application> ExecReplica<A> {
     }
 
     fn on_start(&mut self, out: &mut Vec<Action>) {
-        for key in std::mem::take(&mut self.unusable_keys) {
+        for key in std::mem::take(&mut self.found.unusable_keys) {
             out.push(Action::Store(StoreOp::Delete { key }));
         }
-        for prefix in std::mem::take(&mut self.unusable_prefixes) {
+        for prefix in std::mem::take(&mut self.found.unusable_prefixes) {
             out.push(Action::Store(StoreOp::DeletePrefix { prefix }));
         }
-        if let Some((seq, token)) = self.recovered_checkpoint.take() {
+        if let Some((seq, token)) = self.found.checkpoint.take() {
             out.push(Action::Observe(Observation::CheckpointLoaded {
                 seq,
                 token,
@@ -267,7 +244,7 @@ impl<A: Application> ExecReplica<A> {
         self.probe(out);
         out.push(Action::SetTimer {
             id: CATCH_UP,
-            after: self.cfg.catch_up_us,
+            after: self.cfg().catch_up_us,
         });
     }
 
@@ -276,7 +253,7 @@ impl<A: Application> ExecReplica<A> {
     fn on_catch_up_tick(&mut self, out: &mut Vec<Action>) {
         out.push(Action::SetTimer {
             id: CATCH_UP,
-            after: self.cfg.catch_up_us,
+            after: self.cfg().catch_up_us,
         });
         if self.loading.is_some() {
             self.object_transfer_tick();
@@ -289,9 +266,9 @@ impl<A: Application> ExecReplica<A> {
         for (name, total) in self.app.counters() {
             self.counters.set(name, total);
         }
-        let idle = self.learned_total == self.learned_at_last_tick;
-        let stalled = !self.votes.is_empty() && idle;
-        self.learned_at_last_tick = self.learned_total;
+        let idle = self.learning.learned_total == self.learning.learned_at_last_tick;
+        let stalled = !self.learning.votes.is_empty() && idle;
+        self.learning.learned_at_last_tick = self.learning.learned_total;
         // Idle too: batches sent while this replica was cut off leave no trace here, and the
         // order stage answers a LAST-EXEC only with what we lack.
         if self.has_gap() || stalled || idle {
@@ -312,15 +289,16 @@ impl<A: Application> ExecReplica<A> {
 
     /// Idle: nothing learned waits to be executed, or nothing was learned since the last tick.
     fn idle(&self) -> bool {
-        self.learned.is_empty() || self.learned_total == self.learned_at_last_tick
+        self.learning.learned.is_empty()
+            || self.learning.learned_total == self.learning.learned_at_last_tick
     }
 
     /// Answer the state-transfer requests that waited, if idle now.
     fn serve_deferred_transfer(&mut self, out: &mut Vec<Action>) {
-        if self.deferred_transfer.is_empty() || !self.idle() {
+        if self.serving.deferred_transfer.is_empty() || !self.idle() {
             return;
         }
-        for (e, asks) in std::mem::take(&mut self.deferred_transfer) {
+        for (e, asks) in std::mem::take(&mut self.serving.deferred_transfer) {
             for msg in asks {
                 match msg {
                     Message::FetchExecCp { seq } => self.on_fetch_exec_cp(e, seq, out),
@@ -343,9 +321,9 @@ impl<A: Application> ExecReplica<A> {
     /// Something above `next_seq` is known while `next_seq` itself is not learned.
     fn has_gap(&self) -> bool {
         let next = self.next_seq;
-        !self.learned.contains_key(&next)
-            && (self.votes.range(next + 1..).next().is_some()
-                || self.learned.range(next + 1..).next().is_some())
+        !self.learning.learned.contains_key(&next)
+            && (self.learning.votes.range(next + 1..).next().is_some()
+                || self.learning.learned.range(next + 1..).next().is_some())
     }
 
     fn on_frame(&mut self, frame: &[u8], out: &mut Vec<Action>) {
@@ -356,7 +334,7 @@ impl<A: Application> ExecReplica<A> {
     }
 
     fn on_message(&mut self, from: Principal, msg: Message, out: &mut Vec<Action>) {
-        let q = self.q;
+        let q = *self.q();
         match (from, msg) {
             (Principal::Order(o), msg) if (o as usize) < q.order => {
                 self.on_order_message(o, msg, out)
@@ -418,7 +396,7 @@ impl<A: Application> ExecReplica<A> {
                 // Seed 004 §3.4.2 idle check: state transfer for a lagging peer waits while
                 // this replica has batches to execute and is executing them.
                 self.counters.add("state-transfer-deferred");
-                let waiting = self.deferred_transfer.entry(e).or_default();
+                let waiting = self.serving.deferred_transfer.entry(e).or_default();
                 if waiting.len() < DEFERRED_TRANSFER_MAX {
                     waiting.push(msg);
                 }
@@ -577,23 +555,25 @@ impl<A: Application> ExecReplica<A> {
     /// without bound.
     fn retransmit_allowed(&mut self, client: ClientId) -> bool {
         let now = self.now;
-        let period = self.cfg.catch_up_us;
+        let period = self.cfg().catch_up_us;
         if self
-            .retransmit_served
+            .serving
+            .retransmit
             .get(&client)
             .is_some_and(|t| now < t.saturating_add(period))
         {
             return false;
         }
         let limit = RETRANSMIT_TABLE_MIN.max(2 * self.replies.len());
-        if self.retransmit_served.len() >= limit {
-            self.retransmit_served
+        if self.serving.retransmit.len() >= limit {
+            self.serving
+                .retransmit
                 .retain(|_, t| now < t.saturating_add(period));
-            if self.retransmit_served.len() >= limit {
+            if self.serving.retransmit.len() >= limit {
                 return false;
             }
         }
-        self.retransmit_served.insert(client, now);
+        self.serving.retransmit.insert(client, now);
         true
     }
 }
@@ -619,5 +599,10 @@ impl<A: Application> Stage for ExecReplica<A> {
 
     fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    /// The learning ledger's (learn.rs).
+    fn check_invariants(&self) -> Result<(), plumb_core::BrokenInvariant> {
+        self.learning.check_invariants(self.next_seq)
     }
 }

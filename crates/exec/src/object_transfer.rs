@@ -71,7 +71,7 @@ fn node_of(p: NodePos) -> ObjectNode {
 
 impl<A: Application> ExecReplica<A> {
     fn next_exec_peer(&self, after: u16) -> u16 {
-        let n = self.q.exec.max(1) as u16;
+        let n = self.q().exec.max(1) as u16;
         let mut p = (after + 1) % n;
         if p == self.me {
             p = (p + 1) % n;
@@ -406,8 +406,8 @@ impl<A: Application> ExecReplica<A> {
     /// Whether `bytes` more may go to peer `e` in this catch-up period (and count them).
     fn object_serving_allowed(&mut self, e: u16, bytes: usize) -> bool {
         let now = self.now;
-        let period = self.cfg.catch_up_us;
-        let window = self.objects_served.entry(e).or_insert((now, 0));
+        let period = self.cfg().catch_up_us;
+        let window = self.serving.objects.entry(e).or_insert((now, 0));
         if now >= window.0.saturating_add(period) {
             *window = (now, 0);
         }

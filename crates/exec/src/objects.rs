@@ -290,13 +290,13 @@ impl<A: Application> ExecReplica<A> {
             if !nothing_on_disk {
                 self.counters.add("recovery-objects-unusable");
             }
-            self.unusable_prefixes.push(OBJECT_PREFIX.to_string());
-            self.unusable_prefixes.push(DELTA_PREFIX.to_string());
+            self.found.unusable_prefixes.push(OBJECT_PREFIX.to_string());
+            self.found.unusable_prefixes.push(DELTA_PREFIX.to_string());
             return BTreeMap::new();
         };
         // Deltas of checkpoints that never got their record are garbage.
         for s in deltas.keys().filter(|s| **s > newest) {
-            self.unusable_prefixes.push(delta_prefix(*s));
+            self.found.unusable_prefixes.push(delta_prefix(*s));
         }
         if let Some(state) = self.objects.as_mut() {
             state.live = tree.clone();

@@ -7,8 +7,18 @@ use crate::checkpoint::{parse_checkpoint_key, ExecCheckpoint};
 use crate::{ExecReplica, Held};
 use plumb_app::Application;
 use plumb_core::Recovered;
+use plumb_crypto::Digest;
 use plumb_wire::Seq;
 use std::collections::BTreeMap;
+
+/// What recovery found on the disk, reported on Start: the checkpoint the replica resumes
+/// from, and what it could not use (named, so the operator can see what was lost).
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    pub checkpoint: Option<(Seq, Digest)>,
+    pub unusable_keys: Vec<String>,
+    pub unusable_prefixes: Vec<String>,
+}
 
 impl<A: Application> ExecReplica<A> {
     pub(crate) fn recover(&mut self, recovered: Recovered) {
@@ -16,7 +26,7 @@ impl<A: Application> ExecReplica<A> {
             // The driver's checksum failed: never trust it, and clear it on Start.
             self.counters.add("recovery-corrupt-record");
             if parse_checkpoint_key(&key).is_some() {
-                self.unusable_keys.push(key);
+                self.found.unusable_keys.push(key);
             }
         }
         let mut records = recovered.records;
@@ -37,7 +47,7 @@ impl<A: Application> ExecReplica<A> {
                 }
                 _ => {
                     self.counters.add("recovery-undecodable-checkpoint");
-                    self.unusable_keys.push(key);
+                    self.found.unusable_keys.push(key);
                 }
             }
         }
@@ -51,7 +61,7 @@ impl<A: Application> ExecReplica<A> {
         while let Some((seq, (cp, bytes))) = candidates.pop_last() {
             if self.app.load_checkpoint(&cp.app).is_err() {
                 self.counters.add("recovery-checkpoint-unloadable");
-                self.unusable_keys.push(crate::checkpoint_key(seq));
+                self.found.unusable_keys.push(crate::checkpoint_key(seq));
                 continue;
             }
             self.adopt_recovered(seq, cp, bytes, None);
@@ -87,9 +97,9 @@ impl<A: Application> ExecReplica<A> {
         };
         let Some(tree) = trees.remove(&seq) else {
             // recover_objects cleared the objects; no checkpoint on disk is usable.
-            self.unusable_keys.push(crate::checkpoint_key(seq));
+            self.found.unusable_keys.push(crate::checkpoint_key(seq));
             for older in candidates.keys() {
-                self.unusable_keys.push(crate::checkpoint_key(*older));
+                self.found.unusable_keys.push(crate::checkpoint_key(*older));
             }
             return;
         };
@@ -100,13 +110,15 @@ impl<A: Application> ExecReplica<A> {
                 .is_some_and(|o| o.load_object_metadata(&cp.app).is_ok());
         if !loaded {
             self.counters.add("recovery-checkpoint-unloadable");
-            self.unusable_keys.push(crate::checkpoint_key(seq));
+            self.found.unusable_keys.push(crate::checkpoint_key(seq));
             for older in candidates.keys() {
-                self.unusable_keys.push(crate::checkpoint_key(*older));
+                self.found.unusable_keys.push(crate::checkpoint_key(*older));
             }
-            self.unusable_prefixes
+            self.found
+                .unusable_prefixes
                 .push(crate::objects::OBJECT_PREFIX.to_string());
-            self.unusable_prefixes
+            self.found
+                .unusable_prefixes
                 .push(crate::objects::DELTA_PREFIX.to_string());
             if let Some(state) = self.objects.as_mut() {
                 if let Some(fresh) = crate::objects::ObjectsState::new(tree.bits()) {
@@ -131,7 +143,7 @@ impl<A: Application> ExecReplica<A> {
                 }
                 None => {
                     self.counters.add("recovery-checkpoint-objects-mismatch");
-                    self.unusable_keys.push(crate::checkpoint_key(older));
+                    self.found.unusable_keys.push(crate::checkpoint_key(older));
                 }
             }
         }
@@ -150,6 +162,6 @@ impl<A: Application> ExecReplica<A> {
         self.next_push = cp.next_push;
         self.next_seq = seq + 1;
         self.checkpoints.insert(seq, Held { token, bytes, tree });
-        self.recovered_checkpoint = Some((seq, token));
+        self.found.checkpoint = Some((seq, token));
     }
 }

@@ -49,12 +49,12 @@ impl<A: Application> ExecReplica<A> {
             .count();
         if seq < self.next_seq {
             // Passed already: unless our own checkpoint there differs (divergence.rs).
-            if votes < self.q.exec_learn() || !self.roll_back_if_diverged(seq, token, out) {
+            if votes < self.q().exec_learn() || !self.roll_back_if_diverged(seq, token, out) {
                 self.counters.add("load-cp-not-behind");
             }
             return;
         }
-        if votes < self.q.exec_learn() {
+        if votes < self.q().exec_learn() {
             return;
         }
         if self.loading.as_ref().is_some_and(|l| l.seq >= seq) {
@@ -236,7 +236,7 @@ impl<A: Application> ExecReplica<A> {
             token,
         }));
         self.execute_ready(out);
-        if !self.learned.contains_key(&self.next_seq) {
+        if !self.learning.learned.contains_key(&self.next_seq) {
             self.send_last_exec(out);
         }
     }
@@ -249,9 +249,10 @@ impl<A: Application> ExecReplica<A> {
             return;
         };
         let now = self.now;
-        let period = self.cfg.catch_up_us / 2;
+        let period = self.cfg().catch_up_us / 2;
         if self
-            .checkpoint_served
+            .serving
+            .checkpoints
             .get(&e)
             .is_some_and(|(s, t)| *s == seq && now < t.saturating_add(period))
         {
@@ -262,7 +263,7 @@ impl<A: Application> ExecReplica<A> {
             seq,
             state: held.bytes.clone(),
         };
-        self.checkpoint_served.insert(e, (seq, now));
+        self.serving.checkpoints.insert(e, (seq, now));
         self.send(Principal::Exec(e), &msg, out);
     }
 

@@ -99,6 +99,7 @@ pub fn expectation(s: Sabotage) -> Expectation {
             (Kv, &["INV-entered-holds-only-later-view-changes"], 300)
         }
         Sabotage::LogKeepsObsoleteEarly => (Kv, &["INV-early-beyond-accepted"], 300),
+        Sabotage::VoteBytesKeptOnReplace => (Kv, &["INV-vote-bytes-are-votes"], 300),
         // A client that lost its record repeats its abandoned operation under a number that
         // may be the abandoned request's: with no life in the identity, it is that request.
         Sabotage::SameBytesRetransmission => (Kv, &["CLIENT-one-life", "linearizability"], 300),
