@@ -23,10 +23,12 @@
 //! - **Reads** (`GET`, `HEAD`) all go through [`HttpServer::read`], the one place the
 //!   Prophecy sketcher (DESIGN §5.1, issue 15) will sit. **Writes** (`POST`) are ordered.
 
+use crate::front_end::{accept_loop, ConnectionCounters, FrontEnd};
 use crate::pool::{Pool, PoolError};
 use plumb_web::date::format_http_date;
 use plumb_web::wiki::error_page;
 use plumb_web::{WebOp, WebResponse};
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -377,6 +379,26 @@ pub struct HttpServer {
     pub limits: HttpLimits,
 }
 
+impl FrontEnd for HttpServer {
+    const NAME: &'static str = "gateway (HTTP clients)";
+
+    fn connection_counters(&self) -> ConnectionCounters<'_> {
+        ConnectionCounters {
+            open: &self.stats.connections_open,
+            total: &self.stats.connections_total,
+            accept_failures: &self.stats.accept_failures,
+        }
+    }
+
+    fn serve_connection(
+        &self,
+        stream: TcpStream,
+        _id: u64,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.connection(stream)
+    }
+}
+
 impl HttpServer {
     pub fn new(pool: Arc<Pool>, stats: Arc<HttpStats>, fast_reads: bool) -> Arc<HttpServer> {
         Arc::new(HttpServer {
@@ -406,23 +428,7 @@ impl HttpServer {
 
     /// Serve HTTP clients on `listener` (in a tokio runtime) until the process stops.
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
-        loop {
-            let stream = plumb_runtime::accept::accept(
-                &listener,
-                &self.stats.accept_failures,
-                "gateway (HTTP clients)",
-            )
-            .await;
-            let _ = stream.set_nodelay(true);
-            let server = self.clone();
-            tokio::spawn(async move {
-                let s = &server.stats;
-                s.connections_open.fetch_add(1, Ordering::Relaxed);
-                s.connections_total.fetch_add(1, Ordering::Relaxed);
-                server.connection(stream).await;
-                s.connections_open.fetch_sub(1, Ordering::Relaxed);
-            });
-        }
+        accept_loop(self, listener).await;
     }
 
     /// **The read seam.** Every GET and HEAD reaches the cluster through this function, and

@@ -4,6 +4,7 @@
 
 pub mod blocking;
 pub mod clients;
+pub mod front_end;
 pub mod http_server;
 pub mod pool;
 

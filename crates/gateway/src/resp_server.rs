@@ -11,6 +11,7 @@
 
 use crate::blocking::{Waiters, POLL_FIRST, POLL_MAX};
 use crate::clients::{Clients, Registration, Unblock};
+use crate::front_end::{accept_loop, ConnectionCounters, FrontEnd};
 use crate::pool::Pool;
 use crate::pubsub::{PubSubHub, Subscriber};
 use plumb_kv::{Footprint, KvOp, KvResult, ERR_WRONG_TYPE};
@@ -20,6 +21,7 @@ use plumb_resp::{
     Pipeline, Plan, Protocol, Render, Resp, ServerInfo, Session, Step, ERR_UNBLOCKED,
 };
 use plumb_script::ScriptCache;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -64,36 +66,26 @@ async fn next_message(subscriber: &mut Option<Subscriber>) -> Option<Resp> {
     }
 }
 
+impl FrontEnd for RespServer {
+    const NAME: &'static str = "gateway (Redis clients)";
+
+    fn connection_counters(&self) -> ConnectionCounters<'_> {
+        ConnectionCounters {
+            open: &self.stats.connections_open,
+            total: &self.stats.connections_total,
+            accept_failures: &self.stats.accept_failures,
+        }
+    }
+
+    fn serve_connection(&self, stream: TcpStream, id: u64) -> impl Future<Output = ()> + Send + '_ {
+        self.connection(stream, id)
+    }
+}
+
 impl RespServer {
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
         self.pubsub.start();
-        let next_id = AtomicU64::new(1);
-        loop {
-            let stream = plumb_runtime::accept::accept(
-                &listener,
-                &self.stats.accept_failures,
-                "gateway (Redis clients)",
-            )
-            .await;
-            let _ = stream.set_nodelay(true);
-            let id = next_id.fetch_add(1, Ordering::Relaxed);
-            let server = self.clone();
-            tokio::spawn(async move {
-                server
-                    .stats
-                    .connections_open
-                    .fetch_add(1, Ordering::Relaxed);
-                server
-                    .stats
-                    .connections_total
-                    .fetch_add(1, Ordering::Relaxed);
-                server.connection(stream, id).await;
-                server
-                    .stats
-                    .connections_open
-                    .fetch_sub(1, Ordering::Relaxed);
-            });
-        }
+        accept_loop(self, listener).await;
     }
 
     async fn connection(&self, mut stream: TcpStream, id: u64) {

@@ -26,6 +26,7 @@
 //!   when it does not answer. Off by default: ZooKeeper promises a client reads its own writes,
 //!   and the read-only path answers from what replicas have executed.
 
+use crate::front_end::{accept_loop, ConnectionCounters, FrontEnd};
 use crate::pool::Pool;
 use crate::push_router::{ListenerId, PushRouter};
 use crate::zk_translate::{plan, render, Plan};
@@ -37,6 +38,7 @@ use plumb_zk::{
     DEFAULT_MAX_FRAME,
 };
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -108,6 +110,26 @@ pub struct ZkServer {
     started: Instant,
 }
 
+impl FrontEnd for ZkServer {
+    const NAME: &'static str = "gateway (ZooKeeper clients)";
+
+    fn connection_counters(&self) -> ConnectionCounters<'_> {
+        ConnectionCounters {
+            open: &self.stats.connections_open,
+            total: &self.stats.connections_total,
+            accept_failures: &self.stats.accept_failures,
+        }
+    }
+
+    fn serve_connection(
+        &self,
+        stream: TcpStream,
+        _id: u64,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.connection(stream)
+    }
+}
+
 impl ZkServer {
     pub fn new(pool: Arc<Pool>, stats: Arc<ZkStats>, fast_reads: bool) -> Arc<ZkServer> {
         Arc::new(ZkServer {
@@ -130,31 +152,7 @@ impl ZkServer {
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
         tokio::spawn(self.clone().route_pushes());
         tokio::spawn(self.clone().touch());
-        loop {
-            let stream = plumb_runtime::accept::accept(
-                &listener,
-                &self.stats.accept_failures,
-                "gateway (ZooKeeper clients)",
-            )
-            .await;
-            let _ = stream.set_nodelay(true);
-            let server = self.clone();
-            tokio::spawn(async move {
-                server
-                    .stats
-                    .connections_open
-                    .fetch_add(1, Ordering::Relaxed);
-                server
-                    .stats
-                    .connections_total
-                    .fetch_add(1, Ordering::Relaxed);
-                server.connection(stream).await;
-                server
-                    .stats
-                    .connections_open
-                    .fetch_sub(1, Ordering::Relaxed);
-            });
-        }
+        accept_loop(self, listener).await;
     }
 
     /// Every pool identity's pushes, by session, to the connections of that session.

@@ -109,27 +109,47 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
                 }
             })
         };
-        if let Err(e) = admin::serve(gw.admin, handler).await {
-            eprintln!("plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}", gw.admin);
-            return ExitCode::from(2);
-        }
-        out!(
-            "gateway: Redis clients on {} ({} pool clients, u={} r={}{}), admin http://{}/status",
+        let clients = format!(
+            "Redis clients on {} ({} pool clients, u={} r={}{})",
             gw.resp,
             pool.clients.len(),
             f.u,
             f.r,
-            match sketchers {
-                0 => String::new(),
-                n => format!(", reads through {n} Prophecy sketcher(s)"),
-            },
+            sketcher_note(sketchers)
+        );
+        serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
+    })
+}
+
+/// What every front end does once its server is built: start its admin endpoint, say where
+/// its clients connect (`gateway: <clients>, admin http://…/status`), then serve until the
+/// process is told to stop.
+async fn serve_until_terminated(
+    gw: &plumb_cluster::Gateway,
+    handler: admin::Handler,
+    clients: String,
+    serving: impl std::future::Future<Output = ()> + Send + 'static,
+) -> ExitCode {
+    if let Err(e) = admin::serve(gw.admin, handler).await {
+        eprintln!(
+            "plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}",
             gw.admin
         );
-        tokio::spawn(server.serve(listener));
-        terminated().await;
-        out!("gateway: stopping");
-        ExitCode::SUCCESS
-    })
+        return ExitCode::from(2);
+    }
+    out!("gateway: {clients}, admin http://{}/status", gw.admin);
+    tokio::spawn(serving);
+    terminated().await;
+    out!("gateway: stopping");
+    ExitCode::SUCCESS
+}
+
+/// `, reads through N Prophecy sketcher(s)` when there are any, for the start-up line.
+fn sketcher_note(sketchers: u32) -> String {
+    match sketchers {
+        0 => String::new(),
+        n => format!(", reads through {n} Prophecy sketcher(s)"),
+    }
 }
 
 /// The Prophecy sketchers in front of a gateway's reads, if `n > 0`. They share the gateway's
@@ -277,25 +297,14 @@ fn zk_gateway(cluster: plumb_cluster::Cluster) -> ExitCode {
                 admin_response(path, "plumb_zk_gateway", &fields, &pool, &extra)
             })
         };
-        if let Err(e) = admin::serve(gw.admin, handler).await {
-            eprintln!(
-                "plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}",
-                gw.admin
-            );
-            return ExitCode::from(2);
-        }
-        out!(
-            "gateway: ZooKeeper clients on {} ({} pool clients, u={} r={}), admin http://{}/status",
+        let clients = format!(
+            "ZooKeeper clients on {} ({} pool clients, u={} r={})",
             gw.resp,
             pool.clients.len(),
             f.u,
-            f.r,
-            gw.admin
+            f.r
         );
-        tokio::spawn(server.serve(listener));
-        terminated().await;
-        out!("gateway: stopping");
-        ExitCode::SUCCESS
+        serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
     })
 }
 
@@ -332,28 +341,14 @@ fn web_gateway(cluster: plumb_cluster::Cluster, sketchers: Option<u32>) -> ExitC
                 admin_response(path, "plumb_http_gateway", &fields, &pool, &extra)
             })
         };
-        if let Err(e) = admin::serve(gw.admin, handler).await {
-            eprintln!(
-                "plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}",
-                gw.admin
-            );
-            return ExitCode::from(2);
-        }
-        out!(
-            "gateway: HTTP clients on http://{}/ ({} pool clients, u={} r={}{}), admin http://{}/status",
+        let clients = format!(
+            "HTTP clients on http://{}/ ({} pool clients, u={} r={}{})",
             gw.resp,
             pool.clients.len(),
             f.u,
             f.r,
-            match sketchers {
-                0 => String::new(),
-                n => format!(", reads through {n} Prophecy sketcher(s)"),
-            },
-            gw.admin
+            sketcher_note(sketchers)
         );
-        tokio::spawn(server.serve(listener));
-        terminated().await;
-        out!("gateway: stopping");
-        ExitCode::SUCCESS
+        serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
     })
 }
