@@ -17,7 +17,7 @@ use std::collections::HashMap;
 /// What to do about an execution replica whose token differs from the agreed one.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Tell {
-    /// Nothing: it was told of this checkpoint (or a later one) less than a period ago.
+    /// Nothing: it was told of a later checkpoint, or of this one less than a period ago.
     Nothing,
     /// Report the divergence and send LOAD-CP: the first time for this checkpoint.
     ReportAndLoad,
