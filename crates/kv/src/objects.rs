@@ -10,8 +10,8 @@
 //! moves about 1% of the keys; a larger store has proportionally fuller buckets.
 //!
 //! Dirty tracking: every insertion, in-place change and removal of a key marks its bucket
-//! ([`crate::buckets::Buckets`]), so an object checkpoint encodes only the buckets written since the last
-//! one: its cost follows the keys written, not the size of the store.
+//! ([`crate::buckets::Buckets`]), so an object checkpoint encodes only the buckets written
+//! since the last one: its cost follows the keys written, not the size of the store.
 
 use crate::buckets::{bucket_of, BUCKET_BITS};
 use crate::store::{Entry, KvStore};
