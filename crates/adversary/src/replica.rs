@@ -648,7 +648,7 @@ impl Adversary {
     fn forge_view_change(&mut self, mut vc: ViewChange) -> ViewChange {
         match self.rng.index(3) {
             0 => {
-                let high = vc.new_view.saturating_sub(1);
+                let high = View(vc.new_view.0.saturating_sub(1));
                 let (seq, batch) = match vc.prepared.last() {
                     Some(p) => (p.seq, self.alter_batch(p.batch.clone())),
                     None => (
@@ -829,7 +829,7 @@ mod tests {
         let mut adv = Adversary::new(Behaviour::Equivocate, 1.0, 4, 5);
         let requests = vec![signed(0), signed(1)];
         let pp = Message::PrePrepare {
-            view: 0,
+            view: View(0),
             seq: 1,
             requests: requests.clone(),
             time: 100,
@@ -854,7 +854,7 @@ mod tests {
                 seed,
             };
             let commit = Message::Commit {
-                view: 0,
+                view: View(0),
                 seq: 1,
                 digest: Digest::ZERO,
             };
@@ -942,19 +942,19 @@ mod tests {
             seed: 1,
         };
         let vc = ViewChange {
-            new_view: 3,
+            new_view: View(3),
             replica: 1,
             stable_seq: 0,
             stable_digest: Digest::ZERO,
             checkpoints: vec![],
             prepared: vec![PreparedEntry {
                 seq: 1,
-                view: 0,
+                view: View(0),
                 batch: batch.clone(),
             }],
             pre_prepared: vec![PrePreparedEntry {
                 seq: 1,
-                view: 0,
+                view: View(0),
                 digest: batch.digest(1),
             }],
             incarnation: 0,

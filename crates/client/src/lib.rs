@@ -50,7 +50,7 @@ use plumb_core::{
     Stage, StageContext, StallStage, StoreOp, TimerId, WaitReason,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{request_id, ClientId, Life, Message, Position, Principal, ReqNo};
+use plumb_wire::{request_id, ClientId, Life, Message, Position, Principal, ReqNo, View};
 use push::{PushVote, PushVotes};
 pub use read_only::Route;
 use read_only::{ReadMode, ReadOnly};
@@ -537,7 +537,7 @@ impl Client {
                 nc: o.nc,
                 waited: latency,
                 reason,
-                view: 0,
+                view: View::ZERO,
             })));
         }
         // §5.7.1: max(initial timeout, observed latency); capped like every timeout.

@@ -8,7 +8,7 @@ use plumb_core::{
     Action, DeliveredRequest, Observation, SlowRequest, StallStage, StoreOp, WaitReason,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Message, Position, Principal, ReqNo, Seq};
+use plumb_wire::{ClientId, Message, Position, Principal, ReqNo, Seq, View};
 
 impl<A: Application> ExecReplica<A> {
     /// Deliver every batch from `next_seq` on that is learned and has all its bodies, in order:
@@ -54,7 +54,7 @@ impl<A: Application> ExecReplica<A> {
                 nc: r.nc,
                 waited,
                 reason,
-                view: 0,
+                view: View::ZERO,
             })));
         }
     }

@@ -6,7 +6,7 @@ use plumb_app::{BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_config::{Faults, ProtocolConfig, Quorums};
 use plumb_core::{Action, DropReason, Event, KeyRing, Observation, Recovered, Stage, StoreOp};
 use plumb_crypto::{Digest, Identity, PublicIdentity};
-use plumb_wire::{Batch, Body, Executed, Message, Principal, ReqCore, Seq};
+use plumb_wire::{Batch, Body, Executed, Message, Principal, ReqCore, Seq, View};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -218,7 +218,7 @@ impl Net {
     /// NEXT-BATCH for `seq` from each of `orders`.
     fn next_batch(&self, r: &mut Replica, seq: Seq, batch: &Batch, orders: &[u16]) -> Vec<Action> {
         let msg = Message::NextBatch {
-            view: 0,
+            view: View::ZERO,
             seq,
             batch: batch.clone(),
         };
@@ -1310,7 +1310,7 @@ fn unauthenticated_and_misdirected_input_is_dropped_and_counted() {
         &mut r,
         Principal::Client(1),
         &Message::NextBatch {
-            view: 0,
+            view: View::ZERO,
             seq: 1,
             batch: puts(1, 1)[0].clone(),
         },

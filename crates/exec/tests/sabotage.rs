@@ -112,7 +112,7 @@ fn evil_batch() -> Batch {
 fn sabotage_switches_break_the_execution_stage() {
     let net = Net::new();
     let next_batch = Message::NextBatch {
-        view: 0,
+        view: plumb_wire::View::ZERO,
         seq: 1,
         batch: evil_batch(),
     };

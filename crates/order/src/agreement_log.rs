@@ -215,7 +215,7 @@ mod tests {
         log.keep_early(3, early());
         log.hold_for_time(HeldForTime {
             from: 0,
-            view: 0,
+            view: View::ZERO,
             seq: 1,
             requests: Vec::new(),
             time: 0,

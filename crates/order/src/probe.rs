@@ -52,7 +52,7 @@ mod tests {
     use plumb_config::{Faults, ProtocolConfig, Quorums};
     use plumb_core::{run, Action, DropReason, Event, KeyRing, Recovered, Stage, StageContext};
     use plumb_crypto::{Digest, Identity, PublicIdentity};
-    use plumb_wire::{Batch, Message, Principal};
+    use plumb_wire::{Batch, Message, Principal, View};
     use std::collections::HashMap;
     use std::sync::Arc;
 
@@ -126,7 +126,7 @@ mod tests {
         );
 
         let mut commit_sent = Slot::default();
-        commit_sent.accept(3, 0, batch());
+        commit_sent.accept(3, View(0), batch());
         commit_sent.sent_commit = true;
         o.log.restore(3, commit_sent);
         assert_eq!(
@@ -136,13 +136,13 @@ mod tests {
 
         // After a restart `sent_commit` is gone but the durable prepared mark is not.
         let mut prepared = Slot::default();
-        prepared.accept(5, 0, batch());
-        prepared.record.prepared = Some((0, batch()));
+        prepared.accept(5, View(0), batch());
+        prepared.record.prepared = Some((View(0), batch()));
         o.log.restore(5, prepared);
         // Merely accepted (no COMMIT sent): not counted. The argument needs only the slots
         // this replica voted to commit.
         let mut accepted = Slot::default();
-        accepted.accept(9, 0, batch());
+        accepted.accept(9, View(0), batch());
         o.log.restore(9, accepted);
         assert_eq!(
             probe(&mut o, &q, 0, 13),

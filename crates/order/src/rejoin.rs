@@ -263,7 +263,7 @@ impl OrderReplica {
         let mut views: Vec<View> = rj.answers.values().map(|(_, v)| *v).collect();
         views.sort_unstable_by(|a, b| b.cmp(a));
         // r + 1 peers are in this view or a later one: one of them is correct.
-        let view = views.get(small - 1).copied().unwrap_or(0);
+        let view = views.get(small - 1).copied().unwrap_or(View::ZERO);
         rj.fenced = Some((fence, view));
         out.push(Action::Observe(Observation::Fenced { fence }));
         self.rejoin_tick(out);

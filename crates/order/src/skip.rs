@@ -95,15 +95,15 @@ impl OrderReplica {
     /// The first view from `view` on whose primary is not known dead, skipping at most
     /// `n_order - 1` views (if every other replica looks dead, `view` itself).
     pub(crate) fn next_live_view(&mut self, view: View) -> View {
-        let n = self.q().order as u64;
+        let n = self.q().order;
         let silence = self.cfg().heartbeat_us.saturating_mul(SILENT_HEARTBEATS);
-        let live = (view..view + n).find(|v| {
-            let p = (v % n) as u16;
+        let live = (0..n as u64).map(|k| view.plus(k)).find(|v| {
+            let p = v.primary(n);
             p == self.me || !self.watch.liveness.silent(p, self.me, silence)
         });
         match live {
             Some(v) if v > view => {
-                for _ in view..v {
+                for _ in view.0..v.0 {
                     self.counters.add("view-skipped-dead-primary");
                 }
                 v

@@ -58,7 +58,12 @@ impl Slot {
     /// the slot waited for the 200 ms resend: a 300 ms stall every few seconds.
     pub fn accept(&mut self, seq: Seq, view: View, batch: Batch) {
         let d = batch.digest(seq);
-        let prior = self.record.pre_prepared.get(&d).copied().unwrap_or(0);
+        let prior = self
+            .record
+            .pre_prepared
+            .get(&d)
+            .copied()
+            .unwrap_or_default();
         self.record.pre_prepared.insert(d, prior.max(view));
         self.enter_votes_view(view);
         self.carried = false;
@@ -113,15 +118,15 @@ mod tests {
     fn a_commit_stands_for_its_senders_missing_prepare_only() {
         let (d, other) = (Digest::of(b"batch"), Digest::of(b"other"));
         let mut slot = Slot::default();
-        slot.prepare_vote(3, 1, other);
-        slot.commit_vote(3, 1, d);
-        slot.commit_vote(3, 2, d);
+        slot.prepare_vote(View(3), 1, other);
+        slot.commit_vote(View(3), 1, d);
+        slot.commit_vote(View(3), 2, d);
         // Replica 2's PREPARE never came: its COMMIT says as much. Replica 1's stands as sent.
         assert_eq!(slot.prepares.get(&2), Some(&d));
         assert_eq!(slot.prepares.get(&1), Some(&other));
         assert_eq!(Slot::count(&slot.prepares, &d), 1);
         // Votes of another view are void, the implied ones too.
-        slot.commit_vote(4, 3, d);
+        slot.commit_vote(View(4), 3, d);
         assert_eq!(slot.prepares.len(), 1);
         assert_eq!(slot.prepares.get(&3), Some(&d));
     }

@@ -130,7 +130,7 @@ impl OrderReplica {
             Some((v, cause)) if v == view && against.contains(&self.me) => cause,
             _ => ViewChangeCause::Joined,
         };
-        let target = self.next_live_view(view + 1);
+        let target = self.next_live_view(view.next());
         self.start_view_change(now, target, cause, out);
     }
 

@@ -338,7 +338,7 @@ impl OrderReplica {
         let maker = if plumb_core::sabotaged!(AnyNewView) {
             from
         } else {
-            (view % self.q().order as u64) as u16
+            view.primary(self.q().order)
         };
         if !self.ctx.keys.verify_signature(
             Principal::Order(maker),
@@ -476,7 +476,7 @@ impl OrderReplica {
             self.counters.add("view-change-primary-dead");
         }
         if timed_out || primary_dead {
-            let target = self.next_live_view(self.views.current() + 1);
+            let target = self.next_live_view(self.views.current().next());
             self.start_view_change(now, target, ViewChangeCause::Incomplete, out);
             return;
         }
@@ -515,9 +515,9 @@ mod tests {
         }
     }
 
-    fn vc(replica: u16, prepared: &[(Seq, View, u8)], pre: &[(Seq, View, u8)]) -> ViewChange {
+    fn vc(replica: u16, prepared: &[(Seq, u64, u8)], pre: &[(Seq, u64, u8)]) -> ViewChange {
         ViewChange {
-            new_view: 1,
+            new_view: View(1),
             replica,
             stable_seq: 0,
             stable_digest: Digest::ZERO,
@@ -527,7 +527,7 @@ mod tests {
                 .iter()
                 .map(|(s, v, t)| PreparedEntry {
                     seq: *s,
-                    view: *v,
+                    view: View(*v),
                     batch: batch(*t),
                 })
                 .collect(),
@@ -535,7 +535,7 @@ mod tests {
                 .iter()
                 .map(|(s, v, t)| PrePreparedEntry {
                     seq: *s,
-                    view: *v,
+                    view: View(*v),
                     digest: batch(*t).digest(*s),
                 })
                 .collect(),

@@ -52,7 +52,7 @@ impl Views {
 
     /// The primary of `current` among `order` replicas.
     pub fn primary(&self, order: usize) -> u16 {
-        (self.current % order as u64) as u16
+        self.current.primary(order)
     }
 
     /// The new primary's deadline: `base` doubled with each consecutive view change, capped at
@@ -107,7 +107,7 @@ impl Views {
         self.current = view;
         self.active = active;
         if let Some((v, proofs, signature)) = new_view {
-            if v == view && view > 0 {
+            if v == view && view > View::ZERO {
                 self.new_view = Some((proofs, signature));
             }
         }
@@ -115,7 +115,7 @@ impl Views {
 
     /// Lost records: back to view 0, not entered, until the cluster lets us in (rejoin.rs).
     pub fn forget_for_rejoin(&mut self) {
-        self.current = 0;
+        self.current = View::ZERO;
         self.active = false;
     }
 
@@ -123,7 +123,7 @@ impl Views {
     /// for its NEW-VIEW. Returns whether it is entered.
     pub fn rejoin_into(&mut self, view: View) -> bool {
         self.current = view;
-        self.active = view == 0;
+        self.active = view == View::ZERO;
         if self.active {
             // What peers sent for view 0 while we could not vote is spent, as on entering.
             self.changes.retain(|_, s| s.vc.new_view > view);
@@ -175,7 +175,7 @@ impl Views {
         if view <= self.current {
             return None;
         }
-        let e = self.peer_views.entry(j).or_insert(0);
+        let e = self.peer_views.entry(j).or_insert(View::ZERO);
         *e = (*e).max(view);
         self.join_target(self.peer_views.values().copied(), join)
     }
@@ -249,7 +249,7 @@ impl Views {
     /// across replicas.
     pub fn new_view_digest(&self) -> Digest {
         match &self.new_view {
-            Some((proofs, _)) if self.current > 0 => {
+            Some((proofs, _)) if self.current > View::ZERO => {
                 Digest::of(&new_view_signing_bytes(self.current, proofs))
             }
             _ => Digest::ZERO,
@@ -275,7 +275,7 @@ impl Views {
                 )
             },
         )?;
-        if self.active && self.current > 0 {
+        if self.active && self.current > View::ZERO {
             let proofs = self.new_view.iter().flat_map(|(proofs, _)| proofs);
             if let Some(stray) = proofs.into_iter().find(|p| p.vc.new_view != self.current) {
                 return Err(BrokenInvariant {
@@ -321,12 +321,12 @@ mod tests {
     #[test]
     fn the_new_primarys_clock_runs_only_while_changing() {
         let mut v = Views::new();
-        assert!(!v.begin(0), "not a later view");
-        assert!(v.begin(1));
+        assert!(!v.begin(View(0)), "not a later view");
+        assert!(v.begin(View(1)));
         assert_eq!(v.timeout(100), 200, "doubled per consecutive change");
         v.note_quorum(7, 0);
         assert_eq!(v.quorum_at(), Some(7));
-        v.enter(1, Vec::new(), SIG);
+        v.enter(View(1), Vec::new(), SIG);
         assert_eq!(v.quorum_at(), None);
         v.check_invariants(0).unwrap();
         v.progressed();

@@ -5,7 +5,7 @@ mod harness;
 
 use harness::Harness;
 use plumb_core::{Event, Stage};
-use plumb_wire::{Message, Principal};
+use plumb_wire::{Message, Principal, View};
 
 #[test]
 fn ol1_requests_are_ordered_and_sent_to_execution() {
@@ -93,7 +93,7 @@ fn primary_crash_view_change_keeps_committed_batches() {
     h.crash(0);
     h.request(1, 1, b"b");
     h.advance(2_000_000);
-    assert!(h.replica(1).view() >= 1, "view changed");
+    assert!(h.replica(1).view() >= View(1), "view changed");
     let ncs: Vec<(u32, u64)> = h
         .exec_seen
         .values()
@@ -142,13 +142,13 @@ fn a_primary_restarted_in_its_view_proposes_nothing_more_there() {
     assert_eq!(before.len(), 2);
     h.crash(0);
     h.restart(0);
-    assert_eq!(h.replica(0).view(), 0, "it resumes in its view");
+    assert_eq!(h.replica(0).view(), View(0), "it resumes in its view");
     assert_eq!(h.replica(0).counters().get("suspect-restarted"), 1);
     let sent_before = h.unsynced[0];
     h.request(1, 1, b"c");
     h.advance(2_000_000);
     assert_eq!(h.unsynced[0], sent_before, "no pre-prepare in view 0 again");
-    assert!(h.replica(1).view() >= 1, "the view changed");
+    assert!(h.replica(1).view() >= View(1), "the view changed");
     assert_eq!(h.replica(0).counters().get("view-change-restarted"), 1);
     let ncs: Vec<(u32, u64)> = h
         .exec_seen
@@ -191,7 +191,7 @@ fn a_batch_its_primary_forgot_does_not_stall_the_view_change() {
     h.restart(0);
     h.request(1, 1, b"c");
     h.advance(5_000_000);
-    assert!(h.replica(1).view() >= 1, "the view changed");
+    assert!(h.replica(1).view() >= View(1), "the view changed");
     let ncs: Vec<(u32, u64)> = h
         .exec_seen
         .values()
@@ -405,7 +405,7 @@ fn a_primary_that_sends_no_pre_prepare_is_replaced_after_a_heartbeat() {
             0,
             "backup {b}"
         );
-        assert!(r.view() >= 1, "backup {b} left view 0");
+        assert!(r.view() >= View(1), "backup {b} left view 0");
     }
     // The new primary orders it (its NEW-VIEW and PRE-PREPAREs get through again).
     h.drop_kinds.clear();
@@ -432,14 +432,14 @@ fn a_primary_whose_window_is_full_is_not_suspected_by_the_heartbeat() {
         let r = h.replica(b);
         assert_eq!(r.counters().get("suspect-heartbeat"), 0, "backup {b}");
         assert!(r.counters().get("heartbeat-window-full") >= 1, "backup {b}");
-        assert_eq!(r.view(), 0);
+        assert_eq!(r.view(), View(0));
     }
     // Execution catches up: the window moves and the request is ordered in the same view.
     h.cp_tokens(2);
     h.advance(10_000);
     assert_eq!(h.committed.len(), 5);
     for b in 0..4 {
-        assert_eq!(h.replica(b).view(), 0);
+        assert_eq!(h.replica(b).view(), View(0));
         assert_eq!(h.replica(b).counters().get("suspect-heartbeat"), 0);
     }
 }
@@ -464,13 +464,21 @@ fn a_view_change_to_a_dead_primary_is_given_up_before_its_timeout() {
     h.advance(heartbeat * 2);
     h.drop_kinds.clear();
     for b in [2, 3] {
-        assert_eq!(h.replica(b).view(), 1, "backup {b} waits for o1's NEW-VIEW");
+        assert_eq!(
+            h.replica(b).view(),
+            View(1),
+            "backup {b} waits for o1's NEW-VIEW"
+        );
     }
     h.advance(8 * heartbeat);
     assert!(8 * heartbeat < timeout / 2);
     for b in [0, 2, 3] {
         let r = h.replica(b);
-        assert!(r.view() >= 2, "replica {b} still in view {}", r.view());
+        assert!(
+            r.view() >= View(2),
+            "replica {b} still in view {}",
+            r.view()
+        );
     }
     assert!([0, 2, 3]
         .iter()
@@ -522,15 +530,19 @@ fn a_lone_suspicion_keeps_the_backup_in_the_view_and_a_second_one_changes_it() {
         r1.last_committed()
     );
     assert_eq!(r1.counters().get("view-change-heartbeat"), 0);
-    assert_eq!(r1.view(), 0, "a lone suspicion leaves the view in place");
+    assert_eq!(
+        r1.view(),
+        View(0),
+        "a lone suspicion leaves the view in place"
+    );
     // The others ordered it without o1's PREPARE (n - u = 3 of them).
     assert_eq!(h.committed.len(), 1);
     for b in [2, 3] {
-        assert_eq!(h.replica(b).view(), 0, "backup {b}");
+        assert_eq!(h.replica(b).view(), View(0), "backup {b}");
     }
     // A second replica suspecting view 0 takes o1 out of it (min(u,r) + 1 = 2 voices).
-    h.deliver_to(1, &Message::Suspect { view: 0 }, 2);
-    assert_eq!(h.replica(1).view(), 1);
+    h.deliver_to(1, &Message::Suspect { view: View(0) }, 2);
+    assert_eq!(h.replica(1).view(), View(1));
     assert_eq!(h.replica(1).counters().get("view-change-heartbeat"), 1);
 }
 
@@ -554,13 +566,13 @@ fn a_primary_that_passes_over_a_client_is_replaced_and_the_client_served() {
     for c in 2..10 {
         h.request(c, 1, b"another client");
         h.advance(5_000);
-        assert_eq!(h.replica(1).view(), 0, "client {c}");
+        assert_eq!(h.replica(1).view(), View(0), "client {c}");
     }
     let k = h.cfg.unfair_orders as u64;
     for nc in 1..k {
         h.request(1, nc, b"other");
         h.advance(5_000);
-        assert_eq!(h.replica(1).view(), 0, "request {nc} of client 1");
+        assert_eq!(h.replica(1).view(), View(0), "request {nc} of client 1");
     }
     h.request(1, k, b"last");
     h.advance(5_000);
@@ -577,7 +589,7 @@ fn a_primary_that_passes_over_a_client_is_replaced_and_the_client_served() {
         .values()
         .any(|b| b.requests.iter().any(|r| r.client == 0));
     assert!(victim_ordered, "{:?}", h.exec_seen);
-    assert!(h.replica(1).view() >= 1);
+    assert!(h.replica(1).view() >= View(1));
 }
 
 /// Seed 004 §3.4.3 fairness without a fault: on two shared cores a backup's links lag by a
@@ -642,7 +654,7 @@ fn a_backup_whose_pre_prepares_lag_does_not_call_the_primary_unfair() {
         "{:?}",
         counters.iter().collect::<Vec<_>>()
     );
-    assert_eq!(h.replica(1).view(), 0);
+    assert_eq!(h.replica(1).view(), View(0));
 }
 
 /// Seed 004 §3.4.2 idle check: while a request waits for ordering and ordering progresses, a
@@ -736,7 +748,7 @@ fn an_execution_replica_whose_checkpoint_differs_is_told_to_load_the_agreed_one(
 /// One round of closed-loop load: `clients` send their request `nc`, the primary's
 /// PRE-PREPAREs reach the backups `wait` later, and execution takes every checkpoint.
 fn load_round(h: &mut Harness, clients: u32, nc: u64, wait: u64) {
-    let primary = h.replica(0).view() as u16 % h.q().order as u16;
+    let primary = h.replica(0).view().primary(h.q().order);
     h.hold_to = (0..h.q().order as u16)
         .filter(|b| *b != primary)
         .map(|b| (b, "pre-prepare"))
@@ -764,7 +776,7 @@ fn a_rate_below_the_bar_counts_against_the_primary_only_if_requests_waited_for_i
     // View 0: 8 clients, each request ordered 1 ms after it is pending. After the grace
     // period, with no past view to compare with, the backups change view (no-reference).
     let mut nc = 0;
-    while h.replica(2).view() == 0 {
+    while h.replica(2).view() == View(0) {
         nc += 1;
         assert!(nc < 1_000, "no view change for a reference");
         load_round(&mut h, 8, nc, 1_000);
@@ -861,7 +873,7 @@ fn a_batch_time_outside_the_skew_either_side_is_refused_and_the_primary_replaced
             "offset {off}: ordered in a later view"
         );
         let view = h.replica(1).view();
-        assert!(view >= 1, "offset {off}: view {view}");
+        assert!(view >= View(1), "offset {off}: view {view}");
         let batch = h.exec_seen.get(&1).expect("batch 1 reached execution");
         // Proposed by a primary whose clock is right, once the request was there.
         assert!(
@@ -889,6 +901,6 @@ fn a_backup_whose_own_clock_is_off_takes_the_batch_on_r_plus_one_vouchers() {
     assert_eq!(r1.counters().get("batch-time-vouched-by-peers"), 1);
     assert_eq!(r1.last_committed(), 1);
     for i in 0..4 {
-        assert_eq!(h.replica(i).view(), 0, "o{i} stays in view 0");
+        assert_eq!(h.replica(i).view(), View(0), "o{i} stays in view 0");
     }
 }

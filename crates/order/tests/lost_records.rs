@@ -10,6 +10,7 @@ use harness::scenarios::*;
 use harness::Harness;
 use plumb_core::DropReason;
 use plumb_core::Stage;
+use plumb_wire::View;
 
 /// Heal the cut-off replicas and run until everyone agrees: the wiped replica rejoins, the
 /// request waiting meanwhile is ordered, and batch 1 is what it was.
@@ -101,7 +102,7 @@ fn view_changes_of_a_lost_incarnation_are_refused() {
     h.request(0, 1, b"a");
     h.advance(50_000);
     // o3's view change of its old life (incarnation 0), delivered after it rejoined.
-    let stale = plumb_wire::Message::ViewChange(h.signed_view_change(3, 1, 0));
+    let stale = plumb_wire::Message::ViewChange(h.signed_view_change(3, View(1), 0));
     h.crash(3);
     h.wipe(3);
     h.restart(3);
@@ -122,12 +123,12 @@ fn view_changes_of_a_lost_incarnation_are_refused() {
 fn new_view_only_from_the_new_primary() {
     let mut h = Harness::new(1, 1, 4);
     // View 1's primary is o1. o3 builds a NEW-VIEW from valid VIEW-CHANGEs of o0, o2, o3.
-    let forged = h.new_view(1, &[0, 2, 3], 3);
+    let forged = h.new_view(View(1), &[0, 2, 3], 3);
     h.deliver_to(0, &forged, 3);
     h.deliver_to(2, &forged, 3);
     assert_eq!(
         h.replica(0).view(),
-        0,
+        View(0),
         "a backup's NEW-VIEW is not installed"
     );
     assert_eq!(
@@ -137,9 +138,9 @@ fn new_view_only_from_the_new_primary() {
         1
     );
     // Forwarded by anyone, the primary's NEW-VIEW is installed.
-    let real = h.new_view(1, &[0, 2, 3], 1);
+    let real = h.new_view(View(1), &[0, 2, 3], 1);
     h.deliver_to(0, &real, 3);
-    assert_eq!(h.replica(0).view(), 1);
+    assert_eq!(h.replica(0).view(), View(1));
     assert!(h.replica(0).is_view_active());
 }
 

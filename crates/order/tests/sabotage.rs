@@ -36,8 +36,12 @@ fn without_the_protections_the_regressions_fail() {
     fails("lost slot records", slot_records_lost);
     sabotage::set(Some(Sabotage::AnyNewView));
     let mut h = Harness::new(1, 1, 4);
-    let forged = h.new_view(1, &[0, 2, 3], 3);
+    let forged = h.new_view(plumb_wire::View(1), &[0, 2, 3], 3);
     h.deliver_to(0, &forged, 3);
-    assert_eq!(h.replica(0).view(), 1, "a backup's NEW-VIEW is installed");
+    assert_eq!(
+        h.replica(0).view(),
+        plumb_wire::View(1),
+        "a backup's NEW-VIEW is installed"
+    );
     sabotage::set(None);
 }

@@ -175,7 +175,7 @@ mod tests {
     #[test]
     fn round_trip() {
         let m = Message::Prepare {
-            view: 3,
+            view: View(3),
             seq: 9,
             digest: plumb_crypto::Digest::of(b"x"),
         };

@@ -37,7 +37,7 @@ pub struct Position {
     pub seq: Seq,
     pub index: u32,
 }
-pub type View = u64;
+pub use crate::view::View;
 /// Microseconds of agreed (batch) time.
 pub type Micros = u64;
 

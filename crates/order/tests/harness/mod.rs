@@ -349,7 +349,7 @@ impl Harness {
     pub fn signed_view_change(
         &self,
         replica: u16,
-        new_view: u64,
+        new_view: plumb_wire::View,
         incarnation: u64,
     ) -> plumb_wire::SignedViewChange {
         let vc = plumb_wire::ViewChange {
@@ -367,7 +367,7 @@ impl Harness {
     }
 
     /// A NEW-VIEW for `view` with the VIEW-CHANGEs of `from`, signed by order replica `signer`.
-    pub fn new_view(&self, view: u64, from: &[u16], signer: u16) -> Message {
+    pub fn new_view(&self, view: plumb_wire::View, from: &[u16], signer: u16) -> Message {
         let proofs: Vec<_> = from
             .iter()
             .map(|j| self.signed_view_change(*j, view, 0))

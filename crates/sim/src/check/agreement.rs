@@ -4,7 +4,7 @@
 
 use super::{Agreed, Checker};
 use plumb_core::Observation;
-use plumb_wire::{Micros, Principal};
+use plumb_wire::{Micros, Principal, View};
 
 impl Checker {
     /// A correct execution replica (re)started: a fresh incarnation delivers from batch 1 unless
@@ -149,12 +149,12 @@ impl Checker {
     }
 
     /// OS-new-view-agreement: one NEW-VIEW per view whose primary is correct.
-    fn view_entered(&mut self, p: Principal, view: u64, new_view: plumb_crypto::Digest) {
+    fn view_entered(&mut self, p: Principal, view: View, new_view: plumb_crypto::Digest) {
         // Zero: view 0, or a view re-entered after a restart (the NEW-VIEW is not kept).
         if new_view == plumb_crypto::Digest::ZERO || self.order_replicas == 0 {
             return;
         }
-        let primary = Principal::Order((view % self.order_replicas) as u16);
+        let primary = Principal::Order(view.primary(self.order_replicas as usize));
         if self.byzantine.contains(&primary) {
             return;
         }
@@ -247,7 +247,7 @@ mod tests {
         let mut c = Checker::default();
         let commit = |d: &[u8]| Observation::Committed {
             seq: 4,
-            view: Some(0),
+            view: Some(View(0)),
             digest: Digest::of(d),
             carried: false,
         };

@@ -23,7 +23,7 @@ pub use time::check_agreed_time;
 
 use plumb_core::DeliveredRequest;
 use plumb_crypto::Digest;
-use plumb_wire::{Micros, Principal, Seq};
+use plumb_wire::{Micros, Principal, Seq, View};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
@@ -72,7 +72,7 @@ pub struct Checker {
     /// Digest each batch was committed with by correct order replicas.
     pub committed: BTreeMap<Seq, (Digest, Principal)>,
     /// The lowest view in which a correct order replica committed each batch.
-    pub committed_view: BTreeMap<Seq, u64>,
+    pub committed_view: BTreeMap<Seq, View>,
     /// Batches that a correct order replica committed as chosen by a NEW-VIEW (carried over
     /// from an earlier view), not proposed afresh.
     pub carried: BTreeSet<Seq>,

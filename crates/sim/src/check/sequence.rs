@@ -133,7 +133,7 @@ mod tests {
     use crate::config::WorkloadConfig;
     use crate::rng::SimRng;
     use plumb_crypto::Digest;
-    use plumb_wire::Principal;
+    use plumb_wire::{Principal, View};
 
     fn workload() -> Workload {
         let cfg = WorkloadConfig {
@@ -203,8 +203,8 @@ mod tests {
             let mut c = Checker::default();
             c.agreed.insert(1, batch(10, vec![(0, 1, b"op1")]));
             c.agreed.insert(2, batch(20, vec![(0, 1, b"op1")]));
-            c.committed_view.insert(1, 0);
-            c.committed_view.insert(2, 1);
+            c.committed_view.insert(1, View(0));
+            c.committed_view.insert(2, View(1));
             if carried {
                 c.carried.insert(2);
             }

@@ -155,7 +155,7 @@ mod tests {
         c.order_sent(
             1,
             &Message::Commit {
-                view: 0,
+                view: View(0),
                 seq: 5,
                 digest: d,
             },
@@ -163,7 +163,7 @@ mod tests {
         c.order_sent(
             1,
             &Message::Commit {
-                view: 0,
+                view: View(0),
                 seq: 5,
                 digest: d,
             },
@@ -175,18 +175,24 @@ mod tests {
             view,
             batch: batch(),
         };
-        c.order_sent(1, &Message::ViewChange(signed(vc(1, 0, vec![entry(0)]))));
-        c.order_sent(1, &Message::ViewChange(signed(vc(2, 4, vec![entry(1)]))));
+        c.order_sent(
+            1,
+            &Message::ViewChange(signed(vc(View(1), 0, vec![entry(View(0))]))),
+        );
+        c.order_sent(
+            1,
+            &Message::ViewChange(signed(vc(View(2), 4, vec![entry(View(1))]))),
+        );
         // Below the stable checkpoint: nothing to cover.
-        c.order_sent(1, &Message::ViewChange(signed(vc(3, 5, vec![]))));
+        c.order_sent(1, &Message::ViewChange(signed(vc(View(3), 5, vec![]))));
         assert!(c.violations().is_empty());
         // Amnesia: the slot is gone from the P set.
-        c.order_sent(1, &Message::ViewChange(signed(vc(4, 0, vec![]))));
+        c.order_sent(1, &Message::ViewChange(signed(vc(View(4), 0, vec![]))));
         // And a second, different COMMIT for the same (view, seq).
         c.order_sent(
             1,
             &Message::Commit {
-                view: 0,
+                view: View(0),
                 seq: 5,
                 digest: Digest::of(b"other"),
             },
