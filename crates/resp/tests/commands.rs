@@ -2717,3 +2717,83 @@ const PUSHX_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 fn pushx_matches_a_recorded_redis_session() {
     replay(Gateway::new(), PUSHX_TRANSCRIPT);
 }
+
+/// The commands no other test here plans: each reaches its own handler in the table.
+#[test]
+fn channel_script_and_function_commands_plan_as_they_should() {
+    let names = |list: &[&str]| list.iter().map(|s| b(s)).collect::<Vec<_>>();
+    assert_eq!(
+        planned("SUBSCRIBE a b"),
+        Plan::Subscribe {
+            patterns: false,
+            names: names(&["a", "b"])
+        }
+    );
+    assert_eq!(
+        planned("PSUBSCRIBE a*"),
+        Plan::Subscribe {
+            patterns: true,
+            names: names(&["a*"])
+        }
+    );
+    assert_eq!(
+        planned("UNSUBSCRIBE"),
+        Plan::Unsubscribe {
+            patterns: false,
+            names: Vec::new()
+        }
+    );
+    assert_eq!(
+        planned("PUNSUBSCRIBE a*"),
+        Plan::Unsubscribe {
+            patterns: true,
+            names: names(&["a*"])
+        }
+    );
+    assert_eq!(
+        op("PUBLISH ch hi"),
+        KvOp::Publish {
+            channel: b("ch"),
+            message: b("hi")
+        }
+    );
+    for (line, read_only) in [("EVAL s 1 k a", false), ("EVAL_RO s 1 k a", true)] {
+        assert_eq!(
+            submitted(line),
+            (
+                KvOp::Eval {
+                    script: b("s"),
+                    keys: names(&["k"]),
+                    args: names(&["a"]),
+                    read_only
+                },
+                false,
+                Render::Plain
+            ),
+            "{line}"
+        );
+    }
+    for (line, read_only) in [("EVALSHA AB 0 x", false), ("EVALSHA_RO AB 0 x", true)] {
+        assert_eq!(
+            planned(line),
+            Plan::EvalSha {
+                sha: b("ab"),
+                keys: Vec::new(),
+                args: names(&["x"]),
+                read_only
+            },
+            "{line}"
+        );
+    }
+    assert_eq!(op("RANDOMKEY"), KvOp::RandomKey);
+    assert_eq!(reply("FUNCTION FLUSH"), Resp::ok());
+    assert_eq!(reply("FUNCTION LIST"), Resp::array(Vec::new()));
+    assert_eq!(
+        error("FUNCTION LOAD x"),
+        "ERR plumb does not support Redis functions (FUNCTION LOAD); use EVAL scripts"
+    );
+    assert_eq!(
+        error("FUNCTION STATS"),
+        "ERR unknown subcommand 'STATS'. Try FUNCTION HELP."
+    );
+}
