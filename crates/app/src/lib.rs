@@ -1,10 +1,9 @@
-//! The application contract (seed 004 §4.2.2 and appendix B), in Rust.
+//! The application contract (seed 004 §4.2.2 and appendix B), in Rust: the [`Application`]
+//! trait, the types in its signatures, the versioned [`codec`] and the optional object
+//! interface ([`ObjectState`]). The guide below (`guide.md` beside this file) is the long
+//! form; the doc comment of each method is its contract.
 //!
-//! The library delivers a linearized sequence of *batches*; the application must execute them
-//! deterministically (APPS2), take deterministic checkpoints (APPS3) and load them back to the
-//! same state (APPS4). Time and randomness are the library's gift: use [`NonDeterminism`],
-//! never the system clock or an entropy source. Replicas compare reply and checkpoint digests,
-//! so an application that breaks determinism is caught and reported with the batch number.
+#![doc = include_str!("guide.md")]
 
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, ClientId, Life, Micros, ReqNo, Seq};
@@ -14,19 +13,24 @@ mod objects;
 
 pub use objects::{ObjectId, ObjectState, ObjectWrite, OBJECT_ID_BITS_MAX};
 
-/// Agreed time and PRNG seed of a batch: identical on every replica.
+/// Agreed time and PRNG seed of a batch: identical on every replica, and the only time and
+/// randomness an application may use ([determinism](crate#determinism)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NonDeterminism {
-    /// Strictly increasing from batch to batch (LS7).
+    /// Microseconds, agreed by the order stage; strictly increasing from batch to batch (LS7).
     pub time: Micros,
+    /// A seed for a pseudo-random generator.
     pub seed: u64,
 }
 
 /// One request of a batch.
 #[derive(Clone, Copy, Debug)]
 pub struct Command<'a> {
+    /// The client that sent it.
     pub client: ClientId,
+    /// Its request number, which its client chose.
     pub nc: ReqNo,
+    /// The operation: bytes from a client, who may be faulty.
     pub op: &'a [u8],
     /// The request's identity, `H(client, life, nc, H(op))` ([`plumb_wire::request_id`]), which
     /// its reply names. `(client, nc)` alone does not name one request: a client that lost its
@@ -57,28 +61,56 @@ pub struct BatchOutput {
     pub pushes: Vec<(ClientId, Vec<u8>)>,
 }
 
+/// Why [`Application::load_checkpoint`] (or an [`ObjectState`] load) refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
     /// The checkpoint refers to state this replica does not hold; fetch these tokens from
-    /// peers ([`Application::fetch_state`] on them) and retry.
+    /// peers ([`Application::fetch_state`] on them) and retry. At least one token: an empty
+    /// list is a refusal.
     #[error("checkpoint needs {} piece(s) of state this replica does not hold", .0.len())]
     MissingState(Vec<Digest>),
+    /// The bytes are not a checkpoint this application can load.
     #[error("checkpoint does not decode: {0}")]
     Corrupt(String),
 }
 
+/// A replicated state machine: what plumb runs on every execution replica. The crate
+/// documentation is the guide; every method must keep its [determinism](crate#determinism)
+/// rules.
 pub trait Application {
-    /// Execute batch `seq`. Called exactly once per batch, in order, with `seq` increasing by
-    /// one (after a checkpoint load, from the checkpoint's successor).
+    /// Execute batch `seq` and answer each of its commands.
+    ///
+    /// Must: return exactly one reply per command, in the batch's order (a missing reply
+    /// leaves its request unanswered), and change the state as the commands say, depending on
+    /// nothing but the state, the commands and `nd`. Garbage operations get an error reply.
+    ///
+    /// plumb guarantees: batches come in order of `seq`, each once (after a checkpoint is
+    /// loaded, from the batch after the checkpoint's). A batch is never empty: a batch with
+    /// nothing for the application (view-change filler, or only copies of requests executed
+    /// already) is not passed on, so `seq` increases but may skip numbers. A request is
+    /// executed at most once per state, and `nd.time` increases strictly.
     fn execute(&mut self, seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput;
 
-    /// Execute a read-only operation against the current state. Must not change state.
+    /// Answer `op` from `client` against the current state, without ordering it (the
+    /// read-only path).
+    ///
+    /// Must: change nothing (it takes `&self`: no interior mutability that any later reply or
+    /// checkpoint could see), give a read the answer [`Application::execute`] would give it
+    /// in this state, and refuse a write with an error reply. plumb guarantees: the client
+    /// accepts the answer only if every execution replica gives the same bytes, and otherwise
+    /// orders `op` like any request; a replica that may be behind what it executed before a
+    /// restart does not answer.
     fn execute_read_only(&self, client: ClientId, op: &[u8]) -> Vec<u8>;
 
     /// Whether `op` is a read whose answer depends only on the state (not on the client):
     /// execution replicas then remember the digest of its last ordered answer, and D-Prophecy
-    /// reads of it can be vouched for (docs/prophecy.md). Default: nothing is (D-Prophecy
-    /// reads are then always ordered).
+    /// reads of it can be vouched for (docs/prophecy.md).
+    ///
+    /// Must: depend on `op` alone, and be true only of operations that never change state and
+    /// that [`Application::execute_read_only`] answers with the bytes
+    /// [`Application::execute`] would reply (else such reads fall back to ordering). plumb calls
+    /// it after executing each ordered command, once D-Prophecy reads have reached the
+    /// replica. Default: nothing is (D-Prophecy reads are then always ordered).
     fn is_read(&self, _op: &[u8]) -> bool {
         false
     }
@@ -91,7 +123,9 @@ pub trait Application {
     /// that the committed reply later confirms or corrects. It must never change the state
     /// that [`Application::execute`] works on, nor anything that checkpoints or
     /// [`Application::state_digest`] cover: early execution is a guess, and replicas that do
-    /// not guess must stay byte-identical to the one that does.
+    /// not guess must stay byte-identical to the one that does. plumb calls it only for a
+    /// request this replica has not executed. `plumb_speculation::Speculative` provides it
+    /// for any application that is `Clone` (docs/speculation.md).
     fn execute_early(&mut self, _command: Command<'_>) -> Option<Vec<u8>> {
         None
     }
@@ -99,38 +133,62 @@ pub trait Application {
     /// A deterministic checkpoint of the state after the last executed batch: either the whole
     /// state, or a token that names state the application keeps itself (then implement
     /// `fetch_state` / `load_state`).
+    ///
+    /// Must: give equal bytes for equal states on every replica (canonical encoding), since
+    /// their digests are compared; `&mut self` is for bookkeeping (a cached encoding), never for
+    /// anything a later reply depends on. plumb calls it after every
+    /// `checkpoint_interval`-th batch, between batches, and stores the bytes durably itself.
+    /// Not called when [`Application::objects`] is `Some`.
     fn take_checkpoint(&mut self) -> Vec<u8>;
 
-    /// Set the state to the one `checkpoint` describes.
+    /// Set the state to the one `checkpoint` describes, replacing all of it.
+    ///
+    /// Must: refuse bytes it cannot load with [`LoadError::Corrupt`] (never panic), or name
+    /// the pieces of state it lacks with [`LoadError::MissingState`]. plumb calls it at
+    /// start-up with the newest checkpoint on the replica's disk (an older one if refused),
+    /// and with a checkpoint whose digest the order stage agreed on when the replica catches
+    /// up or is rolled back after a divergence; execution resumes at the next batch. Not
+    /// called when [`Application::objects`] is `Some`.
     fn load_checkpoint(&mut self, checkpoint: &[u8]) -> Result<(), LoadError>;
 
-    /// The library no longer needs `checkpoint`.
+    /// plumb no longer holds `checkpoint` (it keeps them back to two checkpoint intervals
+    /// before the latest): state that only it named may be let go. Default: nothing.
     fn release_checkpoint(&mut self, _checkpoint: &[u8]) {}
 
-    /// A piece of state named by `token`, for a peer that is loading a checkpoint.
+    /// The piece of state named by `token`, for a peer that is loading a checkpoint; `None`
+    /// if this replica does not hold it (the default). Its [`Digest`] must be `token`: the
+    /// peer checks.
     fn fetch_state(&self, _token: &Digest) -> Option<Vec<u8>> {
         None
     }
 
-    /// A piece of state fetched from a peer; the library has checked `data` hashes to `token`.
+    /// A piece of state fetched from a peer, for a [`LoadError::MissingState`] token; the
+    /// library has checked `data` hashes to `token`, and calls
+    /// [`Application::load_checkpoint`] again once every missing piece arrived. Default:
+    /// nothing.
     fn load_state(&mut self, _token: &Digest, _data: &[u8]) {}
 
-    /// Digest of the current state, for divergence detection in tests and the simulator.
+    /// Digest of the current state, for divergence detection in tests and the simulator
+    /// (which compares each correct replica's with its reference replay's after the same
+    /// batches); a running node does not call it. It must cover the whole replicated state,
+    /// and nothing local (such as [`Application::counters`]).
     fn state_digest(&self) -> Digest;
 
     /// The optional object interface (docs/objects.md): `Some` if the application keeps its
     /// state as objects with stable ids. The library then takes incremental checkpoints that
     /// commit to every object through a Merkle tree, and state transfer moves only the objects
     /// that differ; [`Application::take_checkpoint`] and [`Application::load_checkpoint`] are
-    /// no longer called. The default, `None`, keeps whole checkpoints.
+    /// no longer called. It must answer alike (`Some` or `None`) for the application's whole
+    /// life. The default, `None`, keeps whole checkpoints.
     fn objects(&mut self) -> Option<&mut dyn ObjectState> {
         None
     }
 
     /// The application's own running totals, for the operator: each `(name, total)` shows in
     /// the node's `/metrics` as `plumb_stage_events_total{principal="e<i>",event="<name>"}`,
-    /// refreshed on the execution stage's catch-up tick (every `catch_up_us`). Local observations, never state: replicas may differ, and
-    /// checkpoints and [`Application::state_digest`] must not cover them. Default: none.
+    /// refreshed on the execution stage's catch-up tick (every `catch_up_us`). Local
+    /// observations, never state: replicas may differ, and checkpoints and
+    /// [`Application::state_digest`] must not cover them. Default: none.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }

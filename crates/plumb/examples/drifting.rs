@@ -1,6 +1,6 @@
 //! A deliberately non-deterministic application: what plumb does when an application breaks
-//! the determinism rules (docs/application-guide.md §2), shown by
-//! `crates/plumb/tests/divergence.rs`.
+//! the determinism rules (section "Determinism" of the `plumb-app` crate documentation,
+//! `crates/app/src/guide.md`), shown by `crates/plumb/tests/divergence.rs`.
 //!
 //! It is a register file — `set <key> <value>` stores, `get <key>` reads — kept as 64
 //! objects (hash buckets of keys). Its bug is a classic one: it reads replica-local
