@@ -63,7 +63,7 @@ impl<A: Application> ExecReplica<A> {
     /// the next checkpoint's token shows whether the divergence remains (the order stage then
     /// tells this replica again).
     pub(crate) fn rolling_back(&mut self) -> bool {
-        if self.divergence.rolling_back() && self.loading.is_none() {
+        if self.divergence.rolling_back() && self.transfer.loading.is_none() {
             self.divergence.rollback = None;
             self.counters.add("diverged-rollback-abandoned");
         }
@@ -81,14 +81,15 @@ impl<A: Application> ExecReplica<A> {
         if self.rolling_back() {
             return false;
         }
-        let Some(held) = self.checkpoints.get(&seq) else {
+        let Some(held) = self.transfer.held.get(&seq) else {
             return false;
         };
         if held.token == agreed {
             return false;
         }
         let first = self
-            .checkpoints
+            .transfer
+            .held
             .range(..seq)
             .next_back()
             .map_or(seq.saturating_sub(self.interval()), |(s, _)| *s)
@@ -102,7 +103,7 @@ impl<A: Application> ExecReplica<A> {
             rolled_back_from: self.next_seq - 1,
         });
         self.counters.add("diverged");
-        self.loading = Some(crate::transfer::Loading::new(seq, agreed));
+        self.transfer.loading = Some(crate::transfer::Loading::new(seq, agreed));
         self.request_transfer(out);
         true
     }
@@ -119,9 +120,14 @@ impl<A: Application> ExecReplica<A> {
         let Some(rb) = self.divergence.rollback.take() else {
             return;
         };
-        let divergent: Vec<Seq> = self.checkpoints.range(rb.seq..).map(|(s, _)| *s).collect();
+        let divergent: Vec<Seq> = self
+            .transfer
+            .held
+            .range(rb.seq..)
+            .map(|(s, _)| *s)
+            .collect();
         for s in divergent {
-            let Some(held) = self.checkpoints.remove(&s) else {
+            let Some(held) = self.transfer.held.remove(&s) else {
                 continue;
             };
             if s != seq {

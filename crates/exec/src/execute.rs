@@ -42,7 +42,7 @@ impl<A: Application> ExecReplica<A> {
         }
         let reason = if learned.fetch_timer_fired {
             WaitReason::FetchTimer
-        } else if self.loaded_at > learned.learned_at {
+        } else if self.transfer.loaded_at > learned.learned_at {
             WaitReason::StateTransfer
         } else {
             WaitReason::Execution
@@ -239,7 +239,7 @@ impl<A: Application> ExecReplica<A> {
         self.persist_checkpoint(seq, bytes.clone(), tree.as_ref(), out);
         self.send_to_order(&Message::CpToken { seq, token }, out);
         out.push(Action::Observe(Observation::CheckpointTaken { seq, token }));
-        self.checkpoints.insert(seq, Held { token, bytes, tree });
+        self.transfer.held.insert(seq, Held { token, bytes, tree });
         self.collect_checkpoints(seq, out);
     }
 
@@ -261,8 +261,8 @@ impl<A: Application> ExecReplica<A> {
     /// those in a LOAD-CP (seed 004 §5.3.2 garbage collection).
     pub(crate) fn collect_checkpoints(&mut self, latest: Seq, out: &mut Vec<Action>) {
         let keep_from = latest.saturating_sub(2 * self.interval());
-        let kept = self.checkpoints.split_off(&keep_from);
-        let old = std::mem::replace(&mut self.checkpoints, kept);
+        let kept = self.transfer.held.split_off(&keep_from);
+        let old = std::mem::replace(&mut self.transfer.held, kept);
         for (seq, held) in old {
             out.push(Action::Store(StoreOp::Delete {
                 key: checkpoint_key(seq),
@@ -270,7 +270,7 @@ impl<A: Application> ExecReplica<A> {
             self.release_whole_checkpoint(&held);
         }
         // A report on the oldest checkpoint held names the batches of the interval before it.
-        let oldest = self.checkpoints.keys().next().copied().unwrap_or(latest);
+        let oldest = self.transfer.held.keys().next().copied().unwrap_or(latest);
         self.divergence
             .forget_before(oldest.saturating_sub(self.interval()) + 1);
     }

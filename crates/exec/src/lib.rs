@@ -67,9 +67,6 @@ pub struct ExecReplica<A: Application> {
     app: A,
     counters: Counters,
     now: Micros,
-    /// When this replica last finished loading a checkpoint (state transfer): a batch slow
-    /// across it waited for the load.
-    loaded_at: Micros,
 
     // --- the execution state a checkpoint captures (with the application's)
     next_seq: Seq,
@@ -83,11 +80,8 @@ pub struct ExecReplica<A: Application> {
     /// Votes for batches, batches learned and their bodies being fetched (learn.rs).
     learning: learn::Learning,
 
-    // --- checkpoints and state transfer
-    checkpoints: BTreeMap<Seq, Held>,
-    /// Each order replica's latest LOAD-CP.
-    load_votes: BTreeMap<u16, (Seq, Digest)>,
-    loading: Option<transfer::Loading>,
+    /// Checkpoints held, LOAD-CP votes and a load in progress (transfer.rs).
+    transfer: transfer::Transfer,
     /// Divergence from the agreed checkpoints: what was executed, a roll-back in progress.
     divergence: divergence::Divergence,
 
@@ -130,15 +124,12 @@ impl<A: Application> ExecReplica<A> {
             app,
             counters: Counters::default(),
             now: 0,
-            loaded_at: 0,
             next_seq: 1,
             agreed_time: 0,
             replies: BTreeMap::new(),
             next_push: BTreeMap::new(),
             learning: learn::Learning::default(),
-            checkpoints: BTreeMap::new(),
-            load_votes: BTreeMap::new(),
-            loading: None,
+            transfer: transfer::Transfer::default(),
             divergence: Default::default(),
             serving: serving::Serving::default(),
             objects: None,
@@ -179,7 +170,7 @@ impl<A: Application> ExecReplica<A> {
 
     /// Sequence numbers of the checkpoints this replica holds.
     pub fn held_checkpoints(&self) -> Vec<Seq> {
-        self.checkpoints.keys().copied().collect()
+        self.transfer.held.keys().copied().collect()
     }
 
     fn interval(&self) -> Seq {
@@ -255,7 +246,7 @@ impl<A: Application> ExecReplica<A> {
             id: CATCH_UP,
             after: self.cfg().catch_up_us,
         });
-        if self.loading.is_some() {
+        if self.transfer.loading.is_some() {
             self.object_transfer_tick();
             self.request_transfer(out);
         }
@@ -277,7 +268,7 @@ impl<A: Application> ExecReplica<A> {
         if idle {
             // A lost CP-TOKEN can hold the order stage's window shut: repeat the newest one
             // while nothing moves. Order replicas ignore tokens they already learned.
-            if let Some((seq, held)) = self.checkpoints.iter().next_back() {
+            if let Some((seq, held)) = self.transfer.held.iter().next_back() {
                 let msg = Message::CpToken {
                     seq: *seq,
                     token: held.token,
@@ -603,6 +594,8 @@ impl<A: Application> Stage for ExecReplica<A> {
 
     /// The learning ledger's (learn.rs).
     fn check_invariants(&self) -> Result<(), plumb_core::BrokenInvariant> {
-        self.learning.check_invariants(self.next_seq)
+        self.learning.check_invariants(self.next_seq)?;
+        self.transfer
+            .check_invariants(self.next_seq, self.q().order)
     }
 }

@@ -85,7 +85,7 @@ impl<A: Application> ExecReplica<A> {
         let Some(bits) = self.objects.as_ref().map(|o| o.live.bits()) else {
             return;
         };
-        let Some(loading) = self.loading.as_mut() else {
+        let Some(loading) = self.transfer.loading.as_mut() else {
             return;
         };
         if loading.objects.is_some() {
@@ -102,7 +102,8 @@ impl<A: Application> ExecReplica<A> {
         };
         // A checkpoint we hold has that very tree: no transfer at all.
         let held = self
-            .checkpoints
+            .transfer
+            .held
             .values()
             .filter_map(|h| h.tree.as_ref())
             .find(|t| t.root() == root.root)
@@ -120,17 +121,18 @@ impl<A: Application> ExecReplica<A> {
         let sync = TreeSync::new(&base, root.root);
         let peer = self.next_exec_peer(self.me);
         let done = sync.is_done();
-        let Some(to) = self.loading.as_ref().map(|l| l.seq) else {
+        let Some(to) = self.transfer.loading.as_ref().map(|l| l.seq) else {
             return;
         };
         // From the newest checkpoint we hold, one STATE-UPDATE carries every write since.
         let update_from = self
-            .checkpoints
+            .transfer
+            .held
             .iter()
             .rev()
             .filter(|(seq, _)| **seq < to)
             .find_map(|(seq, h)| h.tree.clone().map(|t| (*seq, t)));
-        if let Some(loading) = self.loading.as_mut() {
+        if let Some(loading) = self.transfer.loading.as_mut() {
             loading.objects = Some(ObjectLoad {
                 sync,
                 base,
@@ -156,7 +158,7 @@ impl<A: Application> ExecReplica<A> {
 
     /// Ask the current peer for the nodes and objects still needed that are not in flight.
     pub(crate) fn request_object_transfer(&mut self, out: &mut Vec<Action>) {
-        let Some(loading) = self.loading.as_mut() else {
+        let Some(loading) = self.transfer.loading.as_mut() else {
             return;
         };
         let seq = loading.seq;
@@ -208,7 +210,12 @@ impl<A: Application> ExecReplica<A> {
     /// Catch-up period: forget what is in flight (it is asked again), and move to the next
     /// peer if this one made no progress.
     pub(crate) fn object_transfer_tick(&mut self) {
-        let Some(ol) = self.loading.as_mut().and_then(|l| l.objects.as_mut()) else {
+        let Some(ol) = self
+            .transfer
+            .loading
+            .as_mut()
+            .and_then(|l| l.objects.as_mut())
+        else {
             return;
         };
         ol.asked_nodes.clear();
@@ -219,12 +226,22 @@ impl<A: Application> ExecReplica<A> {
         if !ol.progressed {
             let after = ol.peer;
             let next = self.next_exec_peer(after);
-            if let Some(ol) = self.loading.as_mut().and_then(|l| l.objects.as_mut()) {
+            if let Some(ol) = self
+                .transfer
+                .loading
+                .as_mut()
+                .and_then(|l| l.objects.as_mut())
+            {
                 ol.peer = next;
             }
             self.counters.add("object-transfer-peer-changed");
         }
-        if let Some(ol) = self.loading.as_mut().and_then(|l| l.objects.as_mut()) {
+        if let Some(ol) = self
+            .transfer
+            .loading
+            .as_mut()
+            .and_then(|l| l.objects.as_mut())
+        {
             ol.progressed = false;
         }
     }
@@ -233,6 +250,7 @@ impl<A: Application> ExecReplica<A> {
     /// asked, ask the next one now, everything still needed.
     fn leave_lying_peer(&mut self, e: u16) {
         let Some(peer) = self
+            .transfer
             .loading
             .as_ref()
             .and_then(|l| l.objects.as_ref())
@@ -244,7 +262,12 @@ impl<A: Application> ExecReplica<A> {
             return;
         }
         let next = self.next_exec_peer(peer);
-        if let Some(ol) = self.loading.as_mut().and_then(|l| l.objects.as_mut()) {
+        if let Some(ol) = self
+            .transfer
+            .loading
+            .as_mut()
+            .and_then(|l| l.objects.as_mut())
+        {
             ol.peer = next;
             ol.asked_nodes.clear();
             ol.asked_objects.clear();
@@ -265,6 +288,7 @@ impl<A: Application> ExecReplica<A> {
             return;
         }
         let Some(ol) = self
+            .transfer
             .loading
             .as_mut()
             .filter(|l| l.seq == seq)
@@ -304,6 +328,7 @@ impl<A: Application> ExecReplica<A> {
             return;
         }
         let Some(ol) = self
+            .transfer
             .loading
             .as_mut()
             .filter(|l| l.seq == seq)
@@ -332,6 +357,7 @@ impl<A: Application> ExecReplica<A> {
 
     fn continue_object_load(&mut self, out: &mut Vec<Action>) {
         let done = self
+            .transfer
             .loading
             .as_ref()
             .and_then(|l| l.objects.as_ref())
@@ -340,7 +366,12 @@ impl<A: Application> ExecReplica<A> {
             self.request_object_transfer(out);
             return;
         }
-        let Some(mut ol) = self.loading.as_mut().and_then(|l| l.objects.take()) else {
+        let Some(mut ol) = self
+            .transfer
+            .loading
+            .as_mut()
+            .and_then(|l| l.objects.take())
+        else {
             return;
         };
         let stats = ol.sync.stats();
@@ -363,7 +394,7 @@ impl<A: Application> ExecReplica<A> {
         writes: Vec<(ObjectId, Option<ObjectBytes>)>,
         out: &mut Vec<Action>,
     ) {
-        let Some(loading) = self.loading.take() else {
+        let Some(loading) = self.transfer.loading.take() else {
             return;
         };
         let Some((cp, bytes)) = loading.fetched else {
@@ -431,7 +462,7 @@ impl<A: Application> ExecReplica<A> {
         writes: Vec<ObjectPayload>,
         out: &mut Vec<Action>,
     ) {
-        let Some(loading) = self.loading.as_mut().filter(|l| l.seq == to) else {
+        let Some(loading) = self.transfer.loading.as_mut().filter(|l| l.seq == to) else {
             self.counters.dropped(DropReason::StateUpdateUnrequested);
             return;
         };
@@ -486,10 +517,11 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         let trees = self
-            .checkpoints
+            .transfer
+            .held
             .get(&from)
             .and_then(|h| h.tree.as_ref())
-            .zip(self.checkpoints.get(&to).and_then(|h| h.tree.as_ref()));
+            .zip(self.transfer.held.get(&to).and_then(|h| h.tree.as_ref()));
         let Some((from_tree, to_tree)) = trees.filter(|_| from < to) else {
             self.counters.add("fetch-objects-not-held");
             return;
@@ -538,7 +570,7 @@ impl<A: Application> ExecReplica<A> {
             self.counters.dropped(DropReason::FetchObjectNodesTooMany);
             return;
         }
-        let Some(tree) = self.checkpoints.get(&seq).and_then(|h| h.tree.as_ref()) else {
+        let Some(tree) = self.transfer.held.get(&seq).and_then(|h| h.tree.as_ref()) else {
             self.counters.add("fetch-objects-not-held");
             return;
         };
@@ -577,7 +609,7 @@ impl<A: Application> ExecReplica<A> {
             self.counters.dropped(DropReason::FetchObjectsTooMany);
             return;
         }
-        let Some(tree) = self.checkpoints.get(&seq).and_then(|h| h.tree.as_ref()) else {
+        let Some(tree) = self.transfer.held.get(&seq).and_then(|h| h.tree.as_ref()) else {
             self.counters.add("fetch-objects-not-held");
             return;
         };

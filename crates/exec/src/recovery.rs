@@ -70,7 +70,7 @@ impl<A: Application> ExecReplica<A> {
         // Older checkpoints stay available to peers and to a LOAD-CP naming them.
         for (seq, (_, bytes)) in candidates {
             let token = ExecCheckpoint::token(&bytes);
-            self.checkpoints.insert(
+            self.transfer.held.insert(
                 seq,
                 Held {
                     token,
@@ -132,7 +132,7 @@ impl<A: Application> ExecReplica<A> {
             match trees.remove(&older) {
                 Some(tree) => {
                     let token = ExecCheckpoint::token(&bytes);
-                    self.checkpoints.insert(
+                    self.transfer.held.insert(
                         older,
                         Held {
                             token,
@@ -161,7 +161,7 @@ impl<A: Application> ExecReplica<A> {
         self.agreed_time = cp.agreed_time;
         self.next_push = cp.next_push;
         self.next_seq = seq + 1;
-        self.checkpoints.insert(seq, Held { token, bytes, tree });
+        self.transfer.held.insert(seq, Held { token, bytes, tree });
         self.found.checkpoint = Some((seq, token));
     }
 }

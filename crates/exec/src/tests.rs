@@ -830,7 +830,7 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
     );
 
     // A faulty peer sends a checkpoint that does not match the token.
-    let mut forged = ExecCheckpoint::decode(&a.checkpoints[&4].bytes).unwrap();
+    let mut forged = ExecCheckpoint::decode(&a.transfer.held[&4].bytes).unwrap();
     forged.replies.insert(1, CachedReply::test(99, b"forged"));
     let forged = Message::ExecCpState {
         seq: 4,
@@ -961,7 +961,7 @@ fn load_cp_uses_a_local_checkpoint_when_it_holds_one() {
     let (_, token) = *checkpoint_taken(&out).last().unwrap();
     // Replica holding checkpoint 4 on disk but (artificially) behind it.
     let records: BTreeMap<String, Vec<u8>> =
-        [(checkpoint_key(4), a.checkpoints[&4].bytes.clone())].into();
+        [(checkpoint_key(4), a.transfer.held[&4].bytes.clone())].into();
     let mut b = net.replica(
         1,
         Registers::default(),
@@ -998,7 +998,7 @@ fn es5_recovery_loads_newest_checkpoint_that_decodes() {
     assert_eq!(r.held_checkpoints(), vec![2, 4]);
     assert_eq!(r.counters().get("recovery-undecodable-checkpoint"), 1);
     assert_eq!(r.counters().get("recovery-corrupt-record"), 1);
-    let token4 = a.checkpoints[&4].token;
+    let token4 = a.transfer.held[&4].token;
     let out = plumb_core::run(&mut r, NOW, Event::Start);
     assert!(
         out.contains(&Action::Observe(Observation::CheckpointLoaded {
@@ -1084,7 +1084,7 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
     assert_eq!(a.app().map.get("k5").map(String::as_str), Some("v5"));
     // Restart with checkpoint 4 on disk: batch 5 (`put k5 v5`) is forgotten.
     let records: BTreeMap<String, Vec<u8>> =
-        [(checkpoint_key(4), a.checkpoints[&4].bytes.clone())].into();
+        [(checkpoint_key(4), a.transfer.held[&4].bytes.clone())].into();
     let mut r = net.replica(
         0,
         Registers::default(),
@@ -1400,7 +1400,7 @@ fn load_overtaken_by_normal_execution_is_abandoned() {
     assert_eq!(b.next_seq(), 4);
     assert_eq!(b.counters().get("load-cp-overtaken"), 1);
     // The checkpoint arriving late must not move the replica backwards.
-    let cp = ExecCheckpoint::decode(&b.checkpoints[&2].bytes).unwrap();
+    let cp = ExecCheckpoint::decode(&b.transfer.held[&2].bytes).unwrap();
     net.deliver(
         &mut b,
         Principal::Exec(0),
@@ -1581,7 +1581,7 @@ fn push_numbering_survives_a_restart() {
     let first = pushes_to(&net, &net.learn_all(&mut a, 1, &batches), 2);
     assert_eq!(first.last(), Some(&(3, b"c".to_vec())));
     let records: BTreeMap<String, Vec<u8>> =
-        [(checkpoint_key(2), a.checkpoints[&2].bytes.clone())].into();
+        [(checkpoint_key(2), a.transfer.held[&2].bytes.clone())].into();
     let mut r = net.replica(
         0,
         Registers::default(),

@@ -104,8 +104,8 @@ fn pump_seen(
 fn object_checkpoint_commits_to_the_root_and_persists_only_what_changed() {
     let net = Net::new(2);
     let (a, out) = object_leader(&net, 4);
-    let cp = ExecCheckpoint::decode(&a.checkpoints[&4].bytes).unwrap();
-    let tree = a.checkpoints[&4].tree.clone().unwrap();
+    let cp = ExecCheckpoint::decode(&a.transfer.held[&4].bytes).unwrap();
+    let tree = a.transfer.held[&4].tree.clone().unwrap();
     assert_eq!(
         cp.objects,
         Some(ObjectsRoot {
@@ -283,7 +283,7 @@ fn a_peer_proves_a_single_object_against_the_checkpoint_root() {
     let Message::Objects { objects, .. } = &net.sent_to(&served, Principal::Exec(1))[0] else {
         panic!("expected OBJECTS")
     };
-    let root = a.checkpoints[&2].tree.as_ref().unwrap().root();
+    let root = a.transfer.held[&2].tree.as_ref().unwrap().root();
     let proof = plumb_objects::Proof {
         siblings: objects[0].proof.clone(),
     };
@@ -356,7 +356,7 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
     let roots: BTreeMap<Seq, Digest> = (1..=5)
         .map(|i| {
             let (reference, _) = object_leader(&net, 2 * i);
-            let tree = reference.checkpoints[&(2 * i)].tree.clone().unwrap();
+            let tree = reference.transfer.held[&(2 * i)].tree.clone().unwrap();
             (2 * i, tree.root())
         })
         .collect();
@@ -386,7 +386,7 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
             "cut {cut}"
         );
         assert_eq!(r.counters().get("recovery-objects-unusable"), 0);
-        for (seq, held) in &r.checkpoints {
+        for (seq, held) in &r.transfer.held {
             assert_eq!(
                 held.tree.as_ref().map(|t| t.root()),
                 roots.get(seq).copied()
@@ -404,7 +404,7 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
         },
     );
     assert_eq!(
-        r.checkpoints.keys().copied().collect::<Vec<_>>(),
+        r.transfer.held.keys().copied().collect::<Vec<_>>(),
         [6, 8, 10]
     );
     plumb_core::run(&mut r, NOW, Event::Start);

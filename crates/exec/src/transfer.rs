@@ -9,10 +9,50 @@
 use crate::checkpoint::ExecCheckpoint;
 use crate::{ExecReplica, Held};
 use plumb_app::{Application, LoadError};
-use plumb_core::{Action, DropReason, Observation};
+use plumb_core::{Action, BrokenInvariant, DropReason, Micros, Observation};
 use plumb_crypto::Digest;
 use plumb_wire::{Message, Principal, Seq};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The checkpoints an execution replica holds and the loading of one: LOAD-CP votes, the load
+/// in progress and when the last one finished. [`Transfer::check_invariants`] states what the
+/// rest of the stage relies on.
+#[derive(Debug, Default)]
+pub(crate) struct Transfer {
+    /// Checkpoints held (on disk and in memory), to load or to serve to peers.
+    pub(crate) held: BTreeMap<Seq, Held>,
+    /// Each order replica's latest LOAD-CP.
+    pub(crate) load_votes: BTreeMap<u16, (Seq, Digest)>,
+    pub(crate) loading: Option<Loading>,
+    /// When this replica last finished loading a checkpoint (state transfer): a batch slow
+    /// across it waited for the load.
+    pub(crate) loaded_at: Micros,
+}
+
+impl Transfer {
+    /// With `next_seq` the next batch to execute:
+    /// - INV-held-checkpoints-executed: every checkpoint held is of a batch already executed
+    ///   (`seq < next_seq`): a checkpoint is taken after its batch, loaded or recovered with
+    ///   `next_seq` set past it, and a roll-back drops the checkpoints it passes back over.
+    /// - INV-load-votes-of-order-replicas: at most one LOAD-CP is kept per order replica, from
+    ///   an order replica index (`order` replicas).
+    pub(crate) fn check_invariants(
+        &self,
+        next_seq: Seq,
+        order: usize,
+    ) -> Result<(), BrokenInvariant> {
+        let ahead = self.held.range(next_seq..).next().map(|(seq, _)| *seq);
+        BrokenInvariant::check(ahead.is_none(), "INV-held-checkpoints-executed", || {
+            format!("holds a checkpoint at {ahead:?} but the next batch to execute is {next_seq}")
+        })?;
+        let stranger = self.load_votes.keys().find(|o| usize::from(**o) >= order);
+        BrokenInvariant::check(
+            stranger.is_none(),
+            "INV-load-votes-of-order-replicas",
+            || format!("keeps a LOAD-CP of order replica {stranger:?} among {order}"),
+        )
+    }
+}
 
 /// A checkpoint load in progress.
 #[derive(Debug)]
@@ -41,8 +81,9 @@ impl Loading {
 
 impl<A: Application> ExecReplica<A> {
     pub(crate) fn on_load_cp(&mut self, o: u16, seq: Seq, token: Digest, out: &mut Vec<Action>) {
-        self.load_votes.insert(o, (seq, token));
+        self.transfer.load_votes.insert(o, (seq, token));
         let votes = self
+            .transfer
             .load_votes
             .values()
             .filter(|v| **v == (seq, token))
@@ -57,12 +98,13 @@ impl<A: Application> ExecReplica<A> {
         if votes < self.q().exec_learn() {
             return;
         }
-        if self.loading.as_ref().is_some_and(|l| l.seq >= seq) {
+        if self.transfer.loading.as_ref().is_some_and(|l| l.seq >= seq) {
             return;
         }
-        self.loading = Some(Loading::new(seq, token));
+        self.transfer.loading = Some(Loading::new(seq, token));
         let local = self
-            .checkpoints
+            .transfer
+            .held
             .get(&seq)
             .filter(|h| h.token == token)
             .cloned();
@@ -78,8 +120,13 @@ impl<A: Application> ExecReplica<A> {
             // Going backwards is the point of a roll-back (and execution waits for it).
             return;
         }
-        if self.loading.as_ref().is_some_and(|l| l.seq < self.next_seq) {
-            self.loading = None;
+        if self
+            .transfer
+            .loading
+            .as_ref()
+            .is_some_and(|l| l.seq < self.next_seq)
+        {
+            self.transfer.loading = None;
             self.counters.add("load-cp-overtaken");
         }
     }
@@ -87,7 +134,9 @@ impl<A: Application> ExecReplica<A> {
     /// Ask peers for what the load in progress still lacks: the checkpoint itself, or pieces
     /// of application state. Re-sent on the catch-up timer.
     pub(crate) fn request_transfer(&mut self, out: &mut Vec<Action>) {
-        let Some(loading) = &self.loading else { return };
+        let Some(loading) = &self.transfer.loading else {
+            return;
+        };
         if loading.fetched.is_some() && loading.objects.is_some() {
             self.request_object_transfer(out);
             return;
@@ -116,7 +165,7 @@ impl<A: Application> ExecReplica<A> {
 
     /// EXEC-CP-STATE: the checkpoint we asked for, loaded only if it matches the token.
     pub(crate) fn on_exec_cp_state(&mut self, seq: Seq, state: Vec<u8>, out: &mut Vec<Action>) {
-        let Some(loading) = &self.loading else {
+        let Some(loading) = &self.transfer.loading else {
             self.counters.dropped(DropReason::ExecCpUnrequested);
             return;
         };
@@ -135,7 +184,7 @@ impl<A: Application> ExecReplica<A> {
     }
 
     fn accept_checkpoint(&mut self, cp: ExecCheckpoint, bytes: Vec<u8>, out: &mut Vec<Action>) {
-        if let Some(loading) = self.loading.as_mut() {
+        if let Some(loading) = self.transfer.loading.as_mut() {
             loading.fetched = Some((cp, bytes));
             self.try_load(out);
         }
@@ -143,7 +192,7 @@ impl<A: Application> ExecReplica<A> {
 
     /// Hand the application its checkpoint; fetch the state it reports missing, or finish.
     fn try_load(&mut self, out: &mut Vec<Action>) {
-        let Some(loading) = self.loading.as_mut() else {
+        let Some(loading) = self.transfer.loading.as_mut() else {
             return;
         };
         let Some((cp, _)) = &loading.fetched else {
@@ -167,7 +216,7 @@ impl<A: Application> ExecReplica<A> {
                     token,
                     fetched: Some((cp, bytes)),
                     ..
-                }) = self.loading.take()
+                }) = self.transfer.loading.take()
                 {
                     self.finish_load(seq, token, cp, bytes, None, out);
                 }
@@ -187,7 +236,7 @@ impl<A: Application> ExecReplica<A> {
 
     /// STATE: a piece of application state, accepted only if it hashes to its token.
     pub(crate) fn on_state(&mut self, token: Digest, data: Vec<u8>, out: &mut Vec<Action>) {
-        let Some(loading) = self.loading.as_mut() else {
+        let Some(loading) = self.transfer.loading.as_mut() else {
             self.counters.dropped(DropReason::StateUnrequested);
             return;
         };
@@ -222,14 +271,14 @@ impl<A: Application> ExecReplica<A> {
         self.agreed_time = cp.agreed_time;
         self.next_push = cp.next_push;
         self.next_seq = seq + 1;
-        self.loaded_at = self.now;
+        self.transfer.loaded_at = self.now;
         // The history described the state this load replaced: vouching from it would only
         // make D-Prophecy reads fall back.
         self.sketches.clear();
         self.persist_checkpoint(seq, bytes.clone(), tree.as_ref(), out);
-        self.checkpoints.insert(seq, Held { token, bytes, tree });
+        self.transfer.held.insert(seq, Held { token, bytes, tree });
         self.collect_checkpoints(seq, out);
-        self.load_votes.clear();
+        self.transfer.load_votes.clear();
         self.forget_below(self.next_seq);
         out.push(Action::Observe(Observation::CheckpointLoaded {
             seq,
@@ -244,7 +293,7 @@ impl<A: Application> ExecReplica<A> {
     /// FETCH-EXEC-CP from a peer: send the checkpoint if we hold it. The same request from the
     /// same peer is served at most once per half catch-up period: checkpoints can be large.
     pub(crate) fn on_fetch_exec_cp(&mut self, e: u16, seq: Seq, out: &mut Vec<Action>) {
-        let Some(held) = self.checkpoints.get(&seq) else {
+        let Some(held) = self.transfer.held.get(&seq) else {
             self.counters.add("fetch-exec-cp-not-held");
             return;
         };
@@ -273,5 +322,30 @@ impl<A: Application> ExecReplica<A> {
             Some(data) => self.send(Principal::Exec(e), &Message::State { token, data }, out),
             None => self.counters.add("fetch-state-not-held"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn held() -> Held {
+        Held {
+            token: Digest::ZERO,
+            bytes: Vec::new(),
+            tree: None,
+        }
+    }
+
+    #[test]
+    fn invariants_name_a_checkpoint_ahead_of_execution_and_a_stranger_vote() {
+        let mut t = Transfer::default();
+        t.held.insert(4, held());
+        t.load_votes.insert(3, (4, Digest::ZERO));
+        assert_eq!(t.check_invariants(5, 4), Ok(()));
+        let ahead = t.check_invariants(4, 4).unwrap_err();
+        assert_eq!(ahead.name, "INV-held-checkpoints-executed");
+        let stranger = t.check_invariants(5, 3).unwrap_err();
+        assert_eq!(stranger.name, "INV-load-votes-of-order-replicas");
     }
 }
