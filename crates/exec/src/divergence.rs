@@ -100,7 +100,7 @@ impl<A: Application> ExecReplica<A> {
             ours: held.token,
             agreed,
             ours_tree: held.tree.clone(),
-            rolled_back_from: self.next_seq - 1,
+            rolled_back_from: self.executed.next_seq - 1,
         });
         self.counters.add("diverged");
         self.transfer.loading = Some(crate::transfer::Loading::new(seq, agreed));

@@ -21,15 +21,15 @@ impl<A: Application> ExecReplica<A> {
         while self
             .learning
             .learned
-            .get(&self.next_seq)
+            .get(&self.executed.next_seq)
             .is_some_and(Learned::complete)
         {
-            let Some(learned) = self.learning.learned.remove(&self.next_seq) else {
+            let Some(learned) = self.learning.learned.remove(&self.executed.next_seq) else {
                 break;
             };
             self.execute_batch(learned, out);
         }
-        self.forget_below(self.next_seq);
+        self.forget_below(self.executed.next_seq);
         self.drop_overtaken_load();
     }
 
@@ -61,7 +61,7 @@ impl<A: Application> ExecReplica<A> {
 
     fn execute_batch(&mut self, learned: Learned, out: &mut Vec<Action>) {
         self.report_slow(&learned, out);
-        let seq = self.next_seq;
+        let seq = self.executed.next_seq;
         let batch = &learned.batch;
         let null = batch.requests.is_empty();
         // A request may be decided at two sequence numbers: pre-prepared at one in an old view,
@@ -72,7 +72,7 @@ impl<A: Application> ExecReplica<A> {
         let fresh: Vec<bool> = batch
             .requests
             .iter()
-            .map(|r| r.nc > self.replies.get(&r.client).map_or(0, |c| c.nc))
+            .map(|r| r.nc > self.executed.replies.get(&r.client).map_or(0, |c| c.nc))
             .collect();
         if fresh.iter().any(|f| !f) {
             self.counters.add("duplicate-request-skipped");
@@ -91,7 +91,7 @@ impl<A: Application> ExecReplica<A> {
             .collect();
         if !null {
             // docs/protocol.md "Agreed time": strictly increasing whatever the batch times are.
-            let agreed = batch.time.max(self.agreed_time.saturating_add(1));
+            let agreed = batch.time.max(self.executed.agreed_time.saturating_add(1));
             // Each command with the identity of its request, which its reply names.
             let commands: Vec<Command<'_>> = batch
                 .requests
@@ -109,7 +109,7 @@ impl<A: Application> ExecReplica<A> {
                     })
                 })
                 .collect();
-            self.agreed_time = agreed;
+            self.executed.agreed_time = agreed;
             if commands.is_empty() {
                 // Only copies: nothing for the application (it never sees an empty batch).
                 self.finish_delivery(seq, &learned, requests, null, out);
@@ -159,12 +159,12 @@ impl<A: Application> ExecReplica<A> {
         out.push(Action::Observe(Observation::Delivered {
             seq,
             digest: learned.digest,
-            agreed_time: self.agreed_time,
+            agreed_time: self.executed.agreed_time,
             requests,
             null,
             seed: learned.batch.seed,
         }));
-        self.next_seq = seq + 1;
+        self.executed.next_seq = seq + 1;
         if seq.is_multiple_of(self.interval()) {
             self.take_checkpoint(seq, out);
         }
@@ -186,7 +186,7 @@ impl<A: Application> ExecReplica<A> {
             result: result.clone(),
             at,
         };
-        self.replies.insert(
+        self.executed.replies.insert(
             client,
             CachedReply {
                 nc,
@@ -199,7 +199,7 @@ impl<A: Application> ExecReplica<A> {
     }
 
     fn push(&mut self, client: ClientId, payload: Vec<u8>, out: &mut Vec<Action>) {
-        let id = self.next_push.entry(client).or_insert(1);
+        let id = self.executed.next_push.entry(client).or_insert(1);
         let event = *id;
         *id += 1;
         self.send(
@@ -229,9 +229,9 @@ impl<A: Application> ExecReplica<A> {
         let cp = ExecCheckpoint {
             seq,
             app,
-            replies: self.replies.clone(),
-            agreed_time: self.agreed_time,
-            next_push: self.next_push.clone(),
+            replies: self.executed.replies.clone(),
+            agreed_time: self.executed.agreed_time,
+            next_push: self.executed.next_push.clone(),
             objects,
         };
         let bytes = cp.encode();

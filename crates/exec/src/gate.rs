@@ -90,7 +90,7 @@ impl<A: Application> ExecReplica<A> {
             return false;
         }
         let max = gate.answers.values().copied().max().unwrap_or(0);
-        if self.next_seq <= max {
+        if self.executed.next_seq <= max {
             return false;
         }
         self.gate = None;

@@ -18,6 +18,7 @@
 mod checkpoint;
 mod divergence;
 mod execute;
+mod executed;
 mod gate;
 mod learn;
 mod object_transfer;
@@ -41,7 +42,6 @@ use plumb_core::{
 };
 use plumb_crypto::Digest;
 use plumb_wire::{request_id, ClientId, Life, Message, Principal, ReqNo, Seq};
-use std::collections::BTreeMap;
 
 /// Periodic catch-up: ask the order stage for missed batches, re-ask peers during a transfer.
 const CATCH_UP: TimerId = TimerId(1);
@@ -68,14 +68,9 @@ pub struct ExecReplica<A: Application> {
     counters: Counters,
     now: Micros,
 
-    // --- the execution state a checkpoint captures (with the application's)
-    next_seq: Seq,
-    /// Agreed time of the last executed non-null batch.
-    agreed_time: Micros,
-    /// Last reply per client.
-    replies: BTreeMap<ClientId, CachedReply>,
-    /// Next push event id per client.
-    next_push: BTreeMap<ClientId, u64>,
+    /// What execution has done: the next batch, agreed time, the last reply and next push id
+    /// per client; with the application's state, what a checkpoint captures (executed.rs).
+    executed: executed::Executed,
 
     /// Votes for batches, batches learned and their bodies being fetched (learn.rs).
     learning: learn::Learning,
@@ -124,10 +119,7 @@ impl<A: Application> ExecReplica<A> {
             app,
             counters: Counters::default(),
             now: 0,
-            next_seq: 1,
-            agreed_time: 0,
-            replies: BTreeMap::new(),
-            next_push: BTreeMap::new(),
+            executed: executed::Executed::default(),
             learning: learn::Learning::default(),
             transfer: transfer::Transfer::default(),
             divergence: Default::default(),
@@ -160,12 +152,12 @@ impl<A: Application> ExecReplica<A> {
 
     /// The next batch this replica will execute.
     pub fn next_seq(&self) -> Seq {
-        self.next_seq
+        self.executed.next_seq
     }
 
     /// Agreed time of the last executed non-null batch (0 before any).
     pub fn agreed_time(&self) -> Micros {
-        self.agreed_time
+        self.executed.agreed_time
     }
 
     /// Sequence numbers of the checkpoints this replica holds.
@@ -212,7 +204,7 @@ impl<A: Application> ExecReplica<A> {
     /// LAST-EXEC: tell every order replica which batch we need next (EL4, OL3/OL4).
     fn send_last_exec(&mut self, out: &mut Vec<Action>) {
         let msg = Message::LastExec {
-            next: self.next_seq,
+            next: self.executed.next_seq,
         };
         self.send_to_order(&msg, out);
     }
@@ -311,7 +303,7 @@ impl<A: Application> ExecReplica<A> {
 
     /// Something above `next_seq` is known while `next_seq` itself is not learned.
     fn has_gap(&self) -> bool {
-        let next = self.next_seq;
+        let next = self.executed.next_seq;
         !self.learning.learned.contains_key(&next)
             && (self.learning.votes.range(next + 1..).next().is_some()
                 || self.learning.learned.range(next + 1..).next().is_some())
@@ -432,7 +424,7 @@ impl<A: Application> ExecReplica<A> {
             nc,
             req: request_id(c, life, nc, Digest::of(&op)),
             result,
-            executed: self.next_seq.saturating_sub(1),
+            executed: self.executed.next_seq.saturating_sub(1),
         };
         self.send(Principal::Client(c), &msg, out);
     }
@@ -476,7 +468,7 @@ impl<A: Application> ExecReplica<A> {
         op: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
-        if nc <= self.replies.get(&c).map_or(0, |r| r.nc) {
+        if nc <= self.executed.replies.get(&c).map_or(0, |r| r.nc) {
             self.counters.add("early-request-already-executed");
             return;
         }
@@ -500,7 +492,7 @@ impl<A: Application> ExecReplica<A> {
     /// after a crash"). The reply table is replicated state, so `r + 1` matching-or-higher
     /// answers vouch for a number. One small answer per query, like a read-only request.
     fn on_last_request_query(&mut self, c: ClientId, out: &mut Vec<Action>) {
-        let nc = self.replies.get(&c).map_or(0, |r| r.nc);
+        let nc = self.executed.replies.get(&c).map_or(0, |r| r.nc);
         self.send(Principal::Client(c), &Message::LastRequest { nc }, out);
     }
 
@@ -512,7 +504,7 @@ impl<A: Application> ExecReplica<A> {
             self.counters.add("retransmit-rate-limited");
             return;
         }
-        if order_next > self.next_seq {
+        if order_next > self.executed.next_seq {
             self.send_last_exec(out);
         }
         let Some(CachedReply {
@@ -520,7 +512,7 @@ impl<A: Application> ExecReplica<A> {
             req,
             result,
             at,
-        }) = self.replies.get(&client).cloned()
+        }) = self.executed.replies.get(&client).cloned()
         else {
             return;
         };
@@ -535,7 +527,7 @@ impl<A: Application> ExecReplica<A> {
             out,
         );
         let done = Message::BatchComplete {
-            seq: self.next_seq.saturating_sub(1),
+            seq: self.executed.next_seq.saturating_sub(1),
             executed: vec![plumb_wire::Executed { client, nc }],
         };
         self.send_to_auth(&done, out);
@@ -555,7 +547,7 @@ impl<A: Application> ExecReplica<A> {
         {
             return false;
         }
-        let limit = RETRANSMIT_TABLE_MIN.max(2 * self.replies.len());
+        let limit = RETRANSMIT_TABLE_MIN.max(2 * self.executed.replies.len());
         if self.serving.retransmit.len() >= limit {
             self.serving
                 .retransmit
@@ -594,8 +586,9 @@ impl<A: Application> Stage for ExecReplica<A> {
 
     /// The learning ledger's (learn.rs).
     fn check_invariants(&self) -> Result<(), plumb_core::BrokenInvariant> {
-        self.learning.check_invariants(self.next_seq)?;
+        self.executed.check_invariants()?;
+        self.learning.check_invariants(self.executed.next_seq)?;
         self.transfer
-            .check_invariants(self.next_seq, self.q().order)
+            .check_invariants(self.executed.next_seq, self.q().order)
     }
 }

@@ -157,10 +157,10 @@ impl<A: Application> ExecReplica<A> {
         tree: Option<plumb_objects::ObjectTree>,
     ) {
         let token = ExecCheckpoint::token(&bytes);
-        self.replies = cp.replies;
-        self.agreed_time = cp.agreed_time;
-        self.next_push = cp.next_push;
-        self.next_seq = seq + 1;
+        self.executed.replies = cp.replies;
+        self.executed.agreed_time = cp.agreed_time;
+        self.executed.next_push = cp.next_push;
+        self.executed.next_seq = seq + 1;
         self.transfer.held.insert(seq, Held { token, bytes, tree });
         self.found.checkpoint = Some((seq, token));
     }

@@ -970,7 +970,7 @@ fn load_cp_uses_a_local_checkpoint_when_it_holds_one() {
             corrupt: vec![],
         },
     );
-    b.next_seq = 1;
+    b.executed.next_seq = 1;
     let out = load_cp(&net, &mut b, 4, token, &[0, 1]);
     assert!(net
         .receivers(&out, |m| matches!(m, Message::FetchExecCp { .. }))

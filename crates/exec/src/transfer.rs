@@ -88,7 +88,7 @@ impl<A: Application> ExecReplica<A> {
             .values()
             .filter(|v| **v == (seq, token))
             .count();
-        if seq < self.next_seq {
+        if seq < self.executed.next_seq {
             // Passed already: unless our own checkpoint there differs (divergence.rs).
             if votes < self.q().exec_learn() || !self.roll_back_if_diverged(seq, token, out) {
                 self.counters.add("load-cp-not-behind");
@@ -124,7 +124,7 @@ impl<A: Application> ExecReplica<A> {
             .transfer
             .loading
             .as_ref()
-            .is_some_and(|l| l.seq < self.next_seq)
+            .is_some_and(|l| l.seq < self.executed.next_seq)
         {
             self.transfer.loading = None;
             self.counters.add("load-cp-overtaken");
@@ -267,10 +267,10 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         self.finish_rollback(seq, tree.as_ref(), out);
-        self.replies = cp.replies;
-        self.agreed_time = cp.agreed_time;
-        self.next_push = cp.next_push;
-        self.next_seq = seq + 1;
+        self.executed.replies = cp.replies;
+        self.executed.agreed_time = cp.agreed_time;
+        self.executed.next_push = cp.next_push;
+        self.executed.next_seq = seq + 1;
         self.transfer.loaded_at = self.now;
         // The history described the state this load replaced: vouching from it would only
         // make D-Prophecy reads fall back.
@@ -279,13 +279,13 @@ impl<A: Application> ExecReplica<A> {
         self.transfer.held.insert(seq, Held { token, bytes, tree });
         self.collect_checkpoints(seq, out);
         self.transfer.load_votes.clear();
-        self.forget_below(self.next_seq);
+        self.forget_below(self.executed.next_seq);
         out.push(Action::Observe(Observation::CheckpointLoaded {
             seq,
             token,
         }));
         self.execute_ready(out);
-        if !self.learning.learned.contains_key(&self.next_seq) {
+        if !self.learning.learned.contains_key(&self.executed.next_seq) {
             self.send_last_exec(out);
         }
     }
