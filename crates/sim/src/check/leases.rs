@@ -167,37 +167,19 @@ pub fn check_leases(checker: &mut Checker, workload: &Workload, bound: Micros) {
 mod tests {
     use super::*;
     use crate::app::LeaseKind;
+    use crate::check::test_support::{agreed, workload};
     use crate::check::Agreed;
-    use crate::config::WorkloadConfig;
-    use crate::rng::SimRng;
     use plumb_crypto::Digest;
-    use plumb_wire::Principal;
 
     fn batch(agreed_time: Micros, at: Micros) -> Agreed {
-        Agreed {
-            digest: Digest::of(b"b"),
-            agreed_time,
-            requests: Vec::new(),
-            null: false,
-            seed: 0,
-            by: Principal::Exec(0),
-            at,
-        }
+        agreed(Digest::of(b"b"), agreed_time, Vec::new(), at)
     }
 
     /// A 4 s lease renewed in batch 1 by c0's request 1, invoked at 10 s, expires in batch 2.
     /// With X = 0.375 s it must live at least 3.25 s of real time: batch 2 first delivered at
     /// 13.2 s is too early, at 13.25 s is not.
     fn run(kind: LeaseKind, by: (ClientId, ReqNo), expired_at: Micros) -> Vec<&'static str> {
-        let cfg = WorkloadConfig {
-            keys: vec![],
-            think_min_us: 1,
-            think_max_us: 2,
-            read_only_gets: 0.0,
-            extra_gets: 0.0,
-            stop_at: 0,
-        };
-        let mut w = Workload::new(cfg, SimRng::new(0, "t"), 1, None);
+        let mut w = workload(1, None);
         w.invoked(0, b"op".to_vec(), false, 10_000_000);
         w.sent_request(0, 1, b"op");
         let mut c = Checker::default();

@@ -121,25 +121,11 @@ pub fn check_linearizability<A: SimApp>(
 mod tests {
     use super::*;
     use crate::apps::kv::Kv;
-    use crate::config::WorkloadConfig;
-    use crate::rng::SimRng;
+    use crate::check::test_support::workload as workload_of;
     use plumb_kv::{KvOp, KvResult};
 
     fn workload() -> Workload {
         workload_of(2, None)
-    }
-
-    /// `clients` clients, `byzantine` among them faulty.
-    fn workload_of(clients: u32, byzantine: Option<u32>) -> Workload {
-        let cfg = WorkloadConfig {
-            keys: vec![],
-            think_min_us: 1,
-            think_max_us: 2,
-            read_only_gets: 0.0,
-            extra_gets: 0.0,
-            stop_at: 0,
-        };
-        Workload::new(cfg, SimRng::new(0, "t"), clients, byzantine)
     }
 
     fn op(w: &mut Workload, c: u32, op: KvOp, t0: u64, ret: KvResult, t1: u64) {

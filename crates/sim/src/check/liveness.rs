@@ -121,23 +121,12 @@ pub fn check_latency_bound(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::Agreed;
-    use crate::config::WorkloadConfig;
-    use crate::rng::SimRng;
+    use crate::check::test_support;
     use plumb_crypto::Digest;
     use plumb_kv::KvOp;
-    use plumb_wire::Principal;
 
     fn workload() -> Workload {
-        let cfg = WorkloadConfig {
-            keys: vec![],
-            think_min_us: 1,
-            think_max_us: 2,
-            read_only_gets: 0.0,
-            extra_gets: 0.0,
-            stop_at: 0,
-        };
-        Workload::new(cfg, SimRng::new(0, "t"), 3, None)
+        test_support::workload(3, None)
     }
 
     fn get() -> Vec<u8> {
@@ -161,20 +150,13 @@ mod tests {
         w.completed(2, 1, b"r".to_vec(), 20).unwrap();
         let mut c = Checker::default();
         let op = Digest::of(&get());
-        let batch = Agreed {
-            digest: op,
-            agreed_time: 1,
-            requests: vec![plumb_core::DeliveredRequest::new(
-                0,
-                plumb_wire::Life(0),
-                1,
-                op,
-            )],
-            null: false,
-            seed: 0,
-            by: Principal::Exec(0),
-            at: 0,
-        };
+        let requests = vec![plumb_core::DeliveredRequest::new(
+            0,
+            plumb_wire::Life(0),
+            1,
+            op,
+        )];
+        let batch = test_support::agreed(op, 1, requests, 0);
         c.agreed.insert(1, batch);
         let ends: Vec<ClientEnd> = (0..3)
             .map(|id| ClientEnd {

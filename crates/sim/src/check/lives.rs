@@ -49,8 +49,7 @@ pub fn check_one_life(checker: &mut Checker, workload: &Workload) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::WorkloadConfig;
-    use crate::rng::SimRng;
+    use crate::check::test_support::workload;
     use plumb_crypto::Digest;
     use plumb_wire::Life;
 
@@ -58,15 +57,7 @@ mod tests {
     /// at 2 s and reuses number 5. Answered with the identity the old life sent, the check
     /// fails; with the identity its own life sent at 2 s, it passes.
     fn run(life_of_answer: Life) -> Vec<&'static str> {
-        let cfg = WorkloadConfig {
-            keys: vec![],
-            think_min_us: 1,
-            think_max_us: 2,
-            read_only_gets: 0.0,
-            extra_gets: 0.0,
-            stop_at: 0,
-        };
-        let mut w = Workload::new(cfg, SimRng::new(0, "t"), 1, None);
+        let mut w = workload(1, None);
         w.sent_identity(0, Life(1), 5, b"op", 1_000_000);
         w.invoked(0, b"op".to_vec(), false, 2_000_000);
         w.sent_identity(0, Life(2), 5, b"op", 2_000_000);

@@ -132,3 +132,49 @@ impl Checker {
         self.violations.len() + self.suppressed
     }
 }
+
+/// What the checkers' unit tests build their records from: every test module here needs a
+/// workload whose configuration plays no part (the tests record operations by hand) and
+/// batches that differ only in their digest, time, requests and delivery time.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::Agreed;
+    use crate::config::WorkloadConfig;
+    use crate::rng::SimRng;
+    use crate::workload::Workload;
+    use plumb_core::DeliveredRequest;
+    use plumb_crypto::Digest;
+    use plumb_wire::{Micros, Principal};
+
+    /// A workload of `clients` clients, `byzantine` among them faulty, that generates nothing
+    /// by itself: no keys, and it stops at time 0.
+    pub(crate) fn workload(clients: u32, byzantine: Option<u32>) -> Workload {
+        let cfg = WorkloadConfig {
+            keys: vec![],
+            think_min_us: 1,
+            think_max_us: 2,
+            read_only_gets: 0.0,
+            extra_gets: 0.0,
+            stop_at: 0,
+        };
+        Workload::new(cfg, SimRng::new(0, "t"), clients, byzantine)
+    }
+
+    /// A non-null batch as execution replica 0 reported it.
+    pub(crate) fn agreed(
+        digest: Digest,
+        agreed_time: Micros,
+        requests: Vec<DeliveredRequest>,
+        at: Micros,
+    ) -> Agreed {
+        Agreed {
+            digest,
+            agreed_time,
+            requests,
+            null: false,
+            seed: 0,
+            by: Principal::Exec(0),
+            at,
+        }
+    }
+}

@@ -301,9 +301,7 @@ pub fn faulty_ordered_ops(
 mod tests {
     use super::*;
     use crate::apps::kv::Kv;
-    use crate::check::Agreed;
-    use crate::config::WorkloadConfig;
-    use crate::rng::SimRng;
+    use crate::check::test_support::{agreed, workload};
     use plumb_kv::{KvOp, KvResult, KvStore};
 
     fn set(v: &[u8]) -> KvOp {
@@ -317,15 +315,7 @@ mod tests {
     /// c0 sets k0, c1 reads it in the next batch; c1's accepted reply is checked against what
     /// the reference application answers.
     fn run(c1_saw: KvResult, exec_state: Option<Digest>) -> Vec<&'static str> {
-        let cfg = WorkloadConfig {
-            keys: vec![],
-            think_min_us: 1,
-            think_max_us: 2,
-            read_only_gets: 0.0,
-            extra_gets: 0.0,
-            stop_at: 0,
-        };
-        let mut w = Workload::new(cfg, SimRng::new(0, "t"), 2, None);
+        let mut w = workload(2, None);
         let get = KvOp::Get {
             key: b"k0".to_vec(),
         };
@@ -338,15 +328,8 @@ mod tests {
         let mut c = Checker::default();
         for (seq, client, op) in [(1, 0, set(b"1")), (2, 1, get)] {
             let d = Digest::of(&op.encode());
-            let batch = Agreed {
-                digest: d,
-                agreed_time: seq,
-                requests: vec![DeliveredRequest::new(client, plumb_wire::Life(0), 1, d)],
-                null: false,
-                seed: 0,
-                by: Principal::Exec(0),
-                at: 0,
-            };
+            let requests = vec![DeliveredRequest::new(client, plumb_wire::Life(0), 1, d)];
+            let batch = agreed(d, seq, requests, 0);
             c.agreed.insert(seq, batch);
         }
         let mut reference = KvStore::new();

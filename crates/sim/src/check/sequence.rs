@@ -129,22 +129,12 @@ pub fn check_sequence(checker: &mut Checker, workload: &Workload) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::Agreed;
-    use crate::config::WorkloadConfig;
-    use crate::rng::SimRng;
+    use crate::check::{test_support, Agreed};
     use plumb_crypto::Digest;
     use plumb_wire::{Principal, View};
 
     fn workload() -> Workload {
-        let cfg = WorkloadConfig {
-            keys: vec![],
-            think_min_us: 1,
-            think_max_us: 2,
-            read_only_gets: 0.0,
-            extra_gets: 0.0,
-            stop_at: 0,
-        };
-        let mut w = Workload::new(cfg, SimRng::new(0, "t"), 2, None);
+        let mut w = test_support::workload(2, None);
         w.sent_request(0, 1, b"op1");
         w.sent_request(0, 2, b"op2");
         w
@@ -155,15 +145,7 @@ mod tests {
             .into_iter()
             .map(|(c, nc, op)| DeliveredRequest::new(c, plumb_wire::Life(0), nc, Digest::of(op)))
             .collect();
-        Agreed {
-            digest: Digest::of(&t.to_le_bytes()),
-            agreed_time: t,
-            requests,
-            null: false,
-            seed: 0,
-            by: Principal::Exec(0),
-            at: 0,
-        }
+        test_support::agreed(Digest::of(&t.to_le_bytes()), t, requests, 0)
     }
 
     fn names(c: &Checker) -> Vec<&'static str> {
