@@ -8,6 +8,9 @@ use std::sync::OnceLock;
 use plumb_storage::{Store, StoreOp, StoreOptions, LOG_FILE};
 use proptest::prelude::*;
 
+mod common;
+use common::apply_model;
+
 const KEYS: &[&str] = &[
     "a/0",
     "a/1",
@@ -71,19 +74,6 @@ fn to_op(s: &Step) -> Option<StoreOp> {
         Step::Sync => StoreOp::Sync,
         _ => return None,
     })
-}
-
-fn apply_model(model: &mut BTreeMap<String, Vec<u8>>, op: &StoreOp) {
-    match op {
-        StoreOp::Put { key, value } => {
-            model.insert(key.clone(), value.clone());
-        }
-        StoreOp::Delete { key } => {
-            model.remove(key);
-        }
-        StoreOp::DeletePrefix { prefix } => model.retain(|k, _| !k.starts_with(prefix.as_str())),
-        StoreOp::Sync => {}
-    }
 }
 
 fn opts(threshold: u64) -> StoreOptions {

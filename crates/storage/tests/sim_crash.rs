@@ -9,7 +9,10 @@ use plumb_storage::inspect;
 use plumb_storage::{Recovered, SimFs, Store, StoreOp, StoreOptions, LOG_FILE};
 use proptest::prelude::*;
 
-type State = BTreeMap<String, Vec<u8>>;
+mod common;
+use common::apply_model;
+
+type State = common::Model;
 
 const DIR: &str = "/data/store";
 
@@ -71,19 +74,6 @@ fn op(step: &Step, n: usize) -> Option<StoreOp> {
         Step::Sync => StoreOp::Sync,
         _ => return None,
     })
-}
-
-fn apply_model(state: &mut State, op: &StoreOp) {
-    match op {
-        StoreOp::Put { key, value } => {
-            state.insert(key.clone(), value.clone());
-        }
-        StoreOp::Delete { key } => {
-            state.remove(key);
-        }
-        StoreOp::DeletePrefix { prefix } => state.retain(|k, _| !k.starts_with(prefix.as_str())),
-        StoreOp::Sync => {}
-    }
 }
 
 /// The contract after a power loss: every key has its value at the last sync point or a value

@@ -7,6 +7,9 @@ use std::path::Path;
 
 use plumb_storage::{Recovered, Store, StoreError, StoreOp, StoreOptions, LOG_FILE, TEMP_FILE};
 
+mod common;
+use common::apply_model;
+
 /// Record header length (see the crate docs).
 const HEADER: u64 = 28;
 /// File header length.
@@ -59,19 +62,6 @@ fn records(pairs: &[(&str, &[u8])]) -> BTreeMap<String, Vec<u8>> {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_vec()))
         .collect()
-}
-
-fn apply_model(model: &mut BTreeMap<String, Vec<u8>>, op: &StoreOp) {
-    match op {
-        StoreOp::Put { key, value } => {
-            model.insert(key.clone(), value.clone());
-        }
-        StoreOp::Delete { key } => {
-            model.remove(key);
-        }
-        StoreOp::DeletePrefix { prefix } => model.retain(|k, _| !k.starts_with(prefix.as_str())),
-        StoreOp::Sync => {}
-    }
 }
 
 #[test]
