@@ -8,21 +8,8 @@ use plumb_lincheck::{
 };
 use proptest::prelude::*;
 
-type Op = KvOp<Vec<u8>, Vec<u8>>;
-type Ret = KvRet<Vec<u8>>;
-type H = History<BytesKv>;
-
-fn value(v: &[u8]) -> Ret {
-    KvRet::Value(Some(v.to_vec()))
-}
-
-fn absent() -> Ret {
-    KvRet::Value(None)
-}
-
-fn rec(h: &mut H, client: u64, op: Op, at: (u64, u64), ret: Ret) -> OpId {
-    h.record(client, op, at.0, ret, at.1).unwrap()
-}
+mod common;
+use common::{absent, rec, value, Op, Ret, H};
 
 fn set(h: &mut H, client: u64, v: &[u8], at: (u64, u64)) -> OpId {
     rec(h, client, Op::set(b"k", v), at, KvRet::Ok)
@@ -30,6 +17,20 @@ fn set(h: &mut H, client: u64, v: &[u8], at: (u64, u64)) -> OpId {
 
 fn get(h: &mut H, client: u64, ret: Ret, at: (u64, u64)) -> OpId {
     rec(h, client, Op::get(b"k"), at, ret)
+}
+
+/// Client 1 writes 1, 2 and 3; client 2 reads each of the first two back after it is
+/// written, then reads once more after the third write, seeing `last`. The history and the
+/// id of that last read.
+fn three_writes_read_back(last: Ret) -> (H, OpId) {
+    let mut h = H::new();
+    set(&mut h, 1, b"1", (0, 1));
+    get(&mut h, 2, value(b"1"), (2, 3));
+    set(&mut h, 1, b"2", (4, 5));
+    get(&mut h, 2, value(b"2"), (6, 7));
+    set(&mut h, 1, b"3", (8, 9));
+    let last = get(&mut h, 2, last, (10, 11));
+    (h, last)
 }
 
 fn assert_delay_once(h: &H) {
@@ -103,13 +104,7 @@ fn stale_read_one_write_behind_the_latest_read() {
     // Reads saw 1 then 2; after a third write a read may still see 2 (what the latest read
     // saw), or 3, but not 1 (see `stale_read_two_writes_old`).
     for last in [value(b"2"), value(b"3")] {
-        let mut h = H::new();
-        set(&mut h, 1, b"1", (0, 1));
-        get(&mut h, 2, value(b"1"), (2, 3));
-        set(&mut h, 1, b"2", (4, 5));
-        get(&mut h, 2, value(b"2"), (6, 7));
-        set(&mut h, 1, b"3", (8, 9));
-        get(&mut h, 2, last, (10, 11));
+        let (h, _) = three_writes_read_back(last);
         assert_delay_once(&h);
     }
 }
@@ -209,13 +204,7 @@ fn read_of_a_value_never_written() {
 
 #[test]
 fn stale_read_two_writes_old() {
-    let mut h = H::new();
-    set(&mut h, 1, b"1", (0, 1));
-    get(&mut h, 2, value(b"1"), (2, 3));
-    set(&mut h, 1, b"2", (4, 5));
-    get(&mut h, 2, value(b"2"), (6, 7));
-    set(&mut h, 1, b"3", (8, 9));
-    let old = get(&mut h, 2, value(b"1"), (10, 11));
+    let (h, old) = three_writes_read_back(value(b"1"));
     let v = assert_violation(&h);
     assert_eq!(v.longest_prefix.len(), 5);
     assert!(!v.longest_prefix.contains(&old));
@@ -262,13 +251,7 @@ fn writes_not_linearizable_among_themselves() {
 
 #[test]
 fn violation_explains_itself() {
-    let mut h = H::new();
-    set(&mut h, 1, b"1", (0, 1));
-    get(&mut h, 2, value(b"1"), (2, 3));
-    set(&mut h, 1, b"2", (4, 5));
-    get(&mut h, 2, value(b"2"), (6, 7));
-    set(&mut h, 1, b"3", (8, 9));
-    get(&mut h, 2, value(b"1"), (10, 11));
+    let (h, _) = three_writes_read_back(value(b"1"));
     let v = assert_violation(&h);
     let e = &v.explanation;
     assert!(

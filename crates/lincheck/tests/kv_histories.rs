@@ -1,27 +1,13 @@
 //! Hand-written key-value histories with known answers.
 
 use plumb_lincheck::kv::{BytesKv, KvError, KvOp, KvRet};
-use plumb_lincheck::{check, Checker, History, HistoryError, OpId, Outcome, Partition};
+use plumb_lincheck::{check, Checker, HistoryError, OpId, Outcome, Partition};
 
-type Op = KvOp<Vec<u8>, Vec<u8>>;
-type Ret = KvRet<Vec<u8>>;
-type H = History<BytesKv>;
-
-fn value(v: &[u8]) -> Ret {
-    KvRet::Value(Some(v.to_vec()))
-}
-
-fn absent() -> Ret {
-    KvRet::Value(None)
-}
+mod common;
+use common::{absent, rec, value, Op, H};
 
 fn some(v: &[u8]) -> Option<Vec<u8>> {
     Some(v.to_vec())
-}
-
-/// Record a completed operation; panics only on a malformed test history.
-fn rec(h: &mut H, client: u64, op: Op, at: (u64, u64), ret: Ret) -> OpId {
-    h.record(client, op, at.0, ret, at.1).unwrap()
 }
 
 fn outcome(h: &H) -> Outcome<Vec<u8>> {
