@@ -6,9 +6,8 @@ use plumb_kv::*;
 use plumb_wire::Life;
 use proptest::prelude::*;
 
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
+mod common;
+use common::{b, batch, err, items, splitmix};
 
 fn bs(items: &[&str]) -> Vec<Vec<u8>> {
     items.iter().map(|s| b(s)).collect()
@@ -16,28 +15,6 @@ fn bs(items: &[&str]) -> Vec<Vec<u8>> {
 
 fn value(v: &str) -> KvResult {
     KvResult::Value(Some(b(v)))
-}
-
-fn items(v: &[&str]) -> KvResult {
-    KvResult::Items(bs(v))
-}
-
-fn err(text: &str) -> KvResult {
-    KvResult::Error(text.to_string())
-}
-
-/// Execute ops as one batch at `time` with `seed`; the decoded replies.
-fn batch(store: &mut KvStore, ops: &[KvOp], time: u64, seed: u64) -> Vec<KvResult> {
-    let encoded: Vec<Vec<u8>> = ops.iter().map(KvOp::encode).collect();
-    let cmds: Vec<Command<'_>> = encoded
-        .iter()
-        .map(|op| Command::new(1, Life(0), 1, op))
-        .collect();
-    let out = store.execute(1, &cmds, NonDeterminism { time, seed });
-    out.replies
-        .iter()
-        .map(|r| KvResult::decode(r).expect("replies decode"))
-        .collect()
 }
 
 /// Each op in its own batch, at `time`, `time + 1`, ...
@@ -1408,16 +1385,6 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
             keys: some_bytes(rng, KEYS),
             store: rng().is_multiple_of(2).then(|| b(pick(rng, KEYS))),
         },
-    }
-}
-
-fn splitmix(mut state: u64) -> impl FnMut() -> u64 {
-    move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 

@@ -1,15 +1,14 @@
 //! Sorted sets: scores (parsing, order, Redis' printing), every sorted-set operation with its
 //! options and errors, kinds, read-only execution, determinism and checkpoints.
 
-use plumb_app::{Application, Command, LoadError, NonDeterminism};
+use plumb_app::{Application, Command, NonDeterminism};
 use plumb_kv::*;
 use plumb_wire::Life;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-fn b(s: &str) -> Vec<u8> {
-    s.as_bytes().to_vec()
-}
+mod common;
+use common::{assert_checkpoint_refused, b, batch, err, items, splitmix};
 
 fn sc(x: f64) -> Score {
     Score::new(x).unwrap()
@@ -23,34 +22,12 @@ fn excl(x: f64) -> ScoreBound {
     ScoreBound::exclusive(sc(x))
 }
 
-fn err(text: &str) -> KvResult {
-    KvResult::Error(text.to_string())
-}
-
-fn items(v: &[&str]) -> KvResult {
-    KvResult::Items(v.iter().map(|s| b(s)).collect())
-}
-
 fn scored(v: &[(&str, f64)]) -> KvResult {
     KvResult::Scored(v.iter().map(|(m, s)| (b(m), sc(*s))).collect())
 }
 
 fn score(x: f64) -> KvResult {
     KvResult::Score(Some(sc(x)))
-}
-
-/// Execute ops as one batch at `time` with `seed`; the decoded replies.
-fn batch(store: &mut KvStore, ops: &[KvOp], time: u64, seed: u64) -> Vec<KvResult> {
-    let encoded: Vec<Vec<u8>> = ops.iter().map(KvOp::encode).collect();
-    let cmds: Vec<Command<'_>> = encoded
-        .iter()
-        .map(|op| Command::new(1, Life(0), 1, op))
-        .collect();
-    let out = store.execute(1, &cmds, NonDeterminism { time, seed });
-    out.replies
-        .iter()
-        .map(|r| KvResult::decode(r).expect("replies decode"))
-        .collect()
 }
 
 fn one(store: &mut KvStore, op: KvOp) -> KvResult {
@@ -859,14 +836,7 @@ fn corrupt_zset_checkpoints_are_refused() {
         empty_zset,
         unsorted,
     ] {
-        let mut store = seven();
-        let before = store.clone();
-        let result = store.load_checkpoint(&bad);
-        assert!(
-            matches!(result, Err(LoadError::Corrupt(_))),
-            "{bad:?} gave {result:?}"
-        );
-        assert_eq!(store, before);
+        assert_checkpoint_refused(&mut seven(), &bad);
     }
 }
 
@@ -1024,16 +994,6 @@ fn zset_op(rng: &mut impl FnMut() -> u64) -> KvOp {
             2 => KvOp::Delete { key },
             _ => KvOp::ZScore { key, member },
         },
-    }
-}
-
-fn splitmix(mut state: u64) -> impl FnMut() -> u64 {
-    move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 
