@@ -178,6 +178,14 @@ impl CoordApp {
             .push((session, event));
     }
 
+    /// A node was created or deleted: its parent's children changed, whichever it was.
+    fn fire_parent(&mut self, p: &str, zxid: i64) {
+        let parent = path::parent(p);
+        for s in self.watches.children_event(parent) {
+            self.deliver(s, EventType::NodeChildrenChanged, parent, zxid);
+        }
+    }
+
     fn fire(&mut self, changes: &[Change], zxid: i64) {
         for change in changes {
             match change {
@@ -185,19 +193,13 @@ impl CoordApp {
                     for s in self.watches.data_event(p) {
                         self.deliver(s, EventType::NodeCreated, p, zxid);
                     }
-                    let parent = path::parent(p);
-                    for s in self.watches.children_event(parent) {
-                        self.deliver(s, EventType::NodeChildrenChanged, parent, zxid);
-                    }
+                    self.fire_parent(p, zxid);
                 }
                 Change::Deleted(p) => {
                     for s in self.watches.deleted_event(p) {
                         self.deliver(s, EventType::NodeDeleted, p, zxid);
                     }
-                    let parent = path::parent(p);
-                    for s in self.watches.children_event(parent) {
-                        self.deliver(s, EventType::NodeChildrenChanged, parent, zxid);
-                    }
+                    self.fire_parent(p, zxid);
                 }
                 Change::DataChanged(p) => {
                     for s in self.watches.data_event(p) {

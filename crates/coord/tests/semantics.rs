@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{create, H};
+use common::{create, delete, set_data, H};
 use plumb_app::Application;
 use plumb_coord::*;
 
@@ -85,14 +85,7 @@ fn sequential_numbers_come_from_the_parents_cversion() {
         "/q/n-0000000000"
     );
     h.create(s, "/q/other", b"", Persistent).unwrap();
-    h.req(
-        s,
-        Request::Delete {
-            path: "/q/other".into(),
-            version: -1,
-        },
-    )
-    .unwrap();
+    h.req(s, delete("/q/other", -1)).unwrap();
     // Two children created and one deleted: cversion 3, but ZooKeeper numbers by the
     // children created (as a real ZooKeeper 3.8 does: tests/zk_differential.rs found it).
     assert_eq!(h.stat(s, "/q").unwrap().cversion, 3);
@@ -120,11 +113,7 @@ fn delete_and_set_data_check_versions() {
     let mut h = H::default();
     let s = h.open(1);
     h.create(s, "/a", b"1", Persistent).unwrap();
-    let set = |v: i32| Request::SetData {
-        path: "/a".into(),
-        data: b"2".to_vec(),
-        version: v,
-    };
+    let set = |v: i32| set_data("/a", b"2", v);
     assert_eq!(h.req(s, set(3)), Err(BadVersion));
     let Ok(Response::Stat(st)) = h.req(s, set(0)) else {
         panic!()
@@ -135,29 +124,15 @@ fn delete_and_set_data_check_versions() {
         panic!()
     };
     assert_eq!(st.version, 2);
-    assert_eq!(
-        h.req(
-            s,
-            Request::SetData {
-                path: "/nope".into(),
-                data: vec![],
-                version: -1
-            }
-        ),
-        Err(NoNode)
-    );
+    assert_eq!(h.req(s, set_data("/nope", b"", -1)), Err(NoNode));
     h.create(s, "/a/b", b"", Persistent).unwrap();
-    let del = |p: &str, v: i32| Request::Delete {
-        path: p.into(),
-        version: v,
-    };
-    assert_eq!(h.req(s, del("/a", -1)), Err(NotEmpty));
-    assert_eq!(h.req(s, del("/a/b", 1)), Err(BadVersion));
-    assert_eq!(h.req(s, del("/a/b", 0)), Ok(Response::Empty));
-    assert_eq!(h.req(s, del("/a/b", -1)), Err(NoNode));
-    assert_eq!(h.req(s, del("/a", 2)), Ok(Response::Empty));
+    assert_eq!(h.req(s, delete("/a", -1)), Err(NotEmpty));
+    assert_eq!(h.req(s, delete("/a/b", 1)), Err(BadVersion));
+    assert_eq!(h.req(s, delete("/a/b", 0)), Ok(Response::Empty));
+    assert_eq!(h.req(s, delete("/a/b", -1)), Err(NoNode));
+    assert_eq!(h.req(s, delete("/a", 2)), Ok(Response::Empty));
     for special in ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {
-        assert_eq!(h.req(s, del(special, -1)), Err(BadArguments));
+        assert_eq!(h.req(s, delete(special, -1)), Err(BadArguments));
     }
     assert_eq!(
         h.req(
@@ -470,39 +445,12 @@ fn watches_fire_once_by_zookeepers_rules() {
         },
     )
     .unwrap();
-    h.req(
-        s,
-        Request::SetData {
-            path: "/a".into(),
-            data: vec![1],
-            version: -1,
-        },
-    )
-    .unwrap();
-    h.req(
-        s,
-        Request::SetData {
-            path: "/a".into(),
-            data: vec![2],
-            version: -1,
-        },
-    )
-    .unwrap();
+    h.req(s, set_data("/a", &[1], -1)).unwrap();
+    h.req(s, set_data("/a", &[2], -1)).unwrap();
     h.create(s, "/a/c", b"", Persistent).unwrap();
     h.create(s, "/a/d", b"", Persistent).unwrap();
-    h.req(
-        s,
-        Request::Delete {
-            path: "/b".into(),
-            version: -1,
-        },
-    )
-    .unwrap();
-    let ev: Vec<(EventType, String)> = h
-        .events_of(w)
-        .into_iter()
-        .map(|e| (e.kind, e.path))
-        .collect();
+    h.req(s, delete("/b", -1)).unwrap();
+    let ev = h.kinds_and_paths_of(w);
     assert_eq!(
         ev,
         [
@@ -532,14 +480,7 @@ fn watches_fire_once_by_zookeepers_rules() {
         },
     )
     .unwrap();
-    h.req(
-        s,
-        Request::Delete {
-            path: "/a/c".into(),
-            version: -1,
-        },
-    )
-    .unwrap();
+    h.req(s, delete("/a/c", -1)).unwrap();
     let last = h.events_of(w);
     assert_eq!(last.len(), 5);
     assert_eq!(
@@ -554,14 +495,7 @@ fn watches_fire_once_by_zookeepers_rules() {
             watch: true,
         },
     );
-    let r = h.req_full(
-        s,
-        Request::SetData {
-            path: "/a".into(),
-            data: vec![],
-            version: -1,
-        },
-    );
+    let r = h.req_full(s, set_data("/a", b"", -1));
     let e = h.events_of(w).pop().unwrap();
     assert!(e.zxid > reply.zxid);
     assert_eq!(e.zxid, r.zxid);
@@ -593,40 +527,12 @@ fn persistent_and_recursive_watches() {
     )
     .unwrap();
     h.create(s, "/p/x", b"", Persistent).unwrap(); // p: NodeChildrenChanged
-    h.req(
-        s,
-        Request::SetData {
-            path: "/p".into(),
-            data: vec![],
-            version: -1,
-        },
-    )
-    .unwrap();
-    h.req(
-        s,
-        Request::SetData {
-            path: "/p".into(),
-            data: vec![],
-            version: -1,
-        },
-    )
-    .unwrap();
+    h.req(s, set_data("/p", b"", -1)).unwrap();
+    h.req(s, set_data("/p", b"", -1)).unwrap();
     h.create(s, "/r", b"", Persistent).unwrap(); // r: NodeCreated
     h.create(s, "/r/a", b"", Persistent).unwrap(); // r/a: NodeCreated (no ChildrenChanged)
-    h.req(
-        s,
-        Request::SetData {
-            path: "/r/a".into(),
-            data: vec![],
-            version: -1,
-        },
-    )
-    .unwrap();
-    let ev: Vec<(EventType, String)> = h
-        .events_of(w)
-        .into_iter()
-        .map(|e| (e.kind, e.path))
-        .collect();
+    h.req(s, set_data("/r/a", b"", -1)).unwrap();
+    let ev = h.kinds_and_paths_of(w);
     assert_eq!(
         ev,
         [
@@ -645,15 +551,7 @@ fn persistent_and_recursive_watches() {
     assert_eq!(h.req(w, rm(WatchKind::Data)), Err(NoWatcher));
     assert_eq!(h.req(w, rm(WatchKind::Persistent)), Ok(Response::Empty));
     assert_eq!(h.req(w, rm(WatchKind::Any)), Err(NoWatcher));
-    h.req(
-        s,
-        Request::SetData {
-            path: "/p".into(),
-            data: vec![],
-            version: -1,
-        },
-    )
-    .unwrap();
+    h.req(s, set_data("/p", b"", -1)).unwrap();
     assert_eq!(h.events_of(w).len(), 6);
 }
 
@@ -665,15 +563,7 @@ fn set_watches_fires_for_what_changed_since() {
     h.create(s, "/a", b"", Persistent).unwrap();
     h.create(s, "/b", b"", Persistent).unwrap();
     let seen = h.app.zxid();
-    h.req(
-        s,
-        Request::SetData {
-            path: "/a".into(),
-            data: vec![],
-            version: -1,
-        },
-    )
-    .unwrap();
+    h.req(s, set_data("/a", b"", -1)).unwrap();
     h.req(
         w,
         Request::SetWatches {
@@ -686,11 +576,7 @@ fn set_watches_fires_for_what_changed_since() {
         },
     )
     .unwrap();
-    let ev: Vec<(EventType, String)> = h
-        .events_of(w)
-        .into_iter()
-        .map(|e| (e.kind, e.path))
-        .collect();
+    let ev = h.kinds_and_paths_of(w);
     assert_eq!(
         ev,
         [
@@ -701,15 +587,7 @@ fn set_watches_fires_for_what_changed_since() {
     );
     h.create(s, "/c", b"", Persistent).unwrap();
     h.create(s, "/b/x", b"", Persistent).unwrap();
-    h.req(
-        s,
-        Request::SetData {
-            path: "/b".into(),
-            data: vec![],
-            version: -1,
-        },
-    )
-    .unwrap();
+    h.req(s, set_data("/b", b"", -1)).unwrap();
     let ev: Vec<EventType> = h.events_of(w).into_iter().map(|e| e.kind).collect();
     assert_eq!(
         ev[3..],
@@ -841,17 +719,7 @@ fn acls_and_digest_auth() {
         ),
         Err(NoAuth)
     );
-    assert_eq!(
-        h.req(
-            t,
-            Request::SetData {
-                path: "/priv".into(),
-                data: vec![],
-                version: -1
-            }
-        ),
-        Err(NoAuth)
-    );
+    assert_eq!(h.req(t, set_data("/priv", b"", -1)), Err(NoAuth));
     assert_eq!(h.req(t, create("/priv/c", b"", Persistent)), Err(NoAuth));
     assert!(h.stat(t, "/priv").is_some(), "exists needs no permission");
     assert_eq!(
@@ -961,14 +829,7 @@ fn containers_and_ttl_nodes_are_reaped() {
         "a container that never had a child stays"
     );
     h.create(s, "/c/x", b"", Persistent).unwrap();
-    h.req(
-        s,
-        Request::Delete {
-            path: "/c/x".into(),
-            version: -1,
-        },
-    )
-    .unwrap();
+    h.req(s, delete("/c/x", -1)).unwrap();
     h.wait(1);
     assert!(h.stat(s, "/c").is_none());
     let ttl = |ms| Request::Create {

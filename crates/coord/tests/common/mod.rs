@@ -137,6 +137,14 @@ impl H {
             .map(|(_, e)| e.clone())
             .collect()
     }
+
+    /// What happened to which node, of every event pushed so far to session `s`.
+    pub fn kinds_and_paths_of(&self, s: SessionId) -> Vec<(EventType, String)> {
+        self.events_of(s)
+            .into_iter()
+            .map(|e| (e.kind, e.path))
+            .collect()
+    }
 }
 
 pub fn create(path: &str, data: &[u8], mode: CreateMode) -> Request {
@@ -146,5 +154,20 @@ pub fn create(path: &str, data: &[u8], mode: CreateMode) -> Request {
         acl: acl::open_acl(),
         mode,
         ttl_ms: 0,
+    }
+}
+
+pub fn set_data(path: &str, data: &[u8], version: i32) -> Request {
+    Request::SetData {
+        path: path.into(),
+        data: data.to_vec(),
+        version,
+    }
+}
+
+pub fn delete(path: &str, version: i32) -> Request {
+    Request::Delete {
+        path: path.into(),
+        version,
     }
 }
