@@ -8,6 +8,29 @@ use plumb_zk::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
+/// A create of an empty persistent node open to all: what both multis of the test start with.
+fn create_empty(path: String) -> Request {
+    Request::Create {
+        op: op::CREATE,
+        path,
+        data: Vec::new(),
+        acl: open_acl(),
+        flags: 0,
+        ttl: 0,
+    }
+}
+
+fn multi(ops: Vec<Request>) -> Request {
+    Request::Multi { op: op::MULTI, ops }
+}
+
+fn check(path: &str, version: i32) -> Request {
+    Request::Check {
+        path: path.into(),
+        version,
+    }
+}
+
 struct Conn {
     s: TcpStream,
     framer: Framer,
@@ -139,27 +162,14 @@ pub fn exercise(addr: &str, root: &str) {
     // A failed multi: header error 0, results rolled back (0), the error, then -2.
     let (h, r) = c.call(
         5,
-        &Request::Multi {
-            op: op::MULTI,
-            ops: vec![
-                Request::Create {
-                    op: op::CREATE,
-                    path: format!("{root}/m"),
-                    data: Vec::new(),
-                    acl: open_acl(),
-                    flags: 0,
-                    ttl: 0,
-                },
-                Request::Check {
-                    path: root.into(),
-                    version: 7,
-                },
-                Request::Delete {
-                    path: root.into(),
-                    version: -1,
-                },
-            ],
-        },
+        &multi(vec![
+            create_empty(format!("{root}/m")),
+            check(root, 7),
+            Request::Delete {
+                path: root.into(),
+                version: -1,
+            },
+        ]),
     );
     assert_eq!(h.err, 0, "a failed multi's header has no error");
     assert_eq!(
@@ -172,23 +182,7 @@ pub fn exercise(addr: &str, root: &str) {
     );
     let (h, r) = c.call(
         6,
-        &Request::Multi {
-            op: op::MULTI,
-            ops: vec![
-                Request::Create {
-                    op: op::CREATE,
-                    path: format!("{root}/m"),
-                    data: Vec::new(),
-                    acl: open_acl(),
-                    flags: 0,
-                    ttl: 0,
-                },
-                Request::Check {
-                    path: root.into(),
-                    version: 0,
-                },
-            ],
-        },
+        &multi(vec![create_empty(format!("{root}/m")), check(root, 0)]),
     );
     assert_eq!(h.err, 0);
     assert_eq!(
