@@ -631,28 +631,7 @@ mod tests {
     }
 
     fn result(system: &str, config: &str, workload: &str, ops: f64, p50: f64) -> RunResult {
-        RunResult {
-            system: system.into(),
-            config: config.into(),
-            workload: workload.into(),
-            load: "closed:1".into(),
-            clients: 1,
-            ops: 1,
-            errors: 0,
-            seconds: 1.0,
-            ops_per_s: ops,
-            p50_ms: p50,
-            p90_ms: p50,
-            p99_ms: p50,
-            p999_ms: p50,
-            max_ms: p50,
-            mean_ms: p50,
-            longest_gap_ms: p50,
-            cpu_us_per_op: None,
-            batch_mean: None,
-            views: None,
-            stalls: None,
-        }
+        crate::report::sample_run(system, config, workload, ops, p50)
     }
 
     fn sample_series() -> Vec<Series> {

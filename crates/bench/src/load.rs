@@ -57,11 +57,34 @@ struct Shared {
     stop: AtomicBool,
     ops: AtomicU64,
     errors: AtomicU64,
-    first_error: Mutex<Option<String>>,
+    first_error: FirstError,
     histogram: Mutex<Histogram<u64>>,
     /// When the last operation completed while measuring, and the longest window so far in
     /// which none did (a stall every client waits out shows here, whatever the percentiles say).
     gaps: Mutex<(Instant, Duration)>,
+}
+
+/// The first error any caller saw: what a run that completed nothing reports.
+#[derive(Default)]
+pub(crate) struct FirstError(Mutex<Option<String>>);
+
+impl FirstError {
+    /// Keep `e` unless an error was kept before.
+    pub(crate) fn keep(&self, e: String) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    }
+
+    /// The error kept, or `otherwise` when there was none.
+    pub(crate) fn or(&self, otherwise: &str) -> String {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or_else(|| otherwise.into())
+    }
 }
 
 impl Shared {
@@ -80,8 +103,7 @@ impl Shared {
             }
             Err(e) => {
                 self.errors.fetch_add(1, Ordering::Relaxed);
-                let mut first = self.first_error.lock().unwrap_or_else(|p| p.into_inner());
-                first.get_or_insert(e);
+                self.first_error.keep(e);
             }
         }
     }
@@ -134,7 +156,7 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
         stop: AtomicBool::new(false),
         ops: AtomicU64::new(0),
         errors: AtomicU64::new(0),
-        first_error: Mutex::new(None),
+        first_error: FirstError::default(),
         histogram: Mutex::new(
             Histogram::new_with_bounds(1, 600_000_000, 3).map_err(|e| e.to_string())?,
         ),
@@ -232,12 +254,7 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
     let ops = shared.ops.load(Ordering::Relaxed);
     let errors = shared.errors.load(Ordering::Relaxed);
     if ops == 0 {
-        let why = shared
-            .first_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .unwrap_or_else(|| "no operation completed".into());
+        let why = shared.first_error.or("no operation completed");
         return Err(format!(
             "{label}: nothing completed in {seconds:.1} s: {why}"
         ));

@@ -22,6 +22,7 @@
 //! ratio.
 
 use crate::cpu::{process_cpu_seconds, total_cpu_seconds};
+use crate::load::FirstError;
 use crate::plumb::{Plumb, PlumbShape};
 use crate::readwork::{self, ReadWorkBench};
 use futures_util::StreamExt;
@@ -194,7 +195,7 @@ struct Shared {
     ordered: AtomicU64,
     errors: AtomicU64,
     writes: AtomicU64,
-    first_error: std::sync::Mutex<Option<String>>,
+    first_error: FirstError,
 }
 
 impl ProphecyBench {
@@ -382,7 +383,7 @@ impl ProphecyBench {
             ordered: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             writes: AtomicU64::new(0),
-            first_error: std::sync::Mutex::new(None),
+            first_error: FirstError::default(),
         });
         let write_per_mille = if system == System::DProphecy {
             u64::from(transition_pct.min(100)) * 10
@@ -434,11 +435,7 @@ impl ProphecyBench {
                             if counted {
                                 shared.errors.fetch_add(1, Ordering::Relaxed);
                             }
-                            shared
-                                .first_error
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .get_or_insert(e);
+                            shared.first_error.keep(e);
                             tokio::time::sleep(Duration::from_millis(10)).await;
                         }
                     }
@@ -481,12 +478,7 @@ impl ProphecyBench {
         }
         let ops = shared.ops.load(Ordering::Relaxed);
         if ops == 0 {
-            let why = shared
-                .first_error
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone()
-                .unwrap_or_else(|| "no read completed".into());
+            let why = shared.first_error.or("no read completed");
             return Err(why);
         }
         let ordered_pct = match (counters_before, counters_after) {

@@ -217,32 +217,49 @@ pub fn write(path: &std::path::Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// A run for the report's and the charts' tests: one closed-loop client, one operation in
+/// one second at `ops_per_s`, every latency `latency_ms`, no extras.
+#[cfg(test)]
+pub(crate) fn sample_run(
+    system: &str,
+    config: &str,
+    workload: &str,
+    ops_per_s: f64,
+    latency_ms: f64,
+) -> RunResult {
+    RunResult {
+        system: system.into(),
+        config: config.into(),
+        workload: workload.into(),
+        load: "closed:1".into(),
+        clients: 1,
+        ops: 1,
+        errors: 0,
+        seconds: 1.0,
+        ops_per_s,
+        p50_ms: latency_ms,
+        p90_ms: latency_ms,
+        p99_ms: latency_ms,
+        p999_ms: latency_ms,
+        max_ms: latency_ms,
+        mean_ms: latency_ms,
+        longest_gap_ms: latency_ms,
+        cpu_us_per_op: None,
+        batch_mean: None,
+        views: None,
+        stalls: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn run(system: &str, config: &str, workload: &str, ops: f64, p99: f64) -> RunResult {
         RunResult {
-            system: system.into(),
-            config: config.into(),
-            workload: workload.into(),
-            load: "closed:1".into(),
-            clients: 1,
             ops: 100,
-            errors: 0,
-            seconds: 1.0,
-            ops_per_s: ops,
-            p50_ms: 1.0,
-            p90_ms: 1.0,
             p99_ms: p99,
-            p999_ms: 1.0,
-            max_ms: 1.0,
-            mean_ms: 1.0,
-            longest_gap_ms: 1.0,
-            cpu_us_per_op: None,
-            batch_mean: None,
-            views: None,
-            stalls: None,
+            ..sample_run(system, config, workload, ops, 1.0)
         }
     }
 

@@ -709,6 +709,30 @@ impl SpeculationBench {
         Ok((self.ops, run_s))
     }
 
+    /// The measuring window both peak rows share: `tasks` count into `done` while `measuring`
+    /// is set and `stop` is not. After a second of warm-up they count for `peak_duration`,
+    /// then stop; (operations counted, seconds measured) once every task (`who`) has ended.
+    async fn measure_peak(
+        &self,
+        measuring: &AtomicBool,
+        stop: &AtomicBool,
+        done: &AtomicU64,
+        tasks: Vec<tokio::task::JoinHandle<Result<(), String>>>,
+        who: &str,
+    ) -> Result<(u64, f64), String> {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        measuring.store(true, Ordering::Relaxed);
+        let start = Instant::now();
+        tokio::time::sleep(self.peak_duration).await;
+        stop.store(true, Ordering::Relaxed);
+        let run_s = start.elapsed().as_secs_f64();
+        let ops = done.load(Ordering::Relaxed);
+        for t in tasks {
+            t.await.map_err(|e| format!("a {who} failed: {e}"))??;
+        }
+        Ok((ops, run_s))
+    }
+
     /// The peak row of `plumb-spec`: every session runs speculative chains of counter
     /// increments for `peak_duration` after a second of warm-up; confirmed steps count.
     async fn peak_speculative(&self, sessions: &[Session]) -> Result<(u64, f64), String> {
@@ -733,17 +757,8 @@ impl SpeculationBench {
                 Ok::<(), String>(())
             }));
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        measuring.store(true, Ordering::Relaxed);
-        let start = Instant::now();
-        tokio::time::sleep(self.peak_duration).await;
-        stop.store(true, Ordering::Relaxed);
-        let run_s = start.elapsed().as_secs_f64();
-        let ops = done.load(Ordering::Relaxed);
-        for t in tasks {
-            t.await.map_err(|e| format!("a session failed: {e}"))??;
-        }
-        Ok((ops, run_s))
+        self.measure_peak(&measuring, &stop, &done, tasks, "session")
+            .await
     }
 
     /// Closed-loop callers, each incrementing a counter of its own, for `peak_duration` after
@@ -774,17 +789,8 @@ impl SpeculationBench {
                 Ok::<(), String>(())
             }));
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        measuring.store(true, Ordering::Relaxed);
-        let start = Instant::now();
-        tokio::time::sleep(self.peak_duration).await;
-        stop.store(true, Ordering::Relaxed);
-        let run_s = start.elapsed().as_secs_f64();
-        let ops = done.load(Ordering::Relaxed);
-        for t in tasks {
-            t.await.map_err(|e| format!("a caller failed: {e}"))??;
-        }
-        Ok((ops, run_s))
+        self.measure_peak(&measuring, &stop, &done, tasks, "caller")
+            .await
     }
 }
 
