@@ -128,6 +128,28 @@ mod tests {
         workload_of(2, None)
     }
 
+    /// `w` checked against the key-value model, with the default search budget.
+    fn check(w: &Workload, faulty: &[OrderedOp], delay_once: bool) -> Checker {
+        let mut c = Checker::default();
+        let steps = plumb_lincheck::DEFAULT_MAX_STEPS;
+        check_linearizability(&Kv, &mut c, w, faulty, delay_once, steps);
+        c
+    }
+
+    fn set_k0(value: &[u8]) -> KvOp {
+        KvOp::Set {
+            key: b"k0".to_vec(),
+            value: value.to_vec(),
+            expire: None,
+        }
+    }
+
+    fn get_k0() -> KvOp {
+        KvOp::Get {
+            key: b"k0".to_vec(),
+        }
+    }
+
     fn op(w: &mut Workload, c: u32, op: KvOp, t0: u64, ret: KvResult, t1: u64) {
         w.invoked(c, op.encode(), false, t0);
         w.completed(c, 1, ret.encode(), t1).unwrap();
@@ -136,36 +158,9 @@ mod tests {
     #[test]
     fn stale_read_after_completed_write_is_not_linearizable() {
         let mut w = workload();
-        let k = b"k0".to_vec();
-        op(
-            &mut w,
-            0,
-            KvOp::Set {
-                key: k.clone(),
-                value: b"1".to_vec(),
-                expire: None,
-            },
-            10,
-            KvResult::Ok,
-            20,
-        );
-        op(
-            &mut w,
-            1,
-            KvOp::Get { key: k.clone() },
-            30,
-            KvResult::Value(None),
-            40,
-        );
-        let mut c = Checker::default();
-        check_linearizability(
-            &Kv,
-            &mut c,
-            &w,
-            &[],
-            false,
-            plumb_lincheck::DEFAULT_MAX_STEPS,
-        );
+        op(&mut w, 0, set_k0(b"1"), 10, KvResult::Ok, 20);
+        op(&mut w, 1, get_k0(), 30, KvResult::Value(None), 40);
+        let c = check(&w, &[], false);
         assert_eq!(c.violations().len(), 1);
         assert_eq!(c.violations()[0].property, "linearizability");
     }
@@ -173,36 +168,10 @@ mod tests {
     #[test]
     fn overlapping_read_may_see_either_value() {
         let mut w = workload();
-        let k = b"k0".to_vec();
-        w.invoked(
-            0,
-            KvOp::Set {
-                key: k.clone(),
-                value: b"1".to_vec(),
-                expire: None,
-            }
-            .encode(),
-            false,
-            10,
-        );
-        op(
-            &mut w,
-            1,
-            KvOp::Get { key: k.clone() },
-            12,
-            KvResult::Value(None),
-            14,
-        );
+        w.invoked(0, set_k0(b"1").encode(), false, 10);
+        op(&mut w, 1, get_k0(), 12, KvResult::Value(None), 14);
         w.completed(0, 1, KvResult::Ok.encode(), 20).unwrap();
-        let mut c = Checker::default();
-        check_linearizability(
-            &Kv,
-            &mut c,
-            &w,
-            &[],
-            false,
-            plumb_lincheck::DEFAULT_MAX_STEPS,
-        );
+        let c = check(&w, &[], false);
         assert!(c.violations().is_empty(), "{:?}", c.violations());
     }
 
@@ -212,13 +181,8 @@ mod tests {
     #[test]
     fn a_faulty_clients_ordered_read_counts_as_the_latest_read() {
         let mut w = workload_of(3, Some(2));
-        let k = b"k0".to_vec();
-        let get = KvOp::Get { key: k.clone() };
-        let set = |v: &[u8]| KvOp::Set {
-            key: k.clone(),
-            value: v.to_vec(),
-            expire: None,
-        };
+        let get = get_k0();
+        let set = set_k0;
         let value = |v: &[u8]| KvResult::Value(Some(v.to_vec()));
         // c0 reads nothing, c1 sets 1; the faulty c2's ordered read sees 1; c1 sets 2; c0's
         // fast read is vouched for with c2's answer and returns 1.
@@ -237,26 +201,10 @@ mod tests {
             at: 50,
             result: value(b"1").encode(),
         }];
-        let mut c = Checker::default();
-        check_linearizability(
-            &Kv,
-            &mut c,
-            &w,
-            &faulty,
-            true,
-            plumb_lincheck::DEFAULT_MAX_STEPS,
-        );
+        let c = check(&w, &faulty, true);
         assert!(c.violations().is_empty(), "{:?}", c.violations());
         // Without it the fast read goes back past the latest read the checker knows of.
-        let mut c = Checker::default();
-        check_linearizability(
-            &Kv,
-            &mut c,
-            &w,
-            &[],
-            true,
-            plumb_lincheck::DEFAULT_MAX_STEPS,
-        );
+        let c = check(&w, &[], true);
         assert_eq!(c.violations().len(), 1, "{:?}", c.violations());
         assert_eq!(c.violations()[0].property, "delay-once");
     }
@@ -264,16 +212,7 @@ mod tests {
     #[test]
     fn a_search_out_of_budget_is_undecided_not_a_pass() {
         let mut w = workload();
-        op(
-            &mut w,
-            0,
-            KvOp::Get {
-                key: b"k0".to_vec(),
-            },
-            10,
-            KvResult::Value(None),
-            20,
-        );
+        op(&mut w, 0, get_k0(), 10, KvResult::Value(None), 20);
         let mut c = Checker::default();
         check_linearizability(&Kv, &mut c, &w, &[], false, 0);
         assert!(c.violations().is_empty());
