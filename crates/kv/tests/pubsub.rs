@@ -6,6 +6,9 @@ use plumb_kv::pubsub::Message;
 use plumb_kv::{KvOp, KvResult, KvStore};
 use plumb_wire::Life;
 
+mod common;
+use common::set;
+
 fn v(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
 }
@@ -148,14 +151,7 @@ fn reads_and_reset() {
 fn subscriptions_are_in_checkpoints_and_digests() {
     let mut a = KvStore::new();
     let mut b = KvStore::new();
-    let ops = [
-        KvOp::Set {
-            key: v("k"),
-            value: v("x"),
-            expire: None,
-        },
-        subscribe(3, &["c"], &["*"]),
-    ];
+    let ops = [set("k", "x"), subscribe(3, &["c"], &["*"])];
     batch(&mut a, 1, &ops);
     batch(&mut b, 1, &ops);
     assert_eq!(a.state_digest(), b.state_digest(), "two stores agree");

@@ -7,7 +7,7 @@ use plumb_wire::Life;
 use proptest::prelude::*;
 
 mod common;
-use common::{b, batch, err, items, splitmix};
+use common::{b, batch, err, items, set, splitmix};
 
 fn bs(items: &[&str]) -> Vec<Vec<u8>> {
     items.iter().map(|s| b(s)).collect()
@@ -31,14 +31,6 @@ fn one(store: &mut KvStore, op: KvOp, time: u64) -> KvResult {
 
 fn read(store: &KvStore, op: &KvOp) -> KvResult {
     KvResult::decode(&store.execute_read_only(1, &op.encode())).unwrap()
-}
-
-fn set(key: &str, v: &str) -> KvOp {
-    KvOp::Set {
-        key: b(key),
-        value: b(v),
-        expire: None,
-    }
 }
 
 fn set_ex(key: &str, v: &str, expire: SetExpiry, condition: SetCondition, get: bool) -> KvOp {

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 
 mod common;
-use common::{assert_checkpoint_refused, b, batch, err, items, splitmix};
+use common::{assert_checkpoint_refused, b, batch, err, items, set, splitmix};
 
 fn sc(x: f64) -> Score {
     Score::new(x).unwrap()
@@ -621,11 +621,7 @@ fn an_emptied_zset_keeps_no_expiry_behind() {
 fn zset_ops_on_other_kinds_and_other_ops_on_zsets_are_wrongtype() {
     let mut store = KvStore::new();
     let setup = [
-        KvOp::Set {
-            key: b("s"),
-            value: b("text"),
-            expire: None,
-        },
+        set("s", "text"),
         KvOp::HSet {
             key: b("h"),
             fields: vec![(b("f"), b("v"))],
@@ -723,12 +719,7 @@ fn zset_ops_on_other_kinds_and_other_ops_on_zsets_are_wrongtype() {
     }
     assert_eq!(store.take_checkpoint(), before);
     // Writes of any kind replace a zset, as they replace other kinds.
-    let set = KvOp::Set {
-        key: b("z"),
-        value: b("v"),
-        expire: None,
-    };
-    one(&mut store, set);
+    one(&mut store, set("z", "v"));
     assert_eq!(one(&mut store, KvOp::Get { key: b("z") }), {
         KvResult::Value(Some(b("v")))
     });

@@ -18,6 +18,15 @@ pub fn items(v: &[&str]) -> KvResult {
     KvResult::Items(v.iter().map(|s| b(s)).collect())
 }
 
+/// `SET key v`, with no expiry.
+pub fn set(key: &str, v: &str) -> KvOp {
+    KvOp::Set {
+        key: b(key),
+        value: b(v),
+        expire: None,
+    }
+}
+
 /// splitmix64: a small deterministic generator for the tests' random operations.
 pub fn splitmix(mut state: u64) -> impl FnMut() -> u64 {
     move || {
