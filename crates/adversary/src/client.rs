@@ -4,13 +4,13 @@
 //! choosing another.
 
 use plumb_core::KeyRing;
-use plumb_wire::{Life, Message, Principal};
+use plumb_wire::{Life, Message, Principal, ReqNo};
 
 /// The life of every attack frame.
 pub const ATTACK_LIFE: Life = Life(0);
 
 /// A well-formed request whose MAC is wrong: dropped after one keyed hash, blacklists no one.
-pub fn bad_mac(ring: &KeyRing, to: Principal, nc: u64, op: &[u8]) -> Option<Vec<u8>> {
+pub fn bad_mac(ring: &KeyRing, to: Principal, nc: ReqNo, op: &[u8]) -> Option<Vec<u8>> {
     let mut frame = ring.seal(
         to,
         &Message::Request {
@@ -31,7 +31,7 @@ pub fn malformed(ring: &KeyRing, to: Principal) -> Option<Vec<u8>> {
         to,
         &Message::Request {
             life: ATTACK_LIFE,
-            nc: 1,
+            nc: ReqNo(1),
             op: vec![0; 8],
         },
     )?;
@@ -48,7 +48,7 @@ pub fn malformed(ring: &KeyRing, to: Principal) -> Option<Vec<u8>> {
 
 /// A validly MACed request: with a number already used for another operation, this is the
 /// reused-request-id attack; with fresh numbers in a burst, a request flood.
-pub fn request(ring: &KeyRing, to: Principal, nc: u64, op: &[u8]) -> Option<Vec<u8>> {
+pub fn request(ring: &KeyRing, to: Principal, nc: ReqNo, op: &[u8]) -> Option<Vec<u8>> {
     ring.seal(
         to,
         &Message::Request {

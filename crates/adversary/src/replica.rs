@@ -9,8 +9,8 @@ use plumb_core::KeyRing;
 use plumb_crypto::{Digest, Mac};
 use plumb_exec::ExecCheckpoint;
 use plumb_wire::{
-    new_view_signing_bytes, Batch, Body, Message, PrePreparedEntry, PreparedEntry, Principal, Seq,
-    SignedRequest, SignedViewChange, View, ViewChange,
+    new_view_signing_bytes, Batch, Body, Message, PrePreparedEntry, PreparedEntry, Principal,
+    ReqNo, Seq, SignedRequest, SignedViewChange, View, ViewChange,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -229,7 +229,7 @@ impl Adversary {
                 Some(Message::AuthReq { core, macs })
             }
             (Behaviour::ForgedRequests, Message::AuthReq { mut core, macs }) if self.lie() => {
-                let forged = self.forgery.forged_op(core.nc);
+                let forged = self.forgery.forged_op(core.nc.0);
                 core.body = match core.body {
                     Body::Inline(_) => Body::Inline(forged),
                     Body::Digest(_) => Body::Digest(Digest::of(&forged)),
@@ -252,7 +252,7 @@ impl Adversary {
                 seq,
                 client,
                 nc,
-                op: self.forgery.forged_op(nc),
+                op: self.forgery.forged_op(nc.0),
             }),
             (
                 Behaviour::Equivocate,
@@ -492,9 +492,9 @@ impl Adversary {
             (Behaviour::WrongReplies, Message::LastRequest { nc }) if self.lie() => {
                 Some(Message::LastRequest {
                     nc: match self.rng.index(3) {
-                        0 => 0,
-                        1 => nc.saturating_add(1000),
-                        _ => u64::MAX,
+                        0 => ReqNo::NONE,
+                        1 => nc.plus(1000),
+                        _ => ReqNo::MAX,
                     },
                 })
             }
@@ -805,7 +805,7 @@ mod tests {
             core: ReqCore {
                 client,
                 life: plumb_wire::Life::default(),
-                nc: 1,
+                nc: ReqNo(1),
                 body: Body::Inline(vec![client as u8]),
             },
             matrix: vec![],
@@ -905,7 +905,7 @@ mod tests {
         let core = ReqCore {
             client: 0,
             life: plumb_wire::Life::default(),
-            nc: 3,
+            nc: ReqNo(3),
             body: Body::Inline(b"real".to_vec()),
         };
         let msg = Message::AuthReq {

@@ -64,7 +64,11 @@ impl CommandCache {
     pub fn highest_nc(&self, client: ClientId) -> Option<ReqNo> {
         self.intervals
             .values()
-            .filter_map(|bodies| bodies.range((client, 0)..=(client, ReqNo::MAX)).next_back())
+            .filter_map(|bodies| {
+                bodies
+                    .range((client, ReqNo::NONE)..=(client, ReqNo::MAX))
+                    .next_back()
+            })
             .map(|((_, nc), _)| *nc)
             .max()
     }

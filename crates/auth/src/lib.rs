@@ -29,7 +29,7 @@ use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
     Action, Counters, DropReason, Event, Micros, Recovered, Stage, StageContext, StoreOp,
 };
-use plumb_wire::{ClientId, Message, Principal, Seq, WireError};
+use plumb_wire::{ClientId, Message, Principal, ReqNo, Seq, WireError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -120,7 +120,7 @@ impl AuthReplica {
     }
 
     /// The request number of the last request authenticated for `client`, if any.
-    pub fn last_sent_nc(&self, client: ClientId) -> Option<u64> {
+    pub fn last_sent_nc(&self, client: ClientId) -> Option<ReqNo> {
         self.last_sent.get(&client).map(|l| l.core.nc)
     }
 

@@ -338,7 +338,10 @@ impl AuthReplica {
             // execution replica asks one replica first, and retrying only on its timer would
             // stall the batch for that long. Park the FETCH; `serve_parked` answers it when
             // the request is authenticated.
-            let known = self.last_sent.get(&client).map_or(0, |l| l.core.nc);
+            let known = self
+                .last_sent
+                .get(&client)
+                .map_or(ReqNo::NONE, |l| l.core.nc);
             if nc > known
                 && self.parked.park(
                     client,

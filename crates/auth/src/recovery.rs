@@ -98,7 +98,7 @@ impl AuthReplica {
             }
             if let Some(client) = key.strip_prefix(REQUEST_PREFIX) {
                 match storage::decode::<StoredRequest>(value)
-                    .filter(|r| r.nc > 0 && client == r.client.to_string())
+                    .filter(|r| r.nc > ReqNo::NONE && client == r.client.to_string())
                 {
                     Some(r) => requests.push(r),
                     None => self.counters.add("recovered-corrupt"),

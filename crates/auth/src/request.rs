@@ -30,7 +30,7 @@ impl AuthReplica {
         op: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
-        if nc == 0 {
+        if nc == ReqNo::NONE {
             // Request numbers start at 1 (CS1): no correct client sends 0.
             self.blacklist_client(client, "blacklisted-bad-number");
             return;
@@ -60,7 +60,7 @@ impl AuthReplica {
         // clears a stale pending entry (AL1b).
         if let Some(p) = self.pending.get(&client) {
             let retransmitted = self.deferred.get(&client).is_some_and(|d| d.1 == nc);
-            if nc == p.nc + 1 && !retransmitted {
+            if nc == p.nc.next() && !retransmitted {
                 // A correct client sends its next request only once the previous one was
                 // executed (CS2), so its BATCH-COMPLETE is on its way here too; frames of
                 // different senders may be served in either order. Hold the request (one per

@@ -214,7 +214,7 @@ fn as1_unknown_client_is_dropped() {
         STRANGER,
         &Message::Request {
             life: plumb_wire::Life::default(),
-            nc: 1,
+            nc: ReqNo(1),
             op: b"put a 1".to_vec(),
         },
     );
@@ -233,7 +233,7 @@ fn as1_tampered_frame_is_dropped_before_parsing() {
             ME,
             &Message::Request {
                 life: plumb_wire::Life::default(),
-                nc: 1,
+                nc: ReqNo(1),
                 op: b"x".to_vec(),
             },
         )
@@ -250,7 +250,7 @@ fn only_clients_send_requests_and_only_exec_replicas_report() {
     let mut r = net.replica(Recovered::default());
     let req = Message::Request {
         life: plumb_wire::Life::default(),
-        nc: 1,
+        nc: ReqNo(1),
         op: b"x".to_vec(),
     };
     assert!(net.deliver(&mut r, 0, Principal::Order(1), &req).is_empty());
@@ -275,7 +275,7 @@ fn only_clients_send_requests_and_only_exec_replicas_report() {
 fn as1_authenticator_verifies_at_each_order_replica_and_only_there() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
-    let actions = net.request(&mut r, 0, 1, 1, b"put a 1");
+    let actions = net.request(&mut r, 0, 1, ReqNo(1), b"put a 1");
     let reqs = net.auth_reqs(&actions);
     let order = net.cfg.quorums.order;
     assert_eq!(
@@ -303,7 +303,7 @@ fn as1_authenticator_verifies_at_each_order_replica_and_only_there() {
 fn persist_and_sync_precede_the_auth_req() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
-    let actions = net.request(&mut r, 0, 2, 1, b"put b 2");
+    let actions = net.request(&mut r, 0, 2, ReqNo(1), b"put b 2");
     let put = actions
         .iter()
         .position(
@@ -325,8 +325,8 @@ fn persist_and_sync_precede_the_auth_req() {
 fn as3_one_request_per_identifier() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
-    let first = net.request(&mut r, 0, 1, 1, b"put a 1");
-    let again = net.request(&mut r, 10, 1, 1, b"put a 1");
+    let first = net.request(&mut r, 0, 1, ReqNo(1), b"put a 1");
+    let again = net.request(&mut r, 10, 1, ReqNo(1), b"put a 1");
     // The repeat is answered with the same AUTH-REQ, not a second authentication.
     assert_eq!(net.auth_reqs(&first), net.auth_reqs(&again));
     assert!(stores(&again).is_empty());
@@ -334,11 +334,11 @@ fn as3_one_request_per_identifier() {
 
     // Another operation under the number is not authenticated: the replica answers with the
     // AUTH-REQ it already built (here the retransmission above used up the resend allowance).
-    let other = net.request(&mut r, 20, 1, 1, b"put a 666");
+    let other = net.request(&mut r, 20, 1, ReqNo(1), b"put a 666");
     assert!(net.auth_reqs(&other).is_empty(), "{other:?}");
     assert_eq!(r.counters().get("reused-number"), 1);
     assert_eq!(r.counters().get("authenticated"), 1);
-    assert_eq!(r.last_sent_nc(1), Some(1));
+    assert_eq!(r.last_sent_nc(1), Some(ReqNo(1)));
     // A correct client that lost its record does this: it is not blacklisted.
     assert_eq!(r.blacklisted(), 0);
 }
@@ -350,10 +350,10 @@ fn as3_one_request_per_identifier() {
 fn as3_the_same_bytes_from_another_life_are_another_request() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
-    net.request(&mut r, 0, 1, 1, b"incr k");
+    net.request(&mut r, 0, 1, ReqNo(1), b"incr k");
     let later_life = Message::Request {
         life: plumb_wire::Life(77),
-        nc: 1,
+        nc: ReqNo(1),
         op: b"incr k".to_vec(),
     };
     net.deliver(&mut r, 10, Principal::Client(1), &later_life);
@@ -374,15 +374,15 @@ fn a_stranded_pending_request_is_superseded_after_auth_resend_us() {
     let wait = net.cfg.auth_resend_us;
     let mut r = net.replica(Recovered::default());
     let old = big_op(1);
-    net.request(&mut r, 0, 1, 1, &old);
-    let early = net.request(&mut r, wait - 1, 1, 1, b"new life");
+    net.request(&mut r, 0, 1, ReqNo(1), &old);
+    let early = net.request(&mut r, wait - 1, 1, ReqNo(1), b"new life");
     assert!(net
         .auth_reqs(&early)
         .iter()
         .all(|(_, core, _)| core.op_digest() == Digest::of(&old)));
     assert_eq!(r.counters().get("superseded-stranded"), 0);
 
-    let late = net.request(&mut r, wait, 1, 1, b"new life");
+    let late = net.request(&mut r, wait, 1, ReqNo(1), b"new life");
     let sent = net.auth_reqs(&late);
     assert_eq!(sent.len(), net.cfg.quorums.order, "{late:?}");
     assert!(sent
@@ -397,28 +397,28 @@ fn a_stranded_pending_request_is_superseded_after_auth_resend_us() {
         nc,
         digest: Digest::of(op),
     };
-    let served = net.deliver(&mut r, wait, Principal::Exec(0), &fetch(1, &old));
+    let served = net.deliver(&mut r, wait, Principal::Exec(0), &fetch(ReqNo(1), &old));
     assert_eq!(
         net.opened(&served).len(),
         1,
         "the superseded body is still served"
     );
     // Number 1 ordered (either body): both bodies go to the command cache with the batch...
-    net.complete(&mut r, &[0, 1], 3, &[(1, 1)]);
-    let served = net.deliver(&mut r, wait, Principal::Exec(0), &fetch(1, &old));
+    net.complete(&mut r, &[0, 1], 3, &[(1, ReqNo(1))]);
+    let served = net.deliver(&mut r, wait, Principal::Exec(0), &fetch(ReqNo(1), &old));
     assert_eq!(net.opened(&served).len(), 1);
     assert_eq!(r.cached_bodies(), 2);
     // ...and stay there when a later request is ordered (an execution replica that loads an
     // earlier checkpoint fetches them again)...
-    net.request(&mut r, wait + 1, 1, 2, b"next");
-    net.complete(&mut r, &[0, 1], 4, &[(1, 2)]);
-    let served = net.deliver(&mut r, wait + 2, Principal::Exec(0), &fetch(1, &old));
+    net.request(&mut r, wait + 1, 1, ReqNo(2), b"next");
+    net.complete(&mut r, &[0, 1], 4, &[(1, ReqNo(2))]);
+    let served = net.deliver(&mut r, wait + 2, Principal::Exec(0), &fetch(ReqNo(1), &old));
     assert_eq!(net.opened(&served).len(), 1);
     // ...until their interval is collected.
     let cp = net.cfg.checkpoint_interval;
-    net.request(&mut r, wait + 3, 1, 3, b"much later");
-    net.complete(&mut r, &[0, 1], 4 * cp, &[(1, 3)]);
-    let served = net.deliver(&mut r, wait + 4, Principal::Exec(0), &fetch(1, &old));
+    net.request(&mut r, wait + 3, 1, ReqNo(3), b"much later");
+    net.complete(&mut r, &[0, 1], 4 * cp, &[(1, ReqNo(3))]);
+    let served = net.deliver(&mut r, wait + 4, Principal::Exec(0), &fetch(ReqNo(1), &old));
     assert!(net.opened(&served).is_empty());
 }
 
@@ -432,8 +432,8 @@ fn a_superseded_body_survives_restarts_before_and_after_its_number_is_ordered() 
     let mut disk = Disk::default();
     let mut r = net.replica(Recovered::default());
     let old = big_op(1);
-    disk.apply(&net.request(&mut r, 0, 1, 1, &old));
-    let superseding = net.request(&mut r, wait, 1, 1, b"new life");
+    disk.apply(&net.request(&mut r, 0, 1, ReqNo(1), &old));
+    let superseding = net.request(&mut r, wait, 1, ReqNo(1), b"new life");
     assert_eq!(r.counters().get("superseded-stranded"), 1);
     // The superseded body is put before the sync that precedes the AUTH-REQ.
     let ops = stores(&superseding);
@@ -446,13 +446,13 @@ fn a_superseded_body_survives_restarts_before_and_after_its_number_is_ordered() 
     let fetch = Message::Fetch {
         seq: 3,
         client: 1,
-        nc: 1,
+        nc: ReqNo(1),
         digest: Digest::of(&old),
     };
     let mut r = net.replica(disk.recovered());
     let served = net.deliver(&mut r, wait + 1, Principal::Exec(0), &fetch);
     assert_eq!(net.opened(&served).len(), 1, "served after a restart");
-    disk.apply(&net.complete(&mut r, &[0, 1], 3, &[(1, 1)]));
+    disk.apply(&net.complete(&mut r, &[0, 1], 3, &[(1, ReqNo(1))]));
     assert!(!disk.0.contains_key(&recovery::superseded_key(1)));
     let mut r = net.replica(disk.recovered());
     let served = net.deliver(&mut r, wait + 2, Principal::Exec(0), &fetch);
@@ -477,7 +477,7 @@ fn every_superseded_body_stays_fetchable_and_endless_superseding_is_blacklisted(
         .map(|i| format!("op {i}").into_bytes())
         .collect();
     for (i, op) in ops.iter().enumerate() {
-        let sent = net.request(&mut r, i as u64 * wait, 1, 1, op);
+        let sent = net.request(&mut r, i as u64 * wait, 1, ReqNo(1), op);
         assert_eq!(net.auth_reqs(&sent).len(), net.cfg.quorums.order, "op {i}");
     }
     assert_eq!(
@@ -488,7 +488,7 @@ fn every_superseded_body_stays_fetchable_and_endless_superseding_is_blacklisted(
         let fetch = Message::Fetch {
             seq: 3,
             client: 1,
-            nc: 1,
+            nc: ReqNo(1),
             digest: Digest::of(op),
         };
         let served = net.deliver(&mut r, ops.len() as u64 * wait, Principal::Exec(0), &fetch);
@@ -500,7 +500,7 @@ fn every_superseded_body_stays_fetchable_and_endless_superseding_is_blacklisted(
         );
     }
     assert_eq!(r.blacklisted(), 0);
-    let once_more = net.request(&mut r, ops.len() as u64 * wait, 1, 1, b"one more");
+    let once_more = net.request(&mut r, ops.len() as u64 * wait, 1, ReqNo(1), b"one more");
     assert!(net.auth_reqs(&once_more).is_empty());
     assert_eq!(r.counters().get("blacklisted-superseding"), 1);
     assert_eq!(r.blacklisted(), 1);
@@ -513,15 +513,17 @@ fn a_blacklisted_client_is_refused_until_the_entry_expires_then_served() {
     let net = Net::new();
     let ttl = net.cfg.blacklist_us;
     let mut r = net.replica(Recovered::default());
-    net.request(&mut r, 0, 1, 1, b"put a 1");
-    net.complete(&mut r, &[0, 1], 1, &[(1, 1)]);
+    net.request(&mut r, 0, 1, ReqNo(1), b"put a 1");
+    net.complete(&mut r, &[0, 1], 1, &[(1, ReqNo(1))]);
     // Request number 0, which no correct client sends: blacklisted at t = 10.
-    assert!(net.request(&mut r, 10, 1, 0, b"put a 666").is_empty());
+    assert!(net
+        .request(&mut r, 10, 1, ReqNo(0), b"put a 666")
+        .is_empty());
     assert_eq!(r.blacklisted(), 1);
     // Its next, valid request is dropped unread, however often it comes...
     for t in [11, 1_000, ttl / 2, ttl + 9] {
         assert!(
-            net.request(&mut r, t, 1, 2, b"put a 2").is_empty(),
+            net.request(&mut r, t, 1, ReqNo(2), b"put a 2").is_empty(),
             "served at {t}"
         );
     }
@@ -529,15 +531,15 @@ fn a_blacklisted_client_is_refused_until_the_entry_expires_then_served() {
     assert_eq!(r.counters().get("authenticated"), 1);
     // ...while other clients are served meanwhile.
     assert_eq!(
-        net.auth_reqs(&net.request(&mut r, 20, 2, 1, b"get b"))
+        net.auth_reqs(&net.request(&mut r, 20, 2, ReqNo(1), b"get b"))
             .len(),
         4
     );
     // Once the entry expires the client is served again.
-    let later = net.request(&mut r, ttl + 10, 1, 2, b"put a 2");
+    let later = net.request(&mut r, ttl + 10, 1, ReqNo(2), b"put a 2");
     let sent = net.auth_reqs(&later);
     assert_eq!(sent.len(), 4, "{later:?}");
-    assert_eq!(sent[0].1.nc, 2);
+    assert_eq!(sent[0].1.nc, ReqNo(2));
     assert_eq!(r.counters().drops(DropReason::Blacklisted), 4);
 }
 
@@ -554,7 +556,7 @@ fn a_valid_mac_over_an_invalid_body_blacklists_the_client() {
             ME,
             &Message::Request {
                 life: plumb_wire::Life::default(),
-                nc: 1,
+                nc: ReqNo(1),
                 op: b"xxxx".to_vec(),
             },
         )
@@ -568,10 +570,10 @@ fn a_valid_mac_over_an_invalid_body_blacklists_the_client() {
     assert!(run(&mut r, 0, Event::Receive(frame)).is_empty());
     assert_eq!(r.counters().drops(DropReason::Malformed), 1);
     assert_eq!(r.counters().get("blacklisted-malformed"), 1);
-    assert!(net.request(&mut r, 1, 0, 1, b"get a").is_empty());
+    assert!(net.request(&mut r, 1, 0, ReqNo(1), b"get a").is_empty());
     assert_eq!(r.counters().drops(DropReason::Blacklisted), 1);
 
-    assert!(net.request(&mut r, 2, 1, 0, b"get a").is_empty());
+    assert!(net.request(&mut r, 2, 1, ReqNo(0), b"get a").is_empty());
     assert_eq!(r.counters().get("blacklisted-bad-number"), 1);
     let done = Message::BatchComplete {
         seq: 1,
@@ -589,7 +591,7 @@ fn a_valid_mac_over_an_invalid_body_blacklists_the_client() {
             ME,
             &Message::Request {
                 life: plumb_wire::Life::default(),
-                nc: 0,
+                nc: ReqNo(0),
                 op: vec![],
             },
         )
@@ -604,25 +606,25 @@ fn a_valid_mac_over_an_invalid_body_blacklists_the_client() {
 fn al1_older_request_is_answered_with_the_latest() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
-    net.request(&mut r, 0, 1, 1, b"one");
-    net.complete(&mut r, &[0, 1], 1, &[(1, 1)]);
-    let second = net.request(&mut r, 1, 1, 2, b"two");
-    let old = net.request(&mut r, 2, 1, 1, b"one");
+    net.request(&mut r, 0, 1, ReqNo(1), b"one");
+    net.complete(&mut r, &[0, 1], 1, &[(1, ReqNo(1))]);
+    let second = net.request(&mut r, 1, 1, ReqNo(2), b"two");
+    let old = net.request(&mut r, 2, 1, ReqNo(1), b"one");
     assert_eq!(net.auth_reqs(&old), net.auth_reqs(&second));
-    assert_eq!(net.auth_reqs(&old)[0].1.nc, 2);
+    assert_eq!(net.auth_reqs(&old)[0].1.nc, ReqNo(2));
 }
 
 #[test]
 fn as4_no_second_pending_request() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
-    let first = net.request(&mut r, 0, 0, 1, b"one");
+    let first = net.request(&mut r, 0, 0, ReqNo(1), b"one");
     // The next request may overtake the BATCH-COMPLETE of the pending one: held, not sent.
-    let held = net.request(&mut r, 1, 0, 2, b"two");
+    let held = net.request(&mut r, 1, 0, ReqNo(2), b"two");
     assert!(held.is_empty(), "{held:?}");
     assert_eq!(r.counters().get("deferred"), 1);
     // Sent again, it means the BATCH-COMPLETE was lost.
-    let second = net.request(&mut r, 2, 0, 2, b"two");
+    let second = net.request(&mut r, 2, 0, ReqNo(2), b"two");
     assert_eq!(r.counters().get("pending"), 1);
     assert!(
         stores(&second).is_empty(),
@@ -630,9 +632,9 @@ fn as4_no_second_pending_request() {
     );
     // It resends the pending request's AUTH-REQ so that a stale entry gets re-reported.
     assert_eq!(net.auth_reqs(&second), net.auth_reqs(&first));
-    assert_eq!((r.pending_count(), r.last_sent_nc(0)), (1, Some(1)));
+    assert_eq!((r.pending_count(), r.last_sent_nc(0)), (1, Some(ReqNo(1))));
     // A request further ahead is not held.
-    net.request(&mut r, 3, 0, 5, b"five");
+    net.request(&mut r, 3, 0, ReqNo(5), b"five");
     assert_eq!(r.counters().get("deferred"), 1);
 }
 
@@ -640,13 +642,13 @@ fn as4_no_second_pending_request() {
 fn a_request_held_behind_its_pending_one_is_authenticated_once_that_is_ordered() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
-    net.request(&mut r, 0, 1, 1, &big_op(1));
-    assert!(net.request(&mut r, 1, 1, 2, b"two").is_empty());
-    let out = net.complete(&mut r, &[0, 1], 4, &[(1, 1)]);
+    net.request(&mut r, 0, 1, ReqNo(1), &big_op(1));
+    assert!(net.request(&mut r, 1, 1, ReqNo(2), b"two").is_empty());
+    let out = net.complete(&mut r, &[0, 1], 4, &[(1, ReqNo(1))]);
     let auth_reqs = net.auth_reqs(&out);
     assert_eq!(auth_reqs.len(), net.cfg.quorums.order, "{out:?}");
-    assert!(auth_reqs.iter().all(|(_, core, _)| core.nc == 2));
-    assert_eq!((r.pending_count(), r.last_sent_nc(1)), (1, Some(2)));
+    assert!(auth_reqs.iter().all(|(_, core, _)| core.nc == ReqNo(2)));
+    assert_eq!((r.pending_count(), r.last_sent_nc(1)), (1, Some(ReqNo(2))));
 }
 
 #[test]
@@ -655,24 +657,27 @@ fn retransmission_is_rate_limited_per_client() {
     let mut r = net.replica(Recovered::default());
     let period = net.cfg.auth_resend_us;
     let order = net.cfg.quorums.order;
-    net.request(&mut r, 0, 1, 1, b"x");
-    net.request(&mut r, 0, 2, 1, b"y");
-    assert_eq!(sends(&net.request(&mut r, 100, 1, 1, b"x")), order);
-    assert_eq!(sends(&net.request(&mut r, 200, 1, 1, b"x")), 0);
+    net.request(&mut r, 0, 1, ReqNo(1), b"x");
+    net.request(&mut r, 0, 2, ReqNo(1), b"y");
+    assert_eq!(sends(&net.request(&mut r, 100, 1, ReqNo(1), b"x")), order);
+    assert_eq!(sends(&net.request(&mut r, 200, 1, ReqNo(1), b"x")), 0);
     assert_eq!(
-        sends(&net.request(&mut r, 99 + period, 1, 2, b"x2")),
+        sends(&net.request(&mut r, 99 + period, 1, ReqNo(2), b"x2")),
         0,
         "held"
     );
     assert_eq!(
-        sends(&net.request(&mut r, 99 + period, 1, 2, b"x2")),
+        sends(&net.request(&mut r, 99 + period, 1, ReqNo(2), b"x2")),
         0,
         "the pending path shares the limit"
     );
     assert_eq!(r.counters().get("resend-limited"), 2);
     // Another client has its own budget.
-    assert_eq!(sends(&net.request(&mut r, 200, 2, 1, b"y")), order);
-    assert_eq!(sends(&net.request(&mut r, 100 + period, 1, 1, b"x")), order);
+    assert_eq!(sends(&net.request(&mut r, 200, 2, ReqNo(1), b"y")), order);
+    assert_eq!(
+        sends(&net.request(&mut r, 100 + period, 1, ReqNo(1), b"x")),
+        order
+    );
 }
 
 #[test]
@@ -681,8 +686,8 @@ fn small_ops_travel_inline_large_ones_as_digests() {
     let mut r = net.replica(Recovered::default());
     let small = vec![7u8; net.cfg.inline_max_bytes];
     let large = vec![7u8; net.cfg.inline_max_bytes + 1];
-    let a = net.auth_reqs(&net.request(&mut r, 0, 0, 1, &small));
-    let b = net.auth_reqs(&net.request(&mut r, 0, 1, 1, &large));
+    let a = net.auth_reqs(&net.request(&mut r, 0, 0, ReqNo(1), &small));
+    let b = net.auth_reqs(&net.request(&mut r, 0, 1, ReqNo(1), &large));
     assert_eq!(a[0].1.body, Body::Inline(small));
     assert_eq!(b[0].1.body, Body::Digest(Digest::of(&large)));
 }
@@ -692,11 +697,11 @@ fn al2_fetch_serves_matching_bodies_only() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
     let op = big_op(3);
-    net.request(&mut r, 0, 1, 1, &op);
+    net.request(&mut r, 0, 1, ReqNo(1), &op);
     let fetch = Message::Fetch {
         seq: 5,
         client: 1,
-        nc: 1,
+        nc: ReqNo(1),
         digest: Digest::of(&op),
     };
     let served = net.opened(&net.deliver(&mut r, 0, Principal::Exec(2), &fetch));
@@ -707,7 +712,7 @@ fn al2_fetch_serves_matching_bodies_only() {
             Message::Command {
                 seq: 5,
                 client: 1,
-                nc: 1,
+                nc: ReqNo(1),
                 op: op.clone()
             }
         )]
@@ -716,7 +721,7 @@ fn al2_fetch_serves_matching_bodies_only() {
     let wrong = Message::Fetch {
         seq: 5,
         client: 1,
-        nc: 1,
+        nc: ReqNo(1),
         digest: Digest::of(b"other"),
     };
     assert!(net
@@ -725,7 +730,7 @@ fn al2_fetch_serves_matching_bodies_only() {
     let unknown = Message::Fetch {
         seq: 5,
         client: 1,
-        nc: 2,
+        nc: ReqNo(2),
         digest: Digest::of(&op),
     };
     assert!(net
@@ -736,7 +741,7 @@ fn al2_fetch_serves_matching_bodies_only() {
     assert_eq!(r.counters().get("fetch-parked"), 1);
 
     // Once ordered, the body is served from the command cache.
-    net.complete(&mut r, &[0, 1], 5, &[(1, 1)]);
+    net.complete(&mut r, &[0, 1], 5, &[(1, ReqNo(1))]);
     assert_eq!((r.pending_count(), r.cached_bodies()), (0, 1));
     assert_eq!(
         net.opened(&net.deliver(&mut r, 0, Principal::Exec(2), &fetch))
@@ -758,14 +763,14 @@ fn a_fetch_that_overtakes_its_request_is_answered_when_the_request_arrives() {
     };
     // The batch was ordered on other replicas' vouchers; the request has not reached us.
     assert!(net
-        .deliver(&mut r, 0, Principal::Exec(1), &fetch(1, &op))
+        .deliver(&mut r, 0, Principal::Exec(1), &fetch(ReqNo(1), &op))
         .is_empty());
     // A FETCH for the same request with another body, and one for a later request.
-    net.deliver(&mut r, 0, Principal::Exec(2), &fetch(1, b"forged"));
-    net.deliver(&mut r, 0, Principal::Exec(2), &fetch(2, &op));
+    net.deliver(&mut r, 0, Principal::Exec(2), &fetch(ReqNo(1), b"forged"));
+    net.deliver(&mut r, 0, Principal::Exec(2), &fetch(ReqNo(2), &op));
     assert_eq!(r.counters().get("fetch-parked"), 3);
 
-    let out = net.opened(&net.request(&mut r, 1, 1, 1, &op));
+    let out = net.opened(&net.request(&mut r, 1, 1, ReqNo(1), &op));
     let commands: Vec<&(Principal, Message)> = out
         .iter()
         .filter(|(_, m)| matches!(m, Message::Command { .. }))
@@ -777,7 +782,7 @@ fn a_fetch_that_overtakes_its_request_is_answered_when_the_request_arrives() {
             Message::Command {
                 seq: 9,
                 client: 1,
-                nc: 1,
+                nc: ReqNo(1),
                 op: op.clone()
             }
         )]
@@ -786,7 +791,7 @@ fn a_fetch_that_overtakes_its_request_is_answered_when_the_request_arrives() {
     assert_eq!(r.parked_fetches(), 1);
     // Parked FETCHes are bounded.
     for nc in 10..10 + ordered::PARKED_MAX as u64 {
-        net.deliver(&mut r, 2, Principal::Exec(2), &fetch(nc, &op));
+        net.deliver(&mut r, 2, Principal::Exec(2), &fetch(ReqNo(nc), &op));
     }
     assert_eq!(r.parked_fetches(), ordered::PARKED_MAX);
     assert!(r.counters().get("fetch-miss") >= 1);
@@ -796,22 +801,25 @@ fn a_fetch_that_overtakes_its_request_is_answered_when_the_request_arrives() {
 fn batch_complete_needs_r_plus_one_matching_exec_replicas() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
-    net.request(&mut r, 0, 1, 1, &big_op(1));
+    net.request(&mut r, 0, 1, ReqNo(1), &big_op(1));
     // One faulty execution replica, however often it repeats itself, changes nothing.
-    assert!(net.complete(&mut r, &[0, 0, 0], 1, &[(1, 1)]).is_empty());
+    assert!(net
+        .complete(&mut r, &[0, 0, 0], 1, &[(1, ReqNo(1))])
+        .is_empty());
     // A value that names other requests does not count for this one.
-    assert!(net.complete(&mut r, &[2], 1, &[(0, 1)]).is_empty());
+    assert!(net.complete(&mut r, &[2], 1, &[(0, ReqNo(1))]).is_empty());
     assert_eq!((r.pending_count(), r.cached_bodies()), (1, 0));
     // A second replica reporting the request executed, even under another batch number (the
     // retransmission path reports whatever batch it is at): r+1 replicas, one correct.
-    let acted = net.complete(&mut r, &[1], 2, &[(1, 1)]);
+    let acted = net.complete(&mut r, &[1], 2, &[(1, ReqNo(1))]);
     assert_eq!((r.pending_count(), r.cached_bodies()), (0, 1));
     assert!(stores(&acted)
         .iter()
         .any(|op| matches!(op, StoreOp::Put { key, .. } if key.starts_with("auth/cmd/"))));
     // A new request of the client is authenticated now.
     assert_eq!(
-        net.auth_reqs(&net.request(&mut r, 0, 1, 2, b"next")).len(),
+        net.auth_reqs(&net.request(&mut r, 0, 1, ReqNo(2), b"next"))
+            .len(),
         net.cfg.quorums.order
     );
 }
@@ -821,14 +829,14 @@ fn pending_clears_on_a_later_executed_request_and_stays_fetchable() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
     let op = big_op(4);
-    net.request(&mut r, 0, 1, 3, &op);
+    net.request(&mut r, 0, 1, ReqNo(3), &op);
     // This replica missed batch 3 (which ordered 3); batch 6 ordered the client's 4.
-    net.complete(&mut r, &[0, 2], 6, &[(1, 4)]);
+    net.complete(&mut r, &[0, 2], 6, &[(1, ReqNo(4))]);
     assert_eq!(r.pending_count(), 0);
     let fetch = Message::Fetch {
         seq: 3,
         client: 1,
-        nc: 3,
+        nc: ReqNo(3),
         digest: Digest::of(&op),
     };
     assert_eq!(
@@ -842,8 +850,8 @@ fn pending_clears_on_a_later_executed_request_and_stays_fetchable() {
 fn batch_complete_for_an_older_request_keeps_the_pending_one() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
-    net.request(&mut r, 0, 1, 5, b"five");
-    net.complete(&mut r, &[0, 1], 2, &[(1, 4)]);
+    net.request(&mut r, 0, 1, ReqNo(5), b"five");
+    net.complete(&mut r, &[0, 1], 2, &[(1, ReqNo(4))]);
     assert_eq!(r.pending_count(), 1);
 }
 
@@ -854,8 +862,8 @@ fn garbage_collection_keeps_three_intervals() {
     let mut deleted = Vec::new();
     for interval in 0..6u64 {
         let nc = interval + 1;
-        net.request(&mut r, 0, 0, nc, &big_op(nc as u8));
-        let actions = net.complete(&mut r, &[0, 1], interval * CP + 1, &[(0, nc)]);
+        net.request(&mut r, 0, 0, ReqNo(nc), &big_op(nc as u8));
+        let actions = net.complete(&mut r, &[0, 1], interval * CP + 1, &[(0, ReqNo(nc))]);
         deleted.extend(stores(&actions).into_iter().filter_map(|op| match op {
             StoreOp::DeletePrefix { prefix } => Some(prefix.clone()),
             _ => None,
@@ -868,7 +876,7 @@ fn garbage_collection_keeps_three_intervals() {
     let fetch = |nc: u64| Message::Fetch {
         seq: 0,
         client: 0,
-        nc,
+        nc: ReqNo(nc),
         digest: Digest::of(&big_op(nc as u8)),
     };
     assert!(
@@ -882,7 +890,9 @@ fn garbage_collection_keeps_three_intervals() {
         1
     );
     // Reports about collected batches are ignored.
-    assert!(net.complete(&mut r, &[0, 1], 2, &[(0, 1)]).is_empty());
+    assert!(net
+        .complete(&mut r, &[0, 1], 2, &[(0, ReqNo(1))])
+        .is_empty());
     assert_eq!(r.counters().get("batch-complete-stale"), 2);
 }
 
@@ -891,8 +901,8 @@ fn garbage_collection_after_a_jump_drops_every_old_interval() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
     for (nc, seq) in [(1, 1), (2, CP + 1)] {
-        net.request(&mut r, 0, 0, nc, b"op");
-        net.complete(&mut r, &[0, 1], seq, &[(0, nc)]);
+        net.request(&mut r, 0, 0, ReqNo(nc), b"op");
+        net.complete(&mut r, &[0, 1], seq, &[(0, ReqNo(nc))]);
     }
     let actions = net.complete(&mut r, &[0, 1], 20 * CP, &[]);
     let prefixes: Vec<&StoreOp> = stores(&actions);
@@ -915,7 +925,7 @@ fn vote_memory_is_bounded_against_a_faulty_exec_replica() {
     let net = Net::new();
     let mut r = net.replica(Recovered::default());
     for seq in 0..2_000 {
-        net.complete(&mut r, &[2], seq, &[(0, seq)]);
+        net.complete(&mut r, &[2], seq, &[(0, ReqNo(seq))]);
     }
     assert!(
         r.votes.outstanding() <= 3 * CP as usize,
@@ -923,7 +933,10 @@ fn vote_memory_is_bounded_against_a_faulty_exec_replica() {
         r.votes.outstanding()
     );
     let huge: Vec<Executed> = (0..net.cfg.batch_max as u32 + 1)
-        .map(|client| Executed { client, nc: 1 })
+        .map(|client| Executed {
+            client,
+            nc: ReqNo(1),
+        })
         .collect();
     net.deliver(
         &mut r,
@@ -944,33 +957,37 @@ fn recovery_restores_pending_last_sent_and_cache() {
     let mut r = net.replica(Recovered::default());
     let op0 = big_op(10);
     let op1 = big_op(11);
-    let first = net.request(&mut r, 0, 0, 1, &op0);
+    let first = net.request(&mut r, 0, 0, ReqNo(1), &op0);
     disk.apply(&first);
-    disk.apply(&net.request(&mut r, 0, 1, 1, &op1));
-    disk.apply(&net.complete(&mut r, &[0, 1], 3, &[(1, 1)]));
+    disk.apply(&net.request(&mut r, 0, 1, ReqNo(1), &op1));
+    disk.apply(&net.complete(&mut r, &[0, 1], 3, &[(1, ReqNo(1))]));
 
     let mut r = net.replica(disk.recovered());
     let start = run(&mut r, 0, Event::Start);
     assert_eq!(sends(&start), 0);
     assert_eq!((r.pending_count(), r.cached_bodies()), (1, 1));
-    assert_eq!((r.last_sent_nc(0), r.last_sent_nc(1)), (Some(1), Some(1)));
+    assert_eq!(
+        (r.last_sent_nc(0), r.last_sent_nc(1)),
+        (Some(ReqNo(1)), Some(ReqNo(1)))
+    );
 
     // lastSent is the same AUTH-REQ as before the crash; the pending one still blocks.
     assert_eq!(
-        net.auth_reqs(&net.request(&mut r, 0, 0, 1, &op0)),
+        net.auth_reqs(&net.request(&mut r, 0, 0, ReqNo(1), &op0)),
         net.auth_reqs(&first)
     );
-    net.request(&mut r, 2, 0, 2, b"two");
-    net.request(&mut r, 2, 0, 2, b"two");
+    net.request(&mut r, 2, 0, ReqNo(2), b"two");
+    net.request(&mut r, 2, 0, ReqNo(2), b"two");
     assert_eq!(r.counters().get("pending"), 1);
     // lastSent survived: another operation under number 1 is not authenticated.
     assert!(net
-        .auth_reqs(&net.request(&mut r, 2, 0, 1, b"different"))
+        .auth_reqs(&net.request(&mut r, 2, 0, ReqNo(1), b"different"))
         .is_empty());
     assert_eq!(r.counters().get("reused-number"), 1);
     // Client 1's request was ordered: its next one is authenticated.
     assert_eq!(
-        net.auth_reqs(&net.request(&mut r, 3, 1, 2, b"next")).len(),
+        net.auth_reqs(&net.request(&mut r, 3, 1, ReqNo(2), b"next"))
+            .len(),
         net.cfg.quorums.order
     );
 
@@ -978,7 +995,7 @@ fn recovery_restores_pending_last_sent_and_cache() {
         let fetch = Message::Fetch {
             seq: 3,
             client,
-            nc: 1,
+            nc: ReqNo(1),
             digest: Digest::of(op),
         };
         let served = net.opened(&net.deliver(&mut r, 0, Principal::Exec(1), &fetch));
@@ -989,7 +1006,7 @@ fn recovery_restores_pending_last_sent_and_cache() {
                 Message::Command {
                     seq: 3,
                     client,
-                    nc: 1,
+                    nc: ReqNo(1),
                     op: op.clone()
                 }
             )]
@@ -1003,8 +1020,8 @@ fn recovery_drops_intervals_outside_the_window_on_start() {
     let mut disk = Disk::default();
     let mut r = net.replica(Recovered::default());
     for (nc, seq) in [(1, 1), (2, 3 * CP + 1)] {
-        disk.apply(&net.request(&mut r, 0, 0, nc, b"op"));
-        disk.apply(&net.complete(&mut r, &[0, 1], seq, &[(0, nc)]));
+        disk.apply(&net.request(&mut r, 0, 0, ReqNo(nc), b"op"));
+        disk.apply(&net.complete(&mut r, &[0, 1], seq, &[(0, ReqNo(nc))]));
     }
     // Simulate a crash before the deletion reached the disk.
     let stale = StoredRecordForTest::cached(0, 0, 1, 1, b"op");
@@ -1026,12 +1043,12 @@ impl StoredRecordForTest {
     fn cached(interval: u64, client: u32, nc: u64, seq: u64, op: &[u8]) -> (String, Vec<u8>) {
         let record = recovery::CachedRecord {
             client,
-            nc,
+            nc: ReqNo(nc),
             seq,
             op: op.to_vec(),
         };
         (
-            cached_key(interval, client, nc),
+            cached_key(interval, client, ReqNo(nc)),
             plumb_core::storage::encode(&record),
         )
     }
@@ -1040,7 +1057,7 @@ impl StoredRecordForTest {
         let record = recovery::StoredRequest {
             client,
             life: plumb_wire::Life::default(),
-            nc,
+            nc: ReqNo(nc),
             op: op.to_vec(),
         };
         (request_key(client), plumb_core::storage::encode(&record))
@@ -1063,13 +1080,13 @@ fn corrupt_records_are_ignored_and_counted() {
     // A cache record filed under the wrong interval.
     let misfiled = StoredRecordForTest::cached(0, 1, 1, 9 * CP, b"x");
     records.insert(misfiled.0, misfiled.1);
-    let corrupt = vec![cached_key(0, 2, 1)];
+    let corrupt = vec![cached_key(0, 2, ReqNo(1))];
     let r = net.replica(Recovered { records, corrupt });
     assert_eq!(r.counters().get("recovered-corrupt"), 4);
     assert_eq!((r.pending_count(), r.cached_bodies()), (1, 0));
     assert_eq!(
         (r.last_sent_nc(0), r.last_sent_nc(1), r.last_sent_nc(2)),
-        (Some(4), None, None)
+        (Some(ReqNo(4)), None, None)
     );
 }
 
@@ -1091,7 +1108,7 @@ proptest! {
             .map(|(kind, n, bytes)| {
                 let key = match kind {
                     0 => request_key(n % 4),
-                    1 => cached_key(u64::from(n % 3), n % 4, 1),
+                    1 => cached_key(u64::from(n % 3), n % 4, ReqNo(1)),
                     _ => format!("auth/other/{n}"),
                 };
                 (key, bytes)
@@ -1110,7 +1127,7 @@ proptest! {
     ) {
         let net = Net::new();
         let mut r = net.replica(Recovered::default());
-        let mut cores: BTreeMap<(u32, u64), ReqCore> = BTreeMap::new();
+        let mut cores: BTreeMap<(u32, ReqNo), ReqCore> = BTreeMap::new();
         let mut seq = 0;
         for (i, (c, nc, variant, ordered)) in steps.into_iter().enumerate() {
             if ordered {
@@ -1124,11 +1141,11 @@ proptest! {
             let had_pending = r.pending.contains_key(&c);
             let last_before = r.last_sent_nc(c);
             let op = vec![variant; 1 + nc as usize];
-            let actions = net.request(&mut r, i as u64, c, nc, &op);
+            let actions = net.request(&mut r, i as u64, c, ReqNo(nc), &op);
             let authenticated = !stores(&actions).is_empty();
             if authenticated {
                 prop_assert!(!had_pending, "AS4: authenticated while pending");
-                prop_assert!(last_before.unwrap_or(0) < nc, "AS4: a higher one was authenticated");
+                prop_assert!(last_before.unwrap_or(ReqNo(0)) < ReqNo(nc), "AS4: a higher one was authenticated");
             }
             for (_, core, _) in net.auth_reqs(&actions) {
                 let seen = cores.entry((core.client, core.nc)).or_insert_with(|| core.clone());

@@ -208,9 +208,10 @@ impl BenchApp for ReadWorkBench {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plumb_wire::ReqNo;
 
     fn cmd(op: &[u8]) -> Command<'_> {
-        Command::new(1, plumb_wire::Life(0), 1, op)
+        Command::new(1, plumb_wire::Life(0), ReqNo(1), op)
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::target::Target;
 use crate::workload::Workload;
 use futures_util::SinkExt;
 use plumb_gateway::Pool;
-use plumb_wire::Principal;
+use plumb_wire::{Principal, ReqNo};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -351,15 +351,15 @@ async fn attack(cluster: plumb_cluster::Cluster, a: ClientAttack, stop: Arc<Atom
             let op = format!("attack {round}").into_bytes();
             let frame = match a {
                 ClientAttack::BadMacs => {
-                    plumb_adversary::client::bad_mac(&ring, *to, round + 1, &op)
+                    plumb_adversary::client::bad_mac(&ring, *to, ReqNo(round + 1), &op)
                 }
                 ClientAttack::Malformed => plumb_adversary::client::malformed(&ring, *to),
                 // Each number twice, with different operations.
                 ClientAttack::ReusedIds => {
-                    plumb_adversary::client::request(&ring, *to, round / 2 + 1, &op)
+                    plumb_adversary::client::request(&ring, *to, ReqNo(round / 2 + 1), &op)
                 }
                 ClientAttack::RequestFlood => {
-                    plumb_adversary::client::request(&ring, *to, round + 1, &op)
+                    plumb_adversary::client::request(&ring, *to, ReqNo(round + 1), &op)
                 }
                 ClientAttack::ConnectionFlood => None,
             };

@@ -999,7 +999,7 @@ mod tests {
     use super::*;
     use plumb_app::{Application, Command, NonDeterminism};
     use plumb_speculation::SpecBench;
-    use plumb_wire::Life;
+    use plumb_wire::{Life, ReqNo};
 
     /// Run a workload against the application itself, `n` steps.
     fn drive(name: &str, n: usize) -> Result<(), String> {
@@ -1008,7 +1008,7 @@ mod tests {
         let mut previous: Option<Vec<u8>> = None;
         for seq in 1..=n as u64 {
             let op = ops.next(previous.as_deref())?;
-            let cmd = Command::new(1, Life(0), seq, &op);
+            let cmd = Command::new(1, Life(0), ReqNo(seq), &op);
             let out = app.execute(seq, &[cmd], NonDeterminism { time: seq, seed: 0 });
             previous = Some(out.replies[0].clone());
         }

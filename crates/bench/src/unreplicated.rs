@@ -17,7 +17,7 @@ use futures_util::{SinkExt, StreamExt};
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_runtime::link::{self, Framed};
 use plumb_runtime::{wall_micros, DelayLine, LinkDelay};
-use plumb_wire::Life;
+use plumb_wire::{Life, ReqNo};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,7 +35,7 @@ struct Executor {
 
 impl Executor {
     /// Execute `op` as batch `seq + 1` of its own.
-    fn execute(&mut self, client: u32, nc: u64, op: &[u8]) -> Vec<u8> {
+    fn execute(&mut self, client: u32, nc: ReqNo, op: &[u8]) -> Vec<u8> {
         self.seq += 1;
         self.last_time = wall_micros().max(self.last_time + 1);
         self.seed = splitmix(self.seed);
@@ -75,9 +75,9 @@ pub async fn serve(listener: TcpListener, app: Box<dyn Application + Send>) {
         let executor = executor.clone();
         tokio::spawn(async move {
             let (mut sink, mut frames) = link::framed(stream).split();
-            let mut nc = 0u64;
+            let mut nc = ReqNo::NONE;
             while let Some(Ok(op)) = frames.next().await {
-                nc += 1;
+                nc = nc.next();
                 let reply = executor
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

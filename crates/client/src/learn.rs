@@ -97,10 +97,13 @@ impl Client {
         let mut reported: Vec<ReqNo> = learning.answers.values().copied().collect();
         reported.sort_unstable_by(|a, b| b.cmp(a));
         // `needed >= r + 1` (exec - u = max(u, r) + 1), so the rank exists.
-        let used_upto = reported.get(rank.saturating_sub(1)).copied().unwrap_or(0);
+        let used_upto = reported
+            .get(rank.saturating_sub(1))
+            .copied()
+            .unwrap_or(ReqNo::NONE);
         let deferred = learning.deferred.take();
         self.learning = None;
-        self.next_nc = self.next_nc.max(used_upto.saturating_add(1));
+        self.next_nc = self.next_nc.max(used_upto.next());
         self.counters.add("learned-last-request");
         out.push(Action::CancelTimer { id: LEARN });
         if let Some((op, route)) = deferred {

@@ -106,7 +106,7 @@ enum Outstanding {
 
 /// After a retransmission, this many requests go to every authentication replica at once
 /// before the client tries its preferred quorum again.
-pub const ALL_AUTH_AFTER_RETRANSMIT: ReqNo = 1000;
+pub const ALL_AUTH_AFTER_RETRANSMIT: u64 = 1000;
 
 /// The largest operation a request carries: a frame is at most
 /// [`plumb_wire::MAX_FRAME_BYTES`], and the envelope's header, encoding and MAC need room.
@@ -188,9 +188,9 @@ impl Client {
             life,
             counters,
             next_nc: resumed.next_nc,
-            next_ro: 1,
+            next_ro: ReqNo(1),
             base_timeout,
-            all_auth_through: 0,
+            all_auth_through: ReqNo::NONE,
             outstanding,
             learning,
             push: PushVotes::default(),
@@ -314,7 +314,7 @@ impl Client {
         out: &mut Vec<Action>,
     ) {
         let (life, nc) = (self.life, self.next_nc);
-        self.next_nc = nc.saturating_add(1);
+        self.next_nc = nc.next();
         if let Some(e) = early {
             let msg = Message::EarlyRequest {
                 life,
@@ -436,7 +436,7 @@ impl Client {
         o.timeout = o.timeout.saturating_mul(2).min(cap).max(1);
         o.retransmitted = true;
         let timeout = o.timeout;
-        self.all_auth_through = o.nc.saturating_add(ALL_AUTH_AFTER_RETRANSMIT);
+        self.all_auth_through = o.nc.plus(ALL_AUTH_AFTER_RETRANSMIT);
         let msg = Message::Request {
             life: o.life,
             nc: o.nc,
@@ -584,7 +584,7 @@ impl Client {
         };
         let op = std::mem::take(&mut o.op);
         self.outstanding = None;
-        self.next_nc = self.next_nc.max(used_upto.saturating_add(1));
+        self.next_nc = self.next_nc.max(used_upto.next());
         self.counters.add("renumbered");
         // Renumbered: the early reply asked for was for the old number.
         self.start_ordered(now, op, None, out);

@@ -79,7 +79,7 @@ pub(crate) struct ReadOnly {
 impl Client {
     pub(crate) fn start_read_only(&mut self, op: Vec<u8>, mode: ReadMode, out: &mut Vec<Action>) {
         let (life, ro) = (self.life, self.next_ro);
-        self.next_ro = ro.saturating_add(1);
+        self.next_ro = ro.next();
         match mode {
             ReadMode::Unanimous => {
                 let msg = Message::ReadOnly {
@@ -255,7 +255,7 @@ impl Client {
         });
         let result = pending.votes.remove(&exec).unwrap_or_default();
         out.push(Action::Complete {
-            nc: 0,
+            nc: ReqNo::NONE,
             result,
             answered,
         });
@@ -270,7 +270,7 @@ impl Client {
             self.counters.add("fast-read-timeout");
             self.outstanding = None;
             out.push(Action::Complete {
-                nc: 0,
+                nc: ReqNo::NONE,
                 result: Vec::new(),
                 answered: Answered::Unanswered,
             });

@@ -56,14 +56,14 @@ pub(crate) struct Resumed {
 /// A record written by a version without lives does not decode: it is treated as lost.
 pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed {
     let mut resumed = Resumed {
-        next_nc: 1,
+        next_nc: ReqNo(1),
         outstanding: None,
         trusted: false,
     };
     match read::<OutRecord>(recovered, OUT_KEY) {
         Read::Absent => {}
         Read::Corrupt => counters.add("recovered-corrupt"),
-        Read::Valid(OutRecord::Outstanding { life, nc, op }) if nc >= 1 => {
+        Read::Valid(OutRecord::Outstanding { life, nc, op }) if nc >= ReqNo(1) => {
             resumed.trusted = true;
             if op.len() > crate::MAX_OPERATION_BYTES {
                 // Written by a version that did not refuse it: no frame can carry it, so it
@@ -72,12 +72,12 @@ pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed 
                 counters.add("recovered-oversized-dropped");
                 resumed.next_nc = nc;
             } else {
-                resumed.next_nc = nc.saturating_add(1);
+                resumed.next_nc = nc.next();
                 resumed.outstanding = Some((life, nc, op));
             }
         }
-        Read::Valid(OutRecord::Completed { nc }) if nc >= 1 => {
-            resumed.next_nc = nc.saturating_add(1);
+        Read::Valid(OutRecord::Completed { nc }) if nc >= ReqNo(1) => {
+            resumed.next_nc = nc.next();
             resumed.trusted = true;
         }
         Read::Valid(_) => counters.add("recovered-corrupt"),
@@ -91,7 +91,7 @@ pub(crate) fn resume(recovered: &Recovered, counters: &mut Counters) -> Resumed 
         resumed.outstanding = None;
         // Nor its number: one above a request that never reached a quorum would leave a gap
         // the order stage refuses for good (found by `plumb sim --seed 942 --u 1 --r 0`).
-        resumed.next_nc = 1;
+        resumed.next_nc = ReqNo(1);
     }
     resumed
 }

@@ -65,7 +65,7 @@ impl World {
         let (mut c, _) = self.starting_client(recovered);
         if c.learning() {
             for e in 0..3 {
-                run(&mut c, 0, self.last_request(e, 0));
+                run(&mut c, 0, self.last_request(e, ReqNo(0)));
             }
             assert!(!c.learning());
         }
@@ -118,7 +118,10 @@ impl World {
                 nc,
                 req: request_id(C, life, nc, Digest::of(op)),
                 result: result.to_vec(),
-                at: plumb_wire::Position { seq: nc, index: 0 },
+                at: plumb_wire::Position {
+                    seq: nc.0,
+                    index: 0,
+                },
             },
         )
     }
@@ -182,11 +185,12 @@ fn submit(c: &mut Client, now: Micros, op: &[u8], read_only: bool) -> Vec<Action
     out
 }
 
-fn completes(actions: &[Action]) -> Vec<(ReqNo, Vec<u8>)> {
+/// The request numbers (bare, to compare with literals) and results of the completions.
+fn completes(actions: &[Action]) -> Vec<(u64, Vec<u8>)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Complete { nc, result, .. } => Some((*nc, result.clone())),
+            Action::Complete { nc, result, .. } => Some((nc.0, result.clone())),
             _ => None,
         })
         .collect()
@@ -217,7 +221,7 @@ fn request_number(sent: &[(Principal, Message)], op: &[u8]) -> ReqNo {
         })
         .collect();
     assert_eq!(ncs.len(), 1, "one request number per transmission");
-    ncs.into_iter().next().unwrap_or(0)
+    ncs.into_iter().next().unwrap_or(ReqNo(0))
 }
 
 /// Deliver `exec`'s reply for `nc` naming the operation the client has outstanding there.
@@ -261,7 +265,7 @@ fn cs1_cs2_numbers_start_at_one_and_submit_is_refused_while_outstanding() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     let out = submit(&mut c, 0, b"a", false);
-    assert_eq!(request_number(&w.sent(&out), b"a"), 1);
+    assert_eq!(request_number(&w.sent(&out), b"a"), ReqNo(1));
     assert!(c.outstanding());
     assert_eq!(
         c.submit(1, b"b".to_vec(), crate::Route::Ordered, &mut Vec::new()),
@@ -272,13 +276,13 @@ fn cs1_cs2_numbers_start_at_one_and_submit_is_refused_while_outstanding() {
         Err(ClientBusy)
     );
 
-    let out = answer(&w, &mut c, 10, 1, b"ra");
+    let out = answer(&w, &mut c, 10, ReqNo(1), b"ra");
     assert_eq!(completes(&out), vec![(1, b"ra".to_vec())]);
     assert!(out.iter().any(|a| matches!(
         a,
         Action::Observe(Observation::ClientAccepted {
             client: C,
-            nc: 1,
+            nc: ReqNo(1),
             ..
         })
     )));
@@ -286,9 +290,9 @@ fn cs1_cs2_numbers_start_at_one_and_submit_is_refused_while_outstanding() {
 
     for (nc, op) in [(2, b"b"), (3, b"c")] {
         let out = submit(&mut c, 20, op, false);
-        assert_eq!(request_number(&w.sent(&out), op), nc);
+        assert_eq!(request_number(&w.sent(&out), op), ReqNo(nc));
         assert_eq!(
-            completes(&answer(&w, &mut c, 30, nc, op)),
+            completes(&answer(&w, &mut c, 30, ReqNo(nc), op)),
             vec![(nc, op.to_vec())]
         );
     }
@@ -308,7 +312,7 @@ fn first_transmission_goes_to_preferred_quorum_retransmissions_to_all() {
     let out = run(&mut c, 500_000, Event::Timer(RETRANSMIT));
     let sent = w.sent(&out);
     assert_eq!(receivers(&sent), auths(&[0, 1, 2, 3]));
-    assert_eq!(request_number(&sent, b"op"), 1);
+    assert_eq!(request_number(&sent, b"op"), ReqNo(1));
     assert_eq!(c.counters().get("retransmit"), 1);
 }
 
@@ -323,7 +327,7 @@ fn after_a_retransmission_requests_go_to_every_auth_replica_for_a_while() {
     run(&mut c, 500_000, Event::Timer(RETRANSMIT));
     let mut t = 600_000;
     for nc in 1..=crate::ALL_AUTH_AFTER_RETRANSMIT + 1 {
-        answer(&w, &mut c, t, nc, b"ok");
+        answer(&w, &mut c, t, ReqNo(nc), b"ok");
         t += 1_000;
         let out = submit(&mut c, t, b"next", false);
         let expected = if nc < crate::ALL_AUTH_AFTER_RETRANSMIT + 1 {
@@ -359,16 +363,16 @@ fn base_timeout_follows_observed_latency_within_bounds() {
     // Slow: 1.7 s from first send to acceptance.
     submit(&mut c, 1_000_000, b"a", false);
     run(&mut c, 1_500_000, Event::Timer(RETRANSMIT));
-    answer(&w, &mut c, 2_700_000, 1, b"r");
+    answer(&w, &mut c, 2_700_000, ReqNo(1), b"r");
     assert_eq!(c.base_timeout(), 1_700_000);
     let out = submit(&mut c, 3_000_000, b"b", false);
     assert_eq!(timer_set(&out, RETRANSMIT), Some(1_700_000));
     // Fast: back to the initial timeout, never below it.
-    answer(&w, &mut c, 3_000_100, 2, b"r");
+    answer(&w, &mut c, 3_000_100, ReqNo(2), b"r");
     assert_eq!(c.base_timeout(), 500_000);
     // Very slow: capped.
     submit(&mut c, 4_000_000, b"c", false);
-    answer(&w, &mut c, 20_000_000, 3, b"r");
+    answer(&w, &mut c, 20_000_000, ReqNo(3), b"r");
     assert_eq!(c.base_timeout(), 4_000_000);
 }
 
@@ -377,7 +381,7 @@ fn accepted_request_cancels_its_timer_and_a_late_timer_does_nothing() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    let out = answer(&w, &mut c, 5, 1, b"r");
+    let out = answer(&w, &mut c, 5, ReqNo(1), b"r");
     assert!(out.contains(&Action::CancelTimer { id: RETRANSMIT }));
     assert!(run(&mut c, 500_000, Event::Timer(RETRANSMIT)).is_empty());
 }
@@ -389,10 +393,10 @@ fn reply_needs_r_plus_1_matching_results() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    assert!(completes(&reply_run(&w, &mut c, 1, 0, 1, b"x")).is_empty());
-    assert!(completes(&reply_run(&w, &mut c, 2, 1, 1, b"y")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 1, 0, ReqNo(1), b"x")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 2, 1, ReqNo(1), b"y")).is_empty());
     assert_eq!(
-        completes(&reply_run(&w, &mut c, 3, 2, 1, b"x")),
+        completes(&reply_run(&w, &mut c, 3, 2, ReqNo(1), b"x")),
         vec![(1, b"x".to_vec())]
     );
 }
@@ -402,11 +406,11 @@ fn one_faulty_replica_repeating_a_result_counts_once() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    assert!(completes(&reply_run(&w, &mut c, 1, 0, 1, b"evil")).is_empty());
-    assert!(completes(&reply_run(&w, &mut c, 2, 0, 1, b"evil")).is_empty());
-    assert!(completes(&reply_run(&w, &mut c, 3, 1, 1, b"good")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 1, 0, ReqNo(1), b"evil")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 2, 0, ReqNo(1), b"evil")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 3, 1, ReqNo(1), b"good")).is_empty());
     assert_eq!(
-        completes(&reply_run(&w, &mut c, 4, 2, 1, b"good")),
+        completes(&reply_run(&w, &mut c, 4, 2, ReqNo(1), b"good")),
         vec![(1, b"good".to_vec())]
     );
 }
@@ -416,12 +420,12 @@ fn a_later_reply_replaces_the_replicas_earlier_vote() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    reply_run(&w, &mut c, 1, 0, 1, b"good");
-    reply_run(&w, &mut c, 2, 0, 1, b"evil");
+    reply_run(&w, &mut c, 1, 0, ReqNo(1), b"good");
+    reply_run(&w, &mut c, 2, 0, ReqNo(1), b"evil");
     // Replica 0 no longer votes "good": one vote is not r + 1.
-    assert!(completes(&reply_run(&w, &mut c, 3, 1, 1, b"good")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 3, 1, ReqNo(1), b"good")).is_empty());
     assert_eq!(
-        completes(&reply_run(&w, &mut c, 4, 2, 1, b"good")),
+        completes(&reply_run(&w, &mut c, 4, 2, ReqNo(1), b"good")),
         vec![(1, b"good".to_vec())]
     );
 }
@@ -433,16 +437,16 @@ fn replies_that_differ_from_the_accepted_result_are_counted_as_divergent() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"a", false);
-    reply_run(&w, &mut c, 1, 0, 1, b"drifted");
-    reply_run(&w, &mut c, 2, 1, 1, b"good");
+    reply_run(&w, &mut c, 1, 0, ReqNo(1), b"drifted");
+    reply_run(&w, &mut c, 2, 1, ReqNo(1), b"good");
     assert_eq!(
-        completes(&reply_run(&w, &mut c, 3, 2, 1, b"good")),
+        completes(&reply_run(&w, &mut c, 3, 2, ReqNo(1), b"good")),
         vec![(1, b"good".to_vec())]
     );
     assert_eq!(c.counters().get("reply-divergent"), 1);
     // Late replies: one agrees, one does not.
-    run(&mut c, 4, w.reply_for(1, 1, b"a", b"good"));
-    run(&mut c, 5, w.reply_for(0, 1, b"a", b"drifted again"));
+    run(&mut c, 4, w.reply_for(1, ReqNo(1), b"a", b"good"));
+    run(&mut c, 5, w.reply_for(0, ReqNo(1), b"a", b"drifted again"));
     assert_eq!(c.counters().get("reply-divergent"), 2);
     assert_eq!(c.counters().get("stale-reply"), 0);
 }
@@ -451,15 +455,15 @@ fn replies_that_differ_from_the_accepted_result_are_counted_as_divergent() {
 fn stale_and_non_exec_replies_are_dropped_and_counted() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
-    assert!(reply_run(&w, &mut c, 0, 0, 1, b"r").is_empty());
+    assert!(reply_run(&w, &mut c, 0, 0, ReqNo(1), b"r").is_empty());
     assert_eq!(c.counters().get("stale-reply"), 1);
 
     submit(&mut c, 0, b"a", false);
-    answer(&w, &mut c, 1, 1, b"r");
+    answer(&w, &mut c, 1, ReqNo(1), b"r");
     submit(&mut c, 2, b"b", false);
     let mut out = Vec::new();
     for e in 0..3 {
-        let reply = w.reply(&c, e, 1, b"r");
+        let reply = w.reply(&c, e, ReqNo(1), b"r");
         c.handle(3, reply, &mut out);
     }
     for p in [Principal::Auth(0), Principal::Order(1)] {
@@ -468,8 +472,8 @@ fn stale_and_non_exec_replies_are_dropped_and_counted() {
             w.from(
                 p,
                 Message::Reply {
-                    nc: 2,
-                    req: request_id(C, life(), 2, Digest::of(b"b")),
+                    nc: ReqNo(2),
+                    req: request_id(C, life(), ReqNo(2), Digest::of(b"b")),
                     result: b"r".to_vec(),
                     at: plumb_wire::Position::default(),
                 },
@@ -514,7 +518,7 @@ fn cs3_request_is_persisted_and_synced_before_it_is_sent() {
         record,
         Some(OutRecord::Outstanding {
             life: life(),
-            nc: 1,
+            nc: ReqNo(1),
             op: b"op".to_vec()
         })
     );
@@ -527,12 +531,12 @@ fn a_recovered_request_too_large_to_send_is_dropped() {
     let w = World::new();
     let mut before = w.client(Recovered::default());
     let mut actions = submit(&mut before, 0, b"x", false);
-    actions.extend(answer(&w, &mut before, 1, 1, b"r"));
+    actions.extend(answer(&w, &mut before, 1, ReqNo(1), b"r"));
     let big = vec![b'v'; crate::MAX_OPERATION_BYTES + 1];
     actions.push(Action::Store(
         OutRecord::Outstanding {
             life: life(),
-            nc: 2,
+            nc: ReqNo(2),
             op: big,
         }
         .put(),
@@ -548,7 +552,7 @@ fn a_recovered_request_too_large_to_send_is_dropped() {
     let out = run(&mut after, 100, Event::Start);
     assert!(w.sent(&out).is_empty(), "nothing resent");
     let out = submit(&mut after, 300, b"next", false);
-    assert_eq!(request_number(&w.sent(&out), b"next"), 2);
+    assert_eq!(request_number(&w.sent(&out), b"next"), ReqNo(2));
 }
 
 #[test]
@@ -556,7 +560,7 @@ fn cs3_recovered_client_resends_its_outstanding_request_on_start() {
     let w = World::new();
     let mut before = w.client(Recovered::default());
     let mut actions = submit(&mut before, 0, b"x", false);
-    actions.extend(answer(&w, &mut before, 1, 1, b"r"));
+    actions.extend(answer(&w, &mut before, 1, ReqNo(1), b"r"));
     actions.extend(submit(&mut before, 2, b"op", false));
 
     let ctx = StageContext {
@@ -573,15 +577,15 @@ fn cs3_recovered_client_resends_its_outstanding_request_on_start() {
     let out = run(&mut after, 100, Event::Start);
     let sent = w.sent(&out);
     assert_eq!(receivers(&sent), auths(&[0, 1, 2, 3]));
-    assert_eq!(request_number(&sent, b"op"), 2);
+    assert_eq!(request_number(&sent, b"op"), ReqNo(2));
     assert_eq!(timer_set(&out, RETRANSMIT), Some(500_000));
 
     assert_eq!(
-        completes(&answer(&w, &mut after, 200, 2, b"done")),
+        completes(&answer(&w, &mut after, 200, ReqNo(2), b"done")),
         vec![(2, b"done".to_vec())]
     );
     let out = submit(&mut after, 300, b"next", false);
-    assert_eq!(request_number(&w.sent(&out), b"next"), 3);
+    assert_eq!(request_number(&w.sent(&out), b"next"), ReqNo(3));
 }
 
 #[test]
@@ -589,13 +593,13 @@ fn cs3_recovered_after_completion_continues_numbering_without_resending() {
     let w = World::new();
     let mut before = w.client(Recovered::default());
     let mut actions = submit(&mut before, 0, b"x", false);
-    actions.extend(answer(&w, &mut before, 1, 1, b"r"));
+    actions.extend(answer(&w, &mut before, 1, ReqNo(1), b"r"));
 
     let mut after = w.client(disk(&actions));
     assert!(!after.outstanding());
     assert!(run(&mut after, 5, Event::Start).is_empty());
     let out = submit(&mut after, 10, b"y", false);
-    assert_eq!(request_number(&w.sent(&out), b"y"), 2);
+    assert_eq!(request_number(&w.sent(&out), b"y"), ReqNo(2));
 }
 
 /// A damaged span the store could not attribute may hide a newer `client/out` behind an older
@@ -619,10 +623,10 @@ fn a_record_beside_a_damaged_span_is_not_trusted() {
     // Request 1 never reached a quorum: the replicas report nothing executed, and the next
     // request is 1 again, not 2 as the record would have it (no gap: OS3).
     let mut c = c;
-    run(&mut c, 1, w.last_request(0, 0));
-    run(&mut c, 1, w.last_request(1, 0));
+    run(&mut c, 1, w.last_request(0, ReqNo(0)));
+    run(&mut c, 1, w.last_request(1, ReqNo(0)));
     assert!(!c.learning());
-    assert_eq!(c.next_request_number(), 1);
+    assert_eq!(c.next_request_number(), ReqNo(1));
 }
 
 #[test]
@@ -634,7 +638,7 @@ fn corrupt_record_starts_at_one_and_is_counted() {
     };
     let mut c = w.client(corrupt);
     assert_eq!(c.counters().get("recovered-corrupt"), 1);
-    assert_eq!(c.next_request_number(), 1);
+    assert_eq!(c.next_request_number(), ReqNo(1));
 
     let mut garbage = Recovered::default();
     garbage.records.insert(OUT_KEY.to_string(), vec![0xff; 3]);
@@ -642,7 +646,7 @@ fn corrupt_record_starts_at_one_and_is_counted() {
     assert_eq!(c2.counters().get("recovered-corrupt"), 1);
     assert!(!c2.outstanding());
     let out = submit(&mut c, 0, b"op", false);
-    assert_eq!(request_number(&w.sent(&out), b"op"), 1);
+    assert_eq!(request_number(&w.sent(&out), b"op"), ReqNo(1));
 }
 
 #[test]
@@ -655,20 +659,22 @@ fn lost_record_client_renumbers_above_what_r_plus_1_replicas_report() {
     submit(&mut c, 0, b"new", false);
     // One (possibly faulty) replica claiming a high number changes nothing, however often.
     for _ in 0..3 {
-        assert!(w.sent(&reply_run(&w, &mut c, 1, 0, 100, b"old")).is_empty());
+        assert!(w
+            .sent(&reply_run(&w, &mut c, 1, 0, ReqNo(100), b"old"))
+            .is_empty());
     }
     // A second replica vouches for 5: one of the two is correct, so 1..=5 are used.
-    let out = reply_run(&w, &mut c, 2, 1, 5, b"old");
+    let out = reply_run(&w, &mut c, 2, 1, ReqNo(5), b"old");
     let sync = out.iter().position(|a| *a == Action::Store(StoreOp::Sync));
     let first_send = out.iter().position(|a| matches!(a, Action::Send { .. }));
     assert!(sync.is_some() && sync < first_send);
-    assert_eq!(request_number(&w.sent(&out), b"new"), 6);
+    assert_eq!(request_number(&w.sent(&out), b"new"), ReqNo(6));
     assert_eq!(c.counters().get("renumbered"), 1);
     assert_eq!(
-        completes(&answer(&w, &mut c, 3, 6, b"ok")),
+        completes(&answer(&w, &mut c, 3, ReqNo(6), b"ok")),
         vec![(6, b"ok".to_vec())]
     );
-    assert_eq!(c.next_request_number(), 7);
+    assert_eq!(c.next_request_number(), ReqNo(7));
 }
 
 // ---- a client that lost its record (docs/protocol.md "Clients after a crash")
@@ -701,16 +707,16 @@ fn lost_record_reused_number_never_returns_the_old_operations_result() {
     let w = World::new();
     let (mut c, out) = w.starting_client(lost_record());
     assert_eq!(queried(&w.sent(&out)), execs(&[0, 1, 2]));
-    run(&mut c, 1, w.last_request(0, 4));
-    run(&mut c, 1, w.last_request(1, 4));
+    run(&mut c, 1, w.last_request(0, ReqNo(4)));
+    run(&mut c, 1, w.last_request(1, ReqNo(4)));
     assert!(!c.learning());
     let out = submit(&mut c, 2, b"B", false);
-    assert_eq!(request_number(&w.sent(&out), b"B"), 5);
+    assert_eq!(request_number(&w.sent(&out), b"B"), ReqNo(5));
 
     // Every execution replica executed the previous life's A as 5 and says so.
     let mut out = Vec::new();
     for e in 0..3 {
-        c.handle(3, w.reply_for(e, 5, b"A", b"result of A"), &mut out);
+        c.handle(3, w.reply_for(e, ReqNo(5), b"A", b"result of A"), &mut out);
     }
     assert!(completes(&out).is_empty(), "A's result is not B's answer");
     // `r + 1` of them moved the client on; the third is stale by then.
@@ -718,7 +724,7 @@ fn lost_record_reused_number_never_returns_the_old_operations_result() {
     assert_eq!(c.counters().get("stale-reply"), 1);
     assert_eq!(c.counters().get("renumbered"), 1);
     let sent = w.sent(&out);
-    assert_eq!(request_number(&sent, b"B"), 6);
+    assert_eq!(request_number(&sent, b"B"), ReqNo(6));
     assert_eq!(
         receivers(&sent),
         auths(&[0, 1, 3]),
@@ -732,12 +738,12 @@ fn lost_record_reused_number_never_returns_the_old_operations_result() {
             .map(|v| decode::<OutRecord>(v)),
         Some(Some(OutRecord::Outstanding {
             life: life(),
-            nc: 6,
+            nc: ReqNo(6),
             op: b"B".to_vec()
         }))
     );
     assert_eq!(
-        completes(&answer(&w, &mut c, 4, 6, b"result of B")),
+        completes(&answer(&w, &mut c, 4, ReqNo(6), b"result of B")),
         vec![(6, b"result of B".to_vec())]
     );
 }
@@ -750,14 +756,14 @@ fn r_replies_naming_another_operation_change_nothing() {
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"mine", false);
     for t in 1..4 {
-        let out = run(&mut c, t, w.reply_for(0, 1, b"theirs", b"x"));
+        let out = run(&mut c, t, w.reply_for(0, ReqNo(1), b"theirs", b"x"));
         assert!(out.is_empty());
     }
     assert_eq!(c.counters().get("renumbered"), 0);
     // The liar's own vote for the right operation and result would count once, not more.
-    assert!(completes(&reply_run(&w, &mut c, 5, 1, 1, b"ok")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 5, 1, ReqNo(1), b"ok")).is_empty());
     assert_eq!(
-        completes(&reply_run(&w, &mut c, 6, 2, 1, b"ok")),
+        completes(&reply_run(&w, &mut c, 6, 2, ReqNo(1), b"ok")),
         vec![(1, b"ok".to_vec())]
     );
 }
@@ -777,19 +783,19 @@ fn submit_waits_while_the_client_learns_its_number() {
         Err(ClientBusy)
     );
     // One answer is not enough: it may be the liar.
-    assert!(run(&mut c, 2, w.last_request(2, 9)).is_empty());
-    let out = run(&mut c, 3, w.last_request(0, 9));
+    assert!(run(&mut c, 2, w.last_request(2, ReqNo(9))).is_empty());
+    let out = run(&mut c, 3, w.last_request(0, ReqNo(9)));
     assert!(out.contains(&Action::CancelTimer { id: LEARN }));
-    assert_eq!(request_number(&w.sent(&out), b"op"), 10);
+    assert_eq!(request_number(&w.sent(&out), b"op"), ReqNo(10));
     assert!(!c.learning());
     // A late answer is stale.
-    assert!(run(&mut c, 4, w.last_request(1, 9)).is_empty());
+    assert!(run(&mut c, 4, w.last_request(1, ReqNo(9))).is_empty());
     assert_eq!(c.counters().get("stale-last-request"), 1);
     // A read-only operation submitted while learning waits the same way.
     let (mut c, _) = w.starting_client(lost_record());
     assert!(submit(&mut c, 1, b"get", true).is_empty());
-    run(&mut c, 2, w.last_request(0, 0));
-    let out = run(&mut c, 2, w.last_request(1, 0));
+    run(&mut c, 2, w.last_request(0, ReqNo(0)));
+    let out = run(&mut c, 2, w.last_request(1, ReqNo(0)));
     assert_eq!(
         read_only_numbers(&w.sent(&out), b"get"),
         BTreeSet::from([1])
@@ -805,20 +811,22 @@ fn a_lying_replica_cannot_make_the_learned_number_skip_ahead() {
     let w = World::new();
     for lie in [u64::MAX, 1000] {
         let (mut c, _) = w.starting_client(lost_record());
-        run(&mut c, 1, w.last_request(0, lie));
-        run(&mut c, 1, w.last_request(1, 4));
-        assert_eq!(c.next_request_number(), 5);
+        run(&mut c, 1, w.last_request(0, ReqNo(lie)));
+        run(&mut c, 1, w.last_request(1, ReqNo(4)));
+        assert_eq!(c.next_request_number(), ReqNo(5));
     }
     let (mut c, _) = w.starting_client(lost_record());
-    run(&mut c, 1, w.last_request(0, 0));
-    run(&mut c, 1, w.last_request(1, 4));
+    run(&mut c, 1, w.last_request(0, ReqNo(0)));
+    run(&mut c, 1, w.last_request(1, ReqNo(4)));
     let out = submit(&mut c, 2, b"op", false);
-    assert_eq!(request_number(&w.sent(&out), b"op"), 1);
+    assert_eq!(request_number(&w.sent(&out), b"op"), ReqNo(1));
     // The auth stage treats 1 as a retransmission; execution replicas resend their cached
     // reply for 4, and `r + 1` of them move the client to 5.
-    assert!(w.sent(&reply_run(&w, &mut c, 3, 1, 4, b"old")).is_empty());
-    let out = reply_run(&w, &mut c, 3, 2, 4, b"old");
-    assert_eq!(request_number(&w.sent(&out), b"op"), 5);
+    assert!(w
+        .sent(&reply_run(&w, &mut c, 3, 1, ReqNo(4), b"old"))
+        .is_empty());
+    let out = reply_run(&w, &mut c, 3, 2, ReqNo(4), b"old");
+    assert_eq!(request_number(&w.sent(&out), b"op"), ReqNo(5));
 }
 
 /// Liveness with a silent replica: the query is retransmitted with back-off, only to replicas
@@ -828,28 +836,28 @@ fn learning_retransmits_to_silent_replicas_and_ends_at_exec_minus_u_answers() {
     let w = World::new();
     let (mut c, out) = w.starting_client(lost_record());
     let first = timer_set(&out, LEARN).expect("learning timer");
-    run(&mut c, 1, w.last_request(0, 2));
+    run(&mut c, 1, w.last_request(0, ReqNo(2)));
     let out = run(&mut c, first, Event::Timer(LEARN));
     assert_eq!(queried(&w.sent(&out)), execs(&[1, 2]));
     assert_eq!(timer_set(&out, LEARN), Some(2 * first));
     let out = run(&mut c, 3 * first, Event::Timer(LEARN));
     assert_eq!(timer_set(&out, LEARN), Some(4 * first));
     // A replica's later answer replaces its earlier one: still one voice.
-    run(&mut c, 3 * first, w.last_request(0, 3));
+    run(&mut c, 3 * first, w.last_request(0, ReqNo(3)));
     assert!(c.learning());
-    run(&mut c, 3 * first, w.last_request(2, 3));
+    run(&mut c, 3 * first, w.last_request(2, ReqNo(3)));
     assert!(!c.learning());
-    assert_eq!(c.next_request_number(), 4);
+    assert_eq!(c.next_request_number(), ReqNo(4));
     // After learning, the timer does nothing.
     assert!(run(&mut c, 8 * first, Event::Timer(LEARN)).is_empty());
 }
 
 // ---- read-only requests
 
-fn read_only_numbers(sent: &[(Principal, Message)], op: &[u8]) -> BTreeSet<ReqNo> {
+fn read_only_numbers(sent: &[(Principal, Message)], op: &[u8]) -> BTreeSet<u64> {
     sent.iter()
         .map(|(_, m)| match m {
-            Message::ReadOnly { nc, op: o, .. } if o == op => *nc,
+            Message::ReadOnly { nc, op: o, .. } if o == op => nc.0,
             other => panic!("expected a read-only request, got {other:?}"),
         })
         .collect()
@@ -871,9 +879,9 @@ fn read_only_is_accepted_only_when_every_exec_replica_agrees() {
     );
 
     // r + 1 matching answers would do for an ordered request, not here.
-    assert!(completes(&run(&mut c, 1, w.ro_reply(0, 1, b"v", 5))).is_empty());
-    assert!(completes(&run(&mut c, 2, w.ro_reply(1, 1, b"v", 6))).is_empty());
-    let out = run(&mut c, 3, w.ro_reply(2, 1, b"v", 7));
+    assert!(completes(&run(&mut c, 1, w.ro_reply(0, ReqNo(1), b"v", 5))).is_empty());
+    assert!(completes(&run(&mut c, 2, w.ro_reply(1, ReqNo(1), b"v", 6))).is_empty());
+    let out = run(&mut c, 3, w.ro_reply(2, ReqNo(1), b"v", 7));
     assert_eq!(completes(&out), vec![(0, b"v".to_vec())]);
     assert!(out.contains(&Action::CancelTimer {
         id: READ_ONLY_DEADLINE
@@ -890,9 +898,9 @@ fn read_only_is_accepted_only_when_every_exec_replica_agrees() {
         !out.iter().any(|a| matches!(a, Action::Store(_))),
         "still within the lease"
     );
-    answer_read_only(&w, &mut c, 2);
+    answer_read_only(&w, &mut c, ReqNo(2));
     let out = submit(&mut c, 5, b"set", false);
-    assert_eq!(request_number(&w.sent(&out), b"set"), 1);
+    assert_eq!(request_number(&w.sent(&out), b"set"), ReqNo(1));
 }
 
 fn answer_read_only(w: &World, c: &mut Client, ro: ReqNo) {
@@ -906,8 +914,8 @@ fn read_only_mismatch_falls_back_to_an_ordered_request() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"get", true);
-    run(&mut c, 1, w.ro_reply(0, 1, b"v", 5));
-    let out = run(&mut c, 2, w.ro_reply(1, 1, b"w", 5));
+    run(&mut c, 1, w.ro_reply(0, ReqNo(1), b"v", 5));
+    let out = run(&mut c, 2, w.ro_reply(1, ReqNo(1), b"w", 5));
     assert!(out.contains(&Action::CancelTimer {
         id: READ_ONLY_DEADLINE
     }));
@@ -921,13 +929,13 @@ fn read_only_mismatch_falls_back_to_an_ordered_request() {
     );
     let sent = w.sent(&out);
     assert_eq!(receivers(&sent), auths(&[3, 0, 1]));
-    assert_eq!(request_number(&sent, b"get"), 1);
+    assert_eq!(request_number(&sent, b"get"), ReqNo(1));
     assert_eq!(c.counters().get("read-only-mismatch"), 1);
 
-    assert!(completes(&run(&mut c, 3, w.ro_reply(2, 1, b"v", 5))).is_empty());
+    assert!(completes(&run(&mut c, 3, w.ro_reply(2, ReqNo(1), b"v", 5))).is_empty());
     assert_eq!(c.counters().get("stale-read-only-reply"), 1);
     assert_eq!(
-        completes(&answer(&w, &mut c, 4, 1, b"v")),
+        completes(&answer(&w, &mut c, 4, ReqNo(1), b"v")),
         vec![(1, b"v".to_vec())]
     );
 }
@@ -937,16 +945,16 @@ fn read_only_timeout_falls_back_to_an_ordered_request() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
     submit(&mut c, 0, b"get", true);
-    run(&mut c, 1, w.ro_reply(0, 1, b"v", 5));
-    run(&mut c, 2, w.ro_reply(1, 1, b"v", 5));
+    run(&mut c, 1, w.ro_reply(0, ReqNo(1), b"v", 5));
+    run(&mut c, 2, w.ro_reply(1, ReqNo(1), b"v", 5));
     let out = run(&mut c, 500_000, Event::Timer(READ_ONLY_DEADLINE));
-    assert_eq!(request_number(&w.sent(&out), b"get"), 1);
+    assert_eq!(request_number(&w.sent(&out), b"get"), ReqNo(1));
     assert_eq!(timer_set(&out, RETRANSMIT), Some(500_000));
     assert_eq!(c.counters().get("read-only-timeout"), 1);
     // A late read-only deadline on the ordered request is ignored.
     assert!(run(&mut c, 600_000, Event::Timer(READ_ONLY_DEADLINE)).is_empty());
     assert_eq!(
-        completes(&answer(&w, &mut c, 700_000, 1, b"v")),
+        completes(&answer(&w, &mut c, 700_000, ReqNo(1), b"v")),
         vec![(1, b"v".to_vec())]
     );
 }
@@ -960,8 +968,8 @@ fn read_only_reply_naming_another_read_does_not_count() {
     submit(&mut c, 0, b"get", true);
     for e in 0..3 {
         let msg = Message::ReadOnlyReply {
-            nc: 1,
-            req: request_id(C, life(), 1, Digest::of(b"get other")),
+            nc: ReqNo(1),
+            req: request_id(C, life(), ReqNo(1), Digest::of(b"get other")),
             result: b"other".to_vec(),
             executed: 1,
         };
@@ -969,10 +977,10 @@ fn read_only_reply_naming_another_read_does_not_count() {
     }
     assert_eq!(c.counters().get("stale-read-only-reply"), 3);
     for e in 0..2 {
-        run(&mut c, 2, w.ro_reply(e, 1, b"v", 1));
+        run(&mut c, 2, w.ro_reply(e, ReqNo(1), b"v", 1));
     }
     assert_eq!(
-        completes(&run(&mut c, 3, w.ro_reply(2, 1, b"v", 1))),
+        completes(&run(&mut c, 3, w.ro_reply(2, ReqNo(1), b"v", 1))),
         vec![(0, b"v".to_vec())]
     );
 }
@@ -996,7 +1004,7 @@ fn a_late_read_only_reply_from_an_earlier_life_does_not_count() {
     let (mut after, _) = w.starting_life(disk(&out), 2);
     assert_ne!(after.life(), before.life());
     for e in 0..3 {
-        run(&mut after, 1, w.last_request(e, 0));
+        run(&mut after, 1, w.last_request(e, ReqNo(0)));
     }
     let out = submit(&mut after, 10, b"get", true);
     assert_eq!(
@@ -1005,7 +1013,7 @@ fn a_late_read_only_reply_from_an_earlier_life_does_not_count() {
     );
     // All three replicas' answers to the earlier life's read arrive late: none counts.
     for e in 0..3 {
-        assert!(completes(&run(&mut after, 11, w.ro_reply(e, 1, b"old", 1))).is_empty());
+        assert!(completes(&run(&mut after, 11, w.ro_reply(e, ReqNo(1), b"old", 1))).is_empty());
     }
     assert_eq!(after.counters().get("stale-read-only-reply"), 3);
 }
@@ -1026,23 +1034,31 @@ fn a_new_life_never_accepts_its_previous_lifes_result_for_the_same_bytes() {
     assert_ne!(after.life(), old, "every start is a new life");
     assert!(after.learning());
     for e in 0..3 {
-        run(&mut after, 1, w.last_request(e, 0));
+        run(&mut after, 1, w.last_request(e, ReqNo(0)));
     }
     let out = submit(&mut after, 2, b"incr k", false);
-    assert_eq!(request_number(&w.sent(&out), b"incr k"), 1);
+    assert_eq!(request_number(&w.sent(&out), b"incr k"), ReqNo(1));
     let mut out = Vec::new();
     for e in 0..2 {
-        out.extend(run(&mut after, 3, w.reply_in(old, e, 1, b"incr k", b"1")));
+        out.extend(run(
+            &mut after,
+            3,
+            w.reply_in(old, e, ReqNo(1), b"incr k", b"1"),
+        ));
     }
     assert!(
         completes(&out).is_empty(),
         "the earlier life's result is not this request's"
     );
     assert_eq!(after.counters().get("renumbered"), 1);
-    assert_eq!(request_number(&w.sent(&out), b"incr k"), 2);
+    assert_eq!(request_number(&w.sent(&out), b"incr k"), ReqNo(2));
     let new = after.life();
-    let mut out = run(&mut after, 4, w.reply_in(new, 0, 2, b"incr k", b"3"));
-    out.extend(run(&mut after, 4, w.reply_in(new, 1, 2, b"incr k", b"3")));
+    let mut out = run(&mut after, 4, w.reply_in(new, 0, ReqNo(2), b"incr k", b"3"));
+    out.extend(run(
+        &mut after,
+        4,
+        w.reply_in(new, 1, ReqNo(2), b"incr k", b"3"),
+    ));
     assert_eq!(completes(&out), vec![(2, b"3".to_vec())]);
 }
 
@@ -1113,8 +1129,8 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
     let mut tampered = w.frame(
         Principal::Exec(0),
         &Message::Reply {
-            nc: 1,
-            req: request_id(C, life(), 1, Digest::of(b"a")),
+            nc: ReqNo(1),
+            req: request_id(C, life(), ReqNo(1), Digest::of(b"a")),
             result: b"r".to_vec(),
             at: plumb_wire::Position::default(),
         },
@@ -1135,8 +1151,8 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
         .seal(
             ME,
             &Message::Reply {
-                nc: 1,
-                req: request_id(C, life(), 1, Digest::of(b"a")),
+                nc: ReqNo(1),
+                req: request_id(C, life(), ReqNo(1), Digest::of(b"a")),
                 result: b"r".to_vec(),
                 at: plumb_wire::Position::default(),
             },
@@ -1156,9 +1172,9 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
     assert_eq!(c.counters().drops(DropReason::Short), 1);
 
     // None of those counted as a vote: one genuine reply is still not enough.
-    assert!(completes(&reply_run(&w, &mut c, 2, 1, 1, b"r")).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 2, 1, ReqNo(1), b"r")).is_empty());
     assert_eq!(
-        completes(&reply_run(&w, &mut c, 3, 2, 1, b"r")),
+        completes(&reply_run(&w, &mut c, 3, 2, ReqNo(1), b"r")),
         vec![(1, b"r".to_vec())]
     );
 }
@@ -1202,12 +1218,12 @@ proptest::proptest! {
         for e in orders[order] {
             if c.learning() {
                 let nc = if e == 0 { lie } else { truth };
-                run(&mut c, 1, w.last_request(e, nc));
+                run(&mut c, 1, w.last_request(e, ReqNo(nc)));
             }
         }
         proptest::prop_assert!(!c.learning());
         let next = c.next_request_number();
-        proptest::prop_assert!((1..=truth + 1).contains(&next));
+        proptest::prop_assert!((1..=truth + 1).contains(&next.0));
     }
 
     #[test]
@@ -1223,17 +1239,17 @@ proptest::proptest! {
             recovered,
         );
         run(&mut c, 0, Event::Start);
-        proptest::prop_assert!(c.next_request_number() >= 1);
+        proptest::prop_assert!(c.next_request_number() >= ReqNo(1));
     }
 }
 
 // ---- client speculation (seed 001): early replies
 
-fn early_replies(actions: &[Action]) -> Vec<(ReqNo, u16, Vec<u8>)> {
+fn early_replies(actions: &[Action]) -> Vec<(u64, u16, Vec<u8>)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Early { nc, exec, result } => Some((*nc, *exec, result.clone())),
+            Action::Early { nc, exec, result } => Some((nc.0, *exec, result.clone())),
             _ => None,
         })
         .collect()
@@ -1303,19 +1319,19 @@ fn a_speculative_request_also_goes_to_its_early_replica_and_passes_its_early_rep
     )));
 
     // Another replica's early reply, or one for another operation, is not passed on.
-    let out = run(&mut c, 1, early_reply(&w, 1, 1, b"incr", b"1"));
+    let out = run(&mut c, 1, early_reply(&w, 1, ReqNo(1), b"incr", b"1"));
     assert!(early_replies(&out).is_empty());
-    let out = run(&mut c, 1, early_reply(&w, 2, 1, b"decr", b"1"));
+    let out = run(&mut c, 1, early_reply(&w, 2, ReqNo(1), b"decr", b"1"));
     assert!(early_replies(&out).is_empty());
     // The asked replica's is, once.
-    let out = run(&mut c, 2, early_reply(&w, 2, 1, b"incr", b"1"));
+    let out = run(&mut c, 2, early_reply(&w, 2, ReqNo(1), b"incr", b"1"));
     assert_eq!(early_replies(&out), vec![(1, 2, b"1".to_vec())]);
     assert!(completes(&out).is_empty(), "an early reply never completes");
-    let out = run(&mut c, 3, early_reply(&w, 2, 1, b"incr", b"1"));
+    let out = run(&mut c, 3, early_reply(&w, 2, ReqNo(1), b"incr", b"1"));
     assert!(early_replies(&out).is_empty());
     assert!(c.outstanding());
     // The agreed answer completes it, whatever the early reply said.
-    let out = answer(&w, &mut c, 4, 1, b"2");
+    let out = answer(&w, &mut c, 4, ReqNo(1), b"2");
     assert_eq!(completes(&out), vec![(1, b"2".to_vec())]);
 }
 
@@ -1331,11 +1347,11 @@ fn an_early_reply_is_never_a_vote() {
         &mut out,
     )
     .expect("idle");
-    run(&mut c, 1, early_reply(&w, 0, 1, b"incr", b"9"));
+    run(&mut c, 1, early_reply(&w, 0, ReqNo(1), b"incr", b"9"));
     // r = 1: one ordered reply matching the early one is still one vote.
-    let out = reply_run(&w, &mut c, 2, 0, 1, b"9");
+    let out = reply_run(&w, &mut c, 2, 0, ReqNo(1), b"9");
     assert!(completes(&out).is_empty());
-    let out = reply_run(&w, &mut c, 3, 1, 1, b"9");
+    let out = reply_run(&w, &mut c, 3, 1, ReqNo(1), b"9");
     assert_eq!(completes(&out), vec![(1, b"9".to_vec())]);
 }
 
@@ -1373,6 +1389,6 @@ fn a_speculative_request_goes_through_the_auth_replicas_from_its_early_replica_o
     // vouched for sooner than its session's other lanes' and overtake them.
     let out = run(&mut c, 500_000, Event::Timer(RETRANSMIT));
     assert_eq!(receivers(&w.sent(&out)), auths(&[0, 1, 2, 3]));
-    answer(&w, &mut c, 600_000, 1, b"ok");
+    answer(&w, &mut c, 600_000, ReqNo(1), b"ok");
     assert_eq!(speculative_request_receivers(&w, &mut c, 601_000), expected);
 }

@@ -8,7 +8,7 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_coord::*;
-use plumb_wire::Life;
+use plumb_wire::{Life, ReqNo};
 use std::time::Instant;
 
 const SESSIONS: usize = 1000;
@@ -28,7 +28,7 @@ fn execute_set_1k() {
         let batch: Vec<Command<'_>> = cmds
             .iter()
             .enumerate()
-            .map(|(i, (client, op))| Command::new(*client, Life(0), i as u64, op))
+            .map(|(i, (client, op))| Command::new(*client, Life(0), ReqNo(i as u64), op))
             .collect();
         app.execute(seq, &batch, NonDeterminism { time, seed: seq })
     };

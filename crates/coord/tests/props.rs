@@ -3,7 +3,7 @@
 
 use plumb_app::{Application, BatchOutput, Command, NonDeterminism};
 use plumb_coord::*;
-use plumb_wire::Life;
+use plumb_wire::{Life, ReqNo};
 use proptest::prelude::*;
 
 const PATHS: [&str; 8] = [
@@ -133,7 +133,7 @@ fn run(batches: &[(u16, Vec<[u8; 5]>)]) -> (CoordApp, Vec<BatchOutput>) {
         let cmds: Vec<Command<'_>> = ops
             .iter()
             .enumerate()
-            .map(|(i, op)| Command::new((i % 3) as u32, Life(0), i as u64, op))
+            .map(|(i, op)| Command::new((i % 3) as u32, Life(0), ReqNo(i as u64), op))
             .collect();
         let out = app.execute(
             seq as u64 + 1,
@@ -209,7 +209,7 @@ proptest! {
             prop_assert_eq!(CoordOp::decode(&decoded.encode()).unwrap(), decoded);
         }
         let mut app = CoordApp::new();
-        let out = app.execute(1, &[Command::new(0, Life(0), 0, &op)], NonDeterminism { time: 5, seed: 1 });
+        let out = app.execute(1, &[Command::new(0, Life(0), ReqNo(0), &op)], NonDeterminism { time: 5, seed: 1 });
         prop_assert!(Reply::decode(&out.replies[0]).is_ok());
     }
 
@@ -244,7 +244,7 @@ proptest! {
         for (i, (step, ops)) in batches[cut..].iter().enumerate() {
             time += u64::from(*step) * 1000 + 1;
             let ops: Vec<Vec<u8>> = ops.iter().map(|b| op_of(*b, &sessions).encode()).collect();
-            let cmds: Vec<Command<'_>> = ops.iter().map(|op| Command::new(1, Life(0), 0, op)).collect();
+            let cmds: Vec<Command<'_>> = ops.iter().map(|op| Command::new(1, Life(0), ReqNo(0), op)).collect();
             let nd = NonDeterminism { time, seed: i as u64 };
             prop_assert_eq!(first.execute(i as u64, &cmds, nd), second.execute(i as u64, &cmds, nd));
         }

@@ -177,10 +177,10 @@ mod tests {
             objects: None,
         };
         let mut b = a.clone();
-        a.replies.insert(2, CachedReply::test(1, b"x"));
-        a.replies.insert(1, CachedReply::test(5, b"y"));
-        b.replies.insert(1, CachedReply::test(5, b"y"));
-        b.replies.insert(2, CachedReply::test(1, b"x"));
+        a.replies.insert(2, CachedReply::test(ReqNo(1), b"x"));
+        a.replies.insert(1, CachedReply::test(ReqNo(5), b"y"));
+        b.replies.insert(1, CachedReply::test(ReqNo(5), b"y"));
+        b.replies.insert(2, CachedReply::test(ReqNo(1), b"x"));
         assert_eq!(a.encode(), b.encode());
         let mut bytes = a.encode();
         assert_eq!(ExecCheckpoint::decode(&bytes), Some(a));

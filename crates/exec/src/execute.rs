@@ -72,7 +72,13 @@ impl<A: Application> ExecReplica<A> {
         let fresh: Vec<bool> = batch
             .requests
             .iter()
-            .map(|r| r.nc > self.executed.replies.get(&r.client).map_or(0, |c| c.nc))
+            .map(|r| {
+                r.nc > self
+                    .executed
+                    .replies
+                    .get(&r.client)
+                    .map_or(ReqNo::NONE, |c| c.nc)
+            })
             .collect();
         if fresh.iter().any(|f| !f) {
             self.counters.add("duplicate-request-skipped");

@@ -53,12 +53,12 @@ impl Executed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plumb_wire::Position;
+    use plumb_wire::{Position, ReqNo};
 
     #[test]
     fn a_reply_from_a_batch_not_executed_is_named() {
         let mut e = Executed::default();
-        let mut reply = CachedReply::test(1, b"r");
+        let mut reply = CachedReply::test(ReqNo(1), b"r");
         reply.at = Position { seq: 3, index: 0 };
         e.replies.insert(7, reply);
         assert_eq!(

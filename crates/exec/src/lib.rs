@@ -468,7 +468,7 @@ impl<A: Application> ExecReplica<A> {
         op: Vec<u8>,
         out: &mut Vec<Action>,
     ) {
-        if nc <= self.executed.replies.get(&c).map_or(0, |r| r.nc) {
+        if nc <= self.executed.replies.get(&c).map_or(ReqNo::NONE, |r| r.nc) {
             self.counters.add("early-request-already-executed");
             return;
         }
@@ -492,7 +492,7 @@ impl<A: Application> ExecReplica<A> {
     /// after a crash"). The reply table is replicated state, so `r + 1` matching-or-higher
     /// answers vouch for a number. One small answer per query, like a read-only request.
     fn on_last_request_query(&mut self, c: ClientId, out: &mut Vec<Action>) {
-        let nc = self.executed.replies.get(&c).map_or(0, |r| r.nc);
+        let nc = self.executed.replies.get(&c).map_or(ReqNo::NONE, |r| r.nc);
         self.send(Principal::Client(c), &Message::LastRequest { nc }, out);
     }
 

@@ -279,7 +279,7 @@ fn inline(client: ClientId, nc: u64, op: &str) -> ReqCore {
     ReqCore {
         client,
         life: plumb_wire::Life::default(),
-        nc,
+        nc: ReqNo(nc),
         body: Body::Inline(op.as_bytes().to_vec()),
     }
 }
@@ -288,7 +288,7 @@ fn by_digest(client: ClientId, nc: u64, op: &str) -> ReqCore {
     ReqCore {
         client,
         life: plumb_wire::Life::default(),
-        nc,
+        nc: ReqNo(nc),
         body: Body::Digest(Digest::of(op.as_bytes())),
     }
 }
@@ -487,13 +487,16 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     let out = net.next_batch(&mut r, 1, &b, &[0, 1]);
     let complete = Message::BatchComplete {
         seq: 1,
-        executed: vec![Executed { client: 2, nc: 1 }],
+        executed: vec![Executed {
+            client: 2,
+            nc: ReqNo(1),
+        }],
     };
     assert_eq!(net.receivers(&out, |m| *m == complete), net.auths());
     let fetch = Message::Fetch {
         seq: 1,
         client: 2,
-        nc: 1,
+        nc: ReqNo(1),
         digest: Digest::of(op.as_bytes()),
     };
     // First to the preferred replica, client mod n_auth.
@@ -521,7 +524,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     let wrong = Message::Command {
         seq: 1,
         client: 2,
-        nc: 1,
+        nc: ReqNo(1),
         op: b"put big evil".to_vec(),
     };
     let out = net.deliver(&mut r, Principal::Auth(1), &wrong);
@@ -531,7 +534,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     let right = Message::Command {
         seq: 1,
         client: 2,
-        nc: 1,
+        nc: ReqNo(1),
         op: op.as_bytes().to_vec(),
     };
     let out = net.deliver(&mut r, Principal::Auth(3), &right);
@@ -540,7 +543,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     assert_eq!(
         net.sent_to(&out, Principal::Client(2)),
         vec![Message::Reply {
-            nc: 1,
+            nc: ReqNo(1),
             req: by_digest(2, 1, op).id_digest(),
             result: b"ok".to_vec(),
             at: plumb_wire::Position { seq: 1, index: 0 },
@@ -571,7 +574,7 @@ fn an_auth_replica_that_leaves_a_fetch_unanswered_is_not_asked_first_again() {
         &[0, 1],
     );
     assert_eq!(
-        net.receivers(&out, |m| *m == fetch_of(1, 1, "put a 1")),
+        net.receivers(&out, |m| *m == fetch_of(1, ReqNo(1), "put a 1")),
         vec![Principal::Auth(2)]
     );
     let later = NOW + net.cfg.catch_up_us;
@@ -583,7 +586,7 @@ fn an_auth_replica_that_leaves_a_fetch_unanswered_is_not_asked_first_again() {
         &[0, 1],
     );
     assert_eq!(
-        net.receivers(&out, |m| *m == fetch_of(2, 2, "put a 2")),
+        net.receivers(&out, |m| *m == fetch_of(2, ReqNo(2), "put a 2")),
         vec![Principal::Auth(3)],
         "the next replica of client 2's preferred quorum"
     );
@@ -596,7 +599,7 @@ fn command_for_an_unlearned_batch_is_dropped() {
     let msg = Message::Command {
         seq: 1,
         client: 2,
-        nc: 1,
+        nc: ReqNo(1),
         op: b"x".to_vec(),
     };
     net.deliver(&mut r, Principal::Auth(0), &msg);
@@ -609,7 +612,7 @@ fn el2_reply_sent_and_cached_then_el3_retransmit_resends_it() {
     let mut r = fresh(&net, 0);
     let out = net.learn_all(&mut r, 1, &[batch(vec![inline(1, 1, "put x 1")], 10)]);
     let reply = Message::Reply {
-        nc: 1,
+        nc: ReqNo(1),
         req: inline(1, 1, "put x 1").id_digest(),
         result: b"ok".to_vec(),
         at: plumb_wire::Position { seq: 1, index: 0 },
@@ -624,7 +627,10 @@ fn el2_reply_sent_and_cached_then_el3_retransmit_resends_it() {
     assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply.clone()]);
     let complete = Message::BatchComplete {
         seq: 1,
-        executed: vec![Executed { client: 1, nc: 1 }],
+        executed: vec![Executed {
+            client: 1,
+            nc: ReqNo(1),
+        }],
     };
     assert_eq!(net.receivers(&out, |m| *m == complete), net.auths());
     assert!(net
@@ -656,10 +662,10 @@ fn reply_names_its_operation_also_when_resent_from_the_cache_and_the_checkpoint(
             batch(vec![inline(2, 1, "put y 1")], 20),
         ],
     );
-    let named = |msgs: Vec<Message>| -> Vec<(ReqNo, Digest)> {
+    let named = |msgs: Vec<Message>| -> Vec<(u64, Digest)> {
         msgs.into_iter()
             .filter_map(|m| match m {
-                Message::Reply { nc, req, .. } => Some((nc, req)),
+                Message::Reply { nc, req, .. } => Some((nc.0, req)),
                 _ => None,
             })
             .collect()
@@ -692,10 +698,10 @@ fn last_request_query_answers_the_last_executed_number() {
         let out = net.deliver(r, Principal::Client(c), &Message::LastRequestQuery);
         net.sent_to(&out, Principal::Client(c))
     };
-    assert_eq!(ask(&mut r, 3), vec![Message::LastRequest { nc: 0 }]);
+    assert_eq!(ask(&mut r, 3), vec![Message::LastRequest { nc: ReqNo(0) }]);
     net.learn_all(&mut r, 1, &[batch(vec![inline(3, 3, "put z 1")], 10)]);
-    assert_eq!(ask(&mut r, 3), vec![Message::LastRequest { nc: 3 }]);
-    assert_eq!(ask(&mut r, 2), vec![Message::LastRequest { nc: 0 }]);
+    assert_eq!(ask(&mut r, 3), vec![Message::LastRequest { nc: ReqNo(3) }]);
+    assert_eq!(ask(&mut r, 2), vec![Message::LastRequest { nc: ReqNo(0) }]);
     // Only clients ask; from anyone else the query is dropped.
     let out = net.deliver(&mut r, Principal::Order(0), &Message::LastRequestQuery);
     assert!(net.sent(&out).is_empty());
@@ -831,7 +837,9 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
 
     // A faulty peer sends a checkpoint that does not match the token.
     let mut forged = ExecCheckpoint::decode(&a.transfer.held[&4].bytes).unwrap();
-    forged.replies.insert(1, CachedReply::test(99, b"forged"));
+    forged
+        .replies
+        .insert(1, CachedReply::test(ReqNo(99), b"forged"));
     let forged = Message::ExecCpState {
         seq: 4,
         state: forged.encode(),
@@ -1101,7 +1109,10 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
         net.receivers(&out, |m| matches!(m, Message::ExecProbe { .. })),
         net.orders()
     );
-    assert!(read_only(&net, &mut r, 1, "k5").is_empty(), "old state");
+    assert!(
+        read_only(&net, &mut r, ReqNo(1), "k5").is_empty(),
+        "old state"
+    );
     assert_eq!(r.counters().get("read-only-not-ready"), 1);
 
     // Answers with a wrong nonce or from a non-order principal do not count.
@@ -1144,16 +1155,24 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
             },
         );
     }
-    assert!(read_only(&net, &mut r, 2, "k5").is_empty(), "not through 5");
+    assert!(
+        read_only(&net, &mut r, ReqNo(2), "k5").is_empty(),
+        "not through 5"
+    );
     let tick = plumb_core::run(&mut r, NOW, Event::Timer(CATCH_UP));
     assert!(probe_nonces(&net, &tick).is_empty(), "n - u answered");
 
     net.learn_all(&mut r, 5, &puts(5, 1));
     assert_eq!(
-        read_only(&net, &mut r, 3, "k5"),
+        read_only(&net, &mut r, ReqNo(3), "k5"),
         vec![Message::ReadOnlyReply {
-            nc: 3,
-            req: plumb_wire::request_id(3, plumb_wire::Life::default(), 3, Digest::of(b"get k5")),
+            nc: ReqNo(3),
+            req: plumb_wire::request_id(
+                3,
+                plumb_wire::Life::default(),
+                ReqNo(3),
+                Digest::of(b"get k5")
+            ),
             result: b"v5".to_vec(),
             executed: 5
         }]
@@ -1172,15 +1191,20 @@ fn read_only_reply_reports_the_last_executed_batch() {
         Principal::Client(3),
         &Message::ReadOnly {
             life: plumb_wire::Life::default(),
-            nc: 9,
+            nc: ReqNo(9),
             op: b"get x".to_vec(),
         },
     );
     assert_eq!(
         net.sent_to(&out, Principal::Client(3)),
         vec![Message::ReadOnlyReply {
-            nc: 9,
-            req: plumb_wire::request_id(3, plumb_wire::Life::default(), 9, Digest::of(b"get x")),
+            nc: ReqNo(9),
+            req: plumb_wire::request_id(
+                3,
+                plumb_wire::Life::default(),
+                ReqNo(9),
+                Digest::of(b"get x")
+            ),
             result: b"42".to_vec(),
             executed: 1
         }]
@@ -1383,7 +1407,7 @@ proptest! {
         ] {
             net.deliver(&mut r, Principal::Exec(1), &msg);
         }
-        net.deliver(&mut r, Principal::Auth(0), &Message::Command { seq, client: 0, nc: seq, op: body.clone() });
+        net.deliver(&mut r, Principal::Auth(0), &Message::Command { seq, client: 0, nc: ReqNo(seq), op: body.clone() });
         net.deliver(&mut r, Principal::Order(0), &Message::LoadCp { seq, token });
         prop_assert_eq!(r.next_seq(), 1);
     }
@@ -1518,7 +1542,7 @@ fn a_whole_checkpoint_replica_that_diverged_rolls_back_and_reports_it() {
         })
         .expect("a report");
     assert_eq!((report.seq, report.first, &report.objects), (4, 3, &None));
-    assert_eq!(report.requests, vec![(3, 3, 3), (4, 0, 4)]);
+    assert_eq!(report.requests, vec![(3, 3, ReqNo(3)), (4, 0, ReqNo(4))]);
     assert_eq!(b.next_seq(), 5);
     assert_eq!(b.app().state_digest(), a.app().state_digest());
     assert!(report.to_string().contains("batches 3..=4"), "{report}");
@@ -1611,23 +1635,28 @@ fn early_requests_are_answered_by_speculation_and_never_change_replicated_state(
         nc,
         op: op.as_bytes().to_vec(),
     };
-    let out = net.deliver(&mut r, Principal::Client(3), &early(2, "get x"));
+    let out = net.deliver(&mut r, Principal::Client(3), &early(ReqNo(2), "get x"));
     assert_eq!(
         net.sent_to(&out, Principal::Client(3)),
         vec![Message::EarlyReply {
-            nc: 2,
-            req: plumb_wire::request_id(3, plumb_wire::Life::default(), 2, Digest::of(b"get x")),
+            nc: ReqNo(2),
+            req: plumb_wire::request_id(
+                3,
+                plumb_wire::Life::default(),
+                ReqNo(2),
+                Digest::of(b"get x")
+            ),
             result: b"early 42".to_vec(),
         }]
     );
     assert_eq!(r.app().state_digest(), digest);
     assert_eq!(r.app().calls.len(), calls, "no batch was executed");
     // Already executed: no early reply.
-    let out = net.deliver(&mut r, Principal::Client(3), &early(1, "get x"));
+    let out = net.deliver(&mut r, Principal::Client(3), &early(ReqNo(1), "get x"));
     assert!(net.sent_to(&out, Principal::Client(3)).is_empty());
     assert_eq!(r.counters().get("early-request-already-executed"), 1);
     // An operation the application does not speculate on: no early reply.
-    let out = net.deliver(&mut r, Principal::Client(3), &early(2, "put x 1"));
+    let out = net.deliver(&mut r, Principal::Client(3), &early(ReqNo(2), "put x 1"));
     assert!(net.sent_to(&out, Principal::Client(3)).is_empty());
     assert_eq!(r.counters().get("early-request-not-speculating"), 1);
     assert_eq!(r.app().map.get("x").map(String::as_str), Some("42"));

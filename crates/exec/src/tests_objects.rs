@@ -5,6 +5,7 @@ use super::*;
 use plumb_app::{ObjectId, ObjectState, ObjectWrite};
 use plumb_core::DivergenceReport;
 use plumb_core::DropReason;
+use plumb_wire::ReqNo;
 use std::collections::BTreeSet;
 
 pub(super) fn bucket(key: &str) -> u64 {
@@ -562,7 +563,7 @@ fn a_replica_whose_state_diverged_rolls_back_to_the_agreed_checkpoint_and_report
     let report = reports[0];
     assert_eq!((report.seq, report.first), (2, 1));
     assert_eq!((report.ours, report.agreed), (ours[0].1, t2));
-    assert_eq!(report.requests, vec![(1, 1, 1), (2, 2, 2)]);
+    assert_eq!(report.requests, vec![(1, 1, ReqNo(1)), (2, 2, ReqNo(2))]);
     assert_eq!(report.objects, Some(vec![bucket("k1")]));
     assert_eq!(report.rolled_back_from, 4);
     // Only what differs from the state it stopped at moves: k1's bucket. Buckets that

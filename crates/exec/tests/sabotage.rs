@@ -8,7 +8,7 @@ use plumb_core::sabotage::{self, Sabotage};
 use plumb_core::{Event, KeyRing, Observation, Recovered, StageContext};
 use plumb_crypto::{Digest, Identity, PublicIdentity};
 use plumb_exec::{ExecCheckpoint, ExecReplica};
-use plumb_wire::{Batch, Body, ClientId, Message, Principal, ReqCore, Seq};
+use plumb_wire::{Batch, Body, ClientId, Message, Principal, ReqCore, ReqNo, Seq};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -100,7 +100,7 @@ fn evil_batch() -> Batch {
         requests: vec![ReqCore {
             client: 0,
             life: plumb_wire::Life::default(),
-            nc: 1,
+            nc: ReqNo(1),
             body: Body::Inline(b"evil".to_vec()),
         }],
         time: 1,

@@ -2,7 +2,7 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_kv::*;
-use plumb_wire::Life;
+use plumb_wire::{Life, ReqNo};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -19,7 +19,7 @@ fn nd(time: u64) -> NonDeterminism {
 fn run_batch(store: &mut KvStore, seq: u64, ops: &[Vec<u8>], time: u64) -> Vec<KvResult> {
     let batch: Vec<Command<'_>> = ops
         .iter()
-        .map(|op| Command::new(1, Life(0), seq, op))
+        .map(|op| Command::new(1, Life(0), ReqNo(seq), op))
         .collect();
     let out = store.execute(seq, &batch, nd(time));
     assert_eq!(out.replies.len(), ops.len());

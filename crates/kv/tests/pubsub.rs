@@ -4,7 +4,7 @@
 use plumb_app::{Application, Command, NonDeterminism, ObjectState};
 use plumb_kv::pubsub::Message;
 use plumb_kv::{KvOp, KvResult, KvStore};
-use plumb_wire::Life;
+use plumb_wire::{Life, ReqNo};
 
 mod common;
 use common::set;
@@ -18,7 +18,7 @@ fn batch(store: &mut KvStore, time: u64, ops: &[KvOp]) -> (Vec<KvResult>, Vec<(u
     let commands: Vec<Command<'_>> = encoded
         .iter()
         .enumerate()
-        .map(|(i, op)| Command::new(40, Life(0), i as u64 + 1, op))
+        .map(|(i, op)| Command::new(40, Life(0), ReqNo(i as u64 + 1), op))
         .collect();
     let out = store.execute(time, &commands, NonDeterminism { time, seed: 1 });
     let replies = out

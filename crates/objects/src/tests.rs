@@ -3,8 +3,8 @@
 use crate::*;
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
-use plumb_wire::Life;
 use plumb_wire::{ClientId, Seq};
+use plumb_wire::{Life, ReqNo};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -286,7 +286,7 @@ impl Application for Registers {
 
 fn run_batch<A: Application>(app: &mut A, seq: Seq) {
     let op = [(seq % 5) as u8, 7];
-    let cmd = Command::new(1, Life(0), seq, &op);
+    let cmd = Command::new(1, Life(0), ReqNo(seq), &op);
     app.execute(
         seq,
         &[cmd],

@@ -40,7 +40,7 @@ impl OrderReplica {
             self.on_already_ordered(now, c, out);
             return;
         }
-        let needed = self.last_ordered(c) + 1;
+        let needed = self.last_ordered(c).next();
         let thresholds = Thresholds {
             gather: self.q().auth_gather(),
             held: self.held_evidence(),
@@ -84,7 +84,11 @@ impl OrderReplica {
     }
 
     pub(crate) fn last_ordered(&self, c: ClientId) -> ReqNo {
-        self.state.last_ordered.get(&c).copied().unwrap_or(0)
+        self.state
+            .last_ordered
+            .get(&c)
+            .copied()
+            .unwrap_or(ReqNo::NONE)
     }
 
     /// Last request number per client counting batches accepted but not yet committed.
@@ -93,7 +97,7 @@ impl OrderReplica {
         for (_, slot) in self.log.accepted_unapplied(self.state.seq) {
             if let Some((_, b)) = &slot.record.accepted {
                 for r in &b.requests {
-                    let e = in_flight.entry(r.client).or_insert(0);
+                    let e = in_flight.entry(r.client).or_insert(ReqNo::NONE);
                     *e = (*e).max(r.nc);
                 }
             }
@@ -341,7 +345,7 @@ impl OrderReplica {
             if !clients.insert(c) {
                 return Err("bad-batch-duplicate-client");
             }
-            if r.core.nc != tentative.get(c) + 1
+            if r.core.nc != tentative.get(c).next()
                 && !plumb_core::sabotaged!(SkipRequestSequenceCheck)
             {
                 return Err("bad-batch-sequence");
@@ -593,7 +597,7 @@ impl OrderReplica {
             self.proposer.applied_through(self.state.seq);
             let last_ordered = &self.state.last_ordered;
             self.pending
-                .drop_ordered(|c| last_ordered.get(&c).copied().unwrap_or(0));
+                .drop_ordered(|c| last_ordered.get(&c).copied().unwrap_or(ReqNo::NONE));
             self.catch_up.applied_through(self.state.seq);
             self.try_propose(now, out);
             self.on_applied(now, applied_requests, out);
@@ -723,7 +727,7 @@ pub(crate) struct Tentative<'a> {
 
 impl Tentative<'_> {
     pub(crate) fn get(&self, c: ClientId) -> ReqNo {
-        let ordered = self.ordered.get(&c).copied().unwrap_or(0);
+        let ordered = self.ordered.get(&c).copied().unwrap_or(ReqNo::NONE);
         self.in_flight.get(&c).map_or(ordered, |&n| n.max(ordered))
     }
 }

@@ -8,7 +8,7 @@ use crate::state::OrderState;
 use crate::OrderReplica;
 use plumb_core::{Action, DropReason, Micros, Observation, StoreOp};
 use plumb_crypto::Digest;
-use plumb_wire::{Batch, Message, Principal, Seq};
+use plumb_wire::{Batch, Message, Principal, ReqNo, Seq};
 use serde::{Deserialize, Serialize};
 
 /// Durable record of the stable checkpoint.
@@ -184,7 +184,7 @@ impl OrderReplica {
         self.catch_up.applied_through(seq);
         let last_ordered = &self.state.last_ordered;
         self.pending
-            .drop_ordered(|c| last_ordered.get(&c).copied().unwrap_or(0));
+            .drop_ordered(|c| last_ordered.get(&c).copied().unwrap_or(ReqNo::NONE));
     }
 
     /// Take a checkpoint that `r + 1` peers vouch for but that is not stable here, and hold it

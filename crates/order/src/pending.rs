@@ -155,7 +155,7 @@ impl Pending {
     ) -> Vec<(ClientId, Digest)> {
         let mut ready: Vec<(u64, ClientId, Digest)> = Vec::new();
         for (c, entry) in &self.by_client {
-            if entry.nc != ordered(*c) + 1 && !any_number {
+            if entry.nc != ordered(*c).next() && !any_number {
                 continue;
             }
             if let Some((id, _)) = entry
@@ -283,12 +283,13 @@ mod tests {
             client,
             life: Life::default(),
             nc,
-            body: Body::Inline(vec![nc as u8]),
+            body: Body::Inline(vec![nc.0 as u8]),
         }
     }
 
     /// Auth replicas `auths` vouch for client `c`'s request `nc`; `needed` is its next number.
-    fn vouch(p: &mut Pending, now: Micros, c: ClientId, nc: ReqNo, needed: ReqNo, auths: &[u16]) {
+    fn vouch(p: &mut Pending, now: Micros, c: ClientId, nc: u64, needed: u64, auths: &[u16]) {
+        let (nc, needed) = (ReqNo(nc), ReqNo(needed));
         for f in auths {
             let core = core(c, nc);
             let id = core.id_digest();
@@ -303,17 +304,21 @@ mod tests {
         vouch(&mut p, 10, 7, 1, 1, &[0]);
         vouch(&mut p, 11, 3, 1, 1, &[0, 1]);
         vouch(&mut p, 12, 7, 1, 1, &[1]);
-        let ready = p.ready(|_| 0, T.gather, 10, false);
+        let ready = p.ready(|_| ReqNo(0), T.gather, 10, false);
         assert_eq!(ready.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [3, 7]);
         assert_eq!(
-            p.ready(|_| 0, T.gather, 1, false).len(),
+            p.ready(|_| ReqNo(0), T.gather, 1, false).len(),
             1,
             "at most a batch"
         );
         // Client 7's request is not next once its number 1 is ordered.
-        assert_eq!(p.ready(|c| (c == 7) as ReqNo, T.gather, 10, false).len(), 1);
-        assert_eq!(p.pending_since(3, 1), Some(11));
-        assert_eq!(p.pending_since(7, 1), Some(12));
+        assert_eq!(
+            p.ready(|c| ReqNo((c == 7) as u64), T.gather, 10, false)
+                .len(),
+            1
+        );
+        assert_eq!(p.pending_since(3, ReqNo(1)), Some(11));
+        assert_eq!(p.pending_since(7, ReqNo(1)), Some(12));
         let signed = p.signed(3, &ready[0].1).unwrap();
         assert_eq!(
             signed.matrix.len(),
@@ -326,24 +331,24 @@ mod tests {
     fn a_newer_number_replaces_an_older_one_unless_the_older_is_needed_next() {
         let mut p = Pending::default();
         vouch(&mut p, 1, 5, 3, 2, &[0, 1]);
-        assert_eq!(p.get(5).unwrap().nc(), 3);
+        assert_eq!(p.get(5).unwrap().nc(), ReqNo(3));
         assert_eq!(
-            p.pending_since(5, 3),
+            p.pending_since(5, ReqNo(3)),
             None,
             "not next in its client's sequence"
         );
         // The number the order needs next wins over a later one.
         vouch(&mut p, 2, 5, 2, 2, &[0, 1, 2]);
-        assert_eq!(p.get(5).unwrap().nc(), 2);
+        assert_eq!(p.get(5).unwrap().nc(), ReqNo(2));
         assert_eq!(p.get(5).unwrap().held_since(), Some(2));
         // An older number that is not needed is stale.
-        let c = core(5, 1);
+        let c = core(5, ReqNo(1));
         let id = c.id_digest();
         assert!(matches!(
-            p.collect(3, 0, c, id, vec![], 2, T),
+            p.collect(3, 0, c, id, vec![], ReqNo(2), T),
             Collect::Stale
         ));
-        p.drop_ordered(|_| 2);
+        p.drop_ordered(|_| ReqNo(2));
         assert!(p.get(5).is_none());
         assert!(p.retransmit_due(5, 100, 50));
         assert!(!p.retransmit_due(5, 120, 50));

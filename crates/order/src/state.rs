@@ -30,7 +30,7 @@ impl OrderState {
             return;
         }
         for r in &batch.requests {
-            let e = self.last_ordered.entry(r.client).or_insert(0);
+            let e = self.last_ordered.entry(r.client).or_insert(ReqNo::NONE);
             *e = (*e).max(r.nc);
         }
         self.agreed_time = batch.time.max(self.agreed_time + 1);

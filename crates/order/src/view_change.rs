@@ -500,14 +500,14 @@ pub(crate) fn prepared_map(vc: &ViewChange) -> BTreeMap<Seq, (View, Digest)> {
 mod tests {
     use super::*;
     use plumb_config::Faults;
-    use plumb_wire::{Body, ReqCore};
+    use plumb_wire::{Body, ReqCore, ReqNo};
 
     fn batch(tag: u8) -> Batch {
         Batch {
             requests: vec![ReqCore {
                 client: 1,
                 life: plumb_wire::Life::default(),
-                nc: 1,
+                nc: ReqNo(1),
                 body: Body::Inline(vec![tag]),
             }],
             time: 10,

@@ -46,7 +46,7 @@ fn os3_next_request_only_after_previous() {
     let ncs: Vec<u64> = h
         .exec_seen
         .values()
-        .flat_map(|b| b.requests.iter().map(|r| r.nc))
+        .flat_map(|b| b.requests.iter().map(|r| r.nc.0))
         .collect();
     assert_eq!(ncs, vec![1, 2]);
 }
@@ -97,7 +97,7 @@ fn primary_crash_view_change_keeps_committed_batches() {
     let ncs: Vec<(u32, u64)> = h
         .exec_seen
         .values()
-        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc)))
+        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc.0)))
         .collect();
     assert!(
         ncs.contains(&(1, 1)),
@@ -153,7 +153,7 @@ fn a_primary_restarted_in_its_view_proposes_nothing_more_there() {
     let ncs: Vec<(u32, u64)> = h
         .exec_seen
         .values()
-        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc)))
+        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc.0)))
         .collect();
     assert!(ncs.contains(&(1, 1)), "ordered in the new view: {ncs:?}");
     for (s, d) in before {
@@ -195,7 +195,7 @@ fn a_batch_its_primary_forgot_does_not_stall_the_view_change() {
     let ncs: Vec<(u32, u64)> = h
         .exec_seen
         .values()
-        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc)))
+        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc.0)))
         .collect();
     assert!(
         ncs.contains(&(0, 2)) && ncs.contains(&(1, 1)),
@@ -837,7 +837,7 @@ fn a_request_after_an_uncommitted_one_is_ordered_by_its_arrival() {
     let order: Vec<(u32, u64)> = h
         .exec_seen
         .values()
-        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc)))
+        .flat_map(|b| b.requests.iter().map(|r| (r.client, r.nc.0)))
         .collect();
     assert_eq!(order, vec![(0, 1), (1, 1), (0, 2)]);
 }

@@ -33,7 +33,7 @@ fn heals(h: &mut Harness, wiped: u16) {
     let ordered: Vec<(u32, u64)> = h
         .exec_seen
         .values()
-        .flat_map(|b| b.requests.iter().map(|q| (q.client, q.nc)))
+        .flat_map(|b| b.requests.iter().map(|q| (q.client, q.nc.0)))
         .collect();
     assert!(
         ordered.contains(&(1, 1)),

@@ -7,7 +7,7 @@ use plumb_kv::{
     SetExpiry, ZAddOptions, ZRangeBy,
 };
 use plumb_resp::*;
-use plumb_wire::Life;
+use plumb_wire::{Life, ReqNo};
 
 fn a(line: &str) -> Vec<Vec<u8>> {
     split_args(line.as_bytes()).expect("balanced quotes")
@@ -100,7 +100,7 @@ impl Gateway {
 
     fn execute(&mut self, op: &KvOp) -> KvResult {
         let bytes = op.encode();
-        let cmd = Command::new(1, Life(0), 1, &bytes);
+        let cmd = Command::new(1, Life(0), ReqNo(1), &bytes);
         let nd = NonDeterminism {
             time: self.time,
             seed: 1,

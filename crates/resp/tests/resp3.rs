@@ -6,7 +6,7 @@
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_kv::{KvOp, KvResult, KvStore};
 use plumb_resp::*;
-use plumb_wire::Life;
+use plumb_wire::{Life, ReqNo};
 
 /// The store behind a gateway connection, with the connection's session and protocol.
 struct Connection {
@@ -32,7 +32,7 @@ impl Connection {
 
     fn execute(&mut self, op: &KvOp) -> KvResult {
         let bytes = op.encode();
-        let cmd = Command::new(1, Life(0), 1, &bytes);
+        let cmd = Command::new(1, Life(0), ReqNo(1), &bytes);
         let nd = NonDeterminism {
             time: self.time,
             seed: 1,

@@ -20,7 +20,7 @@
 use crate::mailbox::{Item, Mailbox, QueueKey};
 use plumb_core::{Action, Counters, Event, Micros, Observation, Stage, StoreOp, TimerId};
 use plumb_storage::{PendingSync, Store, StoreError, StoreStats, SyncDone};
-use plumb_wire::Principal;
+use plumb_wire::{Principal, ReqNo};
 use prometheus_client::metrics::histogram::Histogram;
 use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc;
@@ -41,7 +41,7 @@ pub trait Host<S>: Send {
     /// After every event: a chance to start queued work now that the stage may be idle.
     fn after(&mut self, _stage: &mut S, _now: Micros, _out: &mut Vec<Action>) {}
     fn observe(&mut self, _obs: &Observation) {}
-    fn complete(&mut self, _nc: u64, _result: Vec<u8>) {}
+    fn complete(&mut self, _nc: ReqNo, _result: Vec<u8>) {}
     fn pushed(&mut self, _event: u64, _payload: Vec<u8>) {}
 }
 

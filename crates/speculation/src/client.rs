@@ -436,7 +436,8 @@ mod tests {
     fn speculate(s: &mut Speculation, dep: Dependence, early: &[u8]) -> OpId {
         let Issued { id, .. } = s.issue(b"op".to_vec(), dep).unwrap();
         let lane = SPEC_GROUP + (id as u32 % SPEC_GROUP);
-        s.assign(id, lane, id + 1, rid(lane, id + 1)).unwrap();
+        s.assign(id, lane, ReqNo(id + 1), rid(lane, ReqNo(id + 1)))
+            .unwrap();
         assert_eq!(
             s.on_early(id, 0, &executed(early)),
             Early::Speculate(SpecReply::Executed(early.to_vec()))
@@ -451,8 +452,13 @@ mod tests {
         // b is issued but has no result yet: not depended on.
         let b = s.issue(b"b".to_vec(), Dependence::All).unwrap();
         assert_eq!(s.predicates(b.id).unwrap().len(), 1);
-        s.assign(b.id, SPEC_GROUP + 1, 1, rid(SPEC_GROUP + 1, 1))
-            .unwrap();
+        s.assign(
+            b.id,
+            SPEC_GROUP + 1,
+            ReqNo(1),
+            rid(SPEC_GROUP + 1, ReqNo(1)),
+        )
+        .unwrap();
         let c = s.issue(b"c".to_vec(), Dependence::All).unwrap();
         let decoded = SpecOp::decode(&c.request).unwrap();
         assert_eq!(decoded.op, b"c");
@@ -460,8 +466,8 @@ mod tests {
             decoded.predicates,
             vec![Predicate {
                 client: SPEC_GROUP + a as u32,
-                nc: a + 1,
-                answer: answer_digest(rid(SPEC_GROUP + a as u32, a + 1), &executed(b"a")),
+                nc: ReqNo(a + 1),
+                answer: answer_digest(rid(SPEC_GROUP + a as u32, ReqNo(a + 1)), &executed(b"a")),
             }]
         );
         // Once a commits, nothing is left to depend on.
@@ -484,9 +490,9 @@ mod tests {
             .issue_predicted(b"p".to_vec(), Dependence::Nothing, b"ok".to_vec())
             .unwrap()
             .id;
-        s.assign(p, 3, 21, rid(3, 21)).unwrap();
+        s.assign(p, 3, ReqNo(21), rid(3, ReqNo(21))).unwrap();
         let before = s.issue(b"x".to_vec(), Dependence::On(vec![p])).unwrap();
-        s.assign(p, 3, 22, rid(3, 22)).unwrap();
+        s.assign(p, 3, ReqNo(22), rid(3, ReqNo(22))).unwrap();
         let after = s.issue(b"y".to_vec(), Dependence::On(vec![p])).unwrap();
         let named = |id: OpId| {
             let p = s.predicates(id).unwrap()[0];
@@ -494,14 +500,20 @@ mod tests {
         };
         assert_eq!(
             named(before.id),
-            (21, answer_digest(rid(3, 21), &executed(b"ok")))
+            (
+                ReqNo(21),
+                answer_digest(rid(3, ReqNo(21)), &executed(b"ok"))
+            )
         );
         assert_eq!(
             named(after.id),
-            (22, answer_digest(rid(3, 22), &executed(b"ok")))
+            (
+                ReqNo(22),
+                answer_digest(rid(3, ReqNo(22)), &executed(b"ok"))
+            )
         );
         assert_eq!(
-            s.assign(p, 4, 23, rid(4, 23)),
+            s.assign(p, 4, ReqNo(23), rid(4, ReqNo(23))),
             Err(AssignError::AlreadyAssigned(p))
         );
     }
@@ -527,22 +539,22 @@ mod tests {
             s.issue(b"x".to_vec(), Dependence::On(vec![p])),
             Err(IssueError::NotAssigned(p))
         );
-        s.assign(p, 3, 9, rid(3, 9)).unwrap();
+        s.assign(p, 3, ReqNo(9), rid(3, ReqNo(9))).unwrap();
         let x = s.issue(b"x".to_vec(), Dependence::On(vec![p, p])).unwrap();
         assert_eq!(
             s.predicates(x.id).unwrap(),
             &[Predicate {
                 client: 3,
-                nc: 9,
-                answer: answer_digest(rid(3, 9), &executed(b"ok"))
+                nc: ReqNo(9),
+                answer: answer_digest(rid(3, ReqNo(9)), &executed(b"ok"))
             }]
         );
         assert_eq!(
-            s.assign(x.id, SPEC_GROUP, 1, rid(SPEC_GROUP, 1)),
+            s.assign(x.id, SPEC_GROUP, ReqNo(1), rid(SPEC_GROUP, ReqNo(1))),
             Err(AssignError::ForeignLane(SPEC_GROUP))
         );
         assert_eq!(
-            s.assign(p, 4, 1, rid(4, 1)),
+            s.assign(p, 4, ReqNo(1), rid(4, ReqNo(1))),
             Err(AssignError::AlreadyAssigned(p))
         );
         // An independent op carries no predicates even with speculations outstanding.
@@ -562,8 +574,8 @@ mod tests {
             s.assign(
                 id,
                 (i % 16) as u32,
-                i / 16 + 1,
-                rid((i % 16) as u32, i / 16 + 1),
+                ReqNo(i / 16 + 1),
+                rid((i % 16) as u32, ReqNo(i / 16 + 1)),
             )
             .unwrap();
         }
@@ -625,7 +637,7 @@ mod tests {
             .issue_predicted(b"w".to_vec(), Dependence::All, b"".to_vec())
             .unwrap()
             .id;
-        s.assign(p, 0, 1, rid(0, 1)).unwrap();
+        s.assign(p, 0, ReqNo(1), rid(0, ReqNo(1))).unwrap();
         let q = s.issue(b"q".to_vec(), Dependence::All).unwrap().id;
         assert_eq!(s.predicates(q).unwrap().len(), 1);
         // An early reply for a predicted op only judges the replica.
@@ -642,7 +654,7 @@ mod tests {
             .issue_predicted(b"w".to_vec(), Dependence::All, b"".to_vec())
             .unwrap()
             .id;
-        s.assign(r, 1, 1, rid(1, 1)).unwrap();
+        s.assign(r, 1, ReqNo(1), rid(1, ReqNo(1))).unwrap();
         let t = s.issue(b"t".to_vec(), Dependence::On(vec![r])).unwrap().id;
         assert_eq!(
             s.on_confirmed(r, &executed(b"full")),

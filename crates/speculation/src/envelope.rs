@@ -151,7 +151,7 @@ impl SpecOp {
                 reply.copy_from_slice(&p[12..]);
                 Predicate {
                     client: ClientId::from_le_bytes(client),
-                    nc: ReqNo::from_le_bytes(nc),
+                    nc: ReqNo(u64::from_le_bytes(nc)),
                     answer: Digest(reply),
                 }
             })

@@ -83,7 +83,7 @@ impl ReplyLog {
     }
 
     pub(crate) fn watermark(&self, client: ClientId) -> ReqNo {
-        self.watermarks.get(&client).copied().unwrap_or(0)
+        self.watermarks.get(&client).copied().unwrap_or(ReqNo::NONE)
     }
 }
 
@@ -150,7 +150,7 @@ pub(crate) fn truncate(log: &mut ReplyLog, upto: Seq) {
     } = log;
     entries.retain(|&(client, nc), e| {
         if e.seq <= upto {
-            let w = watermarks.entry(client).or_insert(0);
+            let w = watermarks.entry(client).or_insert(ReqNo::NONE);
             *w = (*w).max(nc);
             false
         } else {

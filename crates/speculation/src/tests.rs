@@ -83,7 +83,7 @@ fn shim() -> Speculative<SpecBench> {
 #[test]
 fn envelope_round_trips() {
     let op = SpecOp {
-        predicates: vec![on(3, 7, b"x"), on(u32::MAX, u64::MAX, b"")],
+        predicates: vec![on(3, ReqNo(7), b"x"), on(u32::MAX, ReqNo(u64::MAX), b"")],
         op: b"payload".to_vec(),
     };
     assert_eq!(SpecOp::decode(&op.encode()).unwrap(), op);
@@ -118,14 +118,14 @@ fn envelope_rejects_what_it_must() {
     );
     // 64 announced, one present.
     let mut short = SpecOp {
-        predicates: vec![on(1, 1, b"")],
+        predicates: vec![on(1, ReqNo(1), b"")],
         op: vec![],
     }
     .encode();
     short[1] = MAX_PREDICATES as u8;
     assert_eq!(SpecOp::decode(&short), Err(DecodeError::Truncated));
     let full = SpecOp {
-        predicates: vec![on(1, 1, b""); MAX_PREDICATES],
+        predicates: vec![on(1, ReqNo(1), b""); MAX_PREDICATES],
         op: vec![9],
     };
     assert_eq!(SpecOp::decode(&full.encode()).unwrap(), full);
@@ -146,13 +146,13 @@ fn answer_digest_tells_aborted_from_executed_and_one_request_from_another() {
     // An inner reply that happens to be the bytes of an Aborted body must not match it.
     let aborted = SpecReply::Aborted { predicate: 0 }.encode();
     let executed = SpecReply::Executed(vec![0, 0]).encode();
-    let request = id(16, 1);
+    let request = id(16, ReqNo(1));
     assert_ne!(
         answer_digest(request, &aborted),
         answer_digest(request, &executed)
     );
     // The same reply to another request (another life's under the same number).
-    let other = plumb_wire::request_id(16, Life(1), 1, Digest::ZERO);
+    let other = plumb_wire::request_id(16, Life(1), ReqNo(1), Digest::ZERO);
     assert_ne!(
         answer_digest(request, &executed),
         answer_digest(other, &executed)
@@ -185,12 +185,12 @@ proptest! {
         }
         // The shim and the application take any op.
         let mut s = shim();
-        let replies = run(&mut s, 1, &[(16, 1, bytes.clone()), (17, 1, tail.clone())]);
+        let replies = run(&mut s, 1, &[(16, ReqNo(1), bytes.clone()), (17, ReqNo(1), tail.clone())]);
         prop_assert_eq!(replies.len(), 2);
         let _ = s.execute_read_only(16, &bytes);
-        let _ = s.execute_early(cmd(18, 1, &bytes));
+        let _ = s.execute_early(cmd(18, ReqNo(1), &bytes));
         let mut app = SpecBench::new();
-        let _ = run(&mut app, 1, &[(1, 1, tail.clone())]);
+        let _ = run(&mut app, 1, &[(1, ReqNo(1), tail.clone())]);
         let _ = app.execute_read_only(1, &tail);
     }
 
@@ -200,7 +200,7 @@ proptest! {
         op in proptest::collection::vec(any::<u8>(), 0..100),
     ) {
         let s = SpecOp {
-            predicates: preds.into_iter().map(|(client, nc, d)| Predicate { client, nc, answer: Digest(d) }).collect(),
+            predicates: preds.into_iter().map(|(client, nc, d)| Predicate { client, nc: ReqNo(nc), answer: Digest(d) }).collect(),
             op,
         };
         prop_assert_eq!(SpecOp::decode(&s.encode()).unwrap(), s);
@@ -213,13 +213,17 @@ proptest! {
 #[test]
 fn matching_predicate_executes() {
     let mut s = shim();
-    let r1 = run(&mut s, 1, &[(16, 1, plain(incr_op(0, 0)))]);
+    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
     let t1 = next_token(0, 1);
     assert_eq!(r1[0], done(1, t1));
     let r2 = run(
         &mut s,
         2,
-        &[(17, 1, predicated(vec![on(16, 1, &r1[0])], incr_op(0, t1)))],
+        &[(
+            17,
+            ReqNo(1),
+            predicated(vec![on(16, ReqNo(1), &r1[0])], incr_op(0, t1)),
+        )],
     );
     assert_eq!(r2[0], done(2, next_token(t1, 2)));
     assert_eq!(s.inner().counter(0).0, 2);
@@ -229,7 +233,7 @@ fn matching_predicate_executes() {
 #[test]
 fn mismatch_aborts_and_the_abort_is_logged() {
     let mut s = shim();
-    let r1 = run(&mut s, 1, &[(16, 1, plain(incr_op(0, 0)))]);
+    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
     // The client speculated on a reply other than the committed one.
     let wrong = done(1, 12345);
     assert_ne!(r1[0], wrong);
@@ -238,8 +242,8 @@ fn mismatch_aborts_and_the_abort_is_logged() {
         2,
         &[(
             16,
-            2,
-            predicated(vec![on(16, 1, &wrong)], incr_op(0, 12345)),
+            ReqNo(2),
+            predicated(vec![on(16, ReqNo(1), &wrong)], incr_op(0, 12345)),
         )],
     );
     assert_eq!(
@@ -247,7 +251,10 @@ fn mismatch_aborts_and_the_abort_is_logged() {
         SpecReply::Aborted { predicate: 0 }
     );
     assert_eq!(s.inner().counter(0).0, 1, "an aborted request is a no-op");
-    assert_eq!(s.logged(16, 2), Some(answer_digest(id(16, 2), &r2[0])));
+    assert_eq!(
+        s.logged(16, ReqNo(2)),
+        Some(answer_digest(id(16, ReqNo(2)), &r2[0]))
+    );
     // A request that speculated on (16, 2) executing aborts too: the log says it aborted.
     let speculated = done(2, next_token(12345, 2));
     let r3 = run(
@@ -256,11 +263,15 @@ fn mismatch_aborts_and_the_abort_is_logged() {
         &[
             (
                 17,
-                1,
-                predicated(vec![on(16, 2, &speculated)], incr_op(1, 0)),
+                ReqNo(1),
+                predicated(vec![on(16, ReqNo(2), &speculated)], incr_op(1, 0)),
             ),
             // One that predicates on the abort itself holds: the log has exactly that reply.
-            (18, 1, predicated(vec![on(16, 2, &r2[0])], incr_op(1, 0))),
+            (
+                18,
+                ReqNo(1),
+                predicated(vec![on(16, ReqNo(2), &r2[0])], incr_op(1, 0)),
+            ),
         ],
     );
     assert_eq!(
@@ -280,7 +291,7 @@ fn mismatch_aborts_and_the_abort_is_logged() {
 #[test]
 fn missing_entry_aborts_and_reports_the_first_failed_predicate() {
     let mut s = shim();
-    let r1 = run(&mut s, 1, &[(16, 1, plain(incr_op(0, 0)))]);
+    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
     let replies = run(
         &mut s,
         2,
@@ -288,11 +299,18 @@ fn missing_entry_aborts_and_reports_the_first_failed_predicate() {
             // Never executed.
             (
                 16,
-                3,
-                predicated(vec![on(16, 1, &r1[0]), on(16, 2, b"x")], incr_op(0, 1)),
+                ReqNo(3),
+                predicated(
+                    vec![on(16, ReqNo(1), &r1[0]), on(16, ReqNo(2), b"x")],
+                    incr_op(0, 1),
+                ),
             ),
             // Naming itself: not in the log before it runs.
-            (17, 1, predicated(vec![on(17, 1, b"x")], incr_op(0, 1))),
+            (
+                17,
+                ReqNo(1),
+                predicated(vec![on(17, ReqNo(1), b"x")], incr_op(0, 1)),
+            ),
         ],
     );
     assert_eq!(
@@ -309,21 +327,29 @@ fn missing_entry_aborts_and_reports_the_first_failed_predicate() {
 fn group_restriction() {
     let mut s = shim();
     let g = SPEC_GROUP;
-    let r1 = run(&mut s, 1, &[(g, 1, plain(incr_op(0, 0)))]);
+    let r1 = run(&mut s, 1, &[(g, ReqNo(1), plain(incr_op(0, 0)))]);
     let t1 = next_token(0, 1);
     let replies = run(
         &mut s,
         2,
         &[
             // Group 2 guessing group 1's reply, correctly: still aborted.
-            (2 * g, 1, predicated(vec![on(g, 1, &r1[0])], incr_op(0, t1))),
+            (
+                2 * g,
+                ReqNo(1),
+                predicated(vec![on(g, ReqNo(1), &r1[0])], incr_op(0, t1)),
+            ),
             // Group 0 likewise.
-            (g - 1, 1, predicated(vec![on(g, 1, &r1[0])], incr_op(0, t1))),
+            (
+                g - 1,
+                ReqNo(1),
+                predicated(vec![on(g, ReqNo(1), &r1[0])], incr_op(0, t1)),
+            ),
             // The last lane of group 1.
             (
                 2 * g - 1,
-                1,
-                predicated(vec![on(g, 1, &r1[0])], incr_op(0, t1)),
+                ReqNo(1),
+                predicated(vec![on(g, ReqNo(1), &r1[0])], incr_op(0, t1)),
             ),
         ],
     );
@@ -345,12 +371,16 @@ fn group_restriction() {
 #[test]
 fn retry_after_truncation() {
     let mut s = Speculative::new(SpecBench::new(), 2);
-    let r1 = run(&mut s, 1, &[(16, 1, plain(create_op("/a")))]);
-    run(&mut s, 2, &[(16, 2, plain(create_op("/b")))]); // truncation point 2: drops ≤ 0
+    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(create_op("/a")))]);
+    run(&mut s, 2, &[(16, ReqNo(2), plain(create_op("/b")))]); // truncation point 2: drops ≤ 0
     let r3 = run(
         &mut s,
         3,
-        &[(17, 1, predicated(vec![on(16, 1, &r1[0])], list_op("/")))],
+        &[(
+            17,
+            ReqNo(1),
+            predicated(vec![on(16, ReqNo(1), &r1[0])], list_op("/")),
+        )],
     );
     assert!(matches!(
         SpecReply::decode(&r3[0]).unwrap(),
@@ -359,29 +389,44 @@ fn retry_after_truncation() {
     assert_eq!(s.log_len(), 3);
     run(&mut s, 4, &[]); // truncation point 4: drops what was recorded at 1 and 2
     assert_eq!(s.log_len(), 1);
-    assert_eq!(s.watermark(16), 2);
-    assert_eq!(s.watermark(17), 0);
+    assert_eq!(s.watermark(16), ReqNo(2));
+    assert_eq!(s.watermark(17), ReqNo(0));
     let r5 = run(
         &mut s,
         5,
         &[
-            (18, 1, predicated(vec![on(16, 1, &r1[0])], create_op("/c"))),
+            (
+                18,
+                ReqNo(1),
+                predicated(vec![on(16, ReqNo(1), &r1[0])], create_op("/c")),
+            ),
             // A wrong digest for a truncated entry cannot be told from a right one: retry.
             (
                 18,
-                2,
-                predicated(vec![on(16, 2, b"wrong")], create_op("/c")),
+                ReqNo(2),
+                predicated(vec![on(16, ReqNo(2), b"wrong")], create_op("/c")),
             ),
             // Above the watermark and absent: never happened, abort.
-            (18, 3, predicated(vec![on(16, 3, b"x")], create_op("/c"))),
+            (
+                18,
+                ReqNo(3),
+                predicated(vec![on(16, ReqNo(3), b"x")], create_op("/c")),
+            ),
             // A retry loses to a definite failure later in the list.
             (
                 18,
-                4,
-                predicated(vec![on(16, 1, &r1[0]), on(16, 3, b"x")], create_op("/c")),
+                ReqNo(4),
+                predicated(
+                    vec![on(16, ReqNo(1), &r1[0]), on(16, ReqNo(3), b"x")],
+                    create_op("/c"),
+                ),
             ),
             // Still in the log (recorded at 3).
-            (18, 5, predicated(vec![on(17, 1, &r3[0])], create_op("/c"))),
+            (
+                18,
+                ReqNo(5),
+                predicated(vec![on(17, ReqNo(1), &r3[0])], create_op("/c")),
+            ),
         ],
     );
     let decoded: Vec<SpecReply> = r5.iter().map(|r| SpecReply::decode(r).unwrap()).collect();
@@ -396,35 +441,43 @@ fn retry_after_truncation() {
 #[test]
 fn hooks_decide_as_documented() {
     let mut log = ReplyLog::default();
-    log.record(16, 1, answer_digest(id(16, 1), b"one"), 1);
-    log.record(16, 2, answer_digest(id(16, 2), b"two"), 3);
+    log.record(16, ReqNo(1), answer_digest(id(16, ReqNo(1)), b"one"), 1);
+    log.record(16, ReqNo(2), answer_digest(id(16, ReqNo(2)), b"two"), 3);
     assert_eq!(predicates_hold(&log, 16, &[]), Verdict::Hold);
     assert_eq!(
-        predicates_hold(&log, 17, &[on(16, 2, b"two"), on(16, 1, b"one")]),
+        predicates_hold(
+            &log,
+            17,
+            &[on(16, ReqNo(2), b"two"), on(16, ReqNo(1), b"one")]
+        ),
         Verdict::Hold
     );
     assert_eq!(
-        predicates_hold(&log, 17, &[on(16, 1, b"two")]),
+        predicates_hold(&log, 17, &[on(16, ReqNo(1), b"two")]),
         Verdict::Abort(0)
     );
     truncate(&mut log, 2);
-    assert_eq!(log.watermark(16), 1);
+    assert_eq!(log.watermark(16), ReqNo(1));
     assert_eq!(
-        predicates_hold(&log, 17, &[on(16, 2, b"two"), on(16, 1, b"one")]),
+        predicates_hold(
+            &log,
+            17,
+            &[on(16, ReqNo(2), b"two"), on(16, ReqNo(1), b"one")]
+        ),
         Verdict::Retry(1)
     );
     assert_eq!(
-        predicates_hold(&log, 17, &[on(16, 1, b"one"), on(16, 3, b"")]),
+        predicates_hold(&log, 17, &[on(16, ReqNo(1), b"one"), on(16, ReqNo(3), b"")]),
         Verdict::Abort(1)
     );
     assert_eq!(
-        predicates_hold(&log, SPEC_GROUP + 16, &[on(16, 2, b"two")]),
+        predicates_hold(&log, SPEC_GROUP + 16, &[on(16, ReqNo(2), b"two")]),
         Verdict::Abort(0)
     );
     truncate(&mut log, 3);
-    assert_eq!(log.watermark(16), 2);
+    assert_eq!(log.watermark(16), ReqNo(2));
     assert_eq!(
-        predicates_hold(&log, 17, &[on(16, 2, b"two")]),
+        predicates_hold(&log, 17, &[on(16, ReqNo(2), b"two")]),
         Verdict::Retry(0)
     );
 }
@@ -440,17 +493,20 @@ fn same_batch_dependence_sees_earlier_commands() {
         &mut s,
         1,
         &[
-            (16, 1, plain(incr_op(0, 0))),
+            (16, ReqNo(1), plain(incr_op(0, 0))),
             (
                 17,
-                1,
-                predicated(vec![on(16, 1, &done(1, t1))], incr_op(0, t1)),
+                ReqNo(1),
+                predicated(vec![on(16, ReqNo(1), &done(1, t1))], incr_op(0, t1)),
             ),
             (
                 18,
-                1,
+                ReqNo(1),
                 predicated(
-                    vec![on(16, 1, &done(1, t1)), on(17, 1, &done(2, t2))],
+                    vec![
+                        on(16, ReqNo(1), &done(1, t1)),
+                        on(17, ReqNo(1), &done(2, t2)),
+                    ],
                     incr_op(0, t2),
                 ),
             ),
@@ -508,12 +564,16 @@ fn inner_sees_one_command_calls_with_the_batch_seq_and_pushes_pass_through() {
     let batch = [
         (16, 1, plain(b"ab".to_vec())),
         (17, 1, b"garbage".to_vec()),
-        (18, 1, predicated(vec![on(16, 9, b"")], b"no".to_vec())),
+        (
+            18,
+            1,
+            predicated(vec![on(16, ReqNo(9), b"")], b"no".to_vec()),
+        ),
         (19, 1, plain(b"cd".to_vec())),
     ];
     let cmds: Vec<Command<'_>> = batch
         .iter()
-        .map(|(client, nc, op)| cmd(*client, *nc, op))
+        .map(|(client, nc, op)| cmd(*client, ReqNo(*nc), op))
         .collect();
     let out = s.execute(7, &cmds, nd(7));
     assert_eq!(out.replies.len(), 4);
@@ -529,8 +589,11 @@ fn inner_sees_one_command_calls_with_the_batch_seq_and_pushes_pass_through() {
     let st = s.stats();
     assert_eq!((st.executed, st.malformed, st.aborted), (2, 1, 1));
     assert_eq!(
-        s.logged(17, 1),
-        Some(answer_digest(id(17, 1), &SpecReply::Malformed.encode()))
+        s.logged(17, ReqNo(1)),
+        Some(answer_digest(
+            id(17, ReqNo(1)),
+            &SpecReply::Malformed.encode()
+        ))
     );
 }
 
@@ -542,7 +605,7 @@ fn read_only_path() {
         s.execute_read_only(16, &read),
         SpecReply::Executed(b"read".to_vec()).encode()
     );
-    let guarded = predicated(vec![on(16, 1, b"")], b"read".to_vec());
+    let guarded = predicated(vec![on(16, ReqNo(1), b"")], b"read".to_vec());
     assert_eq!(
         s.execute_read_only(16, &guarded),
         SpecReply::Aborted { predicate: 0 }.encode()
@@ -560,7 +623,11 @@ fn read_only_path() {
     let out = run(
         &mut s,
         1,
-        &[(16, 2, predicated(vec![on(16, 1, &ro)], b"w".to_vec()))],
+        &[(
+            16,
+            ReqNo(2),
+            predicated(vec![on(16, ReqNo(1), &ro)], b"w".to_vec()),
+        )],
     );
     assert_eq!(out[0], SpecReply::Aborted { predicate: 0 }.encode());
 }
@@ -607,9 +674,10 @@ impl Workload {
             .map(|_| {
                 let client = 16 + self.rng.below(24) as ClientId; // groups 1 and 2
                 let nc = {
-                    let e = self.next_nc.entry(client).or_insert(1);
-                    *e += 1;
-                    *e - 1
+                    let e = self.next_nc.entry(client).or_insert(ReqNo(1));
+                    let nc = *e;
+                    *e = e.next();
+                    nc
                 };
                 let op = match self.rng.below(5) {
                     0 => incr_op(self.rng.below(3) as u32, 0),
@@ -631,7 +699,7 @@ impl Workload {
                     let (c, n, reply) = &self.seen[self.seen.len() - 1 - back];
                     predicates.push(match self.rng.below(10) {
                         0 => on(*c, *n, b"wrong"),
-                        1 => on(*c, n + 1000, reply),
+                        1 => on(*c, n.plus(1000), reply),
                         _ => on(*c, *n, reply),
                     });
                 }
@@ -667,7 +735,7 @@ fn two_shims_fed_the_same_batches_stay_identical() {
             w.learn(&reqs, &ra);
             // Early execution on one of them must not change its committed state.
             if seq % 7 == 0 {
-                let _ = a.execute_early(cmd(40, seq, &plain(incr_op(0, 0))));
+                let _ = a.execute_early(cmd(40, ReqNo(seq), &plain(incr_op(0, 0))));
                 assert_eq!(a.state_digest(), b.state_digest());
             }
         }
@@ -722,18 +790,29 @@ fn checkpoint_round_trip_decides_like_executing_through() {
 #[test]
 fn checkpoint_carries_the_log_and_watermarks() {
     let mut s = Speculative::new(SpecBench::new(), 2);
-    let r1 = run(&mut s, 1, &[(16, 1, plain(create_op("/a")))]);
+    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(create_op("/a")))]);
     run(&mut s, 2, &[]);
-    let r3 = run(&mut s, 3, &[(16, 2, plain(create_op("/b")))]);
+    let r3 = run(&mut s, 3, &[(16, ReqNo(2), plain(create_op("/b")))]);
     run(&mut s, 4, &[]); // (16, 1) truncated, watermark 1
     let cp = s.take_checkpoint();
     let mut t = Speculative::new(SpecBench::new(), 2);
     t.load_checkpoint(&cp).unwrap();
-    assert_eq!(t.watermark(16), 1);
-    assert_eq!(t.logged(16, 2), Some(answer_digest(id(16, 2), &r3[0])));
+    assert_eq!(t.watermark(16), ReqNo(1));
+    assert_eq!(
+        t.logged(16, ReqNo(2)),
+        Some(answer_digest(id(16, ReqNo(2)), &r3[0]))
+    );
     let reqs = [
-        (17, 1, predicated(vec![on(16, 1, &r1[0])], create_op("/c"))),
-        (17, 2, predicated(vec![on(16, 2, &r3[0])], create_op("/d"))),
+        (
+            17,
+            ReqNo(1),
+            predicated(vec![on(16, ReqNo(1), &r1[0])], create_op("/c")),
+        ),
+        (
+            17,
+            ReqNo(2),
+            predicated(vec![on(16, ReqNo(2), &r3[0])], create_op("/d")),
+        ),
     ];
     let fresh = run(&mut Speculative::new(SpecBench::new(), 2), 5, &reqs);
     let loaded = run(&mut t, 5, &reqs);
@@ -749,8 +828,8 @@ fn checkpoint_carries_the_log_and_watermarks() {
     assert_ne!(fresh, loaded);
     // Truncation resumes from the checkpoint's last point: at 6, what was recorded at 3 goes.
     run(&mut t, 6, &[]);
-    assert_eq!(t.logged(16, 2), None);
-    assert_eq!(t.watermark(16), 2);
+    assert_eq!(t.logged(16, ReqNo(2)), None);
+    assert_eq!(t.watermark(16), ReqNo(2));
     // Corrupt checkpoints are refused without touching the state.
     let before = t.state_digest();
     assert!(matches!(
@@ -769,19 +848,19 @@ fn state_digest_covers_the_log_and_watermarks() {
     // Same inner state, different logs: a malformed request changes only the log.
     let mut a = shim();
     let mut b = shim();
-    run(&mut a, 1, &[(16, 1, b"junk".to_vec())]);
+    run(&mut a, 1, &[(16, ReqNo(1), b"junk".to_vec())]);
     run(&mut b, 1, &[]);
     assert_eq!(a.inner().state_digest(), b.inner().state_digest());
     assert_ne!(a.state_digest(), b.state_digest());
     // Same entries, different watermarks: one truncated an entry the other never had.
     let mut c = Speculative::new(SpecBench::new(), 1);
     let mut d = Speculative::new(SpecBench::new(), 1);
-    run(&mut c, 1, &[(16, 1, b"junk".to_vec())]);
+    run(&mut c, 1, &[(16, ReqNo(1), b"junk".to_vec())]);
     run(&mut d, 1, &[]);
     run(&mut c, 2, &[]);
     run(&mut d, 2, &[]);
     assert_eq!(c.log_len(), 0);
-    assert_eq!(c.watermark(16), 1);
+    assert_eq!(c.watermark(16), ReqNo(1));
     assert_ne!(c.state_digest(), d.state_digest());
 }
 
@@ -800,20 +879,20 @@ fn fork_predicts_the_committed_replies_when_the_order_agrees() {
     let mut prev: Option<(ClientId, Vec<u8>)> = None;
     for i in 0..5u32 {
         let lane = 16 + i;
-        let predicates = prev.iter().map(|(c, r)| on(*c, 1, r)).collect();
+        let predicates = prev.iter().map(|(c, r)| on(*c, ReqNo(1), r)).collect();
         let op = predicated(predicates, incr_op(0, token));
-        let reply = primary.execute_early(cmd(lane, 1, &op)).unwrap();
+        let reply = primary.execute_early(cmd(lane, ReqNo(1), &op)).unwrap();
         token = match incr(&reply) {
             IncrReply::Done { token, .. } => token,
             other => panic!("{other:?}"),
         };
         prev = Some((lane, reply.clone()));
-        reqs.push((lane, 1, op));
+        reqs.push((lane, ReqNo(1), op));
         early.push(reply);
     }
     let create = plain(create_op("/f"));
-    early.push(primary.execute_early(cmd(30, 1, &create)).unwrap());
-    reqs.push((30, 1, create));
+    early.push(primary.execute_early(cmd(30, ReqNo(1), &create)).unwrap());
+    reqs.push((30, ReqNo(1), create));
     // The committed state is untouched by early execution.
     assert_eq!(primary.state_digest(), backup.state_digest());
     // Committed in the same order, over two batches.
@@ -830,7 +909,7 @@ fn fork_predicts_the_committed_replies_when_the_order_agrees() {
     assert!(primary.has_fork());
     // The fork goes on from where the committed state is.
     let next = primary
-        .execute_early(cmd(16, 2, &plain(incr_op(0, token))))
+        .execute_early(cmd(16, ReqNo(2), &plain(incr_op(0, token))))
         .unwrap();
     assert_eq!(
         incr(&next),
@@ -847,8 +926,8 @@ fn fork_is_rebuilt_when_the_order_differs() {
     let mut s = shim();
     let a = plain(incr_op(0, 0));
     let b = plain(incr_op(0, 0));
-    let early_a = s.execute_early(cmd(16, 1, &a)).unwrap();
-    let early_b = s.execute_early(cmd(32, 1, &b)).unwrap();
+    let early_a = s.execute_early(cmd(16, ReqNo(1), &a)).unwrap();
+    let early_b = s.execute_early(cmd(32, ReqNo(1), &b)).unwrap();
     assert_eq!(
         incr(&early_a),
         IncrReply::Done {
@@ -858,14 +937,14 @@ fn fork_is_rebuilt_when_the_order_differs() {
     );
     assert_eq!(incr(&early_b), IncrReply::WrongToken { value: 1 });
     // Agreement ordered b first.
-    let committed = run(&mut s, 1, &[(32, 1, b), (16, 1, a)]);
+    let committed = run(&mut s, 1, &[(32, ReqNo(1), b), (16, ReqNo(1), a)]);
     assert_eq!(committed[0], early_a);
     assert_eq!(committed[1], early_b);
     assert!(!s.has_fork());
     assert_eq!(s.stats().fork_drops, 1);
     // Rebuilt from the committed state on the next early request.
     let next = s
-        .execute_early(cmd(33, 1, &plain(incr_op(0, next_token(0, 1)))))
+        .execute_early(cmd(33, ReqNo(1), &plain(incr_op(0, next_token(0, 1)))))
         .unwrap();
     assert_eq!(
         incr(&next),
@@ -878,14 +957,14 @@ fn fork_is_rebuilt_when_the_order_differs() {
     // A committed command the fork never saw makes it stale too: it is rebuilt from the
     // committed state with the early request still waiting (33, 1) executed again, so the
     // next early request follows that one.
-    run(&mut s, 2, &[(40, 1, plain(create_op("/x")))]);
+    run(&mut s, 2, &[(40, ReqNo(1), plain(create_op("/x")))]);
     assert!(s.has_fork());
     assert_eq!(s.stats().fork_drops, 2);
     assert_eq!(s.stats().fork_rebuilds, 3);
     let after = s
         .execute_early(cmd(
             34,
-            1,
+            ReqNo(1),
             &plain(incr_op(0, next_token(next_token(0, 1), 2))),
         ))
         .unwrap();
@@ -896,21 +975,21 @@ fn fork_is_rebuilt_when_the_order_differs() {
         &mut s,
         3,
         &[
-            (33, 1, plain(incr_op(0, t2))),
-            (34, 1, plain(incr_op(0, next_token(t2, 2)))),
-            (41, 1, plain(create_op("/w"))),
+            (33, ReqNo(1), plain(incr_op(0, t2))),
+            (34, ReqNo(1), plain(incr_op(0, next_token(t2, 2)))),
+            (41, ReqNo(1), plain(create_op("/w"))),
         ],
     );
     assert!(!s.has_fork());
     // So does a committed request with the (client, nc) of an early one but another op.
     let mut other = Speculative::new(SpecBench::new(), 1000);
     let _ = other
-        .execute_early(cmd(1, 1, &plain(create_op("/y"))))
+        .execute_early(cmd(1, ReqNo(1), &plain(create_op("/y"))))
         .unwrap();
     let z = plain(create_op("/z"));
     let another = Command {
         request: Digest::of(b"another request"),
-        ..cmd(1, 1, &z)
+        ..cmd(1, ReqNo(1), &z)
     };
     other.execute(1, &[another], nd(1));
     assert!(!other.has_fork());
@@ -920,22 +999,22 @@ fn fork_is_rebuilt_when_the_order_differs() {
 fn load_checkpoint_drops_the_fork() {
     let mut s = shim();
     let op = plain(incr_op(0, 0));
-    let early = s.execute_early(cmd(16, 1, &op)).unwrap();
+    let early = s.execute_early(cmd(16, ReqNo(1), &op)).unwrap();
     assert!(s.has_fork());
     let mut elsewhere = shim();
-    run(&mut elsewhere, 1, &[(20, 1, plain(incr_op(0, 0)))]);
+    run(&mut elsewhere, 1, &[(20, ReqNo(1), plain(incr_op(0, 0)))]);
     s.load_checkpoint(&elsewhere.take_checkpoint()).unwrap();
     assert!(!s.has_fork(), "a load drops the fork");
     assert_eq!(
-        s.execute_early(cmd(17, 1, &op)),
+        s.execute_early(cmd(17, ReqNo(1), &op)),
         None,
         "no agreed time until the next batch"
     );
     // (16, 1) commits on the loaded state: the early reply was for a state now gone.
-    let committed = run(&mut s, 2, &[(16, 1, op.clone())]);
+    let committed = run(&mut s, 2, &[(16, ReqNo(1), op.clone())]);
     assert_ne!(committed[0], early);
     assert_eq!(incr(&committed[0]), IncrReply::WrongToken { value: 1 });
-    assert!(s.execute_early(cmd(17, 1, &op)).is_some());
+    assert!(s.execute_early(cmd(17, ReqNo(1), &op)).is_some());
 }
 
 #[test]
@@ -945,12 +1024,12 @@ fn fork_dropped_when_the_reply_differs_at_the_right_place() {
     let mut s = Speculative::new(Probe::default(), 10);
     run(&mut s, 1, &[]);
     let op = plain(b"time".to_vec());
-    let early = s.execute_early(cmd(16, 1, &op)).unwrap();
+    let early = s.execute_early(cmd(16, ReqNo(1), &op)).unwrap();
     assert_eq!(
         early,
         SpecReply::Executed(nd(1).time.to_le_bytes().to_vec()).encode()
     );
-    let committed = run(&mut s, 2, &[(16, 1, op)]);
+    let committed = run(&mut s, 2, &[(16, ReqNo(1), op)]);
     assert_eq!(
         committed[0],
         SpecReply::Executed(nd(2).time.to_le_bytes().to_vec()).encode()
@@ -964,16 +1043,16 @@ fn fork_dropped_when_the_reply_differs_at_the_right_place() {
 fn fork_truncates_with_the_committed_log() {
     let mut s = Speculative::new(SpecBench::new(), 1);
     let a = plain(create_op("/a"));
-    let early_a = s.execute_early(cmd(16, 1, &a)).unwrap();
-    assert_eq!(run(&mut s, 1, &[(16, 1, a)]), vec![early_a.clone()]);
+    let early_a = s.execute_early(cmd(16, ReqNo(1), &a)).unwrap();
+    assert_eq!(run(&mut s, 1, &[(16, ReqNo(1), a)]), vec![early_a.clone()]);
     // Batch 2 truncates what batch 1 recorded, in the committed log and in the fork's.
     run(&mut s, 2, &[]);
     assert!(s.has_fork());
-    assert_eq!(s.watermark(16), 1);
-    let b = predicated(vec![on(16, 1, &early_a)], create_op("/b"));
-    let early_b = s.execute_early(cmd(17, 1, &b)).unwrap();
+    assert_eq!(s.watermark(16), ReqNo(1));
+    let b = predicated(vec![on(16, ReqNo(1), &early_a)], create_op("/b"));
+    let early_b = s.execute_early(cmd(17, ReqNo(1), &b)).unwrap();
     assert_eq!(early_b, SpecReply::Retry { predicate: 0 }.encode());
-    assert_eq!(run(&mut s, 3, &[(17, 1, b)]), vec![early_b]);
+    assert_eq!(run(&mut s, 3, &[(17, ReqNo(1), b)]), vec![early_b]);
     let st = s.stats();
     assert_eq!(
         (st.early_confirmed, st.fork_drops, st.fork_rebuilds),
@@ -985,38 +1064,38 @@ fn fork_truncates_with_the_committed_log() {
 fn early_repeats_and_committed_requests() {
     let mut s = shim();
     let op = plain(create_op("/a"));
-    let first = s.execute_early(cmd(16, 1, &op)).unwrap();
-    assert_eq!(s.execute_early(cmd(16, 1, &op)), Some(first.clone()));
+    let first = s.execute_early(cmd(16, ReqNo(1), &op)).unwrap();
+    assert_eq!(s.execute_early(cmd(16, ReqNo(1), &op)), Some(first.clone()));
     let b = plain(create_op("/b"));
     let another = Command {
         request: Digest::of(b"another request"),
-        ..cmd(16, 1, &b)
+        ..cmd(16, ReqNo(1), &b)
     };
     assert_eq!(s.execute_early(another), None);
     let st = s.stats();
     assert_eq!((st.early_executions, st.early_repeats), (1, 1));
-    run(&mut s, 1, &[(16, 1, op.clone())]);
+    run(&mut s, 1, &[(16, ReqNo(1), op.clone())]);
     assert_eq!(
-        s.execute_early(cmd(16, 1, &op)),
+        s.execute_early(cmd(16, ReqNo(1), &op)),
         None,
         "committed: the reply cache answers"
     );
     // Past the truncation watermark likewise.
     let mut t = Speculative::new(SpecBench::new(), 1);
-    run(&mut t, 1, &[(16, 5, plain(vec![]))]);
+    run(&mut t, 1, &[(16, ReqNo(5), plain(vec![]))]);
     run(&mut t, 2, &[]);
-    assert_eq!(t.watermark(16), 5);
-    assert_eq!(t.execute_early(cmd(16, 3, &op)), None);
+    assert_eq!(t.watermark(16), ReqNo(5));
+    assert_eq!(t.execute_early(cmd(16, ReqNo(3), &op)), None);
     // Early replies of predicated requests are decided on the fork's log.
-    let dep = predicated(vec![on(16, 1, &first)], create_op("/a/b"));
-    let r = s.execute_early(cmd(17, 1, &dep)).unwrap();
+    let dep = predicated(vec![on(16, ReqNo(1), &first)], create_op("/a/b"));
+    let r = s.execute_early(cmd(17, ReqNo(1), &dep)).unwrap();
     assert_eq!(
         r,
         SpecReply::Executed(vec![FsStatus::BadPath as u8]).encode()
     );
-    let dep_wrong = predicated(vec![on(16, 1, b"no")], create_op("/c"));
+    let dep_wrong = predicated(vec![on(16, ReqNo(1), b"no")], create_op("/c"));
     assert_eq!(
-        s.execute_early(cmd(17, 2, &dep_wrong)).unwrap(),
+        s.execute_early(cmd(17, ReqNo(2), &dep_wrong)).unwrap(),
         SpecReply::Aborted { predicate: 0 }.encode()
     );
 }
@@ -1025,14 +1104,18 @@ fn early_repeats_and_committed_requests() {
 // The application
 
 fn fs(app: &mut SpecBench, seq: Seq, op: Vec<u8>) -> FsReply {
-    let r = run(app, seq, &[(1, seq, op.clone())]);
+    let r = run(app, seq, &[(1, ReqNo(seq), op.clone())]);
     FsReply::decode(&op, &r[0]).unwrap()
 }
 
 #[test]
 fn counter_tokens_chain() {
     let mut app = SpecBench::new();
-    let r = run(&mut app, 1, &[(1, 1, incr_op(5, 0)), (1, 2, incr_op(5, 0))]);
+    let r = run(
+        &mut app,
+        1,
+        &[(1, ReqNo(1), incr_op(5, 0)), (1, ReqNo(2), incr_op(5, 0))],
+    );
     let t1 = next_token(0, 1);
     assert_eq!(
         IncrReply::decode(&r[0]),
@@ -1049,9 +1132,9 @@ fn counter_tokens_chain() {
         &mut app,
         2,
         &[
-            (1, 3, incr_op(5, t1)),
-            (1, 4, incr_op(6, 0)),
-            (1, 5, vec![0, 1]),
+            (1, ReqNo(3), incr_op(5, t1)),
+            (1, ReqNo(4), incr_op(6, 0)),
+            (1, ReqNo(5), vec![0, 1]),
         ],
     );
     assert_eq!(
@@ -1160,7 +1243,7 @@ fn file_store() {
     assert!(!app.is_read(&create_op("/x")) && !app.is_read(&incr_op(0, 0)));
     assert_eq!(
         app.execute_read_only(1, &read_op("/d/f")),
-        run(&mut app, 23, &[(1, 23, read_op("/d/f"))])[0]
+        run(&mut app, 23, &[(1, ReqNo(23), read_op("/d/f"))])[0]
     );
     assert_eq!(
         app.execute_read_only(1, &create_op("/r")),
@@ -1175,9 +1258,9 @@ fn application_checkpoint_round_trip() {
         &mut app,
         1,
         &[
-            (1, 1, incr_op(0, 0)),
-            (1, 2, create_op("/a")),
-            (1, 3, write_op("/a", 0, b"hi")),
+            (1, ReqNo(1), incr_op(0, 0)),
+            (1, ReqNo(2), create_op("/a")),
+            (1, ReqNo(3), write_op("/a", 0, b"hi")),
         ],
     );
     let cp = app.take_checkpoint();
@@ -1267,8 +1350,8 @@ fn session(
             if let Some(issued) = issued {
                 let issued = issued.expect("at most 16 lanes outstanding");
                 let nc = {
-                    let n = next_nc.entry(lane).or_insert(0);
-                    *n += 1;
+                    let n = next_nc.entry(lane).or_insert(ReqNo(0));
+                    *n = n.next();
                     *n
                 };
                 client.assign(issued.id, lane, nc, id(lane, nc)).unwrap();
@@ -1436,17 +1519,17 @@ fn session_stops_trusting_a_primary_that_lies_often() {
 #[test]
 fn a_predicate_on_another_lifes_request_under_the_same_number_aborts() {
     let mut s = shim();
-    let r1 = run(&mut s, 1, &[(16, 1, plain(incr_op(0, 0)))]);
-    let new_life = plumb_wire::request_id(16, Life(1), 1, Digest::ZERO);
+    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
+    let new_life = plumb_wire::request_id(16, Life(1), ReqNo(1), Digest::ZERO);
     let theirs = Predicate {
         client: 16,
-        nc: 1,
+        nc: ReqNo(1),
         answer: answer_digest(new_life, &r1[0]),
     };
     let r2 = run(
         &mut s,
         2,
-        &[(17, 1, predicated(vec![theirs], incr_op(1, 0)))],
+        &[(17, ReqNo(1), predicated(vec![theirs], incr_op(1, 0)))],
     );
     assert_eq!(
         SpecReply::decode(&r2[0]).unwrap(),
@@ -1457,7 +1540,11 @@ fn a_predicate_on_another_lifes_request_under_the_same_number_aborts() {
     let r3 = run(
         &mut s,
         3,
-        &[(17, 2, predicated(vec![on(16, 1, &r1[0])], incr_op(1, 0)))],
+        &[(
+            17,
+            ReqNo(2),
+            predicated(vec![on(16, ReqNo(1), &r1[0])], incr_op(1, 0)),
+        )],
     );
     assert!(matches!(
         SpecReply::decode(&r3[0]).unwrap(),

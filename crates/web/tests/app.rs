@@ -4,7 +4,7 @@
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_web::wiki::{MAX_PAGE_BYTES, MAX_REVISIONS_KEPT};
 use plumb_web::{WebOp, WebResponse, WikiApp, MAX_FORM_BYTES};
-use plumb_wire::Life;
+use plumb_wire::{Life, ReqNo};
 use proptest::prelude::*;
 
 const FORM: &str = "application/x-www-form-urlencoded";
@@ -30,7 +30,7 @@ fn run(app: &mut WikiApp, seq: u64, time_secs: u64, ops: &[Vec<u8>]) -> Vec<WebR
     let batch: Vec<Command<'_>> = ops
         .iter()
         .enumerate()
-        .map(|(i, op)| Command::new(i as u32, Life(0), seq, op))
+        .map(|(i, op)| Command::new(i as u32, Life(0), ReqNo(seq), op))
         .collect();
     let nd = NonDeterminism {
         time: time_secs * 1_000_000,
@@ -209,7 +209,7 @@ fn two_replicas_fed_the_same_batches_agree_byte_for_byte() {
     for (seq, batch) in workload().iter().enumerate() {
         let commands: Vec<Command<'_>> = batch
             .iter()
-            .map(|op| Command::new(7, Life(0), seq as u64, op))
+            .map(|op| Command::new(7, Life(0), ReqNo(seq as u64), op))
             .collect();
         let nd = NonDeterminism {
             time: 1_000_000 * seq as u64 + 17,
@@ -253,7 +253,7 @@ fn read_only_changes_nothing_and_answers_as_the_ordered_path() {
         let mut ordered = app.clone();
         let out = ordered.execute(
             100,
-            &[Command::new(3, Life(0), 1, &get(target))],
+            &[Command::new(3, Life(0), ReqNo(1), &get(target))],
             NonDeterminism { time: 1, seed: 1 },
         );
         assert_eq!(out.replies[0], read_only, "{target}");
@@ -302,7 +302,7 @@ proptest! {
         let mut app = WikiApp::default();
         let r = app.execute_read_only(0, &bytes);
         prop_assert!(WebResponse::decode(&r).is_ok());
-        let out = app.execute(1, &[Command::new(0, Life(0), 1, &bytes)], NonDeterminism { time: 5, seed: 5 });
+        let out = app.execute(1, &[Command::new(0, Life(0), ReqNo(1), &bytes)], NonDeterminism { time: 5, seed: 5 });
         prop_assert!(WebResponse::decode(&out.replies[0]).is_ok());
         let _ = app.load_checkpoint(&bytes);
     }

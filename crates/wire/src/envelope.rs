@@ -190,7 +190,7 @@ mod tests {
     fn tampering_is_detected_as_bad_mac() {
         let m = Message::Request {
             life: crate::Life(9),
-            nc: 1,
+            nc: ReqNo(1),
             op: b"set a 1".to_vec(),
         };
         let mut f = seal(Principal::Client(4), Principal::Auth(0), &m, &key());
@@ -245,7 +245,7 @@ mod tests {
         #[test]
         fn mutated_frames_never_panic(idx in 0usize..400, bit in 0u8..8, payload in proptest::collection::vec(any::<u8>(), 0..64)) {
             let m = Message::AuthReq {
-                core: ReqCore { client: 7, life: crate::Life(5), nc: 3, body: Body::Inline(payload) },
+                core: ReqCore { client: 7, life: crate::Life(5), nc: ReqNo(3), body: Body::Inline(payload) },
                 macs: vec![plumb_crypto::Mac([1; 16]); 4],
             };
             let mut f = seal(Principal::Auth(1), Principal::Order(1), &m, &key());
@@ -269,14 +269,14 @@ mod tests {
         ) {
             let req = plumb_crypto::Digest::of(&result);
             let m = match which {
-                0 => Message::Reply { nc, req, result, at: crate::Position { seq: nc / 3, index: (nc % 7) as u32 } },
-                1 => Message::ReadOnlyReply { nc, req, result, executed: nc / 2 },
+                0 => Message::Reply { nc: ReqNo(nc), req, result, at: crate::Position { seq: nc / 3, index: (nc % 7) as u32 } },
+                1 => Message::ReadOnlyReply { nc: ReqNo(nc), req, result, executed: nc / 2 },
                 2 => Message::LastRequestQuery,
-                3 => Message::FastRead { life: crate::Life(nc ^ 7), nc, executor: (nc % 5) as u16, op: result },
-                4 => Message::SketchReply { nc, req, sketch: (nc % 2 == 0).then_some(req) },
-                5 => Message::EarlyRequest { life: crate::Life(nc >> 3), nc, op: result },
-                6 => Message::EarlyReply { nc, req, result },
-                _ => Message::LastRequest { nc },
+                3 => Message::FastRead { life: crate::Life(nc ^ 7), nc: ReqNo(nc), executor: (nc % 5) as u16, op: result },
+                4 => Message::SketchReply { nc: ReqNo(nc), req, sketch: (nc % 2 == 0).then_some(req) },
+                5 => Message::EarlyRequest { life: crate::Life(nc >> 3), nc: ReqNo(nc), op: result },
+                6 => Message::EarlyReply { nc: ReqNo(nc), req, result },
+                _ => Message::LastRequest { nc: ReqNo(nc) },
             };
             let body = encode_body(&m);
             prop_assert_eq!(postcard::from_bytes::<Message>(&body).ok(), Some(m.clone()));

@@ -11,6 +11,7 @@
 pub mod envelope;
 pub mod message;
 pub mod principal;
+mod req_no;
 mod view;
 
 pub use envelope::{open, seal, Envelope, WireError, MAX_FRAME_BYTES};

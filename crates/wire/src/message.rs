@@ -10,8 +10,6 @@ pub type ClientId = u32;
 /// (`plumb_speculation`), so a group's ids must all belong to one owner: the cluster file
 /// refuses client ranges of two owners that share a group (`plumb_cluster`).
 pub const SPEC_GROUP: ClientId = 128;
-/// A client's request number `n_c`, from 1.
-pub type ReqNo = u64;
 /// A batch number `n_o`, from 1.
 pub type Seq = u64;
 
@@ -37,6 +35,7 @@ pub struct Position {
     pub seq: Seq,
     pub index: u32,
 }
+pub use crate::req_no::ReqNo;
 pub use crate::view::View;
 /// Microseconds of agreed (batch) time.
 pub type Micros = u64;

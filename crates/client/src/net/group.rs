@@ -219,6 +219,7 @@ mod tests {
     use super::*;
     use crate::Route;
     use plumb_cluster::{init, Cluster, InitOptions};
+    use plumb_wire::ReqNo;
 
     fn members(dir: &std::path::Path, n: u32) -> Vec<(u32, StageContext)> {
         setup(dir, n).1
@@ -271,7 +272,7 @@ mod tests {
                 let frame = ring
                     .seal(
                         Principal::Client(c),
-                        &plumb_wire::Message::LastRequest { nc: 0 },
+                        &plumb_wire::Message::LastRequest { nc: ReqNo(0) },
                     )
                     .unwrap();
                 set.handle(1, Event::Receive(frame), out);

@@ -2,7 +2,7 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_coord::*;
-use plumb_wire::Life;
+use plumb_wire::{Life, ReqNo};
 
 pub struct H {
     pub app: CoordApp,
@@ -31,7 +31,7 @@ impl H {
         let batch: Vec<Command<'_>> = cmds
             .iter()
             .enumerate()
-            .map(|(i, (client, op))| Command::new(*client, Life(0), i as u64, op))
+            .map(|(i, (client, op))| Command::new(*client, Life(0), ReqNo(i as u64), op))
             .collect();
         let out = self.app.execute(
             self.seq,

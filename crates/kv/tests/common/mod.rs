@@ -4,7 +4,7 @@
 
 use plumb_app::{Application, Command, LoadError, NonDeterminism};
 use plumb_kv::*;
-use plumb_wire::Life;
+use plumb_wire::{Life, ReqNo};
 
 pub fn b(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
@@ -43,7 +43,7 @@ pub fn batch(store: &mut KvStore, ops: &[KvOp], time: u64, seed: u64) -> Vec<KvR
     let encoded: Vec<Vec<u8>> = ops.iter().map(KvOp::encode).collect();
     let cmds: Vec<Command<'_>> = encoded
         .iter()
-        .map(|op| Command::new(1, Life(0), 1, op))
+        .map(|op| Command::new(1, Life(0), ReqNo(1), op))
         .collect();
     let out = store.execute(1, &cmds, NonDeterminism { time, seed });
     out.replies

@@ -8,7 +8,7 @@ use plumb_config::{Faults, ProtocolConfig, Quorums};
 use plumb_core::{Action, Event, KeyRing, Observation, Stage, StageContext, StoreOp};
 use plumb_crypto::{Digest, Identity, PublicIdentity};
 use plumb_order::OrderReplica;
-use plumb_wire::{Body, Message, Principal, ReqCore, Seq};
+use plumb_wire::{Body, Message, Principal, ReqCore, ReqNo, Seq};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -284,7 +284,7 @@ impl Harness {
         let core = ReqCore {
             client: c,
             life: plumb_wire::Life::default(),
-            nc,
+            nc: ReqNo(nc),
             body: Body::Inline(op.to_vec()),
         };
         for a in 0..q.auth as u16 {

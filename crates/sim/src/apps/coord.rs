@@ -820,6 +820,7 @@ fn check_watches(
 mod tests {
     use super::*;
     use plumb_coord::{WatchEvent, Zxid};
+    use plumb_wire::ReqNo;
 
     fn reply(zxid: i64, result: Result<Response, ErrorCode>) -> Vec<u8> {
         Reply {
@@ -868,7 +869,7 @@ mod tests {
         let ex = |op: &'static [u8], result: &'static [u8]| Executed {
             seq: 1,
             client: 0,
-            nc: 1,
+            nc: ReqNo(1),
             request: plumb_crypto::Digest::ZERO,
             op,
             result,
@@ -928,11 +929,11 @@ mod tests {
             invoke: 0,
             response: Some(crate::app::OpResponse {
                 at: 1,
-                nc: 1,
+                nc: ReqNo(1),
                 result,
                 request: None,
             }),
-            ncs: vec![1],
+            ncs: vec![ReqNo(1)],
             abandoned: false,
         };
         let mut past = vec![rec(first, opened)];

@@ -658,6 +658,7 @@ impl SimApp for Redis {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plumb_wire::ReqNo;
 
     #[test]
     fn every_generated_op_is_in_the_model() {
@@ -740,7 +741,7 @@ mod tests {
         let executed = [Executed {
             seq: 1,
             client: 5,
-            nc: 1,
+            nc: ReqNo(1),
             request: plumb_crypto::Digest::ZERO,
             op: &publish,
             result: &count,
@@ -831,7 +832,7 @@ mod tests {
             Executed {
                 seq: 1,
                 client: 0,
-                nc: 1,
+                nc: ReqNo(1),
                 request: plumb_crypto::Digest::ZERO,
                 op,
                 result,

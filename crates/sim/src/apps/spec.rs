@@ -391,7 +391,7 @@ impl Model for SpecModel {
 
     fn step(&self, state: &SpecBench, op: &SpecModelOp) -> (SpecBench, SpecRet) {
         let mut next = state.clone();
-        let cmd = Command::new(0, Life(0), 0, &op.inner);
+        let cmd = Command::new(0, Life(0), ReqNo::NONE, &op.inner);
         let out = next.execute(1, &[cmd], NonDeterminism { time: 0, seed: 0 });
         let reply = out.replies.into_iter().next().unwrap_or_default();
         (next, SpecRet::Executed(reply))
@@ -502,7 +502,7 @@ mod tests {
         let mut token = 0;
         for value in 1..=5 {
             let op = incr_op(2, token);
-            let cmd = Command::new(0, Life(0), value, &op);
+            let cmd = Command::new(0, Life(0), ReqNo(value), &op);
             let out = app.execute(1, &[cmd], NonDeterminism { time: 0, seed: 0 });
             let reply = SpecReply::Executed(out.replies[0].clone()).encode();
             token = token_after(&reply).unwrap();
@@ -526,11 +526,11 @@ mod tests {
         let done = SpecReply::Executed(IncrReply::Done { value: 1, token: 9 }.encode()).encode();
         let lie = SpecReply::Executed(IncrReply::Done { value: 7, token: 1 }.encode()).encode();
         let on = |life: u64, reply: &[u8]| {
-            let request = plumb_wire::request_id(1, Life(life), 1, Digest::of(&first));
+            let request = plumb_wire::request_id(1, Life(life), ReqNo(1), Digest::of(&first));
             SpecOp {
                 predicates: vec![Predicate {
                     client: 1,
-                    nc: 1,
+                    nc: ReqNo(1),
                     answer: answer_digest(request, reply),
                 }],
                 op: incr_op(0, 1),
@@ -541,13 +541,19 @@ mod tests {
             SpecReply::Executed(IncrReply::WrongToken { value: 1 }.encode()).encode();
         let aborted = SpecReply::Aborted { predicate: 0 }.encode();
         let (dependent, right) = (on(0, &lie), on(0, &done));
-        let ok = check_predicates(&[ex(1, 1, &first, &done), ex(2, 1, &dependent, &aborted)]);
+        let ok = check_predicates(&[
+            ex(1, ReqNo(1), &first, &done),
+            ex(2, ReqNo(1), &dependent, &aborted),
+        ]);
         assert!(ok.is_empty(), "{ok:?}");
-        let held = check_predicates(&[ex(1, 1, &first, &done), ex(2, 1, &right, &executed_anyway)]);
+        let held = check_predicates(&[
+            ex(1, ReqNo(1), &first, &done),
+            ex(2, ReqNo(1), &right, &executed_anyway),
+        ]);
         assert!(held.is_empty(), "{held:?}");
         let bad = check_predicates(&[
-            ex(1, 1, &first, &done),
-            ex(2, 1, &dependent, &executed_anyway),
+            ex(1, ReqNo(1), &first, &done),
+            ex(2, ReqNo(1), &dependent, &executed_anyway),
         ]);
         assert_eq!(bad.len(), 1);
         assert_eq!(bad[0].property, "SPEC-predicate");
@@ -555,12 +561,15 @@ mod tests {
         // r=1): the predicate failed.
         let other_life = on(1, &done);
         let bad = check_predicates(&[
-            ex(1, 1, &first, &done),
-            ex(2, 1, &other_life, &executed_anyway),
+            ex(1, ReqNo(1), &first, &done),
+            ex(2, ReqNo(1), &other_life, &executed_anyway),
         ]);
         assert_eq!(bad.len(), 1, "{bad:?}");
         // A predicate on a request executed only later fails too.
-        let late = check_predicates(&[ex(2, 1, &right, &executed_anyway), ex(1, 1, &first, &done)]);
+        let late = check_predicates(&[
+            ex(2, ReqNo(1), &right, &executed_anyway),
+            ex(1, ReqNo(1), &first, &done),
+        ]);
         assert_eq!(late.len(), 1);
     }
 

@@ -191,6 +191,7 @@ impl Checker {
 mod tests {
     use super::*;
     use plumb_crypto::Digest;
+    use plumb_wire::ReqNo;
 
     fn delivered(seq: u64, d: &[u8], t: u64) -> Observation {
         Observation::Delivered {
@@ -200,7 +201,7 @@ mod tests {
             requests: vec![plumb_core::DeliveredRequest::new(
                 1,
                 plumb_wire::Life(0),
-                seq,
+                ReqNo(seq),
                 Digest::of(d),
             )],
             null: false,

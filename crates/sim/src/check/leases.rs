@@ -181,7 +181,7 @@ mod tests {
     fn run(kind: LeaseKind, by: (ClientId, ReqNo), expired_at: Micros) -> Vec<&'static str> {
         let mut w = workload(1, None);
         w.invoked(0, b"op".to_vec(), false, 10_000_000);
-        w.sent_request(0, 1, b"op");
+        w.sent_request(0, ReqNo(1), b"op");
         let mut c = Checker::default();
         c.agreed.insert(1, batch(10_100_000, 10_050_000));
         c.agreed.insert(2, batch(14_200_000, expired_at));
@@ -204,13 +204,16 @@ mod tests {
     #[test]
     fn a_lease_ending_sooner_than_its_timeout_less_twice_the_bound_is_caught() {
         assert_eq!(
-            run(LeaseKind::Session, (0, 1), 13_200_000),
+            run(LeaseKind::Session, (0, ReqNo(1)), 13_200_000),
             vec!["COORD-session-live"]
         );
-        assert!(run(LeaseKind::Session, (0, 1), 13_250_000).is_empty());
-        assert_eq!(run(LeaseKind::Key, (0, 1), 13_200_000), vec!["KV-ttl"]);
+        assert!(run(LeaseKind::Session, (0, ReqNo(1)), 13_250_000).is_empty());
+        assert_eq!(
+            run(LeaseKind::Key, (0, ReqNo(1)), 13_200_000),
+            vec!["KV-ttl"]
+        );
         // Renewed only by a request no correct client invoked: nothing to judge.
-        assert!(run(LeaseKind::Key, (0, 2), 13_200_000).is_empty());
+        assert!(run(LeaseKind::Key, (0, ReqNo(2)), 13_200_000).is_empty());
     }
 
     fn lease(id: i64) -> Lease {
@@ -237,14 +240,28 @@ mod tests {
         let mut watch = LeaseWatch::default();
         let (l1, l2) = (lease(1), lease(2));
         // Batch 1: c0 opens lease 1.
-        assert!(watch.batch(1, &[], &[l1], &[(0, 1, b"o")], ops).is_empty());
+        assert!(watch
+            .batch(1, &[], &[l1], &[(0, ReqNo(1), b"o")], ops)
+            .is_empty());
         // Batch 2: c1 opens lease 2, c0 renews lease 1.
         assert!(watch
-            .batch(2, &[l1], &[l1, l2], &[(1, 1, b"o"), (0, 2, b"r1")], ops)
+            .batch(
+                2,
+                &[l1],
+                &[l1, l2],
+                &[(1, ReqNo(1), b"o"), (0, ReqNo(2), b"r1")],
+                ops
+            )
             .is_empty());
         // Batch 3: lease 2 is ended by its request; lease 1 vanishes unnamed: expired, and
         // dated from c0's renewal in batch 2, whatever the application thought.
-        let expired = watch.batch(3, &[l1, l2], &[], &[(1, 2, b"e2"), (2, 1, b"x")], ops);
+        let expired = watch.batch(
+            3,
+            &[l1, l2],
+            &[],
+            &[(1, ReqNo(2), b"e2"), (2, ReqNo(1), b"x")],
+            ops,
+        );
         assert_eq!(
             expired,
             vec![Expired {
@@ -252,18 +269,20 @@ mod tests {
                 lease: l1,
                 renewal: Renewal {
                     seq: 2,
-                    by: vec![(0, 2)],
+                    by: vec![(0, ReqNo(2))],
                 },
             }]
         );
         // Gone from the record too: a lease 1 that comes back later is a new one.
-        assert!(watch.batch(4, &[], &[l1], &[(3, 1, b"r1")], ops).is_empty());
+        assert!(watch
+            .batch(4, &[], &[l1], &[(3, ReqNo(1), b"r1")], ops)
+            .is_empty());
         let again = watch.batch(5, &[l1], &[], &[], ops);
         assert_eq!(
             again[0].renewal,
             Renewal {
                 seq: 4,
-                by: vec![(3, 1)]
+                by: vec![(3, ReqNo(1))]
             }
         );
     }

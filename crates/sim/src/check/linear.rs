@@ -123,6 +123,7 @@ mod tests {
     use crate::apps::kv::Kv;
     use crate::check::test_support::workload as workload_of;
     use plumb_kv::{KvOp, KvResult};
+    use plumb_wire::ReqNo;
 
     fn workload() -> Workload {
         workload_of(2, None)
@@ -152,7 +153,7 @@ mod tests {
 
     fn op(w: &mut Workload, c: u32, op: KvOp, t0: u64, ret: KvResult, t1: u64) {
         w.invoked(c, op.encode(), false, t0);
-        w.completed(c, 1, ret.encode(), t1).unwrap();
+        w.completed(c, ReqNo(1), ret.encode(), t1).unwrap();
     }
 
     #[test]
@@ -170,7 +171,7 @@ mod tests {
         let mut w = workload();
         w.invoked(0, set_k0(b"1").encode(), false, 10);
         op(&mut w, 1, get_k0(), 12, KvResult::Value(None), 14);
-        w.completed(0, 1, KvResult::Ok.encode(), 20).unwrap();
+        w.completed(0, ReqNo(1), KvResult::Ok.encode(), 20).unwrap();
         let c = check(&w, &[], false);
         assert!(c.violations().is_empty(), "{:?}", c.violations());
     }
@@ -187,14 +188,14 @@ mod tests {
         // c0 reads nothing, c1 sets 1; the faulty c2's ordered read sees 1; c1 sets 2; c0's
         // fast read is vouched for with c2's answer and returns 1.
         w.invoked(0, get.encode(), false, 10);
-        w.completed(0, 1, KvResult::Value(None).encode(), 20)
+        w.completed(0, ReqNo(1), KvResult::Value(None).encode(), 20)
             .unwrap();
         w.invoked(1, set(b"1").encode(), false, 30);
-        w.completed(1, 1, KvResult::Ok.encode(), 40).unwrap();
+        w.completed(1, ReqNo(1), KvResult::Ok.encode(), 40).unwrap();
         w.invoked(1, set(b"2").encode(), false, 60);
-        w.completed(1, 2, KvResult::Ok.encode(), 70).unwrap();
+        w.completed(1, ReqNo(2), KvResult::Ok.encode(), 70).unwrap();
         w.invoked(0, get.encode(), false, 80);
-        w.completed(0, 0, value(b"1").encode(), 90).unwrap();
+        w.completed(0, ReqNo(0), value(b"1").encode(), 90).unwrap();
         let faulty = [OrderedOp {
             client: 2,
             op: get.encode(),

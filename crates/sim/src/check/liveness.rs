@@ -141,19 +141,19 @@ mod tests {
         let mut w = workload();
         // c0: request 1 delivered but never answered (LL2).
         w.invoked(0, get(), false, 10);
-        w.sent_request(0, 1, &get());
+        w.sent_request(0, ReqNo(1), &get());
         // c1: request 1 never delivered (LL1).
         w.invoked(1, get(), false, 10);
-        w.sent_request(1, 1, &get());
+        w.sent_request(1, ReqNo(1), &get());
         // c2: idle, but its last completion was before the heal (LL1).
         w.invoked(2, get(), false, 10);
-        w.completed(2, 1, b"r".to_vec(), 20).unwrap();
+        w.completed(2, ReqNo(1), b"r".to_vec(), 20).unwrap();
         let mut c = Checker::default();
         let op = Digest::of(&get());
         let requests = vec![plumb_core::DeliveredRequest::new(
             0,
             plumb_wire::Life(0),
-            1,
+            ReqNo(1),
             op,
         )];
         let batch = test_support::agreed(op, 1, requests, 0);
@@ -179,11 +179,11 @@ mod tests {
     fn lb_judges_operations_invoked_once_settled() {
         let mut w = workload();
         w.invoked(0, get(), false, 10);
-        w.completed(0, 1, b"r".to_vec(), 5_000).unwrap();
+        w.completed(0, ReqNo(1), b"r".to_vec(), 5_000).unwrap();
         w.invoked(0, get(), false, 200);
-        w.completed(0, 2, b"r".to_vec(), 300).unwrap();
+        w.completed(0, ReqNo(2), b"r".to_vec(), 300).unwrap();
         w.invoked(1, get(), false, 300);
-        w.completed(1, 1, b"r".to_vec(), 2_000).unwrap();
+        w.completed(1, ReqNo(1), b"r".to_vec(), 2_000).unwrap();
         w.invoked(2, get(), false, 400);
         let mut c = Checker::default();
         let slowest = check_latency_bound(&mut c, &w, 100, 3_000, 1_000);

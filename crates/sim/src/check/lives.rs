@@ -51,20 +51,20 @@ mod tests {
     use super::*;
     use crate::check::test_support::workload;
     use plumb_crypto::Digest;
-    use plumb_wire::Life;
+    use plumb_wire::{Life, ReqNo};
 
     /// c0's previous life sent `op` as request 5 at 1 s; its new life invokes the same `op`
     /// at 2 s and reuses number 5. Answered with the identity the old life sent, the check
     /// fails; with the identity its own life sent at 2 s, it passes.
     fn run(life_of_answer: Life) -> Vec<&'static str> {
         let mut w = workload(1, None);
-        w.sent_identity(0, Life(1), 5, b"op", 1_000_000);
+        w.sent_identity(0, Life(1), ReqNo(5), b"op", 1_000_000);
         w.invoked(0, b"op".to_vec(), false, 2_000_000);
-        w.sent_identity(0, Life(2), 5, b"op", 2_000_000);
-        w.sent_request(0, 5, b"op");
-        let answered = plumb_wire::request_id(0, life_of_answer, 5, Digest::of(b"op"));
+        w.sent_identity(0, Life(2), ReqNo(5), b"op", 2_000_000);
+        w.sent_request(0, ReqNo(5), b"op");
+        let answered = plumb_wire::request_id(0, life_of_answer, ReqNo(5), Digest::of(b"op"));
         w.accepting(0, answered);
-        w.completed(0, 5, b"r".to_vec(), 3_000_000).unwrap();
+        w.completed(0, ReqNo(5), b"r".to_vec(), 3_000_000).unwrap();
         let mut c = Checker::default();
         check_one_life(&mut c, &w);
         c.violations().iter().map(|v| v.property).collect()

@@ -197,7 +197,7 @@ pub fn check_replies<A: SimApp>(
             .history
             .iter()
             .filter_map(|r| r.response.as_ref().map(|resp| (r, resp)))
-            .filter(|(_, r)| r.nc > 0)
+            .filter(|(_, r)| r.nc > ReqNo::NONE)
         {
             // "A reply names its operation": the number a client completed an operation under
             // must carry that operation. Comparing results alone would miss a client that took
@@ -320,15 +320,20 @@ mod tests {
             key: b"k0".to_vec(),
         };
         w.invoked(0, set(b"1").encode(), false, 1);
-        w.sent_request(0, 1, &set(b"1").encode());
-        w.completed(0, 1, KvResult::Ok.encode(), 5).unwrap();
+        w.sent_request(0, ReqNo(1), &set(b"1").encode());
+        w.completed(0, ReqNo(1), KvResult::Ok.encode(), 5).unwrap();
         w.invoked(1, get.encode(), false, 6);
-        w.sent_request(1, 1, &get.encode());
-        w.completed(1, 1, c1_saw.encode(), 9).unwrap();
+        w.sent_request(1, ReqNo(1), &get.encode());
+        w.completed(1, ReqNo(1), c1_saw.encode(), 9).unwrap();
         let mut c = Checker::default();
         for (seq, client, op) in [(1, 0, set(b"1")), (2, 1, get)] {
             let d = Digest::of(&op.encode());
-            let requests = vec![DeliveredRequest::new(client, plumb_wire::Life(0), 1, d)];
+            let requests = vec![DeliveredRequest::new(
+                client,
+                plumb_wire::Life(0),
+                ReqNo(1),
+                d,
+            )];
             let batch = agreed(d, seq, requests, 0);
             c.agreed.insert(seq, batch);
         }

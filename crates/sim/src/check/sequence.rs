@@ -83,11 +83,11 @@ pub fn check_sequence(checker: &mut Checker, workload: &Workload) {
                     let detail = format!("c{c} request {nc} in batch {seq} after request {prev_nc} in batch {prev_seq}");
                     checker.violate("LS5", detail);
                 }
-                Some((prev_nc, prev_seq)) if contiguous && nc != prev_nc + 1 => {
+                Some((prev_nc, prev_seq)) if contiguous && nc != prev_nc.next() => {
                     let detail = format!("c{c} request {nc} in batch {seq} but its last was {prev_nc} in batch {prev_seq}");
                     checker.violate("OS3", detail);
                 }
-                None if contiguous && nc != 1 => {
+                None if contiguous && nc != ReqNo(1) => {
                     checker.violate(
                         "OS3",
                         format!("c{c}'s first ordered request is {nc} (batch {seq})"),
@@ -135,15 +135,17 @@ mod tests {
 
     fn workload() -> Workload {
         let mut w = test_support::workload(2, None);
-        w.sent_request(0, 1, b"op1");
-        w.sent_request(0, 2, b"op2");
+        w.sent_request(0, ReqNo(1), b"op1");
+        w.sent_request(0, ReqNo(2), b"op2");
         w
     }
 
     fn batch(t: u64, requests: Vec<(u32, u64, &[u8])>) -> Agreed {
         let requests = requests
             .into_iter()
-            .map(|(c, nc, op)| DeliveredRequest::new(c, plumb_wire::Life(0), nc, Digest::of(op)))
+            .map(|(c, nc, op)| {
+                DeliveredRequest::new(c, plumb_wire::Life(0), ReqNo(nc), Digest::of(op))
+            })
             .collect();
         test_support::agreed(Digest::of(&t.to_le_bytes()), t, requests, 0)
     }

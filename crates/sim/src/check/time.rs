@@ -19,13 +19,13 @@ use super::Checker;
 use crate::faults::secs;
 use crate::workload::Workload;
 use plumb_core::DeliveredRequest;
-use plumb_wire::Micros;
+use plumb_wire::{Micros, ReqNo};
 use std::collections::HashMap;
 
 pub fn check_agreed_time(checker: &mut Checker, workload: &Workload, bound: Micros) {
     // The earliest invocation of each (client, number): a number may carry another operation
     // after a lost record; the earliest is the weaker lower bound, never a false alarm.
-    let mut invoked: HashMap<(u32, u64), Micros> = HashMap::new();
+    let mut invoked: HashMap<(u32, ReqNo), Micros> = HashMap::new();
     for (c, load) in workload.clients.iter().enumerate() {
         if !load.correct {
             continue;

@@ -70,7 +70,7 @@ impl<A: SimApp> World<'_, A> {
     pub(super) fn complete(
         &mut self,
         i: usize,
-        nc: u64,
+        nc: ReqNo,
         result: Vec<u8>,
         answered: plumb_core::Answered,
     ) {
@@ -89,7 +89,7 @@ impl<A: SimApp> World<'_, A> {
             }
         }
         self.stats.completed += 1;
-        self.trace.fold(&[self.now, 6, i as u64, nc]);
+        self.trace.fold(&[self.now, 6, i as u64, nc.0]);
         self.trace.line(
             self.now,
             format_args!("c{c} completes nc={nc}: {}", self.app.result_text(&result)),
@@ -162,7 +162,7 @@ impl<A: SimApp> World<'_, A> {
             }
             1 => {
                 self.workload.injected_body(&other);
-                to_auth.push(last.map_or(1, |(nc, _)| nc) + 2);
+                to_auth.push(last.map_or(ReqNo(1), |(nc, _)| nc).plus(2));
             }
             2 => {
                 let write = self.app.mutating_op();
@@ -171,7 +171,7 @@ impl<A: SimApp> World<'_, A> {
                         Principal::Exec(e as u16),
                         Message::ReadOnly {
                             life: plumb_adversary::client::ATTACK_LIFE,
-                            nc: 1 << 40,
+                            nc: ReqNo(1 << 40),
                             op: write.clone(),
                         },
                     ));
@@ -181,9 +181,9 @@ impl<A: SimApp> World<'_, A> {
             4 => self.send_malformed(i),
             5 => {
                 // A flood: a burst of fresh request numbers.
-                let first = last.map_or(1, |(nc, _)| nc + 1);
+                let first = last.map_or(ReqNo(1), |(nc, _)| nc.next());
                 self.workload.injected_body(&other);
-                to_auth.extend(first..first + 16);
+                to_auth.extend((first.0..first.0 + 16).map(ReqNo));
             }
             _ => self.send_garbage(i, true),
         }
@@ -240,18 +240,17 @@ impl<A: SimApp> World<'_, A> {
             .count();
         let to = self.fault_rng.index(replicas);
         let me = self.nodes[i].p;
-        let frame =
-            if bad_mac {
-                let Some(f) = self.keys.ring(me).and_then(|r| {
-                    plumb_adversary::client::bad_mac(r, self.nodes[to].p, 1, b"garbage")
-                }) else {
-                    return;
-                };
-                f
-            } else {
-                let len = self.fault_rng.index(80);
-                (0..len).map(|_| self.fault_rng.next_u64() as u8).collect()
+        let frame = if bad_mac {
+            let Some(f) = self.keys.ring(me).and_then(|r| {
+                plumb_adversary::client::bad_mac(r, self.nodes[to].p, ReqNo(1), b"garbage")
+            }) else {
+                return;
             };
+            f
+        } else {
+            let len = self.fault_rng.index(80);
+            (0..len).map(|_| self.fault_rng.next_u64() as u8).collect()
+        };
         self.transmit(i, to, frame);
     }
 }
