@@ -309,70 +309,69 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
             return Some(args);
         }
         let mut current = Vec::new();
-        let (mut in_double, mut in_single) = (false, false);
+        // The quote the argument is inside, if any.
+        let mut quote: Option<u8> = None;
         loop {
             let c = at(i);
-            if in_double {
-                if c == b'\\' && at(i + 1) == b'x' {
-                    if let (Some(hi), Some(lo)) = (hex(at(i + 2)), hex(at(i + 3))) {
-                        current.push(hi * 16 + lo);
-                        i += 4;
-                        continue;
-                    }
-                }
-                if c == b'\\' && at(i + 1) != 0 {
-                    current.push(match at(i + 1) {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 0x08,
-                        b'a' => 0x07,
-                        other => other,
-                    });
-                    i += 2;
-                } else if c == b'"' {
-                    if at(i + 1) != 0 && !is_space(at(i + 1)) {
-                        return None;
-                    }
-                    i += 1;
-                    break;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    current.push(c);
-                    i += 1;
-                }
-            } else if in_single {
-                if c == b'\\' && at(i + 1) == b'\'' {
-                    current.push(b'\'');
-                    i += 2;
-                } else if c == b'\'' {
-                    if at(i + 1) != 0 && !is_space(at(i + 1)) {
-                        return None;
-                    }
-                    i += 1;
-                    break;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    current.push(c);
-                    i += 1;
-                }
-            } else {
+            let Some(q) = quote else {
                 match c {
                     b' ' | b'\n' | b'\r' | b'\t' | 0 => {
                         i += 1;
                         break;
                     }
-                    b'"' => in_double = true,
-                    b'\'' => in_single = true,
+                    b'"' | b'\'' => quote = Some(c),
                     other => current.push(other),
                 }
+                i += 1;
+                continue;
+            };
+            let escape = match c {
+                b'\\' => unescape(q, [at(i + 1), at(i + 2), at(i + 3)]),
+                _ => None,
+            };
+            if let Some((byte, width)) = escape {
+                current.push(byte);
+                i += width;
+            } else if c == q {
+                if at(i + 1) != 0 && !is_space(at(i + 1)) {
+                    return None;
+                }
+                i += 1;
+                break;
+            } else if c == 0 {
+                return None;
+            } else {
+                current.push(c);
                 i += 1;
             }
         }
         args.push(current);
     }
+}
+
+/// What a backslash inside a quoted argument stands for, given the three bytes after it (0
+/// past the end), and how many bytes the escape takes, the backslash included: `"..."`
+/// takes `\xHH`, `\n \r \t \b \a` and `\<any>`, `'...'` only `\'`. `None` where the
+/// backslash is an ordinary byte.
+fn unescape(quote: u8, next: [u8; 3]) -> Option<(u8, usize)> {
+    if quote == b'\'' {
+        return (next[0] == b'\'').then_some((b'\'', 2));
+    }
+    if next[0] == b'x' {
+        if let (Some(hi), Some(lo)) = (hex(next[1]), hex(next[2])) {
+            return Some((hi * 16 + lo, 4));
+        }
+    }
+    let byte = match next[0] {
+        0 => return None,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'b' => 0x08,
+        b'a' => 0x07,
+        other => other,
+    };
+    Some((byte, 2))
 }
 
 fn hex(b: u8) -> Option<u8> {
