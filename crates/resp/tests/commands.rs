@@ -1,16 +1,17 @@
 //! Command planning and reply rendering: every command's operation, options and errors,
 //! local replies, and end-to-end replies compared with a real Redis.
 
-use plumb_app::{Application, Command, NonDeterminism};
+mod common;
+
+use common::{inline, Gateway};
 use plumb_kv::{
-    End, ExpireCondition, KvOp, KvResult, KvStore, LexBound, Score, ScoreBound, SetCondition,
-    SetExpiry, ZAddOptions, ZRangeBy,
+    End, ExpireCondition, KvOp, KvResult, LexBound, Score, ScoreBound, SetCondition, SetExpiry,
+    ZAddOptions, ZRangeBy,
 };
 use plumb_resp::*;
-use plumb_wire::{Life, ReqNo};
 
 fn a(line: &str) -> Vec<Vec<u8>> {
-    split_args(line.as_bytes()).expect("balanced quotes")
+    inline(line.as_bytes())
 }
 
 fn b(s: &str) -> Vec<u8> {
@@ -74,86 +75,12 @@ fn bulk(s: &str) -> Resp {
     Resp::bulk(b(s))
 }
 
-/// A store the gateway talks to: each request is one batch at a fixed agreed time, and the
-/// connection's session as the gateway keeps it.
-struct Gateway {
-    store: KvStore,
-    time: u64,
-    info: ServerInfo,
-    session: Session,
-}
-
-impl Gateway {
-    fn new() -> Gateway {
-        Gateway {
-            store: KvStore::new(),
-            // Agreed time is wall-clock time: 2025-11-25, when the transcripts were recorded
-            // (absolute expiries compare with it).
-            time: 1_764_093_000_000_000,
-            info: ServerInfo {
-                client_name: None,
-                ..info()
-            },
-            session: Session::default(),
-        }
-    }
-
-    fn execute(&mut self, op: &KvOp) -> KvResult {
-        let bytes = op.encode();
-        let cmd = Command::new(1, Life(0), ReqNo(1), &bytes);
-        let nd = NonDeterminism {
-            time: self.time,
-            seed: 1,
-        };
-        let out = self.store.execute(1, &[cmd], nd);
-        KvResult::decode(&out.replies[0]).unwrap()
-    }
-
-    fn run_args(&mut self, args: &[Vec<u8>]) -> Resp {
-        match self.session.step(plan(args, &self.info)) {
-            Step::Plan(Plan::Reply(r) | Plan::Close(r) | Plan::Reject(r)) => r,
-            Step::Plan(Plan::Info { text, keyspace }) => {
-                let text = if keyspace {
-                    let stats = self.execute(&KvOp::KeyspaceStats);
-                    keyspace_section(&text, &stats)
-                } else {
-                    text
-                };
-                Resp::bulk(text)
-            }
-            Step::Plan(Plan::SetName { name, reply }) => {
-                self.info.client_name = name;
-                reply
-            }
-            Step::Plan(Plan::Submit {
-                op, render: how, ..
-            }) => {
-                let result = self.execute(&op);
-                render(&how, result)
-            }
-            // A blocking command once, as if its timeout passed at once (the gateway's
-            // reply then is the null array).
-            Step::Plan(Plan::Block {
-                op, render: how, ..
-            }) => match self.execute(&op) {
-                KvResult::Nil | KvResult::Value(None) => Resp::Array(None),
-                result => render(&how, result),
-            },
-            Step::Plan(other) => panic!("the session left {other:?}"),
-            Step::Watch { op, keys } => {
-                let result = self.execute(&op);
-                self.session.watched(keys, result)
-            }
-            Step::Exec { op, slots, .. } => {
-                let result = self.execute(&op);
-                exec_reply(&slots, result)
-            }
-        }
-    }
-
-    fn run(&mut self, line: &str) -> Resp {
-        self.run_args(&a(line))
-    }
+/// A gateway connection to [`info`]'s server, its client not named yet.
+fn gateway() -> Gateway {
+    Gateway::new(ServerInfo {
+        client_name: None,
+        ..info()
+    })
 }
 
 #[test]
@@ -1291,10 +1218,10 @@ fn config_is_read_only() {
 
 #[test]
 fn info_sections() {
-    let mut gateway = Gateway::new();
+    let mut gateway = gateway();
     gateway.info = info();
     let mut info = |line: &str| match gateway.run(line) {
-        Resp::Bulk(Some(text)) => String::from_utf8(text).unwrap(),
+        Resp::Verbatim("txt", text) => String::from_utf8(text).unwrap(),
         other => panic!("{line}: {other:?}"),
     };
     let text = info("INFO");
@@ -1330,7 +1257,7 @@ fn info_sections() {
     assert_eq!(info("INFO nosuch"), "");
     gateway.run("SET a 1");
     gateway.run("SET b 2 EX 100");
-    let Resp::Bulk(Some(keyspace)) = gateway.run("INFO keyspace") else {
+    let Resp::Verbatim("txt", keyspace) = gateway.run("INFO keyspace") else {
         panic!()
     };
     assert_eq!(
@@ -1451,19 +1378,6 @@ fn render_shapes_results() {
             render(&how, result.clone()).to_bytes(),
             expected.to_bytes(),
             "{how:?} {result:?}"
-        );
-    }
-}
-
-/// Run a recorded session on `gateway`, line by line, comparing every reply's bytes.
-fn replay(mut gateway: Gateway, transcript: &[(&[u8], &[u8])]) {
-    for (line, expected) in transcript {
-        let line = std::str::from_utf8(line).unwrap();
-        let got = gateway.run(line).to_bytes();
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{line}"
         );
     }
 }
@@ -1605,7 +1519,7 @@ const REDIS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn replies_match_a_recorded_redis_session() {
-    replay(Gateway::new(), REDIS_TRANSCRIPT);
+    gateway().replay(REDIS_TRANSCRIPT);
 }
 
 /// Sorted-set commands and the exact bytes Redis 7.0.15 replied to them, recorded as
@@ -1768,7 +1682,7 @@ const ZSET_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn zset_replies_match_a_recorded_redis_session() {
-    replay(Gateway::new(), ZSET_TRANSCRIPT);
+    gateway().replay(ZSET_TRANSCRIPT);
 }
 
 /// Transactions, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was: queue-time
@@ -1862,7 +1776,7 @@ const TRANSACTION_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn transactions_match_a_recorded_redis_session() {
-    replay(Gateway::new(), TRANSACTION_TRANSCRIPT);
+    gateway().replay(TRANSACTION_TRANSCRIPT);
 }
 
 /// Hash, set, list and key commands added for drop-in use, recorded from Redis 7.0.15 as
@@ -1999,7 +1913,7 @@ const MORE_COMMANDS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn more_commands_match_a_recorded_redis_session() {
-    replay(Gateway::new(), MORE_COMMANDS_TRANSCRIPT);
+    gateway().replay(MORE_COMMANDS_TRANSCRIPT);
 }
 
 /// Blocking pops and list moves, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was:
@@ -2049,7 +1963,7 @@ const BLOCKING_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn blocking_commands_match_a_recorded_redis_session() {
-    replay(Gateway::new(), BLOCKING_TRANSCRIPT);
+    gateway().replay(BLOCKING_TRANSCRIPT);
 }
 
 /// `SCAN` and the collection scans, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was,
@@ -2086,7 +2000,7 @@ const SCAN_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn scans_match_a_recorded_redis_session() {
-    replay(Gateway::new(), SCAN_TRANSCRIPT);
+    gateway().replay(SCAN_TRANSCRIPT);
 }
 
 /// Absolute expiry (`EXPIREAT`, `PEXPIREAT`, `SET EXAT/PXAT`, `EXPIRETIME`), recorded from
@@ -2168,7 +2082,7 @@ const ABSOLUTE_EXPIRY_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn absolute_expiry_matches_a_recorded_redis_session() {
-    replay(Gateway::new(), ABSOLUTE_EXPIRY_TRANSCRIPT);
+    gateway().replay(ABSOLUTE_EXPIRY_TRANSCRIPT);
 }
 
 /// List, set, string and sorted-set commands queue libraries and caches use (`LREM`,
@@ -2267,7 +2181,7 @@ const QUEUE_AND_CACHE_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn queue_and_cache_commands_match_a_recorded_redis_session() {
-    replay(Gateway::new(), QUEUE_AND_CACHE_TRANSCRIPT);
+    gateway().replay(QUEUE_AND_CACHE_TRANSCRIPT);
 }
 
 /// `ZUNION`, `ZINTER`, `ZDIFF` and their `STORE` forms, recorded from Redis 7.0.15 as
@@ -2338,7 +2252,7 @@ const ZSET_ALGEBRA_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn zset_algebra_matches_a_recorded_redis_session() {
-    replay(Gateway::new(), ZSET_ALGEBRA_TRANSCRIPT);
+    gateway().replay(ZSET_ALGEBRA_TRANSCRIPT);
 }
 
 #[test]
@@ -2383,7 +2297,7 @@ fn redis_benchmark_default_commands_work_end_to_end() {
 
     let input = input.into_inner();
     let mut parser = Parser::default();
-    let mut gateway = Gateway::new();
+    let mut gateway = gateway();
     let mut replies = Vec::new();
     // Fed in uneven pieces, as a socket delivers them.
     for piece in input.chunks(777) {
@@ -2433,7 +2347,7 @@ fn redis_benchmark_default_commands_work_end_to_end() {
 
 #[test]
 fn ttl_counts_down_in_agreed_time_through_the_gateway() {
-    let mut gateway = Gateway::new();
+    let mut gateway = gateway();
     assert_eq!(gateway.run("SET k v EX 100"), Resp::ok());
     gateway.time += 30_400_000;
     assert_eq!(gateway.run("TTL k"), Resp::Integer(70));
@@ -2586,7 +2500,7 @@ const MULTI_POP_AND_MORE_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn multi_key_pops_float_increments_and_copies_match_a_recorded_redis_session() {
-    replay(Gateway::new(), MULTI_POP_AND_MORE_TRANSCRIPT);
+    gateway().replay(MULTI_POP_AND_MORE_TRANSCRIPT);
 }
 
 /// `SETBIT` and `GETBIT`, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was.
@@ -2633,7 +2547,7 @@ const BITS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn bits_match_a_recorded_redis_session() {
-    replay(Gateway::new(), BITS_TRANSCRIPT);
+    gateway().replay(BITS_TRANSCRIPT);
 }
 
 /// `OBJECT REFCOUNT` and its errors, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was.
@@ -2661,7 +2575,7 @@ const OBJECT_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn object_matches_a_recorded_redis_session() {
-    replay(Gateway::new(), OBJECT_TRANSCRIPT);
+    gateway().replay(OBJECT_TRANSCRIPT);
 }
 
 /// `LCS` with `LEN`, `IDX`, `MINMATCHLEN` and `WITHMATCHLEN`, recorded from Redis 7.0.15 as
@@ -2687,7 +2601,7 @@ const LCS_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn lcs_matches_a_recorded_redis_session() {
-    replay(Gateway::new(), LCS_TRANSCRIPT);
+    gateway().replay(LCS_TRANSCRIPT);
 }
 
 /// `LPUSHX` and `RPUSHX`, recorded from Redis 7.0.15 as [`REDIS_TRANSCRIPT`] was.
@@ -2715,7 +2629,7 @@ const PUSHX_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn pushx_matches_a_recorded_redis_session() {
-    replay(Gateway::new(), PUSHX_TRANSCRIPT);
+    gateway().replay(PUSHX_TRANSCRIPT);
 }
 
 /// The commands no other test here plans: each reaches its own handler in the table.

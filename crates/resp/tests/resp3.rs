@@ -3,94 +3,14 @@
 //! read back) after `HELLO 3`, replayed on plumb's planner, store and session. The
 //! connection switches back with `HELLO 2` at the end: the same values in RESP2.
 
-use plumb_app::{Application, Command, NonDeterminism};
-use plumb_kv::{KvOp, KvResult, KvStore};
+mod common;
+
+use common::Gateway;
 use plumb_resp::*;
-use plumb_wire::{Life, ReqNo};
 
-/// The store behind a gateway connection, with the connection's session and protocol.
-struct Connection {
-    store: KvStore,
-    time: u64,
-    info: ServerInfo,
-    session: Session,
-}
-
-impl Connection {
-    fn new() -> Connection {
-        Connection {
-            store: KvStore::new(),
-            time: 1_764_093_000_000_000,
-            // The id redis-server gave the recorded connection.
-            info: ServerInfo {
-                client_id: 10,
-                ..ServerInfo::default()
-            },
-            session: Session::default(),
-        }
-    }
-
-    fn execute(&mut self, op: &KvOp) -> KvResult {
-        let bytes = op.encode();
-        let cmd = Command::new(1, Life(0), ReqNo(1), &bytes);
-        let nd = NonDeterminism {
-            time: self.time,
-            seed: 1,
-        };
-        let out = self.store.execute(1, &[cmd], nd);
-        KvResult::decode(&out.replies[0]).unwrap()
-    }
-
-    /// The reply to one command, as the gateway encodes it: in the protocol in force after
-    /// the command (a `HELLO` answers in the protocol it switches to).
-    fn run(&mut self, args: &[Vec<u8>]) -> Vec<u8> {
-        let reply = match self.session.step(plan(args, &self.info)) {
-            Step::Plan(Plan::Reply(r) | Plan::Close(r) | Plan::Reject(r)) => r,
-            Step::Plan(Plan::Hello {
-                protocol,
-                name,
-                reply,
-            }) => {
-                self.info.protocol = protocol;
-                if let Some(name) = name {
-                    self.info.client_name = name;
-                }
-                reply
-            }
-            Step::Plan(Plan::SetName { name, reply }) => {
-                self.info.client_name = name;
-                reply
-            }
-            Step::Plan(Plan::Info { text, .. }) => Resp::Verbatim("txt", text),
-            Step::Plan(Plan::Submit {
-                op, render: how, ..
-            }) => {
-                let result = self.execute(&op);
-                render(&how, result)
-            }
-            // A blocking command once, as if its timeout passed at once.
-            Step::Plan(Plan::Block {
-                op, render: how, ..
-            }) => match self.execute(&op) {
-                KvResult::Nil | KvResult::Value(None) => Resp::Array(None),
-                result => render(&how, result),
-            },
-            Step::Plan(other) => panic!("the session left {other:?}"),
-            Step::Watch { op, keys } => {
-                let result = self.execute(&op);
-                self.session.watched(keys, result)
-            }
-            Step::Exec { op, slots, .. } => {
-                let result = self.execute(&op);
-                exec_reply(&slots, result)
-            }
-        };
-        reply.to_bytes_as(self.info.protocol)
-    }
-}
-
-/// Commands (split at spaces) and the bytes redis-server 7.0.15 replied, in order. Left
-/// out: replies that differ on purpose (random picks of more than one member, key order).
+/// Commands (split at blanks: none is quoted) and the bytes redis-server 7.0.15 replied, in
+/// order. Left out: replies that differ on purpose (random picks of more than one member, key
+/// order).
 const RESP3_TRANSCRIPT: &[(&[u8], &[u8])] = &[
     (b"FLUSHALL", b"+OK\r\n"),
     (b"HELLO 4", b"-NOPROTO unsupported protocol version\r\n"),
@@ -201,17 +121,12 @@ const RESP3_TRANSCRIPT: &[(&[u8], &[u8])] = &[
 
 #[test]
 fn resp3_replies_match_a_recorded_redis_session() {
-    let mut connection = Connection::new();
-    for (line, expected) in RESP3_TRANSCRIPT {
-        let args: Vec<Vec<u8>> = line.split(|&b| b == b' ').map(<[u8]>::to_vec).collect();
-        let got = connection.run(&args);
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{}",
-            line.escape_ascii()
-        );
-    }
+    // The id redis-server gave the recorded connection.
+    let mut connection = Gateway::new(ServerInfo {
+        client_id: 10,
+        ..ServerInfo::default()
+    });
+    connection.replay(RESP3_TRANSCRIPT);
 }
 
 /// Every RESP3 type's bytes, and what each becomes for a RESP2 connection.
