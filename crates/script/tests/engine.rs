@@ -18,6 +18,22 @@ fn eval(script: &str, keys: &[&str], args: &[&str]) -> KvOp {
 
 const NOW: u64 = 1_700_000_000_000_000;
 
+/// A store whose scripts run under `limits`.
+fn store_with(limits: Limits) -> KvStore {
+    KvStore::with_scripting(Arc::new(Engine { limits }))
+}
+
+/// Runs each script on `store`, which must refuse it with an error starting `prefix`.
+fn each_fails_with(store: &mut KvStore, scripts: &[&str], prefix: &str) {
+    for script in scripts {
+        let result = store.apply(&eval(script, &[], &[]), NOW);
+        let KvResult::Error(text) = &result else {
+            panic!("{script}: {result:?}")
+        };
+        assert!(text.starts_with(prefix), "{script}: {text}");
+    }
+}
+
 #[test]
 fn same_seed_same_reply_and_state() {
     let script = "
@@ -50,29 +66,21 @@ fn same_seed_same_reply_and_state() {
 
 #[test]
 fn runaway_script_stops_at_the_budget_and_keeps_its_writes() {
-    let engine = Engine {
-        limits: Limits {
-            instructions: 2_000_000,
-            ..Limits::default()
-        },
-    };
-    let mut store = KvStore::with_scripting(Arc::new(engine));
-    for script in [
-        "redis.call('incr', 'n') while true do end",
-        // pcall cannot swallow the budget's error, however deep.
-        "redis.call('incr', 'n') while true do pcall(function() while true do pcall(function() while true do end end) end end) end",
-        "redis.call('incr', 'n') local co = coroutine.create(function() while true do end end) while true do coroutine.resume(co) end",
-        "redis.call('incr', 'n') while true do xpcall(function() while true do end end, function() while true do end end) end",
-    ] {
-        let result = store.apply(&eval(script, &[], &[]), NOW);
-        let KvResult::Error(text) = &result else {
-            panic!("{script}: {result:?}")
-        };
-        assert!(
-            text.starts_with("ERR plumb: the script ran past its budget of 2000000 Lua instructions"),
-            "{script}: {text}"
-        );
-    }
+    let mut store = store_with(Limits {
+        instructions: 2_000_000,
+        ..Limits::default()
+    });
+    each_fails_with(
+        &mut store,
+        &[
+            "redis.call('incr', 'n') while true do end",
+            // pcall cannot swallow the budget's error, however deep.
+            "redis.call('incr', 'n') while true do pcall(function() while true do pcall(function() while true do end end) end end) end",
+            "redis.call('incr', 'n') local co = coroutine.create(function() while true do end end) while true do coroutine.resume(co) end",
+            "redis.call('incr', 'n') while true do xpcall(function() while true do end end, function() while true do end end) end",
+        ],
+        "ERR plumb: the script ran past its budget of 2000000 Lua instructions",
+    );
     // No rollback, as in Redis: the writes before the budget ran out stay.
     assert_eq!(
         store.apply(&KvOp::Get { key: b"n".to_vec() }, NOW),
@@ -82,27 +90,19 @@ fn runaway_script_stops_at_the_budget_and_keeps_its_writes() {
 
 #[test]
 fn memory_limit() {
-    let engine = Engine {
-        limits: Limits {
-            memory: 4 << 20,
-            ..Limits::default()
-        },
-    };
-    let mut store = KvStore::with_scripting(Arc::new(engine));
-    for script in [
-        "local t = {} for i = 1, 1e8 do t[i] = i end",
-        "return string.rep('x', 1e9)",
-        "local s = 'x' while true do s = s .. s end",
-    ] {
-        let result = store.apply(&eval(script, &[], &[]), NOW);
-        let KvResult::Error(text) = &result else {
-            panic!("{script}: {result:?}")
-        };
-        assert!(
-            text.starts_with("ERR plumb: the script used more than its 4194304 bytes"),
-            "{script}: {text}"
-        );
-    }
+    let mut store = store_with(Limits {
+        memory: 4 << 20,
+        ..Limits::default()
+    });
+    each_fails_with(
+        &mut store,
+        &[
+            "local t = {} for i = 1, 1e8 do t[i] = i end",
+            "return string.rep('x', 1e9)",
+            "local s = 'x' while true do s = s .. s end",
+        ],
+        "ERR plumb: the script used more than its 4194304 bytes",
+    );
     // The store still runs scripts.
     assert!(matches!(
         store.apply(&eval("return 1", &[], &[]), NOW),
