@@ -1,7 +1,7 @@
 //! What the handlers share: the replies that refuse arguments (Redis' error texts) and readers
 //! of the arguments many commands take (integers, counts, expiry times, blocking timeouts).
 
-use crate::commands::call::{Plan, Render};
+use crate::commands::call::{Call, Plan, Render};
 use crate::Resp;
 use plumb_kv::{parse_integer, KvOp};
 
@@ -81,6 +81,14 @@ pub(super) fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
+/// The value paired with the word `arg` is, case-insensitively; `None` if it is none of them.
+pub(super) fn keyword<T: Copy>(arg: &[u8], words: &[(&str, T)]) -> Option<T> {
+    words
+        .iter()
+        .find(|(word, _)| is(arg, word))
+        .map(|&(_, value)| value)
+}
+
 pub(super) fn int_arg(arg: &[u8]) -> Option<i64> {
     parse_integer(arg)
 }
@@ -92,6 +100,35 @@ pub(super) fn submit(op: KvOp, render: Render) -> Plan {
         read_only,
         render,
     }
+}
+
+/// Plans `KEY a b` where `a` and `b` are the ends of a range (`LRANGE key start stop`,
+/// `ZCOUNT key min max`, ...): each read by `parse`, `error` the reply where either is not
+/// one, and `op` the operation on the key and the range.
+pub(super) fn key_range<B>(
+    c: &Call,
+    parse: fn(&[u8]) -> Option<B>,
+    error: &'static str,
+    op: fn(Vec<u8>, B, B) -> KvOp,
+) -> Plan {
+    match range_ends(&c.args[2], &c.args[3], parse) {
+        Some((from, to)) => submit(op(c.key(), from, to), Render::Plain),
+        None => err(error),
+    }
+}
+
+/// Both ends of a range, each read by `parse`: `None` where either is not one.
+pub(super) fn range_ends<B>(
+    from: &[u8],
+    to: &[u8],
+    parse: fn(&[u8]) -> Option<B>,
+) -> Option<(B, B)> {
+    Some((parse(from)?, parse(to)?))
+}
+
+/// [`key_range`] by position: `start stop` integers.
+pub(super) fn index_range(c: &Call, op: fn(Vec<u8>, i64, i64) -> KvOp) -> Plan {
+    key_range(c, int_arg, ERR_NOT_INTEGER, op)
 }
 
 /// A count argument of `LPOP`/`SPOP`: a non-negative integer.

@@ -1,11 +1,11 @@
 //! List commands (`LPUSH`, `LPOP`, `LRANGE`, ...), with the blocking pops and moves.
 
 use crate::commands::args::{
-    arity_error_at_run, block, err, int_arg, is, not_integer, positive, submit, syntax_error,
-    ERR_NOT_POSITIVE, ERR_SYNTAX,
+    arity_error_at_run, block, err, index_range, int_arg, is, keyword, not_integer, positive,
+    submit, syntax_error, ERR_NOT_POSITIVE, ERR_SYNTAX,
 };
 use crate::commands::call::{Call, Plan, Render};
-use crate::commands::numkeys::mpop_args;
+use crate::commands::numkeys::plan_mpop;
 use plumb_kv::{End, KvOp};
 
 pub(super) fn lpush(c: &Call) -> Plan {
@@ -74,17 +74,7 @@ fn pop(c: &Call, end: End) -> Plan {
 }
 
 pub(super) fn lrange(c: &Call) -> Plan {
-    match (int_arg(&c.args[2]), int_arg(&c.args[3])) {
-        (Some(start), Some(stop)) => submit(
-            KvOp::LRange {
-                key: c.key(),
-                start,
-                stop,
-            },
-            Render::Plain,
-        ),
-        _ => not_integer(),
-    }
+    index_range(c, |key, start, stop| KvOp::LRange { key, start, stop })
 }
 
 pub(super) fn llen(c: &Call) -> Plan {
@@ -119,17 +109,7 @@ pub(super) fn lset(c: &Call) -> Plan {
 }
 
 pub(super) fn ltrim(c: &Call) -> Plan {
-    match (int_arg(&c.args[2]), int_arg(&c.args[3])) {
-        (Some(start), Some(stop)) => submit(
-            KvOp::LTrim {
-                key: c.key(),
-                start,
-                stop,
-            },
-            Render::Plain,
-        ),
-        _ => not_integer(),
-    }
+    index_range(c, |key, start, stop| KvOp::LTrim { key, start, stop })
 }
 
 pub(super) fn lrem(c: &Call) -> Plan {
@@ -147,11 +127,7 @@ pub(super) fn lrem(c: &Call) -> Plan {
 }
 
 pub(super) fn linsert(c: &Call) -> Plan {
-    let before = if is(&c.args[2], "before") {
-        true
-    } else if is(&c.args[2], "after") {
-        false
-    } else {
+    let Some(before) = keyword(&c.args[2], &[("before", true), ("after", false)]) else {
         return syntax_error();
     };
     submit(
@@ -210,14 +186,9 @@ pub(super) fn lpos(c: &Call) -> Plan {
     )
 }
 
+/// `LEFT` or `RIGHT`.
 fn end_arg(arg: &[u8]) -> Option<End> {
-    if is(arg, "left") {
-        Some(End::Left)
-    } else if is(arg, "right") {
-        Some(End::Right)
-    } else {
-        None
-    }
+    keyword(arg, &[("left", End::Left), ("right", End::Right)])
 }
 
 pub(super) fn lmove(c: &Call) -> Plan {
@@ -289,16 +260,14 @@ fn pop_first(c: &Call, end: End) -> Plan {
 
 /// `LMPOP numkeys key ... LEFT|RIGHT [COUNT n]`.
 pub(super) fn lmpop(c: &Call) -> Plan {
-    match mpop_args(c.args, 1, end_arg) {
-        Ok((keys, end, count)) => submit(KvOp::ListMPop { keys, end, count }, Render::Plain),
-        Err(text) => err(text),
-    }
+    plan_mpop(c, false, end_arg, list_mpop)
 }
 
 /// `BLMPOP timeout numkeys key ... LEFT|RIGHT [COUNT n]`.
 pub(super) fn blmpop(c: &Call) -> Plan {
-    match mpop_args(c.args, 2, end_arg) {
-        Ok((keys, end, count)) => block(KvOp::ListMPop { keys, end, count }, &c.args[1]),
-        Err(text) => err(text),
-    }
+    plan_mpop(c, true, end_arg, list_mpop)
+}
+
+fn list_mpop(keys: Vec<Vec<u8>>, end: End, count: u64) -> KvOp {
+    KvOp::ListMPop { keys, end, count }
 }

@@ -1,8 +1,8 @@
 //! Arguments that count their keys, `numkeys key ...`: the multi-key pops (`LMPOP`, `ZMPOP`
 //! and their blocking forms) and `SINTERCARD`/`ZINTERCARD`.
 
-use crate::commands::args::{err, int_arg, is, submit, syntax_error, ERR_SYNTAX};
-use crate::commands::call::{Plan, Render};
+use crate::commands::args::{block, err, int_arg, is, submit, syntax_error, ERR_SYNTAX};
+use crate::commands::call::{Call, Plan, Render};
 use plumb_kv::KvOp;
 
 /// `numkeys key ... ` from `args[at]` on: the keys and the index after them, or the error's
@@ -23,10 +23,27 @@ fn numkeys(
     Ok((args[first..first + n].to_vec(), first + n))
 }
 
-/// `LMPOP`/`ZMPOP numkeys key ... LEFT|RIGHT|MIN|MAX [COUNT n]` from `args[at]` on (the
-/// blocking forms have their timeout before it): the keys, the side as `side` reads it (`None`:
-/// a syntax error) and the count (1 if not given); or the error text to reply with.
-pub(super) fn mpop_args<S>(
+/// Plans `LMPOP`/`ZMPOP numkeys key ... LEFT|RIGHT|MIN|MAX [COUNT n]`, or with `blocking`
+/// `BLMPOP`/`BZMPOP`, which take their timeout before `numkeys`: `op` is the pop of the keys,
+/// the side as `side` reads it and the count.
+pub(super) fn plan_mpop<S>(
+    c: &Call,
+    blocking: bool,
+    side: fn(&[u8]) -> Option<S>,
+    op: fn(Vec<Vec<u8>>, S, u64) -> KvOp,
+) -> Plan {
+    let at = if blocking { 2 } else { 1 };
+    match mpop_args(c.args, at, side) {
+        Ok((keys, side, count)) if blocking => block(op(keys, side, count), &c.args[1]),
+        Ok((keys, side, count)) => submit(op(keys, side, count), Render::Plain),
+        Err(text) => err(text),
+    }
+}
+
+/// `numkeys key ... LEFT|RIGHT|MIN|MAX [COUNT n]` from `args[at]` on: the keys, the side as
+/// `side` reads it (`None`: a syntax error) and the count (1 if not given); or the error text
+/// to reply with.
+fn mpop_args<S>(
     args: &[Vec<u8>],
     at: usize,
     side: impl Fn(&[u8]) -> Option<S>,

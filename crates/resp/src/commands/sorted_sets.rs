@@ -2,12 +2,12 @@
 //! `ZINTER`, `ZDIFF`, ...).
 
 use crate::commands::args::{
-    block, err, int_arg, is, not_integer, positive, random_picks, submit, syntax_error,
-    ERR_NOT_POSITIVE,
+    block, err, index_range, int_arg, is, key_range, keyword, not_integer, positive, random_picks,
+    range_ends, submit, syntax_error, ERR_NOT_INTEGER, ERR_NOT_POSITIVE,
 };
 use crate::commands::call::{Call, Plan, Render};
 use crate::commands::keys::plan_scan;
-use crate::commands::numkeys::{intercard, mpop_args};
+use crate::commands::numkeys::{intercard, plan_mpop};
 use plumb_kv::{
     Aggregate, CollectionKind, KvOp, LexBound, Score, ScoreBound, SetOp, ZAddOptions, ZRangeBy,
     ERR_MIN_MAX_NOT_FLOAT, ERR_NOT_FLOAT, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS, ERR_ZADD_NX_XX,
@@ -205,35 +205,26 @@ fn plan_zrange(args: &[Vec<u8>], by: Option<ByScore>, rev: Option<bool>) -> Plan
     if with_scores && by == ByScore::Lex {
         return err("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
     }
+    // Reversed ranges by score or by member are given as `max min`.
+    let (min, max) = if rev && by != ByScore::No {
+        (&args[3], &args[2])
+    } else {
+        (&args[2], &args[3])
+    };
     let range = match by {
-        ByScore::Lex => {
-            // Reversed ranges are given as `max min`, as by score.
-            let (min, max) = if rev {
-                (&args[3], &args[2])
-            } else {
-                (&args[2], &args[3])
-            };
-            match (LexBound::parse(min), LexBound::parse(max)) {
-                (Some(min), Some(max)) => ZRangeBy::Lex { min, max, limit },
-                _ => return err(ERR_LEX_RANGE),
-            }
-        }
-        ByScore::No => match (int_arg(&args[2]), int_arg(&args[3])) {
-            (Some(start), Some(stop)) => ZRangeBy::Index { start, stop },
-            _ => return not_integer(),
-        },
-        ByScore::Yes => {
-            // Reversed ranges are given as `max min`.
-            let (min, max) = if rev {
-                (&args[3], &args[2])
-            } else {
-                (&args[2], &args[3])
-            };
-            match (ScoreBound::parse(min), ScoreBound::parse(max)) {
-                (Some(min), Some(max)) => ZRangeBy::Score { min, max, limit },
-                _ => return err(ERR_MIN_MAX_NOT_FLOAT),
-            }
-        }
+        ByScore::No => range_ends(min, max, int_arg)
+            .map(|(start, stop)| ZRangeBy::Index { start, stop })
+            .ok_or(ERR_NOT_INTEGER),
+        ByScore::Yes => range_ends(min, max, ScoreBound::parse)
+            .map(|(min, max)| ZRangeBy::Score { min, max, limit })
+            .ok_or(ERR_MIN_MAX_NOT_FLOAT),
+        ByScore::Lex => range_ends(min, max, LexBound::parse)
+            .map(|(min, max)| ZRangeBy::Lex { min, max, limit })
+            .ok_or(ERR_LEX_RANGE),
+    };
+    let range = match range {
+        Ok(range) => range,
+        Err(text) => return err(text),
     };
     submit(
         KvOp::ZRange {
@@ -275,89 +266,37 @@ pub(super) fn zrangestore(c: &Call) -> Plan {
 }
 
 pub(super) fn zcount(c: &Call) -> Plan {
-    match score_range(c) {
-        Ok((min, max)) => submit(
-            KvOp::ZCount {
-                key: c.key(),
-                min,
-                max,
-            },
-            Render::Plain,
-        ),
-        Err(text) => err(text),
-    }
+    score_range(c, |key, min, max| KvOp::ZCount { key, min, max })
 }
 
 pub(super) fn zremrangebyscore(c: &Call) -> Plan {
-    match score_range(c) {
-        Ok((min, max)) => submit(
-            KvOp::ZRemRangeByScore {
-                key: c.key(),
-                min,
-                max,
-            },
-            Render::Plain,
-        ),
-        Err(text) => err(text),
-    }
+    score_range(c, |key, min, max| KvOp::ZRemRangeByScore { key, min, max })
 }
 
-/// `min max` as scores, or the error text to reply with.
-fn score_range(c: &Call) -> Result<(ScoreBound, ScoreBound), &'static str> {
-    match (ScoreBound::parse(&c.args[2]), ScoreBound::parse(&c.args[3])) {
-        (Some(min), Some(max)) => Ok((min, max)),
-        _ => Err(ERR_MIN_MAX_NOT_FLOAT),
-    }
+/// [`key_range`] by score: `min max` score bounds.
+fn score_range(c: &Call, op: fn(Vec<u8>, ScoreBound, ScoreBound) -> KvOp) -> Plan {
+    key_range(c, ScoreBound::parse, ERR_MIN_MAX_NOT_FLOAT, op)
 }
 
 pub(super) fn zlexcount(c: &Call) -> Plan {
-    match lex_range(c) {
-        Ok((min, max)) => submit(
-            KvOp::ZLexCount {
-                key: c.key(),
-                min,
-                max,
-            },
-            Render::Plain,
-        ),
-        Err(text) => err(text),
-    }
+    lex_range(c, |key, min, max| KvOp::ZLexCount { key, min, max })
 }
 
 pub(super) fn zremrangebylex(c: &Call) -> Plan {
-    match lex_range(c) {
-        Ok((min, max)) => submit(
-            KvOp::ZRemRangeByLex {
-                key: c.key(),
-                min,
-                max,
-            },
-            Render::Plain,
-        ),
-        Err(text) => err(text),
-    }
+    lex_range(c, |key, min, max| KvOp::ZRemRangeByLex { key, min, max })
 }
 
-/// `min max` as members' bounds (`[a`, `(a`, `-`, `+`), or the error text to reply with.
-fn lex_range(c: &Call) -> Result<(LexBound, LexBound), &'static str> {
-    match (LexBound::parse(&c.args[2]), LexBound::parse(&c.args[3])) {
-        (Some(min), Some(max)) => Ok((min, max)),
-        _ => Err(ERR_LEX_RANGE),
-    }
+/// [`key_range`] by member: `min max` bounds of members (`[a`, `(a`, `-`, `+`).
+fn lex_range(c: &Call, op: fn(Vec<u8>, LexBound, LexBound) -> KvOp) -> Plan {
+    key_range(c, LexBound::parse, ERR_LEX_RANGE, op)
 }
 
 pub(super) fn zremrangebyrank(c: &Call) -> Plan {
-    match (int_arg(&c.args[2]), int_arg(&c.args[3])) {
-        (Some(start), Some(stop)) => submit(
-            KvOp::ZRemRangeByRank {
-                key: c.key(),
-                start,
-                stop,
-            },
-            Render::Plain,
-        ),
-        _ => not_integer(),
-    }
+    index_range(c, |key, start, stop| KvOp::ZRemRangeByRank {
+        key,
+        start,
+        stop,
+    })
 }
 
 pub(super) fn zpopmin(c: &Call) -> Plan {
@@ -423,29 +362,21 @@ fn block_pop(c: &Call, max: bool) -> Plan {
 
 /// `ZMPOP numkeys key ... MIN|MAX [COUNT n]`.
 pub(super) fn zmpop(c: &Call) -> Plan {
-    match mpop_args(c.args, 1, max_arg) {
-        Ok((keys, max, count)) => submit(KvOp::ZMPop { keys, max, count }, Render::Plain),
-        Err(text) => err(text),
-    }
+    plan_mpop(c, false, max_arg, zset_mpop)
 }
 
 /// `BZMPOP timeout numkeys key ... MIN|MAX [COUNT n]`.
 pub(super) fn bzmpop(c: &Call) -> Plan {
-    match mpop_args(c.args, 2, max_arg) {
-        Ok((keys, max, count)) => block(KvOp::ZMPop { keys, max, count }, &c.args[1]),
-        Err(text) => err(text),
-    }
+    plan_mpop(c, true, max_arg, zset_mpop)
+}
+
+fn zset_mpop(keys: Vec<Vec<u8>>, max: bool, count: u64) -> KvOp {
+    KvOp::ZMPop { keys, max, count }
 }
 
 /// `MIN` (false) or `MAX` (true).
 fn max_arg(arg: &[u8]) -> Option<bool> {
-    if is(arg, "min") {
-        Some(false)
-    } else if is(arg, "max") {
-        Some(true)
-    } else {
-        None
-    }
+    keyword(arg, &[("min", false), ("max", true)])
 }
 
 pub(super) fn zunion(c: &Call) -> Plan {
@@ -508,15 +439,15 @@ fn plan_zset_algebra(c: &Call, op: SetOp, store: bool) -> Plan {
             }
             j += numkeys + 1;
         } else if is(&rest[j], "aggregate") && op != SetOp::Diff && more >= 1 {
-            aggregate = if is(&rest[j + 1], "sum") {
-                Aggregate::Sum
-            } else if is(&rest[j + 1], "min") {
-                Aggregate::Min
-            } else if is(&rest[j + 1], "max") {
-                Aggregate::Max
-            } else {
+            let aggregates = [
+                ("sum", Aggregate::Sum),
+                ("min", Aggregate::Min),
+                ("max", Aggregate::Max),
+            ];
+            let Some(chosen) = keyword(&rest[j + 1], &aggregates) else {
                 return syntax_error();
             };
+            aggregate = chosen;
             j += 2;
         } else if is(&rest[j], "withscores") && !store {
             with_scores = true;

@@ -1,7 +1,8 @@
 //! String commands: `GET`, `SET` and its forms, counters, ranges, bits, `LCS`.
 
 use crate::commands::args::{
-    arity_error_at_run, err, expire_micros, int_arg, is, not_integer, submit, syntax_error,
+    arity_error_at_run, err, expire_micros, index_range, int_arg, is, not_integer, submit,
+    syntax_error,
 };
 use crate::commands::call::{Call, Plan, Render};
 use plumb_kv::{KvOp, Score, SetCondition, SetExpiry, ERR_NOT_FLOAT};
@@ -248,17 +249,7 @@ pub(super) fn strlen(c: &Call) -> Plan {
 
 /// `GETRANGE key start end`, and `SUBSTR`, its old name.
 pub(super) fn getrange(c: &Call) -> Plan {
-    match (int_arg(&c.args[2]), int_arg(&c.args[3])) {
-        (Some(start), Some(end)) => submit(
-            KvOp::GetRange {
-                key: c.key(),
-                start,
-                end,
-            },
-            Render::Plain,
-        ),
-        _ => not_integer(),
-    }
+    index_range(c, |key, start, end| KvOp::GetRange { key, start, end })
 }
 
 pub(super) fn setrange(c: &Call) -> Plan {
