@@ -895,6 +895,16 @@ fn bound(rng: &mut impl FnMut() -> u64) -> ScoreBound {
     }
 }
 
+/// Each of `NX`, `XX`, `GT`, `LT` one time in four, so some conflict.
+fn expire_condition(rng: &mut impl FnMut() -> u64) -> ExpireCondition {
+    ExpireCondition {
+        nx: rng().is_multiple_of(4),
+        xx: rng().is_multiple_of(4),
+        gt: rng().is_multiple_of(4),
+        lt: rng().is_multiple_of(4),
+    }
+}
+
 fn any_op(rng: &mut impl FnMut() -> u64) -> KvOp {
     any_op_of(rng, true)
 }
@@ -971,12 +981,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         14 => KvOp::Expire {
             key,
             after: small * 4,
-            condition: ExpireCondition {
-                nx: rng().is_multiple_of(4),
-                xx: rng().is_multiple_of(4),
-                gt: rng().is_multiple_of(4),
-                lt: rng().is_multiple_of(4),
-            },
+            condition: expire_condition(rng),
         },
         15 => KvOp::Ttl { key },
         16 => KvOp::KeysMatching {
@@ -1194,12 +1199,7 @@ fn any_op_of(rng: &mut impl FnMut() -> u64, nesting: bool) -> KvOp {
         61 => KvOp::ExpireAt {
             key,
             at: (rng() % 60) as i64 - 10,
-            condition: ExpireCondition {
-                nx: rng().is_multiple_of(4),
-                xx: rng().is_multiple_of(4),
-                gt: rng().is_multiple_of(4),
-                lt: rng().is_multiple_of(4),
-            },
+            condition: expire_condition(rng),
         },
         62 => KvOp::ExpireTime { key },
         63 => KvOp::LRem {

@@ -31,6 +31,24 @@ fn sample(len: usize, count: Option<i64>, seed: u64) -> Vec<usize> {
     }
 }
 
+/// `HRANDFIELD`'s and `ZRANDMEMBER`'s reply from the collection's entries, drawn as [`sample`]
+/// does: without a count the one picked entry's `name`, with one the picked names, or, where
+/// the command asked for values too, what `whole` makes of the picked entries.
+fn picks<E>(
+    entries: &[E],
+    count: Option<i64>,
+    seed: u64,
+    name: impl Fn(&E) -> Vec<u8>,
+    whole: Option<impl FnOnce(Vec<&E>) -> KvResult>,
+) -> KvResult {
+    let picked = sample(entries.len(), count, seed);
+    match (count, whole) {
+        (None, _) => KvResult::Value(picked.first().map(|&i| name(&entries[i]))),
+        (Some(_), None) => KvResult::Items(picked.iter().map(|&i| name(&entries[i])).collect()),
+        (Some(_), Some(whole)) => whole(picked.iter().map(|&i| &entries[i]).collect()),
+    }
+}
+
 impl KvStore {
     pub(super) fn hrandfield(
         &self,
@@ -44,19 +62,21 @@ impl KvStore {
             Some(Value::Hash(h)) => h.iter().collect(),
             Some(_) => return wrong_type(),
         };
-        let picked = sample(fields.len(), count, seed);
-        match (count, with_values) {
-            (None, _) => KvResult::Value(picked.first().map(|&i| fields[i].0.clone())),
-            (Some(_), false) => {
-                KvResult::Items(picked.iter().map(|&i| fields[i].0.clone()).collect())
-            }
-            (Some(_), true) => KvResult::Pairs(
+        let pairs = |picked: Vec<&(&Vec<u8>, &Vec<u8>)>| {
+            KvResult::Pairs(
                 picked
                     .iter()
-                    .map(|&i| (fields[i].0.clone(), fields[i].1.clone()))
+                    .map(|(f, v)| (f.to_vec(), v.to_vec()))
                     .collect(),
-            ),
-        }
+            )
+        };
+        picks(
+            &fields,
+            count,
+            seed,
+            |(f, _)| f.to_vec(),
+            with_values.then_some(pairs),
+        )
     }
 
     pub(super) fn zrandmember(
@@ -71,19 +91,16 @@ impl KvStore {
             Some(Value::ZSet(z)) => z.iter().collect(),
             Some(_) => return wrong_type(),
         };
-        let picked = sample(members.len(), count, seed);
-        match (count, with_scores) {
-            (None, _) => KvResult::Value(picked.first().map(|&i| members[i].0.to_vec())),
-            (Some(_), false) => {
-                KvResult::Items(picked.iter().map(|&i| members[i].0.to_vec()).collect())
-            }
-            (Some(_), true) => KvResult::Scored(
-                picked
-                    .iter()
-                    .map(|&i| (members[i].0.to_vec(), members[i].1))
-                    .collect(),
-            ),
-        }
+        let scored = |picked: Vec<&(&[u8], crate::Score)>| {
+            KvResult::Scored(picked.iter().map(|(m, s)| (m.to_vec(), *s)).collect())
+        };
+        picks(
+            &members,
+            count,
+            seed,
+            |(m, _)| m.to_vec(),
+            with_scores.then_some(scored),
+        )
     }
 
     pub(super) fn random_key(&self, seed: u64) -> KvResult {
