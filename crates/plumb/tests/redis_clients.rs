@@ -13,29 +13,9 @@
 
 mod common;
 
+use common::redis_wire::redis_cli;
 use common::Cluster;
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Instant;
-
-fn redis_cli(port: u16, input: &str) -> String {
-    let mut child = Command::new("redis-cli")
-        .args(["-p", &port.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("redis-cli is installed (.ci/run installs redis-tools)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "redis-cli failed: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn connect(port: u16) -> redis::Connection {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
@@ -53,6 +33,7 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
     // redis-cli, commands one per line as a user types them.
     let out = redis_cli(
         port,
+        &[],
         "MULTI\nINCR txctr\nINCR txctr\nGET txctr\nEXEC\nGET txctr\n",
     );
     assert_eq!(
@@ -62,7 +43,7 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
         "{out}"
     );
     // A queue-time error discards the whole transaction; nothing of it ran.
-    let out = redis_cli(port, "MULTI\nINCR txctr\nNOSUCH\nEXEC\nGET txctr\n");
+    let out = redis_cli(port, &[], "MULTI\nINCR txctr\nNOSUCH\nEXEC\nGET txctr\n");
     assert!(out.contains("EXECABORT"), "{out}");
     assert!(out.trim_end().ends_with("\n2"), "{out}");
 

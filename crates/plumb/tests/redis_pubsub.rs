@@ -6,9 +6,8 @@
 
 mod common;
 
-use common::Cluster;
+use common::{redis_wire, Cluster};
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// `(connection, command, exact bytes that follow)`: connection `a` or `b`; an empty command
@@ -103,49 +102,16 @@ const PUBSUB_TRANSCRIPT: &[(char, &str, &[u8])] = &[
     ('a', "GET k", b"$-1\r\n"),
 ];
 
-fn multibulk(line: &str) -> Vec<u8> {
-    let words: Vec<&str> = line.split(' ').collect();
-    let mut out = format!("*{}\r\n", words.len()).into_bytes();
-    for w in words {
-        out.extend_from_slice(format!("${}\r\n{w}\r\n", w.len()).as_bytes());
-    }
-    out
-}
-
-fn replay(port: u16) {
-    let open = || {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(common::OP_TIMEOUT)).unwrap();
-        s
-    };
-    let (mut a, mut b) = (open(), open());
-    for (conn, command, expected) in PUBSUB_TRANSCRIPT {
-        let s = if *conn == 'a' { &mut a } else { &mut b };
-        if !command.is_empty() {
-            s.write_all(&multibulk(command)).unwrap();
-        }
-        let mut got = vec![0u8; expected.len()];
-        s.read_exact(&mut got)
-            .unwrap_or_else(|e| panic!("{conn}: {command}: {e}"));
-        assert_eq!(
-            got.escape_ascii().to_string(),
-            expected.escape_ascii().to_string(),
-            "{conn}: {command}"
-        );
-    }
-    // Nothing more came: no message twice.
-    a.set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
-    let mut extra = [0u8; 64];
-    assert!(a.read(&mut extra).is_err(), "nothing further for a");
-}
-
 #[test]
 fn pubsub_through_the_gateway_as_redis_does_it() {
     let mut c = Cluster::init("redis-pubsub", 31);
     c.start_all();
     let port = c.resp_port;
-    replay(port);
+    // The recorded transcript, on two raw connections closed before the clients below.
+    {
+        let (mut a, mut b) = (redis_wire::open(port), redis_wire::open(port));
+        redis_wire::replay(&mut a, &mut b, PUBSUB_TRANSCRIPT);
+    }
 
     // redis-rs: a pub/sub connection and a publisher.
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
@@ -181,9 +147,9 @@ fn pubsub_through_the_gateway_as_redis_does_it() {
 
     // A connection that closes while subscribed leaves the cluster's counts.
     {
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(common::OP_TIMEOUT)).unwrap();
-        s.write_all(&multibulk("SUBSCRIBE leaving")).unwrap();
+        let mut s = redis_wire::open(port);
+        s.write_all(&redis_wire::multibulk("SUBSCRIBE leaving"))
+            .unwrap();
         let mut got = [0u8; 36];
         s.read_exact(&mut got).unwrap();
     }

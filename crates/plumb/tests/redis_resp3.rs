@@ -11,57 +11,10 @@
 
 mod common;
 
+use common::redis_wire::{expect, multibulk, open, redis_cli, replay};
 use common::Cluster;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
-fn redis_cli(port: u16, args: &[&str], input: &str) -> String {
-    let mut child = Command::new("redis-cli")
-        .args(["-p", &port.to_string()])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("redis-cli is installed (.ci/run installs redis-tools)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "redis-cli failed: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn multibulk(line: &str) -> Vec<u8> {
-    let words: Vec<&str> = line.split(' ').collect();
-    let mut out = format!("*{}\r\n", words.len()).into_bytes();
-    for w in words {
-        out.extend_from_slice(format!("${}\r\n{w}\r\n", w.len()).as_bytes());
-    }
-    out
-}
-
-fn open(port: u16) -> TcpStream {
-    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(common::OP_TIMEOUT)).unwrap();
-    s
-}
-
-fn expect(s: &mut TcpStream, what: &str, expected: &[u8]) {
-    let mut got = vec![0u8; expected.len()];
-    s.read_exact(&mut got)
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert_eq!(
-        got.escape_ascii().to_string(),
-        expected.escape_ascii().to_string(),
-        "{what}"
-    );
-}
 
 /// `HELLO 3`'s reply up to the connection id (which differs), then the rest.
 fn hello3(s: &mut TcpStream) {
@@ -249,18 +202,7 @@ fn resp3_with_redis_cli_and_raw_connections() {
     // The wire itself: pub/sub in RESP3 beside a RESP2 connection.
     let (mut a, mut b) = (open(port), open(port));
     hello3(&mut a);
-    for (conn, command, expected) in PUBSUB_RESP3 {
-        let s = if *conn == 'a' { &mut a } else { &mut b };
-        if !command.is_empty() {
-            s.write_all(&multibulk(command)).unwrap();
-        }
-        expect(s, &format!("{conn}: {command}"), expected);
-    }
-    // Nothing more came: no message twice.
-    a.set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
-    let mut extra = [0u8; 64];
-    assert!(a.read(&mut extra).is_err(), "nothing further for a");
+    replay(&mut a, &mut b, PUBSUB_RESP3);
 
     // Scripts: RESP3's types from Lua, in each connection's protocol.
     let mut q = open(port);

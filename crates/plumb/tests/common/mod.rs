@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod redis_wire;
+
 use plumb_lincheck::kv::{BytesKv, KvOp, KvRet};
 use plumb_lincheck::{check, History};
 use std::fs::{File, OpenOptions};
