@@ -21,27 +21,17 @@ use std::time::{Duration, Instant};
 const SLOT: u16 = 110;
 
 fn start(fast_reads: bool) -> Cluster {
-    let mut c = Cluster::init_with("web-clients", SLOT, &["--app", "web"]);
-    if fast_reads {
-        c.set_fast_reads();
-    }
-    c.start_all();
-    c.wait_ready(Duration::from_secs(60));
-    // The gateway accepts before its pool has reached the nodes: wait for a real answer.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(response) = raw(c.resp_port, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n") {
-            if response.starts_with("HTTP/1.1 200 ") {
-                return c;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the web gateway did not answer GET / in 60 s\n{}",
-            c.log_tails(20)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    Cluster::start_app(
+        "web-clients",
+        SLOT,
+        "web",
+        fast_reads,
+        "the web gateway did not answer GET /",
+        |port| {
+            raw(port, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+                .is_some_and(|response| response.starts_with("HTTP/1.1 200 "))
+        },
+    )
 }
 
 /// Everything the gateway answers to `request` until it closes the connection.
@@ -76,8 +66,7 @@ fn reads_on_the_read_only_path_see_acknowledged_edits() {
         assert!(page.contains(&format!("<p>edit {i}</p>")), "{page}");
         assert!(page.contains(&format!("(revision {})", i + 1)), "{page}");
     }
-    let status = common::http_get(c.gateway_admin(), "/status").expect("the gateway's status");
-    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let status = c.gateway_status();
     let reads = status.get("reads").and_then(|v| v.as_u64()).unwrap_or(0);
     assert!(reads >= 6, "every GET went through the read seam: {status}");
     // And the read-only path served them (a GET that met a lagging replica falls back to the
@@ -101,8 +90,7 @@ fn unmodified_http_clients() {
     curl_session(port);
     eprintln!("curl: passed in {:?}", started.elapsed());
     raw_http(port);
-    let status = common::http_get(c.gateway_admin(), "/status").expect("the gateway's status");
-    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let status = c.gateway_status();
     let count = |k: &str| status.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
     assert!(
         count("requests") >= 10

@@ -20,39 +20,47 @@ use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode, EventType, MultiW
 const SLOT: u16 = 85;
 
 fn start(fast_reads: bool) -> Cluster {
-    let mut c = Cluster::init_with("zk-clients", SLOT, &["--app", "coord"]);
-    if fast_reads {
-        c.set_fast_reads();
-    }
-    c.start_all();
-    c.wait_ready(Duration::from_secs(60));
-    // The gateway accepts before its pool has reached the nodes: wait for a real handshake.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let ok = rt.block_on(async {
-            let addr = format!("127.0.0.1:{}", c.resp_port);
-            let mut connector = Client::connector();
-            connector.session_timeout(Duration::from_secs(10));
-            let connect = connector.connect(&addr);
-            matches!(
-                tokio::time::timeout(Duration::from_secs(10), connect).await,
-                Ok(Ok(_))
-            )
-        });
-        if ok {
-            return c;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the ZooKeeper gateway did not take a session in 60 s\n{}",
-            c.log_tails(20)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    Cluster::start_app(
+        "zk-clients",
+        SLOT,
+        "coord",
+        fast_reads,
+        "the ZooKeeper gateway did not take a session",
+        |port| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let addr = format!("127.0.0.1:{port}");
+                let mut connector = Client::connector();
+                connector.session_timeout(Duration::from_secs(10));
+                let connect = connector.connect(&addr);
+                matches!(
+                    tokio::time::timeout(Duration::from_secs(10), connect).await,
+                    Ok(Ok(_))
+                )
+            })
+        },
+    )
+}
+
+/// The multi-threaded runtime the `zookeeper-client` parts run on.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A session through the `zookeeper-client` crate, with a 10 s session timeout.
+async fn connect(port: u16) -> Client {
+    Client::connector()
+        .session_timeout(Duration::from_secs(10))
+        .connect(&format!("127.0.0.1:{port}"))
+        .await
+        .expect("zookeeper-client connects")
 }
 
 /// The gateway with `fast_reads`: reads without a watch take the read-only path.
@@ -60,22 +68,14 @@ fn start(fast_reads: bool) -> Cluster {
 fn zookeeper_clients_with_fast_reads() {
     let mut c = start(true);
     let port = c.resp_port;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(rust_crate(port));
     zkcli(port);
     // The reads above took the read-only path (a read that met a lagging replica falls back
     // to the ordered path, so not necessarily all of them).
     let accepted = common::read_only_accepted(c.gateway_admin(), 3, || {
         rt.block_on(async {
-            let client = Client::connector()
-                .session_timeout(Duration::from_secs(10))
-                .connect(&format!("127.0.0.1:{port}"))
-                .await
-                .expect("zookeeper-client connects");
+            let client = connect(port).await;
             client.get_data("/").await.expect("a read of /");
         })
     });
@@ -87,16 +87,11 @@ fn zookeeper_clients_with_fast_reads() {
 fn unmodified_zookeeper_clients() {
     let mut c = start(false);
     let port = c.resp_port;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(rust_crate(port));
     pipelined_and_expiry(port);
     hostile_bytes(port);
-    let status = common::http_get(c.gateway_admin(), "/status").expect("the gateway's status");
-    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let status = c.gateway_status();
     let count = |k: &str| status.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
     assert!(
         count("bad_frames") >= 3 && count("malformed") >= 1,
@@ -110,11 +105,7 @@ fn unmodified_zookeeper_clients() {
 
 async fn rust_crate(port: u16) {
     let addr = format!("127.0.0.1:{port}");
-    let client = Client::connector()
-        .session_timeout(Duration::from_secs(10))
-        .connect(&addr)
-        .await
-        .expect("zookeeper-client connects");
+    let client = connect(port).await;
     let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
     let (stat, _) = client
         .create("/rs", b"hello", &persistent)

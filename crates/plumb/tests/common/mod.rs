@@ -212,6 +212,12 @@ impl Cluster {
         config.gateway.expect("a [gateway] section").admin
     }
 
+    /// GET /status of the gateway's admin HTTP, parsed; panics if it does not answer.
+    pub fn gateway_status(&self) -> serde_json::Value {
+        let body = http_get(self.gateway_admin(), "/status").expect("the gateway's status");
+        serde_json::from_str(&body).unwrap()
+    }
+
     /// What node `node` wrote to its standard error and output.
     pub fn node_log(&self, node: usize) -> String {
         std::fs::read_to_string(self.dir().join(format!("node-{node}.log"))).unwrap_or_default()
@@ -355,6 +361,36 @@ impl Cluster {
             );
             thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// A cluster of `plumb init --app <app>` (with `fast_reads` if asked), started, once its
+    /// gateway answers a real client: the gateway accepts connections before its pool has
+    /// reached the nodes, so `answers(client port)` is tried until it says yes, for up to 60 s.
+    /// `not_answering` says what did not happen, for the failure.
+    pub fn start_app(
+        name: &str,
+        slot: u16,
+        app: &str,
+        fast_reads: bool,
+        not_answering: &str,
+        mut answers: impl FnMut(u16) -> bool,
+    ) -> Cluster {
+        let mut c = Cluster::init_with(name, slot, &["--app", app]);
+        if fast_reads {
+            c.set_fast_reads();
+        }
+        c.start_all();
+        c.wait_ready(Duration::from_secs(60));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !answers(c.resp_port) {
+            assert!(
+                Instant::now() < deadline,
+                "{not_answering} in 60 s\n{}",
+                c.log_tails(20)
+            );
+            thread::sleep(Duration::from_millis(200));
+        }
+        c
     }
 
     /// GET /status of a node's admin HTTP, parsed; None if it does not answer.
