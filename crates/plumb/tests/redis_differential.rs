@@ -12,6 +12,7 @@
 
 mod common;
 
+use common::splitmix::SplitMix64;
 use common::Cluster;
 use redis::Value;
 use std::process::{Child, Command, Stdio};
@@ -83,27 +84,6 @@ fn sorted(reply: Result<Value, String>, pairs: bool) -> Result<Value, String> {
     Ok(Value::Array(items))
 }
 
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
-    }
-
-    fn int(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
-}
-
 const KEYS: &[&str] = &[
     "k1", "k2", "k3", "h1", "h2", "l1", "l2", "s1", "s2", "z1", "z2",
 ];
@@ -119,7 +99,7 @@ enum Compare {
     Popped,
 }
 
-fn command(rng: &mut Rng) -> (Vec<String>, Compare) {
+fn command(rng: &mut SplitMix64) -> (Vec<String>, Compare) {
     let k = rng.pick(KEYS).to_string();
     let k2 = rng.pick(KEYS).to_string();
     let v = rng.pick(VALUES).to_string();
@@ -243,7 +223,7 @@ fn compare(plumb_port: u16, resp3: bool, seed: u64, n: usize) {
         };
         assert_eq!(shape, resp3, "HELLO: {hello:?}");
     }
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64(seed);
     let mut compared = 0;
     for i in 0..n {
         // One step in ten is a transaction or a pipeline of three commands.

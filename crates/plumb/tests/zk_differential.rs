@@ -13,6 +13,7 @@
 
 mod common;
 
+use common::splitmix::SplitMix64;
 use common::Cluster;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -129,28 +130,6 @@ async fn connect(addr: &str) -> Client {
 
 // ------------------------------------------------------------------------------ operations
 
-/// A deterministic generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Mode {
     Persistent,
@@ -247,7 +226,7 @@ const PARENTS: [&str; 3] = ["/a", "/b", "/c"];
 const NAMES: [&str; 3] = ["x", "y", "z"];
 
 struct Generator {
-    rng: Rng,
+    rng: SplitMix64,
 }
 
 impl Generator {
@@ -987,7 +966,7 @@ async fn differential(seed: u64, ops: usize, plumb_addr: String) -> Result<(), S
         }
     }
     let mut generator = Generator {
-        rng: Rng(seed ^ 0x5A5A_1234_0000_0001),
+        rng: SplitMix64(seed ^ 0x5A5A_1234_0000_0001),
     };
     let mut knowledge = Knowledge::default();
     let mut zxids = ZxidOrder::default();

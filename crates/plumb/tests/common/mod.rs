@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod redis_wire;
+pub mod splitmix;
 
 use plumb_lincheck::kv::{BytesKv, KvOp, KvRet};
 use plumb_lincheck::{check, History};
