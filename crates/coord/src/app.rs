@@ -771,32 +771,28 @@ impl CoordApp {
     /// the others are registered. Invalid paths are skipped.
     fn set_watches(&mut self, session: SessionId, relative: i64, lists: [&Vec<String>; 5]) {
         let [data, exist, child, persistent, recursive] = lists;
-        let now = self.zxid;
-        let mut fired: Vec<(EventType, String, i64)> = Vec::new();
-        for p in data.iter().filter(|p| path::is_valid(p, false)) {
-            match self.tree.get(p) {
-                None => fired.push((EventType::NodeDeleted, p.clone(), now)),
-                Some(n) if n.stat.mzxid > relative => {
-                    fired.push((EventType::NodeDataChanged, p.clone(), n.stat.mzxid))
-                }
-                Some(_) => self.watch(Class::Data, p, session),
-            }
-        }
+        let mut fired = self.fire_or_watch(
+            session,
+            data,
+            Class::Data,
+            relative,
+            EventType::NodeDataChanged,
+            |s| s.mzxid,
+        );
         for p in exist.iter().filter(|p| path::is_valid(p, false)) {
             match self.tree.get(p) {
                 Some(n) => fired.push((EventType::NodeCreated, p.clone(), n.stat.czxid)),
                 None => self.watch(Class::Data, p, session),
             }
         }
-        for p in child.iter().filter(|p| path::is_valid(p, false)) {
-            match self.tree.get(p) {
-                None => fired.push((EventType::NodeDeleted, p.clone(), now)),
-                Some(n) if n.stat.pzxid > relative => {
-                    fired.push((EventType::NodeChildrenChanged, p.clone(), n.stat.pzxid))
-                }
-                Some(_) => self.watch(Class::Child, p, session),
-            }
-        }
+        fired.extend(self.fire_or_watch(
+            session,
+            child,
+            Class::Child,
+            relative,
+            EventType::NodeChildrenChanged,
+            |s| s.pzxid,
+        ));
         for p in persistent.iter().filter(|p| path::is_valid(p, false)) {
             self.watch(Class::Persistent, p, session);
         }
@@ -806,6 +802,32 @@ impl CoordApp {
         for (kind, p, zxid) in fired {
             self.deliver(session, kind, &p, zxid);
         }
+    }
+
+    /// `set_watches` for the data or the child watches of `paths` (the valid ones): the events
+    /// they fire at once, in order. A node that is gone fires NodeDeleted at the current zxid,
+    /// one whose `changed_at` is after `relative` fires `changed` with that zxid, and the
+    /// others get a watch of `class`.
+    fn fire_or_watch(
+        &mut self,
+        session: SessionId,
+        paths: &[String],
+        class: Class,
+        relative: i64,
+        changed: EventType,
+        changed_at: fn(&Stat) -> i64,
+    ) -> Vec<(EventType, String, i64)> {
+        let mut fired = Vec::new();
+        for p in paths.iter().filter(|p| path::is_valid(p, false)) {
+            match self.tree.get(p) {
+                None => fired.push((EventType::NodeDeleted, p.clone(), self.zxid)),
+                Some(n) if changed_at(&n.stat) > relative => {
+                    fired.push((changed, p.clone(), changed_at(&n.stat)))
+                }
+                Some(_) => self.watch(class, p, session),
+            }
+        }
+        fired
     }
 
     // ---------------------------------------------------------------- operations
