@@ -644,39 +644,10 @@ impl CoordApp {
             _ => Response::Empty,
         };
         match request {
-            Request::Create {
-                path,
-                data,
-                acl,
-                mode,
-                ttl_ms,
-            } => {
-                let op = MultiOp::Create {
-                    path: path.clone(),
-                    data: data.clone(),
-                    acl: acl.clone(),
-                    mode: *mode,
-                    ttl_ms: *ttl_ms,
-                };
-                self.single_write(session, &op, now).map(as_multi)
-            }
-            Request::Delete { path, version } => {
-                let op = MultiOp::Delete {
-                    path: path.clone(),
-                    version: *version,
-                };
-                self.single_write(session, &op, now).map(as_multi)
-            }
-            Request::SetData {
-                path,
-                data,
-                version,
-            } => {
-                let op = MultiOp::SetData {
-                    path: path.clone(),
-                    data: data.clone(),
-                    version: *version,
-                };
+            Request::Create { .. } | Request::Delete { .. } | Request::SetData { .. } => {
+                let op = request
+                    .as_write()
+                    .expect("creates, deletes and setDatas are writes");
                 self.single_write(session, &op, now).map(as_multi)
             }
             Request::Check { path, version } => {

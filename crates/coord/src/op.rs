@@ -486,6 +486,76 @@ impl CoordOp {
     }
 }
 
+impl Request {
+    /// A create, delete or setData as the operation a multi holds (the application applies
+    /// one alone as a multi of one); `None` for any other request.
+    pub fn as_write(&self) -> Option<MultiOp> {
+        Some(match self {
+            Request::Create {
+                path,
+                data,
+                acl,
+                mode,
+                ttl_ms,
+            } => MultiOp::Create {
+                path: path.clone(),
+                data: data.clone(),
+                acl: acl.clone(),
+                mode: *mode,
+                ttl_ms: *ttl_ms,
+            },
+            Request::Delete { path, version } => MultiOp::Delete {
+                path: path.clone(),
+                version: *version,
+            },
+            Request::SetData {
+                path,
+                data,
+                version,
+            } => MultiOp::SetData {
+                path: path.clone(),
+                data: data.clone(),
+                version: *version,
+            },
+            _ => return None,
+        })
+    }
+}
+
+impl MultiOp {
+    /// The request that does this operation alone; a read sets no watch.
+    pub fn into_request(self) -> Request {
+        match self {
+            MultiOp::Create {
+                path,
+                data,
+                acl,
+                mode,
+                ttl_ms,
+            } => Request::Create {
+                path,
+                data,
+                acl,
+                mode,
+                ttl_ms,
+            },
+            MultiOp::Delete { path, version } => Request::Delete { path, version },
+            MultiOp::SetData {
+                path,
+                data,
+                version,
+            } => Request::SetData {
+                path,
+                data,
+                version,
+            },
+            MultiOp::Check { path, version } => Request::Check { path, version },
+            MultiOp::GetData { path } => Request::GetData { path, watch: false },
+            MultiOp::GetChildren { path } => Request::GetChildren { path, watch: false },
+        }
+    }
+}
+
 impl Reply {
     pub fn encode(&self) -> Vec<u8> {
         encode_versioned(REPLY_VERSION, self)

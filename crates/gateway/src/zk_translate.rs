@@ -128,35 +128,17 @@ pub fn plan(request: Request, peer: &str) -> Plan {
         how: How::Op(code),
     };
     match request {
-        Request::Create {
-            op: code,
-            path,
-            data,
-            acl,
-            flags,
-            ttl,
-        } => match create_mode(code, flags) {
-            Some(mode) => submit(coord::Request::Create {
-                path,
-                data,
-                acl: acls(acl),
-                mode,
-                ttl_ms: ttl,
-            }),
-            None => Plan::Error(err::BAD_ARGUMENTS),
+        // The writes and checks a multi may hold: the application takes one alone as the
+        // request it would be there.
+        write @ (Request::Create { .. }
+        | Request::Delete { .. }
+        | Request::SetData { .. }
+        | Request::Check { .. }) => match multi_op(write) {
+            Ok(op) => submit(op.into_request()),
+            Err(e) => Plan::Error(e),
         },
-        Request::Delete { path, version } => submit(coord::Request::Delete { path, version }),
         Request::Exists { path, watch } => submit(coord::Request::Exists { path, watch }),
         Request::GetData { path, watch } => submit(coord::Request::GetData { path, watch }),
-        Request::SetData {
-            path,
-            data,
-            version,
-        } => submit(coord::Request::SetData {
-            path,
-            data,
-            version,
-        }),
         Request::GetAcl { path } => submit(coord::Request::GetAcl { path }),
         Request::SetAcl { path, acl, version } => submit(coord::Request::SetAcl {
             path,
@@ -171,7 +153,6 @@ pub fn plan(request: Request, peer: &str) -> Plan {
             how: How::Sync(path),
         },
         Request::Ping => Plan::Local(Response::Empty),
-        Request::Check { path, version } => submit(coord::Request::Check { path, version }),
         Request::Multi { op: code, ops } => {
             let codes: Vec<i32> = ops.iter().map(Request::op).collect();
             let ops: Result<Vec<MultiOp>, i32> = ops.into_iter().map(multi_op).collect();

@@ -305,33 +305,7 @@ impl SimApp for Coord {
     fn random_op(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8> {
         let k = object(rng, objects);
         let request = match rng.index(20) {
-            0..=8 => match write(rng, &k) {
-                MultiOp::Create {
-                    path,
-                    data,
-                    acl,
-                    mode,
-                    ttl_ms,
-                } => Request::Create {
-                    path,
-                    data,
-                    acl,
-                    mode,
-                    ttl_ms,
-                },
-                MultiOp::Delete { path, version } => Request::Delete { path, version },
-                MultiOp::SetData {
-                    path,
-                    data,
-                    version,
-                } => Request::SetData {
-                    path,
-                    data,
-                    version,
-                },
-                MultiOp::Check { path, version } => Request::Check { path, version },
-                _ => Request::Sync { path: "/".into() },
-            },
+            0..=8 => write(rng, &k).into_request(),
             9..=13 => {
                 let path = kpath(rng, &k);
                 read(rng, path)
@@ -423,35 +397,13 @@ impl SimApp for Coord {
             return None;
         };
         let zop = match request {
-            Request::Create {
-                path,
-                data,
-                acl,
-                mode,
-                ttl_ms,
-            } => model_write(&MultiOp::Create {
-                path,
-                data,
-                acl,
-                mode,
-                ttl_ms,
-            })?,
-            Request::Delete { path, version } => ZOp::Delete { path, version },
-            Request::SetData {
-                path,
-                data,
-                version,
-            } => ZOp::SetData {
-                path,
-                data,
-                version,
-            },
             Request::Check { path, version } => ZOp::Check { path, version },
             Request::GetData { path, .. } => ZOp::GetData { path },
             Request::Exists { path, .. } => ZOp::Exists { path },
             Request::GetChildren { path, .. } => ZOp::GetChildren { path },
             Request::Multi(ops) => ZOp::Multi(ops.iter().map(model_write).collect::<Option<_>>()?),
-            _ => return None,
+            // Creates, deletes and setDatas, as in a multi; no other request is modelled.
+            other => model_write(&other.as_write()?)?,
         };
         zop.paths().iter().all(|p| modelled(p)).then_some(zop)
     }
@@ -654,61 +606,24 @@ fn changes_of(executed: &[Executed<'_>]) -> (Changes, Registrations) {
                 result,
             ) => {
                 let mut set = BTreeSet::new();
-                match (&request, &result) {
-                    (
-                        Request::Create {
-                            path,
-                            data,
-                            acl,
-                            mode,
-                            ttl_ms,
-                        },
-                        Ok(Response::Created { path: p, stat }),
-                    ) => {
-                        let op = MultiOp::Create {
+                // A lone create, delete or setData is a multi of one.
+                match (request.as_write(), &result) {
+                    (Some(op @ MultiOp::Create { .. }), Ok(Response::Created { path, stat })) => {
+                        let created = MultiResult::Created {
                             path: path.clone(),
-                            data: data.clone(),
-                            acl: acl.clone(),
-                            mode: *mode,
-                            ttl_ms: *ttl_ms,
+                            stat: *stat,
                         };
-                        add(
-                            &mut set,
-                            &op,
-                            &MultiResult::Created {
-                                path: p.clone(),
-                                stat: *stat,
-                            },
-                        );
+                        add(&mut set, &op, &created);
                     }
-                    (Request::Delete { path, version }, Ok(_)) => {
-                        add(
-                            &mut set,
-                            &MultiOp::Delete {
-                                path: path.clone(),
-                                version: *version,
-                            },
-                            &MultiResult::Deleted,
-                        );
+                    (Some(op @ MultiOp::Delete { .. }), Ok(_)) => {
+                        add(&mut set, &op, &MultiResult::Deleted)
                     }
-                    (
-                        Request::SetData {
-                            path,
-                            data,
-                            version,
-                        },
-                        Ok(Response::Stat(s)),
-                    ) => {
-                        add(
-                            &mut set,
-                            &MultiOp::SetData {
-                                path: path.clone(),
-                                data: data.clone(),
-                                version: *version,
-                            },
-                            &MultiResult::Stat(*s),
-                        );
+                    (Some(op @ MultiOp::SetData { .. }), Ok(Response::Stat(s))) => {
+                        add(&mut set, &op, &MultiResult::Stat(*s))
                     }
+                    _ => {}
+                }
+                match (&request, &result) {
                     (Request::Multi(ops), Ok(Response::Multi(rs))) => {
                         for (op, r) in ops.iter().zip(rs) {
                             if let Ok(r) = r {
