@@ -531,13 +531,7 @@ impl SimApp for Coord {
         pushes: &[(ClientId, u64, Vec<u8>)],
         executed: &[Executed<'_>],
     ) -> Vec<AppViolation> {
-        match check_watches(pushes, executed) {
-            Ok(()) => Vec::new(),
-            Err(detail) => vec![AppViolation {
-                property: "COORD-watch",
-                detail,
-            }],
-        }
+        super::violations("COORD-watch", check_watches(pushes, executed))
     }
 }
 

@@ -579,13 +579,7 @@ impl SimApp for Redis {
     }
 
     fn check_history(&self, executed: &[Executed<'_>], _end: &KvStore) -> Vec<AppViolation> {
-        match check_queues(executed) {
-            Ok(()) => Vec::new(),
-            Err(detail) => vec![AppViolation {
-                property: "REDIS-queue",
-                detail,
-            }],
-        }
+        super::violations("REDIS-queue", check_queues(executed))
     }
 
     fn check_pushes(
@@ -593,13 +587,7 @@ impl SimApp for Redis {
         pushes: &[(ClientId, u64, Vec<u8>)],
         executed: &[Executed<'_>],
     ) -> Vec<AppViolation> {
-        match check_pubsub(pushes, executed) {
-            Ok(()) => Vec::new(),
-            Err(detail) => vec![AppViolation {
-                property: "REDIS-pubsub",
-                detail,
-            }],
-        }
+        super::violations("REDIS-pubsub", check_pubsub(pushes, executed))
     }
 
     /// A pipeline is modelled as a transaction without guards: plumb runs its commands as one
