@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{create, delete, set_data, H};
+use common::{create, delete, exists, get_children, get_data, set_data, H};
 use plumb_app::Application;
 use plumb_coord::*;
 
@@ -164,13 +164,7 @@ fn reads() {
     h.create(s, "/a/c", b"", Persistent).unwrap();
     h.create(s, "/a/b", b"", Persistent).unwrap();
     h.create(s, "/a/b/d", b"", Persistent).unwrap();
-    let Ok(Response::Data { data, stat }) = h.req(
-        s,
-        Request::GetData {
-            path: "/a".into(),
-            watch: false,
-        },
-    ) else {
+    let Ok(Response::Data { data, stat }) = h.req(s, get_data("/a", false)) else {
         panic!()
     };
     assert_eq!((data.as_slice(), stat.num_children), (&b"x"[..], 2));
@@ -179,26 +173,8 @@ fn reads() {
         h.req(s, Request::GetAllChildrenNumber { path: "/a".into() }),
         Ok(Response::Count(3))
     );
-    assert_eq!(
-        h.req(
-            s,
-            Request::GetData {
-                path: "/z".into(),
-                watch: false
-            }
-        ),
-        Err(NoNode)
-    );
-    assert_eq!(
-        h.req(
-            s,
-            Request::GetChildren {
-                path: "/a/".into(),
-                watch: false
-            }
-        ),
-        Err(BadArguments)
-    );
+    assert_eq!(h.req(s, get_data("/z", false)), Err(NoNode));
+    assert_eq!(h.req(s, get_children("/a/", false)), Err(BadArguments));
     let Ok(Response::Multi(rs)) = h.req(
         s,
         Request::MultiRead(vec![
@@ -319,14 +295,7 @@ fn ephemerals_go_with_their_session() {
     let st = h.stat(s, "/e/mine").unwrap();
     assert_eq!(st.ephemeral_owner, t.0);
     // Watch it from s, then let t expire: s keeps itself alive, t does not.
-    h.req(
-        s,
-        Request::Exists {
-            path: "/e/mine".into(),
-            watch: true,
-        },
-    )
-    .unwrap();
+    h.req(s, exists("/e/mine", true)).unwrap();
     h.wait(3_000);
     h.req(s, Request::Sync { path: "/".into() }).unwrap();
     h.wait(3_000);
@@ -398,53 +367,14 @@ fn watches_fire_once_by_zookeepers_rules() {
     let s = h.open(2);
     let watch = |h: &mut H, r: Request| h.req(w, r);
     // Exist watch on a missing node: NodeCreated.
-    assert_eq!(
-        watch(
-            &mut h,
-            Request::Exists {
-                path: "/a".into(),
-                watch: true
-            }
-        ),
-        Err(NoNode)
-    );
+    assert_eq!(watch(&mut h, exists("/a", true)), Err(NoNode));
     // getData on a missing node sets no watch.
-    assert_eq!(
-        watch(
-            &mut h,
-            Request::GetData {
-                path: "/b".into(),
-                watch: true
-            }
-        ),
-        Err(NoNode)
-    );
+    assert_eq!(watch(&mut h, get_data("/b", true)), Err(NoNode));
     h.create(s, "/a", b"", Persistent).unwrap();
     h.create(s, "/b", b"", Persistent).unwrap();
-    watch(
-        &mut h,
-        Request::GetData {
-            path: "/a".into(),
-            watch: true,
-        },
-    )
-    .unwrap();
-    watch(
-        &mut h,
-        Request::GetChildren {
-            path: "/a".into(),
-            watch: true,
-        },
-    )
-    .unwrap();
-    watch(
-        &mut h,
-        Request::GetChildren {
-            path: "/".into(),
-            watch: true,
-        },
-    )
-    .unwrap();
+    watch(&mut h, get_data("/a", true)).unwrap();
+    watch(&mut h, get_children("/a", true)).unwrap();
+    watch(&mut h, get_children("/", true)).unwrap();
     h.req(s, set_data("/a", &[1], -1)).unwrap();
     h.req(s, set_data("/a", &[2], -1)).unwrap();
     h.create(s, "/a/c", b"", Persistent).unwrap();
@@ -464,22 +394,8 @@ fn watches_fire_once_by_zookeepers_rules() {
     assert_eq!(numbers, [1, 2, 3, 4]);
     assert!(h.events_of(s).is_empty());
     // Data and child watch on one node: one NodeDeleted.
-    watch(
-        &mut h,
-        Request::GetData {
-            path: "/a/c".into(),
-            watch: true,
-        },
-    )
-    .unwrap();
-    watch(
-        &mut h,
-        Request::GetChildren {
-            path: "/a/c".into(),
-            watch: true,
-        },
-    )
-    .unwrap();
+    watch(&mut h, get_data("/a/c", true)).unwrap();
+    watch(&mut h, get_children("/a/c", true)).unwrap();
     h.req(s, delete("/a/c", -1)).unwrap();
     let last = h.events_of(w);
     assert_eq!(last.len(), 5);
@@ -488,13 +404,7 @@ fn watches_fire_once_by_zookeepers_rules() {
         (EventType::NodeDeleted, "/a/c")
     );
     // The event's zxid is the change's, after the registration's.
-    let reply = h.req_full(
-        w,
-        Request::GetData {
-            path: "/a".into(),
-            watch: true,
-        },
-    );
+    let reply = h.req_full(w, get_data("/a", true));
     let r = h.req_full(s, set_data("/a", b"", -1));
     let e = h.events_of(w).pop().unwrap();
     assert!(e.zxid > reply.zxid);
@@ -605,14 +515,7 @@ fn pending_events_until_acked() {
     let w = h.open(1);
     let s = h.open(2);
     for i in 0..3 {
-        h.req(
-            w,
-            Request::Exists {
-                path: format!("/n{i}"),
-                watch: true,
-            },
-        )
-        .unwrap_err();
+        h.req(w, exists(&format!("/n{i}"), true)).unwrap_err();
         h.create(s, &format!("/n{i}"), b"", Persistent).unwrap();
     }
     let pending = |h: &mut H, acked| match h
@@ -709,16 +612,7 @@ fn acls_and_digest_auth() {
         ),
         Err(InvalidAcl)
     );
-    assert_eq!(
-        h.req(
-            t,
-            Request::GetData {
-                path: "/priv".into(),
-                watch: false
-            }
-        ),
-        Err(NoAuth)
-    );
+    assert_eq!(h.req(t, get_data("/priv", false)), Err(NoAuth));
     assert_eq!(h.req(t, set_data("/priv", b"", -1)), Err(NoAuth));
     assert_eq!(h.req(t, create("/priv/c", b"", Persistent)), Err(NoAuth));
     assert!(h.stat(t, "/priv").is_some(), "exists needs no permission");
@@ -760,15 +654,7 @@ fn acls_and_digest_auth() {
         panic!()
     };
     assert_eq!((st.aversion, st.mzxid), (1, stat.mzxid));
-    assert!(h
-        .req(
-            t,
-            Request::GetData {
-                path: "/priv".into(),
-                watch: false
-            }
-        )
-        .is_ok());
+    assert!(h.req(t, get_data("/priv", false)).is_ok());
     // Read without ADMIN: digests masked.
     let read_only = vec![
         Acl {
@@ -869,20 +755,10 @@ fn garbage_and_the_read_only_path() {
         }
         .encode()
     };
-    let r = Reply::decode(&h.app.execute_read_only(
-        1,
-        &ro(Request::GetData {
-            path: "/a".into(),
-            watch: false,
-        }),
-    ))
-    .unwrap();
+    let r = Reply::decode(&h.app.execute_read_only(1, &ro(get_data("/a", false)))).unwrap();
     assert!(matches!(r.result, Ok(Response::Data { .. })));
     for mutating in [
-        ro(Request::GetData {
-            path: "/a".into(),
-            watch: true,
-        }),
+        ro(get_data("/a", true)),
         ro(create("/b", b"", Persistent)),
         CoordOp::OpenSession { timeout_ms: 5000 }.encode(),
         CoordOp::Touch { sessions: vec![s] }.encode(),
@@ -910,14 +786,7 @@ fn checkpoints_round_trip_and_refuse_corruption() {
     let s = h.open(1);
     h.create(s, "/a", b"x", Persistent).unwrap();
     h.create(s, "/a/e", b"", Ephemeral).unwrap();
-    h.req(
-        s,
-        Request::GetData {
-            path: "/a".into(),
-            watch: true,
-        },
-    )
-    .unwrap();
+    h.req(s, get_data("/a", true)).unwrap();
     h.req(
         s,
         Request::AddAuth {

@@ -171,3 +171,24 @@ pub fn delete(path: &str, version: i32) -> Request {
         version,
     }
 }
+
+pub fn exists(path: &str, watch: bool) -> Request {
+    Request::Exists {
+        path: path.into(),
+        watch,
+    }
+}
+
+pub fn get_data(path: &str, watch: bool) -> Request {
+    Request::GetData {
+        path: path.into(),
+        watch,
+    }
+}
+
+pub fn get_children(path: &str, watch: bool) -> Request {
+    Request::GetChildren {
+        path: path.into(),
+        watch,
+    }
+}
