@@ -51,21 +51,33 @@ fn gateway_address(cluster: &Cluster) -> Result<std::net::SocketAddr, String> {
     })
 }
 
-/// `plumb gateway --config FILE`, serving Redis clients on the file's `[gateway] resp`.
-fn redis_gateway() -> FrontEnd {
+/// The port of the cluster file's `[gateway] resp` (0 without one), for the hints.
+fn gateway_port(cluster: &Cluster) -> u16 {
+    cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0)
+}
+
+/// `plumb gateway --config FILE` as the front end of an application: it listens on the file's
+/// `[gateway] resp` with identities of its own; `hints` are what `up` prints for its clients.
+fn gateway(hints: fn(&Cluster) -> Vec<String>, default_port: Option<u16>) -> FrontEnd {
     FrontEnd {
         name: "gateway",
         args: vec!["gateway".to_string()],
         address: gateway_address,
-        hints: |cluster| {
-            let port = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
-            vec![format!(
-                "redis-cli -p {port}                           # the replicated key-value store"
-            )]
-        },
+        hints,
         needs_gateway_section: true,
-        default_port: None,
+        default_port,
     }
+}
+
+/// `plumb gateway --config FILE`, serving Redis clients on the file's `[gateway] resp`.
+fn redis_gateway() -> FrontEnd {
+    let hints = |cluster: &Cluster| {
+        let port = gateway_port(cluster);
+        vec![format!(
+            "redis-cli -p {port}                           # the replicated key-value store"
+        )]
+    };
+    gateway(hints, None)
 }
 
 /// The coordination application's name in cluster files.
@@ -77,20 +89,14 @@ pub const ZK_DEFAULT_PORT: u16 = 2181;
 /// `plumb gateway --config FILE` of a coordination cluster: ZooKeeper clients on the file's
 /// `[gateway] resp` address (for this application it is the ZooKeeper port).
 fn zk_gateway() -> FrontEnd {
-    FrontEnd {
-        name: "gateway",
-        args: vec!["gateway".to_string()],
-        address: gateway_address,
-        hints: |cluster| {
-            let port = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
-            vec![
-                format!("/usr/share/zookeeper/bin/zkCli.sh -server 127.0.0.1:{port}   # ZooKeeper clients: the coordination service"),
-                format!("python3 -c 'from kazoo.client import KazooClient; z=KazooClient(\"127.0.0.1:{port}\"); z.start(); print(z.get_children(\"/\"))'"),
-            ]
-        },
-        needs_gateway_section: true,
-        default_port: Some(ZK_DEFAULT_PORT),
-    }
+    let hints = |cluster: &Cluster| {
+        let port = gateway_port(cluster);
+        vec![
+            format!("/usr/share/zookeeper/bin/zkCli.sh -server 127.0.0.1:{port}   # ZooKeeper clients: the coordination service"),
+            format!("python3 -c 'from kazoo.client import KazooClient; z=KazooClient(\"127.0.0.1:{port}\"); z.start(); print(z.get_children(\"/\"))'"),
+        ]
+    };
+    gateway(hints, Some(ZK_DEFAULT_PORT))
 }
 
 /// The web application's name in cluster files (docs/web.md).
@@ -102,20 +108,14 @@ pub const HTTP_DEFAULT_PORT: u16 = 8080;
 /// `plumb gateway --config FILE` of a web cluster: HTTP clients (browsers, curl) on the
 /// file's `[gateway] resp` address (for this application it is the HTTP port).
 fn http_gateway() -> FrontEnd {
-    FrontEnd {
-        name: "gateway",
-        args: vec!["gateway".to_string()],
-        address: gateway_address,
-        hints: |cluster| {
-            let port = cluster.gateway.as_ref().map(|g| g.resp.port()).unwrap_or(0);
-            vec![
-                format!("http://127.0.0.1:{port}/                      # the replicated wiki, in a browser"),
-                format!("curl -d body=Hello http://127.0.0.1:{port}/wiki/Home   # an edit from the command line"),
-            ]
-        },
-        needs_gateway_section: true,
-        default_port: Some(HTTP_DEFAULT_PORT),
-    }
+    let hints = |cluster: &Cluster| {
+        let port = gateway_port(cluster);
+        vec![
+            format!("http://127.0.0.1:{port}/                      # the replicated wiki, in a browser"),
+            format!("curl -d body=Hello http://127.0.0.1:{port}/wiki/Home   # an edit from the command line"),
+        ]
+    };
+    gateway(hints, Some(HTTP_DEFAULT_PORT))
 }
 
 /// `Ok(cluster)` if it replicates the key-value store; the commands that speak its operations
