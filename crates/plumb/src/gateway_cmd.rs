@@ -25,10 +25,10 @@ pub struct GatewayArgs {
 pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
     if let Ok(cluster) = a.config.load() {
         if cluster.app == COORD_APP {
-            return zk_gateway(cluster);
+            return run(zk_gateway(cluster));
         }
         if cluster.app == WEB_APP {
-            return web_gateway(cluster, a.sketchers);
+            return run(web_gateway(cluster, a.sketchers));
         }
     }
     let cluster = match a.config.load().and_then(refuse_other_apps) {
@@ -38,87 +38,89 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rt = runtime();
-    rt.block_on(async {
-        let (gw, listener, pool) =
-            match listen_and_pool(&cluster, "the Redis port", "a redis-server").await {
-                Ok(started) => started,
-                Err(code) => return code,
-            };
-        let f = cluster.faults();
-        let stats = Arc::new(GatewayStats::default());
-        let sketchers = a.sketchers.unwrap_or(gw.sketchers);
-        let sketcher = match sketched_reads(&cluster, &pool, sketchers) {
-            Ok(s) => s,
-            Err(code) => return code,
-        };
-        let server = Arc::new(RespServer {
-            pool: pool.clone(),
-            waiters: Default::default(),
-            fast_reads: gw.fast_reads,
-            sketcher: sketcher.clone(),
-            info: ServerInfo {
-                version: env!("CARGO_PKG_VERSION").to_string(),
-                os: std::env::consts::OS.to_string(),
-                process_id: std::process::id(),
-                tcp_port: gw.resp.port(),
-                u: f.u as u32,
-                r: f.r as u32,
-                ..ServerInfo::default()
-            },
-            stats: stats.clone(),
-            started: Instant::now(),
-            pubsub: plumb_gateway::pubsub::PubSubHub::new(pool.clone()),
-            scripts: Default::default(),
-            clients: Default::default(),
-        });
-        let handler: admin::Handler = {
-            let stats = stats.clone();
-            let pool = pool.clone();
-            let sketcher = sketcher.clone();
-            Arc::new(move |path: &str| {
-                let s = &stats;
-                let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
-                let sketcher_text = sketcher.as_ref().map(|k| k.metrics()).unwrap_or_default();
-                match path {
-                    "/status" | "/" => admin::Response::ok(
-                        "application/json",
-                        format!(
-                            "{{\"pool_clients\":{},\"backlog\":{},\"connections\":{},\"commands\":{},\"submitted\":{}}}\n",
-                            pool.clients.len(),
-                            pool.backlog(),
-                            get(&s.connections_open),
-                            get(&s.commands),
-                            get(&s.submitted)
-                        ),
+    run(redis_gateway(cluster, a.sketchers))
+}
+
+/// Runs a gateway until the process is told to stop. A failure to start was printed, and is
+/// the exit code.
+fn run(gateway: impl std::future::Future<Output = Result<(), ExitCode>>) -> ExitCode {
+    match runtime().block_on(gateway) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
+}
+
+/// The gateway of a key-value cluster: Redis clients on `[gateway] resp`.
+async fn redis_gateway(
+    cluster: plumb_cluster::Cluster,
+    sketchers: Option<u32>,
+) -> Result<(), ExitCode> {
+    let (gw, listener, pool) =
+        listen_and_pool(&cluster, "the Redis port", "a redis-server").await?;
+    let f = cluster.faults();
+    let stats = Arc::new(GatewayStats::default());
+    let sketchers = sketchers.unwrap_or(gw.sketchers);
+    let sketcher = sketched_reads(&cluster, &pool, sketchers)?;
+    let server = Arc::new(RespServer {
+        pool: pool.clone(),
+        waiters: Default::default(),
+        fast_reads: gw.fast_reads,
+        sketcher: sketcher.clone(),
+        info: ServerInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            os: std::env::consts::OS.to_string(),
+            process_id: std::process::id(),
+            tcp_port: gw.resp.port(),
+            u: f.u as u32,
+            r: f.r as u32,
+            ..ServerInfo::default()
+        },
+        stats: stats.clone(),
+        started: Instant::now(),
+        pubsub: plumb_gateway::pubsub::PubSubHub::new(pool.clone()),
+        scripts: Default::default(),
+        clients: Default::default(),
+    });
+    let handler: admin::Handler = {
+        let stats = stats.clone();
+        let pool = pool.clone();
+        let sketcher = sketcher.clone();
+        Arc::new(move |path: &str| {
+            let s = &stats;
+            let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
+            let sketcher_text = sketcher.as_ref().map(|k| k.metrics()).unwrap_or_default();
+            match path {
+                "/status" | "/" => admin::Response::ok(
+                    "application/json",
+                    format!(
+                        "{{\"pool_clients\":{},\"backlog\":{},\"connections\":{},\"commands\":{},\"submitted\":{}}}\n",
+                        pool.clients.len(),
+                        pool.backlog(),
+                        get(&s.connections_open),
+                        get(&s.commands),
+                        get(&s.submitted)
                     ),
-                    "/metrics" => admin::Response::ok(
-                        "text/plain; version=0.0.4",
-                        format!(
-                            "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n# TYPE plumb_gateway_accept_failures_total counter\nplumb_gateway_accept_failures_total {}\n{}",
-                            get(&s.connections_open),
-                            get(&s.commands),
-                            get(&s.submitted),
-                            get(&s.protocol_errors),
-                            pool.backlog(),
-                            get(&s.accept_failures),
-                            client_events_text(&pool.counters()) + &sketcher_text
-                        ),
+                ),
+                "/metrics" => admin::Response::ok(
+                    "text/plain; version=0.0.4",
+                    format!(
+                        "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n# TYPE plumb_gateway_accept_failures_total counter\nplumb_gateway_accept_failures_total {}\n{}",
+                        get(&s.connections_open),
+                        get(&s.commands),
+                        get(&s.submitted),
+                        get(&s.protocol_errors),
+                        pool.backlog(),
+                        get(&s.accept_failures),
+                        client_events_text(&pool.counters()) + &sketcher_text
                     ),
-                    _ => admin::Response::not_found(),
-                }
-            })
-        };
-        let clients = format!(
-            "Redis clients on {} ({} pool clients, u={} r={}{})",
-            gw.resp,
-            pool.clients.len(),
-            f.u,
-            f.r,
-            sketcher_note(sketchers)
-        );
-        serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
-    })
+                ),
+                _ => admin::Response::not_found(),
+            }
+        })
+    };
+    let clients_at = format!("Redis clients on {}", gw.resp);
+    let clients = clients_line(clients_at, &pool, &cluster, sketchers);
+    serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
 }
 
 /// What every front end does once its server is built: start its admin endpoint, say where
@@ -129,19 +131,37 @@ async fn serve_until_terminated(
     handler: admin::Handler,
     clients: String,
     serving: impl std::future::Future<Output = ()> + Send + 'static,
-) -> ExitCode {
+) -> Result<(), ExitCode> {
     if let Err(e) = admin::serve(gw.admin, handler).await {
         eprintln!(
             "plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}",
             gw.admin
         );
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     }
     out!("gateway: {clients}, admin http://{}/status", gw.admin);
     tokio::spawn(serving);
     terminated().await;
     out!("gateway: stopping");
-    ExitCode::SUCCESS
+    Ok(())
+}
+
+/// The start-up line's account of the clients: where they connect (`clients_at`), then the
+/// pool, the cluster's u and r, and the sketchers if there are any.
+fn clients_line(
+    clients_at: String,
+    pool: &Pool,
+    cluster: &plumb_cluster::Cluster,
+    sketchers: u32,
+) -> String {
+    let f = cluster.faults();
+    format!(
+        "{clients_at} ({} pool clients, u={} r={}{})",
+        pool.clients.len(),
+        f.u,
+        f.r,
+        sketcher_note(sketchers)
+    )
 }
 
 /// `, reads through N Prophecy sketcher(s)` when there are any, for the start-up line.
@@ -256,99 +276,74 @@ async fn listen_and_pool(
 }
 
 /// The gateway of a coordination cluster: ZooKeeper clients on `[gateway] resp`.
-fn zk_gateway(cluster: plumb_cluster::Cluster) -> ExitCode {
-    let rt = runtime();
-    rt.block_on(async {
-        let (gw, listener, pool) =
-            match listen_and_pool(&cluster, "the ZooKeeper port", "a ZooKeeper server").await {
-                Ok(started) => started,
-                Err(code) => return code,
-            };
-        let f = cluster.faults();
-        let stats = Arc::new(plumb_gateway::ZkStats::default());
-        let server = plumb_gateway::ZkServer::new(pool.clone(), stats.clone(), gw.fast_reads);
-        let handler: admin::Handler = {
-            let stats = stats.clone();
-            let pool = pool.clone();
-            Arc::new(move |path: &str| {
-                let s = &stats;
-                let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
-                let fields = [
-                    ("connections", get(&s.connections_open)),
-                    ("connections_total", get(&s.connections_total)),
-                    ("sessions_opened", get(&s.sessions_opened)),
-                    ("sessions_resumed", get(&s.sessions_resumed)),
-                    ("handshakes_refused", get(&s.handshakes_refused)),
-                    ("requests", get(&s.requests)),
-                    ("submitted", get(&s.submitted)),
-                    ("events_delivered", get(&s.events_delivered)),
-                    ("events_fetched", get(&s.events_fetched)),
-                    ("sessions_expired", get(&s.sessions_expired)),
-                    ("touches", get(&s.touches)),
-                    ("bad_frames", get(&s.bad_frames)),
-                    ("malformed", get(&s.malformed)),
-                    ("unknown_ops", get(&s.unknown_ops)),
-                    ("bad_replies", get(&s.bad_replies)),
-                    ("four_letter_words", get(&s.four_letter_words)),
-                    ("accept_failures", get(&s.accept_failures)),
-                    ("backlog", pool.backlog() as u64),
-                ];
-                let extra = String::new();
-                admin_response(path, "plumb_zk_gateway", &fields, &pool, &extra)
-            })
-        };
-        let clients = format!(
-            "ZooKeeper clients on {} ({} pool clients, u={} r={})",
-            gw.resp,
-            pool.clients.len(),
-            f.u,
-            f.r
-        );
-        serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
-    })
+async fn zk_gateway(cluster: plumb_cluster::Cluster) -> Result<(), ExitCode> {
+    let (gw, listener, pool) =
+        listen_and_pool(&cluster, "the ZooKeeper port", "a ZooKeeper server").await?;
+    let stats = Arc::new(plumb_gateway::ZkStats::default());
+    let server = plumb_gateway::ZkServer::new(pool.clone(), stats.clone(), gw.fast_reads);
+    let handler: admin::Handler = {
+        let stats = stats.clone();
+        let pool = pool.clone();
+        Arc::new(move |path: &str| {
+            let s = &stats;
+            let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
+            let fields = [
+                ("connections", get(&s.connections_open)),
+                ("connections_total", get(&s.connections_total)),
+                ("sessions_opened", get(&s.sessions_opened)),
+                ("sessions_resumed", get(&s.sessions_resumed)),
+                ("handshakes_refused", get(&s.handshakes_refused)),
+                ("requests", get(&s.requests)),
+                ("submitted", get(&s.submitted)),
+                ("events_delivered", get(&s.events_delivered)),
+                ("events_fetched", get(&s.events_fetched)),
+                ("sessions_expired", get(&s.sessions_expired)),
+                ("touches", get(&s.touches)),
+                ("bad_frames", get(&s.bad_frames)),
+                ("malformed", get(&s.malformed)),
+                ("unknown_ops", get(&s.unknown_ops)),
+                ("bad_replies", get(&s.bad_replies)),
+                ("four_letter_words", get(&s.four_letter_words)),
+                ("accept_failures", get(&s.accept_failures)),
+                ("backlog", pool.backlog() as u64),
+            ];
+            let extra = String::new();
+            admin_response(path, "plumb_zk_gateway", &fields, &pool, &extra)
+        })
+    };
+    // No sketchers: nothing after u and r.
+    let clients_at = format!("ZooKeeper clients on {}", gw.resp);
+    let clients = clients_line(clients_at, &pool, &cluster, 0);
+    serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
 }
 
 /// The gateway of a web cluster: HTTP clients (browsers, curl) on `[gateway] resp`.
-fn web_gateway(cluster: plumb_cluster::Cluster, sketchers: Option<u32>) -> ExitCode {
-    let rt = runtime();
-    rt.block_on(async {
-        let (gw, listener, pool) =
-            match listen_and_pool(&cluster, "the HTTP port", "a web server").await {
-                Ok(started) => started,
-                Err(code) => return code,
-            };
-        let f = cluster.faults();
-        let stats = Arc::new(plumb_gateway::HttpStats::default());
-        let sketchers = sketchers.unwrap_or(gw.sketchers);
-        let sketcher = match sketched_reads(&cluster, &pool, sketchers) {
-            Ok(s) => s,
-            Err(code) => return code,
-        };
-        let server = plumb_gateway::HttpServer::with_sketcher(
-            pool.clone(),
-            stats.clone(),
-            gw.fast_reads,
-            sketcher.clone(),
-        );
-        let handler: admin::Handler = {
-            let stats = stats.clone();
-            let pool = pool.clone();
-            let sketcher = sketcher.clone();
-            Arc::new(move |path: &str| {
-                let mut fields = stats.fields();
-                fields.push(("backlog", pool.backlog() as u64));
-                let extra = sketcher.as_ref().map(|k| k.metrics()).unwrap_or_default();
-                admin_response(path, "plumb_http_gateway", &fields, &pool, &extra)
-            })
-        };
-        let clients = format!(
-            "HTTP clients on http://{}/ ({} pool clients, u={} r={}{})",
-            gw.resp,
-            pool.clients.len(),
-            f.u,
-            f.r,
-            sketcher_note(sketchers)
-        );
-        serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
-    })
+async fn web_gateway(
+    cluster: plumb_cluster::Cluster,
+    sketchers: Option<u32>,
+) -> Result<(), ExitCode> {
+    let (gw, listener, pool) = listen_and_pool(&cluster, "the HTTP port", "a web server").await?;
+    let stats = Arc::new(plumb_gateway::HttpStats::default());
+    let sketchers = sketchers.unwrap_or(gw.sketchers);
+    let sketcher = sketched_reads(&cluster, &pool, sketchers)?;
+    let server = plumb_gateway::HttpServer::with_sketcher(
+        pool.clone(),
+        stats.clone(),
+        gw.fast_reads,
+        sketcher.clone(),
+    );
+    let handler: admin::Handler = {
+        let stats = stats.clone();
+        let pool = pool.clone();
+        let sketcher = sketcher.clone();
+        Arc::new(move |path: &str| {
+            let mut fields = stats.fields();
+            fields.push(("backlog", pool.backlog() as u64));
+            let extra = sketcher.as_ref().map(|k| k.metrics()).unwrap_or_default();
+            admin_response(path, "plumb_http_gateway", &fields, &pool, &extra)
+        })
+    };
+    let clients_at = format!("HTTP clients on http://{}/", gw.resp);
+    let clients = clients_line(clients_at, &pool, &cluster, sketchers);
+    serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
 }
