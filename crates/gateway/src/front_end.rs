@@ -8,18 +8,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 
-/// The counters of a front end's connections (its `/metrics` show them).
-pub struct ConnectionCounters<'a> {
-    pub open: &'a AtomicU64,
-    pub total: &'a AtomicU64,
-    pub accept_failures: &'a AtomicU64,
+/// The counters every front end keeps of its connections (its `/metrics` show them).
+#[derive(Default)]
+pub struct ConnectionStats {
+    pub open: AtomicU64,
+    pub total: AtomicU64,
+    /// Failed `accept`s (out of file descriptors, typically), each followed by a pause.
+    pub accept_failures: AtomicU64,
 }
 
 pub trait FrontEnd: Send + Sync + 'static {
     /// How the log names it when accepting fails.
     const NAME: &'static str;
 
-    fn connection_counters(&self) -> ConnectionCounters<'_>;
+    fn connection_stats(&self) -> &ConnectionStats;
 
     /// Serve connection `id` (numbered from 1, in accept order) until it closes.
     fn serve_connection(&self, stream: TcpStream, id: u64) -> impl Future<Output = ()> + Send + '_;
@@ -29,14 +31,14 @@ pub trait FrontEnd: Send + Sync + 'static {
 pub async fn accept_loop<F: FrontEnd>(server: Arc<F>, listener: TcpListener) {
     let mut next_id = 1;
     loop {
-        let failures = server.connection_counters().accept_failures;
+        let failures = &server.connection_stats().accept_failures;
         let stream = plumb_runtime::accept::accept(&listener, failures, F::NAME).await;
         let _ = stream.set_nodelay(true);
         let id = next_id;
         next_id += 1;
         let server = server.clone();
         tokio::spawn(async move {
-            let counters = server.connection_counters();
+            let counters = server.connection_stats();
             counters.open.fetch_add(1, Ordering::Relaxed);
             counters.total.fetch_add(1, Ordering::Relaxed);
             server.serve_connection(stream, id).await;

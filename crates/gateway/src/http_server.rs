@@ -23,7 +23,7 @@
 //! - **Reads** (`GET`, `HEAD`) all go through [`HttpServer::read`], the one place the
 //!   Prophecy sketcher (DESIGN §5.1, issue 15) will sit. **Writes** (`POST`) are ordered.
 
-use crate::front_end::{accept_loop, ConnectionCounters, FrontEnd};
+use crate::front_end::{accept_loop, ConnectionStats, FrontEnd};
 use crate::pool::{Pool, PoolError};
 use plumb_web::date::format_http_date;
 use plumb_web::wiki::error_page;
@@ -69,8 +69,7 @@ impl Default for HttpLimits {
 /// Counters of the HTTP front end.
 #[derive(Default)]
 pub struct HttpStats {
-    pub connections_open: AtomicU64,
-    pub connections_total: AtomicU64,
+    pub connections: ConnectionStats,
     /// Requests answered (including the refused ones).
     pub requests: AtomicU64,
     /// Responses by status class: 1xx (not counting `100 Continue`), 2xx, 3xx, 4xx, 5xx.
@@ -90,7 +89,6 @@ pub struct HttpStats {
     /// (`502`).
     pub unanswered: AtomicU64,
     pub bad_replies: AtomicU64,
-    pub accept_failures: AtomicU64,
 }
 
 impl HttpStats {
@@ -99,8 +97,8 @@ impl HttpStats {
         let get = |x: &AtomicU64| x.load(Ordering::Relaxed);
         let class = |i: usize| get(&self.responses_by_class[i]);
         vec![
-            ("connections", get(&self.connections_open)),
-            ("connections_total", get(&self.connections_total)),
+            ("connections", get(&self.connections.open)),
+            ("connections_total", get(&self.connections.total)),
             ("requests", get(&self.requests)),
             ("responses_1xx", class(0)),
             ("responses_2xx", class(1)),
@@ -115,7 +113,7 @@ impl HttpStats {
             ("bad_requests", get(&self.bad_requests)),
             ("unanswered", get(&self.unanswered)),
             ("bad_replies", get(&self.bad_replies)),
-            ("accept_failures", get(&self.accept_failures)),
+            ("accept_failures", get(&self.connections.accept_failures)),
         ]
     }
 }
@@ -382,12 +380,8 @@ pub struct HttpServer {
 impl FrontEnd for HttpServer {
     const NAME: &'static str = "gateway (HTTP clients)";
 
-    fn connection_counters(&self) -> ConnectionCounters<'_> {
-        ConnectionCounters {
-            open: &self.stats.connections_open,
-            total: &self.stats.connections_total,
-            accept_failures: &self.stats.accept_failures,
-        }
+    fn connection_stats(&self) -> &ConnectionStats {
+        &self.stats.connections
     }
 
     fn serve_connection(

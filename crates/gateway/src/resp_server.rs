@@ -11,7 +11,7 @@
 
 use crate::blocking::{Waiters, POLL_FIRST, POLL_MAX};
 use crate::clients::{Clients, Registration, Unblock};
-use crate::front_end::{accept_loop, ConnectionCounters, FrontEnd};
+use crate::front_end::{accept_loop, ConnectionStats, FrontEnd};
 use crate::pool::Pool;
 use crate::pubsub::{PubSubHub, Subscriber};
 use plumb_kv::{Footprint, KvOp, KvResult, ERR_WRONG_TYPE};
@@ -30,13 +30,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 #[derive(Default)]
 pub struct GatewayStats {
-    pub connections_open: AtomicU64,
-    pub connections_total: AtomicU64,
+    pub connections: ConnectionStats,
     pub commands: AtomicU64,
     pub submitted: AtomicU64,
     pub protocol_errors: AtomicU64,
-    /// Failed `accept`s (out of file descriptors, typically), each followed by a pause.
-    pub accept_failures: AtomicU64,
 }
 
 pub struct RespServer {
@@ -69,12 +66,8 @@ async fn next_message(subscriber: &mut Option<Subscriber>) -> Option<Resp> {
 impl FrontEnd for RespServer {
     const NAME: &'static str = "gateway (Redis clients)";
 
-    fn connection_counters(&self) -> ConnectionCounters<'_> {
-        ConnectionCounters {
-            open: &self.stats.connections_open,
-            total: &self.stats.connections_total,
-            accept_failures: &self.stats.accept_failures,
-        }
+    fn connection_stats(&self) -> &ConnectionStats {
+        &self.stats.connections
     }
 
     fn serve_connection(&self, stream: TcpStream, id: u64) -> impl Future<Output = ()> + Send + '_ {
@@ -474,12 +467,12 @@ impl RespServer {
     fn info_for(&self, id: u64, name: &Option<Vec<u8>>, protocol: Protocol) -> ServerInfo {
         ServerInfo {
             uptime_secs: self.started.elapsed().as_secs(),
-            connected_clients: self.stats.connections_open.load(Ordering::Relaxed),
+            connected_clients: self.stats.connections.open.load(Ordering::Relaxed),
             client_id: id,
             client_name: name.clone(),
             protocol,
             blocked_clients: self.waiters.blocked.load(Ordering::Relaxed),
-            total_connections: self.stats.connections_total.load(Ordering::Relaxed),
+            total_connections: self.stats.connections.total.load(Ordering::Relaxed),
             total_commands: self.stats.commands.load(Ordering::Relaxed),
             now_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -26,7 +26,7 @@
 //!   when it does not answer. Off by default: ZooKeeper promises a client reads its own writes,
 //!   and the read-only path answers from what replicas have executed.
 
-use crate::front_end::{accept_loop, ConnectionCounters, FrontEnd};
+use crate::front_end::{accept_loop, ConnectionStats, FrontEnd};
 use crate::pool::Pool;
 use crate::push_router::{ListenerId, PushRouter};
 use crate::zk_translate::{plan, render, Plan};
@@ -62,8 +62,7 @@ const READ_AHEAD: usize = 256;
 /// Counters of the ZooKeeper front end.
 #[derive(Default)]
 pub struct ZkStats {
-    pub connections_open: AtomicU64,
-    pub connections_total: AtomicU64,
+    pub connections: ConnectionStats,
     pub sessions_opened: AtomicU64,
     pub sessions_resumed: AtomicU64,
     /// Handshakes refused (expired session or wrong password).
@@ -85,7 +84,32 @@ pub struct ZkStats {
     pub bad_replies: AtomicU64,
     /// Four-letter admin words answered.
     pub four_letter_words: AtomicU64,
-    pub accept_failures: AtomicU64,
+}
+
+impl ZkStats {
+    /// Every counter by name, for the gateway's `/status` and `/metrics`.
+    pub fn fields(&self) -> Vec<(&'static str, u64)> {
+        let get = |x: &AtomicU64| x.load(Ordering::Relaxed);
+        vec![
+            ("connections", get(&self.connections.open)),
+            ("connections_total", get(&self.connections.total)),
+            ("sessions_opened", get(&self.sessions_opened)),
+            ("sessions_resumed", get(&self.sessions_resumed)),
+            ("handshakes_refused", get(&self.handshakes_refused)),
+            ("requests", get(&self.requests)),
+            ("submitted", get(&self.submitted)),
+            ("events_delivered", get(&self.events_delivered)),
+            ("events_fetched", get(&self.events_fetched)),
+            ("sessions_expired", get(&self.sessions_expired)),
+            ("touches", get(&self.touches)),
+            ("bad_frames", get(&self.bad_frames)),
+            ("malformed", get(&self.malformed)),
+            ("unknown_ops", get(&self.unknown_ops)),
+            ("bad_replies", get(&self.bad_replies)),
+            ("four_letter_words", get(&self.four_letter_words)),
+            ("accept_failures", get(&self.connections.accept_failures)),
+        ]
+    }
 }
 
 /// What the push channel brings a connection.
@@ -113,12 +137,8 @@ pub struct ZkServer {
 impl FrontEnd for ZkServer {
     const NAME: &'static str = "gateway (ZooKeeper clients)";
 
-    fn connection_counters(&self) -> ConnectionCounters<'_> {
-        ConnectionCounters {
-            open: &self.stats.connections_open,
-            total: &self.stats.connections_total,
-            accept_failures: &self.stats.accept_failures,
-        }
+    fn connection_stats(&self) -> &ConnectionStats {
+        &self.stats.connections
     }
 
     fn serve_connection(
@@ -390,7 +410,7 @@ impl ZkServer {
                 self.version,
                 get(&s.requests),
                 get(&s.requests),
-                get(&s.connections_open),
+                get(&s.connections.open),
                 self.pool.backlog(),
                 self.started.elapsed().as_secs(),
             ),

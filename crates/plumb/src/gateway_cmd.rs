@@ -96,7 +96,7 @@ async fn redis_gateway(
                         "{{\"pool_clients\":{},\"backlog\":{},\"connections\":{},\"commands\":{},\"submitted\":{}}}\n",
                         pool.clients.len(),
                         pool.backlog(),
-                        get(&s.connections_open),
+                        get(&s.connections.open),
                         get(&s.commands),
                         get(&s.submitted)
                     ),
@@ -105,12 +105,12 @@ async fn redis_gateway(
                     "text/plain; version=0.0.4",
                     format!(
                         "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n# TYPE plumb_gateway_accept_failures_total counter\nplumb_gateway_accept_failures_total {}\n{}",
-                        get(&s.connections_open),
+                        get(&s.connections.open),
                         get(&s.commands),
                         get(&s.submitted),
                         get(&s.protocol_errors),
                         pool.backlog(),
-                        get(&s.accept_failures),
+                        get(&s.connections.accept_failures),
                         client_events_text(&pool.counters()) + &sketcher_text
                     ),
                 ),
@@ -285,28 +285,8 @@ async fn zk_gateway(cluster: plumb_cluster::Cluster) -> Result<(), ExitCode> {
         let stats = stats.clone();
         let pool = pool.clone();
         Arc::new(move |path: &str| {
-            let s = &stats;
-            let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
-            let fields = [
-                ("connections", get(&s.connections_open)),
-                ("connections_total", get(&s.connections_total)),
-                ("sessions_opened", get(&s.sessions_opened)),
-                ("sessions_resumed", get(&s.sessions_resumed)),
-                ("handshakes_refused", get(&s.handshakes_refused)),
-                ("requests", get(&s.requests)),
-                ("submitted", get(&s.submitted)),
-                ("events_delivered", get(&s.events_delivered)),
-                ("events_fetched", get(&s.events_fetched)),
-                ("sessions_expired", get(&s.sessions_expired)),
-                ("touches", get(&s.touches)),
-                ("bad_frames", get(&s.bad_frames)),
-                ("malformed", get(&s.malformed)),
-                ("unknown_ops", get(&s.unknown_ops)),
-                ("bad_replies", get(&s.bad_replies)),
-                ("four_letter_words", get(&s.four_letter_words)),
-                ("accept_failures", get(&s.accept_failures)),
-                ("backlog", pool.backlog() as u64),
-            ];
+            let mut fields = stats.fields();
+            fields.push(("backlog", pool.backlog() as u64));
             let extra = String::new();
             admin_response(path, "plumb_zk_gateway", &fields, &pool, &extra)
         })
