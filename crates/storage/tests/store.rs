@@ -44,6 +44,20 @@ fn small(threshold: u64) -> StoreOptions {
     }
 }
 
+/// A new, empty store in a new temporary directory, which lasts as long as the `TempDir`.
+fn new_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = open(dir.path());
+    (dir, s)
+}
+
+/// Apply each of `ops` in turn.
+fn apply_all(store: &mut Store, ops: impl IntoIterator<Item = StoreOp>) {
+    for op in ops {
+        store.apply(op).expect("apply");
+    }
+}
+
 /// Apply `op` and return the log offset its record starts at.
 fn apply_at(store: &mut Store, op: StoreOp) -> u64 {
     let at = store.stats().log_bytes;
@@ -111,18 +125,14 @@ fn round_trip() {
 
 #[test]
 fn sync_without_writes_does_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut s, _) = open(dir.path());
+    let (_dir, mut s) = new_store();
     s.apply(StoreOp::Sync).unwrap();
     assert_eq!(s.stats().syncs, 0);
-    s.apply(put("a", b"1")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(&mut s, [put("a", b"1"), StoreOp::Sync, StoreOp::Sync]);
     assert_eq!(s.stats().syncs, 1);
     // Deleting what is not there writes nothing either.
     let len = s.stats().log_bytes;
-    s.apply(del("b")).unwrap();
-    s.apply(del_prefix("zz")).unwrap();
+    apply_all(&mut s, [del("b"), del_prefix("zz")]);
     assert_eq!(s.stats().log_bytes, len);
     s.apply(StoreOp::Sync).unwrap();
     assert_eq!(s.stats().syncs, 1);
@@ -130,12 +140,11 @@ fn sync_without_writes_does_nothing() {
 
 #[test]
 fn process_crash_keeps_written_but_unsynced_records() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut s, _) = open(dir.path());
-    s.apply(put("a", b"1")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
-    s.apply(put("b", b"2")).unwrap();
-    s.apply(del("a")).unwrap();
+    let (dir, mut s) = new_store();
+    apply_all(
+        &mut s,
+        [put("a", b"1"), StoreOp::Sync, put("b", b"2"), del("a")],
+    );
     drop(s); // writes the buffer, like a process exit leaves the page cache
     let (s, rec) = open(dir.path());
     assert_eq!(rec.records, records(&[("b", b"2")]));
@@ -202,8 +211,7 @@ fn power_loss_at_every_offset_after_the_last_sync() {
         );
         assert_eq!(s.stats().synced_bytes, now.len() as u64);
         // The store goes on appending after the truncation point.
-        s.apply(put("after", b"x")).unwrap();
-        s.apply(StoreOp::Sync).unwrap();
+        apply_all(&mut s, [put("after", b"x"), StoreOp::Sync]);
         drop(s);
         let (_s, rec2) = open(dir.path());
         let mut expect = rec.records.clone();
@@ -215,13 +223,10 @@ fn power_loss_at_every_offset_after_the_last_sync() {
 
 #[test]
 fn flipped_value_bit_reports_the_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut s, _) = open(dir.path());
-    s.apply(put("a", b"alpha")).unwrap();
-    s.apply(put("b", b"old")).unwrap();
+    let (dir, mut s) = new_store();
+    apply_all(&mut s, [put("a", b"alpha"), put("b", b"old")]);
     let b = apply_at(&mut s, put("b", b"bravo"));
-    s.apply(put("c", b"charlie")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(&mut s, [put("c", b"charlie"), StoreOp::Sync]);
     let path = s.log_path().to_path_buf();
     drop(s);
     flip(&path, b + HEADER + 1 + 2, 0x08);
@@ -233,8 +238,7 @@ fn flipped_value_bit_reports_the_key() {
     assert_eq!(s.stats().torn_tail_bytes, 0);
     assert_eq!(s.corrupt_keys().collect::<Vec<_>>(), ["b"]);
     // The stage recovers b from peers and writes it again: no longer corrupt.
-    s.apply(put("b", b"from peers")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(&mut s, [put("b", b"from peers"), StoreOp::Sync]);
     drop(s);
     let (_s, rec) = open(dir.path());
     assert!(rec.corrupt.is_empty());
@@ -243,12 +247,10 @@ fn flipped_value_bit_reports_the_key() {
 
 #[test]
 fn flipped_header_bit_is_identified_by_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut s, _) = open(dir.path());
+    let (dir, mut s) = new_store();
     s.apply(put("a", b"alpha")).unwrap();
     let b = apply_at(&mut s, put("bb", b"bravo"));
-    s.apply(put("c", b"charlie")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(&mut s, [put("c", b"charlie"), StoreOp::Sync]);
     let path = s.log_path().to_path_buf();
     drop(s);
     flip(&path, b + 9, 0x01); // key length
@@ -262,16 +264,19 @@ fn flipped_header_bit_is_identified_by_key() {
 
 #[test]
 fn damaged_header_resyncs_and_reports_the_span() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut s, _) = open(dir.path());
-    s.apply(put("a", b"alpha")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    let (dir, mut s) = new_store();
+    apply_all(&mut s, [put("a", b"alpha"), StoreOp::Sync]);
     let b = apply_at(&mut s, put("b", b"bravo"));
-    s.apply(put("c", b"charlie")).unwrap();
-    s.apply(put("d", &[1u8; 1000])).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
-    s.apply(put("e", b"echo")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(
+        &mut s,
+        [
+            put("c", b"charlie"),
+            put("d", &[1u8; 1000]),
+            StoreOp::Sync,
+            put("e", b"echo"),
+            StoreOp::Sync,
+        ],
+    );
     let path = s.log_path().to_path_buf();
     drop(s);
     // Two bits in the header: beyond single-bit repair.
@@ -299,10 +304,8 @@ fn damaged_header_resyncs_and_reports_the_span() {
 
 #[test]
 fn damaged_record_after_the_last_sync_is_a_torn_tail() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut s, _) = open(dir.path());
-    s.apply(put("a", b"alpha")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    let (dir, mut s) = new_store();
+    apply_all(&mut s, [put("a", b"alpha"), StoreOp::Sync]);
     let b = apply_at(&mut s, put("b", b"bravo"));
     s.apply(put("c", b"charlie")).unwrap();
     let path = s.log_path().to_path_buf();
@@ -317,11 +320,9 @@ fn damaged_record_after_the_last_sync_is_a_torn_tail() {
 
 #[test]
 fn delete_prefix_clears_corruption_and_compaction_keeps_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut s, _) = open(dir.path());
+    let (dir, mut s) = new_store();
     let x = apply_at(&mut s, put("x/1", b"one"));
-    s.apply(put("y", b"why")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(&mut s, [put("y", b"why"), StoreOp::Sync]);
     let path = s.log_path().to_path_buf();
     drop(s);
     flip(&path, x + HEADER + 3, 0x80);
@@ -334,8 +335,7 @@ fn delete_prefix_clears_corruption_and_compaction_keeps_it() {
     let (mut s, rec) = open(dir.path());
     assert_eq!(rec.corrupt, vec!["x/1".to_string()]);
     assert_eq!(rec.records, records(&[("y", b"why")]));
-    s.apply(del_prefix("x/")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(&mut s, [del_prefix("x/"), StoreOp::Sync]);
     assert_eq!(s.corrupt_keys().count(), 0);
     drop(s);
     let (_s, rec) = open(dir.path());
@@ -447,14 +447,11 @@ fn compaction_crash_before_rename_keeps_the_old_log() {
     // between its fdatasync and the rename) or partial (crash while writing it).
     let old = tempfile::tempdir().unwrap();
     let (mut s, _) = open(old.path());
-    s.apply(put("a", b"old")).unwrap();
-    s.apply(put("b", b"old")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(&mut s, [put("a", b"old"), put("b", b"old"), StoreOp::Sync]);
     drop(s);
     let other = tempfile::tempdir().unwrap();
     let (mut s, _) = open(other.path());
-    s.apply(put("a", b"new")).unwrap();
-    s.apply(put("c", &[5u8; 2000])).unwrap();
+    apply_all(&mut s, [put("a", b"new"), put("c", &[5u8; 2000])]);
     s.compact().unwrap();
     drop(s);
     let new_log = fs::read(other.path().join(LOG_FILE)).unwrap();
@@ -488,8 +485,7 @@ fn creates_missing_directories() {
     let deep = dir.path().join("node1").join("order");
     let (mut s, rec) = open(&deep);
     assert!(rec.is_empty());
-    s.apply(put("a", b"1")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(&mut s, [put("a", b"1"), StoreOp::Sync]);
     drop(s);
     let (_s, rec) = open(&deep);
     assert_eq!(rec.records, records(&[("a", b"1")]));
@@ -524,10 +520,8 @@ fn second_open_of_a_directory_fails_with_its_name() {
 
 #[test]
 fn bad_file_headers_are_errors_naming_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut s, _) = open(dir.path());
-    s.apply(put("a", b"1")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    let (dir, mut s) = new_store();
+    apply_all(&mut s, [put("a", b"1"), StoreOp::Sync]);
     drop(s);
     let path = dir.path().join(LOG_FILE);
     let good = fs::read(&path).unwrap();
@@ -567,13 +561,11 @@ fn bad_file_headers_are_errors_naming_the_file() {
 
 #[test]
 fn oversized_keys_are_refused_without_harm() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut s, _) = open(dir.path());
+    let (dir, mut s) = new_store();
     let key = "k".repeat(plumb_storage::MAX_KEY_LEN + 1);
     let err = s.apply(put(&key, b"v")).unwrap_err();
     assert!(matches!(err, StoreError::TooLarge { .. }), "{err:?}");
-    s.apply(put("ok", b"v")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(&mut s, [put("ok", b"v"), StoreOp::Sync]);
     drop(s);
     let (_s, rec) = open(dir.path());
     assert_eq!(rec.records, records(&[("ok", b"v")]));
@@ -581,12 +573,10 @@ fn oversized_keys_are_refused_without_harm() {
 
 #[test]
 fn large_values_round_trip_and_report_damage() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut s, _) = open(dir.path());
+    let (dir, mut s) = new_store();
     let big: Vec<u8> = (0..5_000_000u32).map(|i| (i * 31 % 251) as u8).collect();
     let at = apply_at(&mut s, put("exec/cp/big", &big));
-    s.apply(put("after", b"1")).unwrap();
-    s.apply(StoreOp::Sync).unwrap();
+    apply_all(&mut s, [put("after", b"1"), StoreOp::Sync]);
     drop(s);
     let (_s, rec) = open(dir.path());
     assert_eq!(rec.records.get("exec/cp/big"), Some(&big));
