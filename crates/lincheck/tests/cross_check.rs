@@ -5,9 +5,12 @@
 //! recorded return value. It shares nothing with the search but `Model` and `Operation`.
 
 use plumb_lincheck::kv::{Kv, KvOp, KvRet};
-use plumb_lincheck::{Checker, History, Model, Operation, Outcome, Partition};
+use plumb_lincheck::{Checker, History, Model, Outcome, Partition};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+
+mod brute_force;
+use brute_force::brute_force;
 
 /// One register per key (`u8` keys and values), partitioned by key unless `whole`.
 struct Registers {
@@ -73,43 +76,6 @@ impl Model for Registers {
     fn is_read_only(&self, op: &RegOp) -> bool {
         matches!(op, RegOp::Read(_))
     }
-}
-
-/// Is there an order of a subset of `ops` containing every answered operation, respecting
-/// real time, whose returns the model reproduces?
-fn brute_force<M: Model>(model: &M, ops: &[Operation<M>]) -> bool {
-    fn extend<M: Model>(
-        model: &M,
-        ops: &[Operation<M>],
-        placed: &mut Vec<bool>,
-        state: &M::State,
-    ) -> bool {
-        let all_answered_placed = ops
-            .iter()
-            .zip(placed.iter())
-            .all(|(o, &p)| p || !o.is_complete());
-        if all_answered_placed {
-            return true;
-        }
-        for i in 0..ops.len() {
-            let ready =
-                !placed[i] && (0..ops.len()).all(|j| placed[j] || !ops[j].precedes(&ops[i]));
-            if !ready {
-                continue;
-            }
-            let (next, ret) = model.step(state, &ops[i].op);
-            if ops[i].response.as_ref().is_some_and(|r| r.ret != ret) {
-                continue;
-            }
-            placed[i] = true;
-            if extend(model, ops, placed, &next) {
-                return true;
-            }
-            placed[i] = false;
-        }
-        false
-    }
-    extend(model, ops, &mut vec![false; ops.len()], &model.init())
 }
 
 /// One generated operation: its interval, whether (and where) it takes effect, and an
