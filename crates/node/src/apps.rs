@@ -15,7 +15,7 @@
 use crate::status::{Observed, ReplicaHost};
 use plumb_app::Application;
 use plumb_cluster::Cluster;
-use plumb_core::{Recovered, StageContext};
+use plumb_core::{Recovered, Stage, StageContext};
 use plumb_exec::ExecReplica;
 use plumb_runtime::{Mailbox, Outbox, Runner, StageShared};
 use plumb_storage::Store;
@@ -140,7 +140,7 @@ impl fmt::Debug for Apps {
     }
 }
 
-/// What an execution replica's thread is made of, apart from the replica itself.
+/// What a replica's thread is made of, apart from the replica itself.
 pub(crate) struct StageThread {
     pub store: Store,
     pub mailbox: Arc<Mailbox<()>>,
@@ -148,6 +148,21 @@ pub(crate) struct StageThread {
     pub host: ReplicaHost,
     pub shared: Arc<StageShared>,
     pub name: String,
+}
+
+impl StageThread {
+    /// Starts the thread that runs `stage`.
+    pub fn spawn<S: Stage + Send + 'static>(self, stage: S) -> std::io::Result<JoinHandle<()>> {
+        Runner::new(
+            stage,
+            self.store,
+            self.mailbox,
+            self.outbox,
+            self.host,
+            self.shared,
+        )?
+        .spawn(self.name)
+    }
 }
 
 /// Builds one application's execution replica and starts its thread: the one place the node
@@ -178,6 +193,6 @@ where
     ) -> std::io::Result<JoinHandle<()>> {
         let replica = ExecReplica::new(ctx, (self.0)(), recovered);
         observed.recovered_exec(replica.next_seq().saturating_sub(1));
-        Runner::new(replica, t.store, t.mailbox, t.outbox, t.host, t.shared)?.spawn(t.name)
+        t.spawn(replica)
     }
 }

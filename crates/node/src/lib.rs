@@ -22,10 +22,10 @@ pub use status::Status;
 use futures_util::{SinkExt, StreamExt};
 use plumb_auth::AuthReplica;
 use plumb_cluster::Cluster;
-use plumb_core::{Stage, StageContext};
+use plumb_core::StageContext;
 use plumb_order::OrderReplica;
 use plumb_runtime::source_limit::SourceLimit;
-use plumb_runtime::{admin, handshake, link, Link, Mailbox, OnFrame, Runner, StageShared};
+use plumb_runtime::{admin, handshake, link, Link, Mailbox, OnFrame, StageShared};
 use plumb_storage::Store;
 use plumb_wire::Principal;
 use router::{ClientRoute, Drops, Origin, Router, Spoofed};
@@ -350,36 +350,21 @@ pub async fn start_faulty(
             keys: rings[&p].clone(),
             seed: rand::rngs::OsRng.next_u64(),
         };
-        let mailbox = mailboxes[&p].clone();
-        let host = ReplicaHost(observed.clone());
-        let name = format!("plumb-{p}");
-        let outbox = outbox.clone();
+        let thread = apps::StageThread {
+            store,
+            mailbox: mailboxes[&p].clone(),
+            outbox: outbox.clone(),
+            host: ReplicaHost(observed.clone()),
+            shared,
+            name: format!("plumb-{p}"),
+        };
         let spawned = match p {
-            Principal::Auth(_) => spawn(
-                AuthReplica::new(ctx, recovered),
-                store,
-                mailbox,
-                outbox,
-                host,
-                shared,
-                name,
-            ),
+            Principal::Auth(_) => thread.spawn(AuthReplica::new(ctx, recovered)),
             Principal::Order(_) => {
                 // It reports its view and stable checkpoint when it has read its records.
-                let replica = OrderReplica::new(ctx, recovered);
-                spawn(replica, store, mailbox, outbox, host, shared, name)
+                thread.spawn(OrderReplica::new(ctx, recovered))
             }
-            Principal::Exec(_) => {
-                let thread = apps::StageThread {
-                    store,
-                    mailbox,
-                    outbox,
-                    host,
-                    shared,
-                    name,
-                };
-                app.launch(ctx, recovered, thread, &observed)
-            }
+            Principal::Exec(_) => app.launch(ctx, recovered, thread, &observed),
             Principal::Client(_) => continue,
         };
         threads.push(spawned.map_err(|e| format!("node {id}: cannot start a thread: {e}"))?);
@@ -428,18 +413,6 @@ fn open_store(id: u16, p: Principal, dir: &Path) -> Result<(Store, plumb_core::R
             dir.display()
         )),
     }
-}
-
-fn spawn<S: Stage + Send + 'static>(
-    stage: S,
-    store: Store,
-    mailbox: Arc<Mailbox<()>>,
-    outbox: Arc<dyn plumb_runtime::Outbox>,
-    host: ReplicaHost,
-    shared: Arc<StageShared>,
-    name: String,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
-    Runner::new(stage, store, mailbox, outbox, host, shared)?.spawn(name)
 }
 
 async fn accept_loop(

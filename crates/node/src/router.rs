@@ -342,12 +342,7 @@ mod tests {
     #[test]
     fn a_connection_without_a_handshake_cannot_speak_for_any_replica() {
         let r = router();
-        let (tx, _rx) = mpsc::channel(1);
-        let route = ClientRoute {
-            conn: 7,
-            nonce: None,
-            tx,
-        };
+        let (route, _rx) = connection(7, None);
         for p in [Principal::Order(1), Principal::Auth(1), Principal::Order(2)] {
             assert!(r.deliver(frame(p, Principal::Order(0)), Origin::Client(&route)));
         }
@@ -380,12 +375,7 @@ mod tests {
     #[test]
     fn client_frames_wait_in_the_client_queue_whatever_they_claim() {
         let r = router();
-        let (tx, _rx) = mpsc::channel(1);
-        let route = ClientRoute {
-            conn: 7,
-            nonce: None,
-            tx,
-        };
+        let (route, _rx) = connection(7, None);
         // The client queue holds 2: a third client frame is dropped there...
         for _ in 0..3 {
             r.deliver(
@@ -424,11 +414,13 @@ mod tests {
         (KeyRing::new(Principal::Client(5), client, directory), r)
     }
 
-    fn connection(conn: u64, nonce: u8) -> (ClientRoute, mpsc::Receiver<Bytes>) {
+    /// Client connection `conn`'s route, given the nonce `[nonce; 32]` if it asked for one,
+    /// and the receiver of what is sent over it.
+    fn connection(conn: u64, nonce: Option<u8>) -> (ClientRoute, mpsc::Receiver<Bytes>) {
         let (tx, rx) = mpsc::channel(4);
         let route = ClientRoute {
             conn,
-            nonce: Some([nonce; 32]),
+            nonce: nonce.map(|n| [n; 32]),
             tx,
         };
         (route, rx)
@@ -441,7 +433,7 @@ mod tests {
     #[test]
     fn a_greeting_over_the_connections_nonce_claims_the_route_and_is_consumed() {
         let (client, r) = keyed();
-        let (a, _rx) = connection(1, 0xA1);
+        let (a, _rx) = connection(1, Some(0xA1));
         let hello = client
             .seal(Principal::Order(0), &Message::Hello { nonce: [0xA1; 32] })
             .unwrap();
@@ -453,8 +445,8 @@ mod tests {
     #[test]
     fn a_frame_replayed_on_another_connection_diverts_no_replies() {
         let (client, r) = keyed();
-        let (a, _rx_a) = connection(1, 0xA1);
-        let (b, _rx_b) = connection(2, 0xB2);
+        let (a, _rx_a) = connection(1, Some(0xA1));
+        let (b, _rx_b) = connection(2, Some(0xB2));
         let hello_a = client
             .seal(Principal::Order(0), &Message::Hello { nonce: [0xA1; 32] })
             .unwrap();
@@ -479,12 +471,7 @@ mod tests {
     #[test]
     fn a_connection_that_asked_for_no_nonce_can_claim_no_route() {
         let (client, r) = keyed();
-        let (tx, _rx) = mpsc::channel(1);
-        let raw = ClientRoute {
-            conn: 3,
-            nonce: None,
-            tx,
-        };
+        let (raw, _rx) = connection(3, None);
         let hello = client
             .seal(Principal::Order(0), &Message::Hello { nonce: [0; 32] })
             .unwrap();
