@@ -272,6 +272,16 @@ fn limit<T>(framed: &mut Framed<T>, handshaking: bool) {
     framed.codec_mut().set_max_frame_length(max);
 }
 
+/// `exchange`, or [`Refused::Timeout`] if it takes longer than `timeout`.
+async fn within<R>(
+    timeout: Duration,
+    exchange: impl std::future::Future<Output = Result<R, Refused>>,
+) -> Result<R, Refused> {
+    tokio::time::timeout(timeout, exchange)
+        .await
+        .unwrap_or(Err(Refused::Timeout))
+}
+
 /// The accepting side, once `first` (the connection's first frame) was seen to be a Hello:
 /// challenge, verify, welcome. `Ok(node)`: the connection is node `node`'s.
 pub async fn accept<T: AsyncRead + AsyncWrite + Unpin>(
@@ -282,9 +292,7 @@ pub async fn accept<T: AsyncRead + AsyncWrite + Unpin>(
 ) -> Result<u16, Refused> {
     let challenge = Challenge::on_hello(keys, first, fresh_nonce())?;
     limit(framed, true);
-    let out = tokio::time::timeout(timeout, accept_exchange(framed, keys, &challenge))
-        .await
-        .unwrap_or(Err(Refused::Timeout));
+    let out = within(timeout, accept_exchange(framed, keys, &challenge)).await;
     limit(framed, false);
     out
 }
@@ -309,9 +317,7 @@ pub async fn dial<T: AsyncRead + AsyncWrite + Unpin>(
     timeout: Duration,
 ) -> Result<(), Refused> {
     limit(framed, true);
-    let out = tokio::time::timeout(timeout, dial_exchange(framed, keys, to))
-        .await
-        .unwrap_or(Err(Refused::Timeout));
+    let out = within(timeout, dial_exchange(framed, keys, to)).await;
     limit(framed, false);
     out
 }
@@ -334,9 +340,7 @@ pub async fn challenge_client<T: AsyncRead + AsyncWrite + Unpin>(
     timeout: Duration,
 ) -> Result<Nonce, Refused> {
     let nonce = fresh_nonce();
-    tokio::time::timeout(timeout, put(framed, frame(CHALLENGE, &nonce)))
-        .await
-        .unwrap_or(Err(Refused::Timeout))?;
+    within(timeout, put(framed, frame(CHALLENGE, &nonce))).await?;
     Ok(nonce)
 }
 
@@ -346,15 +350,14 @@ pub async fn client_nonce<T: AsyncRead + AsyncWrite + Unpin>(
     timeout: Duration,
 ) -> Result<Nonce, Refused> {
     limit(framed, true);
-    let out = tokio::time::timeout(timeout, async {
+    let out = within(timeout, async {
         put(framed, client_hello()).await?;
         let challenge = next(framed).await?;
         let mut nonce = [0u8; NONCE];
         nonce.copy_from_slice(payload(&challenge, CHALLENGE, NONCE)?);
         Ok(nonce)
     })
-    .await
-    .unwrap_or(Err(Refused::Timeout));
+    .await;
     limit(framed, false);
     out
 }
