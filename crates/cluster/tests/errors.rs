@@ -55,23 +55,26 @@ fn malformed_fields_are_named() {
     assert!(e.contains("also used"), "{e}");
 }
 
+/// Why node `node`'s first principal cannot load its key ring from the node's secret file.
+fn key_ring_error(c: &Cluster, node: u16) -> String {
+    c.key_ring(
+        c.node(node).unwrap().principals[0],
+        &c.node_secret_path(node),
+    )
+    .err()
+    .unwrap()
+    .to_string()
+}
+
 #[test]
 fn missing_or_wrong_key_files_are_explained() {
     let (dir, path, _text) = fresh();
     let c = Cluster::load(&path).unwrap();
     std::fs::write(c.node_secret_path(1), "zz").unwrap();
-    let e = c
-        .key_ring(c.node(1).unwrap().principals[0], &c.node_secret_path(1))
-        .err()
-        .unwrap()
-        .to_string();
+    let e = key_ring_error(&c, 1);
     assert!(e.contains("64 hex digits"), "{e}");
     std::fs::remove_file(dir.path().join("keys/node-2.key")).unwrap();
-    let e = c
-        .key_ring(c.node(2).unwrap().principals[0], &c.node_secret_path(2))
-        .err()
-        .unwrap()
-        .to_string();
+    let e = key_ring_error(&c, 2);
     assert!(e.contains("plumb init"), "{e}");
 }
 
