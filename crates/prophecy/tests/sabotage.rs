@@ -27,6 +27,19 @@ fn run(switch: Option<Sabotage>) -> (Verdict, Update, Option<Sketch>) {
     (verdict, update, entry)
 }
 
+/// A one-entry sketcher holds `a`'s reply at position 5 until `b`'s evicts it; then a reply for
+/// `a` older than what was evicted arrives. What the sketcher makes of it.
+fn evicted_entrys_straggler() -> Update {
+    let mut sk = Sketcher::new(SketcherConfig {
+        max_entries: 1,
+        ..SketcherConfig::default()
+    })
+    .expect("valid");
+    sk.on_replicated(s("a"), s("a2"), Position::new(5, 0), 0);
+    sk.on_replicated(s("b"), s("b1"), Position::new(6, 0), 1);
+    sk.on_replicated(s("a"), s("a1"), Position::new(4, 0), 2)
+}
+
 #[test]
 fn sabotage_switches_break_the_sketcher() {
     // Honest: the stale fast reply falls back, the older replicated reply is ignored.
@@ -42,30 +55,10 @@ fn sabotage_switches_break_the_sketcher() {
     assert_eq!((update, entry), (Update::Changed, Some(s("v1"))));
 
     sabotage::set(Some(Sabotage::SketcherTakesOlder));
-    let mut sk = Sketcher::new(SketcherConfig {
-        max_entries: 1,
-        ..SketcherConfig::default()
-    })
-    .expect("valid");
     // Also below the floor: an evicted entry's straggler comes back.
-    sk.on_replicated(s("a"), s("a2"), Position::new(5, 0), 0);
-    sk.on_replicated(s("b"), s("b1"), Position::new(6, 0), 1);
-    assert_eq!(
-        sk.on_replicated(s("a"), s("a1"), Position::new(4, 0), 2),
-        Update::Created
-    );
+    assert_eq!(evicted_entrys_straggler(), Update::Created);
     sabotage::set(None);
-    let mut honest = Sketcher::new(SketcherConfig {
-        max_entries: 1,
-        ..SketcherConfig::default()
-    })
-    .expect("valid");
-    honest.on_replicated(s("a"), s("a2"), Position::new(5, 0), 0);
-    honest.on_replicated(s("b"), s("b1"), Position::new(6, 0), 1);
-    assert_eq!(
-        honest.on_replicated(s("a"), s("a1"), Position::new(4, 0), 2),
-        Update::BelowFloor
-    );
+    assert_eq!(evicted_entrys_straggler(), Update::BelowFloor);
 
     // End to end: the modelled replica group catches each switch breaking delay-once.
     for switch in [
