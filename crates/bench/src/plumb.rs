@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The `faulty` behaviour of `Plumb::start_with` that leaves the node down.
+/// The `faulty` behaviour of `Plumb::start` that leaves the node down.
 pub const DOWN: &str = "down";
 
 #[derive(Clone, Debug)]
@@ -58,42 +58,14 @@ impl Plumb {
     /// Make a new cluster of `app` in `dir` (which must not hold one) with `clients` client
     /// identities, start its nodes with `exe` (a binary that registers `app`: `plumb` for the
     /// key-value store), and wait until it orders a request.
+    ///
+    /// The first `reserved` client identities are kept out of the pool (for callers that drive
+    /// them themselves); node `faulty.0` acts out the adversary behaviour `faulty.1` (`exe`
+    /// must then be a build with the `adversary` feature); the nodes are placed as `placement`
+    /// says: each on its own address, and under an emulated wide-area network
+    /// (docs/wan-emulation.md). `0, None, &Placement::default()`: none of these.
+    #[allow(clippy::too_many_arguments)]
     pub async fn start(
-        app: Arc<dyn BenchApp>,
-        exe: &Path,
-        dir: &Path,
-        shape: &PlumbShape,
-        base_port: u16,
-        clients: u32,
-    ) -> Result<Plumb, String> {
-        Plumb::start_with(app, exe, dir, shape, base_port, clients, 0, None).await
-    }
-
-    /// `start`, keeping the first `reserved` client identities out of the pool (for callers
-    /// that drive them themselves), and with node `faulty.0` acting out the adversary
-    /// behaviour `faulty.1` (`exe` must then be a build with the `adversary` feature).
-    #[allow(clippy::too_many_arguments)]
-    pub async fn start_with(
-        app: Arc<dyn BenchApp>,
-        exe: &Path,
-        dir: &Path,
-        shape: &PlumbShape,
-        base_port: u16,
-        clients: u32,
-        reserved: u32,
-        faulty: Option<(u16, &str)>,
-    ) -> Result<Plumb, String> {
-        let placement = Placement::default();
-        Plumb::start_placed(
-            app, exe, dir, shape, base_port, clients, reserved, faulty, &placement,
-        )
-        .await
-    }
-
-    /// `start_with`, with the nodes placed as `placement` says: each on its own address, and
-    /// under an emulated wide-area network (docs/wan-emulation.md).
-    #[allow(clippy::too_many_arguments)]
-    pub async fn start_placed(
         app: Arc<dyn BenchApp>,
         exe: &Path,
         dir: &Path,

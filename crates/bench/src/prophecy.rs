@@ -23,7 +23,7 @@
 
 use crate::cpu::{process_cpu_seconds, total_cpu_seconds};
 use crate::load::FirstError;
-use crate::plumb::{Plumb, PlumbShape};
+use crate::plumb::{Placement, Plumb, PlumbShape};
 use crate::readwork::{self, ReadWorkBench};
 use futures_util::StreamExt;
 use hdrhistogram::Histogram;
@@ -159,6 +159,26 @@ enum Driver {
     Sketched(Arc<SketchedReads>),
 }
 
+/// Reads keys `0..keys` once each, `concurrency` at a time, through `read`; if any read failed,
+/// the error says it was `what`.
+async fn read_every_key<T, E: std::fmt::Display, F: std::future::Future<Output = Result<T, E>>>(
+    keys: u32,
+    concurrency: usize,
+    what: &str,
+    read: impl FnMut(u32) -> F,
+) -> Result<(), String> {
+    let results: Vec<_> = futures_util::stream::iter(0..keys)
+        .map(read)
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    results
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{what}: {e}"))?;
+    Ok(())
+}
+
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
@@ -219,7 +239,7 @@ impl ProphecyBench {
         };
         // The first `c * max_sketchers` identities are the sketchers' (c each); the rest the
         // bench's own pool, for the other systems.
-        let plumb = Plumb::start_with(
+        let plumb = Plumb::start(
             Arc::new(ReadWorkBench),
             &self.exe,
             &self.dir.join("cluster"),
@@ -228,6 +248,7 @@ impl ProphecyBench {
             c as u32,
             (c * max_sketchers) as u32,
             None,
+            &Placement::default(),
         )
         .await?;
         let cluster = plumb.cluster().clone();
@@ -352,27 +373,17 @@ impl ProphecyBench {
         match (system, driver) {
             (System::Prophecy, Driver::Sketched(s)) => {
                 s.force_transitions(0);
-                let results: Vec<_> = futures_util::stream::iter(0..keys)
-                    .map(|k| s.read(readwork::read_op(k, rounds)))
-                    .buffer_unordered(c)
-                    .collect()
-                    .await;
-                results
-                    .into_iter()
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| format!("filling the history table: {e}"))?;
+                read_every_key(keys, c, "filling the history table", |k| {
+                    s.read(readwork::read_op(k, rounds))
+                })
+                .await?;
                 s.force_transitions(u64::from(transition_pct) * 10);
             }
             (System::DProphecy, _) => {
-                let results: Vec<_> = futures_util::stream::iter(0..keys)
-                    .map(|k| own.call_on(readwork::read_op(k, rounds), Route::Ordered))
-                    .buffer_unordered(c)
-                    .collect()
-                    .await;
-                results
-                    .into_iter()
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| format!("filling the replicas' histories: {e}"))?;
+                read_every_key(keys, c, "filling the replicas' histories", |k| {
+                    own.call_on(readwork::read_op(k, rounds), Route::Ordered)
+                })
+                .await?;
             }
             _ => {}
         }

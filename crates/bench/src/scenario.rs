@@ -9,7 +9,7 @@
 
 use crate::app::BenchApp;
 use crate::load::{self, Load, RunSpec};
-use crate::plumb::{Plumb, PlumbShape};
+use crate::plumb::{Placement, Plumb, PlumbShape};
 use crate::target::Target;
 use crate::workload::Workload;
 use futures_util::SinkExt;
@@ -236,7 +236,7 @@ impl Scoreboard {
             _ => None,
         };
         let port = self.base_port + 100 * (i % 8) as u16;
-        let plumb = Plumb::start_with(
+        let plumb = Plumb::start(
             self.app.clone(),
             &self.exe,
             &dir,
@@ -245,6 +245,7 @@ impl Scoreboard {
             self.clients as u32,
             RESERVED,
             faulty,
+            &Placement::default(),
         )
         .await?;
         let cluster = plumb.cluster().clone();

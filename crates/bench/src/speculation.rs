@@ -496,7 +496,7 @@ impl SpeculationBench {
                     (_, false) => (0, 0),
                 };
                 let (pool_clients, reserved) = (1, clients * lanes);
-                let plumb = Plumb::start_placed(
+                let plumb = Plumb::start(
                     Arc::new(crate::app::SpecBenchApp) as Arc<dyn BenchApp>,
                     &self.exe,
                     &dir,
@@ -709,24 +709,22 @@ impl SpeculationBench {
         Ok((self.ops, run_s))
     }
 
-    /// The measuring window both peak rows share: `tasks` count into `done` while `measuring`
-    /// is set and `stop` is not. After a second of warm-up they count for `peak_duration`,
-    /// then stop; (operations counted, seconds measured) once every task (`who`) has ended.
+    /// The measuring window both peak rows share: `tasks` count into `window` (see
+    /// [`PeakWindow`]). After a second of warm-up they count for `peak_duration`, then stop;
+    /// (operations counted, seconds measured) once every task (`who`) has ended.
     async fn measure_peak(
         &self,
-        measuring: &AtomicBool,
-        stop: &AtomicBool,
-        done: &AtomicU64,
+        window: &PeakWindow,
         tasks: Vec<tokio::task::JoinHandle<Result<(), String>>>,
         who: &str,
     ) -> Result<(u64, f64), String> {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        measuring.store(true, Ordering::Relaxed);
+        window.measuring.store(true, Ordering::Relaxed);
         let start = Instant::now();
         tokio::time::sleep(self.peak_duration).await;
-        stop.store(true, Ordering::Relaxed);
+        window.stop.store(true, Ordering::Relaxed);
         let run_s = start.elapsed().as_secs_f64();
-        let ops = done.load(Ordering::Relaxed);
+        let ops = window.done.load(Ordering::Relaxed);
         for t in tasks {
             t.await.map_err(|e| format!("a {who} failed: {e}"))??;
         }
@@ -736,29 +734,24 @@ impl SpeculationBench {
     /// The peak row of `plumb-spec`: every session runs speculative chains of counter
     /// increments for `peak_duration` after a second of warm-up; confirmed steps count.
     async fn peak_speculative(&self, sessions: &[Session]) -> Result<(u64, f64), String> {
-        let measuring = Arc::new(AtomicBool::new(false));
-        let stop = Arc::new(AtomicBool::new(false));
-        let done = Arc::new(AtomicU64::new(0));
+        let window = PeakWindow::default();
         let mut tasks = Vec::new();
         for (i, session) in sessions.iter().enumerate() {
             let session = session.clone();
-            let (measuring, stop, done) = (measuring.clone(), stop.clone(), done.clone());
+            let window = window.clone();
             tasks.push(tokio::spawn(async move {
                 let mut round = 0u64;
-                while !stop.load(Ordering::Relaxed) {
+                while window.running() {
                     // Short chains, so the count stops close to the end of the window.
                     let ops = workload("counter", &format!("plumb-spec-peak-{i}-{round}"))?;
                     spec_chain(&session, ops, PEAK_CHAIN).await?;
-                    if measuring.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
-                        done.fetch_add(PEAK_CHAIN, Ordering::Relaxed);
-                    }
+                    window.completed(PEAK_CHAIN);
                     round += 1;
                 }
                 Ok::<(), String>(())
             }));
         }
-        self.measure_peak(&measuring, &stop, &done, tasks, "session")
-            .await
+        self.measure_peak(&window, tasks, "session").await
     }
 
     /// Closed-loop callers, each incrementing a counter of its own, for `peak_duration` after
@@ -768,29 +761,46 @@ impl SpeculationBench {
         callers: &[Arc<dyn Caller>],
         system: System,
     ) -> Result<(u64, f64), String> {
-        let measuring = Arc::new(AtomicBool::new(false));
-        let stop = Arc::new(AtomicBool::new(false));
-        let done = Arc::new(AtomicU64::new(0));
+        let window = PeakWindow::default();
         let mut tasks = Vec::new();
         for (i, caller) in callers.iter().enumerate() {
             let caller = caller.clone();
-            let (measuring, stop, done) = (measuring.clone(), stop.clone(), done.clone());
+            let window = window.clone();
             let mut ops = workload("counter", &format!("{}-peak-{i}", system.name()))?;
             tasks.push(tokio::spawn(async move {
                 let mut previous: Option<Vec<u8>> = None;
-                while !stop.load(Ordering::Relaxed) {
+                while window.running() {
                     let op = ops.next(previous.as_deref())?;
                     let reply = call_plain(&*caller, op).await?;
-                    if measuring.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
-                        done.fetch_add(1, Ordering::Relaxed);
-                    }
+                    window.completed(1);
                     previous = Some(reply);
                 }
                 Ok::<(), String>(())
             }));
         }
-        self.measure_peak(&measuring, &stop, &done, tasks, "caller")
-            .await
+        self.measure_peak(&window, tasks, "caller").await
+    }
+}
+
+/// What the tasks of a peak row share: whether the measuring window is open, whether to stop,
+/// and the operations completed inside the window.
+#[derive(Clone, Default)]
+struct PeakWindow {
+    measuring: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicU64>,
+}
+
+impl PeakWindow {
+    fn running(&self) -> bool {
+        !self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` completed operations if the window is open and not yet closed.
+    fn completed(&self, n: u64) {
+        if self.measuring.load(Ordering::Relaxed) && !self.stop.load(Ordering::Relaxed) {
+            self.done.fetch_add(n, Ordering::Relaxed);
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::app::BenchApp;
 use crate::coord::PlumbCoord;
 use crate::load::{self, Load, RunSpec};
-use crate::plumb::{Plumb, PlumbShape};
+use crate::plumb::{Placement, Plumb, PlumbShape};
 use crate::report::RunResult;
 use crate::systems::{etcd::Etcd, redis::Redis, zookeeper::ZooKeeper};
 use crate::target::Target;
@@ -203,6 +203,9 @@ impl Suite {
                     shape,
                     port,
                     clients as u32,
+                    0,
+                    None,
+                    &Placement::default(),
                 )
                 .await?,
             ),
