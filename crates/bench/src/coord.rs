@@ -13,15 +13,14 @@
 //! server's state.
 
 use crate::plumb::PlumbShape;
-use crate::systems::zookeeper::{ensure_node, ZkSession, ROOT};
-use crate::systems::{ensure_free, launch, local, wait_for_port, wait_until, Launched};
+use crate::systems::zookeeper::{wait_for_a_write, ZkSession};
+use crate::systems::{ensure_free, launch, local, wait_for_port, Launched};
 use crate::target::{BatchStats, BoxFuture, Session, Target};
 use plumb_cluster::{init, Cluster, InitOptions};
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use zookeeper_client::Client;
 
 /// The application the nodes run.
 pub const COORD_APP: &str = "coord";
@@ -104,23 +103,11 @@ impl PlumbCoord {
         wait_for_port(&mut servers, local(zk_port), deadline).await?;
         // The gateway accepts before its pool reaches the nodes: wait until a session through
         // it commits a write.
-        let addr = format!("127.0.0.1:{zk_port}");
-        wait_until(
+        wait_for_a_write(
             &mut servers,
+            &format!("127.0.0.1:{zk_port}"),
             "the coordination cluster's ZooKeeper gateway to commit a write",
             deadline,
-            || {
-                let addr = addr.clone();
-                async move {
-                    let client = Client::connector()
-                        .fail_eagerly()
-                        .connect(&addr)
-                        .await
-                        .map_err(|e| format!("could not open a session with {addr}: {e}"))?;
-                    ensure_node(&client, ROOT, b"").await?;
-                    ensure_node(&client, &format!("{ROOT}/plumb-bench:probe"), b"ok").await
-                }
-            },
         )
         .await?;
         Ok(PlumbCoord {

@@ -112,24 +112,11 @@ impl ZooKeeper {
             .map(|p| format!("127.0.0.1:{p}"))
             .collect();
         let all = all.join(",");
-        wait_until(
+        wait_for_a_write(
             &mut servers,
+            &all,
             "the ZooKeeper ensemble to commit a write",
             deadline,
-            || {
-                let all = all.clone();
-                async move {
-                    // fail_eagerly: report NoHosts as soon as every server refused, so the next try
-                    // comes sooner than a session timeout.
-                    let client = Client::connector()
-                        .fail_eagerly()
-                        .connect(&all)
-                        .await
-                        .map_err(|e| format!("could not open a session with {all}: {e}"))?;
-                    ensure_node(&client, ROOT, b"").await?;
-                    ensure_node(&client, &format!("{ROOT}/plumb-bench:probe"), b"ok").await
-                }
-            },
         )
         .await?;
         Ok(ZooKeeper {
@@ -142,6 +129,28 @@ impl ZooKeeper {
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("could not write {}: {e}", path.display()))
+}
+
+/// Waits, as [`wait_until`] does, until a session with the ZooKeeper service at `hosts` stores
+/// the bench's probe znode: the write that shows the service is up.
+pub(crate) async fn wait_for_a_write(
+    servers: &mut [Launched],
+    hosts: &str,
+    what: &str,
+    deadline: Instant,
+) -> Result<(), String> {
+    wait_until(servers, what, deadline, || async move {
+        // fail_eagerly: report NoHosts as soon as every server refused, so the next try comes
+        // sooner than a session timeout.
+        let client = Client::connector()
+            .fail_eagerly()
+            .connect(hosts)
+            .await
+            .map_err(|e| format!("could not open a session with {hosts}: {e}"))?;
+        ensure_node(&client, ROOT, b"").await?;
+        ensure_node(&client, &format!("{ROOT}/plumb-bench:probe"), b"ok").await
+    })
+    .await
 }
 
 /// Stores `data` at `path`, creating the znode if it does not exist.
