@@ -573,6 +573,21 @@ fn x_tick(svg: &mut String, x: f64, top: f64, bottom: f64, label: &str) {
 mod tests {
     use super::*;
 
+    /// The chart written at `path`, checked to be well formed.
+    fn read_well_formed(path: &Path) -> String {
+        let svg = std::fs::read_to_string(path).unwrap();
+        assert_well_formed(&svg);
+        svg
+    }
+
+    /// With `CHART_TEST_OUT=DIR`, copies the chart at `path` there under its own name, to be
+    /// looked at.
+    fn keep_for_inspection(path: &Path) {
+        if let Ok(out) = std::env::var("CHART_TEST_OUT") {
+            std::fs::copy(path, Path::new(&out).join(path.file_name().unwrap())).unwrap();
+        }
+    }
+
     /// A small well-formedness check: every tag closes in order, attribute quotes balance,
     /// and no raw `&` appears outside an entity.
     fn assert_well_formed(svg: &str) {
@@ -684,8 +699,7 @@ mod tests {
             &series,
         )
         .unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
-        assert_well_formed(&svg);
+        let svg = read_well_formed(&path);
         assert!(svg.contains("write-1k: p50 latency vs throughput"));
         assert!(svg.contains("p50 latency (ms)"));
         for s in &series {
@@ -696,9 +710,7 @@ mod tests {
         assert!(!svg.contains("no data"));
         // Five series: five polylines (the redis one keeps two finite points).
         assert_eq!(svg.matches("<polyline").count(), 5);
-        if let Ok(out) = std::env::var("CHART_TEST_OUT") {
-            std::fs::copy(&path, Path::new(&out).join("latency.svg")).unwrap();
-        }
+        keep_for_inspection(&path);
     }
 
     #[test]
@@ -719,8 +731,7 @@ mod tests {
             &data,
         )
         .unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
-        assert_well_formed(&svg);
+        let svg = read_well_formed(&path);
         assert!(svg.contains("write-1k throughput, closed:32"));
         for (l, _) in &data {
             assert!(svg.contains(&esc(l)), "missing label {l}");
@@ -728,9 +739,7 @@ mod tests {
         assert!(svg.contains("41,873"));
         assert!(svg.contains("n/a"));
         assert!(!svg.contains("NaN"));
-        if let Ok(out) = std::env::var("CHART_TEST_OUT") {
-            std::fs::copy(&path, Path::new(&out).join("bars.svg")).unwrap();
-        }
+        keep_for_inspection(&path);
 
         // Ratios, as for a fault scoreboard, including a negative value.
         let path = dir.path().join("ratios.svg");
@@ -741,12 +750,9 @@ mod tests {
             ("clock skew (delta)".into(), -0.05),
         ];
         bars(&path, "throughput under faults / baseline", "ratio", &data).unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
-        assert_well_formed(&svg);
+        let svg = read_well_formed(&path);
         assert!(svg.contains("0.62") && svg.contains("0.97") && svg.contains("-0.05"));
-        if let Ok(out) = std::env::var("CHART_TEST_OUT") {
-            std::fs::copy(&path, Path::new(&out).join("ratios.svg")).unwrap();
-        }
+        keep_for_inspection(&path);
     }
 
     #[test]
@@ -767,15 +773,12 @@ mod tests {
             })
             .collect();
         latency_vs_throughput(&path, "many series", "p99 latency (ms)", &series).unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
-        assert_well_formed(&svg);
+        let svg = read_well_formed(&path);
         assert!(svg.contains("stroke-dasharray"));
         for s in &series {
             assert!(svg.contains(&s.label));
         }
-        if let Ok(out) = std::env::var("CHART_TEST_OUT") {
-            std::fs::copy(&path, Path::new(&out).join("many.svg")).unwrap();
-        }
+        keep_for_inspection(&path);
     }
 
     #[test]
@@ -783,8 +786,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("empty-latency.svg");
         latency_vs_throughput(&p, "nothing", "p99 latency (ms)", &[]).unwrap();
-        let svg = std::fs::read_to_string(&p).unwrap();
-        assert_well_formed(&svg);
+        let svg = read_well_formed(&p);
         assert!(svg.contains("no data") && svg.contains("nothing"));
 
         let only_nan = [Series {
@@ -792,19 +794,17 @@ mod tests {
             points: vec![(f64::NAN, f64::NAN)],
         }];
         latency_vs_throughput(&p, "nan only", "p50 latency (ms)", &only_nan).unwrap();
-        let svg = std::fs::read_to_string(&p).unwrap();
-        assert_well_formed(&svg);
+        let svg = read_well_formed(&p);
         assert!(svg.contains("no data") && svg.contains("broken"));
 
         let p = dir.path().join("empty-bars.svg");
         bars(&p, "no bars", "ops/s", &[]).unwrap();
-        let svg = std::fs::read_to_string(&p).unwrap();
-        assert_well_formed(&svg);
+        let svg = read_well_formed(&p);
         assert!(svg.contains("no data") && svg.contains("no bars"));
 
         // All-zero values still make a valid axis.
         bars(&p, "zeros", "ops/s", &[("a".into(), 0.0)]).unwrap();
-        assert_well_formed(&std::fs::read_to_string(&p).unwrap());
+        read_well_formed(&p);
     }
 
     #[test]
