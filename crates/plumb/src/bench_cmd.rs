@@ -329,11 +329,8 @@ impl Common {
     }
 
     fn suite(&self, systems: Vec<SystemSpec>, workloads: Vec<Workload>) -> Result<Suite, String> {
-        let exe = std::env::current_exe()
-            .map_err(|e| format!("cannot find the plumb executable: {e}"))?;
-        let dir = self.dir.clone().unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("plumb-bench-{}", std::process::id()))
-        });
+        let exe = plumb_exe()?;
+        let dir = bench_dir(&self.dir, "plumb-bench");
         Ok(Suite {
             systems,
             workloads,
@@ -419,28 +416,28 @@ impl Common {
                 report::comparison(&peaks, &[("plumb", "u1r0"), ("plumb-coord", "u1r0")])
             );
         }
-        let mut ok = outcome.failures.is_empty();
-        for f in &outcome.failures {
-            eprintln!("plumb bench: not measured: {f}");
-        }
+        let mut ok = report_and_write(
+            "plumb bench",
+            &outcome.failures,
+            &[
+                (&self.csv, &|| {
+                    if compare {
+                        report::comparison_csv(&peaks)
+                    } else {
+                        report::runs_csv(results)
+                    }
+                }),
+                (&self.json, &|| {
+                    serde_json::to_string_pretty(results).unwrap_or_default()
+                }),
+            ],
+        );
         let mut write = |r: Result<(), String>| {
             if let Err(e) = r {
                 eprintln!("plumb bench: {e}");
                 ok = false;
             }
         };
-        if let Some(path) = &self.csv {
-            let text = if compare {
-                report::comparison_csv(&peaks)
-            } else {
-                report::runs_csv(results)
-            };
-            write(report::write(path, &text));
-        }
-        if let Some(path) = &self.json {
-            let text = serde_json::to_string_pretty(results).unwrap_or_default();
-            write(report::write(path, &text));
-        }
         if let Some(path) = &self.chart {
             write(chart::latency_vs_throughput(
                 path,
@@ -473,12 +470,112 @@ impl Common {
         if self.dir.is_none() {
             let _ = std::fs::remove_dir_all(&suite.dir);
         }
-        if ok {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
+        exit_code(ok)
+    }
+}
+
+/// The plumb executable, which the benches start as every server they run.
+fn plumb_exe() -> Result<PathBuf, String> {
+    std::env::current_exe().map_err(|e| format!("cannot find the plumb executable: {e}"))
+}
+
+/// `--dir` if given, else `NAME-PID` in the system's temporary directory.
+fn bench_dir(given: &Option<PathBuf>, name: &str) -> PathBuf {
+    given
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("{name}-{}", std::process::id())))
+}
+
+/// Like `bench_dir`, for a bench that must start from nothing: a `--dir` that exists already is
+/// refused.
+fn fresh_bench_dir(given: &Option<PathBuf>, name: &str) -> Result<PathBuf, String> {
+    let dir = bench_dir(given, name);
+    if dir.exists() && given.is_some() {
+        return Err(format!(
+            "{} exists; give a directory that does not",
+            dir.display()
+        ));
+    }
+    Ok(dir)
+}
+
+/// Runs `bench` to its end, or until Ctrl-C or SIGTERM (`None`): dropping the bench then
+/// stops every server it started.
+fn until_terminated<F: std::future::Future>(bench: F) -> Option<F::Output> {
+    runtime().block_on(async {
+        tokio::select! {
+            outcome = bench => Some(outcome),
+            _ = terminated() => None,
+        }
+    })
+}
+
+/// Runs a bench that keeps its servers under `dir` and removes `dir` after it unless the user
+/// named it. On interruption or a failed start it has said why, under `who`, and gives the
+/// exit code.
+fn run_bench<T>(
+    who: &str,
+    dir: &std::path::Path,
+    keep_dir: bool,
+    bench: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, ExitCode> {
+    let outcome = until_terminated(bench);
+    if !keep_dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    match outcome {
+        None => {
+            eprintln!("{who}: interrupted; the servers it started are stopped");
+            Err(ExitCode::from(130))
+        }
+        Some(Err(e)) => Err(usage_error(who, e)),
+        Some(Ok(o)) => Ok(o),
+    }
+}
+
+/// Says what is wrong with the command, under `who`; exit code 2.
+fn usage_error(who: &str, e: String) -> ExitCode {
+    eprintln!("{who}: {e}");
+    ExitCode::from(2)
+}
+
+/// A file the user may have asked for (`--csv`, `--json`), and how to make its text.
+type OutputFile<'a> = (&'a Option<PathBuf>, &'a dyn Fn() -> String);
+
+/// Says, under `who`, what was not measured, and writes each file the user asked for. False
+/// if anything was not measured or not written.
+fn report_and_write(who: &str, failures: &[String], files: &[OutputFile]) -> bool {
+    let mut ok = failures.is_empty();
+    for f in failures {
+        eprintln!("{who}: not measured: {f}");
+    }
+    for (path, text) in files {
+        if let Some(path) = path {
+            if let Err(e) = report::write(path, &text()) {
+                eprintln!("{who}: {e}");
+                ok = false;
+            }
         }
     }
+    ok
+}
+
+/// Success if everything was measured and written, else 1.
+fn exit_code(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The lines that open a prophecy or speculation report: how it was run, on what, and how
+/// busy the machine was.
+fn print_provenance(command: &[String], load_before: &str, load_after: &str) {
+    out!("");
+    out!("command: {}", command.join(" "));
+    out!("machine: {}", report::machine());
+    out!("load average (1/5/15 min): {load_before} before, {load_after} after");
 }
 
 pub fn bench_cmd(a: BenchArgs) -> ExitCode {
@@ -556,14 +653,7 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // On Ctrl-C or SIGTERM, dropping the running suite stops every server it started.
-    let outcome = runtime().block_on(async {
-        tokio::select! {
-            outcome = suite.run() => Some(outcome),
-            _ = terminated() => None,
-        }
-    });
-    let Some(outcome) = outcome else {
+    let Some(outcome) = until_terminated(suite.run()) else {
         eprintln!("plumb bench: interrupted; the servers it started are stopped");
         if common.dir.is_none() {
             let _ = std::fs::remove_dir_all(&suite.dir);
@@ -576,10 +666,8 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
 /// `plumb bench prophecy`.
 fn prophecy_cmd(p: &ProphecyArgs) -> ExitCode {
     use plumb_bench::prophecy::{self, ProphecyBench, System};
-    let fail = |e: String| {
-        eprintln!("plumb bench prophecy: {e}");
-        ExitCode::from(2)
-    };
+    const WHO: &str = "plumb bench prophecy";
+    let fail = |e: String| usage_error(WHO, e);
     let systems = match p
         .systems
         .iter()
@@ -589,13 +677,14 @@ fn prophecy_cmd(p: &ProphecyArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let exe = match std::env::current_exe() {
+    let exe = match plumb_exe() {
         Ok(e) => e,
-        Err(e) => return fail(format!("cannot find the plumb executable: {e}")),
+        Err(e) => return fail(e),
     };
-    let dir = p.dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("plumb-bench-prophecy-{}", std::process::id()))
-    });
+    let dir = match fresh_bench_dir(&p.dir, "plumb-bench-prophecy") {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
     let mut bench = ProphecyBench {
         exe,
         dir: dir.clone(),
@@ -617,38 +706,12 @@ fn prophecy_cmd(p: &ProphecyArgs) -> ExitCode {
         bench.duration = Duration::from_secs(1);
         bench.warmup = Duration::from_millis(500);
     }
-    if bench.dir.exists() && p.dir.is_some() {
-        return fail(format!(
-            "{} exists; give a directory that does not",
-            bench.dir.display()
-        ));
-    }
     let command: Vec<String> = std::env::args().collect();
-    let outcome = runtime().block_on(async {
-        tokio::select! {
-            outcome = bench.run() => Some(outcome),
-            _ = terminated() => None,
-        }
-    });
-    if p.dir.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    let outcome = match outcome {
-        None => {
-            eprintln!("plumb bench prophecy: interrupted; the servers it started are stopped");
-            return ExitCode::from(130);
-        }
-        Some(Err(e)) => return fail(e),
-        Some(Ok(o)) => o,
+    let outcome = match run_bench(WHO, &dir, p.dir.is_some(), bench.run()) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
-    out!("");
-    out!("command: {}", command.join(" "));
-    out!("machine: {}", report::machine());
-    out!(
-        "load average (1/5/15 min): {} before, {} after",
-        outcome.load_before,
-        outcome.load_after
-    );
+    print_provenance(&command, &outcome.load_before, &outcome.load_after);
     out!(
         "cluster: plumb u1r1 co-located, {} nodes on loopback, {} execution replicas, application readwork",
         outcome.nodes,
@@ -668,28 +731,16 @@ fn prophecy_cmd(p: &ProphecyArgs) -> ExitCode {
     out!("{}", prophecy::table(&outcome.rows));
     out!("throughput ratios (baselines: replicated and read-only at the same work):");
     out!("{}", prophecy::ratios(&outcome.rows));
-    let mut ok = outcome.failures.is_empty();
-    for f in &outcome.failures {
-        eprintln!("plumb bench prophecy: not measured: {f}");
-    }
-    if let Some(path) = &p.csv {
-        if let Err(e) = report::write(path, &prophecy::csv(&outcome.rows)) {
-            eprintln!("plumb bench prophecy: {e}");
-            ok = false;
-        }
-    }
-    if let Some(path) = &p.json {
-        let text = serde_json::to_string_pretty(&outcome.rows).unwrap_or_default();
-        if let Err(e) = report::write(path, &text) {
-            eprintln!("plumb bench prophecy: {e}");
-            ok = false;
-        }
-    }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    exit_code(report_and_write(
+        WHO,
+        &outcome.failures,
+        &[
+            (&p.csv, &|| prophecy::csv(&outcome.rows)),
+            (&p.json, &|| {
+                serde_json::to_string_pretty(&outcome.rows).unwrap_or_default()
+            }),
+        ],
+    ))
 }
 
 /// `plumb bench unreplicated`: `specbench` in one process, until SIGTERM or Ctrl-C.
@@ -723,10 +774,8 @@ fn unreplicated_cmd(u: &UnreplicatedArgs) -> ExitCode {
 /// `plumb bench speculation`.
 fn speculation_cmd(s: &SpeculationArgs) -> ExitCode {
     use plumb_bench::speculation::{self, SpeculationBench, System, Topology};
-    let fail = |e: String| {
-        eprintln!("plumb bench speculation: {e}");
-        ExitCode::from(2)
-    };
+    const WHO: &str = "plumb bench speculation";
+    let fail = |e: String| usage_error(WHO, e);
     let parsed = (|| {
         let systems = s
             .systems
@@ -756,19 +805,14 @@ fn speculation_cmd(s: &SpeculationArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    let exe = match std::env::current_exe() {
+    let exe = match plumb_exe() {
         Ok(e) => e,
-        Err(e) => return fail(format!("cannot find the plumb executable: {e}")),
+        Err(e) => return fail(e),
     };
-    let dir = s.dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("plumb-bench-speculation-{}", std::process::id()))
-    });
-    if dir.exists() && s.dir.is_some() {
-        return fail(format!(
-            "{} exists; give a directory that does not",
-            dir.display()
-        ));
-    }
+    let dir = match fresh_bench_dir(&s.dir, "plumb-bench-speculation") {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
     let bench = SpeculationBench {
         exe,
         dir: dir.clone(),
@@ -785,31 +829,11 @@ fn speculation_cmd(s: &SpeculationArgs) -> ExitCode {
         progress: !s.quiet,
     };
     let command: Vec<String> = std::env::args().collect();
-    let outcome = runtime().block_on(async {
-        tokio::select! {
-            outcome = bench.run() => Some(outcome),
-            _ = terminated() => None,
-        }
-    });
-    if s.dir.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    let outcome = match outcome {
-        None => {
-            eprintln!("plumb bench speculation: interrupted; the servers it started are stopped");
-            return ExitCode::from(130);
-        }
-        Some(Err(e)) => return fail(e),
-        Some(Ok(o)) => o,
+    let outcome = match run_bench(WHO, &dir, s.dir.is_some(), bench.run()) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
-    out!("");
-    out!("command: {}", command.join(" "));
-    out!("machine: {}", report::machine());
-    out!(
-        "load average (1/5/15 min): {} before, {} after",
-        outcome.load_before,
-        outcome.load_after
-    );
+    print_provenance(&command, &outcome.load_before, &outcome.load_after);
     out!(
         "plumb: u1r1 co-located, {} node processes, node i on {}.{}, specbench behind the predicated-request shim, called through the client library one operation at a time (client record synced per request); plumb-spec: the same cluster through a speculative session of {} lanes going on with execution replica 0's early replies; peak: clients of 2 identities each, a speculative session per client (plumb-spec) or 2 callers per client (plumb); primary rotation off (throughput_grace_us = 1 h) so the view-0 primary stays on node 0",
         outcome.nodes,
@@ -839,37 +863,22 @@ fn speculation_cmd(s: &SpeculationArgs) -> ExitCode {
     for note in &outcome.notes {
         out!("{note}");
     }
-    let mut ok = outcome.failures.is_empty();
-    for f in &outcome.failures {
-        eprintln!("plumb bench speculation: not measured: {f}");
-    }
-    if let Some(path) = &s.csv {
-        if let Err(e) = report::write(path, &speculation::csv(&outcome.rows)) {
-            eprintln!("plumb bench speculation: {e}");
-            ok = false;
-        }
-    }
-    if let Some(path) = &s.json {
-        let text = serde_json::to_string_pretty(&outcome.rows).unwrap_or_default();
-        if let Err(e) = report::write(path, &text) {
-            eprintln!("plumb bench speculation: {e}");
-            ok = false;
-        }
-    }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    exit_code(report_and_write(
+        WHO,
+        &outcome.failures,
+        &[
+            (&s.csv, &|| speculation::csv(&outcome.rows)),
+            (&s.json, &|| {
+                serde_json::to_string_pretty(&outcome.rows).unwrap_or_default()
+            }),
+        ],
+    ))
 }
 
 /// `plumb bench --scenario`: the fault scoreboard (docs/robustness.md).
 fn scoreboard_cmd(a: &BenchArgs, names: &str) -> ExitCode {
     use plumb_bench::scenario::{self, Fault, Scoreboard};
-    let fail = |e: String| {
-        eprintln!("plumb bench: {e}");
-        ExitCode::from(2)
-    };
+    let fail = |e: String| usage_error("plumb bench", e);
     let scenarios = match scenario::select(names) {
         Ok(s) => s,
         Err(e) => return fail(e),
@@ -906,12 +915,7 @@ fn scoreboard_cmd(a: &BenchArgs, names: &str) -> ExitCode {
         duration: suite.duration,
         progress: !a.common.quiet,
     };
-    let outcome = runtime().block_on(async {
-        tokio::select! {
-            outcome = board.run(&scenarios) => Some(outcome),
-            _ = terminated() => None,
-        }
-    });
+    let outcome = until_terminated(board.run(&scenarios));
     if a.common.dir.is_none() {
         let _ = std::fs::remove_dir_all(&board.dir);
     }
@@ -952,11 +956,7 @@ fn scoreboard_cmd(a: &BenchArgs, names: &str) -> ExitCode {
             s.p99_ms
         );
     }
-    let mut ok = failures.is_empty();
-    for f in &failures {
-        eprintln!("plumb bench: not measured: {f}");
-    }
-    if let Some(path) = &a.common.csv {
+    let csv = || {
         let mut text = String::from("scenario,baseline_ops_per_s,faulty_ops_per_s,ratio\n");
         for s in &scores {
             text.push_str(&format!(
@@ -964,18 +964,18 @@ fn scoreboard_cmd(a: &BenchArgs, names: &str) -> ExitCode {
                 s.scenario, s.baseline_ops_per_s, s.faulty_ops_per_s, s.ratio
             ));
         }
-        if let Err(e) = report::write(path, &text) {
-            eprintln!("plumb bench: {e}");
-            ok = false;
-        }
-    }
-    if let Some(path) = &a.common.json {
-        let text = serde_json::to_string_pretty(&scores).unwrap_or_default();
-        if let Err(e) = report::write(path, &text) {
-            eprintln!("plumb bench: {e}");
-            ok = false;
-        }
-    }
+        text
+    };
+    let mut ok = report_and_write(
+        "plumb bench",
+        &failures,
+        &[
+            (&a.common.csv, &csv),
+            (&a.common.json, &|| {
+                serde_json::to_string_pretty(&scores).unwrap_or_default()
+            }),
+        ],
+    );
     if let Some(path) = &a.common.chart {
         let bars: Vec<(String, f64)> = scores
             .iter()
@@ -991,11 +991,7 @@ fn scoreboard_cmd(a: &BenchArgs, names: &str) -> ExitCode {
             ok = false;
         }
     }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    exit_code(ok)
 }
 
 #[cfg(test)]

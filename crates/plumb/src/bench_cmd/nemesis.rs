@@ -1,29 +1,24 @@
 //! `plumb bench --nemesis`: faults on a real cluster under a checked Redis load
 //! (crates/nemesis), printed as one line per fault.
 
-use super::BenchArgs;
+use super::{bench_dir, plumb_exe, usage_error, BenchArgs};
 use plumb_bench::report;
 use plumb_nemesis::{describe, Fault, Options, MAX_BACK_TO_HALF, MAX_GAP};
 use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn nemesis_cmd(a: &BenchArgs, faults: &str) -> ExitCode {
-    let fail = |e: String| {
-        eprintln!("plumb bench: {e}");
-        ExitCode::from(2)
-    };
+    let fail = |e: String| usage_error("plumb bench", e);
     let faults = match Fault::parse_list(faults) {
         Ok(f) => f,
         Err(e) => return fail(e),
     };
-    let exe = match std::env::current_exe() {
+    let exe = match plumb_exe() {
         Ok(e) => e,
-        Err(e) => return fail(format!("cannot find the plumb executable: {e}")),
+        Err(e) => return fail(e),
     };
     let keep = a.common.dir.is_some();
-    let dir = a.common.dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("plumb-nemesis-{}", std::process::id()))
-    });
+    let dir = bench_dir(&a.common.dir, "plumb-nemesis");
     let seconds = |s: f64| Duration::from_secs_f64(s.max(0.1));
     let o = Options {
         exe,
