@@ -34,6 +34,51 @@ fn run(args: &[&str], dir: &Path) -> String {
     stdout
 }
 
+/// `plumb bench compare` with a small load: four clients, 200 requests over 50 keys.
+fn compare(extra: &[&str], dir: &Path) -> String {
+    let small = [
+        "compare",
+        "--clients",
+        "4",
+        "--duration",
+        "20",
+        "--warmup",
+        "0.5",
+        "--requests",
+        "200",
+        "--keys",
+        "50",
+    ];
+    run(&[&small[..], extra].concat(), dir)
+}
+
+/// `compare` of one `system` on `workloads`, its servers under `dir/data`: the CSV it wrote.
+fn compare_one(system: &str, workloads: &str, base_port: &str, dir: &Path) -> String {
+    let csv = dir.join("coord.csv");
+    compare(
+        &[
+            "--systems",
+            system,
+            "--workloads",
+            workloads,
+            "--base-port",
+            base_port,
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+        &dir.join("data"),
+    );
+    std::fs::read_to_string(&csv).unwrap()
+}
+
+/// A CSV's rows after its header, split into fields.
+fn csv_rows(csv: &str) -> Vec<Vec<&str>> {
+    csv.lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect()
+}
+
 /// The table's rows for `system`: (ops/s, p50 ms).
 fn rows(table: &str, system: &str) -> Vec<(f64, f64)> {
     table
@@ -156,19 +201,8 @@ fn compare_measures_every_system_and_writes_the_comparison_csv() {
         dir.path().join("compare.csv"),
         dir.path().join("compare.svg"),
     );
-    let table = run(
+    let table = compare(
         &[
-            "compare",
-            "--clients",
-            "4",
-            "--duration",
-            "20",
-            "--warmup",
-            "0.5",
-            "--requests",
-            "200",
-            "--keys",
-            "50",
             "--base-port",
             "24000",
             "--csv",
@@ -241,37 +275,13 @@ fn compare_measures_every_system_and_writes_the_comparison_csv() {
 #[test]
 fn compare_selects_the_coordination_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("coord.csv");
-    run(
-        &[
-            "compare",
-            "--systems",
-            "plumb-coord-u1r0",
-            "--workloads",
-            "write-1k,zk-set-1k",
-            "--clients",
-            "4",
-            "--duration",
-            "20",
-            "--warmup",
-            "0.5",
-            "--requests",
-            "200",
-            "--keys",
-            "50",
-            "--base-port",
-            "24900",
-            "--csv",
-            csv.to_str().unwrap(),
-        ],
-        &dir.path().join("data"),
+    let csv = compare_one(
+        "plumb-coord-u1r0",
+        "write-1k,zk-set-1k",
+        "24900",
+        dir.path(),
     );
-    let csv = std::fs::read_to_string(&csv).unwrap();
-    let rows: Vec<Vec<&str>> = csv
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
+    let rows = csv_rows(&csv);
     assert_eq!(rows.len(), 1, "{csv}");
     assert_eq!(&rows[0][..3], ["plumb-coord", "u1r0", "zk-set-1k"], "{csv}");
     assert!(rows[0][3].parse::<f64>().unwrap() > 0.0, "{csv}");
@@ -280,37 +290,13 @@ fn compare_selects_the_coordination_rows() {
 #[test]
 fn compare_measures_the_coordination_service_with_fast_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("coord.csv");
-    run(
-        &[
-            "compare",
-            "--systems",
-            "plumb-coord-u1r0-fast-reads",
-            "--workloads",
-            "zk-get-1k",
-            "--clients",
-            "4",
-            "--duration",
-            "20",
-            "--warmup",
-            "0.5",
-            "--requests",
-            "200",
-            "--keys",
-            "50",
-            "--base-port",
-            "26000",
-            "--csv",
-            csv.to_str().unwrap(),
-        ],
-        &dir.path().join("data"),
+    let csv = compare_one(
+        "plumb-coord-u1r0-fast-reads",
+        "zk-get-1k",
+        "26000",
+        dir.path(),
     );
-    let csv = std::fs::read_to_string(&csv).unwrap();
-    let rows: Vec<Vec<&str>> = csv
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
+    let rows = csv_rows(&csv);
     assert_eq!(rows.len(), 1, "{csv}");
     assert_eq!(
         &rows[0][..3],
