@@ -15,13 +15,55 @@ use std::time::{Duration, Instant};
 const CLIENTS: u64 = 4;
 const T20: Duration = Duration::from_secs(20);
 
+/// Starts every process of `c` and the first load phase (clients `0..CLIENTS`) on it.
+fn start_under_load(c: &mut Cluster) -> (Recorder, Load) {
+    c.start_all();
+    let rec = Recorder::default();
+    let load = Load::start(&rec, c.resp_port, CLIENTS, 0);
+    (rec, load)
+}
+
+/// Waits until `load` has 40 more acknowledged operations than it has now.
+fn wait_more_progress(load: &Load, what: &str) {
+    wait_progress(load, load.acked(), 40, T20, what);
+}
+
+/// Starts node `n` again and waits until the cluster is ready.
+fn restart_node(c: &mut Cluster, n: usize) {
+    c.start_node(n);
+    c.wait_ready(T20);
+}
+
+/// Stops `load` and checks that every process outlived it: (acked, unknown).
+fn stop_load(c: &mut Cluster, load: Load) -> (u64, u64) {
+    let counts = load.stop();
+    c.assert_running();
+    counts
+}
+
+/// A second load phase (clients from 10, distinct from the first's) that must get 40
+/// operations through: (acked, unknown, how long those 40 took).
+fn second_load(c: &mut Cluster, rec: &Recorder, what: &str) -> (u64, u64, Duration) {
+    let load = Load::start(rec, c.resp_port, CLIENTS, 10);
+    let t = Instant::now();
+    wait_progress(&load, 0, 40, T20, what);
+    let took = t.elapsed();
+    let (acked, unknown) = stop_load(c, load);
+    (acked, unknown, took)
+}
+
+/// Reads every key and checks that the whole history is linearizable: (operations in it,
+/// unanswered ones).
+fn check_history(c: &Cluster, rec: &Recorder) -> (usize, usize) {
+    final_reads(rec, c.resp_port, 100, T20);
+    rec.assert_linearizable()
+}
+
 #[test]
 fn kill9_node_restarts_and_catches_up() {
     let t0 = Instant::now();
     let mut c = Cluster::init("kill9", 0);
-    c.start_all();
-    let rec = Recorder::default();
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 0);
+    let (rec, load) = start_under_load(&mut c);
     wait_progress(&load, 0, 40, T20, "before the kill");
 
     // Node 1 hosts a1, o1, e1 and is not the primary (node 0 is, in view 0).
@@ -30,17 +72,13 @@ fn kill9_node_restarts_and_catches_up() {
     wait_progress(&load, a, 40, T20, "node 1 down");
     sleep(Duration::from_secs(1));
 
-    c.start_node(1);
-    c.wait_ready(T20);
-    let a = load.acked();
-    wait_progress(&load, a, 40, T20, "after node 1 restarted");
+    restart_node(&mut c, 1);
+    wait_more_progress(&load, "after node 1 restarted");
     sleep(Duration::from_secs(1));
-    let (acked, unknown) = load.stop();
-    c.assert_running();
+    let (acked, unknown) = stop_load(&mut c, load);
 
     let caught_up = c.wait_caught_up(1, T20);
-    final_reads(&rec, c.resp_port, 100, T20);
-    let (ops, unanswered) = rec.assert_linearizable();
+    let (ops, unanswered) = check_history(&c, &rec);
     eprintln!(
         "kill9: {acked} acked, {unknown} unknown, {ops} ops in history ({unanswered} unanswered); node 1 caught up in {caught_up:?}; {:?} total\n{}",
         t0.elapsed(),
@@ -52,9 +90,7 @@ fn kill9_node_restarts_and_catches_up() {
 fn every_node_killed_at_once_loses_no_acknowledged_write() {
     let t0 = Instant::now();
     let mut c = Cluster::init("power-loss", 1);
-    c.start_all();
-    let rec = Recorder::default();
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 0);
+    let (rec, load) = start_under_load(&mut c);
     wait_progress(&load, 0, 80, T20, "before the power cut");
 
     // Mid-load: every node and the gateway at once. Ops in flight get no response (unknown).
@@ -63,12 +99,8 @@ fn every_node_killed_at_once_loses_no_acknowledged_write() {
 
     c.start_all();
     // The restarted cluster must serve again: a second load phase, then read every key.
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 10);
-    wait_progress(&load, 0, 40, T20, "after restarting every process");
-    let (acked2, unknown2) = load.stop();
-    c.assert_running();
-    final_reads(&rec, c.resp_port, 100, T20);
-    let (ops, unanswered) = rec.assert_linearizable();
+    let (acked2, unknown2, _) = second_load(&mut c, &rec, "after restarting every process");
+    let (ops, unanswered) = check_history(&c, &rec);
     eprintln!(
         "power-loss: before {acked} acked/{unknown} unknown, after {acked2}/{unknown2}; {ops} ops ({unanswered} unanswered); {:?} total\n{}",
         t0.elapsed(),
@@ -81,23 +113,17 @@ fn deleted_data_directory_rejoins_by_state_transfer() {
     let t0 = Instant::now();
     let mut c = Cluster::init("wiped", 2);
     c.set_protocol("checkpoint_interval = 8");
-    c.start_all();
-    let rec = Recorder::default();
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 0);
+    let (rec, load) = start_under_load(&mut c);
     // Past a couple of checkpoints, so the others have truncated their logs below them.
     c.wait_stable_checkpoint(0, 16, T20);
 
     c.kill_node(2);
     std::fs::remove_dir_all(c.data_dir(2)).unwrap();
-    let a = load.acked();
-    wait_progress(&load, a, 40, T20, "node 2 down");
-    c.start_node(2);
-    c.wait_ready(T20);
-    let a = load.acked();
-    wait_progress(&load, a, 40, T20, "after node 2 restarted empty");
+    wait_more_progress(&load, "node 2 down");
+    restart_node(&mut c, 2);
+    wait_more_progress(&load, "after node 2 restarted empty");
     sleep(Duration::from_secs(1));
-    let (acked, unknown) = load.stop();
-    c.assert_running();
+    let (acked, unknown) = stop_load(&mut c, load);
     let caught_up = c.wait_caught_up(2, T20);
     // Its order replica lost its votes: it rejoins by the recovery protocol, and until then it
     // counts as one of the `u` failures (docs/operations.md: lose one disk at a time).
@@ -106,14 +132,8 @@ fn deleted_data_directory_rejoins_by_state_transfer() {
     // Now node 1 goes down: with u=1 the service needs all three others, node 2's fresh
     // order and execution replicas included (e0 and e2 must both answer for a reply quorum).
     c.kill_node(1);
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 10);
-    let t = Instant::now();
-    wait_progress(&load, 0, 40, T20, "node 1 down after node 2 rejoined");
-    let stall = t.elapsed();
-    let (acked2, unknown2) = load.stop();
-    c.assert_running();
-    final_reads(&rec, c.resp_port, 100, T20);
-    let (ops, unanswered) = rec.assert_linearizable();
+    let (acked2, unknown2, stall) = second_load(&mut c, &rec, "node 1 down after node 2 rejoined");
+    let (ops, unanswered) = check_history(&c, &rec);
     eprintln!(
         "wiped: {acked}/{unknown} then {acked2}/{unknown2} acked/unknown; {ops} ops ({unanswered} unanswered); node 2 caught up in {caught_up:?}; 40 ops after killing node 1 took {stall:?}; {:?} total\n{}",
         t0.elapsed(),
@@ -127,9 +147,7 @@ fn corrupted_log_record_is_detected_and_recovered_from_peers() {
     let mut c = Cluster::init("corrupt", 3);
     // Frequent checkpoints so the execution replica's log holds records too.
     c.set_protocol("checkpoint_interval = 8");
-    c.start_all();
-    let rec = Recorder::default();
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 0);
+    let (rec, load) = start_under_load(&mut c);
     c.wait_stable_checkpoint(0, 16, T20);
 
     c.kill_node(1);
@@ -153,11 +171,9 @@ fn corrupted_log_record_is_detected_and_recovered_from_peers() {
             "{store}/log byte {offset} of {len} (was {old:#04x})"
         ));
     }
-    let a = load.acked();
-    wait_progress(&load, a, 40, T20, "node 1 down");
+    wait_more_progress(&load, "node 1 down");
 
-    c.start_node(1);
-    c.wait_ready(T20);
+    restart_node(&mut c, 1);
     // The damage was found and refused: the node says so for each damaged store.
     let log_path = c.dir().join("node-1.log");
     let reported = |log: &str| {
@@ -178,27 +194,19 @@ fn corrupted_log_record_is_detected_and_recovered_from_peers() {
         reported(&log),
         "node 1 did not report the damage in o1/log and e1/log:\n{log}"
     );
-    let a = load.acked();
-    wait_progress(&load, a, 40, T20, "after node 1 restarted on damaged logs");
+    wait_more_progress(&load, "after node 1 restarted on damaged logs");
     sleep(Duration::from_secs(1));
-    let (acked, unknown) = load.stop();
-    c.assert_running();
+    let (acked, unknown) = stop_load(&mut c, load);
     let caught_up = c.wait_caught_up(1, T20);
 
     // Node 1's replicas must be sound: take node 2 down so the service depends on them.
     c.kill_node(2);
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 10);
-    wait_progress(
-        &load,
-        0,
-        40,
-        T20,
+    let (acked2, unknown2, _) = second_load(
+        &mut c,
+        &rec,
         "node 2 down, service relying on the recovered node 1",
     );
-    let (acked2, unknown2) = load.stop();
-    c.assert_running();
-    final_reads(&rec, c.resp_port, 100, T20);
-    let (ops, unanswered) = rec.assert_linearizable();
+    let (ops, unanswered) = check_history(&c, &rec);
     eprintln!(
         "corrupt: flipped {flipped:?}; {acked}/{unknown} then {acked2}/{unknown2} acked/unknown; {ops} ops ({unanswered} unanswered); node 1 caught up in {caught_up:?}; {:?} total\n{}",
         t0.elapsed(),
@@ -214,23 +222,18 @@ fn kill9_node_order_replica_rejoins_ordering() {
     let t0 = Instant::now();
     let mut c = Cluster::init("kill9-order", 4);
     c.set_protocol("checkpoint_interval = 16");
-    c.start_all();
-    let rec = Recorder::default();
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 0);
+    let (rec, load) = start_under_load(&mut c);
     wait_progress(&load, 0, 40, T20, "before the kill");
     c.kill_node(1);
     // While node 1 is down the others pass stable checkpoints (every 16 batches here) and
     // discard the batches below it: node 1 then needs checkpoint state transfer to rejoin.
     c.wait_stable_checkpoint(0, 64, Duration::from_secs(30));
-    c.start_node(1);
-    c.wait_ready(T20);
+    restart_node(&mut c, 1);
     // And another stable checkpoint after the restart.
     c.wait_stable_checkpoint(0, 128, Duration::from_secs(30));
-    let (acked, unknown) = load.stop();
-    c.assert_running();
+    let (acked, unknown) = stop_load(&mut c, load);
     let caught_up = c.wait_order_caught_up(1, T20);
-    final_reads(&rec, c.resp_port, 100, T20);
-    let (ops, unanswered) = rec.assert_linearizable();
+    let (ops, unanswered) = check_history(&c, &rec);
     eprintln!(
         "kill9-order: {acked} acked, {unknown} unknown, {ops} ops ({unanswered} unanswered); node 1 ordering caught up in {caught_up:?}; {:?} total\n{}",
         t0.elapsed(),
@@ -246,15 +249,12 @@ fn wiped_primary_node(name: &str, slot: u16, u: u16, r: u16) {
     let t0 = Instant::now();
     let mut c = Cluster::init_shape(name, slot, u, r);
     c.set_protocol("checkpoint_interval = 8");
-    c.start_all();
-    let rec = Recorder::default();
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 0);
+    let (rec, load) = start_under_load(&mut c);
     c.wait_stable_checkpoint(0, 16, T20);
 
     c.kill_node(0);
     std::fs::remove_dir_all(c.data_dir(0)).unwrap();
-    let a = load.acked();
-    wait_progress(&load, a, 40, T20, "primary's node down (view change)");
+    wait_more_progress(&load, "primary's node down (view change)");
     // The view change says why: a surviving order replica suspected the dead primary.
     let suspected: u64 = (1..4)
         .map(|n| {
@@ -275,13 +275,10 @@ fn wiped_primary_node(name: &str, slot: u16, u: u16, r: u16) {
         "no surviving node counted a suspicion of the dead primary:\n{}",
         c.metrics_summary(1)
     );
-    c.start_node(0);
-    c.wait_ready(T20);
+    restart_node(&mut c, 0);
     let rejoined = c.wait_rejoined(0, T20);
-    let a = load.acked();
-    wait_progress(&load, a, 40, T20, "after node 0 rejoined");
-    let (acked, unknown) = load.stop();
-    c.assert_running();
+    wait_more_progress(&load, "after node 0 rejoined");
+    let (acked, unknown) = stop_load(&mut c, load);
     let caught_up = c.wait_order_caught_up(0, T20);
     let metrics = c.metrics(0).unwrap_or_default();
     assert!(
@@ -292,12 +289,8 @@ fn wiped_primary_node(name: &str, slot: u16, u: u16, r: u16) {
 
     // Another node goes down: the service now needs node 0's rejoined order replica.
     c.kill_node(1);
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 10);
-    wait_progress(&load, 0, 40, T20, "node 1 down after node 0 rejoined");
-    let (acked2, unknown2) = load.stop();
-    c.assert_running();
-    final_reads(&rec, c.resp_port, 100, T20);
-    let (ops, unanswered) = rec.assert_linearizable();
+    let (acked2, unknown2, _) = second_load(&mut c, &rec, "node 1 down after node 0 rejoined");
+    let (ops, unanswered) = check_history(&c, &rec);
     eprintln!(
         "{name}: {acked}/{unknown} then {acked2}/{unknown2} acked/unknown; {ops} ops ({unanswered} unanswered); node 0 rejoined {rejoined:?} after start, caught up {caught_up:?}; {:?} total\n{}",
         t0.elapsed(),
@@ -366,27 +359,16 @@ fn u0_node_without_its_order_records_refuses_to_start() {
 fn gateway_that_lost_its_client_records_gives_no_wrong_answer() {
     let t0 = Instant::now();
     let mut c = Cluster::init("gateway-amnesia", 11);
-    c.start_all();
-    let rec = Recorder::default();
-    let load = Load::start(&rec, c.resp_port, CLIENTS, 0);
+    let (rec, load) = start_under_load(&mut c);
     wait_progress(&load, 0, 40, T20, "before the gateway is killed");
 
     c.kill_gateway();
     std::fs::remove_dir_all(c.dir().join("gateway")).unwrap();
     c.start_gateway();
     c.wait_ready(T20);
-    let a = load.acked();
-    wait_progress(
-        &load,
-        a,
-        40,
-        T20,
-        "after the gateway restarted without its records",
-    );
-    let (acked, unknown) = load.stop();
-    c.assert_running();
-    final_reads(&rec, c.resp_port, 100, T20);
-    let (ops, unanswered) = rec.assert_linearizable();
+    wait_more_progress(&load, "after the gateway restarted without its records");
+    let (acked, unknown) = stop_load(&mut c, load);
+    let (ops, unanswered) = check_history(&c, &rec);
     eprintln!(
         "gateway amnesia: {acked} acked, {unknown} unknown, {ops} ops ({unanswered} unanswered); {:?} total",
         t0.elapsed()
