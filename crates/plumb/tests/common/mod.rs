@@ -839,11 +839,6 @@ impl Cluster {
     }
 }
 
-/// Run `tests/redis_py/<script>` against the gateway on `port` with redis-py and assert it
-/// succeeded, showing its output. Debian's python3-redis installs for the system's Python,
-/// which a pyenv or venv on the PATH may hide, so the system's is tried first. Without a Python
-/// that has the module it says so and returns (`.ci/run` installs python3-redis).
-#[allow(dead_code)]
 /// A tool a real-client test needs is missing. With `CI=true` that fails the test: CI installs
 /// every tool (`.ci/run`), so a missing one is a broken install, never a reason to pass.
 /// Elsewhere the part that needs it is skipped, saying so and how to get the tool.
@@ -854,6 +849,11 @@ pub fn tool_missing(tool: &str, how: &str) {
     eprintln!("SKIPPED the part that needs {tool}: it is missing ({how})");
 }
 
+/// Run `tests/redis_py/<script>` against the gateway on `port` with redis-py and assert it
+/// succeeded, showing its output. Debian's python3-redis installs for the system's Python,
+/// which a pyenv or venv on the PATH may hide, so the system's is tried first. Without a Python
+/// that has the module it says so and returns (`.ci/run` installs python3-redis).
+#[allow(dead_code)]
 pub fn run_redis_py(script: &str, port: u16) {
     let python = ["/usr/bin/python3", "python3"].into_iter().find(|p| {
         Command::new(p)
