@@ -8,10 +8,14 @@
 //! each session receives after each step.
 //!
 //! `PLUMB_ZK_DIFF_SEED` (default 1) and `PLUMB_ZK_DIFF_OPS` (default 10000) vary the run.
-//! Without Java and Debian's ZooKeeper jars it says so and passes (`.ci/run` installs them).
-//! See "Differential test" in docs/coordination.md.
+//! A second test runs plumb-zk's own encoder and decoder against the same kind of server
+//! (tests/zk_codec_exchange), pinning the codec's byte layouts to the reference.
+//!
+//! Without Java and Debian's ZooKeeper jars each says so and passes, except with `CI=true`,
+//! where it fails (`.ci/run` installs them). See "Differential test" in docs/coordination.md.
 
 mod common;
+mod zk_codec_exchange;
 
 use common::splitmix::SplitMix64;
 use common::Cluster;
@@ -26,8 +30,10 @@ use zookeeper_client::{
     MultiWriteResult, Stat,
 };
 
-/// ZooKeeper's client port (private range 30100-30199).
+/// ZooKeeper's client port (private range 30100-30199) for the differential test, and the
+/// codec test's own server's (the two tests run at once).
 const ZK_PORT: u16 = 30100;
+const ZK_CODEC_PORT: u16 = 30101;
 /// Port slot 92: plumb's nodes from 30200, its ZooKeeper gateway on 30250.
 const SLOT: u16 = 92;
 /// Sessions driven in turn.
@@ -46,7 +52,7 @@ struct ZooKeeper {
 }
 
 impl ZooKeeper {
-    fn start() -> Option<ZooKeeper> {
+    fn start(port: u16) -> Option<ZooKeeper> {
         let have = Path::new(CLASSPATH.split(':').next().unwrap()).exists()
             && Path::new(CLASSPATH.split(':').nth(1).unwrap()).exists()
             && Command::new("java")
@@ -69,7 +75,7 @@ impl ZooKeeper {
         let cfg = format!(
             "tickTime=2000\n\
              dataDir={}\n\
-             clientPort={ZK_PORT}\n\
+             clientPort={port}\n\
              clientPortAddress=127.0.0.1\n\
              maxClientCnxns=0\n\
              forceSync=no\n\
@@ -917,15 +923,40 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-#[test]
-fn zookeeper_differential() {
-    let seed = env_u64("PLUMB_ZK_DIFF_SEED", 1);
-    let ops = env_u64("PLUMB_ZK_DIFF_OPS", 10_000) as usize;
-    let Some(zk) = ZooKeeper::start() else {
+/// A standalone ZooKeeper on `port`, or None when Java or the jars are missing (which fails
+/// the test under `CI=true`).
+fn start_zookeeper(port: u16) -> Option<ZooKeeper> {
+    let zk = ZooKeeper::start(port);
+    if zk.is_none() {
         common::tool_missing(
             &format!("java or Debian's zookeeper jars ({CLASSPATH})"),
             ".ci/run installs default-jre-headless, zookeeper and libslf4j-java",
         );
+    }
+    zk
+}
+
+/// plumb-zk's encoder and decoder against the real ZooKeeper, byte for byte: a layout that
+/// differs shows as a decode error or a wrong field here, whatever a client library forgives.
+#[test]
+fn the_codec_agrees_with_a_real_zookeeper_server() {
+    let Some(zk) = start_zookeeper(ZK_CODEC_PORT) else {
+        return;
+    };
+    let result = std::panic::catch_unwind(|| {
+        zk_codec_exchange::exercise(&format!("127.0.0.1:{ZK_CODEC_PORT}"), "/plumb-codec")
+    });
+    if let Err(panic) = result {
+        eprintln!("---- ZooKeeper's log ----\n{}", zk.log_tail());
+        std::panic::resume_unwind(panic);
+    }
+}
+
+#[test]
+fn zookeeper_differential() {
+    let seed = env_u64("PLUMB_ZK_DIFF_SEED", 1);
+    let ops = env_u64("PLUMB_ZK_DIFF_OPS", 10_000) as usize;
+    let Some(zk) = start_zookeeper(ZK_PORT) else {
         return;
     };
     let mut cluster = Cluster::init_with("zk-differential", SLOT, &["--app", "coord"]);
