@@ -59,7 +59,7 @@
 //! // The library calls it like this on every execution replica:
 //! let mut counter = Counter::default();
 //! let add = 5i64.to_le_bytes();
-//! let batch = [Command::new(0, plumb_wire::Life(0), 1, &add)];
+//! let batch = [Command::new(0, plumb_wire::Life(0), plumb_wire::ReqNo(1), &add)];
 //! let out = counter.execute(1, &batch, NonDeterminism { time: 1, seed: 7 });
 //! assert_eq!(out.replies, [5i64.to_le_bytes().to_vec()]);
 //!
