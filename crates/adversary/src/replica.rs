@@ -398,7 +398,7 @@ impl Adversary {
                     req,
                     result,
                     at: plumb_wire::Position {
-                        seq: at.seq.saturating_add(1000),
+                        seq: at.seq.plus(1000),
                         index: at.index,
                     },
                 },
@@ -830,7 +830,7 @@ mod tests {
         let requests = vec![signed(0), signed(1)];
         let pp = Message::PrePrepare {
             view: View(0),
-            seq: 1,
+            seq: Seq(1),
             requests: requests.clone(),
             time: 100,
             seed: 9,
@@ -855,7 +855,7 @@ mod tests {
             };
             let commit = Message::Commit {
                 view: View(0),
-                seq: 1,
+                seq: Seq(1),
                 digest: Digest::ZERO,
             };
             let frame = keys.ring(primary).unwrap().seal(to, &commit).unwrap();
@@ -867,11 +867,11 @@ mod tests {
             if digest != Digest::ZERO {
                 assert_eq!(
                     digest,
-                    batch.digest(1),
+                    batch.digest(Seq(1)),
                     "commit to {to} does not match its batch"
                 );
             }
-            seen.push(batch.digest(1));
+            seen.push(batch.digest(Seq(1)));
         }
         seen.sort();
         seen.dedup();
@@ -889,7 +889,7 @@ mod tests {
         let frame = keys
             .ring(Principal::Exec(0))
             .unwrap()
-            .seal(Principal::Order(0), &Message::LastExec { next: 1 })
+            .seal(Principal::Order(0), &Message::LastExec { next: Seq(1) })
             .unwrap();
         assert!(matches!(
             adv.outgoing(keys.ring(Principal::Exec(0)).unwrap(), frame),
@@ -944,18 +944,18 @@ mod tests {
         let vc = ViewChange {
             new_view: View(3),
             replica: 1,
-            stable_seq: 0,
+            stable_seq: Seq(0),
             stable_digest: Digest::ZERO,
             checkpoints: vec![],
             prepared: vec![PreparedEntry {
-                seq: 1,
+                seq: Seq(1),
                 view: View(0),
                 batch: batch.clone(),
             }],
             pre_prepared: vec![PrePreparedEntry {
-                seq: 1,
+                seq: Seq(1),
                 view: View(0),
-                digest: batch.digest(1),
+                digest: batch.digest(Seq(1)),
             }],
             incarnation: 0,
         };

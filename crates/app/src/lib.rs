@@ -6,7 +6,10 @@
 #![doc = include_str!("guide.md")]
 
 use plumb_crypto::Digest;
-use plumb_wire::{request_id, ClientId, Life, Micros, ReqNo, Seq};
+/// The batch number [`Application::execute`] is given, so that an application needs no other
+/// crate to name it.
+pub use plumb_wire::Seq;
+use plumb_wire::{request_id, ClientId, Life, Micros, ReqNo};
 
 pub mod codec;
 mod objects;

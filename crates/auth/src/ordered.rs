@@ -126,7 +126,7 @@ impl AuthReplica {
     pub(crate) fn kept_floor(&self) -> Seq {
         let cp = self.cfg.checkpoint_interval.max(1);
         self.highest_ordered
-            .map_or(0, |h| (h / cp).saturating_sub(2) * cp)
+            .map_or(Seq::ZERO, |h| Seq(h.interval(cp).saturating_sub(2) * cp))
     }
 
     /// Outstanding BATCH-COMPLETE votes an execution replica may have: enough for the three
@@ -195,7 +195,7 @@ impl AuthReplica {
                 self.executed_votes.remove(&client);
                 // File the body under the newest interval acted on: kept at least as long as
                 // the batch it was really ordered in needs it.
-                let seq = self.highest_ordered.unwrap_or(0);
+                let seq = self.highest_ordered.unwrap_or(Seq::ZERO);
                 self.clear_pending(seq, &[Executed { client, nc }], out);
             }
         }
@@ -216,7 +216,7 @@ impl AuthReplica {
     }
 
     fn clear_pending(&mut self, seq: Seq, executed: &[Executed], out: &mut Vec<Action>) {
-        let interval = seq / self.cfg.checkpoint_interval.max(1);
+        let interval = seq.interval(self.cfg.checkpoint_interval.max(1));
         for &Executed { client, nc } in executed {
             if !matches!(self.pending.get(&client), Some(p) if nc >= p.nc) {
                 continue;
@@ -295,12 +295,12 @@ impl AuthReplica {
         }
         self.highest_ordered = Some(seq);
         let cp = self.cfg.checkpoint_interval.max(1);
-        if previous.is_some_and(|h| h / cp == seq / cp) {
+        if previous.is_some_and(|h| h.interval(cp) == seq.interval(cp)) {
             return;
         }
         let floor = self.kept_floor();
         self.parked.drop_below(floor);
-        for interval in self.cache.drop_below(floor / cp) {
+        for interval in self.cache.drop_below(floor.interval(cp)) {
             out.push(Action::Store(StoreOp::DeletePrefix {
                 prefix: cached_prefix(interval),
             }));

@@ -120,7 +120,7 @@ impl AuthReplica {
         }
         // Keep the three intervals up to the highest recovered one; older ones go on Start.
         let cp = self.cfg.checkpoint_interval.max(1);
-        self.stale_on_disk = self.cache.drop_below(self.kept_floor() / cp);
+        self.stale_on_disk = self.cache.drop_below(self.kept_floor().interval(cp));
         for r in requests {
             self.recover_request(r);
         }
@@ -140,7 +140,7 @@ impl AuthReplica {
         let Some(r) = storage::decode::<CachedRecord>(value) else {
             return false;
         };
-        let interval = r.seq / cp;
+        let interval = r.seq.interval(cp);
         let digest = Digest::of(&r.op);
         if key != cached_key(interval, r.client, r.nc)
             && key != cached_superseded_key(interval, r.client, r.nc, digest)

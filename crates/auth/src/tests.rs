@@ -110,9 +110,10 @@ impl Net {
         &self,
         r: &mut AuthReplica,
         from: &[u16],
-        seq: Seq,
+        seq: u64,
         executed: &[(u32, ReqNo)],
     ) -> Vec<Action> {
+        let seq = Seq(seq);
         let executed: Vec<Executed> = executed
             .iter()
             .map(|&(client, nc)| Executed { client, nc })
@@ -255,7 +256,7 @@ fn only_clients_send_requests_and_only_exec_replicas_report() {
     };
     assert!(net.deliver(&mut r, 0, Principal::Order(1), &req).is_empty());
     let done = Message::BatchComplete {
-        seq: 1,
+        seq: Seq(1),
         executed: vec![],
     };
     assert!(net
@@ -392,7 +393,7 @@ fn a_stranded_pending_request_is_superseded_after_auth_resend_us() {
     assert_eq!(r.blacklisted(), 0);
 
     let fetch = |nc, op: &[u8]| Message::Fetch {
-        seq: 3,
+        seq: Seq(3),
         client: 1,
         nc,
         digest: Digest::of(op),
@@ -444,7 +445,7 @@ fn a_superseded_body_survives_restarts_before_and_after_its_number_is_ordered() 
     assert!(put.is_some() && put < sync, "{ops:?}");
     disk.apply(&superseding);
     let fetch = Message::Fetch {
-        seq: 3,
+        seq: Seq(3),
         client: 1,
         nc: ReqNo(1),
         digest: Digest::of(&old),
@@ -486,7 +487,7 @@ fn every_superseded_body_stays_fetchable_and_endless_superseding_is_blacklisted(
     );
     for op in &ops {
         let fetch = Message::Fetch {
-            seq: 3,
+            seq: Seq(3),
             client: 1,
             nc: ReqNo(1),
             digest: Digest::of(op),
@@ -576,7 +577,7 @@ fn a_valid_mac_over_an_invalid_body_blacklists_the_client() {
     assert!(net.request(&mut r, 2, 1, ReqNo(0), b"get a").is_empty());
     assert_eq!(r.counters().get("blacklisted-bad-number"), 1);
     let done = Message::BatchComplete {
-        seq: 1,
+        seq: Seq(1),
         executed: vec![],
     };
     assert!(net
@@ -699,7 +700,7 @@ fn al2_fetch_serves_matching_bodies_only() {
     let op = big_op(3);
     net.request(&mut r, 0, 1, ReqNo(1), &op);
     let fetch = Message::Fetch {
-        seq: 5,
+        seq: Seq(5),
         client: 1,
         nc: ReqNo(1),
         digest: Digest::of(&op),
@@ -710,7 +711,7 @@ fn al2_fetch_serves_matching_bodies_only() {
         vec![(
             Principal::Exec(2),
             Message::Command {
-                seq: 5,
+                seq: Seq(5),
                 client: 1,
                 nc: ReqNo(1),
                 op: op.clone()
@@ -719,7 +720,7 @@ fn al2_fetch_serves_matching_bodies_only() {
     );
 
     let wrong = Message::Fetch {
-        seq: 5,
+        seq: Seq(5),
         client: 1,
         nc: ReqNo(1),
         digest: Digest::of(b"other"),
@@ -728,7 +729,7 @@ fn al2_fetch_serves_matching_bodies_only() {
         .deliver(&mut r, 0, Principal::Exec(2), &wrong)
         .is_empty());
     let unknown = Message::Fetch {
-        seq: 5,
+        seq: Seq(5),
         client: 1,
         nc: ReqNo(2),
         digest: Digest::of(&op),
@@ -756,7 +757,7 @@ fn a_fetch_that_overtakes_its_request_is_answered_when_the_request_arrives() {
     let mut r = net.replica(Recovered::default());
     let op = big_op(7);
     let fetch = |nc, op: &[u8]| Message::Fetch {
-        seq: 9,
+        seq: Seq(9),
         client: 1,
         nc,
         digest: Digest::of(op),
@@ -780,7 +781,7 @@ fn a_fetch_that_overtakes_its_request_is_answered_when_the_request_arrives() {
         vec![&(
             Principal::Exec(1),
             Message::Command {
-                seq: 9,
+                seq: Seq(9),
                 client: 1,
                 nc: ReqNo(1),
                 op: op.clone()
@@ -834,7 +835,7 @@ fn pending_clears_on_a_later_executed_request_and_stays_fetchable() {
     net.complete(&mut r, &[0, 2], 6, &[(1, ReqNo(4))]);
     assert_eq!(r.pending_count(), 0);
     let fetch = Message::Fetch {
-        seq: 3,
+        seq: Seq(3),
         client: 1,
         nc: ReqNo(3),
         digest: Digest::of(&op),
@@ -874,7 +875,7 @@ fn garbage_collection_keeps_three_intervals() {
     assert_eq!(deleted, (0..3).map(cached_prefix).collect::<Vec<_>>());
     assert_eq!(r.cached_bodies(), 3);
     let fetch = |nc: u64| Message::Fetch {
-        seq: 0,
+        seq: Seq(0),
         client: 0,
         nc: ReqNo(nc),
         digest: Digest::of(&big_op(nc as u8)),
@@ -943,7 +944,7 @@ fn vote_memory_is_bounded_against_a_faulty_exec_replica() {
         0,
         Principal::Exec(2),
         &Message::BatchComplete {
-            seq: 1,
+            seq: Seq(1),
             executed: huge,
         },
     );
@@ -993,7 +994,7 @@ fn recovery_restores_pending_last_sent_and_cache() {
 
     for (client, op) in [(0, &op0), (1, &op1)] {
         let fetch = Message::Fetch {
-            seq: 3,
+            seq: Seq(3),
             client,
             nc: ReqNo(1),
             digest: Digest::of(op),
@@ -1004,7 +1005,7 @@ fn recovery_restores_pending_last_sent_and_cache() {
             vec![(
                 Principal::Exec(1),
                 Message::Command {
-                    seq: 3,
+                    seq: Seq(3),
                     client,
                     nc: ReqNo(1),
                     op: op.clone()
@@ -1044,7 +1045,7 @@ impl StoredRecordForTest {
         let record = recovery::CachedRecord {
             client,
             nc: ReqNo(nc),
-            seq,
+            seq: Seq(seq),
             op: op.to_vec(),
         };
         (

@@ -1009,7 +1009,7 @@ mod tests {
     use super::*;
     use plumb_app::{Application, Command, NonDeterminism};
     use plumb_speculation::SpecBench;
-    use plumb_wire::{Life, ReqNo};
+    use plumb_wire::{Life, ReqNo, Seq};
 
     /// Run a workload against the application itself, `n` steps.
     fn drive(name: &str, n: usize) -> Result<(), String> {
@@ -1019,7 +1019,7 @@ mod tests {
         for seq in 1..=n as u64 {
             let op = ops.next(previous.as_deref())?;
             let cmd = Command::new(1, Life(0), ReqNo(seq), &op);
-            let out = app.execute(seq, &[cmd], NonDeterminism { time: seq, seed: 0 });
+            let out = app.execute(Seq(seq), &[cmd], NonDeterminism { time: seq, seed: 0 });
             previous = Some(out.replies[0].clone());
         }
         ops.next(previous.as_deref()).map(|_| ())

@@ -17,7 +17,7 @@ use futures_util::{SinkExt, StreamExt};
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_runtime::link::{self, Framed};
 use plumb_runtime::{wall_micros, DelayLine, LinkDelay};
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 /// The application and what executing it needs between requests.
 struct Executor {
     app: Box<dyn Application + Send>,
-    seq: u64,
+    seq: Seq,
     last_time: u64,
     seed: u64,
 }
@@ -62,7 +62,7 @@ fn splitmix(mut z: u64) -> u64 {
 pub async fn serve(listener: TcpListener, app: Box<dyn Application + Send>) {
     let executor = Arc::new(Mutex::new(Executor {
         app,
-        seq: 0,
+        seq: Seq::ZERO,
         last_time: 0,
         seed: u64::from(std::process::id()),
     }));

@@ -8,6 +8,7 @@ use plumb_config::Faults;
 use plumb_core::storage::decode;
 use plumb_core::{run, DropReason, KeyRing};
 use plumb_crypto::{Identity, PublicIdentity};
+use plumb_wire::Seq;
 use std::collections::BTreeSet;
 
 const C: u32 = 7;
@@ -119,7 +120,7 @@ impl World {
                 req: request_id(C, life, nc, Digest::of(op)),
                 result: result.to_vec(),
                 at: plumb_wire::Position {
-                    seq: nc.0,
+                    seq: Seq(nc.0),
                     index: 0,
                 },
             },
@@ -142,7 +143,7 @@ impl World {
             nc,
             req: request_id(C, life(), nc, Digest::of(b"get")),
             result: result.to_vec(),
-            executed,
+            executed: Seq(executed),
         };
         self.from(Principal::Exec(exec), msg)
     }
@@ -483,7 +484,7 @@ fn stale_and_non_exec_replies_are_dropped_and_counted() {
     }
     c.handle(
         3,
-        w.from(Principal::Exec(0), Message::LastExec { next: 4 }),
+        w.from(Principal::Exec(0), Message::LastExec { next: Seq(4) }),
         &mut out,
     );
     assert!(completes(&out).is_empty());
@@ -971,7 +972,7 @@ fn read_only_reply_naming_another_read_does_not_count() {
             nc: ReqNo(1),
             req: request_id(C, life(), ReqNo(1), Digest::of(b"get other")),
             result: b"other".to_vec(),
-            executed: 1,
+            executed: Seq(1),
         };
         assert!(completes(&run(&mut c, 1, w.from(Principal::Exec(e), msg))).is_empty());
     }
@@ -1164,7 +1165,7 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
     // Addressed to someone else.
     let other = w
         .ring(Principal::Exec(0))
-        .seal(Principal::Auth(0), &Message::LastExec { next: 1 });
+        .seal(Principal::Auth(0), &Message::LastExec { next: Seq(1) });
     assert!(run(&mut c, 1, Event::Receive(other.unwrap_or_default())).is_empty());
     assert_eq!(c.counters().drops(DropReason::WrongReceiver), 1);
 

@@ -8,7 +8,7 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_coord::*;
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 use std::time::Instant;
 
 const SESSIONS: usize = 1000;
@@ -30,7 +30,7 @@ fn execute_set_1k() {
             .enumerate()
             .map(|(i, (client, op))| Command::new(*client, Life(0), ReqNo(i as u64), op))
             .collect();
-        app.execute(seq, &batch, NonDeterminism { time, seed: seq })
+        app.execute(Seq(seq), &batch, NonDeterminism { time, seed: seq })
     };
     let mut sessions = Vec::new();
     for c in 0..SESSIONS as u32 {

@@ -3,7 +3,7 @@
 
 use plumb_app::{Application, BatchOutput, Command, NonDeterminism};
 use plumb_coord::*;
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 use proptest::prelude::*;
 
 const PATHS: [&str; 8] = [
@@ -136,7 +136,7 @@ fn run(batches: &[(u16, Vec<[u8; 5]>)]) -> (CoordApp, Vec<BatchOutput>) {
             .map(|(i, op)| Command::new((i % 3) as u32, Life(0), ReqNo(i as u64), op))
             .collect();
         let out = app.execute(
-            seq as u64 + 1,
+            Seq(seq as u64 + 1),
             &cmds,
             NonDeterminism {
                 time,
@@ -209,7 +209,7 @@ proptest! {
             prop_assert_eq!(CoordOp::decode(&decoded.encode()).unwrap(), decoded);
         }
         let mut app = CoordApp::new();
-        let out = app.execute(1, &[Command::new(0, Life(0), ReqNo(0), &op)], NonDeterminism { time: 5, seed: 1 });
+        let out = app.execute(Seq(1), &[Command::new(0, Life(0), ReqNo(0), &op)], NonDeterminism { time: 5, seed: 1 });
         prop_assert!(Reply::decode(&out.replies[0]).is_ok());
     }
 
@@ -246,7 +246,7 @@ proptest! {
             let ops: Vec<Vec<u8>> = ops.iter().map(|b| op_of(*b, &sessions).encode()).collect();
             let cmds: Vec<Command<'_>> = ops.iter().map(|op| Command::new(1, Life(0), ReqNo(0), op)).collect();
             let nd = NonDeterminism { time, seed: i as u64 };
-            prop_assert_eq!(first.execute(i as u64, &cmds, nd), second.execute(i as u64, &cmds, nd));
+            prop_assert_eq!(first.execute(Seq(i as u64), &cmds, nd), second.execute(Seq(i as u64), &cmds, nd));
         }
         prop_assert_eq!(first.state_digest(), second.state_digest());
     }

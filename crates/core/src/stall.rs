@@ -2,7 +2,7 @@
 //! in a stage. Stages report them as observations; the node counts them in `/metrics` and logs
 //! them, so an operator reads why latency spiked instead of guessing (docs/operations.md).
 
-use plumb_wire::{ClientId, Micros, ReqNo, View};
+use plumb_wire::{ClientId, Micros, ReqNo, Seq, View};
 
 /// Why an order replica asked for a new view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -114,9 +114,9 @@ pub enum Evidence {
     Silence {
         silent: Micros,
         waited: Micros,
-        accepted: u64,
-        window_top: u64,
-        primary_checkpoint: Option<u64>,
+        accepted: Seq,
+        window_top: Seq,
+        primary_checkpoint: Option<Seq>,
     },
     /// Requests per second of busy time in the window just judged, against the bar it had to
     /// meet (`None`: no past view to compare with); the mean time a request pending here waited for its PRE-PREPARE in that window,
@@ -132,10 +132,10 @@ pub enum Evidence {
     /// it too) for `held` and pending here for `pending`, was passed over while PRE-PREPAREs
     /// ordered `orders` requests of client `other`, all pending here for at most `since`.
     PassedOver {
-        passed: u64,
+        passed: ClientId,
         held: Micros,
         pending: Micros,
-        other: u64,
+        other: ClientId,
         orders: u32,
         since: Micros,
     },

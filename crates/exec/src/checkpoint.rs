@@ -159,8 +159,11 @@ mod tests {
 
     #[test]
     fn keys_round_trip_and_sort_by_seq() {
-        assert_eq!(parse_checkpoint_key(&checkpoint_key(42)), Some(42));
-        assert!(checkpoint_key(9) < checkpoint_key(10));
+        assert_eq!(
+            parse_checkpoint_key(&checkpoint_key(Seq(42))),
+            Some(Seq(42))
+        );
+        assert!(checkpoint_key(Seq(9)) < checkpoint_key(Seq(10)));
         assert_eq!(parse_checkpoint_key("exec/cp/12"), None);
         assert_eq!(parse_checkpoint_key("order/cp/00000000000000000001"), None);
         assert_eq!(parse_checkpoint_key("exec/cp/+0000000000000000001"), None);
@@ -169,7 +172,7 @@ mod tests {
     #[test]
     fn encoding_is_canonical_and_rejects_trailing_bytes() {
         let mut a = ExecCheckpoint {
-            seq: 4,
+            seq: Seq(4),
             app: b"state".to_vec(),
             replies: BTreeMap::new(),
             agreed_time: 9,

@@ -92,7 +92,7 @@ impl<A: Application> ExecReplica<A> {
             .held
             .range(..seq)
             .next_back()
-            .map_or(seq.saturating_sub(self.interval()), |(s, _)| *s)
+            .map_or(seq.minus(self.interval()), |(s, _)| *s)
             + 1;
         self.divergence.rollback = Some(Rollback {
             seq,

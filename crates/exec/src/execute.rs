@@ -266,7 +266,7 @@ impl<A: Application> ExecReplica<A> {
     /// Keep checkpoints back to `latest - 2 * CP_interval`: the order stage may still name
     /// those in a LOAD-CP (seed 004 §5.3.2 garbage collection).
     pub(crate) fn collect_checkpoints(&mut self, latest: Seq, out: &mut Vec<Action>) {
-        let keep_from = latest.saturating_sub(2 * self.interval());
+        let keep_from = latest.minus(2 * self.interval());
         let kept = self.transfer.held.split_off(&keep_from);
         let old = std::mem::replace(&mut self.transfer.held, kept);
         for (seq, held) in old {
@@ -278,6 +278,6 @@ impl<A: Application> ExecReplica<A> {
         // A report on the oldest checkpoint held names the batches of the interval before it.
         let oldest = self.transfer.held.keys().next().copied().unwrap_or(latest);
         self.divergence
-            .forget_before(oldest.saturating_sub(self.interval()) + 1);
+            .forget_before(oldest.minus(self.interval()) + 1);
     }
 }

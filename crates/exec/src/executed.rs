@@ -24,7 +24,7 @@ pub(crate) struct Executed {
 impl Default for Executed {
     fn default() -> Executed {
         Executed {
-            next_seq: 1,
+            next_seq: Seq(1),
             agreed_time: 0,
             replies: BTreeMap::new(),
             next_push: BTreeMap::new(),
@@ -59,13 +59,16 @@ mod tests {
     fn a_reply_from_a_batch_not_executed_is_named() {
         let mut e = Executed::default();
         let mut reply = CachedReply::test(ReqNo(1), b"r");
-        reply.at = Position { seq: 3, index: 0 };
+        reply.at = Position {
+            seq: Seq(3),
+            index: 0,
+        };
         e.replies.insert(7, reply);
         assert_eq!(
             e.check_invariants().unwrap_err().name,
             "INV-replies-executed"
         );
-        e.next_seq = 4;
+        e.next_seq = Seq(4);
         assert_eq!(e.check_invariants(), Ok(()));
     }
 }

@@ -89,7 +89,7 @@ impl<A: Application> ExecReplica<A> {
         if gate.answers.len() < self.q().order_medium() {
             return false;
         }
-        let max = gate.answers.values().copied().max().unwrap_or(0);
+        let max = gate.answers.values().copied().max().unwrap_or(Seq::ZERO);
         if self.executed.next_seq <= max {
             return false;
         }

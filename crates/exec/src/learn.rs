@@ -153,7 +153,7 @@ impl<A: Application> ExecReplica<A> {
     /// ahead of its stable checkpoint; one more interval absorbs messages in flight while that
     /// checkpoint moves. A replica further behind is told to load a checkpoint instead.
     fn vote_horizon(&self) -> Seq {
-        self.executed.next_seq.saturating_add(3 * self.interval())
+        self.executed.next_seq.plus(3 * self.interval())
     }
 
     /// Bytes of unlearned batches one order replica may pin: twice what full batches of

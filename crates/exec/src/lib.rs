@@ -165,7 +165,7 @@ impl<A: Application> ExecReplica<A> {
         self.transfer.held.keys().copied().collect()
     }
 
-    fn interval(&self) -> Seq {
+    fn interval(&self) -> u64 {
         self.cfg().checkpoint_interval.max(1)
     }
 
@@ -424,7 +424,7 @@ impl<A: Application> ExecReplica<A> {
             nc,
             req: request_id(c, life, nc, Digest::of(&op)),
             result,
-            executed: self.executed.next_seq.saturating_sub(1),
+            executed: self.executed.next_seq.minus(1),
         };
         self.send(Principal::Client(c), &msg, out);
     }
@@ -527,7 +527,7 @@ impl<A: Application> ExecReplica<A> {
             out,
         );
         let done = Message::BatchComplete {
-            seq: self.executed.next_seq.saturating_sub(1),
+            seq: self.executed.next_seq.minus(1),
             executed: vec![plumb_wire::Executed { client, nc }],
         };
         self.send_to_auth(&done, out);

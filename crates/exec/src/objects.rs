@@ -144,7 +144,7 @@ impl<A: Application> ExecReplica<A> {
         tree: &ObjectTree,
         out: &mut Vec<Action>,
     ) {
-        let keep_from = seq.saturating_sub(2 * self.interval());
+        let keep_from = seq.minus(2 * self.interval());
         let Some(state) = self.objects.as_mut() else {
             return;
         };
@@ -253,7 +253,7 @@ impl<A: Application> ExecReplica<A> {
         let mut ok = tree.apply(base).is_ok();
         let mut unfolded: Vec<UnfoldedDelta> = Vec::new();
         let mut usable: BTreeMap<Seq, ObjectTree> = BTreeMap::new();
-        let mut pending = deltas.range(..=newest.unwrap_or(0)).peekable();
+        let mut pending = deltas.range(..=newest.unwrap_or(Seq::ZERO)).peekable();
         for (cp_seq, (cp, _)) in checkpoints {
             while let Some((seq, chunks)) = pending.next_if(|(s, _)| *s <= cp_seq) {
                 let mut ids = Vec::new();

@@ -233,7 +233,7 @@ impl Net {
         let quorum: Vec<u16> = (0..self.q().exec_learn() as u16).collect();
         let mut out = Vec::new();
         for (i, b) in batches.iter().enumerate() {
-            out.extend(self.next_batch(r, first + i as Seq, b, &quorum));
+            out.extend(self.next_batch(r, first + i as u64, b, &quorum));
         }
         out
     }
@@ -303,7 +303,7 @@ fn batch(requests: Vec<ReqCore>, time: Micros) -> Batch {
 
 /// `put k<seq> v<seq>` from client `seq % 4`, one batch per seq, times 100 apart.
 fn puts(first: Seq, count: u64) -> Vec<Batch> {
-    (first..first + count)
+    (first.0..first.0 + count)
         .map(|s| {
             batch(
                 vec![inline((s % 4) as u32, s, &format!("put k{s} v{s}"))],
@@ -313,7 +313,8 @@ fn puts(first: Seq, count: u64) -> Vec<Batch> {
         .collect()
 }
 
-fn delivered(actions: &[Action]) -> Vec<(Seq, Micros, bool)> {
+/// The batches delivered: (bare batch number, agreed time, null).
+fn delivered(actions: &[Action]) -> Vec<(u64, Micros, bool)> {
     actions
         .iter()
         .filter_map(|a| match a {
@@ -322,7 +323,7 @@ fn delivered(actions: &[Action]) -> Vec<(Seq, Micros, bool)> {
                 agreed_time,
                 null,
                 ..
-            }) => Some((*seq, *agreed_time, *null)),
+            }) => Some((seq.0, *agreed_time, *null)),
             _ => None,
         })
         .collect()
@@ -357,17 +358,17 @@ fn es2_executes_only_after_r_plus_1_matching_next_batches() {
     let net = Net::new(8);
     let mut r = fresh(&net, 0);
     let b = batch(vec![inline(1, 1, "put x 1")], 10);
-    let out = net.next_batch(&mut r, 1, &b, &[0]);
+    let out = net.next_batch(&mut r, Seq(1), &b, &[0]);
     assert!(delivered(&out).is_empty());
     // The same order replica again does not count twice.
-    let out = net.next_batch(&mut r, 1, &b, &[0]);
+    let out = net.next_batch(&mut r, Seq(1), &b, &[0]);
     assert!(delivered(&out).is_empty());
     assert!(r.app().calls.is_empty());
-    assert_eq!(r.next_seq(), 1);
-    let out = net.next_batch(&mut r, 1, &b, &[1]);
+    assert_eq!(r.next_seq(), Seq(1));
+    let out = net.next_batch(&mut r, Seq(1), &b, &[1]);
     assert_eq!(delivered(&out), vec![(1, 10, false)]);
     assert_eq!(r.app().calls.len(), 1);
-    assert_eq!(r.next_seq(), 2);
+    assert_eq!(r.next_seq(), Seq(2));
 }
 
 #[test]
@@ -378,12 +379,12 @@ fn es2_single_faulty_order_replica_cannot_make_it_execute_its_batch() {
     let good = batch(vec![inline(1, 1, "put x good")], 10);
     // Faulty order replica 3 pushes its batch repeatedly; one correct replica sends the truth.
     for _ in 0..5 {
-        assert!(delivered(&net.next_batch(&mut r, 1, &bad, &[3])).is_empty());
+        assert!(delivered(&net.next_batch(&mut r, Seq(1), &bad, &[3])).is_empty());
     }
-    assert!(delivered(&net.next_batch(&mut r, 1, &good, &[0])).is_empty());
+    assert!(delivered(&net.next_batch(&mut r, Seq(1), &good, &[0])).is_empty());
     assert!(r.app().calls.is_empty());
     // A second correct replica completes the quorum for the true batch.
-    let out = net.next_batch(&mut r, 1, &good, &[1]);
+    let out = net.next_batch(&mut r, Seq(1), &good, &[1]);
     assert_eq!(delivered(&out).len(), 1);
     assert_eq!(r.app().map.get("x").map(String::as_str), Some("good"));
 }
@@ -394,10 +395,10 @@ fn later_next_batch_from_a_replica_replaces_its_earlier_vote() {
     let mut r = fresh(&net, 0);
     let a = batch(vec![inline(1, 1, "put x a")], 10);
     let b = batch(vec![inline(1, 1, "put x b")], 10);
-    net.next_batch(&mut r, 1, &a, &[0]);
-    net.next_batch(&mut r, 1, &b, &[1]);
+    net.next_batch(&mut r, Seq(1), &a, &[0]);
+    net.next_batch(&mut r, Seq(1), &b, &[1]);
     // Replica 0 switches to b: b now has two votes, a none.
-    let out = net.next_batch(&mut r, 1, &b, &[0]);
+    let out = net.next_batch(&mut r, Seq(1), &b, &[0]);
     assert_eq!(delivered(&out).len(), 1);
     assert_eq!(r.app().map.get("x").map(String::as_str), Some("b"));
 }
@@ -406,17 +407,17 @@ fn later_next_batch_from_a_replica_replaces_its_earlier_vote() {
 fn es1_batches_are_delivered_in_sequence_order_only() {
     let net = Net::new(8);
     let mut r = fresh(&net, 0);
-    let bs = puts(1, 3);
-    let out = net.learn_all(&mut r, 2, &bs[1..]);
+    let bs = puts(Seq(1), 3);
+    let out = net.learn_all(&mut r, Seq(2), &bs[1..]);
     assert!(
         delivered(&out).is_empty(),
         "batches 2 and 3 must wait for 1"
     );
-    assert_eq!(r.next_seq(), 1);
-    let out = net.learn_all(&mut r, 1, &bs[..1]);
-    let seqs: Vec<Seq> = delivered(&out).iter().map(|d| d.0).collect();
+    assert_eq!(r.next_seq(), Seq(1));
+    let out = net.learn_all(&mut r, Seq(1), &bs[..1]);
+    let seqs: Vec<u64> = delivered(&out).iter().map(|d| d.0).collect();
     assert_eq!(seqs, vec![1, 2, 3]);
-    let called: Vec<Seq> = r.app().calls.iter().map(|c| c.0).collect();
+    let called: Vec<u64> = r.app().calls.iter().map(|c| c.0 .0).collect();
     assert_eq!(called, vec![1, 2, 3]);
 }
 
@@ -424,12 +425,12 @@ fn es1_batches_are_delivered_in_sequence_order_only() {
 fn already_executed_and_far_future_batches_are_dropped() {
     let net = Net::new(4);
     let mut r = fresh(&net, 0);
-    net.learn_all(&mut r, 1, &puts(1, 1));
-    let out = net.learn_all(&mut r, 1, &puts(1, 1));
+    net.learn_all(&mut r, Seq(1), &puts(Seq(1), 1));
+    let out = net.learn_all(&mut r, Seq(1), &puts(Seq(1), 1));
     assert!(delivered(&out).is_empty());
     assert_eq!(r.counters().get("next-batch-already-executed"), 2);
     // Window: next_seq + 3 intervals.
-    net.next_batch(&mut r, 2 + 12 + 1, &puts(1, 1)[0], &[0]);
+    net.next_batch(&mut r, Seq(2) + 12 + 1, &puts(Seq(1), 1)[0], &[0]);
     assert_eq!(r.counters().drops(DropReason::NextBatchBeyondWindow), 1);
 }
 
@@ -439,7 +440,7 @@ fn el4_gap_or_stall_sends_last_exec_on_catch_up_timer() {
     let mut r = fresh(&net, 0);
     let out = plumb_core::run(&mut r, NOW, Event::Start);
     assert_eq!(
-        net.receivers(&out, |m| *m == Message::LastExec { next: 1 }),
+        net.receivers(&out, |m| *m == Message::LastExec { next: Seq(1) }),
         net.orders()
     );
     assert!(out.contains(&Action::SetTimer {
@@ -450,7 +451,7 @@ fn el4_gap_or_stall_sends_last_exec_on_catch_up_timer() {
     // off leave no trace here.
     let out = plumb_core::run(&mut r, NOW, Event::Timer(CATCH_UP));
     assert_eq!(
-        net.receivers(&out, |m| *m == Message::LastExec { next: 1 }),
+        net.receivers(&out, |m| *m == Message::LastExec { next: Seq(1) }),
         net.orders()
     );
     assert!(out.contains(&Action::SetTimer {
@@ -458,10 +459,10 @@ fn el4_gap_or_stall_sends_last_exec_on_catch_up_timer() {
         after: net.cfg.catch_up_us
     }));
     // Batch 3 learned, 1 missing: a gap.
-    net.learn_all(&mut r, 3, &puts(3, 1));
+    net.learn_all(&mut r, Seq(3), &puts(Seq(3), 1));
     let out = plumb_core::run(&mut r, NOW, Event::Timer(CATCH_UP));
     assert_eq!(
-        net.receivers(&out, |m| *m == Message::LastExec { next: 1 }),
+        net.receivers(&out, |m| *m == Message::LastExec { next: Seq(1) }),
         net.orders()
     );
 }
@@ -470,10 +471,10 @@ fn el4_gap_or_stall_sends_last_exec_on_catch_up_timer() {
 fn el4_votes_that_never_reach_a_quorum_send_last_exec() {
     let net = Net::new(8);
     let mut r = fresh(&net, 0);
-    net.next_batch(&mut r, 1, &puts(1, 1)[0], &[2]);
+    net.next_batch(&mut r, Seq(1), &puts(Seq(1), 1)[0], &[2]);
     let out = plumb_core::run(&mut r, NOW, Event::Timer(CATCH_UP));
     assert_eq!(
-        net.receivers(&out, |m| *m == Message::LastExec { next: 1 }),
+        net.receivers(&out, |m| *m == Message::LastExec { next: Seq(1) }),
         net.orders()
     );
 }
@@ -484,9 +485,9 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     let mut r = fresh(&net, 0);
     let op = "put big value";
     let b = batch(vec![by_digest(2, 1, op)], 10);
-    let out = net.next_batch(&mut r, 1, &b, &[0, 1]);
+    let out = net.next_batch(&mut r, Seq(1), &b, &[0, 1]);
     let complete = Message::BatchComplete {
-        seq: 1,
+        seq: Seq(1),
         executed: vec![Executed {
             client: 2,
             nc: ReqNo(1),
@@ -494,7 +495,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     };
     assert_eq!(net.receivers(&out, |m| *m == complete), net.auths());
     let fetch = Message::Fetch {
-        seq: 1,
+        seq: Seq(1),
         client: 2,
         nc: ReqNo(1),
         digest: Digest::of(op.as_bytes()),
@@ -522,7 +523,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     assert_eq!(net.receivers(&out, |m| *m == fetch), net.auths());
     // A faulty auth replica sends a different body: rejected.
     let wrong = Message::Command {
-        seq: 1,
+        seq: Seq(1),
         client: 2,
         nc: ReqNo(1),
         op: b"put big evil".to_vec(),
@@ -532,7 +533,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     assert_eq!(r.counters().drops(DropReason::CommandBadDigest), 1);
     assert!(r.app().calls.is_empty());
     let right = Message::Command {
-        seq: 1,
+        seq: Seq(1),
         client: 2,
         nc: ReqNo(1),
         op: op.as_bytes().to_vec(),
@@ -546,7 +547,10 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
             nc: ReqNo(1),
             req: by_digest(2, 1, op).id_digest(),
             result: b"ok".to_vec(),
-            at: plumb_wire::Position { seq: 1, index: 0 },
+            at: plumb_wire::Position {
+                seq: Seq(1),
+                index: 0
+            },
         }]
     );
     // Nothing left to fetch: the timer is not re-armed.
@@ -569,24 +573,24 @@ fn an_auth_replica_that_leaves_a_fetch_unanswered_is_not_asked_first_again() {
     };
     let out = net.next_batch(
         &mut r,
-        1,
+        Seq(1),
         &batch(vec![by_digest(2, 1, "put a 1")], 10),
         &[0, 1],
     );
     assert_eq!(
-        net.receivers(&out, |m| *m == fetch_of(1, ReqNo(1), "put a 1")),
+        net.receivers(&out, |m| *m == fetch_of(Seq(1), ReqNo(1), "put a 1")),
         vec![Principal::Auth(2)]
     );
     let later = NOW + net.cfg.catch_up_us;
     plumb_core::run(&mut r, later, Event::Timer(FETCH));
     let out = net.next_batch(
         &mut r,
-        2,
+        Seq(2),
         &batch(vec![by_digest(2, 2, "put a 2")], 11),
         &[0, 1],
     );
     assert_eq!(
-        net.receivers(&out, |m| *m == fetch_of(2, ReqNo(2), "put a 2")),
+        net.receivers(&out, |m| *m == fetch_of(Seq(2), ReqNo(2), "put a 2")),
         vec![Principal::Auth(3)],
         "the next replica of client 2's preferred quorum"
     );
@@ -597,7 +601,7 @@ fn command_for_an_unlearned_batch_is_dropped() {
     let net = Net::new(8);
     let mut r = fresh(&net, 0);
     let msg = Message::Command {
-        seq: 1,
+        seq: Seq(1),
         client: 2,
         nc: ReqNo(1),
         op: b"x".to_vec(),
@@ -610,23 +614,26 @@ fn command_for_an_unlearned_batch_is_dropped() {
 fn el2_reply_sent_and_cached_then_el3_retransmit_resends_it() {
     let net = Net::new(8);
     let mut r = fresh(&net, 0);
-    let out = net.learn_all(&mut r, 1, &[batch(vec![inline(1, 1, "put x 1")], 10)]);
+    let out = net.learn_all(&mut r, Seq(1), &[batch(vec![inline(1, 1, "put x 1")], 10)]);
     let reply = Message::Reply {
         nc: ReqNo(1),
         req: inline(1, 1, "put x 1").id_digest(),
         result: b"ok".to_vec(),
-        at: plumb_wire::Position { seq: 1, index: 0 },
+        at: plumb_wire::Position {
+            seq: Seq(1),
+            index: 0,
+        },
     };
     assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply.clone()]);
 
     let rt = Message::Retransmit {
         client: 1,
-        next_seq: 2,
+        next_seq: Seq(2),
     };
     let out = net.deliver(&mut r, Principal::Order(2), &rt);
     assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply.clone()]);
     let complete = Message::BatchComplete {
-        seq: 1,
+        seq: Seq(1),
         executed: vec![Executed {
             client: 1,
             nc: ReqNo(1),
@@ -656,7 +663,7 @@ fn reply_names_its_operation_also_when_resent_from_the_cache_and_the_checkpoint(
     assert_ne!(old.id_digest(), new.id_digest());
     let out = net.learn_all(
         &mut r,
-        1,
+        Seq(1),
         &[
             batch(vec![old.clone()], 10),
             batch(vec![inline(2, 1, "put y 1")], 20),
@@ -679,7 +686,7 @@ fn reply_names_its_operation_also_when_resent_from_the_cache_and_the_checkpoint(
 
     let rt = Message::Retransmit {
         client: 1,
-        next_seq: 3,
+        next_seq: Seq(3),
     };
     let out = net.deliver(&mut r, Principal::Order(0), &rt);
     assert_eq!(
@@ -699,7 +706,7 @@ fn last_request_query_answers_the_last_executed_number() {
         net.sent_to(&out, Principal::Client(c))
     };
     assert_eq!(ask(&mut r, 3), vec![Message::LastRequest { nc: ReqNo(0) }]);
-    net.learn_all(&mut r, 1, &[batch(vec![inline(3, 3, "put z 1")], 10)]);
+    net.learn_all(&mut r, Seq(1), &[batch(vec![inline(3, 3, "put z 1")], 10)]);
     assert_eq!(ask(&mut r, 3), vec![Message::LastRequest { nc: ReqNo(3) }]);
     assert_eq!(ask(&mut r, 2), vec![Message::LastRequest { nc: ReqNo(0) }]);
     // Only clients ask; from anyone else the query is dropped.
@@ -716,11 +723,11 @@ fn el4_retransmit_from_an_order_stage_ahead_sends_last_exec() {
         Principal::Order(0),
         &Message::Retransmit {
             client: 3,
-            next_seq: 5,
+            next_seq: Seq(5),
         },
     );
     assert_eq!(
-        net.receivers(&out, |m| *m == Message::LastExec { next: 1 }),
+        net.receivers(&out, |m| *m == Message::LastExec { next: Seq(1) }),
         net.orders()
     );
     // No reply cached for client 3: nothing to resend.
@@ -731,10 +738,10 @@ fn el4_retransmit_from_an_order_stage_ahead_sends_last_exec() {
 fn es4_checkpoint_persisted_and_synced_before_cp_token() {
     let net = Net::new(2);
     let mut r = fresh(&net, 0);
-    let out = net.learn_all(&mut r, 1, &puts(1, 1));
+    let out = net.learn_all(&mut r, Seq(1), &puts(Seq(1), 1));
     assert!(checkpoint_taken(&out).is_empty());
-    let out = net.learn_all(&mut r, 2, &puts(2, 1));
-    let key = checkpoint_key(2);
+    let out = net.learn_all(&mut r, Seq(2), &puts(Seq(2), 1));
+    let key = checkpoint_key(Seq(2));
     let put_at = out
         .iter()
         .position(|a| matches!(a, Action::Store(StoreOp::Put { key: k, .. }) if *k == key))
@@ -762,7 +769,7 @@ fn es4_checkpoint_persisted_and_synced_before_cp_token() {
     );
     let value = &puts_of(&out)[0].1;
     let token = Digest::of(value);
-    let cp_token = Message::CpToken { seq: 2, token };
+    let cp_token = Message::CpToken { seq: Seq(2), token };
     assert_eq!(
         sent.iter()
             .filter(|(_, m)| *m == cp_token)
@@ -770,9 +777,9 @@ fn es4_checkpoint_persisted_and_synced_before_cp_token() {
             .collect::<Vec<_>>(),
         net.orders()
     );
-    assert_eq!(checkpoint_taken(&out), vec![(2, token)]);
+    assert_eq!(checkpoint_taken(&out), vec![(Seq(2), token)]);
     let cp = ExecCheckpoint::decode(value).unwrap();
-    assert_eq!(cp.seq, 2);
+    assert_eq!(cp.seq, Seq(2));
     assert_eq!(cp.agreed_time, 200);
     assert_eq!(cp.replies.len(), 2);
 }
@@ -782,8 +789,8 @@ fn correct_replicas_produce_identical_checkpoint_tokens() {
     let net = Net::new(2);
     let mut a = fresh(&net, 0);
     let mut b = fresh(&net, 1);
-    let ta = checkpoint_taken(&net.learn_all(&mut a, 1, &puts(1, 4)));
-    let tb = checkpoint_taken(&net.learn_all(&mut b, 1, &puts(1, 4)));
+    let ta = checkpoint_taken(&net.learn_all(&mut a, Seq(1), &puts(Seq(1), 4)));
+    let tb = checkpoint_taken(&net.learn_all(&mut b, Seq(1), &puts(Seq(1), 4)));
     assert_eq!(ta.len(), 2);
     assert_eq!(ta, tb);
 }
@@ -792,13 +799,13 @@ fn correct_replicas_produce_identical_checkpoint_tokens() {
 fn checkpoints_older_than_two_intervals_are_deleted_and_released() {
     let net = Net::new(2);
     let mut r = fresh(&net, 0);
-    let out = net.learn_all(&mut r, 1, &puts(1, 8));
-    assert_eq!(r.held_checkpoints(), vec![4, 6, 8]);
+    let out = net.learn_all(&mut r, Seq(1), &puts(Seq(1), 8));
+    assert_eq!(r.held_checkpoints(), vec![Seq(4), Seq(6), Seq(8)]);
     assert!(out.contains(&Action::Store(StoreOp::Delete {
-        key: checkpoint_key(2)
+        key: checkpoint_key(Seq(2))
     })));
     assert!(!out.contains(&Action::Store(StoreOp::Delete {
-        key: checkpoint_key(4)
+        key: checkpoint_key(Seq(4))
     })));
     assert_eq!(r.app().released.len(), 1);
 }
@@ -806,7 +813,7 @@ fn checkpoints_older_than_two_intervals_are_deleted_and_released() {
 /// Replica 0 executes `count` put batches and reports its checkpoint tokens.
 fn leader(net: &Net, app: Registers, count: u64) -> (Replica, Vec<Action>) {
     let mut a = net.replica(0, app, Recovered::default());
-    let out = net.learn_all(&mut a, 1, &puts(1, count));
+    let out = net.learn_all(&mut a, Seq(1), &puts(Seq(1), count));
     (a, out)
 }
 
@@ -823,30 +830,30 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
     let net = Net::new(2);
     let (mut a, out) = leader(&net, Registers::default(), 4);
     let (seq, token) = *checkpoint_taken(&out).last().unwrap();
-    assert_eq!(seq, 4);
+    assert_eq!(seq, Seq(4));
     let mut b = net.replica(1, Registers::default(), Recovered::default());
-    let fetch = Message::FetchExecCp { seq: 4 };
+    let fetch = Message::FetchExecCp { seq: Seq(4) };
     // One order replica is not enough: it may be the faulty one.
-    let out = load_cp(&net, &mut b, 4, token, &[3]);
+    let out = load_cp(&net, &mut b, Seq(4), token, &[3]);
     assert!(net.receivers(&out, |m| *m == fetch).is_empty());
-    let out = load_cp(&net, &mut b, 4, token, &[0]);
+    let out = load_cp(&net, &mut b, Seq(4), token, &[0]);
     assert_eq!(
         net.receivers(&out, |m| *m == fetch),
         vec![Principal::Exec(0), Principal::Exec(2)]
     );
 
     // A faulty peer sends a checkpoint that does not match the token.
-    let mut forged = ExecCheckpoint::decode(&a.transfer.held[&4].bytes).unwrap();
+    let mut forged = ExecCheckpoint::decode(&a.transfer.held[&Seq(4)].bytes).unwrap();
     forged
         .replies
         .insert(1, CachedReply::test(ReqNo(99), b"forged"));
     let forged = Message::ExecCpState {
-        seq: 4,
+        seq: Seq(4),
         state: forged.encode(),
     };
     let out = net.deliver(&mut b, Principal::Exec(2), &forged);
     assert_eq!(b.counters().drops(DropReason::ExecCpBadToken), 1);
-    assert_eq!(b.next_seq(), 1);
+    assert_eq!(b.next_seq(), Seq(1));
     assert!(out.is_empty());
 
     // A correct peer answers the fetch.
@@ -854,17 +861,17 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
     let state = net.sent_to(&served, Principal::Exec(1));
     assert_eq!(state.len(), 1);
     let out = net.deliver(&mut b, Principal::Exec(0), &state[0]);
-    assert_eq!(b.next_seq(), 5);
+    assert_eq!(b.next_seq(), Seq(5));
     assert!(
         out.contains(&Action::Observe(Observation::CheckpointLoaded {
-            seq: 4,
+            seq: Seq(4),
             token
         }))
     );
     let put_at = out
         .iter()
         .position(
-            |x| matches!(x, Action::Store(StoreOp::Put { key, .. }) if *key == checkpoint_key(4)),
+            |x| matches!(x, Action::Store(StoreOp::Put { key, .. }) if *key == checkpoint_key(Seq(4))),
         )
         .expect("loaded checkpoint persisted");
     assert_eq!(out.get(put_at + 1), Some(&Action::Store(StoreOp::Sync)));
@@ -873,7 +880,7 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
     // The reply cache came along: a retransmission is answered like the leader would.
     let rt = Message::Retransmit {
         client: 3,
-        next_seq: 5,
+        next_seq: Seq(5),
     };
     let from_a = net.sent_to(
         &net.deliver(&mut a, Principal::Order(0), &rt),
@@ -886,7 +893,7 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
     assert_eq!(from_a, from_b);
     assert_eq!(from_b.len(), 1);
     // Execution continues from 5 with a strictly later agreed time.
-    let out = net.learn_all(&mut b, 5, &[batch(vec![inline(1, 5, "put y 1")], 1)]);
+    let out = net.learn_all(&mut b, Seq(5), &[batch(vec![inline(1, 5, "put y 1")], 1)]);
     assert_eq!(delivered(&out), vec![(5, 401, false)]);
 }
 
@@ -896,8 +903,8 @@ fn load_cp_for_a_checkpoint_not_ahead_is_ignored() {
     let (_, out) = leader(&net, Registers::default(), 4);
     let (_, token) = *checkpoint_taken(&out).last().unwrap();
     let mut b = net.replica(1, Registers::default(), Recovered::default());
-    net.learn_all(&mut b, 1, &puts(1, 4));
-    let out = load_cp(&net, &mut b, 4, token, &[0, 1]);
+    net.learn_all(&mut b, Seq(1), &puts(Seq(1), 4));
+    let out = load_cp(&net, &mut b, Seq(4), token, &[0, 1]);
     assert!(net
         .receivers(&out, |m| matches!(m, Message::FetchExecCp { .. }))
         .is_empty());
@@ -909,10 +916,14 @@ fn state_transfer_fetches_missing_application_state_by_token() {
     let net = Net::new(2);
     let (mut a, out) = leader(&net, Registers::by_token(), 2);
     let (seq, token) = *checkpoint_taken(&out).last().unwrap();
-    assert_eq!(seq, 2);
+    assert_eq!(seq, Seq(2));
     let mut b = net.replica(1, Registers::by_token(), Recovered::default());
-    load_cp(&net, &mut b, 2, token, &[1, 2]);
-    let served = net.deliver(&mut a, Principal::Exec(1), &Message::FetchExecCp { seq: 2 });
+    load_cp(&net, &mut b, Seq(2), token, &[1, 2]);
+    let served = net.deliver(
+        &mut a,
+        Principal::Exec(1),
+        &Message::FetchExecCp { seq: Seq(2) },
+    );
     let out = net.deliver(
         &mut b,
         Principal::Exec(0),
@@ -924,7 +935,7 @@ fn state_transfer_fetches_missing_application_state_by_token() {
     let Message::FetchState { token: piece } = asks[0].1.clone() else {
         panic!("expected FETCH-STATE, got {asks:?}")
     };
-    assert_eq!(b.next_seq(), 1);
+    assert_eq!(b.next_seq(), Seq(1));
     // A faulty peer sends the wrong bytes: rejected.
     net.deliver(
         &mut b,
@@ -935,7 +946,7 @@ fn state_transfer_fetches_missing_application_state_by_token() {
         },
     );
     assert_eq!(b.counters().drops(DropReason::StateBadDigest), 1);
-    assert_eq!(b.next_seq(), 1);
+    assert_eq!(b.next_seq(), Seq(1));
     // The catch-up timer re-asks while waiting.
     let out = plumb_core::run(&mut b, NOW, Event::Timer(CATCH_UP));
     assert_eq!(
@@ -954,11 +965,11 @@ fn state_transfer_fetches_missing_application_state_by_token() {
     );
     assert!(
         out.contains(&Action::Observe(Observation::CheckpointLoaded {
-            seq: 2,
+            seq: Seq(2),
             token
         }))
     );
-    assert_eq!(b.next_seq(), 3);
+    assert_eq!(b.next_seq(), Seq(3));
     assert_eq!(b.app().state_digest(), a.app().state_digest());
 }
 
@@ -968,8 +979,11 @@ fn load_cp_uses_a_local_checkpoint_when_it_holds_one() {
     let (a, out) = leader(&net, Registers::default(), 4);
     let (_, token) = *checkpoint_taken(&out).last().unwrap();
     // Replica holding checkpoint 4 on disk but (artificially) behind it.
-    let records: BTreeMap<String, Vec<u8>> =
-        [(checkpoint_key(4), a.transfer.held[&4].bytes.clone())].into();
+    let records: BTreeMap<String, Vec<u8>> = [(
+        checkpoint_key(Seq(4)),
+        a.transfer.held[&Seq(4)].bytes.clone(),
+    )]
+    .into();
     let mut b = net.replica(
         1,
         Registers::default(),
@@ -978,18 +992,18 @@ fn load_cp_uses_a_local_checkpoint_when_it_holds_one() {
             corrupt: vec![],
         },
     );
-    b.executed.next_seq = 1;
-    let out = load_cp(&net, &mut b, 4, token, &[0, 1]);
+    b.executed.next_seq = Seq(1);
+    let out = load_cp(&net, &mut b, Seq(4), token, &[0, 1]);
     assert!(net
         .receivers(&out, |m| matches!(m, Message::FetchExecCp { .. }))
         .is_empty());
     assert!(
         out.contains(&Action::Observe(Observation::CheckpointLoaded {
-            seq: 4,
+            seq: Seq(4),
             token
         }))
     );
-    assert_eq!(b.next_seq(), 5);
+    assert_eq!(b.next_seq(), Seq(5));
 }
 
 #[test]
@@ -999,34 +1013,34 @@ fn es5_recovery_loads_newest_checkpoint_that_decodes() {
     let mut records: BTreeMap<String, Vec<u8>> = puts_of(&out).into_iter().collect();
     assert_eq!(records.len(), 2);
     // A newer record that does not decode, and one whose checksum failed.
-    records.insert(checkpoint_key(6), b"torn write".to_vec());
-    let corrupt = vec![checkpoint_key(8)];
+    records.insert(checkpoint_key(Seq(6)), b"torn write".to_vec());
+    let corrupt = vec![checkpoint_key(Seq(8))];
     let mut r = net.replica(0, Registers::default(), Recovered { records, corrupt });
-    assert_eq!(r.next_seq(), 5);
-    assert_eq!(r.held_checkpoints(), vec![2, 4]);
+    assert_eq!(r.next_seq(), Seq(5));
+    assert_eq!(r.held_checkpoints(), vec![Seq(2), Seq(4)]);
     assert_eq!(r.counters().get("recovery-undecodable-checkpoint"), 1);
     assert_eq!(r.counters().get("recovery-corrupt-record"), 1);
-    let token4 = a.transfer.held[&4].token;
+    let token4 = a.transfer.held[&Seq(4)].token;
     let out = plumb_core::run(&mut r, NOW, Event::Start);
     assert!(
         out.contains(&Action::Observe(Observation::CheckpointLoaded {
-            seq: 4,
+            seq: Seq(4),
             token: token4
         }))
     );
     assert!(out.contains(&Action::Store(StoreOp::Delete {
-        key: checkpoint_key(6)
+        key: checkpoint_key(Seq(6))
     })));
     assert!(out.contains(&Action::Store(StoreOp::Delete {
-        key: checkpoint_key(8)
+        key: checkpoint_key(Seq(8))
     })));
     assert_eq!(
-        net.receivers(&out, |m| *m == Message::LastExec { next: 5 }),
+        net.receivers(&out, |m| *m == Message::LastExec { next: Seq(5) }),
         net.orders()
     );
     // State at 4 differs from the leader's at 5; replaying 5 brings them together.
     assert_ne!(r.app().state_digest(), a.app().state_digest());
-    net.learn_all(&mut r, 5, &puts(5, 1));
+    net.learn_all(&mut r, Seq(5), &puts(Seq(5), 1));
     assert_eq!(r.app().state_digest(), a.app().state_digest());
     assert_eq!(r.agreed_time(), a.agreed_time());
 }
@@ -1037,7 +1051,7 @@ fn fresh_start_emits_no_checkpoint_loaded() {
     let mut r = fresh(&net, 0);
     let out = plumb_core::run(&mut r, NOW, Event::Start);
     assert!(!out.iter().any(|a| matches!(a, Action::Observe(_))));
-    assert_eq!(r.next_seq(), 1);
+    assert_eq!(r.next_seq(), Seq(1));
 }
 
 /// The nonces of the EXEC-PROBEs in `actions` (one per probe round, sent to every order replica).
@@ -1091,8 +1105,11 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
     let (a, _) = leader(&net, Registers::default(), 5);
     assert_eq!(a.app().map.get("k5").map(String::as_str), Some("v5"));
     // Restart with checkpoint 4 on disk: batch 5 (`put k5 v5`) is forgotten.
-    let records: BTreeMap<String, Vec<u8>> =
-        [(checkpoint_key(4), a.transfer.held[&4].bytes.clone())].into();
+    let records: BTreeMap<String, Vec<u8>> = [(
+        checkpoint_key(Seq(4)),
+        a.transfer.held[&Seq(4)].bytes.clone(),
+    )]
+    .into();
     let mut r = net.replica(
         0,
         Registers::default(),
@@ -1101,7 +1118,7 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
             corrupt: vec![],
         },
     );
-    assert_eq!(r.next_seq(), 5);
+    assert_eq!(r.next_seq(), Seq(5));
     let out = plumb_core::run(&mut r, NOW, Event::Start);
     let nonces = probe_nonces(&net, &out);
     assert_eq!(nonces.len(), 1);
@@ -1121,7 +1138,7 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
         Principal::Order(0),
         &Message::ExecProbeReply {
             nonce: nonces[0] ^ 1,
-            seq: 0,
+            seq: Seq(0),
         },
     );
     net.deliver(
@@ -1129,14 +1146,14 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
         Principal::Exec(1),
         &Message::ExecProbeReply {
             nonce: nonces[0],
-            seq: 0,
+            seq: Seq(0),
         },
     );
     assert_eq!(r.counters().drops(DropReason::ProbeReplyBadNonce), 1);
     assert_eq!(r.counters().drops(DropReason::ProbeReplyNotOrder), 1);
 
     // n - u = 3 order replicas answer; the maximum (5) counts, not the lower answers.
-    let answers = [(0u16, 4), (1, 5), (2, 3)];
+    let answers = [(0u16, Seq(4)), (1, Seq(5)), (2, Seq(3))];
     for (i, (o, seq)) in answers.iter().enumerate() {
         if i == 1 {
             // Still short of n - u answers on the catch-up tick: probe again, new nonce;
@@ -1162,7 +1179,7 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
     let tick = plumb_core::run(&mut r, NOW, Event::Timer(CATCH_UP));
     assert!(probe_nonces(&net, &tick).is_empty(), "n - u answered");
 
-    net.learn_all(&mut r, 5, &puts(5, 1));
+    net.learn_all(&mut r, Seq(5), &puts(Seq(5), 1));
     assert_eq!(
         read_only(&net, &mut r, ReqNo(3), "k5"),
         vec![Message::ReadOnlyReply {
@@ -1174,7 +1191,7 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
                 Digest::of(b"get k5")
             ),
             result: b"v5".to_vec(),
-            executed: 5
+            executed: Seq(5)
         }]
     );
     assert_eq!(r.counters().get("read-only-not-ready"), 2);
@@ -1184,8 +1201,8 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
 fn read_only_reply_reports_the_last_executed_batch() {
     let net = Net::new(8);
     let mut r = fresh(&net, 0);
-    start_and_answer_probe(&net, &mut r, 0);
-    net.learn_all(&mut r, 1, &[batch(vec![inline(1, 1, "put x 42")], 10)]);
+    start_and_answer_probe(&net, &mut r, Seq(0));
+    net.learn_all(&mut r, Seq(1), &[batch(vec![inline(1, 1, "put x 42")], 10)]);
     let out = net.deliver(
         &mut r,
         Principal::Client(3),
@@ -1206,7 +1223,7 @@ fn read_only_reply_reports_the_last_executed_batch() {
                 Digest::of(b"get x")
             ),
             result: b"42".to_vec(),
-            executed: 1
+            executed: Seq(1)
         }]
     );
     assert_eq!(
@@ -1220,14 +1237,14 @@ fn read_only_reply_reports_the_last_executed_batch() {
 fn null_batch_advances_without_calling_the_application() {
     let net = Net::new(8);
     let mut r = fresh(&net, 0);
-    let out = net.learn_all(&mut r, 1, &[batch(vec![], 500)]);
+    let out = net.learn_all(&mut r, Seq(1), &[batch(vec![], 500)]);
     assert_eq!(delivered(&out), vec![(1, 0, true)]);
     assert!(r.app().calls.is_empty());
-    assert_eq!(r.next_seq(), 2);
-    net.learn_all(&mut r, 2, &[batch(vec![inline(1, 1, "put x 1")], 10)]);
+    assert_eq!(r.next_seq(), Seq(2));
+    net.learn_all(&mut r, Seq(2), &[batch(vec![inline(1, 1, "put x 1")], 10)]);
     assert_eq!(
         r.app().calls.iter().map(|c| c.0).collect::<Vec<_>>(),
-        vec![2]
+        vec![Seq(2)]
     );
 }
 
@@ -1242,7 +1259,7 @@ fn ls7_agreed_time_strictly_increases_even_if_batch_times_do_not() {
         batch(vec![inline(1, 3, "put a 3")], 100),
         batch(vec![inline(1, 4, "put a 4")], 900),
     ];
-    let out = net.learn_all(&mut r, 1, &bs);
+    let out = net.learn_all(&mut r, Seq(1), &bs);
     let times: Vec<Micros> = delivered(&out).iter().map(|d| d.1).collect();
     assert_eq!(times, vec![100, 101, 101, 102, 900]);
     let app_times: Vec<Micros> = r.app().calls.iter().map(|c| c.1.time).collect();
@@ -1256,7 +1273,7 @@ fn push_events_get_increasing_ids_per_client() {
     let mut r = fresh(&net, 0);
     let out = net.learn_all(
         &mut r,
-        1,
+        Seq(1),
         &[
             batch(vec![inline(1, 1, "push 2 a")], 1),
             batch(vec![inline(1, 2, "push 2 b")], 2),
@@ -1286,7 +1303,11 @@ fn push_events_get_increasing_ids_per_client() {
 fn serving_peers_only_what_is_held() {
     let net = Net::new(2);
     let (mut a, _) = leader(&net, Registers::by_token(), 2);
-    let out = net.deliver(&mut a, Principal::Exec(1), &Message::FetchExecCp { seq: 6 });
+    let out = net.deliver(
+        &mut a,
+        Principal::Exec(1),
+        &Message::FetchExecCp { seq: Seq(6) },
+    );
     assert!(out.is_empty());
     let out = net.deliver(
         &mut a,
@@ -1301,7 +1322,7 @@ fn serving_peers_only_what_is_held() {
         &mut a,
         Principal::Exec(2),
         &Message::ExecCpState {
-            seq: 2,
+            seq: Seq(2),
             state: vec![1, 2, 3],
         },
     );
@@ -1325,7 +1346,7 @@ fn unauthenticated_and_misdirected_input_is_dropped_and_counted() {
     assert_eq!(r.counters().drops(DropReason::Short), 1);
     // A frame for another exec replica.
     let frame = net.rings[&Principal::Order(0)]
-        .seal(Principal::Exec(1), &Message::LastExec { next: 1 })
+        .seal(Principal::Exec(1), &Message::LastExec { next: Seq(1) })
         .unwrap();
     plumb_core::run(&mut r, NOW, Event::Receive(frame));
     assert_eq!(r.counters().drops(DropReason::WrongReceiver), 1);
@@ -1335,20 +1356,20 @@ fn unauthenticated_and_misdirected_input_is_dropped_and_counted() {
         Principal::Client(1),
         &Message::NextBatch {
             view: View::ZERO,
-            seq: 1,
-            batch: puts(1, 1)[0].clone(),
+            seq: Seq(1),
+            batch: puts(Seq(1), 1)[0].clone(),
         },
     );
     net.deliver(
         &mut r,
         Principal::Auth(1),
         &Message::LoadCp {
-            seq: 4,
+            seq: Seq(4),
             token: Digest::ZERO,
         },
     );
     assert_eq!(r.counters().drops(DropReason::Unexpected), 2);
-    assert_eq!(r.next_seq(), 1);
+    assert_eq!(r.next_seq(), Seq(1));
 }
 
 #[test]
@@ -1358,9 +1379,9 @@ fn oversized_batches_are_dropped() {
     let many = (0..net.cfg.batch_max as u32 + 1)
         .map(|c| inline(c, 1, "put a 1"))
         .collect();
-    net.next_batch(&mut r, 1, &batch(many, 1), &[0, 1]);
+    net.next_batch(&mut r, Seq(1), &batch(many, 1), &[0, 1]);
     assert_eq!(r.counters().drops(DropReason::NextBatchOversized), 2);
-    assert_eq!(r.next_seq(), 1);
+    assert_eq!(r.next_seq(), Seq(1));
 }
 
 proptest! {
@@ -1373,11 +1394,11 @@ proptest! {
     ) {
         let net = Net::new(4);
         let mut r = fresh(&net, 0);
-        let truth = puts(1, 6);
+        let truth = puts(Seq(1), 6);
         let mut seqs = Vec::new();
         for (s, o) in order {
             let b = if o == 3 { batch(vec![inline(0, s, "put evil 1")], 1) } else { truth[(s - 1) as usize].clone() };
-            let out = net.next_batch(&mut r, s, &b, &[o]);
+            let out = net.next_batch(&mut r, Seq(s), &b, &[o]);
             seqs.extend(delivered(&out).into_iter().map(|d| d.0));
         }
         prop_assert_eq!(seqs, (1..=6).collect::<Vec<_>>());
@@ -1400,16 +1421,16 @@ proptest! {
         let mut r = fresh(&net, 0);
         let token = Digest(token);
         for msg in [
-            Message::ExecCpState { seq, state: body.clone() },
+            Message::ExecCpState { seq: Seq(seq), state: body.clone() },
             Message::State { token, data: body.clone() },
-            Message::FetchExecCp { seq },
+            Message::FetchExecCp { seq: Seq(seq) },
             Message::FetchState { token },
         ] {
             net.deliver(&mut r, Principal::Exec(1), &msg);
         }
-        net.deliver(&mut r, Principal::Auth(0), &Message::Command { seq, client: 0, nc: ReqNo(seq), op: body.clone() });
-        net.deliver(&mut r, Principal::Order(0), &Message::LoadCp { seq, token });
-        prop_assert_eq!(r.next_seq(), 1);
+        net.deliver(&mut r, Principal::Auth(0), &Message::Command { seq: Seq(seq), client: 0, nc: ReqNo(seq), op: body.clone() });
+        net.deliver(&mut r, Principal::Order(0), &Message::LoadCp { seq: Seq(seq), token });
+        prop_assert_eq!(r.next_seq(), Seq(1));
     }
 }
 
@@ -1419,21 +1440,21 @@ fn load_overtaken_by_normal_execution_is_abandoned() {
     let (_, out) = leader(&net, Registers::default(), 2);
     let (_, token) = *checkpoint_taken(&out).last().unwrap();
     let mut b = fresh(&net, 1);
-    load_cp(&net, &mut b, 2, token, &[0, 1]);
-    net.learn_all(&mut b, 1, &puts(1, 3));
-    assert_eq!(b.next_seq(), 4);
+    load_cp(&net, &mut b, Seq(2), token, &[0, 1]);
+    net.learn_all(&mut b, Seq(1), &puts(Seq(1), 3));
+    assert_eq!(b.next_seq(), Seq(4));
     assert_eq!(b.counters().get("load-cp-overtaken"), 1);
     // The checkpoint arriving late must not move the replica backwards.
-    let cp = ExecCheckpoint::decode(&b.transfer.held[&2].bytes).unwrap();
+    let cp = ExecCheckpoint::decode(&b.transfer.held[&Seq(2)].bytes).unwrap();
     net.deliver(
         &mut b,
         Principal::Exec(0),
         &Message::ExecCpState {
-            seq: 2,
+            seq: Seq(2),
             state: cp.encode(),
         },
     );
-    assert_eq!(b.next_seq(), 4);
+    assert_eq!(b.next_seq(), Seq(4));
 }
 
 #[test]
@@ -1444,14 +1465,14 @@ fn a_faulty_order_replica_cannot_pin_unbounded_vote_memory() {
     for s in 2..=20 {
         net.next_batch(
             &mut r,
-            s,
+            Seq(s),
             &batch(vec![inline(0, s, &format!("put k {big}"))], 1),
             &[3],
         );
     }
     assert!(r.counters().drops(DropReason::NextBatchOverBudget) > 0);
     // Correct replicas are unaffected.
-    let out = net.learn_all(&mut r, 1, &puts(1, 2));
+    let out = net.learn_all(&mut r, Seq(1), &puts(Seq(1), 2));
     assert_eq!(delivered(&out).len(), 2);
 }
 
@@ -1465,11 +1486,11 @@ fn state_transfer_requests_wait_until_the_replica_is_idle() {
     // Batch 3 is learned but its body is missing: work waits here, and learning just moved.
     net.next_batch(
         &mut a,
-        3,
+        Seq(3),
         &batch(vec![by_digest(2, 1, "put big value")], 30),
         &[0, 1],
     );
-    let fetch = Message::FetchExecCp { seq: 2 };
+    let fetch = Message::FetchExecCp { seq: Seq(2) };
     let out = net.deliver(&mut a, Principal::Exec(1), &fetch);
     assert!(net.sent_to(&out, Principal::Exec(1)).is_empty());
     assert_eq!(a.counters().get("state-transfer-deferred"), 1);
@@ -1479,7 +1500,7 @@ fn state_transfer_requests_wait_until_the_replica_is_idle() {
     assert!(
         matches!(
             net.sent_to(&out, Principal::Exec(1)).first(),
-            Some(Message::ExecCpState { seq: 2, .. })
+            Some(Message::ExecCpState { seq: Seq(2), .. })
         ),
         "{out:?}"
     );
@@ -1494,12 +1515,12 @@ fn a_request_decided_twice_is_executed_once() {
     let once = batch(vec![inline(2, 1, "put a 1")], 10);
     let again = batch(vec![inline(2, 1, "put a 1"), inline(3, 1, "put b 1")], 20);
     let copies = batch(vec![inline(2, 1, "put a 1")], 30);
-    let out = net.learn_all(&mut r, 1, &[once, again, copies]);
+    let out = net.learn_all(&mut r, Seq(1), &[once, again, copies]);
     assert_eq!(
         r.app()
             .calls
             .iter()
-            .map(|(s, _, n)| (*s, *n))
+            .map(|(s, _, n)| (s.0, *n))
             .collect::<Vec<_>>(),
         vec![(1, 1), (2, 1)],
         "batch 2 runs only client 3's request; batch 3 runs nothing"
@@ -1523,13 +1544,13 @@ fn a_whole_checkpoint_replica_that_diverged_rolls_back_and_reports_it() {
     let (mut a, out_a) = leader(&net, Registers::default(), 4);
     let agreed = checkpoint_taken(&out_a);
     let mut b = net.replica(1, Registers::default(), Recovered::default());
-    net.learn_all(&mut b, 1, &puts(1, 3));
+    net.learn_all(&mut b, Seq(1), &puts(Seq(1), 3));
     b.app.map.insert("k3".into(), "drifted".into());
-    net.learn_all(&mut b, 4, &puts(4, 1));
+    net.learn_all(&mut b, Seq(4), &puts(Seq(4), 1));
     let (_, t4) = agreed[1];
-    let out = load_cp(&net, &mut b, 4, t4, &[0, 2]);
+    let out = load_cp(&net, &mut b, Seq(4), t4, &[0, 2]);
     assert_eq!(b.counters().get("diverged"), 1);
-    let fetch = Message::FetchExecCp { seq: 4 };
+    let fetch = Message::FetchExecCp { seq: Seq(4) };
     assert!(net.sent_to(&out, Principal::Exec(0)).contains(&fetch));
     let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
     let cp = net.sent_to(&served, Principal::Exec(1));
@@ -1541,9 +1562,15 @@ fn a_whole_checkpoint_replica_that_diverged_rolls_back_and_reports_it() {
             _ => None,
         })
         .expect("a report");
-    assert_eq!((report.seq, report.first, &report.objects), (4, 3, &None));
-    assert_eq!(report.requests, vec![(3, 3, ReqNo(3)), (4, 0, ReqNo(4))]);
-    assert_eq!(b.next_seq(), 5);
+    assert_eq!(
+        (report.seq, report.first, &report.objects),
+        (Seq(4), Seq(3), &None)
+    );
+    assert_eq!(
+        report.requests,
+        vec![(Seq(3), 3, ReqNo(3)), (Seq(4), 0, ReqNo(4))]
+    );
+    assert_eq!(b.next_seq(), Seq(5));
     assert_eq!(b.app().state_digest(), a.app().state_digest());
     assert!(report.to_string().contains("batches 3..=4"), "{report}");
 }
@@ -1568,25 +1595,25 @@ fn push_numbering_survives_state_transfer() {
     let mut a = fresh(&net, 0);
     let out = net.learn_all(
         &mut a,
-        1,
+        Seq(1),
         &[
             batch(vec![inline(1, 1, "push 2 a")], 1),
             batch(vec![inline(1, 2, "push 2 b")], 2),
         ],
     );
     let (seq, token) = *checkpoint_taken(&out).last().unwrap();
-    assert_eq!(seq, 2);
+    assert_eq!(seq, Seq(2));
     let mut b = net.replica(1, Registers::default(), Recovered::default());
-    let fetch = Message::FetchExecCp { seq: 2 };
-    load_cp(&net, &mut b, 2, token, &[0, 3]);
+    let fetch = Message::FetchExecCp { seq: Seq(2) };
+    load_cp(&net, &mut b, Seq(2), token, &[0, 3]);
     let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
     let state = net.sent_to(&served, Principal::Exec(1));
     assert_eq!(state.len(), 1);
     net.deliver(&mut b, Principal::Exec(0), &state[0]);
-    assert_eq!(b.next_seq(), 3);
+    assert_eq!(b.next_seq(), Seq(3));
     let next = [batch(vec![inline(1, 3, "push 2 c")], 3)];
-    let from_a = pushes_to(&net, &net.learn_all(&mut a, 3, &next), 2);
-    let from_b = pushes_to(&net, &net.learn_all(&mut b, 3, &next), 2);
+    let from_a = pushes_to(&net, &net.learn_all(&mut a, Seq(3), &next), 2);
+    let from_b = pushes_to(&net, &net.learn_all(&mut b, Seq(3), &next), 2);
     assert_eq!(from_a, vec![(3, b"c".to_vec())]);
     assert_eq!(from_b, from_a);
 }
@@ -1602,10 +1629,13 @@ fn push_numbering_survives_a_restart() {
         batch(vec![inline(1, 2, "push 2 b")], 2),
         batch(vec![inline(1, 3, "push 2 c")], 3),
     ];
-    let first = pushes_to(&net, &net.learn_all(&mut a, 1, &batches), 2);
+    let first = pushes_to(&net, &net.learn_all(&mut a, Seq(1), &batches), 2);
     assert_eq!(first.last(), Some(&(3, b"c".to_vec())));
-    let records: BTreeMap<String, Vec<u8>> =
-        [(checkpoint_key(2), a.transfer.held[&2].bytes.clone())].into();
+    let records: BTreeMap<String, Vec<u8>> = [(
+        checkpoint_key(Seq(2)),
+        a.transfer.held[&Seq(2)].bytes.clone(),
+    )]
+    .into();
     let mut r = net.replica(
         0,
         Registers::default(),
@@ -1614,8 +1644,8 @@ fn push_numbering_survives_a_restart() {
             corrupt: vec![],
         },
     );
-    assert_eq!(r.next_seq(), 3);
-    let again = pushes_to(&net, &net.learn_all(&mut r, 3, &batches[2..]), 2);
+    assert_eq!(r.next_seq(), Seq(3));
+    let again = pushes_to(&net, &net.learn_all(&mut r, Seq(3), &batches[2..]), 2);
     assert_eq!(again, vec![(3, b"c".to_vec())]);
 }
 
@@ -1626,8 +1656,8 @@ fn push_numbering_survives_a_restart() {
 fn early_requests_are_answered_by_speculation_and_never_change_replicated_state() {
     let net = Net::new(8);
     let mut r = fresh(&net, 0);
-    start_and_answer_probe(&net, &mut r, 0);
-    net.learn_all(&mut r, 1, &[batch(vec![inline(3, 1, "put x 42")], 10)]);
+    start_and_answer_probe(&net, &mut r, Seq(0));
+    net.learn_all(&mut r, Seq(1), &[batch(vec![inline(3, 1, "put x 42")], 10)]);
     let digest = r.app().state_digest();
     let calls = r.app().calls.len();
     let early = |nc: ReqNo, op: &str| Message::EarlyRequest {

@@ -58,7 +58,7 @@ fn object_leader(net: &Net, count: u64) -> (Replica, Vec<Action>) {
 
 /// Buckets written by `puts(first, count)`.
 fn buckets_of_puts(first: Seq, count: u64) -> BTreeSet<u64> {
-    (first..first + count)
+    (first.0..first.0 + count)
         .map(|s| bucket(&format!("k{s}")))
         .collect()
 }
@@ -105,8 +105,8 @@ fn pump_seen(
 fn object_checkpoint_commits_to_the_root_and_persists_only_what_changed() {
     let net = Net::new(2);
     let (a, out) = object_leader(&net, 4);
-    let cp = ExecCheckpoint::decode(&a.transfer.held[&4].bytes).unwrap();
-    let tree = a.transfer.held[&4].tree.clone().unwrap();
+    let cp = ExecCheckpoint::decode(&a.transfer.held[&Seq(4)].bytes).unwrap();
+    let tree = a.transfer.held[&Seq(4)].tree.clone().unwrap();
     assert_eq!(
         cp.objects,
         Some(ObjectsRoot {
@@ -124,7 +124,7 @@ fn object_checkpoint_commits_to_the_root_and_persists_only_what_changed() {
     assert_eq!(delta4.len(), 1);
     let objs = crate::objects::decode_delta(&delta4[0].1).unwrap();
     let ids: BTreeSet<u64> = objs.iter().map(|o| o.id).collect();
-    assert_eq!(ids, buckets_of_puts(3, 2));
+    assert_eq!(ids, buckets_of_puts(Seq(3), 2));
     // The base stays at the oldest checkpoint kept (4 - 2 * interval = 0: empty), so
     // checkpoint 2's delta is still on disk.
     let base_keys = |puts: &[(String, Vec<u8>)]| -> BTreeSet<String> {
@@ -139,21 +139,21 @@ fn object_checkpoint_commits_to_the_root_and_persists_only_what_changed() {
         })
     };
     assert!(base_keys(&puts).is_empty());
-    assert!(!out.contains(&delete_delta(2)));
+    assert!(!out.contains(&delete_delta(Seq(2))));
     // At checkpoint 6 the oldest kept is 2: its delta is folded into the base, then deleted;
     // checkpoint 4's stays.
     let (_, out6) = object_leader(&net, 6);
     assert_eq!(
         base_keys(&puts_of(&out6)).len(),
-        buckets_of_puts(1, 2).len()
+        buckets_of_puts(Seq(1), 2).len()
     );
-    assert!(out6.contains(&delete_delta(2)));
-    assert!(!out6.contains(&delete_delta(4)));
+    assert!(out6.contains(&delete_delta(Seq(2))));
+    assert!(!out6.contains(&delete_delta(Seq(4))));
     // The checkpoint record follows its delta, and a sync follows the record.
     let at = out
         .iter()
         .position(
-            |x| matches!(x, Action::Store(StoreOp::Put { key, .. }) if *key == checkpoint_key(4)),
+            |x| matches!(x, Action::Store(StoreOp::Put { key, .. }) if *key == checkpoint_key(Seq(4))),
         )
         .unwrap();
     assert_eq!(out.get(at + 1), Some(&Action::Store(StoreOp::Sync)));
@@ -167,12 +167,12 @@ fn object_transfer_fetches_only_the_objects_that_differ_and_verifies_them() {
     let net = Net::new(2);
     let (mut a, out) = object_leader(&net, 12);
     let (seq, token) = *checkpoint_taken(&out).last().unwrap();
-    assert_eq!(seq, 12);
+    assert_eq!(seq, Seq(12));
     // b executed up to 10 and missed 11 and 12.
     let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
-    net.learn_all(&mut b, 1, &puts(1, 10));
-    let out = load_cp(&net, &mut b, 12, token, &[0, 1]);
-    let fetch = Message::FetchExecCp { seq: 12 };
+    net.learn_all(&mut b, Seq(1), &puts(Seq(1), 10));
+    let out = load_cp(&net, &mut b, Seq(12), token, &[0, 1]);
+    let fetch = Message::FetchExecCp { seq: Seq(12) };
     assert_eq!(net.receivers(&out, |m| *m == fetch).len(), 2);
     let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
     let cp = net.sent_to(&served, Principal::Exec(1));
@@ -183,7 +183,10 @@ fn object_transfer_fetches_only_the_objects_that_differ_and_verifies_them() {
         asks,
         vec![(
             Principal::Exec(2),
-            Message::FetchStateUpdate { from: 10, to: 12 }
+            Message::FetchStateUpdate {
+                from: Seq(10),
+                to: Seq(12)
+            }
         )]
     );
     // It stays silent for a catch-up period: the next peer is asked, by tree walk.
@@ -201,7 +204,7 @@ fn object_transfer_fetches_only_the_objects_that_differ_and_verifies_them() {
     ));
     // A faulty peer's children that do not hash to the root are dropped.
     let forged = Message::ObjectNodes {
-        seq: 12,
+        seq: Seq(12),
         nodes: vec![plumb_wire::ObjectChildren {
             node: plumb_wire::ObjectNode { depth: 0, index: 0 },
             left: Digest::of(b"l"),
@@ -212,14 +215,14 @@ fn object_transfer_fetches_only_the_objects_that_differ_and_verifies_them() {
     assert_eq!(b.counters().drops(DropReason::ObjectNodesBadDigest), 1);
     // The real peer completes the transfer.
     pump(&net, &mut a, &mut b, out);
-    assert_eq!(b.next_seq(), 13);
+    assert_eq!(b.next_seq(), Seq(13));
     assert_eq!(b.app().state_digest(), a.app().state_digest());
-    let differing = buckets_of_puts(11, 2).len() as u64;
+    let differing = buckets_of_puts(Seq(11), 2).len() as u64;
     assert_eq!(b.counters().get("object-transfer-objects"), differing);
     // b serves checkpoint 12 now, and its next checkpoint agrees with a's.
-    let more = puts(13, 2);
-    let out_a = net.learn_all(&mut a, 13, &more);
-    let out_b = net.learn_all(&mut b, 13, &more);
+    let more = puts(Seq(13), 2);
+    let out_a = net.learn_all(&mut a, Seq(13), &more);
+    let out_b = net.learn_all(&mut b, Seq(13), &more);
     assert_eq!(checkpoint_taken(&out_a), checkpoint_taken(&out_b));
 }
 
@@ -229,8 +232,8 @@ fn a_forged_object_is_rejected() {
     let (mut a, out) = object_leader(&net, 2);
     let (_, token) = *checkpoint_taken(&out).last().unwrap();
     let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
-    load_cp(&net, &mut b, 2, token, &[0, 1]);
-    let fetch = Message::FetchExecCp { seq: 2 };
+    load_cp(&net, &mut b, Seq(2), token, &[0, 1]);
+    let fetch = Message::FetchExecCp { seq: Seq(2) };
     let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
     net.deliver(
         &mut b,
@@ -246,7 +249,7 @@ fn a_forged_object_is_rejected() {
             .find(|m| matches!(m, Message::FetchObjects { .. }))
         {
             let lie = Message::Objects {
-                seq: 2,
+                seq: Seq(2),
                 objects: vec![plumb_wire::ObjectPayload {
                     id: ids[0],
                     bytes: Some(b"forged".to_vec()),
@@ -255,7 +258,7 @@ fn a_forged_object_is_rejected() {
             };
             net.deliver(&mut b, Principal::Exec(2), &lie);
             assert_eq!(b.counters().drops(DropReason::ObjectBadDigest), 1);
-            assert_eq!(b.next_seq(), 1);
+            assert_eq!(b.next_seq(), Seq(1));
             return;
         }
         let mut next = Vec::new();
@@ -276,7 +279,7 @@ fn a_peer_proves_a_single_object_against_the_checkpoint_root() {
     let (mut a, _) = object_leader(&net, 2);
     let id = bucket("k1");
     let ask = Message::FetchObjects {
-        seq: 2,
+        seq: Seq(2),
         ids: vec![id],
         proofs: true,
     };
@@ -284,7 +287,7 @@ fn a_peer_proves_a_single_object_against_the_checkpoint_root() {
     let Message::Objects { objects, .. } = &net.sent_to(&served, Principal::Exec(1))[0] else {
         panic!("expected OBJECTS")
     };
-    let root = a.transfer.held[&2].tree.as_ref().unwrap().root();
+    let root = a.transfer.held[&Seq(2)].tree.as_ref().unwrap().root();
     let proof = plumb_objects::Proof {
         siblings: objects[0].proof.clone(),
     };
@@ -297,7 +300,7 @@ fn a_peer_proves_a_single_object_against_the_checkpoint_root() {
         .is_err());
     // Oversized and unknown requests are dropped, not served.
     let too_many = Message::FetchObjects {
-        seq: 2,
+        seq: Seq(2),
         ids: vec![0; crate::object_transfer::OBJECTS_PER_FETCH + 1],
         proofs: false,
     };
@@ -305,7 +308,7 @@ fn a_peer_proves_a_single_object_against_the_checkpoint_root() {
         .deliver(&mut a, Principal::Exec(1), &too_many)
         .is_empty());
     let unknown = Message::FetchObjectNodes {
-        seq: 99,
+        seq: Seq(99),
         nodes: vec![],
     };
     assert!(net.deliver(&mut a, Principal::Exec(1), &unknown).is_empty());
@@ -357,8 +360,8 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
     let roots: BTreeMap<Seq, Digest> = (1..=5)
         .map(|i| {
             let (reference, _) = object_leader(&net, 2 * i);
-            let tree = reference.transfer.held[&(2 * i)].tree.clone().unwrap();
-            (2 * i, tree.root())
+            let tree = reference.transfer.held[&Seq(2 * i)].tree.clone().unwrap();
+            (Seq(2 * i), tree.root())
         })
         .collect();
     // Crash after every prefix of the writes: the replica recovers the newest checkpoint
@@ -380,7 +383,7 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
             },
         );
         assert_eq!(r.next_seq(), newest + 1, "cut {cut}");
-        let (reference, _) = object_leader(&net, newest);
+        let (reference, _) = object_leader(&net, newest.0);
         assert_eq!(
             r.app().state_digest(),
             reference.app().state_digest(),
@@ -406,14 +409,18 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
     );
     assert_eq!(
         r.transfer.held.keys().copied().collect::<Vec<_>>(),
-        [6, 8, 10]
+        [Seq(6), Seq(8), Seq(10)]
     );
     plumb_core::run(&mut r, NOW, Event::Start);
-    let served = net.deliver(&mut r, Principal::Exec(1), &Message::FetchExecCp { seq: 6 });
+    let served = net.deliver(
+        &mut r,
+        Principal::Exec(1),
+        &Message::FetchExecCp { seq: Seq(6) },
+    );
     assert!(net
         .sent_to(&served, Principal::Exec(1))
         .iter()
-        .any(|m| matches!(m, Message::ExecCpState { seq: 6, .. })));
+        .any(|m| matches!(m, Message::ExecCpState { seq: Seq(6), .. })));
     // A damaged object record makes the objects unusable: the replica starts empty and
     // clears them (state transfer brings back what differs).
     let mut disk = disk_after(&ops);
@@ -431,7 +438,7 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
             corrupt: vec![],
         },
     );
-    assert_eq!(r.next_seq(), 1);
+    assert_eq!(r.next_seq(), Seq(1));
     assert_eq!(r.counters().get("recovery-objects-unusable"), 1);
     let out = plumb_core::run(&mut r, NOW, Event::Start);
     assert!(out.contains(&Action::Store(StoreOp::DeletePrefix {
@@ -445,16 +452,19 @@ fn state_update_setup(net: &Net) -> (Replica, Replica, Message) {
     let (mut a, out) = object_leader(net, 12);
     let (_, token) = *checkpoint_taken(&out).last().unwrap();
     let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
-    net.learn_all(&mut b, 1, &puts(1, 10));
-    load_cp(net, &mut b, 12, token, &[0, 1]);
-    let fetch = Message::FetchExecCp { seq: 12 };
+    net.learn_all(&mut b, Seq(1), &puts(Seq(1), 10));
+    load_cp(net, &mut b, Seq(12), token, &[0, 1]);
+    let fetch = Message::FetchExecCp { seq: Seq(12) };
     let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
     net.deliver(
         &mut b,
         Principal::Exec(0),
         &net.sent_to(&served, Principal::Exec(1))[0],
     );
-    let ask = Message::FetchStateUpdate { from: 10, to: 12 };
+    let ask = Message::FetchStateUpdate {
+        from: Seq(10),
+        to: Seq(12),
+    };
     let served = net.deliver(&mut a, Principal::Exec(1), &ask);
     let update = net.sent_to(&served, Principal::Exec(1)).remove(0);
     (a, b, update)
@@ -467,11 +477,11 @@ fn a_state_update_is_applied_instead_of_re_executing_once_it_proves_against_the_
     let Message::StateUpdate { writes, .. } = &update else {
         panic!("expected STATE-UPDATE, got {update:?}")
     };
-    assert_eq!(writes.len(), buckets_of_puts(11, 2).len());
+    assert_eq!(writes.len(), buckets_of_puts(Seq(11), 2).len());
     let calls_before = b.app().calls.len();
     let out = net.deliver(&mut b, Principal::Exec(0), &update);
     assert_eq!(b.counters().get("state-update-applied"), 1);
-    assert_eq!(b.next_seq(), 13);
+    assert_eq!(b.next_seq(), Seq(13));
     assert_eq!(b.app().state_digest(), a.app().state_digest());
     // Batches 11 and 12 were not executed, and nothing else was fetched.
     assert_eq!(b.app().calls.len(), calls_before);
@@ -504,7 +514,7 @@ fn a_forged_or_incomplete_state_update_falls_back_to_the_tree_walk() {
         let lie = Message::StateUpdate { from, to, writes };
         let out = net.deliver(&mut b, Principal::Exec(2), &lie);
         assert_eq!(b.counters().drops(DropReason::StateUpdateBad), 1);
-        assert_eq!(b.next_seq(), 1 + 10, "nothing applied");
+        assert_eq!(b.next_seq(), Seq(1) + 10, "nothing applied");
         // Exec 2 was the peer asked: it is left, and the next one walks the tree.
         assert!(matches!(
             net.sent(&out)[..],
@@ -523,25 +533,25 @@ fn a_replica_whose_state_diverged_rolls_back_to_the_agreed_checkpoint_and_report
     let (mut a, out_a) = object_leader(&net, 4);
     let agreed = checkpoint_taken(&out_a);
     let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
-    net.learn_all(&mut b, 1, &puts(1, 1));
+    net.learn_all(&mut b, Seq(1), &puts(Seq(1), 1));
     b.app.map.insert("k1".into(), "drifted".into());
     b.app.dirty.as_mut().unwrap().insert(bucket("k1"));
-    let out_b = net.learn_all(&mut b, 2, &puts(2, 3));
+    let out_b = net.learn_all(&mut b, Seq(2), &puts(Seq(2), 3));
     let ours = checkpoint_taken(&out_b);
     assert_eq!(ours.len(), 2);
     assert!(ours[0] != agreed[0] && ours[1] != agreed[1]);
-    assert_eq!(b.next_seq(), 5);
+    assert_eq!(b.next_seq(), Seq(5));
 
     // One order replica proves nothing (it may be faulty); r + 1 do.
     let (_, t2) = agreed[0];
-    load_cp(&net, &mut b, 2, t2, &[0]);
+    load_cp(&net, &mut b, Seq(2), t2, &[0]);
     assert_eq!(b.counters().get("diverged"), 0);
-    let out = load_cp(&net, &mut b, 2, t2, &[1]);
+    let out = load_cp(&net, &mut b, Seq(2), t2, &[1]);
     assert_eq!(b.counters().get("diverged"), 1);
-    let fetch = Message::FetchExecCp { seq: 2 };
+    let fetch = Message::FetchExecCp { seq: Seq(2) };
     assert!(net.sent_to(&out, Principal::Exec(0)).contains(&fetch));
     // Execution waits for the roll-back: a batch learned meanwhile is not executed.
-    let out = net.learn_all(&mut b, 5, &puts(5, 1));
+    let out = net.learn_all(&mut b, Seq(5), &puts(Seq(5), 1));
     assert!(delivered(&out).is_empty());
 
     let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
@@ -561,26 +571,29 @@ fn a_replica_whose_state_diverged_rolls_back_to_the_agreed_checkpoint_and_report
         .collect();
     assert_eq!(reports.len(), 1, "one report");
     let report = reports[0];
-    assert_eq!((report.seq, report.first), (2, 1));
+    assert_eq!((report.seq, report.first), (Seq(2), Seq(1)));
     assert_eq!((report.ours, report.agreed), (ours[0].1, t2));
-    assert_eq!(report.requests, vec![(1, 1, ReqNo(1)), (2, 2, ReqNo(2))]);
+    assert_eq!(
+        report.requests,
+        vec![(Seq(1), 1, ReqNo(1)), (Seq(2), 2, ReqNo(2))]
+    );
     assert_eq!(report.objects, Some(vec![bucket("k1")]));
-    assert_eq!(report.rolled_back_from, 4);
+    assert_eq!(report.rolled_back_from, Seq(4));
     // Only what differs from the state it stopped at moves: k1's bucket. Buckets that
     // batches 3 and 4 alone wrote are deleted without a transfer.
     assert_eq!(b.counters().get("object-transfer-objects"), 1);
     // The checkpoint made on the divergent state is gone, from memory and disk.
-    assert_eq!(b.held_checkpoints(), vec![2]);
+    assert_eq!(b.held_checkpoints(), vec![Seq(2)]);
     assert!(seen.contains(&Action::Store(StoreOp::Delete {
-        key: checkpoint_key(4)
+        key: checkpoint_key(Seq(4))
     })));
-    assert_eq!(b.next_seq(), 3);
+    assert_eq!(b.next_seq(), Seq(3));
 
     // Re-executed from the agreed state, its checkpoint agrees and batch 5 follows.
-    let out = net.learn_all(&mut b, 3, &puts(3, 2));
+    let out = net.learn_all(&mut b, Seq(3), &puts(Seq(3), 2));
     assert_eq!(checkpoint_taken(&out), vec![agreed[1]]);
-    assert_eq!(b.next_seq(), 6);
-    net.learn_all(&mut a, 5, &puts(5, 1));
+    assert_eq!(b.next_seq(), Seq(6));
+    net.learn_all(&mut a, Seq(5), &puts(Seq(5), 1));
     assert_eq!(b.app().state_digest(), a.app().state_digest());
 }
 
@@ -592,9 +605,9 @@ fn a_replica_that_agrees_is_never_rolled_back() {
     let (_, out_a) = object_leader(&net, 4);
     let (_, t2) = checkpoint_taken(&out_a)[0];
     let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
-    net.learn_all(&mut b, 1, &puts(1, 4));
-    let out = load_cp(&net, &mut b, 2, t2, &[0, 1, 2]);
+    net.learn_all(&mut b, Seq(1), &puts(Seq(1), 4));
+    let out = load_cp(&net, &mut b, Seq(2), t2, &[0, 1, 2]);
     assert!(net.sent(&out).is_empty());
     assert_eq!(b.counters().get("diverged"), 0);
-    assert_eq!(b.next_seq(), 5);
+    assert_eq!(b.next_seq(), Seq(5));
 }

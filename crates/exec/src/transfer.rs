@@ -340,12 +340,12 @@ mod tests {
     #[test]
     fn invariants_name_a_checkpoint_ahead_of_execution_and_a_stranger_vote() {
         let mut t = Transfer::default();
-        t.held.insert(4, held());
-        t.load_votes.insert(3, (4, Digest::ZERO));
-        assert_eq!(t.check_invariants(5, 4), Ok(()));
-        let ahead = t.check_invariants(4, 4).unwrap_err();
+        t.held.insert(Seq(4), held());
+        t.load_votes.insert(3, (Seq(4), Digest::ZERO));
+        assert_eq!(t.check_invariants(Seq(5), 4), Ok(()));
+        let ahead = t.check_invariants(Seq(4), 4).unwrap_err();
         assert_eq!(ahead.name, "INV-held-checkpoints-executed");
-        let stranger = t.check_invariants(5, 3).unwrap_err();
+        let stranger = t.check_invariants(Seq(5), 3).unwrap_err();
         assert_eq!(stranger.name, "INV-load-votes-of-order-replicas");
     }
 }

@@ -113,7 +113,7 @@ fn sabotage_switches_break_the_execution_stage() {
     let net = Net::new();
     let next_batch = Message::NextBatch {
         view: plumb_wire::View::ZERO,
-        seq: 1,
+        seq: Seq(1),
         batch: evil_batch(),
     };
 
@@ -121,16 +121,16 @@ fn sabotage_switches_break_the_execution_stage() {
     sabotage::set(None);
     let mut honest = net.replica();
     net.deliver(&mut honest, Principal::Order(3), &next_batch);
-    assert_eq!(honest.next_seq(), 1);
+    assert_eq!(honest.next_seq(), Seq(1));
     sabotage::set(Some(Sabotage::ExecLearnBelowQuorum));
     let mut broken = net.replica();
     net.deliver(&mut broken, Principal::Order(3), &next_batch);
-    assert_eq!(broken.next_seq(), 2);
+    assert_eq!(broken.next_seq(), Seq(2));
     assert_eq!(broken.app().0, vec![b"evil".to_vec()]);
 
     // UncheckedCheckpoint: a checkpoint that does not match the token is loaded.
     let forged = ExecCheckpoint {
-        seq: 4,
+        seq: Seq(4),
         app: postcard::to_stdvec(&vec![b"forged".to_vec()]).unwrap(),
         replies: BTreeMap::new(),
         agreed_time: 9,
@@ -138,11 +138,11 @@ fn sabotage_switches_break_the_execution_stage() {
         objects: None,
     };
     let load = Message::LoadCp {
-        seq: 4,
+        seq: Seq(4),
         token: Digest::of(b"the real checkpoint"),
     };
     let state = Message::ExecCpState {
-        seq: 4,
+        seq: Seq(4),
         state: forged.encode(),
     };
     for (switch, loaded) in [(None, false), (Some(Sabotage::UncheckedCheckpoint), true)] {
@@ -154,11 +154,11 @@ fn sabotage_switches_break_the_execution_stage() {
         let got = out.iter().any(|a| {
             matches!(
                 a,
-                plumb_core::Action::Observe(Observation::CheckpointLoaded { seq: 4, .. })
+                plumb_core::Action::Observe(Observation::CheckpointLoaded { seq: Seq(4), .. })
             )
         });
         assert_eq!(got, loaded, "switch {switch:?}");
-        assert_eq!(r.next_seq() == 5, loaded);
+        assert_eq!(r.next_seq() == Seq(5), loaded);
     }
     sabotage::set(None);
 }

@@ -118,7 +118,7 @@ impl SketchedReads {
         }
         let answer = pool.call_on(op, Route::Ordered).await?;
         if let Answered::Ordered { at } = answer.answered {
-            let at = Position::new(at.seq, at.index);
+            let at = Position::new(at.seq.0, at.index);
             let _ = self
                 .core
                 .on_replicated(q, Sketch::of(&answer.result), at, self.now());

@@ -2,7 +2,7 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_kv::*;
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -21,7 +21,7 @@ fn run_batch(store: &mut KvStore, seq: u64, ops: &[Vec<u8>], time: u64) -> Vec<K
         .iter()
         .map(|op| Command::new(1, Life(0), ReqNo(seq), op))
         .collect();
-    let out = store.execute(seq, &batch, nd(time));
+    let out = store.execute(Seq(seq), &batch, nd(time));
     assert_eq!(out.replies.len(), ops.len());
     assert!(out.pushes.is_empty());
     out.replies

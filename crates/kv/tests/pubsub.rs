@@ -4,7 +4,7 @@
 use plumb_app::{Application, Command, NonDeterminism, ObjectState};
 use plumb_kv::pubsub::Message;
 use plumb_kv::{KvOp, KvResult, KvStore};
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 
 mod common;
 use common::set;
@@ -20,7 +20,7 @@ fn batch(store: &mut KvStore, time: u64, ops: &[KvOp]) -> (Vec<KvResult>, Vec<(u
         .enumerate()
         .map(|(i, op)| Command::new(40, Life(0), ReqNo(i as u64 + 1), op))
         .collect();
-    let out = store.execute(time, &commands, NonDeterminism { time, seed: 1 });
+    let out = store.execute(Seq(time), &commands, NonDeterminism { time, seed: 1 });
     let replies = out
         .replies
         .iter()

@@ -3,7 +3,7 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_kv::*;
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 use proptest::prelude::*;
 
 mod common;
@@ -1532,6 +1532,6 @@ proptest! {
 /// One raw request as a batch of one; its raw reply.
 fn batch_raw(store: &mut KvStore, op: &[u8]) -> Vec<u8> {
     let cmd = Command::new(1, Life(0), ReqNo(1), op);
-    let out = store.execute(1, &[cmd], NonDeterminism { time: 1, seed: 0 });
+    let out = store.execute(Seq(1), &[cmd], NonDeterminism { time: 1, seed: 0 });
     out.replies.into_iter().next().unwrap()
 }

@@ -3,7 +3,7 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_kv::*;
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 
 fn b(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
@@ -36,7 +36,7 @@ fn encoded(ops: &[KvOp]) -> Vec<Vec<u8>> {
 fn run(store: &mut KvStore, op: &KvOp, time: u64) -> KvResult {
     let bytes = op.encode();
     let cmd = Command::new(1, Life(0), ReqNo(1), &bytes);
-    let out = store.execute(1, &[cmd], NonDeterminism { time, seed: 7 });
+    let out = store.execute(Seq(1), &[cmd], NonDeterminism { time, seed: 7 });
     KvResult::decode(&out.replies[0]).unwrap()
 }
 

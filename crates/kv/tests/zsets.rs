@@ -3,7 +3,7 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_kv::*;
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -844,7 +844,7 @@ fn ops_with_nan_scores_do_not_decode() {
     assert_eq!(KvOp::decode(&bad), Err(DecodeError::Malformed));
     let mut store = KvStore::new();
     let cmd = Command::new(1, Life(0), ReqNo(1), &bad);
-    let out = store.execute(1, &[cmd], NonDeterminism { time: 1, seed: 0 });
+    let out = store.execute(Seq(1), &[cmd], NonDeterminism { time: 1, seed: 0 });
     assert_eq!(KvResult::decode(&out.replies[0]), Ok(err(ERR_MALFORMED)));
     assert!(store.is_empty());
 }

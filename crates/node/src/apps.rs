@@ -192,7 +192,7 @@ where
         observed: &Observed,
     ) -> std::io::Result<JoinHandle<()>> {
         let replica = ExecReplica::new(ctx, (self.0)(), recovered);
-        observed.recovered_exec(replica.next_seq().saturating_sub(1));
+        observed.recovered_exec(replica.next_seq().minus(1));
         t.spawn(replica)
     }
 }

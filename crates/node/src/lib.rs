@@ -27,7 +27,7 @@ use plumb_order::OrderReplica;
 use plumb_runtime::source_limit::SourceLimit;
 use plumb_runtime::{admin, handshake, link, Link, Mailbox, OnFrame, StageShared};
 use plumb_storage::Store;
-use plumb_wire::Principal;
+use plumb_wire::{Principal, Seq};
 use router::{ClientRoute, Drops, Origin, Router, Spoofed};
 use status::{Metrics, Observed, ReplicaHost};
 use std::collections::{BTreeMap, HashMap};
@@ -304,9 +304,9 @@ pub async fn start_faulty(
             u: cluster.faults().u,
             r: cluster.faults().r,
             // Where a fresh order replica starts; a restarted one reports what it resumed.
-            last_committed: orders.then_some(0),
+            last_committed: orders.then_some(Seq::ZERO),
             wan: cluster.wan.as_ref().map(|w| w.describe(id)),
-            stable_checkpoint: orders.then_some(0),
+            stable_checkpoint: orders.then_some(Seq::ZERO),
             ..Status::default()
         }),
         metrics: Metrics::new(&shared),

@@ -4,6 +4,7 @@
 use crate::router::Router;
 use plumb_core::{Observation, StallStage, ViewChangeCause, WaitReason};
 use plumb_runtime::{Host, Mailbox, StageShared};
+use plumb_wire::Seq;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -27,10 +28,10 @@ pub struct Status {
     pub view: Option<u64>,
     pub primary: Option<String>,
     pub primary_node: Option<u16>,
-    pub last_committed: Option<u64>,
-    pub last_executed: Option<u64>,
-    pub stable_checkpoint: Option<u64>,
-    pub exec_checkpoint: Option<u64>,
+    pub last_committed: Option<Seq>,
+    pub last_executed: Option<Seq>,
+    pub stable_checkpoint: Option<Seq>,
+    pub exec_checkpoint: Option<Seq>,
     pub batches_ordered: u64,
     pub requests_executed: u64,
     pub uptime_s: u64,
@@ -329,7 +330,7 @@ impl Observed {
                 s.batches_ordered += 1;
                 if s.last_committed.is_none_or(|x| *seq > x) {
                     s.last_committed = Some(*seq);
-                    m.last_committed.set(*seq as i64);
+                    m.last_committed.set(seq.0 as i64);
                 }
             }
             Observation::Delivered { seq, requests, .. } => {
@@ -337,15 +338,15 @@ impl Observed {
                 m.requests_executed.inc_by(requests.len() as u64);
                 s.requests_executed += requests.len() as u64;
                 s.last_executed = Some(*seq);
-                m.last_executed.set(*seq as i64);
+                m.last_executed.set(seq.0 as i64);
             }
             Observation::CheckpointTaken { seq, .. }
             | Observation::CheckpointLoaded { seq, .. } => {
                 s.exec_checkpoint = Some(*seq);
-                m.exec_checkpoint.set(*seq as i64);
+                m.exec_checkpoint.set(seq.0 as i64);
                 if matches!(obs, Observation::CheckpointLoaded { .. }) {
                     s.last_executed = Some(*seq);
-                    m.last_executed.set(*seq as i64);
+                    m.last_executed.set(seq.0 as i64);
                 }
             }
             Observation::ViewEntered { view, .. } => {
@@ -357,12 +358,12 @@ impl Observed {
             }
             Observation::StableCheckpoint { seq } => {
                 s.stable_checkpoint = Some(*seq);
-                m.stable_checkpoint.set(*seq as i64);
+                m.stable_checkpoint.set(seq.0 as i64);
                 // A checkpoint adopted from peers moves the order state past batches this
                 // replica never committed itself.
                 if s.last_committed.is_none_or(|x| *seq > x) {
                     s.last_committed = Some(*seq);
-                    m.last_committed.set(*seq as i64);
+                    m.last_committed.set(seq.0 as i64);
                 }
             }
             Observation::Recovering { incarnation } => {
@@ -397,7 +398,7 @@ impl Observed {
             }
             Observation::Diverged(report) => {
                 m.divergences.inc();
-                m.divergence_seq.set(report.seq as i64);
+                m.divergence_seq.set(report.seq.0 as i64);
                 m.divergence_objects
                     .set(report.objects.as_ref().map_or(0, Vec::len) as i64);
                 m.divergence_requests.set(report.requests.len() as i64);
@@ -462,9 +463,9 @@ impl Observed {
         *skipped = 0;
     }
 
-    pub fn recovered_exec(&self, executed: u64) {
+    pub fn recovered_exec(&self, executed: Seq) {
         self.lock().last_executed = Some(executed);
-        self.metrics.last_executed.set(executed as i64);
+        self.metrics.last_executed.set(executed.0 as i64);
     }
 
     pub fn status_json(&self, router: &Router) -> String {

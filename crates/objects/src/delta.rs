@@ -112,10 +112,10 @@ impl<A: Application> CheckpointDelta<A> {
         CheckpointDelta {
             inner,
             coarse_every: coarse_every.max(1),
-            coarse_seq: 0,
+            coarse_seq: Seq::ZERO,
             coarse,
             log: Vec::new(),
-            last_seq: 0,
+            last_seq: Seq::ZERO,
             coarse_taken: 1,
         }
     }
@@ -170,7 +170,7 @@ impl<A: Application> Application for CheckpointDelta<A> {
     }
 
     fn take_checkpoint(&mut self) -> Vec<u8> {
-        if self.last_seq.saturating_sub(self.coarse_seq) >= self.coarse_every {
+        if self.last_seq.since(self.coarse_seq) >= self.coarse_every {
             self.coarse = Arc::new(self.inner.take_checkpoint());
             self.coarse_seq = self.last_seq;
             self.log.clear();

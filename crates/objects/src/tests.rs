@@ -284,11 +284,12 @@ impl Application for Registers {
     }
 }
 
-fn run_batch<A: Application>(app: &mut A, seq: Seq) {
+/// Run batch number `seq` (bare, so that tests can count with it).
+fn run_batch<A: Application>(app: &mut A, seq: u64) {
     let op = [(seq % 5) as u8, 7];
     let cmd = Command::new(1, Life(0), ReqNo(seq), &op);
     app.execute(
-        seq,
+        Seq(seq),
         &[cmd],
         NonDeterminism {
             time: seq,

@@ -182,51 +182,55 @@ mod tests {
     #[test]
     fn early_pre_prepares_are_dropped_once_their_slots_are_filled_otherwise() {
         let mut log = AgreementLog::default();
-        log.accepted_through(3);
-        log.keep_early(5, early());
-        log.keep_early(7, early());
+        log.accepted_through(Seq(3));
+        log.keep_early(Seq(5), early());
+        log.keep_early(Seq(7), early());
         // Catch-up applied through 5: the early PRE-PREPARE for 5 is obsolete, 7's still waits.
-        log.accepted_through(5);
-        assert!(log.take_early(5).is_none());
+        log.accepted_through(Seq(5));
+        assert!(log.take_early(Seq(5)).is_none());
         assert!(log.check_invariants().is_ok());
-        assert!(log.take_early(7).is_some());
+        assert!(log.take_early(Seq(7)).is_some());
         // Accepted never moves back by `accepted_through`.
-        log.accepted_through(4);
-        assert_eq!(log.accepted_upto(), 5);
+        log.accepted_through(Seq(4));
+        assert_eq!(log.accepted_upto(), Seq(5));
     }
 
     #[test]
     fn a_stable_checkpoint_forgets_slots_and_early_pre_prepares_through_it() {
         let mut log = AgreementLog::default();
         for s in [2, 4, 6] {
-            log.entry(s);
+            log.entry(Seq(s));
         }
-        log.keep_early(3, early());
-        log.keep_early(5, early());
-        assert_eq!(log.forget_through(4), vec![2, 4], "the records to delete");
-        assert_eq!((log.lowest(), log.highest()), (Some(6), Some(6)));
-        assert!(log.take_early(3).is_none());
-        assert!(log.take_early(5).is_some());
+        log.keep_early(Seq(3), early());
+        log.keep_early(Seq(5), early());
+        assert_eq!(
+            log.forget_through(Seq(4)),
+            vec![Seq(2), Seq(4)],
+            "the records to delete"
+        );
+        assert_eq!((log.lowest(), log.highest()), (Some(Seq(6)), Some(Seq(6))));
+        assert!(log.take_early(Seq(3)).is_none());
+        assert!(log.take_early(Seq(5)).is_some());
     }
 
     #[test]
     fn a_view_change_forgets_what_waits_and_the_invariant_names_a_stale_early_one() {
         let mut log = AgreementLog::default();
-        log.keep_early(3, early());
+        log.keep_early(Seq(3), early());
         log.hold_for_time(HeldForTime {
             from: 0,
             view: View::ZERO,
-            seq: 1,
+            seq: Seq(1),
             requests: Vec::new(),
             time: 0,
             seed: 0,
         });
         log.forget_waiting();
-        assert!(log.held_for_time().is_none() && log.take_early(3).is_none());
+        assert!(log.held_for_time().is_none() && log.take_early(Seq(3)).is_none());
 
         // Raising accepted_upto without pruning (what the sabotage does) breaks the invariant.
-        log.keep_early(2, early());
-        log.accepted_upto = 2;
+        log.keep_early(Seq(2), early());
+        log.accepted_upto = Seq(2);
         let broken = log.check_invariants().unwrap_err();
         assert!(format!("{broken:?}").contains("INV-early-beyond-accepted"));
     }

@@ -237,36 +237,39 @@ mod tests {
     #[test]
     fn a_committed_batch_is_taken_only_when_r_plus_1_peers_agree() {
         let mut c = CatchUp::default();
-        assert_eq!(c.committed_answer(0, 5, batch(1), 2), None);
+        assert_eq!(c.committed_answer(0, Seq(5), batch(1), 2), None);
         assert_eq!(
-            c.committed_answer(1, 5, batch(2), 2),
+            c.committed_answer(1, Seq(5), batch(2), 2),
             None,
             "a different batch"
         );
         assert_eq!(
-            c.committed_answer(0, 5, batch(1), 2),
+            c.committed_answer(0, Seq(5), batch(1), 2),
             None,
             "the same peer twice"
         );
-        assert_eq!(c.committed_answer(2, 5, batch(1), 2), Some(batch(1)));
-        c.check_invariants(4).unwrap();
+        assert_eq!(c.committed_answer(2, Seq(5), batch(1), 2), Some(batch(1)));
+        c.check_invariants(Seq(4)).unwrap();
         assert!(
-            c.check_invariants(5).is_err(),
+            c.check_invariants(Seq(5)).is_err(),
             "answers at the applied batch are spent"
         );
-        c.applied_through(5);
-        c.check_invariants(5).unwrap();
+        c.applied_through(Seq(5));
+        c.check_invariants(Seq(5)).unwrap();
     }
 
     #[test]
     fn one_deferred_ask_per_peer_and_kind() {
         let mut c = CatchUp::default();
-        assert!(c.defer(1, Ask::Committed(3)), "the first sets the timer");
-        assert!(!c.defer(1, Ask::Committed(4)));
-        assert!(!c.defer(1, Ask::OrderState(8)));
+        assert!(
+            c.defer(1, Ask::Committed(Seq(3))),
+            "the first sets the timer"
+        );
+        assert!(!c.defer(1, Ask::Committed(Seq(4))));
+        assert!(!c.defer(1, Ask::OrderState(Seq(8))));
         assert_eq!(
             c.take_deferred(),
-            [(1, Ask::Committed(4)), (1, Ask::OrderState(8))]
+            [(1, Ask::Committed(Seq(4))), (1, Ask::OrderState(Seq(8)))]
         );
         assert!(!c.has_deferred());
     }

@@ -318,7 +318,7 @@ impl OrderReplica {
         let to = Principal::Order(j);
         let stable = self.checkpoints.stable();
         let (stable, digest) = (stable.seq, stable.digest);
-        if from <= stable && stable > 0 {
+        if from <= stable && stable > Seq::ZERO {
             self.send(
                 to,
                 &Message::Checkpoint {
@@ -333,7 +333,7 @@ impl OrderReplica {
             .state
             .seq
             .min(start + 2 * self.cfg().checkpoint_interval);
-        for s in start..=end {
+        for s in start.through(end) {
             if let Some(batch) = self.log.get(s).and_then(|x| x.record.committed.clone()) {
                 self.send(to, &Message::Committed { seq: s, batch }, out);
                 // r+1 Committed answers may not exist (faulty or lagging peers), but our votes
@@ -381,7 +381,7 @@ impl OrderReplica {
         }
         let to = Principal::Exec(e);
         let stable = self.checkpoints.stable();
-        if next <= stable.seq && stable.seq > 0 {
+        if next <= stable.seq && stable.seq > Seq::ZERO {
             let msg = Message::LoadCp {
                 seq: stable.seq,
                 token: stable.exec_token,
@@ -393,7 +393,7 @@ impl OrderReplica {
             .state
             .seq
             .min(next + 2 * self.cfg().checkpoint_interval);
-        for s in next..=end {
+        for s in next.through(end) {
             if let Some(batch) = self.log.get(s).and_then(|x| x.record.committed.clone()) {
                 self.send(
                     to,

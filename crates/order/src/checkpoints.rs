@@ -83,7 +83,7 @@ const VOTE_HORIZON: u64 = 64;
 const TOKEN_WINDOW: u64 = 4;
 
 pub(crate) struct Checkpoints {
-    interval: Seq,
+    interval: u64,
     stable: Stable,
     /// Order state right after applying each checkpoint sequence, waiting for its exec token.
     snapshots: BTreeMap<Seq, OrderState>,
@@ -103,11 +103,11 @@ pub(crate) struct Checkpoints {
 
 impl Checkpoints {
     /// At genesis: the stable checkpoint is sequence 0, the state `genesis`.
-    pub(crate) fn new(interval: Seq, genesis: Vec<u8>) -> Checkpoints {
+    pub(crate) fn new(interval: u64, genesis: Vec<u8>) -> Checkpoints {
         Checkpoints {
             interval,
             stable: Stable {
-                seq: 0,
+                seq: Seq::ZERO,
                 digest: Digest::of(&genesis),
                 state: genesis,
                 exec_token: Digest::ZERO,
@@ -378,7 +378,7 @@ impl Checkpoints {
         let obsolete = Obsolete {
             checkpoints: self.own.range(..seq).map(|(s, _)| *s).collect(),
             tokens: self.exec_tokens.range(..seq).map(|(s, _)| *s).collect(),
-            previous: (old > 0 && old != seq).then_some(old),
+            previous: (old > Seq::ZERO && old != seq).then_some(old),
         };
         self.own = self.own.split_off(&(seq + 1));
         self.snapshots = self.snapshots.split_off(&(seq + 1));
@@ -496,7 +496,7 @@ impl Checkpoints {
 mod tests {
     use super::*;
 
-    const CP: Seq = 8;
+    const CP: u64 = 8;
 
     fn state(seq: Seq) -> OrderState {
         OrderState {
@@ -527,23 +527,27 @@ mod tests {
     #[test]
     fn a_checkpoint_is_stable_on_the_quorum_and_then_everything_below_goes() {
         let mut l = ledger();
-        let (d8, bytes8) = make(&mut l, 8);
-        let (d16, _) = make(&mut l, 16);
-        l.vote(0, 8, d8);
-        l.vote(1, 8, d8);
-        assert!(matches!(l.verdict(8, 3), Verdict::NotYet));
-        l.vote(2, 8, d8);
-        let Verdict::Ours(d, bytes) = l.verdict(8, 3) else {
+        let (d8, bytes8) = make(&mut l, Seq(8));
+        let (d16, _) = make(&mut l, Seq(16));
+        l.vote(0, Seq(8), d8);
+        l.vote(1, Seq(8), d8);
+        assert!(matches!(l.verdict(Seq(8), 3), Verdict::NotYet));
+        l.vote(2, Seq(8), d8);
+        let Verdict::Ours(d, bytes) = l.verdict(Seq(8), 3) else {
             panic!("three matching votes of three needed, and ours matches");
         };
         assert_eq!((d, &bytes), (d8, &bytes8));
-        l.vote(3, 16, d16);
-        let token = l.learned_token(8).unwrap();
-        let obsolete = l.advance(8, d8, bytes, token);
+        l.vote(3, Seq(16), d16);
+        let token = l.learned_token(Seq(8)).unwrap();
+        let obsolete = l.advance(Seq(8), d8, bytes, token);
         assert!(obsolete.checkpoints.is_empty() && obsolete.previous.is_none());
-        assert_eq!(l.stable().seq, 8);
-        assert_eq!(l.own_seqs(), vec![16], "the newer own checkpoint stays");
-        assert_eq!(l.newest_vote_of(3), Some(16));
+        assert_eq!(l.stable().seq, Seq(8));
+        assert_eq!(
+            l.own_seqs(),
+            vec![Seq(16)],
+            "the newer own checkpoint stays"
+        );
+        assert_eq!(l.newest_vote_of(3), Some(Seq(16)));
         assert_eq!(l.newest_vote_of(0), None, "votes for 8 went with it");
         l.check_invariants(0).unwrap();
     }
@@ -553,30 +557,30 @@ mod tests {
         let mut l = ledger();
         let theirs = Digest::of(b"theirs");
         for j in 1..4 {
-            l.peer_vote(j, 8, theirs);
+            l.peer_vote(j, Seq(8), theirs);
         }
-        assert!(matches!(l.verdict(8, 3), Verdict::Missing(d) if d == theirs));
-        assert!(l.chase(8, theirs, StateFetch::Stable));
+        assert!(matches!(l.verdict(Seq(8), 3), Verdict::Missing(d) if d == theirs));
+        assert!(l.chase(Seq(8), theirs, StateFetch::Stable));
         assert!(
-            !l.chase(8, theirs, StateFetch::Stable),
+            !l.chase(Seq(8), theirs, StateFetch::Stable),
             "already fetching it"
         );
-        assert!(matches!(l.arrived(8, b"other bytes"), Some(Err(()))));
-        make(&mut l, 8);
-        assert!(matches!(l.verdict(8, 3), Verdict::Diverged));
+        assert!(matches!(l.arrived(Seq(8), b"other bytes"), Some(Err(()))));
+        make(&mut l, Seq(8));
+        assert!(matches!(l.verdict(Seq(8), 3), Verdict::Diverged));
     }
 
     #[test]
     fn far_votes_keep_only_each_peers_newest_claim() {
         let mut l = ledger();
-        let far = (VOTE_HORIZON + 1) * CP;
+        let far = Seq((VOTE_HORIZON + 1) * CP);
         let d = Digest::of(b"d");
         assert!(matches!(l.peer_vote(1, far, d), PeerVote::Counted));
         assert!(matches!(l.peer_vote(1, far + CP, d), PeerVote::Counted));
         assert!(matches!(l.peer_vote(1, far, d), PeerVote::FarStale));
         assert_eq!(l.newest_vote_of(1), Some(far + CP));
         assert!(
-            matches!(l.peer_vote(1, 7, d), PeerVote::Ignored),
+            matches!(l.peer_vote(1, Seq(7), d), PeerVote::Ignored),
             "not a checkpoint"
         );
         l.check_invariants(0).unwrap();
@@ -585,10 +589,10 @@ mod tests {
     #[test]
     fn a_vote_left_below_the_stable_checkpoint_breaks_an_invariant() {
         let mut l = ledger();
-        let (d8, bytes8) = make(&mut l, 8);
-        let token = l.learned_token(8).unwrap();
-        l.advance(8, d8, bytes8, token);
-        l.vote(2, 8, d8);
+        let (d8, bytes8) = make(&mut l, Seq(8));
+        let token = l.learned_token(Seq(8)).unwrap();
+        l.advance(Seq(8), d8, bytes8, token);
+        l.vote(2, Seq(8), d8);
         let broken = l.check_invariants(0).unwrap_err();
         assert_eq!(broken.name, "INV-checkpoints-above-stable");
     }

@@ -95,29 +95,29 @@ mod tests {
     #[test]
     fn a_divergence_is_reported_once_per_checkpoint_and_load_cp_repeated_once_per_period() {
         let mut d = ExecDivergence::default();
-        assert_eq!(d.tell(2, 100, 1_000, 500), Tell::ReportAndLoad);
+        assert_eq!(d.tell(2, Seq(100), 1_000, 500), Tell::ReportAndLoad);
         assert_eq!(
-            d.tell(2, 100, 1_200, 500),
+            d.tell(2, Seq(100), 1_200, 500),
             Tell::Nothing,
             "within the period"
         );
         assert_eq!(
-            d.tell(2, 100, 1_500, 500),
+            d.tell(2, Seq(100), 1_500, 500),
             Tell::LoadAgain,
             "a lost LOAD-CP is resent"
         );
         assert_eq!(
-            d.tell(2, 50, 9_000, 500),
+            d.tell(2, Seq(50), 9_000, 500),
             Tell::Nothing,
             "an older checkpoint"
         );
         assert_eq!(
-            d.tell(2, 200, 1_600, 500),
+            d.tell(2, Seq(200), 1_600, 500),
             Tell::ReportAndLoad,
             "a newer one"
         );
         assert_eq!(
-            d.tell(3, 100, 1_600, 500),
+            d.tell(3, Seq(100), 1_600, 500),
             Tell::ReportAndLoad,
             "per replica"
         );

@@ -25,7 +25,7 @@
 
 use crate::OrderReplica;
 use plumb_core::{Action, Evidence, Micros, TimerId, ViewChangeCause};
-use plumb_wire::{ClientId, ReqNo};
+use plumb_wire::{ClientId, ReqNo, Seq};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 pub(crate) const HEARTBEAT: TimerId = TimerId(3);
@@ -205,7 +205,7 @@ impl OrderReplica {
     }
 
     /// The newest checkpoint replica `j` announced that this replica still holds a vote for.
-    fn newest_checkpoint_of(&self, j: u16) -> Option<u64> {
+    fn newest_checkpoint_of(&self, j: u16) -> Option<Seq> {
         self.checkpoints.newest_vote_of(j)
     }
 
@@ -303,10 +303,10 @@ impl OrderReplica {
             .min();
         if let Some((held, passed, pending)) = passed {
             let evidence = Evidence::PassedOver {
-                passed: passed.into(),
+                passed,
                 held: now.saturating_sub(held),
                 pending: now.saturating_sub(pending),
-                other: other.into(),
+                other,
                 orders: k as u32,
                 since: now.saturating_sub(since),
             };

@@ -40,7 +40,7 @@ impl OrderReplica {
             .find(|(_, s)| {
                 s.sent_commit || s.record.prepared.is_some() || s.record.committed.is_some()
             })
-            .map_or(0, |(seq, _)| *seq);
+            .map_or(Seq::ZERO, |(seq, _)| *seq);
         voted.max(self.state.seq).max(self.checkpoints.stable().seq)
     }
 }
@@ -52,7 +52,7 @@ mod tests {
     use plumb_config::{Faults, ProtocolConfig, Quorums};
     use plumb_core::{run, Action, DropReason, Event, KeyRing, Recovered, Stage, StageContext};
     use plumb_crypto::{Digest, Identity, PublicIdentity};
-    use plumb_wire::{Batch, Message, Principal, View};
+    use plumb_wire::{Batch, Message, Principal, Seq, View};
     use std::collections::HashMap;
     use std::sync::Arc;
 
@@ -122,31 +122,40 @@ mod tests {
         run(&mut o, 0, Event::Start);
         assert_eq!(
             probe(&mut o, &q, 0, 11),
-            vec![Message::ExecProbeReply { nonce: 11, seq: 0 }]
+            vec![Message::ExecProbeReply {
+                nonce: 11,
+                seq: Seq(0)
+            }]
         );
 
         let mut commit_sent = Slot::default();
-        commit_sent.accept(3, View(0), batch());
+        commit_sent.accept(Seq(3), View(0), batch());
         commit_sent.sent_commit = true;
-        o.log.restore(3, commit_sent);
+        o.log.restore(Seq(3), commit_sent);
         assert_eq!(
             probe(&mut o, &q, 1, 12),
-            vec![Message::ExecProbeReply { nonce: 12, seq: 3 }]
+            vec![Message::ExecProbeReply {
+                nonce: 12,
+                seq: Seq(3)
+            }]
         );
 
         // After a restart `sent_commit` is gone but the durable prepared mark is not.
         let mut prepared = Slot::default();
-        prepared.accept(5, View(0), batch());
+        prepared.accept(Seq(5), View(0), batch());
         prepared.record.prepared = Some((View(0), batch()));
-        o.log.restore(5, prepared);
+        o.log.restore(Seq(5), prepared);
         // Merely accepted (no COMMIT sent): not counted. The argument needs only the slots
         // this replica voted to commit.
         let mut accepted = Slot::default();
-        accepted.accept(9, View(0), batch());
-        o.log.restore(9, accepted);
+        accepted.accept(Seq(9), View(0), batch());
+        o.log.restore(Seq(9), accepted);
         assert_eq!(
             probe(&mut o, &q, 0, 13),
-            vec![Message::ExecProbeReply { nonce: 13, seq: 5 }]
+            vec![Message::ExecProbeReply {
+                nonce: 13,
+                seq: Seq(5)
+            }]
         );
         assert_eq!(o.counters().drops(DropReason::ProbeUnknownExec), 0);
     }

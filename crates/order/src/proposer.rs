@@ -38,7 +38,7 @@ pub(crate) enum Step {
 impl Default for Proposer {
     fn default() -> Proposer {
         Proposer {
-            next: 1,
+            next: Seq(1),
             last_time: 0,
             timer_armed: false,
             timer_fired: false,
@@ -151,13 +151,13 @@ mod tests {
     #[test]
     fn numbers_and_times_strictly_increase() {
         let mut p = Proposer::default();
-        assert_eq!(p.take(100), (1, 100));
-        assert_eq!(p.take(50), (2, 101), "time never goes back");
-        p.applied_through(1);
-        assert_eq!(p.next(), 3);
-        p.applied_through(9);
-        assert_eq!(p.next(), 10);
-        p.view_entered(12);
-        assert_eq!(p.take(0), (13, 102));
+        assert_eq!(p.take(100), (Seq(1), 100));
+        assert_eq!(p.take(50), (Seq(2), 101), "time never goes back");
+        p.applied_through(Seq(1));
+        assert_eq!(p.next(), Seq(3));
+        p.applied_through(Seq(9));
+        assert_eq!(p.next(), Seq(10));
+        p.view_entered(Seq(12));
+        assert_eq!(p.take(0), (Seq(13), 102));
     }
 }

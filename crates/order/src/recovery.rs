@@ -148,7 +148,7 @@ impl OrderReplica {
         self.resume_proposing(rec.records.contains_key(VIEW_KEY), out);
         self.apply_committed(now, out);
         // Tell metrics and status where this replica resumed (its view: at Start).
-        if self.checkpoints.stable().seq > 0 {
+        if self.checkpoints.stable().seq > Seq::ZERO {
             out.push(Action::Observe(Observation::StableCheckpoint {
                 seq: self.checkpoints.stable().seq,
             }));

@@ -209,7 +209,7 @@ impl OrderReplica {
         let msg = Message::RecoveryQuery {
             nonce: rj.nonce,
             incarnation: self.rejoins.incarnations.own(),
-            fence: rj.fence().unwrap_or(0),
+            fence: rj.fence().unwrap_or(Seq::ZERO),
         };
         self.send_to_peers(&msg, out);
     }
@@ -258,7 +258,12 @@ impl OrderReplica {
         if rj.answers.len() < medium {
             return;
         }
-        let max = rj.answers.values().map(|(h, _)| *h).max().unwrap_or(0);
+        let max = rj
+            .answers
+            .values()
+            .map(|(h, _)| *h)
+            .max()
+            .unwrap_or(Seq::ZERO);
         let fence = max + 2 * interval + 1;
         let mut views: Vec<View> = rj.answers.values().map(|(_, v)| *v).collect();
         views.sort_unstable_by(|a, b| b.cmp(a));
@@ -334,11 +339,11 @@ impl OrderReplica {
             // We cannot vouch for anything ourselves.
             return;
         }
-        if fence > 0 {
+        if fence > Seq::ZERO {
             // Fill idle time with null batches up to the checkpoint at or above the fence. A
             // faulty asker can only make the primary order a few intervals of null batches.
             let interval = self.cfg().checkpoint_interval;
-            let target = fence.div_ceil(interval) * interval;
+            let target = fence.round_up(interval);
             let bound = self.highest_seen() + 4 * interval;
             self.rejoins.helping.fill_to(target.min(bound));
             if self.is_primary() {
@@ -364,8 +369,8 @@ impl OrderReplica {
     /// The highest sequence number this replica has seen in any form: applied, accepted,
     /// prepared, voted on by a peer, or checkpointed. Every one lies inside the window.
     pub(crate) fn highest_seen(&self) -> Seq {
-        let slots = self.log.highest().unwrap_or(0);
-        let checkpoints = self.checkpoints.newest_own().unwrap_or(0);
+        let slots = self.log.highest().unwrap_or(Seq::ZERO);
+        let checkpoints = self.checkpoints.newest_own().unwrap_or(Seq::ZERO);
         self.state
             .seq
             .max(self.checkpoints.stable().seq)

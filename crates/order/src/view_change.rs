@@ -59,7 +59,7 @@ pub fn decide(vcs: &[&ViewChange], q: &Quorums, checkpoint_interval: u64) -> Opt
         .max()
         .unwrap_or(h);
     let mut slots = Vec::new();
-    for s in h + 1..=max_s {
+    for s in (h + 1).through(max_s) {
         slots.push((s, choose(vcs, s, medium, small)?));
     }
     while matches!(slots.last(), Some((_, None))) {
@@ -519,7 +519,7 @@ mod tests {
         ViewChange {
             new_view: View(1),
             replica,
-            stable_seq: 0,
+            stable_seq: Seq(0),
             stable_digest: Digest::ZERO,
             checkpoints: Vec::new(),
             incarnation: 0,
@@ -549,34 +549,34 @@ mod tests {
     #[test]
     fn committed_batch_is_chosen() {
         // A, B prepared batch 7 at seq 1 in view 0 (with the primary, a commit quorum); C did not.
-        let a = vc(0, &[(1, 0, 7)], &[(1, 0, 7)]);
-        let b = vc(1, &[(1, 0, 7)], &[(1, 0, 7)]);
+        let a = vc(0, &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
+        let b = vc(1, &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
         let c = vc(2, &[], &[]);
         let d = decide(&[&a, &b, &c], &q(), 8).unwrap();
-        assert_eq!(d.slots, vec![(1, Some(batch(7)))]);
+        assert_eq!(d.slots, vec![(Seq(1), Some(batch(7)))]);
     }
 
     #[test]
     fn a_lying_replica_cannot_replace_a_committed_batch() {
         // The liar claims it prepared batch 9 at seq 1 in a higher view; only it pre-prepared 9.
-        let liar = vc(3, &[(1, 5, 9)], &[(1, 5, 9)]);
-        let a = vc(0, &[(1, 0, 7)], &[(1, 0, 7)]);
-        let b = vc(1, &[(1, 0, 7)], &[(1, 0, 7)]);
+        let liar = vc(3, &[(Seq(1), 5, 9)], &[(Seq(1), 5, 9)]);
+        let a = vc(0, &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
+        let b = vc(1, &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
         // With only three messages the decision must wait rather than pick 9 or null.
         assert_eq!(decide(&[&liar, &a, &b], &q(), 8), None);
         // A fourth (honest) message settles it, for batch 7.
         let c = vc(2, &[], &[]);
         let d = decide(&[&liar, &a, &b, &c], &q(), 8).unwrap();
-        assert_eq!(d.slots, vec![(1, Some(batch(7)))]);
+        assert_eq!(d.slots, vec![(Seq(1), Some(batch(7)))]);
     }
 
     #[test]
     fn nothing_prepared_gives_nulls_and_trailing_nulls_are_dropped() {
-        let a = vc(0, &[(2, 0, 7)], &[(2, 0, 7)]);
-        let b = vc(1, &[(2, 0, 7)], &[(2, 0, 7)]);
+        let a = vc(0, &[(Seq(2), 0, 7)], &[(Seq(2), 0, 7)]);
+        let b = vc(1, &[(Seq(2), 0, 7)], &[(Seq(2), 0, 7)]);
         let c = vc(2, &[], &[]);
         let d = decide(&[&a, &b, &c], &q(), 8).unwrap();
-        assert_eq!(d.slots, vec![(1, None), (2, Some(batch(7)))]);
+        assert_eq!(d.slots, vec![(Seq(1), None), (Seq(2), Some(batch(7)))]);
         let empty = decide(&[&c, &vc(0, &[], &[]), &vc(1, &[], &[])], &q(), 8).unwrap();
         assert!(empty.slots.is_empty());
     }
@@ -594,17 +594,17 @@ mod tests {
         let c = vc(2, &[], &[]);
         // Only replica a (possibly lying) claims checkpoint 8, and it is past the low water mark
         // of too few replicas for 0 to be a safe start either: wait.
-        a.stable_seq = 8;
+        a.stable_seq = Seq(8);
         a.stable_digest = cp8;
         assert_eq!(decide(&[&a, &b, &c], &q(), 8), None);
         // b holds checkpoint 8 too (not yet stable there): r+1 vouch, start from 8.
-        b.checkpoints.push((8, cp8));
+        b.checkpoints.push((Seq(8), cp8));
         let d = decide(&[&a, &b, &c], &q(), 8).unwrap();
-        assert_eq!((d.checkpoint_seq, d.checkpoint_digest), (8, cp8));
+        assert_eq!((d.checkpoint_seq, d.checkpoint_digest), (Seq(8), cp8));
         // A lone liar claiming an unstable checkpoint 16 does not move the start.
         let mut liar = vc(3, &[], &[]);
-        liar.checkpoints.push((16, Digest::of(b"forged")));
+        liar.checkpoints.push((Seq(16), Digest::of(b"forged")));
         let d = decide(&[&a, &b, &c, &liar], &q(), 8).unwrap();
-        assert_eq!(d.checkpoint_seq, 8);
+        assert_eq!(d.checkpoint_seq, Seq(8));
     }
 }

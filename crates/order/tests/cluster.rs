@@ -5,7 +5,7 @@ mod harness;
 
 use harness::Harness;
 use plumb_core::{Event, Stage};
-use plumb_wire::{Message, Principal, View};
+use plumb_wire::{Message, Principal, Seq, View};
 
 #[test]
 fn ol1_requests_are_ordered_and_sent_to_execution() {
@@ -62,17 +62,17 @@ fn os4_checkpoints_become_stable_and_bound_the_log() {
         }
         h.advance(20_000);
         let last = h.replica(0).last_committed();
-        for s in (4..=last).step_by(4) {
-            h.cp_tokens(s);
+        for s in (4..=last.0).step_by(4) {
+            h.cp_tokens(Seq(s));
         }
         h.advance(20_000);
     }
     let last = h.replica(0).last_committed();
-    assert!(last >= 8, "progress: {last}");
+    assert!(last >= Seq(8), "progress: {last}");
     for i in 0..4 {
         let r = h.replica(i);
         assert!(
-            r.stable_checkpoint() >= last.saturating_sub(8),
+            r.stable_checkpoint() >= last.minus(8),
             "replica {i} stable {} last {last}",
             r.stable_checkpoint()
         );
@@ -182,7 +182,11 @@ fn a_batch_its_primary_forgot_does_not_stall_the_view_change() {
     h.request(0, 2, b"b");
     h.advance(1_000);
     assert_eq!(h.unsynced[0], 3, "slot 2 went ahead of the primary's disk");
-    assert_eq!(h.replica(1).last_committed(), 1, "slot 2 did not commit");
+    assert_eq!(
+        h.replica(1).last_committed(),
+        Seq(1),
+        "slot 2 did not commit"
+    );
     h.crash(3);
     h.crash(0);
     h.disks[0].remove(&format!("order/slot/{:020}", 2));
@@ -215,8 +219,8 @@ fn restarted_replica_catches_up() {
         h.request(0, nc, b"x");
         h.advance(20_000);
         let last = h.replica(0).last_committed();
-        for s in (4..=last).step_by(4) {
-            h.cp_tokens(s);
+        for s in (4..=last.0).step_by(4) {
+            h.cp_tokens(Seq(s));
         }
         h.advance(20_000);
     }
@@ -265,8 +269,8 @@ fn restarted_replica_catches_up_when_the_checkpoint_it_fetches_is_discarded() {
             h.request(0, nc, b"x");
             h.advance(20_000);
             let last = h.replica(0).last_committed();
-            for s in (4..=last).step_by(4) {
-                h.cp_tokens(s);
+            for s in (4..=last.0).step_by(4) {
+                h.cp_tokens(Seq(s));
             }
             h.advance(20_000);
         }
@@ -299,14 +303,14 @@ fn replica_down_for_longer_than_the_vote_window_catches_up() {
     let mut h = Harness::new(1, 1, 4);
     h.crash(3);
     let mut nc = 0;
-    while h.replica(0).stable_checkpoint() < 4 * 70 {
+    while h.replica(0).stable_checkpoint() < Seq(4 * 70) {
         nc += 1;
         h.request(0, nc, b"x");
         h.advance(20_000);
         let last = h.replica(0).last_committed();
-        let newest = last - last % 4;
-        for s in [newest.saturating_sub(4), newest] {
-            if s > 0 {
+        let newest = last.round_down(4);
+        for s in [newest.minus(4), newest] {
+            if s > Seq::ZERO {
                 h.cp_tokens(s);
             }
         }
@@ -319,7 +323,7 @@ fn replica_down_for_longer_than_the_vote_window_catches_up() {
         h.request(0, nc, b"x");
         h.advance(20_000);
         let last = h.replica(0).last_committed();
-        h.cp_tokens(last - last % 4);
+        h.cp_tokens(last.round_down(4));
         h.advance(20_000);
     }
     h.advance(1_000_000);
@@ -351,8 +355,8 @@ fn a_lagging_replica_the_quorum_needs_catches_up_on_r_plus_one_checkpoint_votes(
             h.request(c, nc[c as usize], b"x");
             h.advance(20_000);
             let last = h.replica(0).last_committed();
-            for s in (4..=last).step_by(4) {
-                h.cp_tokens(s);
+            for s in (4..=last.0).step_by(4) {
+                h.cp_tokens(Seq(s));
             }
             h.advance(20_000);
         }
@@ -363,7 +367,7 @@ fn a_lagging_replica_the_quorum_needs_catches_up_on_r_plus_one_checkpoint_votes(
     }
     let stable = h.replica(0).stable_checkpoint();
     assert!(
-        stable >= 8,
+        stable >= Seq(8),
         "the three live replicas made checkpoints stable"
     );
     h.crash(2);
@@ -424,7 +428,11 @@ fn a_primary_whose_window_is_full_is_not_suspected_by_the_heartbeat() {
         h.request(c, 1, b"fills the window");
         h.advance(10_000);
     }
-    assert_eq!(h.replica(0).last_committed(), 4, "window top: 0 + 2 * 2");
+    assert_eq!(
+        h.replica(0).last_committed(),
+        Seq(4),
+        "window top: 0 + 2 * 2"
+    );
     h.request(4, 1, b"waits for the window");
     h.advance(3 * heartbeat);
     assert_eq!(h.committed.len(), 4);
@@ -435,7 +443,7 @@ fn a_primary_whose_window_is_full_is_not_suspected_by_the_heartbeat() {
         assert_eq!(r.view(), View(0));
     }
     // Execution catches up: the window moves and the request is ordered in the same view.
-    h.cp_tokens(2);
+    h.cp_tokens(Seq(2));
     h.advance(10_000);
     assert_eq!(h.committed.len(), 5);
     for b in 0..4 {
@@ -503,7 +511,7 @@ fn a_prepare_that_arrives_before_its_pre_prepare_counts() {
     // No time passes: no tick, no resend. o1 accepts, counts o2's early PREPARE and commits.
     h.release_held();
     assert_eq!(h.committed.len(), 1);
-    assert_eq!(h.replica(1).last_committed(), 1);
+    assert_eq!(h.replica(1).last_committed(), Seq(1));
 }
 
 /// Suspecting is a vote, not a departure (suspicion.rs): one backup that misses the
@@ -672,7 +680,10 @@ fn catch_up_requests_wait_until_the_replica_is_idle() {
     h.deliver_all();
     let o3 = Principal::Order(3);
     let ask = h.rings[&o3]
-        .seal(Principal::Order(1), &Message::FetchCommitted { from: 1 })
+        .seal(
+            Principal::Order(1),
+            &Message::FetchCommitted { from: Seq(1) },
+        )
         .unwrap();
     let answers = |h: &Harness| {
         h.queue
@@ -706,18 +717,18 @@ fn an_execution_replica_whose_checkpoint_differs_is_told_to_load_the_agreed_one(
         h.request(0, nc, format!("op{nc}").as_bytes());
         h.advance(20_000);
     }
-    assert!(h.replica(0).last_committed() >= 4);
+    assert!(h.replica(0).last_committed() >= Seq(4));
     let agreed = Digest::of(&4u64.to_le_bytes());
     let wrong = Digest::of(b"a state no correct replica holds");
     // Exec 2 diverged before the checkpoint is learned, exec 1's token comes late.
-    h.cp_token_from(2, 4, wrong);
-    h.cp_token_from(0, 4, agreed);
+    h.cp_token_from(2, Seq(4), wrong);
+    h.cp_token_from(0, Seq(4), agreed);
     h.advance(1_000);
     assert!(h.load_cps.is_empty(), "one token is no agreement yet");
-    h.cp_token_from(1, 4, agreed);
+    h.cp_token_from(1, Seq(4), agreed);
     h.advance(1_000);
     let order = h.q().order as u16;
-    let told: Vec<(u16, u16, u64, Digest)> = (0..order).map(|o| (2, o, 4, agreed)).collect();
+    let told: Vec<(u16, u16, Seq, Digest)> = (0..order).map(|o| (2, o, Seq(4), agreed)).collect();
     let mut got = h.load_cps.clone();
     got.sort();
     assert_eq!(
@@ -729,18 +740,18 @@ fn an_execution_replica_whose_checkpoint_differs_is_told_to_load_the_agreed_one(
     }
     // Its token repeated (an idle replica repeats its newest) gets no answer within a period...
     h.load_cps.clear();
-    h.cp_token_from(2, 4, wrong);
+    h.cp_token_from(2, Seq(4), wrong);
     h.advance(1_000);
     assert!(h.load_cps.is_empty());
     // ...and one after it (the first LOAD-CP may have been lost), reported once still.
     h.advance(h.cfg.catch_up_us);
-    h.cp_token_from(2, 4, wrong);
+    h.cp_token_from(2, Seq(4), wrong);
     h.advance(1_000);
     assert_eq!(h.load_cps.len(), order as usize);
     assert_eq!(h.replica(0).counters().get("exec-checkpoint-differs"), 1);
     // The agreeing replicas are never told anything.
     h.load_cps.clear();
-    h.cp_token_from(0, 4, agreed);
+    h.cp_token_from(0, Seq(4), agreed);
     h.advance(1_000);
     assert!(h.load_cps.is_empty());
 }
@@ -824,8 +835,11 @@ fn a_request_after_an_uncommitted_one_is_ordered_by_its_arrival() {
     h.hold_to = vec![(0, "commit")];
     h.request(0, 1, b"first");
     h.deliver_all();
-    assert_eq!(h.replica(0).last_committed(), 0);
-    assert!(h.replica(1).last_committed() >= 1, "the backups commit it");
+    assert_eq!(h.replica(0).last_committed(), Seq(0));
+    assert!(
+        h.replica(1).last_committed() >= Seq(1),
+        "the backups commit it"
+    );
     // Batch 1 is in flight at the primary, so it gathers the next batch until its timer.
     h.request(1, 1, b"earlier");
     h.deliver_all();
@@ -874,7 +888,7 @@ fn a_batch_time_outside_the_skew_either_side_is_refused_and_the_primary_replaced
         );
         let view = h.replica(1).view();
         assert!(view >= View(1), "offset {off}: view {view}");
-        let batch = h.exec_seen.get(&1).expect("batch 1 reached execution");
+        let batch = h.exec_seen.get(&Seq(1)).expect("batch 1 reached execution");
         // Proposed by a primary whose clock is right, once the request was there.
         assert!(
             (5_000_000..=h.now).contains(&batch.time),
@@ -899,7 +913,7 @@ fn a_backup_whose_own_clock_is_off_takes_the_batch_on_r_plus_one_vouchers() {
     let r1 = h.replica(1);
     assert_eq!(r1.counters().get("batch-time-out-of-bound"), 1);
     assert_eq!(r1.counters().get("batch-time-vouched-by-peers"), 1);
-    assert_eq!(r1.last_committed(), 1);
+    assert_eq!(r1.last_committed(), Seq(1));
     for i in 0..4 {
         assert_eq!(h.replica(i).view(), View(0), "o{i} stays in view 0");
     }

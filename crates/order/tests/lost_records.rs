@@ -10,12 +10,12 @@ use harness::scenarios::*;
 use harness::Harness;
 use plumb_core::DropReason;
 use plumb_core::Stage;
-use plumb_wire::View;
+use plumb_wire::{Seq, View};
 
 /// Heal the cut-off replicas and run until everyone agrees: the wiped replica rejoins, the
 /// request waiting meanwhile is ordered, and batch 1 is what it was.
 fn heals(h: &mut Harness, wiped: u16) {
-    let first = h.committed[&1];
+    let first = h.committed[&Seq(1)];
     assert!(
         h.replica(wiped).rejoining().is_some(),
         "o{wiped} stays out until it can learn a fence"
@@ -29,7 +29,7 @@ fn heals(h: &mut Harness, wiped: u16) {
         r.counters().iter().collect::<Vec<_>>()
     );
     assert!(r.incarnation() > 0, "a new incarnation");
-    assert_eq!(h.committed[&1], first, "OS-agreement: batch 1 stands");
+    assert_eq!(h.committed[&Seq(1)], first, "OS-agreement: batch 1 stands");
     let ordered: Vec<(u32, u64)> = h
         .exec_seen
         .values()
@@ -157,7 +157,7 @@ fn own_checkpoints_are_reloaded_and_leftovers_deleted_at_restart() {
         h.run_with_tokens(40_000);
     }
     let held = h.replica(1).held_checkpoints();
-    assert!(held.contains(&4) && held.contains(&8), "{held:?}");
+    assert!(held.contains(&Seq(4)) && held.contains(&Seq(8)), "{held:?}");
     h.crash(1);
     h.restart(1);
     assert_eq!(h.replica(1).held_checkpoints(), held, "reloaded");
@@ -169,7 +169,7 @@ fn own_checkpoints_are_reloaded_and_leftovers_deleted_at_restart() {
         h.run_with_tokens(40_000);
     }
     let stable = h.replica(1).stable_checkpoint();
-    assert!(stable >= 8, "stable {stable}");
+    assert!(stable >= Seq(8), "stable {stable}");
     let leftover = format!("order/cp/{:020}", 4);
     let bytes = h.disks[1][&format!("order/cp/{stable:020}")].clone();
     h.disks[1].insert(leftover.clone(), bytes);

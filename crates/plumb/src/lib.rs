@@ -60,7 +60,7 @@
 //! let mut counter = Counter::default();
 //! let add = 5i64.to_le_bytes();
 //! let batch = [Command::new(0, plumb_wire::Life(0), plumb_wire::ReqNo(1), &add)];
-//! let out = counter.execute(1, &batch, NonDeterminism { time: 1, seed: 7 });
+//! let out = counter.execute(Seq(1), &batch, NonDeterminism { time: 1, seed: 7 });
 //! assert_eq!(out.replies, [5i64.to_le_bytes().to_vec()]);
 //!
 //! // Its binary's `main` is one statement (named otherwise here, so the test does not run it):

@@ -84,13 +84,13 @@ fn derive(q: &Quorums) -> KeySet {
 mod tests {
     use super::*;
     use plumb_config::Faults;
-    use plumb_wire::Message;
+    use plumb_wire::{Message, Seq};
 
     #[test]
     fn cached_pairwise_keys_open_each_others_frames() {
         let q = Quorums::minimal(Faults::new(1, 1));
         let keys = key_set(&q);
-        let msg = Message::LastExec { next: 3 };
+        let msg = Message::LastExec { next: Seq(3) };
         let frame = keys
             .ring(Principal::Exec(0))
             .unwrap()

@@ -207,7 +207,7 @@ struct Fork<A> {
 /// [`SpecReply`]s, around an inner application `A` (module docs for what `A` sees).
 pub struct Speculative<A> {
     inner: A,
-    truncate_every: Seq,
+    truncate_every: u64,
     log: ReplyLog,
     /// The last truncation point: a batch number that is a multiple of `truncate_every`.
     last_truncation: Seq,
@@ -303,13 +303,13 @@ impl<A: Application + Clone> Speculative<A> {
     /// batches; choose it so that a client's whole pipeline commits well within that, or its
     /// dependent requests come back `Retry` (§3.2.1: "provided that the log is sufficiently
     /// long"). Every replica of a cluster must use the same value.
-    pub fn new(inner: A, truncate_every: Seq) -> Self {
+    pub fn new(inner: A, truncate_every: u64) -> Self {
         Speculative {
             inner,
             truncate_every: truncate_every.max(1),
             log: ReplyLog::default(),
-            last_truncation: 0,
-            last: Some((0, NonDeterminism { time: 0, seed: 0 })),
+            last_truncation: Seq(0),
+            last: Some((Seq(0), NonDeterminism { time: 0, seed: 0 })),
             fork: None,
             stats: SpecStats::default(),
             #[cfg(feature = "sabotage")]

@@ -14,8 +14,8 @@ use proptest::prelude::*;
 
 fn nd(seq: Seq) -> NonDeterminism {
     NonDeterminism {
-        time: seq * 1000,
-        seed: seq.wrapping_mul(0x9e37_79b9),
+        time: seq.0 * 1000,
+        seed: seq.0.wrapping_mul(0x9e37_79b9),
     }
 }
 
@@ -185,12 +185,12 @@ proptest! {
         }
         // The shim and the application take any op.
         let mut s = shim();
-        let replies = run(&mut s, 1, &[(16, ReqNo(1), bytes.clone()), (17, ReqNo(1), tail.clone())]);
+        let replies = run(&mut s, Seq(1), &[(16, ReqNo(1), bytes.clone()), (17, ReqNo(1), tail.clone())]);
         prop_assert_eq!(replies.len(), 2);
         let _ = s.execute_read_only(16, &bytes);
         let _ = s.execute_early(cmd(18, ReqNo(1), &bytes));
         let mut app = SpecBench::new();
-        let _ = run(&mut app, 1, &[(1, ReqNo(1), tail.clone())]);
+        let _ = run(&mut app, Seq(1), &[(1, ReqNo(1), tail.clone())]);
         let _ = app.execute_read_only(1, &tail);
     }
 
@@ -213,12 +213,12 @@ proptest! {
 #[test]
 fn matching_predicate_executes() {
     let mut s = shim();
-    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
+    let r1 = run(&mut s, Seq(1), &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
     let t1 = next_token(0, 1);
     assert_eq!(r1[0], done(1, t1));
     let r2 = run(
         &mut s,
-        2,
+        Seq(2),
         &[(
             17,
             ReqNo(1),
@@ -233,13 +233,13 @@ fn matching_predicate_executes() {
 #[test]
 fn mismatch_aborts_and_the_abort_is_logged() {
     let mut s = shim();
-    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
+    let r1 = run(&mut s, Seq(1), &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
     // The client speculated on a reply other than the committed one.
     let wrong = done(1, 12345);
     assert_ne!(r1[0], wrong);
     let r2 = run(
         &mut s,
-        2,
+        Seq(2),
         &[(
             16,
             ReqNo(2),
@@ -259,7 +259,7 @@ fn mismatch_aborts_and_the_abort_is_logged() {
     let speculated = done(2, next_token(12345, 2));
     let r3 = run(
         &mut s,
-        3,
+        Seq(3),
         &[
             (
                 17,
@@ -291,10 +291,10 @@ fn mismatch_aborts_and_the_abort_is_logged() {
 #[test]
 fn missing_entry_aborts_and_reports_the_first_failed_predicate() {
     let mut s = shim();
-    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
+    let r1 = run(&mut s, Seq(1), &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
     let replies = run(
         &mut s,
-        2,
+        Seq(2),
         &[
             // Never executed.
             (
@@ -327,11 +327,11 @@ fn missing_entry_aborts_and_reports_the_first_failed_predicate() {
 fn group_restriction() {
     let mut s = shim();
     let g = SPEC_GROUP;
-    let r1 = run(&mut s, 1, &[(g, ReqNo(1), plain(incr_op(0, 0)))]);
+    let r1 = run(&mut s, Seq(1), &[(g, ReqNo(1), plain(incr_op(0, 0)))]);
     let t1 = next_token(0, 1);
     let replies = run(
         &mut s,
-        2,
+        Seq(2),
         &[
             // Group 2 guessing group 1's reply, correctly: still aborted.
             (
@@ -371,11 +371,11 @@ fn group_restriction() {
 #[test]
 fn retry_after_truncation() {
     let mut s = Speculative::new(SpecBench::new(), 2);
-    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(create_op("/a")))]);
-    run(&mut s, 2, &[(16, ReqNo(2), plain(create_op("/b")))]); // truncation point 2: drops ≤ 0
+    let r1 = run(&mut s, Seq(1), &[(16, ReqNo(1), plain(create_op("/a")))]);
+    run(&mut s, Seq(2), &[(16, ReqNo(2), plain(create_op("/b")))]); // truncation point 2: drops ≤ 0
     let r3 = run(
         &mut s,
-        3,
+        Seq(3),
         &[(
             17,
             ReqNo(1),
@@ -387,13 +387,13 @@ fn retry_after_truncation() {
         SpecReply::Executed(_)
     ));
     assert_eq!(s.log_len(), 3);
-    run(&mut s, 4, &[]); // truncation point 4: drops what was recorded at 1 and 2
+    run(&mut s, Seq(4), &[]); // truncation point 4: drops what was recorded at 1 and 2
     assert_eq!(s.log_len(), 1);
     assert_eq!(s.watermark(16), ReqNo(2));
     assert_eq!(s.watermark(17), ReqNo(0));
     let r5 = run(
         &mut s,
-        5,
+        Seq(5),
         &[
             (
                 18,
@@ -441,8 +441,18 @@ fn retry_after_truncation() {
 #[test]
 fn hooks_decide_as_documented() {
     let mut log = ReplyLog::default();
-    log.record(16, ReqNo(1), answer_digest(id(16, ReqNo(1)), b"one"), 1);
-    log.record(16, ReqNo(2), answer_digest(id(16, ReqNo(2)), b"two"), 3);
+    log.record(
+        16,
+        ReqNo(1),
+        answer_digest(id(16, ReqNo(1)), b"one"),
+        Seq(1),
+    );
+    log.record(
+        16,
+        ReqNo(2),
+        answer_digest(id(16, ReqNo(2)), b"two"),
+        Seq(3),
+    );
     assert_eq!(predicates_hold(&log, 16, &[]), Verdict::Hold);
     assert_eq!(
         predicates_hold(
@@ -456,7 +466,7 @@ fn hooks_decide_as_documented() {
         predicates_hold(&log, 17, &[on(16, ReqNo(1), b"two")]),
         Verdict::Abort(0)
     );
-    truncate(&mut log, 2);
+    truncate(&mut log, Seq(2));
     assert_eq!(log.watermark(16), ReqNo(1));
     assert_eq!(
         predicates_hold(
@@ -474,7 +484,7 @@ fn hooks_decide_as_documented() {
         predicates_hold(&log, SPEC_GROUP + 16, &[on(16, ReqNo(2), b"two")]),
         Verdict::Abort(0)
     );
-    truncate(&mut log, 3);
+    truncate(&mut log, Seq(3));
     assert_eq!(log.watermark(16), ReqNo(2));
     assert_eq!(
         predicates_hold(&log, 17, &[on(16, ReqNo(2), b"two")]),
@@ -491,7 +501,7 @@ fn same_batch_dependence_sees_earlier_commands() {
     // client speculated for the one before.
     let replies = run(
         &mut s,
-        1,
+        Seq(1),
         &[
             (16, ReqNo(1), plain(incr_op(0, 0))),
             (
@@ -575,7 +585,7 @@ fn inner_sees_one_command_calls_with_the_batch_seq_and_pushes_pass_through() {
         .iter()
         .map(|(client, nc, op)| cmd(*client, ReqNo(*nc), op))
         .collect();
-    let out = s.execute(7, &cmds, nd(7));
+    let out = s.execute(Seq(7), &cmds, nd(Seq(7)));
     assert_eq!(out.replies.len(), 4);
     assert_eq!(out.replies[0], SpecReply::Executed(b"ba".to_vec()).encode());
     assert_eq!(out.replies[1], SpecReply::Malformed.encode());
@@ -585,7 +595,10 @@ fn inner_sees_one_command_calls_with_the_batch_seq_and_pushes_pass_through() {
     // Unwrapped ops, one command a call, the batch's seq and non-determinism each time;
     // nothing for the malformed and the aborted one.
     assert_eq!(s.inner().ops, vec![b"ab".to_vec(), b"cd".to_vec()]);
-    assert_eq!(s.inner().calls, vec![(7, 1, nd(7)), (7, 1, nd(7))]);
+    assert_eq!(
+        s.inner().calls,
+        vec![(Seq(7), 1, nd(Seq(7))), (Seq(7), 1, nd(Seq(7)))]
+    );
     let st = s.stats();
     assert_eq!((st.executed, st.malformed, st.aborted), (2, 1, 1));
     assert_eq!(
@@ -622,7 +635,7 @@ fn read_only_path() {
     let ro = s.execute_read_only(16, &read);
     let out = run(
         &mut s,
-        1,
+        Seq(1),
         &[(
             16,
             ReqNo(2),
@@ -728,8 +741,8 @@ fn two_shims_fed_the_same_batches_stay_identical() {
         let mut w = Workload::new(seed);
         for seq in 1..=150 {
             let reqs = w.batch();
-            let ra = run(&mut a, seq, &reqs);
-            let rb = run(&mut b, seq, &reqs);
+            let ra = run(&mut a, Seq(seq), &reqs);
+            let rb = run(&mut b, Seq(seq), &reqs);
             assert_eq!(ra, rb, "seed {seed} seq {seq}");
             assert_eq!(a.state_digest(), b.state_digest(), "seed {seed} seq {seq}");
             w.learn(&reqs, &ra);
@@ -755,7 +768,7 @@ fn checkpoint_round_trip_decides_like_executing_through() {
         let mut w = Workload::new(seed);
         for seq in 1..=30 {
             let reqs = w.batch();
-            let r = run(&mut through, seq, &reqs);
+            let r = run(&mut through, Seq(seq), &reqs);
             w.learn(&reqs, &r);
         }
         let cp = through.take_checkpoint();
@@ -766,8 +779,8 @@ fn checkpoint_round_trip_decides_like_executing_through() {
         let mut executed_after = 0;
         for seq in 31..=80 {
             let reqs = w.batch();
-            let ra = run(&mut through, seq, &reqs);
-            let rb = run(&mut loaded, seq, &reqs);
+            let ra = run(&mut through, Seq(seq), &reqs);
+            let rb = run(&mut loaded, Seq(seq), &reqs);
             assert_eq!(ra, rb, "seed {seed} seq {seq}");
             assert_eq!(through.state_digest(), loaded.state_digest());
             executed_after += ra
@@ -790,10 +803,10 @@ fn checkpoint_round_trip_decides_like_executing_through() {
 #[test]
 fn checkpoint_carries_the_log_and_watermarks() {
     let mut s = Speculative::new(SpecBench::new(), 2);
-    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(create_op("/a")))]);
-    run(&mut s, 2, &[]);
-    let r3 = run(&mut s, 3, &[(16, ReqNo(2), plain(create_op("/b")))]);
-    run(&mut s, 4, &[]); // (16, 1) truncated, watermark 1
+    let r1 = run(&mut s, Seq(1), &[(16, ReqNo(1), plain(create_op("/a")))]);
+    run(&mut s, Seq(2), &[]);
+    let r3 = run(&mut s, Seq(3), &[(16, ReqNo(2), plain(create_op("/b")))]);
+    run(&mut s, Seq(4), &[]); // (16, 1) truncated, watermark 1
     let cp = s.take_checkpoint();
     let mut t = Speculative::new(SpecBench::new(), 2);
     t.load_checkpoint(&cp).unwrap();
@@ -814,8 +827,8 @@ fn checkpoint_carries_the_log_and_watermarks() {
             predicated(vec![on(16, ReqNo(2), &r3[0])], create_op("/d")),
         ),
     ];
-    let fresh = run(&mut Speculative::new(SpecBench::new(), 2), 5, &reqs);
-    let loaded = run(&mut t, 5, &reqs);
+    let fresh = run(&mut Speculative::new(SpecBench::new(), 2), Seq(5), &reqs);
+    let loaded = run(&mut t, Seq(5), &reqs);
     assert_eq!(
         SpecReply::decode(&loaded[0]).unwrap(),
         SpecReply::Retry { predicate: 0 }
@@ -827,7 +840,7 @@ fn checkpoint_carries_the_log_and_watermarks() {
     // Without the log both would have aborted.
     assert_ne!(fresh, loaded);
     // Truncation resumes from the checkpoint's last point: at 6, what was recorded at 3 goes.
-    run(&mut t, 6, &[]);
+    run(&mut t, Seq(6), &[]);
     assert_eq!(t.logged(16, ReqNo(2)), None);
     assert_eq!(t.watermark(16), ReqNo(2));
     // Corrupt checkpoints are refused without touching the state.
@@ -848,17 +861,17 @@ fn state_digest_covers_the_log_and_watermarks() {
     // Same inner state, different logs: a malformed request changes only the log.
     let mut a = shim();
     let mut b = shim();
-    run(&mut a, 1, &[(16, ReqNo(1), b"junk".to_vec())]);
-    run(&mut b, 1, &[]);
+    run(&mut a, Seq(1), &[(16, ReqNo(1), b"junk".to_vec())]);
+    run(&mut b, Seq(1), &[]);
     assert_eq!(a.inner().state_digest(), b.inner().state_digest());
     assert_ne!(a.state_digest(), b.state_digest());
     // Same entries, different watermarks: one truncated an entry the other never had.
     let mut c = Speculative::new(SpecBench::new(), 1);
     let mut d = Speculative::new(SpecBench::new(), 1);
-    run(&mut c, 1, &[(16, ReqNo(1), b"junk".to_vec())]);
-    run(&mut d, 1, &[]);
-    run(&mut c, 2, &[]);
-    run(&mut d, 2, &[]);
+    run(&mut c, Seq(1), &[(16, ReqNo(1), b"junk".to_vec())]);
+    run(&mut d, Seq(1), &[]);
+    run(&mut c, Seq(2), &[]);
+    run(&mut d, Seq(2), &[]);
     assert_eq!(c.log_len(), 0);
     assert_eq!(c.watermark(16), ReqNo(1));
     assert_ne!(c.state_digest(), d.state_digest());
@@ -896,11 +909,11 @@ fn fork_predicts_the_committed_replies_when_the_order_agrees() {
     // The committed state is untouched by early execution.
     assert_eq!(primary.state_digest(), backup.state_digest());
     // Committed in the same order, over two batches.
-    let mut committed = run(&mut primary, 1, &reqs[..2]);
-    committed.extend(run(&mut primary, 2, &reqs[2..]));
+    let mut committed = run(&mut primary, Seq(1), &reqs[..2]);
+    committed.extend(run(&mut primary, Seq(2), &reqs[2..]));
     assert_eq!(committed, early);
-    assert_eq!(run(&mut backup, 1, &reqs[..2]), early[..2]);
-    assert_eq!(run(&mut backup, 2, &reqs[2..]), early[2..]);
+    assert_eq!(run(&mut backup, Seq(1), &reqs[..2]), early[..2]);
+    assert_eq!(run(&mut backup, Seq(2), &reqs[2..]), early[2..]);
     assert_eq!(primary.state_digest(), backup.state_digest());
     let st = primary.stats();
     assert_eq!(st.early_executions, 6);
@@ -937,7 +950,7 @@ fn fork_is_rebuilt_when_the_order_differs() {
     );
     assert_eq!(incr(&early_b), IncrReply::WrongToken { value: 1 });
     // Agreement ordered b first.
-    let committed = run(&mut s, 1, &[(32, ReqNo(1), b), (16, ReqNo(1), a)]);
+    let committed = run(&mut s, Seq(1), &[(32, ReqNo(1), b), (16, ReqNo(1), a)]);
     assert_eq!(committed[0], early_a);
     assert_eq!(committed[1], early_b);
     assert!(!s.has_fork());
@@ -957,7 +970,7 @@ fn fork_is_rebuilt_when_the_order_differs() {
     // A committed command the fork never saw makes it stale too: it is rebuilt from the
     // committed state with the early request still waiting (33, 1) executed again, so the
     // next early request follows that one.
-    run(&mut s, 2, &[(40, ReqNo(1), plain(create_op("/x")))]);
+    run(&mut s, Seq(2), &[(40, ReqNo(1), plain(create_op("/x")))]);
     assert!(s.has_fork());
     assert_eq!(s.stats().fork_drops, 2);
     assert_eq!(s.stats().fork_rebuilds, 3);
@@ -973,7 +986,7 @@ fn fork_is_rebuilt_when_the_order_differs() {
     let t2 = next_token(0, 1);
     run(
         &mut s,
-        3,
+        Seq(3),
         &[
             (33, ReqNo(1), plain(incr_op(0, t2))),
             (34, ReqNo(1), plain(incr_op(0, next_token(t2, 2)))),
@@ -991,7 +1004,7 @@ fn fork_is_rebuilt_when_the_order_differs() {
         request: Digest::of(b"another request"),
         ..cmd(1, ReqNo(1), &z)
     };
-    other.execute(1, &[another], nd(1));
+    other.execute(Seq(1), &[another], nd(Seq(1)));
     assert!(!other.has_fork());
 }
 
@@ -1002,7 +1015,11 @@ fn load_checkpoint_drops_the_fork() {
     let early = s.execute_early(cmd(16, ReqNo(1), &op)).unwrap();
     assert!(s.has_fork());
     let mut elsewhere = shim();
-    run(&mut elsewhere, 1, &[(20, ReqNo(1), plain(incr_op(0, 0)))]);
+    run(
+        &mut elsewhere,
+        Seq(1),
+        &[(20, ReqNo(1), plain(incr_op(0, 0)))],
+    );
     s.load_checkpoint(&elsewhere.take_checkpoint()).unwrap();
     assert!(!s.has_fork(), "a load drops the fork");
     assert_eq!(
@@ -1011,7 +1028,7 @@ fn load_checkpoint_drops_the_fork() {
         "no agreed time until the next batch"
     );
     // (16, 1) commits on the loaded state: the early reply was for a state now gone.
-    let committed = run(&mut s, 2, &[(16, ReqNo(1), op.clone())]);
+    let committed = run(&mut s, Seq(2), &[(16, ReqNo(1), op.clone())]);
     assert_ne!(committed[0], early);
     assert_eq!(incr(&committed[0]), IncrReply::WrongToken { value: 1 });
     assert!(s.execute_early(cmd(17, ReqNo(1), &op)).is_some());
@@ -1022,17 +1039,17 @@ fn fork_dropped_when_the_reply_differs_at_the_right_place() {
     // Probe answers `time` with the agreed time: the fork borrows the last batch's, the
     // committed batch has its own, so the right request at the right place answers otherwise.
     let mut s = Speculative::new(Probe::default(), 10);
-    run(&mut s, 1, &[]);
+    run(&mut s, Seq(1), &[]);
     let op = plain(b"time".to_vec());
     let early = s.execute_early(cmd(16, ReqNo(1), &op)).unwrap();
     assert_eq!(
         early,
-        SpecReply::Executed(nd(1).time.to_le_bytes().to_vec()).encode()
+        SpecReply::Executed(nd(Seq(1)).time.to_le_bytes().to_vec()).encode()
     );
-    let committed = run(&mut s, 2, &[(16, ReqNo(1), op)]);
+    let committed = run(&mut s, Seq(2), &[(16, ReqNo(1), op)]);
     assert_eq!(
         committed[0],
-        SpecReply::Executed(nd(2).time.to_le_bytes().to_vec()).encode()
+        SpecReply::Executed(nd(Seq(2)).time.to_le_bytes().to_vec()).encode()
     );
     assert!(!s.has_fork());
     let st = s.stats();
@@ -1044,15 +1061,18 @@ fn fork_truncates_with_the_committed_log() {
     let mut s = Speculative::new(SpecBench::new(), 1);
     let a = plain(create_op("/a"));
     let early_a = s.execute_early(cmd(16, ReqNo(1), &a)).unwrap();
-    assert_eq!(run(&mut s, 1, &[(16, ReqNo(1), a)]), vec![early_a.clone()]);
+    assert_eq!(
+        run(&mut s, Seq(1), &[(16, ReqNo(1), a)]),
+        vec![early_a.clone()]
+    );
     // Batch 2 truncates what batch 1 recorded, in the committed log and in the fork's.
-    run(&mut s, 2, &[]);
+    run(&mut s, Seq(2), &[]);
     assert!(s.has_fork());
     assert_eq!(s.watermark(16), ReqNo(1));
     let b = predicated(vec![on(16, ReqNo(1), &early_a)], create_op("/b"));
     let early_b = s.execute_early(cmd(17, ReqNo(1), &b)).unwrap();
     assert_eq!(early_b, SpecReply::Retry { predicate: 0 }.encode());
-    assert_eq!(run(&mut s, 3, &[(17, ReqNo(1), b)]), vec![early_b]);
+    assert_eq!(run(&mut s, Seq(3), &[(17, ReqNo(1), b)]), vec![early_b]);
     let st = s.stats();
     assert_eq!(
         (st.early_confirmed, st.fork_drops, st.fork_rebuilds),
@@ -1074,7 +1094,7 @@ fn early_repeats_and_committed_requests() {
     assert_eq!(s.execute_early(another), None);
     let st = s.stats();
     assert_eq!((st.early_executions, st.early_repeats), (1, 1));
-    run(&mut s, 1, &[(16, ReqNo(1), op.clone())]);
+    run(&mut s, Seq(1), &[(16, ReqNo(1), op.clone())]);
     assert_eq!(
         s.execute_early(cmd(16, ReqNo(1), &op)),
         None,
@@ -1082,8 +1102,8 @@ fn early_repeats_and_committed_requests() {
     );
     // Past the truncation watermark likewise.
     let mut t = Speculative::new(SpecBench::new(), 1);
-    run(&mut t, 1, &[(16, ReqNo(5), plain(vec![]))]);
-    run(&mut t, 2, &[]);
+    run(&mut t, Seq(1), &[(16, ReqNo(5), plain(vec![]))]);
+    run(&mut t, Seq(2), &[]);
     assert_eq!(t.watermark(16), ReqNo(5));
     assert_eq!(t.execute_early(cmd(16, ReqNo(3), &op)), None);
     // Early replies of predicated requests are decided on the fork's log.
@@ -1104,7 +1124,7 @@ fn early_repeats_and_committed_requests() {
 // The application
 
 fn fs(app: &mut SpecBench, seq: Seq, op: Vec<u8>) -> FsReply {
-    let r = run(app, seq, &[(1, ReqNo(seq), op.clone())]);
+    let r = run(app, seq, &[(1, ReqNo(seq.0), op.clone())]);
     FsReply::decode(&op, &r[0]).unwrap()
 }
 
@@ -1113,7 +1133,7 @@ fn counter_tokens_chain() {
     let mut app = SpecBench::new();
     let r = run(
         &mut app,
-        1,
+        Seq(1),
         &[(1, ReqNo(1), incr_op(5, 0)), (1, ReqNo(2), incr_op(5, 0))],
     );
     let t1 = next_token(0, 1);
@@ -1130,7 +1150,7 @@ fn counter_tokens_chain() {
     );
     let r = run(
         &mut app,
-        2,
+        Seq(2),
         &[
             (1, ReqNo(3), incr_op(5, t1)),
             (1, ReqNo(4), incr_op(6, 0)),
@@ -1163,79 +1183,82 @@ fn counter_tokens_chain() {
 fn file_store() {
     let mut app = SpecBench::new();
     assert_eq!(
-        fs(&mut app, 1, create_op("/d/f")),
+        fs(&mut app, Seq(1), create_op("/d/f")),
         FsReply::Status(FsStatus::Ok)
     );
     assert_eq!(
-        fs(&mut app, 2, create_op("/d/f")),
+        fs(&mut app, Seq(2), create_op("/d/f")),
         FsReply::Status(FsStatus::Exists)
     );
     assert_eq!(
-        fs(&mut app, 3, create_op("/d")),
+        fs(&mut app, Seq(3), create_op("/d")),
         FsReply::Status(FsStatus::Exists)
     );
     assert_eq!(
-        fs(&mut app, 4, create_op("/d/f/g")),
+        fs(&mut app, Seq(4), create_op("/d/f/g")),
         FsReply::Status(FsStatus::BadPath)
     );
     for bad in ["", "/", "d", "/d/", "//x", "/a//b"] {
         assert_eq!(
-            fs(&mut app, 5, create_op(bad)),
+            fs(&mut app, Seq(5), create_op(bad)),
             FsReply::Status(FsStatus::BadPath),
             "{bad:?}"
         );
     }
     assert_eq!(
-        fs(&mut app, 6, write_op("/d/f", 3, b"xy")),
+        fs(&mut app, Seq(6), write_op("/d/f", 3, b"xy")),
         FsReply::Status(FsStatus::Ok)
     );
     assert_eq!(
-        fs(&mut app, 7, read_op("/d/f")),
+        fs(&mut app, Seq(7), read_op("/d/f")),
         FsReply::Data(vec![0, 0, 0, b'x', b'y'])
     );
     assert_eq!(
-        fs(&mut app, 8, write_op("/d/f", 1, b"ab")),
+        fs(&mut app, Seq(8), write_op("/d/f", 1, b"ab")),
         FsReply::Status(FsStatus::Ok)
     );
     assert_eq!(
-        fs(&mut app, 9, read_op("/d/f")),
+        fs(&mut app, Seq(9), read_op("/d/f")),
         FsReply::Data(vec![0, b'a', b'b', b'x', b'y'])
     );
     assert_eq!(
-        fs(&mut app, 10, write_op("/nope", 0, b"a")),
+        fs(&mut app, Seq(10), write_op("/nope", 0, b"a")),
         FsReply::Status(FsStatus::NotFound)
     );
     assert_eq!(
-        fs(&mut app, 11, write_op("/d/f", MAX_FILE, b"a")),
+        fs(&mut app, Seq(11), write_op("/d/f", MAX_FILE, b"a")),
         FsReply::Status(FsStatus::TooLarge)
     );
     assert_eq!(
-        fs(&mut app, 12, write_op("/d/f", u64::MAX, b"a")),
+        fs(&mut app, Seq(12), write_op("/d/f", u64::MAX, b"a")),
         FsReply::Status(FsStatus::TooLarge)
     );
     assert_eq!(
-        fs(&mut app, 13, read_op("/d/g")),
+        fs(&mut app, Seq(13), read_op("/d/g")),
         FsReply::Status(FsStatus::NotFound)
     );
-    fs(&mut app, 14, create_op("/d/e/x"));
-    fs(&mut app, 15, create_op("/d/e/y"));
-    fs(&mut app, 16, create_op("/top"));
-    fs(&mut app, 17, create_op("/d2/z"));
+    fs(&mut app, Seq(14), create_op("/d/e/x"));
+    fs(&mut app, Seq(15), create_op("/d/e/y"));
+    fs(&mut app, Seq(16), create_op("/top"));
+    fs(&mut app, Seq(17), create_op("/d2/z"));
     assert_eq!(
-        fs(&mut app, 18, list_op("/d")),
+        fs(&mut app, Seq(18), list_op("/d")),
         FsReply::Names(vec!["e/".into(), "f".into()])
     );
     assert_eq!(
-        fs(&mut app, 19, list_op("/")),
+        fs(&mut app, Seq(19), list_op("/")),
         FsReply::Names(vec!["d/".into(), "d2/".into(), "top".into()])
     );
     assert_eq!(
-        fs(&mut app, 20, list_op("/q")),
+        fs(&mut app, Seq(20), list_op("/q")),
         FsReply::Status(FsStatus::NotFound)
     );
-    assert_eq!(fs(&mut app, 21, vec![9]), FsReply::Status(FsStatus::BadOp));
     assert_eq!(
-        fs(&mut app, 22, vec![2, 200]),
+        fs(&mut app, Seq(21), vec![9]),
+        FsReply::Status(FsStatus::BadOp)
+    );
+    assert_eq!(
+        fs(&mut app, Seq(22), vec![2, 200]),
         FsReply::Status(FsStatus::BadOp)
     );
     // Reads are reads, and the read-only path answers them alike.
@@ -1243,7 +1266,7 @@ fn file_store() {
     assert!(!app.is_read(&create_op("/x")) && !app.is_read(&incr_op(0, 0)));
     assert_eq!(
         app.execute_read_only(1, &read_op("/d/f")),
-        run(&mut app, 23, &[(1, ReqNo(23), read_op("/d/f"))])[0]
+        run(&mut app, Seq(23), &[(1, ReqNo(23), read_op("/d/f"))])[0]
     );
     assert_eq!(
         app.execute_read_only(1, &create_op("/r")),
@@ -1256,7 +1279,7 @@ fn application_checkpoint_round_trip() {
     let mut app = SpecBench::new();
     run(
         &mut app,
-        1,
+        Seq(1),
         &[
             (1, ReqNo(1), incr_op(0, 0)),
             (1, ReqNo(2), create_op("/a")),
@@ -1302,7 +1325,7 @@ enum Fate {
 fn session(
     seed: u64,
     lie_per_mille: u64,
-    truncate_every: Seq,
+    truncate_every: u64,
 ) -> (BTreeMap<OpId, Fate>, u64, usize) {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut client = Speculation::new(1);
@@ -1386,10 +1409,10 @@ fn session(
                 .iter()
                 .map(|(_, l, n, r)| (*l, *n, r.clone()))
                 .collect();
-            let replies = run(&mut primary, seq, &reqs);
+            let replies = run(&mut primary, Seq(seq), &reqs);
             assert_eq!(
                 replies,
-                run(&mut backup, seq, &reqs),
+                run(&mut backup, Seq(seq), &reqs),
                 "seed {seed} seq {seq}"
             );
             assert_eq!(primary.state_digest(), backup.state_digest());
@@ -1430,8 +1453,8 @@ fn session(
         .iter()
         .map(|(_, l, n, r)| (*l, *n, r.clone()))
         .collect();
-    let replies = run(&mut primary, seq, &reqs);
-    assert_eq!(replies, run(&mut backup, seq, &reqs));
+    let replies = run(&mut primary, Seq(seq), &reqs);
+    assert_eq!(replies, run(&mut backup, Seq(seq), &reqs));
     for ((id, _, _, _), reply) in in_flight.iter().zip(replies) {
         committed.insert(*id, reply);
     }
@@ -1463,7 +1486,7 @@ fn session(
 #[test]
 fn session_without_faults_keeps_every_speculation() {
     for seed in 1..=20 {
-        let (fates, early_confirmed, _) = session(seed, 0, 50);
+        let (fates, early_confirmed, _) = session(seed, 0, Seq(50).0);
         let rolled_back = fates.values().filter(|f| **f == Fate::RolledBack).count();
         // Reordered batches make some predictions wrong; most hold.
         assert!(
@@ -1479,7 +1502,7 @@ fn session_without_faults_keeps_every_speculation() {
 fn session_with_a_lying_primary_rolls_back_what_replicas_abort() {
     let mut rolled_back = 0;
     for seed in 1..=20 {
-        let (fates, _, _) = session(seed, 30, 50);
+        let (fates, _, _) = session(seed, 30, Seq(50).0);
         rolled_back += fates.values().filter(|f| **f == Fate::RolledBack).count();
     }
     assert!(rolled_back > 0, "the lies caused roll-backs");
@@ -1489,7 +1512,7 @@ fn session_with_a_lying_primary_rolls_back_what_replicas_abort() {
 fn session_with_a_short_log_retries() {
     let mut retried = 0;
     for seed in 1..=20 {
-        let (fates, _, _) = session(seed, 0, 1);
+        let (fates, _, _) = session(seed, 0, Seq(1).0);
         retried += fates
             .values()
             .filter(|f| matches!(f, Fate::Settled(SpecReply::Retry { .. })))
@@ -1502,7 +1525,7 @@ fn session_with_a_short_log_retries() {
 fn session_stops_trusting_a_primary_that_lies_often() {
     let (mut tracked, mut ops) = (0, 0);
     for seed in 1..=10 {
-        let (fates, _, t) = session(seed, 300, 50);
+        let (fates, _, t) = session(seed, 300, Seq(50).0);
         tracked += t;
         ops += fates.len();
     }
@@ -1519,7 +1542,7 @@ fn session_stops_trusting_a_primary_that_lies_often() {
 #[test]
 fn a_predicate_on_another_lifes_request_under_the_same_number_aborts() {
     let mut s = shim();
-    let r1 = run(&mut s, 1, &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
+    let r1 = run(&mut s, Seq(1), &[(16, ReqNo(1), plain(incr_op(0, 0)))]);
     let new_life = plumb_wire::request_id(16, Life(1), ReqNo(1), Digest::ZERO);
     let theirs = Predicate {
         client: 16,
@@ -1528,7 +1551,7 @@ fn a_predicate_on_another_lifes_request_under_the_same_number_aborts() {
     };
     let r2 = run(
         &mut s,
-        2,
+        Seq(2),
         &[(17, ReqNo(1), predicated(vec![theirs], incr_op(1, 0)))],
     );
     assert_eq!(
@@ -1539,7 +1562,7 @@ fn a_predicate_on_another_lifes_request_under_the_same_number_aborts() {
     // Named with the request that was executed, the same reply holds.
     let r3 = run(
         &mut s,
-        3,
+        Seq(3),
         &[(
             17,
             ReqNo(2),

@@ -4,7 +4,7 @@
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_web::wiki::{MAX_PAGE_BYTES, MAX_REVISIONS_KEPT};
 use plumb_web::{WebOp, WebResponse, WikiApp, MAX_FORM_BYTES};
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 use proptest::prelude::*;
 
 const FORM: &str = "application/x-www-form-urlencoded";
@@ -36,7 +36,7 @@ fn run(app: &mut WikiApp, seq: u64, time_secs: u64, ops: &[Vec<u8>]) -> Vec<WebR
         time: time_secs * 1_000_000,
         seed: seq,
     };
-    app.execute(seq, &batch, nd)
+    app.execute(Seq(seq), &batch, nd)
         .replies
         .iter()
         .map(|r| WebResponse::decode(r).expect("the application's answers decode"))
@@ -215,8 +215,8 @@ fn two_replicas_fed_the_same_batches_agree_byte_for_byte() {
             time: 1_000_000 * seq as u64 + 17,
             seed: 99,
         };
-        let out_a = a.execute(seq as u64 + 1, &commands, nd);
-        let out_b = b.execute(seq as u64 + 1, &commands, nd);
+        let out_a = a.execute(Seq(seq as u64 + 1), &commands, nd);
+        let out_b = b.execute(Seq(seq as u64 + 1), &commands, nd);
         assert_eq!(out_a, out_b, "batch {seq}");
         assert_eq!(a.take_checkpoint(), b.take_checkpoint());
         assert_eq!(a.state_digest(), b.state_digest());
@@ -252,7 +252,7 @@ fn read_only_changes_nothing_and_answers_as_the_ordered_path() {
         assert_eq!(app.state_digest(), before);
         let mut ordered = app.clone();
         let out = ordered.execute(
-            100,
+            Seq(100),
             &[Command::new(3, Life(0), ReqNo(1), &get(target))],
             NonDeterminism { time: 1, seed: 1 },
         );
@@ -302,7 +302,7 @@ proptest! {
         let mut app = WikiApp::default();
         let r = app.execute_read_only(0, &bytes);
         prop_assert!(WebResponse::decode(&r).is_ok());
-        let out = app.execute(1, &[Command::new(0, Life(0), ReqNo(1), &bytes)], NonDeterminism { time: 5, seed: 5 });
+        let out = app.execute(Seq(1), &[Command::new(0, Life(0), ReqNo(1), &bytes)], NonDeterminism { time: 5, seed: 5 });
         prop_assert!(WebResponse::decode(&out.replies[0]).is_ok());
         let _ = app.load_checkpoint(&bytes);
     }

@@ -176,7 +176,7 @@ mod tests {
     fn round_trip() {
         let m = Message::Prepare {
             view: View(3),
-            seq: 9,
+            seq: Seq(9),
             digest: plumb_crypto::Digest::of(b"x"),
         };
         let f = seal(Principal::Order(1), Principal::Order(2), &m, &key());
@@ -203,7 +203,7 @@ mod tests {
 
     #[test]
     fn wrong_receiver_and_unknown_sender() {
-        let m = Message::LastExec { next: 4 };
+        let m = Message::LastExec { next: Seq(4) };
         let f = seal(Principal::Exec(0), Principal::Order(1), &m, &key());
         let k = key();
         assert!(matches!(
@@ -269,8 +269,8 @@ mod tests {
         ) {
             let req = plumb_crypto::Digest::of(&result);
             let m = match which {
-                0 => Message::Reply { nc: ReqNo(nc), req, result, at: crate::Position { seq: nc / 3, index: (nc % 7) as u32 } },
-                1 => Message::ReadOnlyReply { nc: ReqNo(nc), req, result, executed: nc / 2 },
+                0 => Message::Reply { nc: ReqNo(nc), req, result, at: crate::Position { seq: Seq(nc / 3), index: (nc % 7) as u32 } },
+                1 => Message::ReadOnlyReply { nc: ReqNo(nc), req, result, executed: Seq(nc / 2) },
                 2 => Message::LastRequestQuery,
                 3 => Message::FastRead { life: crate::Life(nc ^ 7), nc: ReqNo(nc), executor: (nc % 5) as u16, op: result },
                 4 => Message::SketchReply { nc: ReqNo(nc), req, sketch: (nc % 2 == 0).then_some(req) },
@@ -304,6 +304,7 @@ mod tests {
             bit in 0u8..8,
         ) {
             let node = ObjectNode { depth, index };
+            let seq = Seq(seq);
             let d = plumb_crypto::Digest::of(&index.to_le_bytes());
             let m = match which {
                 0 => Message::FetchObjectNodes { seq, nodes: vec![node, node] },
@@ -312,10 +313,10 @@ mod tests {
                     nodes: vec![ObjectChildren { node, left: d, right: d }],
                 },
                 2 => Message::FetchObjects { seq, ids: vec![index, 1], proofs: depth % 2 == 0 },
-                3 => Message::FetchStateUpdate { from: seq, to: index },
+                3 => Message::FetchStateUpdate { from: seq, to: Seq(index) },
                 4 => Message::StateUpdate {
                     from: seq,
-                    to: index,
+                    to: Seq(index),
                     writes: vec![ObjectPayload { id: index, bytes: bytes.clone(), proof: vec![d] }],
                 },
                 _ => Message::Objects {

@@ -12,6 +12,7 @@ pub mod envelope;
 pub mod message;
 pub mod principal;
 mod req_no;
+mod seq;
 mod view;
 
 pub use envelope::{open, seal, Envelope, WireError, MAX_FRAME_BYTES};

@@ -10,8 +10,6 @@ pub type ClientId = u32;
 /// (`plumb_speculation`), so a group's ids must all belong to one owner: the cluster file
 /// refuses client ranges of two owners that share a group (`plumb_cluster`).
 pub const SPEC_GROUP: ClientId = 128;
-/// A batch number `n_o`, from 1.
-pub type Seq = u64;
 
 /// One life of a client: a number the client draws afresh each time it starts, and which every
 /// request and read of that life carries as part of its identity ([`request_id`]). A client
@@ -36,6 +34,7 @@ pub struct Position {
     pub index: u32,
 }
 pub use crate::req_no::ReqNo;
+pub use crate::seq::Seq;
 pub use crate::view::View;
 /// Microseconds of agreed (batch) time.
 pub type Micros = u64;

@@ -9,7 +9,7 @@
 use crate::op::{
     encode_result, Audit, BankError, BankOp, BankResult, Reply, MAX_ACCOUNTS, MAX_NAME_LEN,
 };
-use plumb_app::{codec, Application, BatchOutput, Command, LoadError, NonDeterminism};
+use plumb_app::{codec, Application, BatchOutput, Command, LoadError, NonDeterminism, Seq};
 use plumb_crypto::Digest;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -186,7 +186,7 @@ fn sabotaged_transfer(amount: u64) -> bool {
 }
 
 impl Application for Ledger {
-    fn execute(&mut self, _seq: u64, batch: &[Command<'_>], _nd: NonDeterminism) -> BatchOutput {
+    fn execute(&mut self, _seq: Seq, batch: &[Command<'_>], _nd: NonDeterminism) -> BatchOutput {
         let replies = batch
             .iter()
             .map(|cmd| {

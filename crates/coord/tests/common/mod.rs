@@ -2,7 +2,7 @@
 
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_coord::*;
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 
 pub struct H {
     pub app: CoordApp,
@@ -34,7 +34,7 @@ impl H {
             .map(|(i, (client, op))| Command::new(*client, Life(0), ReqNo(i as u64), op))
             .collect();
         let out = self.app.execute(
-            self.seq,
+            Seq(self.seq),
             &batch,
             NonDeterminism {
                 time: self.time,

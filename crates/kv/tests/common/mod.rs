@@ -4,7 +4,7 @@
 
 use plumb_app::{Application, Command, LoadError, NonDeterminism};
 use plumb_kv::*;
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 
 pub fn b(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()
@@ -45,7 +45,7 @@ pub fn batch(store: &mut KvStore, ops: &[KvOp], time: u64, seed: u64) -> Vec<KvR
         .iter()
         .map(|op| Command::new(1, Life(0), ReqNo(1), op))
         .collect();
-    let out = store.execute(1, &cmds, NonDeterminism { time, seed });
+    let out = store.execute(Seq(1), &cmds, NonDeterminism { time, seed });
     out.replies
         .iter()
         .map(|r| KvResult::decode(r).expect("replies decode"))

@@ -7,7 +7,7 @@ use plumb_app::{Application, ObjectState};
 use plumb_crypto::Digest;
 use plumb_kv::{KvOp, KvStore, BUCKET_BITS};
 use plumb_objects::{NodePos, ObjectId, ObjectTree, TreeSync};
-use plumb_wire::{Message, ObjectChildren, ObjectNode, ObjectPayload};
+use plumb_wire::{Message, ObjectChildren, ObjectNode, ObjectPayload, Seq};
 use std::time::Duration;
 
 /// CPU time of this thread: the machine is shared, so wall time would measure the neighbours.
@@ -195,7 +195,7 @@ pub fn transfer_figures(keys: u64, value_bytes: usize, missed_keys: u64) -> Tran
     server_tree
         .apply_vecs(server.take_changed_objects())
         .expect("ids");
-    let seq = 1;
+    let seq = Seq(1);
     let mut f = TransferFigures {
         keys,
         keys_missed: missed_keys,

@@ -355,7 +355,7 @@ impl Harness {
         let vc = plumb_wire::ViewChange {
             new_view,
             replica,
-            stable_seq: 0,
+            stable_seq: Seq(0),
             stable_digest: plumb_order::OrderState::default().digest(),
             checkpoints: vec![],
             prepared: vec![],
@@ -402,9 +402,9 @@ impl Harness {
             .filter_map(|i| self.replicas[i as usize].as_ref())
             .map(|r| r.last_committed())
             .max()
-            .unwrap_or(0);
-        for s in (cp..=last).step_by(cp as usize) {
-            self.cp_tokens(s);
+            .unwrap_or(Seq(0));
+        for s in (cp..=last.0).step_by(cp as usize) {
+            self.cp_tokens(Seq(s));
         }
     }
 

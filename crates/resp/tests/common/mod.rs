@@ -6,7 +6,7 @@
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_kv::{KvOp, KvResult, KvStore};
 use plumb_resp::*;
-use plumb_wire::{Life, ReqNo};
+use plumb_wire::{Life, ReqNo, Seq};
 
 /// A store the gateway talks to: each request is one batch at a fixed agreed time, and the
 /// connection's session and server info as the gateway keeps them.
@@ -36,7 +36,7 @@ impl Gateway {
             time: self.time,
             seed: 1,
         };
-        let out = self.store.execute(1, &[cmd], nd);
+        let out = self.store.execute(Seq(1), &[cmd], nd);
         KvResult::decode(&out.replies[0]).unwrap()
     }
 

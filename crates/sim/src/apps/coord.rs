@@ -729,7 +729,7 @@ fn check_watches(
 mod tests {
     use super::*;
     use plumb_coord::{WatchEvent, Zxid};
-    use plumb_wire::ReqNo;
+    use plumb_wire::{ReqNo, Seq};
 
     fn reply(zxid: i64, result: Result<Response, ErrorCode>) -> Vec<u8> {
         Reply {
@@ -776,7 +776,7 @@ mod tests {
         let ok_set6 = reply(6, Ok(Response::Stat(Stat::default())));
         let ok_set7 = reply(7, Ok(Response::Stat(Stat::default())));
         let ex = |op: &'static [u8], result: &'static [u8]| Executed {
-            seq: 1,
+            seq: Seq(1),
             client: 0,
             nc: ReqNo(1),
             request: plumb_crypto::Digest::ZERO,

@@ -646,7 +646,7 @@ impl SimApp for Redis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plumb_wire::ReqNo;
+    use plumb_wire::{ReqNo, Seq};
 
     #[test]
     fn every_generated_op_is_in_the_model() {
@@ -712,9 +712,9 @@ mod tests {
         assert_eq!(Redis.leases(&store), vec![lease]);
         // Gone once agreed time reaches the set time plus the ttl, not before.
         let at = |time| NonDeterminism { time, seed: 0 };
-        store.execute(2, &[], at(10_000_000 + ttl - 1));
+        store.execute(Seq(2), &[], at(10_000_000 + ttl - 1));
         assert_eq!(Redis.leases(&store), vec![lease]);
-        store.execute(3, &[], at(10_000_000 + ttl));
+        store.execute(Seq(3), &[], at(10_000_000 + ttl));
         assert!(Redis.leases(&store).is_empty());
     }
 
@@ -727,7 +727,7 @@ mod tests {
         .encode();
         let count = KvResult::Int(1).encode();
         let executed = [Executed {
-            seq: 1,
+            seq: Seq(1),
             client: 5,
             nc: ReqNo(1),
             request: plumb_crypto::Digest::ZERO,
@@ -818,7 +818,7 @@ mod tests {
         let got = KvResult::Pairs(vec![(b"q0".to_vec(), b"e1".to_vec())]).encode();
         fn step<'a>(op: &'a [u8], result: &'a [u8]) -> Executed<'a> {
             Executed {
-                seq: 1,
+                seq: Seq(1),
                 client: 0,
                 nc: ReqNo(1),
                 request: plumb_crypto::Digest::ZERO,

@@ -29,7 +29,7 @@ use plumb_speculation::app::{
 };
 use plumb_speculation::{answer_digest, SpecBench, SpecOp, SpecReply, Speculative};
 use plumb_wire::Life;
-use plumb_wire::{ClientId, Principal, ReqNo};
+use plumb_wire::{ClientId, Principal, ReqNo, Seq};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -392,7 +392,7 @@ impl Model for SpecModel {
     fn step(&self, state: &SpecBench, op: &SpecModelOp) -> (SpecBench, SpecRet) {
         let mut next = state.clone();
         let cmd = Command::new(0, Life(0), ReqNo::NONE, &op.inner);
-        let out = next.execute(1, &[cmd], NonDeterminism { time: 0, seed: 0 });
+        let out = next.execute(Seq(1), &[cmd], NonDeterminism { time: 0, seed: 0 });
         let reply = out.replies.into_iter().next().unwrap_or_default();
         (next, SpecRet::Executed(reply))
     }
@@ -487,7 +487,7 @@ mod tests {
     /// Request `nc` of `client`'s life 0, answered `result`.
     fn ex<'a>(client: ClientId, nc: ReqNo, op: &'a [u8], result: &'a [u8]) -> Executed<'a> {
         Executed {
-            seq: 1,
+            seq: Seq(1),
             client,
             nc,
             request: plumb_wire::request_id(client, Life(0), nc, Digest::of(op)),
@@ -503,7 +503,7 @@ mod tests {
         for value in 1..=5 {
             let op = incr_op(2, token);
             let cmd = Command::new(0, Life(0), ReqNo(value), &op);
-            let out = app.execute(1, &[cmd], NonDeterminism { time: 0, seed: 0 });
+            let out = app.execute(Seq(1), &[cmd], NonDeterminism { time: 0, seed: 0 });
             let reply = SpecReply::Executed(out.replies[0].clone()).encode();
             token = token_after(&reply).unwrap();
             assert_eq!(Some(token), token_at(value));

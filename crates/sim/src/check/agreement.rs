@@ -4,13 +4,13 @@
 
 use super::{Agreed, Checker};
 use plumb_core::Observation;
-use plumb_wire::{Micros, Principal, View};
+use plumb_wire::{Micros, Principal, Seq, View};
 
 impl Checker {
     /// A correct execution replica (re)started: a fresh incarnation delivers from batch 1 unless
     /// it loads a checkpoint first.
     pub fn exec_started(&mut self, p: Principal) {
-        self.exec_next.insert(p, 1);
+        self.exec_next.insert(p, Seq(1));
     }
 
     /// Something a correct principal reported at global time `now`.
@@ -40,7 +40,7 @@ impl Checker {
             }
             Observation::CheckpointTaken { seq, token } => self.checkpoint_taken(p, *seq, *token),
             Observation::CheckpointLoaded { seq, .. } => {
-                self.exec_next.insert(p, seq + 1);
+                self.exec_next.insert(p, *seq + 1);
             }
             Observation::Committed {
                 seq,
@@ -85,13 +85,13 @@ impl Checker {
         }
     }
 
-    fn delivered(&mut self, p: Principal, seq: u64, got: Agreed) {
+    fn delivered(&mut self, p: Principal, seq: Seq, got: Agreed) {
         // LS3 (ES1): batch n only after batch n - 1, per incarnation.
-        let expected = self.exec_next.get(&p).copied().unwrap_or(1);
+        let expected = self.exec_next.get(&p).copied().unwrap_or(Seq(1));
         if seq != expected {
             self.violate(
                 "LS3",
-                format!("{p} delivered {seq} after {}", expected.saturating_sub(1)),
+                format!("{p} delivered {seq} after {}", expected.minus(1)),
             );
         }
         self.exec_next.insert(p, seq + 1);
@@ -135,7 +135,7 @@ impl Checker {
         }
     }
 
-    fn checkpoint_taken(&mut self, p: Principal, seq: u64, token: plumb_crypto::Digest) {
+    fn checkpoint_taken(&mut self, p: Principal, seq: Seq, token: plumb_crypto::Digest) {
         match self.tokens.get(&seq) {
             None => {
                 self.tokens.insert(seq, (token, p));
@@ -172,7 +172,7 @@ impl Checker {
         }
     }
 
-    fn committed_batch(&mut self, p: Principal, seq: u64, digest: plumb_crypto::Digest) {
+    fn committed_batch(&mut self, p: Principal, seq: Seq, digest: plumb_crypto::Digest) {
         match self.committed.get(&seq) {
             None => {
                 self.committed.insert(seq, (digest, p));
@@ -195,7 +195,7 @@ mod tests {
 
     fn delivered(seq: u64, d: &[u8], t: u64) -> Observation {
         Observation::Delivered {
-            seq,
+            seq: Seq(seq),
             digest: Digest::of(d),
             agreed_time: t,
             requests: vec![plumb_core::DeliveredRequest::new(
@@ -222,7 +222,7 @@ mod tests {
             0,
             e,
             &Observation::CheckpointLoaded {
-                seq: 2,
+                seq: Seq(2),
                 token: Digest::ZERO,
             },
         );
@@ -247,7 +247,7 @@ mod tests {
     fn order_agreement_and_checkpoint_agreement() {
         let mut c = Checker::default();
         let commit = |d: &[u8]| Observation::Committed {
-            seq: 4,
+            seq: Seq(4),
             view: Some(View(0)),
             digest: Digest::of(d),
             carried: false,
@@ -257,7 +257,7 @@ mod tests {
         assert!(c.violations().is_empty());
         c.observe(0, Principal::Order(2), &commit(b"y"));
         let cp = |d: &[u8]| Observation::CheckpointTaken {
-            seq: 8,
+            seq: Seq(8),
             token: Digest::of(d),
         };
         c.observe(0, Principal::Exec(0), &cp(b"s"));

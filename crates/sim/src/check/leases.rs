@@ -183,17 +183,17 @@ mod tests {
         w.invoked(0, b"op".to_vec(), false, 10_000_000);
         w.sent_request(0, ReqNo(1), b"op");
         let mut c = Checker::default();
-        c.agreed.insert(1, batch(10_100_000, 10_050_000));
-        c.agreed.insert(2, batch(14_200_000, expired_at));
+        c.agreed.insert(Seq(1), batch(10_100_000, 10_050_000));
+        c.agreed.insert(Seq(2), batch(14_200_000, expired_at));
         c.expired.push(Expired {
-            seq: 2,
+            seq: Seq(2),
             lease: Lease {
                 id: 7,
                 kind,
                 timeout: 4_000_000,
             },
             renewal: Renewal {
-                seq: 1,
+                seq: Seq(1),
                 by: vec![by],
             },
         });
@@ -241,12 +241,12 @@ mod tests {
         let (l1, l2) = (lease(1), lease(2));
         // Batch 1: c0 opens lease 1.
         assert!(watch
-            .batch(1, &[], &[l1], &[(0, ReqNo(1), b"o")], ops)
+            .batch(Seq(1), &[], &[l1], &[(0, ReqNo(1), b"o")], ops)
             .is_empty());
         // Batch 2: c1 opens lease 2, c0 renews lease 1.
         assert!(watch
             .batch(
-                2,
+                Seq(2),
                 &[l1],
                 &[l1, l2],
                 &[(1, ReqNo(1), b"o"), (0, ReqNo(2), b"r1")],
@@ -256,7 +256,7 @@ mod tests {
         // Batch 3: lease 2 is ended by its request; lease 1 vanishes unnamed: expired, and
         // dated from c0's renewal in batch 2, whatever the application thought.
         let expired = watch.batch(
-            3,
+            Seq(3),
             &[l1, l2],
             &[],
             &[(1, ReqNo(2), b"e2"), (2, ReqNo(1), b"x")],
@@ -265,23 +265,23 @@ mod tests {
         assert_eq!(
             expired,
             vec![Expired {
-                seq: 3,
+                seq: Seq(3),
                 lease: l1,
                 renewal: Renewal {
-                    seq: 2,
+                    seq: Seq(2),
                     by: vec![(0, ReqNo(2))],
                 },
             }]
         );
         // Gone from the record too: a lease 1 that comes back later is a new one.
         assert!(watch
-            .batch(4, &[], &[l1], &[(3, ReqNo(1), b"r1")], ops)
+            .batch(Seq(4), &[], &[l1], &[(3, ReqNo(1), b"r1")], ops)
             .is_empty());
-        let again = watch.batch(5, &[l1], &[], &[], ops);
+        let again = watch.batch(Seq(5), &[l1], &[], &[], ops);
         assert_eq!(
             again[0].renewal,
             Renewal {
-                seq: 4,
+                seq: Seq(4),
                 by: vec![(3, ReqNo(1))]
             }
         );

@@ -6,7 +6,7 @@
 use super::Checker;
 use crate::faults::secs;
 use crate::workload::Workload;
-use plumb_wire::{Micros, ReqNo};
+use plumb_wire::{Micros, ReqNo, Seq};
 
 /// A client at the end of the run.
 pub struct ClientEnd {
@@ -71,7 +71,7 @@ pub fn check_liveness(
     }
 }
 
-fn delivered_in(checker: &Checker, c: u32, nc: ReqNo) -> Option<u64> {
+fn delivered_in(checker: &Checker, c: u32, nc: ReqNo) -> Option<Seq> {
     checker
         .agreed
         .iter()
@@ -157,7 +157,7 @@ mod tests {
             op,
         )];
         let batch = test_support::agreed(op, 1, requests, 0);
-        c.agreed.insert(1, batch);
+        c.agreed.insert(Seq(1), batch);
         let ends: Vec<ClientEnd> = (0..3)
             .map(|id| ClientEnd {
                 id,

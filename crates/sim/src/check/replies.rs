@@ -46,12 +46,12 @@ fn replay<A: SimApp>(
     let mut out = Replay {
         replies: HashMap::new(),
         states: HashMap::new(),
-        upto: 0,
+        upto: Seq(0),
     };
-    if wanted.contains(&0) {
-        out.states.insert(0, store.state_digest());
+    if wanted.contains(&Seq(0)) {
+        out.states.insert(Seq(0), store.state_digest());
     }
-    let mut seq: Seq = 1;
+    let mut seq: Seq = Seq(1);
     // Exactly-once, as execution replicas do it: a copy of a request already run is skipped.
     let mut last_run: HashMap<ClientId, ReqNo> = HashMap::new();
     let mut leases = LeaseWatch::default();
@@ -326,7 +326,7 @@ mod tests {
         w.sent_request(1, ReqNo(1), &get.encode());
         w.completed(1, ReqNo(1), c1_saw.encode(), 9).unwrap();
         let mut c = Checker::default();
-        for (seq, client, op) in [(1, 0, set(b"1")), (2, 1, get)] {
+        for (seq, client, op) in [(Seq(1), 0, set(b"1")), (Seq(2), 1, get)] {
             let d = Digest::of(&op.encode());
             let requests = vec![DeliveredRequest::new(
                 client,
@@ -334,7 +334,7 @@ mod tests {
                 ReqNo(1),
                 d,
             )];
-            let batch = agreed(d, seq, requests, 0);
+            let batch = agreed(d, seq.0, requests, 0);
             c.agreed.insert(seq, batch);
         }
         let mut reference = KvStore::new();
@@ -346,7 +346,7 @@ mod tests {
             &w,
             &[ExecEnd {
                 p: Principal::Exec(1),
-                executed: 2,
+                executed: Seq(2),
                 state,
             }],
         );

@@ -18,7 +18,7 @@ pub fn check_sequence(checker: &mut Checker, workload: &Workload) {
     let mut last_of: HashMap<ClientId, (ReqNo, Seq)> = HashMap::new();
     // LS7 is about batches the application sees: a null batch keeps the previous time.
     let mut previous_time: Option<(Seq, u64)> = None;
-    let mut previous_seq: Seq = 0;
+    let mut previous_seq: Seq = Seq(0);
     // OS3 is judged only on the gap-free prefix of the sequence seen by correct replicas.
     let mut contiguous = true;
     for (seq, batch) in &agreed {
@@ -157,8 +157,8 @@ mod tests {
     #[test]
     fn well_formed_sequence_passes() {
         let mut c = Checker::default();
-        c.agreed.insert(1, batch(10, vec![(0, 1, b"op1")]));
-        c.agreed.insert(2, batch(20, vec![(0, 2, b"op2")]));
+        c.agreed.insert(Seq(1), batch(10, vec![(0, 1, b"op1")]));
+        c.agreed.insert(Seq(2), batch(20, vec![(0, 2, b"op2")]));
         check_sequence(&mut c, &workload());
         assert!(c.violations().is_empty(), "{:?}", c.violations());
     }
@@ -166,11 +166,11 @@ mod tests {
     #[test]
     fn ls4_ls6_ls7_are_caught() {
         let mut c = Checker::default();
-        c.agreed.insert(1, batch(10, vec![(0, 1, b"op1")]));
+        c.agreed.insert(Seq(1), batch(10, vec![(0, 1, b"op1")]));
         // Same request again (LS4 and LS5), with a time that does not increase (LS7).
-        c.agreed.insert(2, batch(10, vec![(0, 1, b"op1")]));
+        c.agreed.insert(Seq(2), batch(10, vec![(0, 1, b"op1")]));
         // A body the client never sent for request 2 (LS6).
-        c.agreed.insert(3, batch(30, vec![(0, 2, b"forged")]));
+        c.agreed.insert(Seq(3), batch(30, vec![(0, 2, b"forged")]));
         check_sequence(&mut c, &workload());
         let got = names(&c);
         for p in ["LS4", "LS5", "LS6", "LS7"] {
@@ -185,12 +185,12 @@ mod tests {
     fn ls4_copy_across_views_allowed_only_when_carried_over_by_a_new_view() {
         let copy = |carried: bool| {
             let mut c = Checker::default();
-            c.agreed.insert(1, batch(10, vec![(0, 1, b"op1")]));
-            c.agreed.insert(2, batch(20, vec![(0, 1, b"op1")]));
-            c.committed_view.insert(1, View(0));
-            c.committed_view.insert(2, View(1));
+            c.agreed.insert(Seq(1), batch(10, vec![(0, 1, b"op1")]));
+            c.agreed.insert(Seq(2), batch(20, vec![(0, 1, b"op1")]));
+            c.committed_view.insert(Seq(1), View(0));
+            c.committed_view.insert(Seq(2), View(1));
             if carried {
-                c.carried.insert(2);
+                c.carried.insert(Seq(2));
             }
             check_sequence(&mut c, &workload());
             names(&c).contains(&"LS4")
@@ -205,9 +205,9 @@ mod tests {
     #[test]
     fn es2_delivered_batch_differs_from_committed() {
         let mut c = Checker::default();
-        c.agreed.insert(1, batch(10, vec![(0, 1, b"op1")]));
+        c.agreed.insert(Seq(1), batch(10, vec![(0, 1, b"op1")]));
         c.committed
-            .insert(1, (Digest::of(b"other"), Principal::Order(0)));
+            .insert(Seq(1), (Digest::of(b"other"), Principal::Order(0)));
         check_sequence(&mut c, &workload());
         assert_eq!(names(&c), vec!["ES2"]);
     }

@@ -151,12 +151,12 @@ mod tests {
     #[test]
     fn equivocation_across_restarts_and_view_change_coverage() {
         let mut c = Checker::default();
-        let d = batch().digest(5);
+        let d = batch().digest(Seq(5));
         c.order_sent(
             1,
             &Message::Commit {
                 view: View(0),
-                seq: 5,
+                seq: Seq(5),
                 digest: d,
             },
         );
@@ -164,36 +164,36 @@ mod tests {
             1,
             &Message::Commit {
                 view: View(0),
-                seq: 5,
+                seq: Seq(5),
                 digest: d,
             },
         );
         assert!(c.violations().is_empty());
         // Covered: prepared at 5 in view 0 with the same batch, or in a later view.
         let entry = |view| PreparedEntry {
-            seq: 5,
+            seq: Seq(5),
             view,
             batch: batch(),
         };
         c.order_sent(
             1,
-            &Message::ViewChange(signed(vc(View(1), 0, vec![entry(View(0))]))),
+            &Message::ViewChange(signed(vc(View(1), Seq(0), vec![entry(View(0))]))),
         );
         c.order_sent(
             1,
-            &Message::ViewChange(signed(vc(View(2), 4, vec![entry(View(1))]))),
+            &Message::ViewChange(signed(vc(View(2), Seq(4), vec![entry(View(1))]))),
         );
         // Below the stable checkpoint: nothing to cover.
-        c.order_sent(1, &Message::ViewChange(signed(vc(View(3), 5, vec![]))));
+        c.order_sent(1, &Message::ViewChange(signed(vc(View(3), Seq(5), vec![]))));
         assert!(c.violations().is_empty());
         // Amnesia: the slot is gone from the P set.
-        c.order_sent(1, &Message::ViewChange(signed(vc(View(4), 0, vec![]))));
+        c.order_sent(1, &Message::ViewChange(signed(vc(View(4), Seq(0), vec![]))));
         // And a second, different COMMIT for the same (view, seq).
         c.order_sent(
             1,
             &Message::Commit {
                 view: View(0),
-                seq: 5,
+                seq: Seq(5),
                 digest: Digest::of(b"other"),
             },
         );
@@ -208,12 +208,12 @@ mod tests {
     fn a_recovering_replica_that_votes_is_caught() {
         let mut c = Checker::default();
         c.votes.rejoining.insert(2);
-        c.order_sent(2, &Message::FetchCommitted { from: 1 });
+        c.order_sent(2, &Message::FetchCommitted { from: Seq(1) });
         assert!(c.violations().is_empty());
         c.order_sent(
             2,
             &Message::Checkpoint {
-                seq: 8,
+                seq: Seq(8),
                 digest: Digest::ZERO,
             },
         );

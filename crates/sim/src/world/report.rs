@@ -116,7 +116,7 @@ impl<A: SimApp> World<'_, A> {
             .filter_map(|n| match &n.stage {
                 Some(StageBox::Exec(e)) => Some(ExecEnd {
                     p: n.p,
-                    executed: e.next_seq().saturating_sub(1),
+                    executed: e.next_seq().minus(1),
                     state: e.app().state_digest(),
                 }),
                 _ => None,

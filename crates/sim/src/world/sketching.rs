@@ -137,7 +137,7 @@ impl<A: SimApp> World<'_, A> {
                 Next::Reissue
             }
             Answered::Ordered { at } => {
-                let at = Position::new(at.seq, at.index);
+                let at = Position::new(at.seq.0, at.index);
                 let _ = s.core.on_replicated(q, Sketch::of(result), at, now);
                 Next::Deliver
             }
