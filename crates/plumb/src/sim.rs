@@ -1,7 +1,7 @@
 //! `plumb sim`: run many seeds (or replay one) and report every violated property.
 
 use clap::Args;
-use plumb_sim::{app_seed_config, run_app_seed, seed_config, SeedReport, SimOptions};
+use plumb_sim::{SeedReport, SimApps, SimOptions, Simulated};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -47,11 +47,12 @@ pub struct SimArgs {
     /// prints the names. Requires the `sabotage` feature.
     #[arg(long)]
     sabotage: Option<String>,
-    /// The application under test: `kv` (the key-value store), `redis` (the key-value store
-    /// with Redis transactions and pipelines in the workload), `bank` (examples/bank) or `coord`
-    /// (the coordination application, ZooKeeper's data model) or `spec` (client speculation:
-    /// speculative sessions over the speculation shim and its counter and file service).
-    #[arg(long, value_parser = ["kv", "redis", "bank", "coord", "spec"])]
+    /// The application under test (default `kv`): `kv` (the key-value store), `redis` (the
+    /// key-value store with Redis transactions and pipelines in the workload), `bank`
+    /// (examples/bank), `coord` (the coordination application, ZooKeeper's data model) or
+    /// `spec` (client speculation: speculative sessions over the speculation shim and its
+    /// counter and file service).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(sim_apps().names()))]
     app: Option<String>,
     /// Correct clients read through a Prophecy sketcher (fast reads from one execution
     /// replica, checked against its history table; docs/prophecy.md); histories are judged
@@ -65,33 +66,20 @@ pub struct SimArgs {
 }
 
 impl SimArgs {
-    /// The application `--app` names (the key-value store by default).
-    fn app(&self) -> &str {
-        self.app.as_deref().unwrap_or("kv")
-    }
-
     fn seeds(&self) -> u64 {
         self.seeds.unwrap_or(100)
     }
 }
 
-/// Run one seed of the application `--app` names.
-fn run_seed(args: &SimArgs, opts: &SimOptions) -> SeedReport {
-    match args.app() {
-        "bank" => run_app_seed(&plumb_bank::sim::BankSim, opts),
-        "redis" => run_app_seed(&plumb_sim::apps::redis::Redis, opts),
-        "coord" => run_app_seed(&plumb_sim::apps::coord::Coord, opts),
-        "spec" => run_app_seed(&plumb_sim::apps::spec::Spec, opts),
-        _ => run_app_seed(&plumb_sim::apps::kv::Kv, opts),
-    }
-}
-
-/// The configuration a seed of `--app` runs with (the application may adjust the generic one).
-fn config(args: &SimArgs, opts: &SimOptions) -> plumb_sim::SimConfig {
-    match args.app() {
-        "spec" => app_seed_config(&plumb_sim::apps::spec::Spec, opts),
-        _ => seed_config(opts),
-    }
+/// The applications `plumb sim --app` runs, each through the adapter its crate owns; the first
+/// is the default.
+fn sim_apps() -> SimApps {
+    SimApps::new()
+        .with(&plumb_sim::apps::kv::Kv)
+        .with(&plumb_sim::apps::redis::Redis)
+        .with(&plumb_bank::sim::BankSim)
+        .with(&plumb_sim::apps::coord::Coord)
+        .with(&plumb_sim::apps::spec::Spec)
 }
 
 pub fn run(mut args: SimArgs) -> ExitCode {
@@ -105,10 +93,17 @@ pub fn run(mut args: SimArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let app = match sim_apps().chosen(args.app.as_deref()) {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("plumb sim: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if let Some(seed) = args.seed {
-        return replay(&args, seed);
+        return replay(&args, app, seed);
     }
-    run_many(&args)
+    run_many(&args, app)
 }
 
 fn options(args: &SimArgs, seed: u64) -> SimOptions {
@@ -121,14 +116,14 @@ fn options(args: &SimArgs, seed: u64) -> SimOptions {
     }
 }
 
-fn replay(args: &SimArgs, seed: u64) -> ExitCode {
+fn replay(args: &SimArgs, app: &dyn Simulated, seed: u64) -> ExitCode {
     let opts = options(args, seed);
     if !args.trace {
-        print!("{}", config(args, &opts));
+        print!("{}", app.seed_config(&opts));
         out!("");
     }
     let started = Instant::now();
-    let report = run_seed(args, &opts);
+    let report = app.run_seed(&opts);
     for v in &report.violations {
         out!("{v}");
     }
@@ -183,7 +178,7 @@ fn replay(args: &SimArgs, seed: u64) -> ExitCode {
 /// How often a sweep of many seeds reports its progress.
 const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
-fn run_many(args: &SimArgs) -> ExitCode {
+fn run_many(args: &SimArgs, app: &dyn Simulated) -> ExitCode {
     let started = Instant::now();
     let next = AtomicU64::new(args.start);
     let end = args.start + args.seeds();
@@ -210,7 +205,7 @@ fn run_many(args: &SimArgs) -> ExitCode {
                 if seed >= end {
                     break;
                 }
-                let report = run_seed(args, &options(args, seed));
+                let report = app.run_seed(&options(args, seed));
                 ran.fetch_add(1, Ordering::SeqCst);
                 if args.trace_digests {
                     out!("seed {seed} trace {:016x}", report.trace_digest);

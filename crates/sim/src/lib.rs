@@ -29,6 +29,7 @@ pub mod faults;
 mod keys;
 mod network;
 mod op_record;
+mod registry;
 pub mod rng;
 mod trace;
 mod workload;
@@ -36,6 +37,7 @@ mod world;
 
 pub use app::{AppViolation, Executed, OpRecord, OpResponse, SimApp};
 pub use check::Violation;
+pub use registry::{SimApps, Simulated};
 pub use config::SimConfig;
 pub use faults::Behaviour;
 /// How Byzantine replicas lie in an application's terms ([`SimApp::forgery`]).
@@ -157,7 +159,7 @@ impl SeedReport {
     /// The command that replays this seed.
     pub fn replay_command(&self) -> String {
         // The key-value store is the default: its replay lines stay as they always were.
-        let app = if self.app == apps::kv::Kv.name() {
+        let app = if self.app == SimApp::name(&apps::kv::Kv) {
             String::new()
         } else {
             format!(" --app {}", self.app)

@@ -8,7 +8,7 @@
 //! to guard the broken rule works.
 
 use crate::apps::{coord::Coord, kv::Kv, redis::Redis, spec::Spec};
-use crate::{run_app_seed, SeedReport, SimOptions};
+use crate::{SeedReport, SimOptions, Simulated};
 pub use plumb_core::sabotage::{by_name, set, Sabotage, ALL};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -30,32 +30,28 @@ pub enum Workload {
 }
 
 impl Workload {
-    /// The application it runs, as `plumb sim --app` names it (the sketcher's is the
-    /// key-value store).
-    pub fn app(self) -> &'static str {
+    /// The simulator application it runs (the sketcher's is the key-value store).
+    fn adapter(self) -> &'static dyn Simulated {
         match self {
-            Workload::Kv | Workload::Sketcher => "kv",
-            Workload::Redis => "redis",
-            Workload::Coord => "coord",
-            Workload::Spec => "spec",
+            Workload::Kv | Workload::Sketcher => &Kv,
+            Workload::Redis => &Redis,
+            Workload::Coord => &Coord,
+            Workload::Spec => &Spec,
         }
+    }
+
+    /// The application it runs, as `plumb sim --app` names it.
+    pub fn app(self) -> &'static str {
+        self.adapter().name()
     }
 
     /// Run one seed of this workload.
     pub fn run(self, opts: &SimOptions) -> SeedReport {
-        match self {
-            Workload::Kv => run_app_seed(&Kv, opts),
-            Workload::Redis => run_app_seed(&Redis, opts),
-            Workload::Coord => run_app_seed(&Coord, opts),
-            Workload::Spec => run_app_seed(&Spec, opts),
-            Workload::Sketcher => run_app_seed(
-                &Kv,
-                &SimOptions {
-                    sketcher: true,
-                    ..opts.clone()
-                },
-            ),
-        }
+        let sketcher = opts.sketcher || self == Workload::Sketcher;
+        self.adapter().run_seed(&SimOptions {
+            sketcher,
+            ..opts.clone()
+        })
     }
 }
 
