@@ -1486,7 +1486,7 @@ fn session(
 #[test]
 fn session_without_faults_keeps_every_speculation() {
     for seed in 1..=20 {
-        let (fates, early_confirmed, _) = session(seed, 0, Seq(50).0);
+        let (fates, early_confirmed, _) = session(seed, 0, 50);
         let rolled_back = fates.values().filter(|f| **f == Fate::RolledBack).count();
         // Reordered batches make some predictions wrong; most hold.
         assert!(
@@ -1502,7 +1502,7 @@ fn session_without_faults_keeps_every_speculation() {
 fn session_with_a_lying_primary_rolls_back_what_replicas_abort() {
     let mut rolled_back = 0;
     for seed in 1..=20 {
-        let (fates, _, _) = session(seed, 30, Seq(50).0);
+        let (fates, _, _) = session(seed, 30, 50);
         rolled_back += fates.values().filter(|f| **f == Fate::RolledBack).count();
     }
     assert!(rolled_back > 0, "the lies caused roll-backs");
@@ -1512,7 +1512,7 @@ fn session_with_a_lying_primary_rolls_back_what_replicas_abort() {
 fn session_with_a_short_log_retries() {
     let mut retried = 0;
     for seed in 1..=20 {
-        let (fates, _, _) = session(seed, 0, Seq(1).0);
+        let (fates, _, _) = session(seed, 0, 1);
         retried += fates
             .values()
             .filter(|f| matches!(f, Fate::Settled(SpecReply::Retry { .. })))
@@ -1525,7 +1525,7 @@ fn session_with_a_short_log_retries() {
 fn session_stops_trusting_a_primary_that_lies_often() {
     let (mut tracked, mut ops) = (0, 0);
     for seed in 1..=10 {
-        let (fates, _, t) = session(seed, 300, Seq(50).0);
+        let (fates, _, t) = session(seed, 300, 50);
         tracked += t;
         ops += fates.len();
     }
