@@ -71,8 +71,8 @@ impl SimArgs {
     }
 }
 
-/// The applications `plumb sim --app` runs, each through the adapter its crate owns; the first
-/// is the default.
+/// The applications `plumb sim --app` runs, each through its simulator adapter (the bank's is
+/// its own crate's; the others still live in `plumb_sim::apps`); the first is the default.
 fn sim_apps() -> SimApps {
     SimApps::new()
         .with(&plumb_sim::apps::kv::Kv)
