@@ -54,8 +54,8 @@ impl Seq {
         self.0.is_multiple_of(interval)
     }
 
-    /// Which checkpoint interval of `every` batches this batch falls in (`seq / every`): batch
-    /// `k * every` is the last of interval `k`'s predecessor and starts interval `k`.
+    /// Which checkpoint interval of `every` batches this batch falls in (`seq / every`):
+    /// batches `k * every` through `(k + 1) * every - 1` form interval `k`.
     pub fn interval(self, every: u64) -> u64 {
         self.0 / every
     }
