@@ -75,11 +75,6 @@ impl Seq {
         (self.0..=last.0).map(Seq)
     }
 
-    /// The batches from this one up to, not including, `end`.
-    pub fn until(self, end: Seq) -> impl DoubleEndedIterator<Item = Seq> {
-        (self.0..end.0).map(Seq)
-    }
-
     /// The bytes a digest or signature over a batch number covers.
     pub fn to_le_bytes(self) -> [u8; 8] {
         self.0.to_le_bytes()
@@ -151,7 +146,6 @@ mod tests {
             Seq(1).through(Seq(3)).collect::<Vec<_>>(),
             [Seq(1), Seq(2), Seq(3)]
         );
-        assert_eq!(Seq(1).until(Seq(3)).count(), 2);
         assert_eq!(Seq(12).to_string(), "12");
         assert_eq!("12".parse::<Seq>(), Ok(Seq(12)));
         assert_eq!(
