@@ -37,13 +37,13 @@ mod world;
 
 pub use app::{AppViolation, Executed, OpRecord, OpResponse, SimApp};
 pub use check::Violation;
-pub use registry::{SimApps, Simulated};
 pub use config::SimConfig;
 pub use faults::Behaviour;
 /// How Byzantine replicas lie in an application's terms ([`SimApp::forgery`]).
 pub use plumb_adversary::{AnyApp, AppForgery};
 /// The linearizability checker, whose [`lincheck::Model`] an application supplies.
 pub use plumb_lincheck as lincheck;
+pub use registry::{SimApps, Simulated};
 pub use rng::SimRng;
 
 /// The sabotage switches of the stages and the gate that proves each is caught by the property

@@ -114,7 +114,11 @@ mod tests {
     #[test]
     fn the_erased_configuration_is_the_applications_own() {
         let opts = SimOptions::new(7, 1, 1);
-        let erased = SimApps::new().with(&Spec).chosen(None).unwrap().seed_config(&opts);
+        let erased = SimApps::new()
+            .with(&Spec)
+            .chosen(None)
+            .unwrap()
+            .seed_config(&opts);
         assert_eq!(
             format!("{erased}"),
             format!("{}", app_seed_config(&Spec, &opts))
