@@ -166,6 +166,22 @@ fn write_acls(w: &mut Vec<u8>, acls: &[Acl]) {
     }
 }
 
+/// The handshake's last field, `read_only`, which clients older than 3.4 leave out: absent
+/// when no bytes are left.
+fn read_trailing_read_only(r: &mut Reader) -> Result<Option<bool>> {
+    if r.remaining() > 0 {
+        Ok(Some(r.boolean()?))
+    } else {
+        Ok(None)
+    }
+}
+
+fn write_trailing_read_only(w: &mut Vec<u8>, read_only: Option<bool>) {
+    if let Some(ro) = read_only {
+        w.boolean(ro);
+    }
+}
+
 /// The client's first frame (`ConnectRequest`). `read_only` is absent from clients older than
 /// 3.4; the reply then leaves it out too.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -187,11 +203,7 @@ impl ConnectRequest {
             timeout_ms: r.int()?,
             session_id: r.long()?,
             password: r.buffer()?,
-            read_only: if r.remaining() > 0 {
-                Some(r.boolean()?)
-            } else {
-                None
-            },
+            read_only: read_trailing_read_only(&mut r)?,
         })
     }
     pub fn encode(&self) -> Vec<u8> {
@@ -201,9 +213,7 @@ impl ConnectRequest {
         w.int(self.timeout_ms);
         w.long(self.session_id);
         w.buffer(&self.password);
-        if let Some(ro) = self.read_only {
-            w.boolean(ro);
-        }
+        write_trailing_read_only(&mut w, self.read_only);
         w
     }
 }
@@ -227,11 +237,7 @@ impl ConnectResponse {
             timeout_ms: r.int()?,
             session_id: r.long()?,
             password: r.buffer()?,
-            read_only: if r.remaining() > 0 {
-                Some(r.boolean()?)
-            } else {
-                None
-            },
+            read_only: read_trailing_read_only(&mut r)?,
         })
     }
     pub fn encode(&self) -> Vec<u8> {
@@ -240,9 +246,7 @@ impl ConnectResponse {
         w.int(self.timeout_ms);
         w.long(self.session_id);
         w.buffer(&self.password);
-        if let Some(ro) = self.read_only {
-            w.boolean(ro);
-        }
+        write_trailing_read_only(&mut w, self.read_only);
         w
     }
 }
@@ -339,6 +343,37 @@ impl MultiHeader {
         w.int(self.op);
         w.boolean(self.done);
         w.int(self.err);
+    }
+
+    /// A multi's items up to the closing header, each read by `each` from the header before
+    /// it. A list that ends without the closing header is [`JuteError::Unterminated`].
+    fn read_list<'a, T>(
+        r: &mut Reader<'a>,
+        mut each: impl FnMut(MultiHeader, &mut Reader<'a>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut items = Vec::new();
+        loop {
+            let h = MultiHeader::read(r).map_err(|_| JuteError::Unterminated)?;
+            if h.done {
+                return Ok(items);
+            }
+            items.push(each(h, r)?);
+        }
+    }
+
+    /// `items`, each after the header `header` gives it and written by `body`, then the
+    /// closing header.
+    fn write_list<T>(
+        w: &mut Vec<u8>,
+        items: &[T],
+        header: impl Fn(&T) -> MultiHeader,
+        body: impl Fn(&T, &mut Vec<u8>),
+    ) {
+        for item in items {
+            header(item).write(w);
+            body(item, w);
+        }
+        MultiHeader::END.write(w);
     }
 }
 
@@ -510,17 +545,10 @@ impl Request {
                 path: r.ustring()?,
                 version: r.int()?,
             },
-            op::MULTI | op::MULTI_READ if top => {
-                let mut ops = Vec::new();
-                loop {
-                    let h = MultiHeader::read(r).map_err(|_| JuteError::Unterminated)?;
-                    if h.done {
-                        break;
-                    }
-                    ops.push(Request::read(h.op, r, false)?);
-                }
-                Request::Multi { op: code, ops }
-            }
+            op::MULTI | op::MULTI_READ if top => Request::Multi {
+                op: code,
+                ops: MultiHeader::read_list(r, |h, r| Request::read(h.op, r, false))?,
+            },
             op::REMOVE_WATCHES if top => Request::RemoveWatches {
                 path: r.ustring()?,
                 kind: r.int()?,
@@ -620,18 +648,16 @@ impl Request {
                 w.int(*version);
             }
             Request::Ping | Request::WhoAmI | Request::CloseSession => {}
-            Request::Multi { ops, .. } => {
-                for o in ops {
-                    MultiHeader {
-                        op: o.op(),
-                        done: false,
-                        err: -1,
-                    }
-                    .write(w);
-                    o.write(w);
-                }
-                MultiHeader::END.write(w);
-            }
+            Request::Multi { ops, .. } => MultiHeader::write_list(
+                w,
+                ops,
+                |o| MultiHeader {
+                    op: o.op(),
+                    done: false,
+                    err: -1,
+                },
+                |o, w| o.write(w),
+            ),
             Request::RemoveWatches { path, kind: mode } | Request::AddWatch { path, mode } => {
                 w.ustring(path);
                 w.int(*mode);
@@ -774,36 +800,33 @@ impl Response {
                 stat.write(w);
             }
             Response::Count(n) => w.int(*n),
-            Response::Multi(results) => {
-                for res in results {
-                    let err = match res {
+            Response::Multi(results) => MultiHeader::write_list(
+                w,
+                results,
+                |res| MultiHeader {
+                    op: res.op(),
+                    done: false,
+                    err: match res {
                         MultiResult::Error { err } => *err,
                         _ => 0,
-                    };
-                    MultiHeader {
-                        op: res.op(),
-                        done: false,
-                        err,
+                    },
+                },
+                |res, w| match res {
+                    MultiResult::Create { path } => w.ustring(path),
+                    MultiResult::Create2 { path, stat, .. } => {
+                        w.ustring(path);
+                        stat.write(w);
                     }
-                    .write(w);
-                    match res {
-                        MultiResult::Create { path } => w.ustring(path),
-                        MultiResult::Create2 { path, stat, .. } => {
-                            w.ustring(path);
-                            stat.write(w);
-                        }
-                        MultiResult::Delete | MultiResult::Check => {}
-                        MultiResult::SetData { stat } => stat.write(w),
-                        MultiResult::GetData { data, stat } => {
-                            w.buffer(data);
-                            stat.write(w);
-                        }
-                        MultiResult::GetChildren { children } => w.strings(children),
-                        MultiResult::Error { err } => w.int(*err),
+                    MultiResult::Delete | MultiResult::Check => {}
+                    MultiResult::SetData { stat } => stat.write(w),
+                    MultiResult::GetData { data, stat } => {
+                        w.buffer(data);
+                        stat.write(w);
                     }
-                }
-                MultiHeader::END.write(w);
-            }
+                    MultiResult::GetChildren { children } => w.strings(children),
+                    MultiResult::Error { err } => w.int(*err),
+                },
+            ),
             Response::WhoAmI(ids) => {
                 w.int(len_i32(ids.len()));
                 for (scheme, user) in ids {
@@ -839,37 +862,32 @@ impl Response {
             },
             op::GET_ALL_CHILDREN_NUMBER => Response::Count(r.int()?),
             op::MULTI | op::MULTI_READ => {
-                let mut results = Vec::new();
-                loop {
-                    let h = MultiHeader::read(&mut r).map_err(|_| JuteError::Unterminated)?;
-                    if h.done {
-                        break;
-                    }
-                    results.push(match h.op {
+                let results = MultiHeader::read_list(&mut r, |h, r| {
+                    Ok(match h.op {
                         op::CREATE => MultiResult::Create { path: r.ustring()? },
                         op::CREATE2 | op::CREATE_CONTAINER | op::CREATE_TTL => {
                             MultiResult::Create2 {
                                 op: h.op,
                                 path: r.ustring()?,
-                                stat: Stat::read(&mut r)?,
+                                stat: Stat::read(r)?,
                             }
                         }
                         op::DELETE => MultiResult::Delete,
                         op::SET_DATA => MultiResult::SetData {
-                            stat: Stat::read(&mut r)?,
+                            stat: Stat::read(r)?,
                         },
                         op::CHECK => MultiResult::Check,
                         op::GET_DATA => MultiResult::GetData {
                             data: r.buffer()?,
-                            stat: Stat::read(&mut r)?,
+                            stat: Stat::read(r)?,
                         },
                         op::GET_CHILDREN => MultiResult::GetChildren {
                             children: r.strings()?,
                         },
                         op::ERROR => MultiResult::Error { err: r.int()? },
                         other => return Err(JuteError::UnknownOp(other)),
-                    });
-                }
+                    })
+                })?;
                 Response::Multi(results)
             }
             op::WHO_AM_I => Response::WhoAmI(r.vector(8, |r| Ok((r.ustring()?, r.ustring()?)))?),
