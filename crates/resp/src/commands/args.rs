@@ -131,9 +131,16 @@ pub(super) fn index_range(c: &Call, op: fn(Vec<u8>, i64, i64) -> KvOp) -> Plan {
     key_range(c, int_arg, ERR_NOT_INTEGER, op)
 }
 
-/// A count argument of `LPOP`/`SPOP`: a non-negative integer.
-pub(super) fn positive(arg: &[u8]) -> Option<u64> {
-    int_arg(arg).and_then(|n| u64::try_from(n).ok())
+/// The count of `LPOP`, `RPOP`, `SPOP`, `ZPOPMIN`, `ZPOPMAX`, if given: a non-negative
+/// integer, or the error text to reply with.
+pub(super) fn pop_count(arg: Option<&Vec<u8>>) -> Result<Option<u64>, &'static str> {
+    match arg {
+        None => Ok(None),
+        Some(n) => match int_arg(n).and_then(|n| u64::try_from(n).ok()) {
+            Some(n) => Ok(Some(n)),
+            None => Err(ERR_NOT_POSITIVE),
+        },
+    }
 }
 
 /// The count of `SRANDMEMBER`, `HRANDFIELD`, `ZRANDMEMBER`, if given, or the error text to

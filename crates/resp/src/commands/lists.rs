@@ -1,8 +1,8 @@
 //! List commands (`LPUSH`, `LPOP`, `LRANGE`, ...), with the blocking pops and moves.
 
 use crate::commands::args::{
-    arity_error_at_run, block, err, index_range, int_arg, is, keyword, not_integer, positive,
-    submit, syntax_error, ERR_NOT_POSITIVE, ERR_SYNTAX,
+    arity_error_at_run, block, err, index_range, int_arg, is, keyword, not_integer, pop_count,
+    submit, syntax_error, ERR_SYNTAX,
 };
 use crate::commands::call::{Call, Plan, Render};
 use crate::commands::numkeys::plan_mpop;
@@ -58,10 +58,9 @@ fn pop(c: &Call, end: End) -> Plan {
     if c.args.len() > 3 {
         return arity_error_at_run(c.name);
     }
-    let count = match c.args.get(2).map(|n| positive(n)) {
-        None => None,
-        Some(Some(n)) => Some(n),
-        Some(None) => return err(ERR_NOT_POSITIVE),
+    let count = match pop_count(c.args.get(2)) {
+        Ok(count) => count,
+        Err(text) => return err(text),
     };
     submit(
         KvOp::Pop {

@@ -1,6 +1,6 @@
 //! Set commands (`SADD`, `SMEMBERS`, the algebra of `SINTER`, `SUNION`, `SDIFF`, ...).
 
-use crate::commands::args::{err, positive, random_count, submit, syntax_error, ERR_NOT_POSITIVE};
+use crate::commands::args::{err, pop_count, random_count, submit, syntax_error};
 use crate::commands::call::{Call, Plan, Render};
 use crate::commands::keys::plan_scan;
 use crate::commands::numkeys::intercard;
@@ -58,10 +58,9 @@ pub(super) fn spop(c: &Call) -> Plan {
     if c.args.len() > 3 {
         return syntax_error();
     }
-    let count = match c.args.get(2).map(|n| positive(n)) {
-        None => None,
-        Some(Some(n)) => Some(n),
-        Some(None) => return err(ERR_NOT_POSITIVE),
+    let count = match pop_count(c.args.get(2)) {
+        Ok(count) => count,
+        Err(text) => return err(text),
     };
     submit(
         KvOp::SPop {

@@ -2,8 +2,8 @@
 //! `ZINTER`, `ZDIFF`, ...).
 
 use crate::commands::args::{
-    block, err, index_range, int_arg, is, key_range, keyword, not_integer, positive, random_picks,
-    range_ends, submit, syntax_error, ERR_NOT_INTEGER, ERR_NOT_POSITIVE,
+    block, err, index_range, int_arg, is, key_range, keyword, not_integer, pop_count, random_picks,
+    range_ends, submit, syntax_error, ERR_NOT_INTEGER,
 };
 use crate::commands::call::{Call, Plan, Render};
 use crate::commands::keys::plan_scan;
@@ -311,10 +311,9 @@ fn pop(c: &Call, max: bool) -> Plan {
     if c.args.len() > 3 {
         return syntax_error();
     }
-    let count = match c.args.get(2).map(|n| positive(n)) {
-        None => 1,
-        Some(Some(n)) => n,
-        Some(None) => return err(ERR_NOT_POSITIVE),
+    let count = match pop_count(c.args.get(2)) {
+        Ok(count) => count.unwrap_or(1),
+        Err(text) => return err(text),
     };
     submit(
         KvOp::ZPop {
