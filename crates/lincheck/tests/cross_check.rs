@@ -4,13 +4,15 @@
 //! answered ones, keeps those that respect real time and accepts if the model reproduces every
 //! recorded return value. It shares nothing with the search but `Model` and `Operation`.
 
-use plumb_lincheck::kv::{Kv, KvOp, KvRet};
+use plumb_lincheck::kv::{Kv, KvOp};
 use plumb_lincheck::{Checker, History, Model, Outcome, Partition};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
 mod brute_force;
+mod generated;
 use brute_force::brute_force;
+use generated::{kv_ret, kv_value, linearization_order, record, Spec};
 
 /// One register per key (`u8` keys and values), partitioned by key unless `whole`.
 struct Registers {
@@ -78,48 +80,12 @@ impl Model for Registers {
     }
 }
 
-/// One generated operation: its interval, whether (and where) it takes effect, and an
-/// optional wrong return value to record instead of the true one.
-#[derive(Clone, Debug)]
-struct Spec<O, R> {
-    client: u64,
-    op: O,
-    start: u64,
-    len: u64,
-    /// Position of the linearization point inside the interval, in percent.
-    point: u64,
-    answered: bool,
-    /// For an unanswered operation: whether it takes effect at all.
-    takes_effect: bool,
-    wrong_ret: Option<R>,
-}
-
+/// Short operations, most answered, some with a wrong return recorded.
 fn spec<O: Clone + std::fmt::Debug, R: Clone + std::fmt::Debug>(
     op: impl Strategy<Value = O>,
     ret: impl Strategy<Value = R>,
 ) -> impl Strategy<Value = Spec<O, R>> {
-    (
-        0u64..3,
-        op,
-        0u64..20,
-        0u64..12,
-        0u64..=100,
-        prop::bool::weighted(0.8),
-        any::<bool>(),
-        prop::option::weighted(0.15, ret),
-    )
-        .prop_map(
-            |(client, op, start, len, point, answered, takes_effect, wrong_ret)| Spec {
-                client,
-                op,
-                start,
-                len,
-                point,
-                answered,
-                takes_effect,
-                wrong_ret,
-            },
-        )
+    generated::spec(op, ret, 0..12, 0.8, 0.15)
 }
 
 /// Execute the specs at their linearization points (so the history is linearizable), then
@@ -130,29 +96,14 @@ where
     M::Op: Clone,
     M::Ret: Clone,
 {
-    let point = |s: &Spec<M::Op, M::Ret>| s.start * 100 + s.len * s.point;
-    let mut order: Vec<usize> = (0..specs.len())
-        .filter(|&i| specs[i].answered || specs[i].takes_effect)
-        .collect();
-    order.sort_by_key(|&i| (point(&specs[i]), i));
     let mut state = model.init();
     let mut rets: Vec<Option<M::Ret>> = vec![None; specs.len()];
-    for i in order {
+    for i in linearization_order(specs) {
         let (next, ret) = model.step(&state, &specs[i].op);
         state = next;
         rets[i] = Some(ret);
     }
-    let mut h = History::new();
-    let mut corrupted = false;
-    for (s, ret) in specs.iter().zip(rets) {
-        let id = h.invoke(s.client, s.op.clone(), s.start);
-        if let (true, Some(ret)) = (s.answered, ret) {
-            let recorded = s.wrong_ret.clone().unwrap_or_else(|| ret.clone());
-            corrupted |= recorded != ret;
-            h.complete(id, recorded, s.start + s.len).unwrap();
-        }
-    }
-    (h, corrupted)
+    record(specs, rets)
 }
 
 fn reg_op(keys: u8) -> impl Strategy<Value = RegOp> {
@@ -174,10 +125,6 @@ fn reg_ret() -> impl Strategy<Value = RegRet> {
 
 type StrKv = Kv<u8, String>;
 
-fn kv_value() -> impl Strategy<Value = String> {
-    prop_oneof![Just("0"), Just("1"), Just("x")].prop_map(String::from)
-}
-
 fn kv_op() -> impl Strategy<Value = KvOp<u8, String>> {
     let key = 0u8..2;
     prop_oneof![
@@ -187,14 +134,6 @@ fn kv_op() -> impl Strategy<Value = KvOp<u8, String>> {
         (key.clone(), prop::option::of(kv_value()), kv_value())
             .prop_map(|(key, expected, new)| KvOp::CompareAndSet { key, expected, new }),
         (key, -1i64..=2).prop_map(|(key, delta)| KvOp::Increment { key, delta }),
-    ]
-}
-
-fn kv_ret() -> impl Strategy<Value = KvRet<String>> {
-    prop_oneof![
-        prop::option::of(kv_value()).prop_map(KvRet::Value),
-        any::<bool>().prop_map(KvRet::Bool),
-        (0i64..3).prop_map(KvRet::Int),
     ]
 }
 

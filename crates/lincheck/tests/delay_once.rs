@@ -10,8 +10,10 @@ use proptest::prelude::*;
 
 mod brute_force;
 mod common;
+mod generated;
 use brute_force::brute_force;
 use common::{absent, rec, value, Op, Ret, H};
+use generated::{kv_ret, kv_value, linearization_order, record, Spec};
 
 fn set(h: &mut H, client: u64, v: &[u8], at: (u64, u64)) -> OpId {
     rec(h, client, Op::set(b"k", v), at, KvRet::Ok)
@@ -306,88 +308,47 @@ fn brute_force_per_key(ops: &[Operation<StrKv>]) -> bool {
     })
 }
 
-/// One generated operation: its interval, the position of its linearization point in it,
-/// whether it is answered (and, if not, whether it takes effect), and a corruption of its
-/// return: a wrong value, or for a read the value its key had `stale_by` operations on the key
-/// earlier.
-#[derive(Clone, Debug)]
-struct Spec {
-    client: u64,
-    op: StrOp,
-    start: u64,
-    len: u64,
-    point: u64,
-    answered: bool,
-    takes_effect: bool,
-    wrong_ret: Option<StrRet>,
-    stale_by: usize,
-}
-
-fn value_strategy() -> impl Strategy<Value = String> {
-    prop_oneof![Just("0"), Just("1"), Just("x")].prop_map(String::from)
-}
+/// One generated operation, and a further corruption of its return if it is a read: the value
+/// its key had `stale_by` operations on the key earlier.
+type StaleSpec = (Spec<StrOp, StrRet>, usize);
 
 fn op_strategy() -> impl Strategy<Value = StrOp> {
     let key = 0u8..2;
     prop_oneof![
         3 => key.clone().prop_map(|key| KvOp::Get { key }),
-        2 => (key.clone(), value_strategy()).prop_map(|(key, value)| KvOp::Set { key, value }),
-        1 => (key.clone(), prop::option::of(value_strategy()), value_strategy())
+        2 => (key.clone(), kv_value()).prop_map(|(key, value)| KvOp::Set { key, value }),
+        1 => (key.clone(), prop::option::of(kv_value()), kv_value())
             .prop_map(|(key, expected, new)| KvOp::CompareAndSet { key, expected, new }),
         1 => (key, -1i64..=2).prop_map(|(key, delta)| KvOp::Increment { key, delta }),
     ]
 }
 
-fn spec_strategy(corrupt: bool) -> impl Strategy<Value = Spec> {
-    let wrong_ret = prop_oneof![
-        prop::option::of(value_strategy()).prop_map(KvRet::Value),
-        any::<bool>().prop_map(KvRet::Bool),
-        (0i64..3).prop_map(KvRet::Int),
-    ];
+/// Specs whose returns are true unless `corrupt`.
+fn spec_strategy(corrupt: bool) -> impl Strategy<Value = StaleSpec> {
     (
-        0u64..3,
-        op_strategy(),
-        0u64..20,
-        0u64..6,
-        0u64..=100,
-        prop::bool::weighted(0.85),
-        any::<bool>(),
-        prop::option::weighted(0.1, wrong_ret),
+        generated::spec(op_strategy(), kv_ret(), 0..6, 0.85, 0.1),
         prop_oneof![4 => Just(0usize), 4 => Just(1), 1 => Just(2)],
     )
-        .prop_map(
-            move |(client, op, start, len, point, answered, takes_effect, wrong_ret, stale_by)| {
-                Spec {
-                    client,
-                    op,
-                    start,
-                    len,
-                    point,
-                    answered,
-                    takes_effect,
-                    wrong_ret: wrong_ret.filter(|_| corrupt),
-                    stale_by: if corrupt { stale_by } else { 0 },
-                }
-            },
-        )
+        .prop_map(move |(mut spec, stale_by)| {
+            if !corrupt {
+                spec.wrong_ret = None;
+            }
+            (spec, if corrupt { stale_by } else { 0 })
+        })
 }
 
 /// Execute the specs at their linearization points (so the history is linearizable), then
 /// record the corrupted return values where asked.
-fn build(specs: &[Spec]) -> History<StrKv> {
+fn build(specs: &[StaleSpec]) -> History<StrKv> {
+    let (specs, stale_by): (Vec<_>, Vec<_>) = specs.iter().cloned().unzip();
     let model = StrKv::new();
-    let point = |s: &Spec| s.start * 100 + s.len * s.point;
-    let mut order: Vec<usize> = (0..specs.len())
-        .filter(|&i| specs[i].answered || specs[i].takes_effect)
-        .collect();
-    order.sort_by_key(|&i| (point(&specs[i]), i));
     let mut state = model.init();
     let mut rets: Vec<Option<StrRet>> = vec![None; specs.len()];
     // Per key: its value before and after each operation on it, in linearization order, and
     // the value the latest read reflected.
     let mut values: [Vec<Option<String>>; 2] = [vec![None], vec![None]];
     let mut last_read: [Option<Option<String>>; 2] = [None, None];
-    for i in order {
+    for i in linearization_order(&specs) {
         let (next, mut ret) = model.step(&state, &specs[i].op);
         state = next;
         let key = specs[i].op.key().copied().unwrap_or(0);
@@ -396,7 +357,7 @@ fn build(specs: &[Spec]) -> History<StrKv> {
             &mut last_read[usize::from(key)],
         );
         if let KvOp::Get { .. } = specs[i].op {
-            match (specs[i].stale_by, &*last_read) {
+            match (stale_by[i], &*last_read) {
                 (1, Some(saw)) => ret = KvRet::Value(saw.clone()),
                 (2, _) if values.len() > 2 => ret = KvRet::Value(values[values.len() - 3].clone()),
                 _ => {}
@@ -408,15 +369,7 @@ fn build(specs: &[Spec]) -> History<StrKv> {
         values.push(state.get(&key).cloned());
         rets[i] = Some(ret);
     }
-    let mut h = History::new();
-    for (s, ret) in specs.iter().zip(rets) {
-        let id = h.invoke(s.client, s.op.clone(), s.start);
-        if let (true, Some(ret)) = (s.answered, ret) {
-            let recorded = s.wrong_ret.clone().unwrap_or(ret);
-            h.complete(id, recorded, s.start + s.len).unwrap();
-        }
-    }
-    h
+    record(&specs, rets).0
 }
 
 fn decided<K: std::fmt::Debug>(o: Outcome<K>, h: &History<StrKv>) -> bool {
