@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::zk_wire::ZkConn;
 use common::Cluster;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -195,59 +196,19 @@ async fn rust_crate(port: u16) {
     eprintln!("zookeeper-client crate: passed");
 }
 
-/// A raw connection speaking the wire protocol through plumb's own codec (crates/zk, whose
-/// layouts are checked against a real ZooKeeper server).
-struct Raw {
-    s: TcpStream,
-    framer: plumb_zk::Framer,
-}
-
-impl Raw {
-    fn connect(
-        port: u16,
-        session_id: i64,
-        password: Vec<u8>,
-        timeout_ms: i32,
-    ) -> (Raw, plumb_zk::ConnectResponse) {
-        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut raw = Raw {
-            s,
-            framer: plumb_zk::Framer::new(plumb_zk::DEFAULT_MAX_FRAME),
-        };
-        raw.send(
-            &plumb_zk::ConnectRequest {
-                protocol_version: 0,
-                last_zxid_seen: 0,
-                timeout_ms,
-                session_id,
-                password,
-                read_only: Some(false),
-            }
-            .encode(),
-        );
-        let hs =
-            plumb_zk::ConnectResponse::decode(&raw.recv().expect("a handshake reply")).unwrap();
-        (raw, hs)
-    }
-    fn send(&mut self, payload: &[u8]) {
-        let mut out = Vec::new();
-        plumb_zk::frame_into(&mut out, payload);
-        self.s.write_all(&out).unwrap();
-    }
-    /// The next frame; `None` once the gateway closed the connection.
-    fn recv(&mut self) -> Option<Vec<u8>> {
-        loop {
-            if let Some(f) = self.framer.next_frame().unwrap() {
-                return Some(f);
-            }
-            let mut buf = [0u8; 4096];
-            match self.s.read(&mut buf) {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.framer.feed(&buf[..n]),
-            }
-        }
-    }
+/// A raw session on the gateway at `port` (a new one for `session_id` 0): the connection and
+/// the gateway's answer to its handshake.
+fn raw_session(
+    port: u16,
+    session_id: i64,
+    password: Vec<u8>,
+    timeout_ms: i32,
+) -> (ZkConn, plumb_zk::ConnectResponse) {
+    let mut raw = ZkConn::connect(("127.0.0.1", port), Duration::from_secs(20)).unwrap();
+    let hs = raw
+        .handshake(session_id, password, timeout_ms)
+        .expect("a handshake reply");
+    (raw, hs)
 }
 
 /// Requests sent back to back in one write are answered in order under their xids; a
@@ -255,7 +216,7 @@ impl Raw {
 /// and a reconnect to it gets ZooKeeper's expired-session handshake.
 fn pipelined_and_expiry(port: u16) {
     use plumb_zk::{encode_request, op, Acl, Request};
-    let (mut raw, hs) = Raw::connect(port, 0, vec![0; 16], 4_000);
+    let (mut raw, hs) = raw_session(port, 0, vec![0; 16], 4_000);
     assert_ne!(hs.session_id, 0);
     assert_eq!(hs.timeout_ms, 4_000);
     let acl = vec![Acl {
@@ -287,7 +248,7 @@ fn pipelined_and_expiry(port: u16) {
         &mut batch,
         &encode_request(30, &create("/pipe/eph".into(), 1)),
     );
-    raw.s.write_all(&batch).unwrap();
+    raw.stream.write_all(&batch).unwrap();
     let mut xids = Vec::new();
     for _ in 0..23 {
         let f = raw.recv().expect("a reply");
@@ -304,7 +265,7 @@ fn pipelined_and_expiry(port: u16) {
     let started = Instant::now();
     let deadline = started + Duration::from_secs(40);
     loop {
-        let (mut probe, phs) = Raw::connect(port, 0, vec![0; 16], 10_000);
+        let (mut probe, phs) = raw_session(port, 0, vec![0; 16], 10_000);
         probe.send(&encode_request(
             1,
             &Request::Exists {
@@ -326,7 +287,7 @@ fn pipelined_and_expiry(port: u16) {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    let (mut again, expired) = Raw::connect(port, hs.session_id, hs.password.clone(), 4_000);
+    let (mut again, expired) = raw_session(port, hs.session_id, hs.password.clone(), 4_000);
     assert_eq!(
         (expired.timeout_ms, expired.session_id),
         (0, 0),
@@ -355,8 +316,8 @@ fn hostile_bytes(port: u16) {
         assert_eq!(n, 0, "the gateway closes a connection that sent {bytes:?}");
     }
     // After the handshake too: a frame over the limit ends the session's connection.
-    let (mut raw, _) = Raw::connect(port, 0, vec![0; 16], 10_000);
-    raw.s.write_all(&(2u32 << 20).to_be_bytes()).unwrap();
+    let (mut raw, _) = raw_session(port, 0, vec![0; 16], 10_000);
+    raw.stream.write_all(&(2u32 << 20).to_be_bytes()).unwrap();
     assert!(raw.recv().is_none(), "closed after a frame over the limit");
     eprintln!("hostile bytes: connections closed");
 }

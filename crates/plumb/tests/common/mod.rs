@@ -6,6 +6,7 @@
 
 pub mod redis_wire;
 pub mod splitmix;
+pub mod zk_wire;
 
 use plumb_lincheck::kv::{BytesKv, KvOp, KvRet};
 use plumb_lincheck::{check, History};

@@ -3,9 +3,8 @@
 //! a watch firing before the reply of the change, ping, sync, deletes. Run against the real
 //! ZooKeeper by zk_differential.rs, it pins the codec's byte layouts to the reference server.
 
+use crate::common::zk_wire::ZkConn;
 use plumb_zk::*;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// A create of an empty persistent node open to all: what both multis of the test start with.
@@ -31,32 +30,15 @@ fn check(path: &str, version: i32) -> Request {
     }
 }
 
-struct Conn {
-    s: TcpStream,
-    framer: Framer,
-}
+/// A session's connection, whose server is expected to answer every request.
+struct Conn(ZkConn);
 
 impl Conn {
     fn send(&mut self, payload: &[u8]) {
-        let mut out = Vec::new();
-        frame_into(&mut out, payload);
-        self.s.write_all(&out).unwrap();
+        self.0.send(payload);
     }
     fn recv(&mut self) -> Vec<u8> {
-        self.try_recv().expect("server closed the connection")
-    }
-    /// The next frame, or None if the server closed the connection (or it broke).
-    fn try_recv(&mut self) -> Option<Vec<u8>> {
-        loop {
-            if let Some(f) = self.framer.next_frame().unwrap() {
-                return Some(f);
-            }
-            let mut buf = [0u8; 4096];
-            match self.s.read(&mut buf) {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.framer.feed(&buf[..n]),
-            }
-        }
+        self.0.recv().expect("server closed the connection")
     }
     fn call(&mut self, xid: i32, req: &Request) -> (ReplyHeader, Response) {
         self.send(&encode_request(xid, req));
@@ -91,25 +73,9 @@ fn open_acl() -> Vec<Acl> {
 fn open_session(addr: &str) -> (Conn, ConnectResponse) {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        if let Ok(s) = TcpStream::connect(addr) {
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-            let mut c = Conn {
-                s,
-                framer: Framer::new(DEFAULT_MAX_FRAME),
-            };
-            c.send(
-                &ConnectRequest {
-                    protocol_version: 0,
-                    last_zxid_seen: 0,
-                    timeout_ms: 10_000,
-                    session_id: 0,
-                    password: vec![0; 16],
-                    read_only: Some(false),
-                }
-                .encode(),
-            );
-            if let Some(frame) = c.try_recv() {
-                return (c, ConnectResponse::decode(&frame).unwrap());
+        if let Ok(mut c) = ZkConn::connect(addr, Duration::from_secs(10)) {
+            if let Some(hs) = c.handshake(0, vec![0; 16], 10_000) {
+                return (Conn(c), hs);
             }
         }
         assert!(Instant::now() < deadline, "no session from {addr} in 90 s");
