@@ -20,7 +20,7 @@ mod replica;
 pub use forgery::{AnyApp, AppForgery};
 pub use replica::{Adversary, Outgoing, STARVED_CLIENT};
 
-use plumb_wire::Principal;
+use plumb_wire::{AuthId, ExecId, OrderId, Principal};
 use std::fmt;
 
 /// What a Byzantine replica does to its own (correctly computed) output.
@@ -116,10 +116,14 @@ impl Behaviour {
 
     /// Every behaviour: what the simulator draws for each stage, and `Flood`.
     pub fn all() -> Vec<Behaviour> {
-        let mut all: Vec<Behaviour> = [Principal::Auth(0), Principal::Order(0), Principal::Exec(0)]
-            .iter()
-            .flat_map(|p| Behaviour::for_stage(*p).iter().copied())
-            .collect();
+        let mut all: Vec<Behaviour> = [
+            Principal::Auth(AuthId(0)),
+            Principal::Order(OrderId(0)),
+            Principal::Exec(ExecId(0)),
+        ]
+        .iter()
+        .flat_map(|p| Behaviour::for_stage(*p).iter().copied())
+        .collect();
         all.push(Behaviour::Flood);
         all.extend(
             EARLY_LIE_PERCENTS

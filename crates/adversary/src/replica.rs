@@ -9,8 +9,8 @@ use plumb_core::KeyRing;
 use plumb_crypto::{Digest, Mac};
 use plumb_exec::ExecCheckpoint;
 use plumb_wire::{
-    new_view_signing_bytes, Batch, Body, Message, PrePreparedEntry, PreparedEntry, Principal,
-    ReqNo, Seq, SignedRequest, SignedViewChange, View, ViewChange,
+    new_view_signing_bytes, Batch, Body, Message, OrderId, PrePreparedEntry, PreparedEntry,
+    Principal, ReqNo, Seq, SignedRequest, SignedViewChange, View, ViewChange,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -45,7 +45,7 @@ pub struct Adversary {
     rng: Dice,
     equivocations: HashMap<(View, Seq), Option<Equivocation>>,
     /// `RaceNewView`: VIEW-CHANGEs seen per view (the newest few views), and the views raced.
-    view_changes: BTreeMap<View, BTreeMap<u16, SignedViewChange>>,
+    view_changes: BTreeMap<View, BTreeMap<OrderId, SignedViewChange>>,
     raced: BTreeSet<View>,
     /// The application's vocabulary for lies ([`AnyApp`] unless set with `with_forgery`).
     forgery: Arc<dyn AppForgery>,
@@ -153,7 +153,7 @@ impl Adversary {
             signature,
         };
         let me = ring.me();
-        let peers: BTreeSet<u16> = self
+        let peers: BTreeSet<OrderId> = self
             .view_changes
             .values()
             .flat_map(|m| m.keys().copied())
@@ -235,11 +235,8 @@ impl Adversary {
                     Body::Digest(_) => Body::Digest(Digest::of(&forged)),
                 };
                 let id = core.id_digest();
-                let macs = (0..macs.len())
-                    .map(|o| {
-                        ring.mac_for(Principal::Order(o as u16), &id.0)
-                            .unwrap_or_default()
-                    })
+                let macs = OrderId::all(macs.len())
+                    .map(|o| ring.mac_for(Principal::Order(o), &id.0).unwrap_or_default())
                     .collect();
                 Some(Message::AuthReq { core, macs })
             }
@@ -767,6 +764,7 @@ fn other_digest(d: Digest) -> Digest {
 mod tests {
     use super::*;
     use plumb_crypto::{Identity, PublicIdentity};
+    use plumb_wire::{AuthId, ExecId};
     use std::sync::Arc;
 
     struct KeySet(HashMap<Principal, KeyRing>);
@@ -779,9 +777,9 @@ mod tests {
 
     fn key_set(q: &Quorums) -> KeySet {
         let mut all: Vec<Principal> = Vec::new();
-        all.extend((0..q.auth as u16).map(Principal::Auth));
-        all.extend((0..q.order as u16).map(Principal::Order));
-        all.extend((0..q.exec as u16).map(Principal::Exec));
+        all.extend(AuthId::all(q.auth).map(Principal::Auth));
+        all.extend(OrderId::all(q.order).map(Principal::Order));
+        all.extend(ExecId::all(q.exec).map(Principal::Exec));
         let ids: HashMap<Principal, Arc<Identity>> = all
             .iter()
             .map(|p| {
@@ -825,7 +823,7 @@ mod tests {
     #[test]
     fn equivocating_primary_is_consistent_per_recipient() {
         let keys = key_set(&Quorums::minimal(Faults::new(2, 1)));
-        let primary = Principal::Order(0);
+        let primary = Principal::Order(OrderId(0));
         let mut adv = Adversary::new(Behaviour::Equivocate, 1.0, 4, 5);
         let requests = vec![signed(0), signed(1)];
         let pp = Message::PrePrepare {
@@ -837,7 +835,7 @@ mod tests {
         };
         let mut seen = Vec::new();
         for b in 1..6u16 {
-            let to = Principal::Order(b);
+            let to = Principal::Order(OrderId(b));
             let frame = keys.ring(primary).unwrap().seal(to, &pp).unwrap();
             let Message::PrePrepare {
                 requests,
@@ -887,12 +885,15 @@ mod tests {
         let keys = key_set(&Quorums::minimal(Faults::new(1, 1)));
         let mut adv = Adversary::new(Behaviour::Silent, 1.0, 3, 1);
         let frame = keys
-            .ring(Principal::Exec(0))
+            .ring(Principal::Exec(ExecId(0)))
             .unwrap()
-            .seal(Principal::Order(0), &Message::LastExec { next: Seq(1) })
+            .seal(
+                Principal::Order(OrderId(0)),
+                &Message::LastExec { next: Seq(1) },
+            )
             .unwrap();
         assert!(matches!(
-            adv.outgoing(keys.ring(Principal::Exec(0)).unwrap(), frame),
+            adv.outgoing(keys.ring(Principal::Exec(ExecId(0))).unwrap(), frame),
             Outgoing::Drop
         ));
     }
@@ -900,7 +901,7 @@ mod tests {
     #[test]
     fn forged_auth_req_carries_valid_macs_for_another_operation() {
         let keys = key_set(&Quorums::minimal(Faults::new(1, 1)));
-        let auth = Principal::Auth(0);
+        let auth = Principal::Auth(AuthId(0));
         let mut adv = Adversary::new(Behaviour::ForgedRequests, 1.0, 3, 1);
         let core = ReqCore {
             client: 0,
@@ -915,17 +916,17 @@ mod tests {
         let frame = keys
             .ring(auth)
             .unwrap()
-            .seal(Principal::Order(1), &msg)
+            .seal(Principal::Order(OrderId(1)), &msg)
             .unwrap();
         let Message::AuthReq { core: forged, macs } = open(
             &keys,
-            Principal::Order(1),
+            Principal::Order(OrderId(1)),
             adv.outgoing(keys.ring(auth).unwrap(), frame),
         ) else {
             panic!("not an auth-req")
         };
         assert_ne!(forged.op_digest(), core.op_digest());
-        let ring = keys.ring(Principal::Order(1)).unwrap();
+        let ring = keys.ring(Principal::Order(OrderId(1))).unwrap();
         assert!(ring.verify_from(auth, &forged.id_digest().0, &macs[1]));
     }
 
@@ -934,7 +935,7 @@ mod tests {
     #[test]
     fn forged_view_change_is_validly_signed_and_differs() {
         let keys = key_set(&Quorums::minimal(Faults::new(1, 1)));
-        let o1 = Principal::Order(1);
+        let o1 = Principal::Order(OrderId(1));
         let ring = keys.ring(o1).unwrap();
         let batch = Batch {
             requests: vec![signed(0).core, signed(1).core],
@@ -943,7 +944,7 @@ mod tests {
         };
         let vc = ViewChange {
             new_view: View(3),
-            replica: 1,
+            replica: OrderId(1),
             stable_seq: Seq(0),
             stable_digest: Digest::ZERO,
             checkpoints: vec![],
@@ -966,12 +967,12 @@ mod tests {
         });
         let mut adv = Adversary::new(Behaviour::ForgedViewChange, 1.0, 3, 3);
         for _ in 0..12 {
-            let frame = ring.seal(Principal::Order(2), &msg).unwrap();
+            let frame = ring.seal(Principal::Order(OrderId(2)), &msg).unwrap();
             let out = adv.outgoing(keys.ring(o1).unwrap(), frame);
-            let Message::ViewChange(got) = open(&keys, Principal::Order(2), out) else {
+            let Message::ViewChange(got) = open(&keys, Principal::Order(OrderId(2)), out) else {
                 panic!("not a view change")
             };
-            let checker = keys.ring(Principal::Order(2)).unwrap();
+            let checker = keys.ring(Principal::Order(OrderId(2))).unwrap();
             assert!(checker.verify_signature(o1, &got.vc.signing_bytes(), &got.signature));
             assert_ne!(got.vc, vc);
         }

@@ -5,7 +5,7 @@
 use plumb_config::ProtocolConfig;
 use plumb_core::KeyRing;
 use plumb_crypto::{Digest, Mac};
-use plumb_wire::{Body, ClientId, Life, Message, Principal, ReqCore, ReqNo};
+use plumb_wire::{Body, ClientId, Life, Message, OrderId, Principal, ReqCore, ReqNo};
 
 /// `lastSent[c]`: the AUTH-REQ this replica built for the client's latest request.
 #[derive(Debug, Clone)]
@@ -51,8 +51,8 @@ pub(crate) fn authenticate_core(
         body,
     };
     let id = core.id_digest();
-    let macs = (0..cfg.quorums.order)
-        .map(|o| keys.mac_for(Principal::Order(o as u16), &id.0))
+    let macs = OrderId::all(cfg.quorums.order)
+        .map(|o| keys.mac_for(Principal::Order(o), &id.0))
         .collect::<Option<Vec<Mac>>>()?;
     Some(LastSent {
         core,

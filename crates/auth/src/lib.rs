@@ -29,7 +29,7 @@ use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
     Action, Counters, DropReason, Event, Micros, Recovered, Stage, StageContext, StoreOp,
 };
-use plumb_wire::{ClientId, Message, Principal, ReqNo, Seq, WireError};
+use plumb_wire::{ClientId, ExecId, Message, OrderId, Principal, ReqNo, Seq, WireError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -55,7 +55,7 @@ pub struct AuthReplica {
     /// executed, whatever batch they attached it to.
     executed_votes: std::collections::BTreeMap<
         plumb_wire::ClientId,
-        (plumb_wire::ReqNo, std::collections::BTreeSet<u16>),
+        (plumb_wire::ReqNo, std::collections::BTreeSet<ExecId>),
     >,
     /// Cache intervals found on disk at recovery that are already outside the kept window:
     /// deleted on `Event::Start` (the constructor cannot emit actions).
@@ -188,8 +188,8 @@ impl AuthReplica {
     }
 
     fn send_to_order(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for o in 0..self.q.order {
-            self.send(Principal::Order(o as u16), msg, out);
+        for o in OrderId::all(self.q.order) {
+            self.send(Principal::Order(o), msg, out);
         }
     }
 

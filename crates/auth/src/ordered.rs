@@ -15,7 +15,7 @@ use crate::recovery::{
 use crate::AuthReplica;
 use plumb_core::{storage, Action, DropReason, StoreOp};
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Executed, Message, Principal, ReqNo, Seq};
+use plumb_wire::{ClientId, ExecId, Executed, Message, Principal, ReqNo, Seq};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Values already acted on remembered per batch number, so late votes for them are ignored
@@ -30,12 +30,12 @@ const ACTED_MEMORY: usize = 8;
 pub(crate) struct CompletionVotes {
     by_seq: BTreeMap<Seq, SeqVotes>,
     /// The batch numbers each execution replica has an outstanding vote for.
-    outstanding: BTreeMap<u16, BTreeSet<Seq>>,
+    outstanding: BTreeMap<ExecId, BTreeSet<Seq>>,
 }
 
 #[derive(Debug, Default)]
 struct SeqVotes {
-    votes: BTreeMap<u16, Vec<Executed>>,
+    votes: BTreeMap<ExecId, Vec<Executed>>,
     acted: Vec<Digest>,
 }
 
@@ -54,7 +54,7 @@ fn value_digest(executed: &[Executed]) -> Digest {
 impl CompletionVotes {
     pub fn vote(
         &mut self,
-        replica: u16,
+        replica: ExecId,
         seq: Seq,
         executed: &[Executed],
         quorum: usize,
@@ -66,7 +66,7 @@ impl CompletionVotes {
             return Vote::AlreadyActed;
         }
         entry.votes.insert(replica, executed.to_vec());
-        let matching: Vec<u16> = entry
+        let matching: Vec<ExecId> = entry
             .votes
             .iter()
             .filter(|(_, v)| v.as_slice() == executed)
@@ -95,7 +95,7 @@ impl CompletionVotes {
         Vote::Waiting
     }
 
-    fn remove_vote(&mut self, replica: u16, seq: Seq) {
+    fn remove_vote(&mut self, replica: ExecId, seq: Seq) {
         if let Some(entry) = self.by_seq.get_mut(&seq) {
             entry.votes.remove(&replica);
             if entry.votes.is_empty() && entry.acted.is_empty() {
@@ -139,12 +139,12 @@ impl AuthReplica {
 
     pub(crate) fn on_batch_complete(
         &mut self,
-        e: u16,
+        e: ExecId,
         seq: Seq,
         executed: Vec<Executed>,
         out: &mut Vec<Action>,
     ) {
-        if e as usize >= self.q.exec {
+        if e.index() >= self.q.exec {
             self.counters.dropped(DropReason::Unexpected);
             return;
         }
@@ -174,7 +174,7 @@ impl AuthReplica {
     /// Garbage collection still waits for matching whole values.
     fn count_executed(
         &mut self,
-        e: u16,
+        e: ExecId,
         executed: &[Executed],
         quorum: usize,
         out: &mut Vec<Action>,
@@ -313,7 +313,7 @@ impl AuthReplica {
     /// `digest`, from the pending table or the command cache.
     pub(crate) fn on_fetch(
         &mut self,
-        e: u16,
+        e: ExecId,
         seq: Seq,
         client: ClientId,
         nc: ReqNo,
@@ -364,7 +364,7 @@ impl AuthReplica {
 
     fn serve_fetch(
         &mut self,
-        e: u16,
+        e: ExecId,
         seq: Seq,
         client: ClientId,
         nc: ReqNo,
@@ -406,7 +406,7 @@ impl AuthReplica {
 /// A FETCH waiting for its request.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ParkedFetch {
-    pub(crate) exec: u16,
+    pub(crate) exec: ExecId,
     pub(crate) seq: Seq,
     pub(crate) digest: Digest,
 }

@@ -7,12 +7,12 @@ use super::*;
 use plumb_config::{Faults, ProtocolConfig, Quorums};
 use plumb_core::{run, Action, DropReason, Event, KeyRing, Recovered, Stage, StoreOp};
 use plumb_crypto::{Digest, Identity, Mac, PublicIdentity};
-use plumb_wire::{Body, Executed, Message, Principal, ReqCore, ReqNo, Seq};
+use plumb_wire::{AuthId, Body, Executed, Message, Principal, ReqCore, ReqNo, Seq};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-const ME: Principal = Principal::Auth(0);
+const ME: Principal = Principal::Auth(AuthId(0));
 const CLIENTS: u32 = 4;
 /// Not in the directory: no replica shares a key with it.
 const STRANGER: Principal = Principal::Client(99);
@@ -33,9 +33,9 @@ impl Net {
         let mut cfg = ProtocolConfig::new(q);
         cfg.checkpoint_interval = CP;
         let mut all: Vec<Principal> = Vec::new();
-        all.extend((0..q.auth as u16).map(Principal::Auth));
-        all.extend((0..q.order as u16).map(Principal::Order));
-        all.extend((0..q.exec as u16).map(Principal::Exec));
+        all.extend(AuthId::all(q.auth).map(Principal::Auth));
+        all.extend(OrderId::all(q.order).map(Principal::Order));
+        all.extend(ExecId::all(q.exec).map(Principal::Exec));
         all.extend((0..CLIENTS).map(Principal::Client));
         let directory: Arc<HashMap<Principal, PublicIdentity>> =
             Arc::new(all.iter().map(|p| (*p, identity_of(*p).public())).collect());
@@ -120,12 +120,12 @@ impl Net {
             .collect();
         let msg = Message::BatchComplete { seq, executed };
         from.iter()
-            .flat_map(|e| self.deliver(r, 0, Principal::Exec(*e), &msg))
+            .flat_map(|e| self.deliver(r, 0, Principal::Exec(ExecId(*e)), &msg))
             .collect()
     }
 
     /// Every AUTH-REQ in `actions`, opened by the order replica it is addressed to.
-    fn auth_reqs(&self, actions: &[Action]) -> Vec<(u16, ReqCore, Vec<Mac>)> {
+    fn auth_reqs(&self, actions: &[Action]) -> Vec<(OrderId, ReqCore, Vec<Mac>)> {
         self.opened(actions)
             .into_iter()
             .filter_map(|(to, msg)| match (to, msg) {
@@ -254,7 +254,9 @@ fn only_clients_send_requests_and_only_exec_replicas_report() {
         nc: ReqNo(1),
         op: b"x".to_vec(),
     };
-    assert!(net.deliver(&mut r, 0, Principal::Order(1), &req).is_empty());
+    assert!(net
+        .deliver(&mut r, 0, Principal::Order(OrderId(1)), &req)
+        .is_empty());
     let done = Message::BatchComplete {
         seq: Seq(1),
         executed: vec![],
@@ -262,7 +264,9 @@ fn only_clients_send_requests_and_only_exec_replicas_report() {
     assert!(net
         .deliver(&mut r, 0, Principal::Client(0), &done)
         .is_empty());
-    assert!(net.deliver(&mut r, 0, Principal::Exec(0), &req).is_empty());
+    assert!(net
+        .deliver(&mut r, 0, Principal::Exec(ExecId(0)), &req)
+        .is_empty());
     assert_eq!(r.counters().drops(DropReason::Unexpected), 3);
     assert_eq!(
         r.blacklisted(),
@@ -281,7 +285,7 @@ fn as1_authenticator_verifies_at_each_order_replica_and_only_there() {
     let order = net.cfg.quorums.order;
     assert_eq!(
         reqs.iter().map(|(o, ..)| *o).collect::<Vec<_>>(),
-        (0..order as u16).collect::<Vec<_>>()
+        OrderId::all(order).collect::<Vec<_>>()
     );
     for (o, core, macs) in &reqs {
         assert_eq!(macs.len(), order);
@@ -291,12 +295,12 @@ fn as1_authenticator_verifies_at_each_order_replica_and_only_there() {
             // Each entry verifies for its own order replica only: pairwise keys differ.
             assert_eq!(
                 ring.verify_from(ME, &id.0, mac),
-                i == *o as usize,
+                i == o.index(),
                 "order {o}, entry {i}"
             );
         }
         // Another auth replica cannot claim this row.
-        assert!(!ring.verify_from(Principal::Auth(1), &id.0, &macs[*o as usize]));
+        assert!(!ring.verify_from(Principal::Auth(AuthId(1)), &id.0, &macs[o.index()]));
     }
 }
 
@@ -398,7 +402,12 @@ fn a_stranded_pending_request_is_superseded_after_auth_resend_us() {
         nc,
         digest: Digest::of(op),
     };
-    let served = net.deliver(&mut r, wait, Principal::Exec(0), &fetch(ReqNo(1), &old));
+    let served = net.deliver(
+        &mut r,
+        wait,
+        Principal::Exec(ExecId(0)),
+        &fetch(ReqNo(1), &old),
+    );
     assert_eq!(
         net.opened(&served).len(),
         1,
@@ -406,20 +415,35 @@ fn a_stranded_pending_request_is_superseded_after_auth_resend_us() {
     );
     // Number 1 ordered (either body): both bodies go to the command cache with the batch...
     net.complete(&mut r, &[0, 1], 3, &[(1, ReqNo(1))]);
-    let served = net.deliver(&mut r, wait, Principal::Exec(0), &fetch(ReqNo(1), &old));
+    let served = net.deliver(
+        &mut r,
+        wait,
+        Principal::Exec(ExecId(0)),
+        &fetch(ReqNo(1), &old),
+    );
     assert_eq!(net.opened(&served).len(), 1);
     assert_eq!(r.cached_bodies(), 2);
     // ...and stay there when a later request is ordered (an execution replica that loads an
     // earlier checkpoint fetches them again)...
     net.request(&mut r, wait + 1, 1, ReqNo(2), b"next");
     net.complete(&mut r, &[0, 1], 4, &[(1, ReqNo(2))]);
-    let served = net.deliver(&mut r, wait + 2, Principal::Exec(0), &fetch(ReqNo(1), &old));
+    let served = net.deliver(
+        &mut r,
+        wait + 2,
+        Principal::Exec(ExecId(0)),
+        &fetch(ReqNo(1), &old),
+    );
     assert_eq!(net.opened(&served).len(), 1);
     // ...until their interval is collected.
     let cp = net.cfg.checkpoint_interval;
     net.request(&mut r, wait + 3, 1, ReqNo(3), b"much later");
     net.complete(&mut r, &[0, 1], 4 * cp, &[(1, ReqNo(3))]);
-    let served = net.deliver(&mut r, wait + 4, Principal::Exec(0), &fetch(ReqNo(1), &old));
+    let served = net.deliver(
+        &mut r,
+        wait + 4,
+        Principal::Exec(ExecId(0)),
+        &fetch(ReqNo(1), &old),
+    );
     assert!(net.opened(&served).is_empty());
 }
 
@@ -451,12 +475,12 @@ fn a_superseded_body_survives_restarts_before_and_after_its_number_is_ordered() 
         digest: Digest::of(&old),
     };
     let mut r = net.replica(disk.recovered());
-    let served = net.deliver(&mut r, wait + 1, Principal::Exec(0), &fetch);
+    let served = net.deliver(&mut r, wait + 1, Principal::Exec(ExecId(0)), &fetch);
     assert_eq!(net.opened(&served).len(), 1, "served after a restart");
     disk.apply(&net.complete(&mut r, &[0, 1], 3, &[(1, ReqNo(1))]));
     assert!(!disk.0.contains_key(&recovery::superseded_key(1)));
     let mut r = net.replica(disk.recovered());
-    let served = net.deliver(&mut r, wait + 2, Principal::Exec(0), &fetch);
+    let served = net.deliver(&mut r, wait + 2, Principal::Exec(ExecId(0)), &fetch);
     assert_eq!(
         net.opened(&served).len(),
         1,
@@ -492,7 +516,12 @@ fn every_superseded_body_stays_fetchable_and_endless_superseding_is_blacklisted(
             nc: ReqNo(1),
             digest: Digest::of(op),
         };
-        let served = net.deliver(&mut r, ops.len() as u64 * wait, Principal::Exec(0), &fetch);
+        let served = net.deliver(
+            &mut r,
+            ops.len() as u64 * wait,
+            Principal::Exec(ExecId(0)),
+            &fetch,
+        );
         assert_eq!(
             net.opened(&served).len(),
             1,
@@ -705,11 +734,11 @@ fn al2_fetch_serves_matching_bodies_only() {
         nc: ReqNo(1),
         digest: Digest::of(&op),
     };
-    let served = net.opened(&net.deliver(&mut r, 0, Principal::Exec(2), &fetch));
+    let served = net.opened(&net.deliver(&mut r, 0, Principal::Exec(ExecId(2)), &fetch));
     assert_eq!(
         served,
         vec![(
-            Principal::Exec(2),
+            Principal::Exec(ExecId(2)),
             Message::Command {
                 seq: Seq(5),
                 client: 1,
@@ -726,7 +755,7 @@ fn al2_fetch_serves_matching_bodies_only() {
         digest: Digest::of(b"other"),
     };
     assert!(net
-        .deliver(&mut r, 0, Principal::Exec(2), &wrong)
+        .deliver(&mut r, 0, Principal::Exec(ExecId(2)), &wrong)
         .is_empty());
     let unknown = Message::Fetch {
         seq: Seq(5),
@@ -735,7 +764,7 @@ fn al2_fetch_serves_matching_bodies_only() {
         digest: Digest::of(&op),
     };
     assert!(net
-        .deliver(&mut r, 0, Principal::Exec(2), &unknown)
+        .deliver(&mut r, 0, Principal::Exec(ExecId(2)), &unknown)
         .is_empty());
     // A wrong digest for a known request is a miss; a request not seen yet is parked.
     assert_eq!(r.counters().get("fetch-miss"), 1);
@@ -745,7 +774,7 @@ fn al2_fetch_serves_matching_bodies_only() {
     net.complete(&mut r, &[0, 1], 5, &[(1, ReqNo(1))]);
     assert_eq!((r.pending_count(), r.cached_bodies()), (0, 1));
     assert_eq!(
-        net.opened(&net.deliver(&mut r, 0, Principal::Exec(2), &fetch))
+        net.opened(&net.deliver(&mut r, 0, Principal::Exec(ExecId(2)), &fetch))
             .len(),
         1
     );
@@ -764,11 +793,16 @@ fn a_fetch_that_overtakes_its_request_is_answered_when_the_request_arrives() {
     };
     // The batch was ordered on other replicas' vouchers; the request has not reached us.
     assert!(net
-        .deliver(&mut r, 0, Principal::Exec(1), &fetch(ReqNo(1), &op))
+        .deliver(&mut r, 0, Principal::Exec(ExecId(1)), &fetch(ReqNo(1), &op))
         .is_empty());
     // A FETCH for the same request with another body, and one for a later request.
-    net.deliver(&mut r, 0, Principal::Exec(2), &fetch(ReqNo(1), b"forged"));
-    net.deliver(&mut r, 0, Principal::Exec(2), &fetch(ReqNo(2), &op));
+    net.deliver(
+        &mut r,
+        0,
+        Principal::Exec(ExecId(2)),
+        &fetch(ReqNo(1), b"forged"),
+    );
+    net.deliver(&mut r, 0, Principal::Exec(ExecId(2)), &fetch(ReqNo(2), &op));
     assert_eq!(r.counters().get("fetch-parked"), 3);
 
     let out = net.opened(&net.request(&mut r, 1, 1, ReqNo(1), &op));
@@ -779,7 +813,7 @@ fn a_fetch_that_overtakes_its_request_is_answered_when_the_request_arrives() {
     assert_eq!(
         commands,
         vec![&(
-            Principal::Exec(1),
+            Principal::Exec(ExecId(1)),
             Message::Command {
                 seq: Seq(9),
                 client: 1,
@@ -792,7 +826,12 @@ fn a_fetch_that_overtakes_its_request_is_answered_when_the_request_arrives() {
     assert_eq!(r.parked_fetches(), 1);
     // Parked FETCHes are bounded.
     for nc in 10..10 + ordered::PARKED_MAX as u64 {
-        net.deliver(&mut r, 2, Principal::Exec(2), &fetch(ReqNo(nc), &op));
+        net.deliver(
+            &mut r,
+            2,
+            Principal::Exec(ExecId(2)),
+            &fetch(ReqNo(nc), &op),
+        );
     }
     assert_eq!(r.parked_fetches(), ordered::PARKED_MAX);
     assert!(r.counters().get("fetch-miss") >= 1);
@@ -841,7 +880,7 @@ fn pending_clears_on_a_later_executed_request_and_stays_fetchable() {
         digest: Digest::of(&op),
     };
     assert_eq!(
-        net.opened(&net.deliver(&mut r, 0, Principal::Exec(1), &fetch))
+        net.opened(&net.deliver(&mut r, 0, Principal::Exec(ExecId(1)), &fetch))
             .len(),
         1
     );
@@ -881,12 +920,12 @@ fn garbage_collection_keeps_three_intervals() {
         digest: Digest::of(&big_op(nc as u8)),
     };
     assert!(
-        net.deliver(&mut r, 0, Principal::Exec(0), &fetch(3))
+        net.deliver(&mut r, 0, Principal::Exec(ExecId(0)), &fetch(3))
             .is_empty(),
         "collected"
     );
     assert_eq!(
-        net.opened(&net.deliver(&mut r, 0, Principal::Exec(0), &fetch(4)))
+        net.opened(&net.deliver(&mut r, 0, Principal::Exec(ExecId(0)), &fetch(4)))
             .len(),
         1
     );
@@ -942,7 +981,7 @@ fn vote_memory_is_bounded_against_a_faulty_exec_replica() {
     net.deliver(
         &mut r,
         0,
-        Principal::Exec(2),
+        Principal::Exec(ExecId(2)),
         &Message::BatchComplete {
             seq: Seq(1),
             executed: huge,
@@ -999,11 +1038,11 @@ fn recovery_restores_pending_last_sent_and_cache() {
             nc: ReqNo(1),
             digest: Digest::of(op),
         };
-        let served = net.opened(&net.deliver(&mut r, 0, Principal::Exec(1), &fetch));
+        let served = net.opened(&net.deliver(&mut r, 0, Principal::Exec(ExecId(1)), &fetch));
         assert_eq!(
             served,
             vec![(
-                Principal::Exec(1),
+                Principal::Exec(ExecId(1)),
                 Message::Command {
                     seq: Seq(3),
                     client,

@@ -31,7 +31,7 @@ use plumb_client::net::{Answered, Route};
 use plumb_gateway::sketching::SketchedReads;
 use plumb_gateway::Pool;
 use plumb_prophecy::SketcherConfig;
-use plumb_wire::Principal;
+use plumb_wire::{ExecId, Principal};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -198,7 +198,7 @@ impl Driver {
                     System::Replicated => Route::Ordered,
                     System::ReadOnly => Route::ReadOnly,
                     _ => Route::Sketched {
-                        executor: (splitmix(rng) % u64::from(exec.max(1))) as u16,
+                        executor: ExecId((splitmix(rng) % u64::from(exec.max(1))) as u16),
                     },
                 };
                 let answer = pool.call_on(op, route).await.map_err(|e| e.to_string())?;

@@ -36,6 +36,7 @@ use plumb_gateway::Pool;
 use plumb_speculation::app::{create_op, incr_op, read_op, write_op, FsReply, FsStatus, IncrReply};
 use plumb_speculation::session::Session;
 use plumb_speculation::{SpecOp, SpecReply, SPEC_GROUP};
+use plumb_wire::ExecId;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -515,7 +516,8 @@ impl SpeculationBench {
                         for k in 0..clients {
                             let client =
                                 lane_client(plumb.cluster(), &dir, k * lanes, lanes).await?;
-                            sessions.push(Session::new(client, 0).map_err(|e| e.to_string())?);
+                            sessions
+                                .push(Session::new(client, ExecId(0)).map_err(|e| e.to_string())?);
                         }
                         (Vec::new(), sessions)
                     }

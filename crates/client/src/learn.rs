@@ -17,13 +17,13 @@
 
 use crate::{Client, LEARN};
 use plumb_core::{Action, Micros};
-use plumb_wire::{Message, Principal, ReqNo};
+use plumb_wire::{ExecId, Message, Principal, ReqNo};
 use std::collections::HashMap;
 
 #[derive(Debug)]
 pub(crate) struct Learning {
     /// Execution replica -> the last number it executed for this client (its latest answer).
-    answers: HashMap<u16, ReqNo>,
+    answers: HashMap<ExecId, ReqNo>,
     /// Current retransmission timeout of the query.
     timeout: Micros,
     /// The operation submitted while learning (`(op, read_only)`), issued once the number is
@@ -47,8 +47,7 @@ impl Client {
         let Some(learning) = &self.learning else {
             return;
         };
-        let ask: Vec<u16> = (0..self.q.exec)
-            .filter_map(|i| u16::try_from(i).ok())
+        let ask: Vec<ExecId> = ExecId::all(self.q.exec)
             .filter(|i| !learning.answers.contains_key(i))
             .collect();
         let timeout = learning.timeout;
@@ -75,7 +74,7 @@ impl Client {
     pub(crate) fn on_last_request(
         &mut self,
         now: Micros,
-        exec: u16,
+        exec: ExecId,
         nc: ReqNo,
         out: &mut Vec<Action>,
     ) {

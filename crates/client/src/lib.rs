@@ -50,7 +50,9 @@ use plumb_core::{
     Stage, StageContext, StallStage, StoreOp, TimerId, WaitReason,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{request_id, ClientId, Life, Message, Position, Principal, ReqNo, View};
+use plumb_wire::{
+    request_id, AuthId, ClientId, ExecId, Life, Message, Position, Principal, ReqNo, View,
+};
 use push::{PushVote, PushVotes};
 pub use read_only::Route;
 use read_only::{ReadMode, ReadOnly};
@@ -88,14 +90,14 @@ struct Ordered {
     retransmitted: bool,
     /// Execution replica -> the result it last sent for `nc` and where it executed it (a
     /// vote is for both: correct replicas agree on the position as on the result).
-    votes: HashMap<u16, (Vec<u8>, Position)>,
+    votes: HashMap<ExecId, (Vec<u8>, Position)>,
     /// Execution replica -> the highest number it says is used by another request of this
     /// client (it answered a later number, or `nc` for another operation): evidence that `nc`
     /// is already used (see [`Client::on_number_used`]).
-    used: HashMap<u16, ReqNo>,
+    used: HashMap<ExecId, ReqNo>,
     /// The execution replica asked for an early reply ([`Route::Speculative`]); cleared once
     /// its early reply arrived, so it is passed on at most once.
-    early: Option<u16>,
+    early: Option<ExecId>,
 }
 
 #[derive(Debug)]
@@ -230,7 +232,7 @@ impl Client {
     fn issue(&mut self, now: Micros, op: Vec<u8>, route: Route, out: &mut Vec<Action>) {
         // A replica index beyond the cluster's is a caller's mistake; wrap it rather than
         // send to nobody.
-        let exec = |i: u16| i % u16::try_from(self.q.exec.max(1)).unwrap_or(u16::MAX);
+        let exec = |i: ExecId| ExecId(i.0 % u16::try_from(self.q.exec.max(1)).unwrap_or(u16::MAX));
         match route {
             Route::Ordered => self.start_ordered(now, op, None, out),
             Route::Speculative { early } => self.start_ordered(now, op, Some(exec(early)), out),
@@ -310,7 +312,7 @@ impl Client {
         &mut self,
         now: Micros,
         op: Vec<u8>,
-        early: Option<u16>,
+        early: Option<ExecId>,
         out: &mut Vec<Action>,
     ) {
         let (life, nc) = (self.life, self.next_nc);
@@ -349,7 +351,7 @@ impl Client {
             // predicate names (which would make replicas abort it). Even after a
             // retransmission: an identity sending to every replica would get its requests
             // vouched for sooner than its session's other lanes and overtake them.
-            self.preferred_auth_from(e as usize)
+            self.preferred_auth_from(e.index())
         } else if nc <= self.all_auth_through {
             self.all_auth()
         } else {
@@ -389,16 +391,13 @@ impl Client {
         }
         let first = first % n;
         (0..self.q.auth_preferred().min(n))
-            .filter_map(|i| u16::try_from((first + i) % n).ok())
+            .filter_map(|i| AuthId::from_index((first + i) % n))
             .map(Principal::Auth)
             .collect()
     }
 
     fn all_auth(&self) -> Vec<Principal> {
-        (0..self.q.auth)
-            .filter_map(|i| u16::try_from(i).ok())
-            .map(Principal::Auth)
-            .collect()
+        AuthId::all(self.q.auth).map(Principal::Auth).collect()
     }
 
     /// After a restart: resend the recovered request to everyone (it may have reached only
@@ -454,7 +453,7 @@ impl Client {
     fn on_reply(
         &mut self,
         now: Micros,
-        exec: u16,
+        exec: ExecId,
         nc: ReqNo,
         req: Digest,
         result: Vec<u8>,
@@ -506,7 +505,7 @@ impl Client {
     }
 
     /// Complete the outstanding request with the result `exec` voted for.
-    fn accept_ordered(&mut self, now: Micros, exec: u16, out: &mut Vec<Action>) {
+    fn accept_ordered(&mut self, now: Micros, exec: ExecId, out: &mut Vec<Action>) {
         let Some(Outstanding::Ordered(mut o)) = self.outstanding.take() else {
             return;
         };
@@ -569,7 +568,7 @@ impl Client {
     /// `y`: a correct replica executed another one at our number, or executed numbers above it
     /// that the previous life issued before ours existed. Fewer reports (at most `r` faulty
     /// replicas) change nothing.
-    fn on_number_used(&mut self, now: Micros, exec: u16, used: ReqNo, out: &mut Vec<Action>) {
+    fn on_number_used(&mut self, now: Micros, exec: ExecId, used: ReqNo, out: &mut Vec<Action>) {
         let quorum = self.q.reply();
         let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
             return;
@@ -595,7 +594,7 @@ impl Client {
     /// reply never counts as a vote.
     fn on_early_reply(
         &mut self,
-        exec: u16,
+        exec: ExecId,
         nc: ReqNo,
         req: Digest,
         result: Vec<u8>,
@@ -666,14 +665,14 @@ impl Client {
     }
 
     /// The index of an execution replica of this cluster, if `p` is one.
-    fn exec_index(&self, p: Principal) -> Option<u16> {
+    fn exec_index(&self, p: Principal) -> Option<ExecId> {
         match p {
-            Principal::Exec(i) if (i as usize) < self.q.exec => Some(i),
+            Principal::Exec(i) if i.index() < self.q.exec => Some(i),
             _ => None,
         }
     }
 
-    fn on_push(&mut self, exec: u16, event: u64, payload: Vec<u8>, out: &mut Vec<Action>) {
+    fn on_push(&mut self, exec: ExecId, event: u64, payload: Vec<u8>, out: &mut Vec<Action>) {
         match self.push.vote(exec, event, payload, self.q.reply()) {
             PushVote::Deliver(payload) => out.push(Action::Pushed { event, payload }),
             PushVote::Pending => {}

@@ -2,6 +2,7 @@
 //! delivered once `r + 1` distinct execution replicas sent the same payload for its id, so at
 //! least one correct replica vouches for it; each id is delivered at most once.
 
+use plumb_wire::ExecId;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Undelivered events one replica may hold votes for. A faulty replica that invents ids only
@@ -22,9 +23,9 @@ pub(crate) enum PushVote {
 #[derive(Debug, Default)]
 pub(crate) struct PushVotes {
     /// Event id -> replica -> payload it sent.
-    ballots: BTreeMap<u64, HashMap<u16, Vec<u8>>>,
+    ballots: BTreeMap<u64, HashMap<ExecId, Vec<u8>>>,
     /// Replica -> undelivered event ids it voted for.
-    open: HashMap<u16, BTreeSet<u64>>,
+    open: HashMap<ExecId, BTreeSet<u64>>,
     delivered: BTreeSet<u64>,
     highest: Option<u64>,
 }
@@ -34,7 +35,7 @@ impl PushVotes {
     /// its earlier one.
     pub(crate) fn vote(
         &mut self,
-        replica: u16,
+        replica: ExecId,
         event: u64,
         payload: Vec<u8>,
         quorum: usize,
@@ -68,7 +69,7 @@ impl PushVotes {
             .is_some_and(|h| event < h.saturating_sub(DELIVERED_WINDOW))
     }
 
-    fn drop_vote(&mut self, replica: u16, event: u64) {
+    fn drop_vote(&mut self, replica: ExecId, event: u64) {
         if let Some(ballot) = self.ballots.get_mut(&event) {
             ballot.remove(&replica);
             if ballot.is_empty() {
@@ -78,7 +79,7 @@ impl PushVotes {
     }
 
     /// Deliver `event` and return the payload `winner` voted for.
-    fn settle(&mut self, event: u64, winner: u16) -> Vec<u8> {
+    fn settle(&mut self, event: u64, winner: ExecId) -> Vec<u8> {
         let mut ballot = self.ballots.remove(&event).unwrap_or_default();
         for replica in ballot.keys() {
             if let Some(open) = self.open.get_mut(replica) {

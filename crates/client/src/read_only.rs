@@ -19,7 +19,7 @@
 use crate::{Client, Outstanding, READ_ONLY_DEADLINE};
 use plumb_core::{Action, Answered, DropReason, Micros};
 use plumb_crypto::Digest;
-use plumb_wire::{request_id, Message, Principal, ReqNo, Seq};
+use plumb_wire::{request_id, ExecId, Message, Principal, ReqNo, Seq};
 use std::collections::HashMap;
 
 /// Which route an operation takes (see [`Client::submit`]).
@@ -30,15 +30,15 @@ pub enum Route {
     /// The read-only path: unanimous answers, else ordered. Linearizable.
     ReadOnly,
     /// A fast read executed by execution replica `exec` alone, unverified.
-    Fast { exec: u16 },
+    Fast { exec: ExecId },
     /// A D-Prophecy read executed by `executor` and vouched for by every other replica's
     /// history; else ordered. Delay-once linearizable (seed 000 §4).
-    Sketched { executor: u16 },
+    Sketched { executor: ExecId },
     /// Ordered, and also sent to execution replica `early`, which executes it at once on a
     /// speculative copy of its state and answers early ([`plumb_core::Action::Early`]) before
     /// the ordered answer completes it (client speculation, seed 001). Linearizable: only the
     /// completion is agreed.
-    Speculative { early: u16 },
+    Speculative { early: ExecId },
 }
 
 impl Route {
@@ -56,8 +56,8 @@ impl Route {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ReadMode {
     Unanimous,
-    Fast { exec: u16 },
-    Sketched { executor: u16 },
+    Fast { exec: ExecId },
+    Sketched { executor: ExecId },
 }
 
 /// The outstanding unordered read.
@@ -71,9 +71,9 @@ pub(crate) struct ReadOnly {
     pub(crate) req: Digest,
     pub(crate) mode: ReadMode,
     /// Execution replica -> its result (for D-Prophecy: the executor's only).
-    pub(crate) votes: HashMap<u16, Vec<u8>>,
+    pub(crate) votes: HashMap<ExecId, Vec<u8>>,
     /// D-Prophecy: replica -> the digest its history holds for the operation.
-    pub(crate) sketches: HashMap<u16, Digest>,
+    pub(crate) sketches: HashMap<ExecId, Digest>,
 }
 
 impl Client {
@@ -122,10 +122,8 @@ impl Client {
     }
 
     fn send_to_all_exec(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for i in 0..self.q.exec {
-            if let Ok(i) = u16::try_from(i) {
-                self.send(Principal::Exec(i), msg, out);
-            }
+        for i in ExecId::all(self.q.exec) {
+            self.send(Principal::Exec(i), msg, out);
         }
     }
 
@@ -141,7 +139,7 @@ impl Client {
     pub(crate) fn on_read_only_reply(
         &mut self,
         now: Micros,
-        exec: u16,
+        exec: ExecId,
         ro: ReqNo,
         req: Digest,
         result: Vec<u8>,
@@ -186,7 +184,7 @@ impl Client {
     pub(crate) fn on_sketch_reply(
         &mut self,
         now: Micros,
-        exec: u16,
+        exec: ExecId,
         ro: ReqNo,
         req: Digest,
         sketch: Option<Digest>,
@@ -246,7 +244,7 @@ impl Client {
         }
     }
 
-    fn accept_read(&mut self, exec: u16, answered: Answered, out: &mut Vec<Action>) {
+    fn accept_read(&mut self, exec: ExecId, answered: Answered, out: &mut Vec<Action>) {
         let Some(Outstanding::ReadOnly(mut pending)) = self.outstanding.take() else {
             return;
         };

@@ -8,7 +8,7 @@ use plumb_config::Faults;
 use plumb_core::storage::decode;
 use plumb_core::{run, DropReason, KeyRing};
 use plumb_crypto::{Identity, PublicIdentity};
-use plumb_wire::Seq;
+use plumb_wire::{OrderId, Seq};
 use std::collections::BTreeSet;
 
 const C: u32 = 7;
@@ -37,9 +37,9 @@ impl World {
         let q = cfg.quorums;
         assert_eq!((q.auth, q.order, q.exec), (4, 4, 3));
         let mut principals = vec![ME];
-        principals.extend((0..4).map(Principal::Auth));
-        principals.extend((0..4).map(Principal::Order));
-        principals.extend((0..3).map(Principal::Exec));
+        principals.extend(AuthId::all(4).map(Principal::Auth));
+        principals.extend(OrderId::all(4).map(Principal::Order));
+        principals.extend(ExecId::all(3).map(Principal::Exec));
         let ids: HashMap<Principal, Arc<Identity>> = principals
             .iter()
             .map(|p| (*p, Arc::new(identity(*p))))
@@ -93,7 +93,7 @@ impl World {
     }
 
     fn last_request(&self, exec: u16, nc: ReqNo) -> Event {
-        self.from(Principal::Exec(exec), Message::LastRequest { nc })
+        self.from(Principal::Exec(ExecId(exec)), Message::LastRequest { nc })
     }
 
     fn frame(&self, from: Principal, msg: &Message) -> Vec<u8> {
@@ -114,7 +114,7 @@ impl World {
     /// A reply for `nc` naming the request `(C, life, nc, op)`.
     fn reply_in(&self, life: Life, exec: u16, nc: ReqNo, op: &[u8], result: &[u8]) -> Event {
         self.from(
-            Principal::Exec(exec),
+            Principal::Exec(ExecId(exec)),
             Message::Reply {
                 nc,
                 req: request_id(C, life, nc, Digest::of(op)),
@@ -145,12 +145,12 @@ impl World {
             result: result.to_vec(),
             executed: Seq(executed),
         };
-        self.from(Principal::Exec(exec), msg)
+        self.from(Principal::Exec(ExecId(exec)), msg)
     }
 
     fn push(&self, exec: u16, event: u64, payload: &[u8]) -> Event {
         self.from(
-            Principal::Exec(exec),
+            Principal::Exec(ExecId(exec)),
             Message::Push {
                 event,
                 payload: payload.to_vec(),
@@ -209,7 +209,7 @@ fn receivers(sent: &[(Principal, Message)]) -> BTreeSet<Principal> {
 }
 
 fn auths(ids: &[u16]) -> BTreeSet<Principal> {
-    ids.iter().map(|i| Principal::Auth(*i)).collect()
+    ids.iter().map(|i| Principal::Auth(AuthId(*i))).collect()
 }
 
 /// Every sent message is `Request{nc, op}`; returns `nc`.
@@ -467,7 +467,7 @@ fn stale_and_non_exec_replies_are_dropped_and_counted() {
         let reply = w.reply(&c, e, ReqNo(1), b"r");
         c.handle(3, reply, &mut out);
     }
-    for p in [Principal::Auth(0), Principal::Order(1)] {
+    for p in [Principal::Auth(AuthId(0)), Principal::Order(OrderId(1))] {
         c.handle(
             3,
             w.from(
@@ -484,7 +484,10 @@ fn stale_and_non_exec_replies_are_dropped_and_counted() {
     }
     c.handle(
         3,
-        w.from(Principal::Exec(0), Message::LastExec { next: Seq(4) }),
+        w.from(
+            Principal::Exec(ExecId(0)),
+            Message::LastExec { next: Seq(4) },
+        ),
         &mut out,
     );
     assert!(completes(&out).is_empty());
@@ -695,7 +698,7 @@ fn queried(sent: &[(Principal, Message)]) -> BTreeSet<Principal> {
 }
 
 fn execs(ids: &[u16]) -> BTreeSet<Principal> {
-    ids.iter().map(|i| Principal::Exec(*i)).collect()
+    ids.iter().map(|i| Principal::Exec(ExecId(*i))).collect()
 }
 
 /// Regression, "reply names its operation" (LS1: a client only accepts its own operation's
@@ -870,7 +873,7 @@ fn read_only_is_accepted_only_when_every_exec_replica_agrees() {
     let mut c = w.client(Recovered::default());
     let out = submit(&mut c, 0, b"get", true);
     let sent = w.sent(&out);
-    let execs: BTreeSet<Principal> = (0..3).map(Principal::Exec).collect();
+    let execs: BTreeSet<Principal> = ExecId::all(3).map(Principal::Exec).collect();
     assert_eq!(receivers(&sent), execs);
     assert_eq!(read_only_numbers(&sent, b"get"), BTreeSet::from([1]));
     assert_eq!(timer_set(&out, READ_ONLY_DEADLINE), Some(500_000));
@@ -974,7 +977,7 @@ fn read_only_reply_naming_another_read_does_not_count() {
             result: b"other".to_vec(),
             executed: Seq(1),
         };
-        assert!(completes(&run(&mut c, 1, w.from(Principal::Exec(e), msg))).is_empty());
+        assert!(completes(&run(&mut c, 1, w.from(Principal::Exec(ExecId(e)), msg))).is_empty());
     }
     assert_eq!(c.counters().get("stale-read-only-reply"), 3);
     for e in 0..2 {
@@ -1094,7 +1097,7 @@ fn push_from_one_faulty_replica_or_a_non_exec_principal_is_not_delivered() {
         event: 5,
         payload: b"fake".to_vec(),
     };
-    assert!(run(&mut c, 0, w.from(Principal::Auth(1), msg)).is_empty());
+    assert!(run(&mut c, 0, w.from(Principal::Auth(AuthId(1)), msg)).is_empty());
     assert_eq!(c.counters().drops(DropReason::PushNotExec), 1);
 }
 
@@ -1128,7 +1131,7 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
     submit(&mut c, 0, b"a", false);
 
     let mut tampered = w.frame(
-        Principal::Exec(0),
+        Principal::Exec(ExecId(0)),
         &Message::Reply {
             nc: ReqNo(1),
             req: request_id(C, life(), ReqNo(1), Digest::of(b"a")),
@@ -1163,9 +1166,10 @@ fn frames_with_bad_mac_or_from_unknown_principals_are_dropped_and_counted() {
     assert_eq!(c.counters().drops(DropReason::UnknownSender), 1);
 
     // Addressed to someone else.
-    let other = w
-        .ring(Principal::Exec(0))
-        .seal(Principal::Auth(0), &Message::LastExec { next: Seq(1) });
+    let other = w.ring(Principal::Exec(ExecId(0))).seal(
+        Principal::Auth(AuthId(0)),
+        &Message::LastExec { next: Seq(1) },
+    );
     assert!(run(&mut c, 1, Event::Receive(other.unwrap_or_default())).is_empty());
     assert_eq!(c.counters().drops(DropReason::WrongReceiver), 1);
 
@@ -1250,7 +1254,7 @@ fn early_replies(actions: &[Action]) -> Vec<(u64, u16, Vec<u8>)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Early { nc, exec, result } => Some((nc.0, *exec, result.clone())),
+            Action::Early { nc, exec, result } => Some((nc.0, exec.0, result.clone())),
             _ => None,
         })
         .collect()
@@ -1258,7 +1262,7 @@ fn early_replies(actions: &[Action]) -> Vec<(u64, u16, Vec<u8>)> {
 
 fn early_reply(w: &World, exec: u16, nc: ReqNo, op: &[u8], result: &[u8]) -> Event {
     w.from(
-        Principal::Exec(exec),
+        Principal::Exec(ExecId(exec)),
         Message::EarlyReply {
             nc,
             req: request_id(C, life(), nc, Digest::of(op)),
@@ -1275,7 +1279,7 @@ fn a_speculative_request_also_goes_to_its_early_replica_and_passes_its_early_rep
     c.submit(
         0,
         b"incr".to_vec(),
-        Route::Speculative { early: 2 },
+        Route::Speculative { early: ExecId(2) },
         &mut out,
     )
     .expect("idle");
@@ -1285,7 +1289,7 @@ fn a_speculative_request_also_goes_to_its_early_replica_and_passes_its_early_rep
         .filter(|(_, m)| matches!(m, Message::EarlyRequest { .. }))
         .collect();
     assert_eq!(early.len(), 1, "one early request");
-    assert_eq!(early[0].0, Principal::Exec(2));
+    assert_eq!(early[0].0, Principal::Exec(ExecId(2)));
     assert!(sent
         .iter()
         .any(|(to, m)| matches!(to, Principal::Auth(_)) && matches!(m, Message::Request { .. })));
@@ -1307,7 +1311,7 @@ fn a_speculative_request_also_goes_to_its_early_replica_and_passes_its_early_rep
     assert!(matches!(
         &out[unsynced[0]],
         Action::SendUnsynced {
-            to: Principal::Exec(2),
+            to: Principal::Exec(ExecId(2)),
             ..
         }
     ));
@@ -1344,7 +1348,7 @@ fn an_early_reply_is_never_a_vote() {
     c.submit(
         0,
         b"incr".to_vec(),
-        Route::Speculative { early: 0 },
+        Route::Speculative { early: ExecId(0) },
         &mut out,
     )
     .expect("idle");
@@ -1363,7 +1367,7 @@ fn speculative_request_receivers(w: &World, c: &mut Client, now: Micros) -> BTre
     c.submit(
         now,
         b"incr".to_vec(),
-        Route::Speculative { early: 1 },
+        Route::Speculative { early: ExecId(1) },
         &mut out,
     )
     .expect("idle");
@@ -1382,7 +1386,7 @@ fn a_speculative_request_goes_through_the_auth_replicas_from_its_early_replica_o
     // execution replica 1 sends every lane's requests from auth replica 1 on instead.
     let q = c.q.auth_preferred();
     let expected: BTreeSet<Principal> = (0..q)
-        .map(|i| Principal::Auth(((1 + i) % 4) as u16))
+        .map(|i| Principal::Auth(AuthId(((1 + i) % 4) as u16)))
         .collect();
     assert_eq!(speculative_request_receivers(&w, &mut c, 0), expected);
     // After a retransmission plain requests go to every auth replica for a while; a

@@ -4,7 +4,7 @@ use crate::keys::public_from_hex;
 use crate::{Cluster, ClusterError, Gateway, Node};
 use plumb_config::{Faults, ProtocolConfig, Quorums};
 use plumb_crypto::PublicIdentity;
-use plumb_wire::{Principal, SPEC_GROUP};
+use plumb_wire::{AuthId, ExecId, OrderId, Principal, SPEC_GROUP};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -331,9 +331,9 @@ pub(crate) fn validate(path: &Path, file: ClusterFile) -> Result<Cluster, Cluste
         let mut principals = Vec::new();
         for role in roles {
             let (slot, key, p) = match role {
-                RoleName::Auth => (0, &entry.keys.auth, Principal::Auth(counts[0])),
-                RoleName::Order => (1, &entry.keys.order, Principal::Order(counts[1])),
-                RoleName::Exec => (2, &entry.keys.exec, Principal::Exec(counts[2])),
+                RoleName::Auth => (0, &entry.keys.auth, Principal::Auth(AuthId(counts[0]))),
+                RoleName::Order => (1, &entry.keys.order, Principal::Order(OrderId(counts[1]))),
+                RoleName::Exec => (2, &entry.keys.exec, Principal::Exec(ExecId(counts[2]))),
             };
             counts[slot] += 1;
             let name = format!("keys.{}", format!("{role:?}").to_lowercase());

@@ -4,7 +4,7 @@ use crate::file::{ClientEntry, ClientRange, ClusterFile, GatewayEntry, NodeEntry
 use crate::keys::{identity_for, public_to_hex, write_secret};
 use crate::{Cluster, ClusterError, ProtocolOverrides, RoleName, WanEntry};
 use plumb_config::Faults;
-use plumb_wire::{Principal, SPEC_GROUP};
+use plumb_wire::{AuthId, ExecId, OrderId, Principal, SPEC_GROUP};
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug)]
@@ -124,9 +124,9 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
         };
         for role in &roles {
             match role {
-                RoleName::Auth => role_keys.auth = public(0, Principal::Auth),
-                RoleName::Order => role_keys.order = public(1, Principal::Order),
-                RoleName::Exec => role_keys.exec = public(2, Principal::Exec),
+                RoleName::Auth => role_keys.auth = public(0, |i| Principal::Auth(AuthId(i))),
+                RoleName::Order => role_keys.order = public(1, |i| Principal::Order(OrderId(i))),
+                RoleName::Exec => role_keys.exec = public(2, |i| Principal::Exec(ExecId(i))),
             }
         }
         nodes.push(NodeEntry {
@@ -214,7 +214,7 @@ mod tests {
             .unwrap();
         // A key file of another principal is refused with a clear message.
         let e = c
-            .key_ring(Principal::Order(1), &c.node_secret_path(0))
+            .key_ring(Principal::Order(OrderId(1)), &c.node_secret_path(0))
             .err()
             .unwrap();
         assert!(e.to_string().contains("does not match"), "{e}");

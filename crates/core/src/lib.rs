@@ -42,7 +42,7 @@ pub use rng::Rng;
 pub use stall::{Evidence, SlowRequest, StallStage, ViewChangeCause, WaitReason};
 pub use storage::{Recovered, StoreOp};
 
-use plumb_wire::{ClientId, Principal, ReqNo};
+use plumb_wire::{ClientId, ExecId, Principal, ReqNo};
 
 /// A stage-defined timer name. Setting a timer that is already set re-arms it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -96,7 +96,7 @@ pub enum Action {
     /// only in ways it can undo; [`Action::Complete`] follows with the agreed answer.
     Early {
         nc: ReqNo,
-        exec: u16,
+        exec: ExecId,
         result: Vec<u8>,
     },
     /// Client only: a push event from the service.
@@ -116,12 +116,12 @@ pub enum Answered {
     /// A fast read (Prophecy, seed 000 §3.1): one execution replica's answer, NOT voted. It
     /// had executed every batch below `executed + 1`. Only a sketcher's check makes it usable.
     Fast {
-        exec: u16,
+        exec: ExecId,
         executed: plumb_wire::Seq,
     },
     /// D-Prophecy (seed 000 §3.2): one replica's answer whose digest every other execution
     /// replica vouched for from its history of ordered executions of the same read.
-    Sketched { exec: u16 },
+    Sketched { exec: ExecId },
     /// A fast read that got no answer in time (`result` is empty): the caller decides what
     /// to do (a sketcher issues the read on the ordered path).
     Unanswered,

@@ -1,6 +1,6 @@
 use crate::stall::{Evidence, SlowRequest, ViewChangeCause};
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Micros, ReqNo, Seq, View};
+use plumb_wire::{ClientId, ExecId, Micros, ReqNo, Seq, View};
 use std::collections::BTreeMap;
 
 /// A request of a delivered batch (copies of already executed requests too).
@@ -81,7 +81,7 @@ pub enum Observation {
     /// from the one agreed by `max(u,r) + 1` execution replicas, and told it to load the agreed
     /// one (docs/divergence.md).
     ExecCheckpointDiffers {
-        exec: u16,
+        exec: ExecId,
         seq: Seq,
         agreed: Digest,
         reported: Digest,

@@ -21,7 +21,7 @@ use crate::ExecReplica;
 use plumb_app::Application;
 use plumb_core::Action;
 use plumb_core::DropReason;
-use plumb_wire::{Message, Seq};
+use plumb_wire::{Message, OrderId, Seq};
 use std::collections::BTreeMap;
 
 /// Probe nonces of this incarnation kept for matching answers: answers to any of them are
@@ -33,7 +33,7 @@ const NONCES_KEPT: usize = 16;
 pub(crate) struct Gate {
     nonces: Vec<u64>,
     /// Each order replica's highest answer.
-    answers: BTreeMap<u16, Seq>,
+    answers: BTreeMap<OrderId, Seq>,
 }
 
 impl<A: Application> ExecReplica<A> {
@@ -62,7 +62,7 @@ impl<A: Application> ExecReplica<A> {
         }
     }
 
-    pub(crate) fn on_probe_reply(&mut self, o: u16, nonce: u64, seq: Seq) {
+    pub(crate) fn on_probe_reply(&mut self, o: OrderId, nonce: u64, seq: Seq) {
         let Some(gate) = self.gate.as_mut() else {
             self.counters.add("probe-reply-gate-open");
             return;

@@ -8,7 +8,9 @@ use crate::{ExecReplica, FETCH};
 use plumb_app::Application;
 use plumb_core::{Action, BrokenInvariant, DropReason, Micros};
 use plumb_crypto::Digest;
-use plumb_wire::{Batch, Body, ClientId, Executed, Message, Principal, ReqNo, Seq};
+use plumb_wire::{
+    AuthId, Batch, Body, ClientId, Executed, Message, OrderId, Principal, ReqNo, Seq,
+};
 use std::collections::BTreeMap;
 
 /// Fixed per-request cost counted against a sender's vote budget (identity, digest, framing).
@@ -20,7 +22,7 @@ pub(crate) struct Learning {
     /// Order replicas' NEXT-BATCH votes for sequence numbers not learned yet.
     pub votes: BTreeMap<Seq, SeqVotes>,
     /// Bytes of batches each order replica's current votes hold: bounds what a faulty one can pin.
-    pub vote_bytes: BTreeMap<u16, usize>,
+    pub vote_bytes: BTreeMap<OrderId, usize>,
     /// Batches learned (`r + 1` matching votes), with the request bodies gathered so far.
     pub learned: BTreeMap<Seq, Learned>,
     /// Batches learned so far, and at the last tick: no change means no progress.
@@ -30,7 +32,7 @@ pub(crate) struct Learning {
     /// Authentication replicas that left a FETCH unanswered for a whole timeout, and until
     /// when first asks go to another replica instead (a silent one would otherwise stall every
     /// batch holding a request of its clients by a timeout).
-    pub unanswering_auth: BTreeMap<u16, Micros>,
+    pub unanswering_auth: BTreeMap<AuthId, Micros>,
 }
 
 impl Learning {
@@ -42,7 +44,7 @@ impl Learning {
     /// - `INV-learned-not-voted`: a learned sequence number holds no votes;
     /// - `INV-learning-not-executed`: nothing is kept for a batch already executed.
     pub fn check_invariants(&self, next_seq: Seq) -> Result<(), BrokenInvariant> {
-        let mut held: BTreeMap<u16, usize> = BTreeMap::new();
+        let mut held: BTreeMap<OrderId, usize> = BTreeMap::new();
         for (seq, v) in &self.votes {
             for (o, (d, weight)) in &v.by_replica {
                 *held.entry(*o).or_insert(0) += weight;
@@ -84,7 +86,7 @@ impl Learning {
 #[derive(Debug, Default)]
 pub(crate) struct SeqVotes {
     /// Order replica -> (digest it sent, bytes its batch weighs).
-    by_replica: BTreeMap<u16, (Digest, usize)>,
+    by_replica: BTreeMap<OrderId, (Digest, usize)>,
     /// One copy of each proposed batch.
     batches: BTreeMap<Digest, Batch>,
 }
@@ -111,7 +113,7 @@ pub(crate) struct Learned {
     pub(crate) asked_at: Micros,
     /// Per request, the one authentication replica its body was first asked from, until the
     /// fetch timer gives up on it.
-    pub(crate) first_asked: Vec<Option<u16>>,
+    pub(crate) first_asked: Vec<Option<AuthId>>,
     /// When the batch was learned, and whether the fetch timer had to ask every
     /// authentication replica for its bodies: what a slow request waited for.
     pub(crate) learned_at: Micros,
@@ -177,7 +179,13 @@ impl<A: Application> ExecReplica<A> {
         self.q().exec_learn()
     }
 
-    pub(crate) fn on_next_batch(&mut self, o: u16, seq: Seq, batch: Batch, out: &mut Vec<Action>) {
+    pub(crate) fn on_next_batch(
+        &mut self,
+        o: OrderId,
+        seq: Seq,
+        batch: Batch,
+        out: &mut Vec<Action>,
+    ) {
         if seq < self.executed.next_seq {
             self.counters.add("next-batch-already-executed");
             return;
@@ -213,7 +221,7 @@ impl<A: Application> ExecReplica<A> {
 
     /// Record `o`'s vote for `digest` at `seq`, replacing its earlier one. False if it would
     /// push `o` over its budget (its earlier vote is then gone too).
-    fn record_vote(&mut self, o: u16, seq: Seq, digest: Digest, batch: Batch) -> bool {
+    fn record_vote(&mut self, o: OrderId, seq: Seq, digest: Digest, batch: Batch) -> bool {
         let budget = self.vote_budget();
         let weight = batch_weight(&batch);
         let entry = self.learning.votes.entry(seq).or_default();
@@ -321,19 +329,19 @@ impl<A: Application> ExecReplica<A> {
     /// The replica to ask first for a body of `client`'s: from `client mod n_auth` on, the
     /// first of the client's preferred quorum (the replicas its first transmission reached)
     /// that has not recently left a FETCH unanswered.
-    fn first_ask(&self, client: ClientId) -> u16 {
+    fn first_ask(&self, client: ClientId) -> AuthId {
         let n = self.q().auth.max(1);
         let start = client as usize % n;
         let now = self.now;
         (0..self.q().auth_preferred().clamp(1, n))
-            .map(|k| ((start + k) % n) as u16)
+            .map(|k| AuthId(((start + k) % n) as u16))
             .find(|a| {
                 self.learning
                     .unanswering_auth
                     .get(a)
                     .is_none_or(|until| now >= *until)
             })
-            .unwrap_or(start as u16)
+            .unwrap_or(AuthId(start as u16))
     }
 
     fn arm_fetch_timer(&mut self, out: &mut Vec<Action>) {
@@ -422,7 +430,7 @@ impl<A: Application> ExecReplica<A> {
     }
 }
 
-fn sub_weight(bytes: &mut BTreeMap<u16, usize>, o: u16, weight: usize) {
+fn sub_weight(bytes: &mut BTreeMap<OrderId, usize>, o: OrderId, weight: usize) {
     if let Some(b) = bytes.get_mut(&o) {
         *b = b.saturating_sub(weight);
         if *b == 0 {

@@ -41,7 +41,9 @@ use plumb_core::{
     StoreOp, TimerId,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{request_id, ClientId, Life, Message, Principal, ReqNo, Seq};
+use plumb_wire::{
+    request_id, AuthId, ClientId, ExecId, Life, Message, OrderId, Principal, ReqNo, Seq,
+};
 
 /// Periodic catch-up: ask the order stage for missed batches, re-ask peers during a transfer.
 const CATCH_UP: TimerId = TimerId(1);
@@ -63,7 +65,7 @@ const DEFERRED_TRANSFER_MAX: usize = 64;
 
 pub struct ExecReplica<A: Application> {
     ctx: StageContext,
-    me: u16,
+    me: ExecId,
     app: A,
     counters: Counters,
     now: Micros,
@@ -112,7 +114,7 @@ impl<A: Application> ExecReplica<A> {
     pub fn new(ctx: StageContext, app: A, recovered: Recovered) -> ExecReplica<A> {
         let me = match ctx.keys.me() {
             Principal::Exec(i) => i,
-            _ => u16::MAX,
+            _ => ExecId(u16::MAX),
         };
         let mut replica = ExecReplica {
             me,
@@ -177,19 +179,19 @@ impl<A: Application> ExecReplica<A> {
     }
 
     fn send_to_order(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for o in 0..self.q().order as u16 {
+        for o in OrderId::all(self.q().order) {
             self.send(Principal::Order(o), msg, out);
         }
     }
 
     fn send_to_auth(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for a in 0..self.q().auth as u16 {
+        for a in AuthId::all(self.q().auth) {
             self.send(Principal::Auth(a), msg, out);
         }
     }
 
     fn send_to_exec_peers(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for e in 0..self.q().exec as u16 {
+        for e in ExecId::all(self.q().exec) {
             if e != self.me {
                 self.send(Principal::Exec(e), msg, out);
             }
@@ -319,9 +321,7 @@ impl<A: Application> ExecReplica<A> {
     fn on_message(&mut self, from: Principal, msg: Message, out: &mut Vec<Action>) {
         let q = *self.q();
         match (from, msg) {
-            (Principal::Order(o), msg) if (o as usize) < q.order => {
-                self.on_order_message(o, msg, out)
-            }
+            (Principal::Order(o), msg) if o.index() < q.order => self.on_order_message(o, msg, out),
             (_, Message::ExecProbeReply { .. }) => {
                 self.counters.dropped(DropReason::ProbeReplyNotOrder)
             }
@@ -333,8 +333,8 @@ impl<A: Application> ExecReplica<A> {
                     nc,
                     op,
                 },
-            ) if (a as usize) < q.auth => self.on_command(seq, client, nc, op, out),
-            (Principal::Exec(e), msg) if (e as usize) < q.exec && e != self.me => {
+            ) if a.index() < q.auth => self.on_command(seq, client, nc, op, out),
+            (Principal::Exec(e), msg) if e.index() < q.exec && e != self.me => {
                 self.on_peer_message(e, msg, out)
             }
             (Principal::Client(c), Message::ReadOnly { life, nc, op }) => {
@@ -357,7 +357,7 @@ impl<A: Application> ExecReplica<A> {
         }
     }
 
-    fn on_order_message(&mut self, o: u16, msg: Message, out: &mut Vec<Action>) {
+    fn on_order_message(&mut self, o: OrderId, msg: Message, out: &mut Vec<Action>) {
         match msg {
             Message::NextBatch { seq, batch, .. } => self.on_next_batch(o, seq, batch, out),
             Message::Retransmit { client, next_seq } => self.on_retransmit(client, next_seq, out),
@@ -367,7 +367,7 @@ impl<A: Application> ExecReplica<A> {
         }
     }
 
-    fn on_peer_message(&mut self, e: u16, msg: Message, out: &mut Vec<Action>) {
+    fn on_peer_message(&mut self, e: ExecId, msg: Message, out: &mut Vec<Action>) {
         match msg {
             Message::FetchExecCp { .. }
             | Message::FetchState { .. }
@@ -436,7 +436,7 @@ impl<A: Application> ExecReplica<A> {
         c: ClientId,
         life: Life,
         nc: ReqNo,
-        executor: u16,
+        executor: ExecId,
         op: Vec<u8>,
         out: &mut Vec<Action>,
     ) {

@@ -16,7 +16,7 @@ use plumb_core::DropReason;
 use plumb_objects::{
     NodePos, ObjectBytes, ObjectTree, Proof, ProvenWrite, StateUpdate, SyncReject, TreeSync,
 };
-use plumb_wire::{Message, ObjectChildren, ObjectNode, ObjectPayload, Principal, Seq};
+use plumb_wire::{ExecId, Message, ObjectChildren, ObjectNode, ObjectPayload, Principal, Seq};
 use std::collections::BTreeSet;
 
 /// At most this many nodes per FETCH-OBJECT-NODES (a reply is ~73 bytes a node).
@@ -40,7 +40,7 @@ pub(crate) struct ObjectLoad {
     asked_nodes: BTreeSet<NodePos>,
     asked_objects: BTreeSet<ObjectId>,
     /// The peer asked; another one after a catch-up period without progress.
-    peer: u16,
+    peer: ExecId,
     progressed: bool,
     /// A state update asked for first, from a checkpoint we hold (its seq and tree); the tree
     /// walk starts if it does not come within a catch-up period or does not verify.
@@ -70,13 +70,13 @@ fn node_of(p: NodePos) -> ObjectNode {
 }
 
 impl<A: Application> ExecReplica<A> {
-    fn next_exec_peer(&self, after: u16) -> u16 {
-        let n = self.q().exec.max(1) as u16;
-        let mut p = (after + 1) % n;
-        if p == self.me {
+    fn next_exec_peer(&self, after: ExecId) -> ExecId {
+        let n = self.q().exec.max(1);
+        let mut p = (after.index() + 1) % n;
+        if p == self.me.index() {
             p = (p + 1) % n;
         }
-        p
+        ExecId(p as u16)
     }
 
     /// The checkpoint being loaded is verified and its state is objects with `root`: start
@@ -248,7 +248,7 @@ impl<A: Application> ExecReplica<A> {
 
     /// Peer `e` sent something that does not verify: it is faulty. If it is the peer being
     /// asked, ask the next one now, everything still needed.
-    fn leave_lying_peer(&mut self, e: u16) {
+    fn leave_lying_peer(&mut self, e: ExecId) {
         let Some(peer) = self
             .transfer
             .loading
@@ -278,7 +278,7 @@ impl<A: Application> ExecReplica<A> {
     /// OBJECT-NODES: children digests, each accepted only if they hash to the awaited node.
     pub(crate) fn on_object_nodes(
         &mut self,
-        e: u16,
+        e: ExecId,
         seq: Seq,
         nodes: Vec<ObjectChildren>,
         out: &mut Vec<Action>,
@@ -318,7 +318,7 @@ impl<A: Application> ExecReplica<A> {
     /// OBJECTS: object bytes, each accepted only if they match the awaited leaf digest.
     pub(crate) fn on_objects(
         &mut self,
-        e: u16,
+        e: ExecId,
         seq: Seq,
         objects: Vec<ObjectPayload>,
         out: &mut Vec<Action>,
@@ -435,7 +435,7 @@ impl<A: Application> ExecReplica<A> {
     }
 
     /// Whether `bytes` more may go to peer `e` in this catch-up period (and count them).
-    fn object_serving_allowed(&mut self, e: u16, bytes: usize) -> bool {
+    fn object_serving_allowed(&mut self, e: ExecId, bytes: usize) -> bool {
         let now = self.now;
         let period = self.cfg().catch_up_us;
         let window = self.serving.objects.entry(e).or_insert((now, 0));
@@ -456,7 +456,7 @@ impl<A: Application> ExecReplica<A> {
     /// tree walk fetches what differs.
     pub(crate) fn on_state_update(
         &mut self,
-        e: u16,
+        e: ExecId,
         from: Seq,
         to: Seq,
         writes: Vec<ObjectPayload>,
@@ -511,7 +511,7 @@ impl<A: Application> ExecReplica<A> {
     /// proofs against the later one, if they fit in one answer (else the peer walks the tree).
     pub(crate) fn on_fetch_state_update(
         &mut self,
-        e: u16,
+        e: ExecId,
         from: Seq,
         to: Seq,
         out: &mut Vec<Action>,
@@ -561,7 +561,7 @@ impl<A: Application> ExecReplica<A> {
     /// `seq`'s tree, if we hold it.
     pub(crate) fn on_fetch_object_nodes(
         &mut self,
-        e: u16,
+        e: ExecId,
         seq: Seq,
         nodes: Vec<ObjectNode>,
         out: &mut Vec<Action>,
@@ -599,7 +599,7 @@ impl<A: Application> ExecReplica<A> {
     /// reply size bound (the peer asks again for the rest).
     pub(crate) fn on_fetch_objects(
         &mut self,
-        e: u16,
+        e: ExecId,
         seq: Seq,
         ids: Vec<u64>,
         proofs: bool,

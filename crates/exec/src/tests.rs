@@ -162,9 +162,9 @@ impl Net {
         cfg.checkpoint_interval = checkpoint_interval;
         cfg.catch_up_us = 10_000;
         let mut all: Vec<Principal> = Vec::new();
-        all.extend((0..q.auth as u16).map(Principal::Auth));
-        all.extend((0..q.order as u16).map(Principal::Order));
-        all.extend((0..q.exec as u16).map(Principal::Exec));
+        all.extend(AuthId::all(q.auth).map(Principal::Auth));
+        all.extend(OrderId::all(q.order).map(Principal::Order));
+        all.extend(ExecId::all(q.exec).map(Principal::Exec));
         all.extend((0..4u32).map(Principal::Client));
         let ids: HashMap<Principal, Arc<Identity>> = all
             .iter()
@@ -194,7 +194,7 @@ impl Net {
     fn replica(&self, i: u16, app: Registers, recovered: Recovered) -> Replica {
         let ctx = StageContext {
             config: self.cfg.clone(),
-            keys: self.rings[&Principal::Exec(i)].clone(),
+            keys: self.rings[&Principal::Exec(ExecId(i))].clone(),
             seed: i as u64,
         };
         ExecReplica::new(ctx, app, recovered)
@@ -224,7 +224,7 @@ impl Net {
         };
         orders
             .iter()
-            .flat_map(|o| self.deliver(r, Principal::Order(*o), &msg))
+            .flat_map(|o| self.deliver(r, Principal::Order(OrderId(*o)), &msg))
             .collect()
     }
 
@@ -267,11 +267,11 @@ impl Net {
     }
 
     fn orders(&self) -> Vec<Principal> {
-        (0..self.q().order as u16).map(Principal::Order).collect()
+        OrderId::all(self.q().order).map(Principal::Order).collect()
     }
 
     fn auths(&self) -> Vec<Principal> {
-        (0..self.q().auth as u16).map(Principal::Auth).collect()
+        AuthId::all(self.q().auth).map(Principal::Auth).collect()
     }
 }
 
@@ -503,7 +503,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     // First to the preferred replica, client mod n_auth.
     assert_eq!(
         net.receivers(&out, |m| *m == fetch),
-        vec![Principal::Auth(2)]
+        vec![Principal::Auth(AuthId(2))]
     );
     assert!(out.contains(&Action::SetTimer {
         id: FETCH,
@@ -528,7 +528,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
         nc: ReqNo(1),
         op: b"put big evil".to_vec(),
     };
-    let out = net.deliver(&mut r, Principal::Auth(1), &wrong);
+    let out = net.deliver(&mut r, Principal::Auth(AuthId(1)), &wrong);
     assert!(delivered(&out).is_empty());
     assert_eq!(r.counters().drops(DropReason::CommandBadDigest), 1);
     assert!(r.app().calls.is_empty());
@@ -538,7 +538,7 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
         nc: ReqNo(1),
         op: op.as_bytes().to_vec(),
     };
-    let out = net.deliver(&mut r, Principal::Auth(3), &right);
+    let out = net.deliver(&mut r, Principal::Auth(AuthId(3)), &right);
     assert_eq!(delivered(&out).len(), 1);
     assert_eq!(r.app().map.get("big").map(String::as_str), Some("value"));
     assert_eq!(
@@ -579,7 +579,7 @@ fn an_auth_replica_that_leaves_a_fetch_unanswered_is_not_asked_first_again() {
     );
     assert_eq!(
         net.receivers(&out, |m| *m == fetch_of(Seq(1), ReqNo(1), "put a 1")),
-        vec![Principal::Auth(2)]
+        vec![Principal::Auth(AuthId(2))]
     );
     let later = NOW + net.cfg.catch_up_us;
     plumb_core::run(&mut r, later, Event::Timer(FETCH));
@@ -591,7 +591,7 @@ fn an_auth_replica_that_leaves_a_fetch_unanswered_is_not_asked_first_again() {
     );
     assert_eq!(
         net.receivers(&out, |m| *m == fetch_of(Seq(2), ReqNo(2), "put a 2")),
-        vec![Principal::Auth(3)],
+        vec![Principal::Auth(AuthId(3))],
         "the next replica of client 2's preferred quorum"
     );
 }
@@ -606,7 +606,7 @@ fn command_for_an_unlearned_batch_is_dropped() {
         nc: ReqNo(1),
         op: b"x".to_vec(),
     };
-    net.deliver(&mut r, Principal::Auth(0), &msg);
+    net.deliver(&mut r, Principal::Auth(AuthId(0)), &msg);
     assert_eq!(r.counters().drops(DropReason::CommandUnknownBatch), 1);
 }
 
@@ -630,7 +630,7 @@ fn el2_reply_sent_and_cached_then_el3_retransmit_resends_it() {
         client: 1,
         next_seq: Seq(2),
     };
-    let out = net.deliver(&mut r, Principal::Order(2), &rt);
+    let out = net.deliver(&mut r, Principal::Order(OrderId(2)), &rt);
     assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply.clone()]);
     let complete = Message::BatchComplete {
         seq: Seq(1),
@@ -644,9 +644,14 @@ fn el2_reply_sent_and_cached_then_el3_retransmit_resends_it() {
         .receivers(&out, |m| matches!(m, Message::LastExec { .. }))
         .is_empty());
     // Rate limited per client.
-    let out = net.deliver(&mut r, Principal::Order(3), &rt);
+    let out = net.deliver(&mut r, Principal::Order(OrderId(3)), &rt);
     assert!(out.is_empty());
-    let out = net.deliver_at(&mut r, NOW + net.cfg.catch_up_us, Principal::Order(3), &rt);
+    let out = net.deliver_at(
+        &mut r,
+        NOW + net.cfg.catch_up_us,
+        Principal::Order(OrderId(3)),
+        &rt,
+    );
     assert_eq!(net.sent_to(&out, Principal::Client(1)), vec![reply]);
 }
 
@@ -688,7 +693,7 @@ fn reply_names_its_operation_also_when_resent_from_the_cache_and_the_checkpoint(
         client: 1,
         next_seq: Seq(3),
     };
-    let out = net.deliver(&mut r, Principal::Order(0), &rt);
+    let out = net.deliver(&mut r, Principal::Order(OrderId(0)), &rt);
     assert_eq!(
         named(net.sent_to(&out, Principal::Client(1))),
         vec![(1, old.id_digest())]
@@ -710,7 +715,11 @@ fn last_request_query_answers_the_last_executed_number() {
     assert_eq!(ask(&mut r, 3), vec![Message::LastRequest { nc: ReqNo(3) }]);
     assert_eq!(ask(&mut r, 2), vec![Message::LastRequest { nc: ReqNo(0) }]);
     // Only clients ask; from anyone else the query is dropped.
-    let out = net.deliver(&mut r, Principal::Order(0), &Message::LastRequestQuery);
+    let out = net.deliver(
+        &mut r,
+        Principal::Order(OrderId(0)),
+        &Message::LastRequestQuery,
+    );
     assert!(net.sent(&out).is_empty());
 }
 
@@ -720,7 +729,7 @@ fn el4_retransmit_from_an_order_stage_ahead_sends_last_exec() {
     let mut r = fresh(&net, 0);
     let out = net.deliver(
         &mut r,
-        Principal::Order(0),
+        Principal::Order(OrderId(0)),
         &Message::Retransmit {
             client: 3,
             next_seq: Seq(5),
@@ -821,7 +830,7 @@ fn load_cp(net: &Net, r: &mut Replica, seq: Seq, token: Digest, orders: &[u16]) 
     let msg = Message::LoadCp { seq, token };
     orders
         .iter()
-        .flat_map(|o| net.deliver(r, Principal::Order(*o), &msg))
+        .flat_map(|o| net.deliver(r, Principal::Order(OrderId(*o)), &msg))
         .collect()
 }
 
@@ -839,7 +848,7 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
     let out = load_cp(&net, &mut b, Seq(4), token, &[0]);
     assert_eq!(
         net.receivers(&out, |m| *m == fetch),
-        vec![Principal::Exec(0), Principal::Exec(2)]
+        vec![Principal::Exec(ExecId(0)), Principal::Exec(ExecId(2))]
     );
 
     // A faulty peer sends a checkpoint that does not match the token.
@@ -851,16 +860,16 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
         seq: Seq(4),
         state: forged.encode(),
     };
-    let out = net.deliver(&mut b, Principal::Exec(2), &forged);
+    let out = net.deliver(&mut b, Principal::Exec(ExecId(2)), &forged);
     assert_eq!(b.counters().drops(DropReason::ExecCpBadToken), 1);
     assert_eq!(b.next_seq(), Seq(1));
     assert!(out.is_empty());
 
     // A correct peer answers the fetch.
-    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
-    let state = net.sent_to(&served, Principal::Exec(1));
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
+    let state = net.sent_to(&served, Principal::Exec(ExecId(1)));
     assert_eq!(state.len(), 1);
-    let out = net.deliver(&mut b, Principal::Exec(0), &state[0]);
+    let out = net.deliver(&mut b, Principal::Exec(ExecId(0)), &state[0]);
     assert_eq!(b.next_seq(), Seq(5));
     assert!(
         out.contains(&Action::Observe(Observation::CheckpointLoaded {
@@ -883,11 +892,11 @@ fn el5_load_cp_needs_r_plus_1_and_transferred_checkpoint_is_verified() {
         next_seq: Seq(5),
     };
     let from_a = net.sent_to(
-        &net.deliver(&mut a, Principal::Order(0), &rt),
+        &net.deliver(&mut a, Principal::Order(OrderId(0)), &rt),
         Principal::Client(3),
     );
     let from_b = net.sent_to(
-        &net.deliver(&mut b, Principal::Order(0), &rt),
+        &net.deliver(&mut b, Principal::Order(OrderId(0)), &rt),
         Principal::Client(3),
     );
     assert_eq!(from_a, from_b);
@@ -921,13 +930,13 @@ fn state_transfer_fetches_missing_application_state_by_token() {
     load_cp(&net, &mut b, Seq(2), token, &[1, 2]);
     let served = net.deliver(
         &mut a,
-        Principal::Exec(1),
+        Principal::Exec(ExecId(1)),
         &Message::FetchExecCp { seq: Seq(2) },
     );
     let out = net.deliver(
         &mut b,
-        Principal::Exec(0),
-        &net.sent_to(&served, Principal::Exec(1))[0],
+        Principal::Exec(ExecId(0)),
+        &net.sent_to(&served, Principal::Exec(ExecId(1)))[0],
     );
     // The application reports the state it lacks; the replica asks its peers.
     let asks = net.sent(&out);
@@ -939,7 +948,7 @@ fn state_transfer_fetches_missing_application_state_by_token() {
     // A faulty peer sends the wrong bytes: rejected.
     net.deliver(
         &mut b,
-        Principal::Exec(2),
+        Principal::Exec(ExecId(2)),
         &Message::State {
             token: piece,
             data: b"junk".to_vec(),
@@ -951,17 +960,17 @@ fn state_transfer_fetches_missing_application_state_by_token() {
     let out = plumb_core::run(&mut b, NOW, Event::Timer(CATCH_UP));
     assert_eq!(
         net.receivers(&out, |m| *m == Message::FetchState { token: piece }),
-        vec![Principal::Exec(0), Principal::Exec(2)]
+        vec![Principal::Exec(ExecId(0)), Principal::Exec(ExecId(2))]
     );
     let served = net.deliver(
         &mut a,
-        Principal::Exec(1),
+        Principal::Exec(ExecId(1)),
         &Message::FetchState { token: piece },
     );
     let out = net.deliver(
         &mut b,
-        Principal::Exec(0),
-        &net.sent_to(&served, Principal::Exec(1))[0],
+        Principal::Exec(ExecId(0)),
+        &net.sent_to(&served, Principal::Exec(ExecId(1)))[0],
     );
     assert!(
         out.contains(&Action::Observe(Observation::CheckpointLoaded {
@@ -1075,7 +1084,7 @@ fn start_and_answer_probe(net: &Net, r: &mut Replica, seq: Seq) {
     for o in 0..net.q().order_medium() as u16 {
         net.deliver(
             r,
-            Principal::Order(o),
+            Principal::Order(OrderId(o)),
             &Message::ExecProbeReply { nonce, seq },
         );
     }
@@ -1135,7 +1144,7 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
     // Answers with a wrong nonce or from a non-order principal do not count.
     net.deliver(
         &mut r,
-        Principal::Order(0),
+        Principal::Order(OrderId(0)),
         &Message::ExecProbeReply {
             nonce: nonces[0] ^ 1,
             seq: Seq(0),
@@ -1143,7 +1152,7 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
     );
     net.deliver(
         &mut r,
-        Principal::Exec(1),
+        Principal::Exec(ExecId(1)),
         &Message::ExecProbeReply {
             nonce: nonces[0],
             seq: Seq(0),
@@ -1165,7 +1174,7 @@ fn read_only_after_restart_waits_until_caught_up_with_the_order_stage() {
         }
         net.deliver(
             &mut r,
-            Principal::Order(*o),
+            Principal::Order(OrderId(*o)),
             &Message::ExecProbeReply {
                 nonce: nonces[0],
                 seq: *seq,
@@ -1305,13 +1314,13 @@ fn serving_peers_only_what_is_held() {
     let (mut a, _) = leader(&net, Registers::by_token(), 2);
     let out = net.deliver(
         &mut a,
-        Principal::Exec(1),
+        Principal::Exec(ExecId(1)),
         &Message::FetchExecCp { seq: Seq(6) },
     );
     assert!(out.is_empty());
     let out = net.deliver(
         &mut a,
-        Principal::Exec(1),
+        Principal::Exec(ExecId(1)),
         &Message::FetchState {
             token: Digest::of(b"nothing"),
         },
@@ -1320,7 +1329,7 @@ fn serving_peers_only_what_is_held() {
     // Unrequested state and checkpoints are dropped.
     net.deliver(
         &mut a,
-        Principal::Exec(2),
+        Principal::Exec(ExecId(2)),
         &Message::ExecCpState {
             seq: Seq(2),
             state: vec![1, 2, 3],
@@ -1328,7 +1337,7 @@ fn serving_peers_only_what_is_held() {
     );
     net.deliver(
         &mut a,
-        Principal::Exec(2),
+        Principal::Exec(ExecId(2)),
         &Message::State {
             token: Digest::ZERO,
             data: vec![],
@@ -1345,8 +1354,11 @@ fn unauthenticated_and_misdirected_input_is_dropped_and_counted() {
     plumb_core::run(&mut r, NOW, Event::Receive(vec![1, 2, 3]));
     assert_eq!(r.counters().drops(DropReason::Short), 1);
     // A frame for another exec replica.
-    let frame = net.rings[&Principal::Order(0)]
-        .seal(Principal::Exec(1), &Message::LastExec { next: Seq(1) })
+    let frame = net.rings[&Principal::Order(OrderId(0))]
+        .seal(
+            Principal::Exec(ExecId(1)),
+            &Message::LastExec { next: Seq(1) },
+        )
         .unwrap();
     plumb_core::run(&mut r, NOW, Event::Receive(frame));
     assert_eq!(r.counters().drops(DropReason::WrongReceiver), 1);
@@ -1362,7 +1374,7 @@ fn unauthenticated_and_misdirected_input_is_dropped_and_counted() {
     );
     net.deliver(
         &mut r,
-        Principal::Auth(1),
+        Principal::Auth(AuthId(1)),
         &Message::LoadCp {
             seq: Seq(4),
             token: Digest::ZERO,
@@ -1426,10 +1438,10 @@ proptest! {
             Message::FetchExecCp { seq: Seq(seq) },
             Message::FetchState { token },
         ] {
-            net.deliver(&mut r, Principal::Exec(1), &msg);
+            net.deliver(&mut r, Principal::Exec(ExecId(1)), &msg);
         }
-        net.deliver(&mut r, Principal::Auth(0), &Message::Command { seq: Seq(seq), client: 0, nc: ReqNo(seq), op: body.clone() });
-        net.deliver(&mut r, Principal::Order(0), &Message::LoadCp { seq: Seq(seq), token });
+        net.deliver(&mut r, Principal::Auth(AuthId(0)), &Message::Command { seq: Seq(seq), client: 0, nc: ReqNo(seq), op: body.clone() });
+        net.deliver(&mut r, Principal::Order(OrderId(0)), &Message::LoadCp { seq: Seq(seq), token });
         prop_assert_eq!(r.next_seq(), Seq(1));
     }
 }
@@ -1448,7 +1460,7 @@ fn load_overtaken_by_normal_execution_is_abandoned() {
     let cp = ExecCheckpoint::decode(&b.transfer.held[&Seq(2)].bytes).unwrap();
     net.deliver(
         &mut b,
-        Principal::Exec(0),
+        Principal::Exec(ExecId(0)),
         &Message::ExecCpState {
             seq: Seq(2),
             state: cp.encode(),
@@ -1491,15 +1503,15 @@ fn state_transfer_requests_wait_until_the_replica_is_idle() {
         &[0, 1],
     );
     let fetch = Message::FetchExecCp { seq: Seq(2) };
-    let out = net.deliver(&mut a, Principal::Exec(1), &fetch);
-    assert!(net.sent_to(&out, Principal::Exec(1)).is_empty());
+    let out = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
+    assert!(net.sent_to(&out, Principal::Exec(ExecId(1))).is_empty());
     assert_eq!(a.counters().get("state-transfer-deferred"), 1);
     // A tick that saw learning move is not idle; the one after, with nothing new, is.
     plumb_core::run(&mut a, NOW, Event::Timer(CATCH_UP));
     let out = plumb_core::run(&mut a, NOW, Event::Timer(CATCH_UP));
     assert!(
         matches!(
-            net.sent_to(&out, Principal::Exec(1)).first(),
+            net.sent_to(&out, Principal::Exec(ExecId(1))).first(),
             Some(Message::ExecCpState { seq: Seq(2), .. })
         ),
         "{out:?}"
@@ -1551,10 +1563,12 @@ fn a_whole_checkpoint_replica_that_diverged_rolls_back_and_reports_it() {
     let out = load_cp(&net, &mut b, Seq(4), t4, &[0, 2]);
     assert_eq!(b.counters().get("diverged"), 1);
     let fetch = Message::FetchExecCp { seq: Seq(4) };
-    assert!(net.sent_to(&out, Principal::Exec(0)).contains(&fetch));
-    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
-    let cp = net.sent_to(&served, Principal::Exec(1));
-    let out = net.deliver(&mut b, Principal::Exec(0), &cp[0]);
+    assert!(net
+        .sent_to(&out, Principal::Exec(ExecId(0)))
+        .contains(&fetch));
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
+    let cp = net.sent_to(&served, Principal::Exec(ExecId(1)));
+    let out = net.deliver(&mut b, Principal::Exec(ExecId(0)), &cp[0]);
     let report = out
         .iter()
         .find_map(|x| match x {
@@ -1606,10 +1620,10 @@ fn push_numbering_survives_state_transfer() {
     let mut b = net.replica(1, Registers::default(), Recovered::default());
     let fetch = Message::FetchExecCp { seq: Seq(2) };
     load_cp(&net, &mut b, Seq(2), token, &[0, 3]);
-    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
-    let state = net.sent_to(&served, Principal::Exec(1));
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
+    let state = net.sent_to(&served, Principal::Exec(ExecId(1)));
     assert_eq!(state.len(), 1);
-    net.deliver(&mut b, Principal::Exec(0), &state[0]);
+    net.deliver(&mut b, Principal::Exec(ExecId(0)), &state[0]);
     assert_eq!(b.next_seq(), Seq(3));
     let next = [batch(vec![inline(1, 3, "push 2 c")], 3)];
     let from_a = pushes_to(&net, &net.learn_all(&mut a, Seq(3), &next), 2);

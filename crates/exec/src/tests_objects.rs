@@ -83,7 +83,7 @@ fn pump_seen(
     let mut rounds = 0;
     let mut seen = Vec::new();
     loop {
-        let to_a: Vec<Message> = net.sent_to(&from_b, Principal::Exec(0));
+        let to_a: Vec<Message> = net.sent_to(&from_b, Principal::Exec(ExecId(0)));
         if to_a.is_empty() {
             return (rounds, seen);
         }
@@ -91,9 +91,9 @@ fn pump_seen(
         assert!(rounds < 100, "transfer does not converge");
         let mut next = Vec::new();
         for m in to_a {
-            let served = net.deliver(a, Principal::Exec(1), &m);
-            for reply in net.sent_to(&served, Principal::Exec(1)) {
-                next.extend(net.deliver(b, Principal::Exec(0), &reply));
+            let served = net.deliver(a, Principal::Exec(ExecId(1)), &m);
+            for reply in net.sent_to(&served, Principal::Exec(ExecId(1))) {
+                next.extend(net.deliver(b, Principal::Exec(ExecId(0)), &reply));
             }
         }
         seen.extend(next.iter().cloned());
@@ -174,15 +174,15 @@ fn object_transfer_fetches_only_the_objects_that_differ_and_verifies_them() {
     let out = load_cp(&net, &mut b, Seq(12), token, &[0, 1]);
     let fetch = Message::FetchExecCp { seq: Seq(12) };
     assert_eq!(net.receivers(&out, |m| *m == fetch).len(), 2);
-    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
-    let cp = net.sent_to(&served, Principal::Exec(1));
-    let out = net.deliver(&mut b, Principal::Exec(0), &cp[0]);
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
+    let cp = net.sent_to(&served, Principal::Exec(ExecId(1)));
+    let out = net.deliver(&mut b, Principal::Exec(ExecId(0)), &cp[0]);
     // b holds checkpoint 10: it asks one peer (the next after it) for the state update.
     let asks = net.sent(&out);
     assert_eq!(
         asks,
         vec![(
-            Principal::Exec(2),
+            Principal::Exec(ExecId(2)),
             Message::FetchStateUpdate {
                 from: Seq(10),
                 to: Seq(12)
@@ -200,7 +200,7 @@ fn object_transfer_fetches_only_the_objects_that_differ_and_verifies_them() {
         .collect();
     assert!(matches!(
         to_peers[..],
-        [(Principal::Exec(0), Message::FetchObjectNodes { .. })]
+        [(Principal::Exec(ExecId(0)), Message::FetchObjectNodes { .. })]
     ));
     // A faulty peer's children that do not hash to the root are dropped.
     let forged = Message::ObjectNodes {
@@ -211,7 +211,7 @@ fn object_transfer_fetches_only_the_objects_that_differ_and_verifies_them() {
             right: Digest::of(b"r"),
         }],
     };
-    net.deliver(&mut b, Principal::Exec(2), &forged);
+    net.deliver(&mut b, Principal::Exec(ExecId(2)), &forged);
     assert_eq!(b.counters().drops(DropReason::ObjectNodesBadDigest), 1);
     // The real peer completes the transfer.
     pump(&net, &mut a, &mut b, out);
@@ -234,16 +234,16 @@ fn a_forged_object_is_rejected() {
     let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
     load_cp(&net, &mut b, Seq(2), token, &[0, 1]);
     let fetch = Message::FetchExecCp { seq: Seq(2) };
-    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
     net.deliver(
         &mut b,
-        Principal::Exec(0),
-        &net.sent_to(&served, Principal::Exec(1))[0],
+        Principal::Exec(ExecId(0)),
+        &net.sent_to(&served, Principal::Exec(ExecId(1)))[0],
     );
     let mut out = silent_peer_period(&mut b);
     // Walk the tree down with a's answers until objects are asked for.
     for _ in 0..50 {
-        let asks = net.sent_to(&out, Principal::Exec(0));
+        let asks = net.sent_to(&out, Principal::Exec(ExecId(0)));
         if let Some(Message::FetchObjects { ids, .. }) = asks
             .iter()
             .find(|m| matches!(m, Message::FetchObjects { .. }))
@@ -256,16 +256,16 @@ fn a_forged_object_is_rejected() {
                     proof: vec![],
                 }],
             };
-            net.deliver(&mut b, Principal::Exec(2), &lie);
+            net.deliver(&mut b, Principal::Exec(ExecId(2)), &lie);
             assert_eq!(b.counters().drops(DropReason::ObjectBadDigest), 1);
             assert_eq!(b.next_seq(), Seq(1));
             return;
         }
         let mut next = Vec::new();
         for m in asks {
-            let served = net.deliver(&mut a, Principal::Exec(1), &m);
-            for reply in net.sent_to(&served, Principal::Exec(1)) {
-                next.extend(net.deliver(&mut b, Principal::Exec(0), &reply));
+            let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &m);
+            for reply in net.sent_to(&served, Principal::Exec(ExecId(1))) {
+                next.extend(net.deliver(&mut b, Principal::Exec(ExecId(0)), &reply));
             }
         }
         out = next;
@@ -283,8 +283,9 @@ fn a_peer_proves_a_single_object_against_the_checkpoint_root() {
         ids: vec![id],
         proofs: true,
     };
-    let served = net.deliver(&mut a, Principal::Exec(1), &ask);
-    let Message::Objects { objects, .. } = &net.sent_to(&served, Principal::Exec(1))[0] else {
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &ask);
+    let Message::Objects { objects, .. } = &net.sent_to(&served, Principal::Exec(ExecId(1)))[0]
+    else {
         panic!("expected OBJECTS")
     };
     let root = a.transfer.held[&Seq(2)].tree.as_ref().unwrap().root();
@@ -305,13 +306,15 @@ fn a_peer_proves_a_single_object_against_the_checkpoint_root() {
         proofs: false,
     };
     assert!(net
-        .deliver(&mut a, Principal::Exec(1), &too_many)
+        .deliver(&mut a, Principal::Exec(ExecId(1)), &too_many)
         .is_empty());
     let unknown = Message::FetchObjectNodes {
         seq: Seq(99),
         nodes: vec![],
     };
-    assert!(net.deliver(&mut a, Principal::Exec(1), &unknown).is_empty());
+    assert!(net
+        .deliver(&mut a, Principal::Exec(ExecId(1)), &unknown)
+        .is_empty());
     assert_eq!(a.counters().get("fetch-objects-not-held"), 1);
 }
 
@@ -414,11 +417,11 @@ fn es5_recovery_rebuilds_objects_from_base_and_deltas_after_any_crash_point() {
     plumb_core::run(&mut r, NOW, Event::Start);
     let served = net.deliver(
         &mut r,
-        Principal::Exec(1),
+        Principal::Exec(ExecId(1)),
         &Message::FetchExecCp { seq: Seq(6) },
     );
     assert!(net
-        .sent_to(&served, Principal::Exec(1))
+        .sent_to(&served, Principal::Exec(ExecId(1)))
         .iter()
         .any(|m| matches!(m, Message::ExecCpState { seq: Seq(6), .. })));
     // A damaged object record makes the objects unusable: the replica starts empty and
@@ -455,18 +458,18 @@ fn state_update_setup(net: &Net) -> (Replica, Replica, Message) {
     net.learn_all(&mut b, Seq(1), &puts(Seq(1), 10));
     load_cp(net, &mut b, Seq(12), token, &[0, 1]);
     let fetch = Message::FetchExecCp { seq: Seq(12) };
-    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
     net.deliver(
         &mut b,
-        Principal::Exec(0),
-        &net.sent_to(&served, Principal::Exec(1))[0],
+        Principal::Exec(ExecId(0)),
+        &net.sent_to(&served, Principal::Exec(ExecId(1)))[0],
     );
     let ask = Message::FetchStateUpdate {
         from: Seq(10),
         to: Seq(12),
     };
-    let served = net.deliver(&mut a, Principal::Exec(1), &ask);
-    let update = net.sent_to(&served, Principal::Exec(1)).remove(0);
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &ask);
+    let update = net.sent_to(&served, Principal::Exec(ExecId(1))).remove(0);
     (a, b, update)
 }
 
@@ -479,7 +482,7 @@ fn a_state_update_is_applied_instead_of_re_executing_once_it_proves_against_the_
     };
     assert_eq!(writes.len(), buckets_of_puts(Seq(11), 2).len());
     let calls_before = b.app().calls.len();
-    let out = net.deliver(&mut b, Principal::Exec(0), &update);
+    let out = net.deliver(&mut b, Principal::Exec(ExecId(0)), &update);
     assert_eq!(b.counters().get("state-update-applied"), 1);
     assert_eq!(b.next_seq(), Seq(13));
     assert_eq!(b.app().state_digest(), a.app().state_digest());
@@ -512,13 +515,13 @@ fn a_forged_or_incomplete_state_update_falls_back_to_the_tree_walk() {
             writes.pop();
         }
         let lie = Message::StateUpdate { from, to, writes };
-        let out = net.deliver(&mut b, Principal::Exec(2), &lie);
+        let out = net.deliver(&mut b, Principal::Exec(ExecId(2)), &lie);
         assert_eq!(b.counters().drops(DropReason::StateUpdateBad), 1);
         assert_eq!(b.next_seq(), Seq(1) + 10, "nothing applied");
         // Exec 2 was the peer asked: it is left, and the next one walks the tree.
         assert!(matches!(
             net.sent(&out)[..],
-            [(Principal::Exec(0), Message::FetchObjectNodes { .. })]
+            [(Principal::Exec(ExecId(0)), Message::FetchObjectNodes { .. })]
         ));
     }
 }
@@ -549,14 +552,16 @@ fn a_replica_whose_state_diverged_rolls_back_to_the_agreed_checkpoint_and_report
     let out = load_cp(&net, &mut b, Seq(2), t2, &[1]);
     assert_eq!(b.counters().get("diverged"), 1);
     let fetch = Message::FetchExecCp { seq: Seq(2) };
-    assert!(net.sent_to(&out, Principal::Exec(0)).contains(&fetch));
+    assert!(net
+        .sent_to(&out, Principal::Exec(ExecId(0)))
+        .contains(&fetch));
     // Execution waits for the roll-back: a batch learned meanwhile is not executed.
     let out = net.learn_all(&mut b, Seq(5), &puts(Seq(5), 1));
     assert!(delivered(&out).is_empty());
 
-    let served = net.deliver(&mut a, Principal::Exec(1), &fetch);
-    let cp = net.sent_to(&served, Principal::Exec(1));
-    let mut seen = net.deliver(&mut b, Principal::Exec(0), &cp[0]);
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
+    let cp = net.sent_to(&served, Principal::Exec(ExecId(1)));
+    let mut seen = net.deliver(&mut b, Principal::Exec(ExecId(0)), &cp[0]);
     // The first peer asked (exec 2) is silent: the next one, a, is walked.
     let out = silent_peer_period(&mut b);
     seen.extend(out.iter().cloned());

@@ -11,7 +11,7 @@ use crate::{ExecReplica, Held};
 use plumb_app::{Application, LoadError};
 use plumb_core::{Action, BrokenInvariant, DropReason, Micros, Observation};
 use plumb_crypto::Digest;
-use plumb_wire::{Message, Principal, Seq};
+use plumb_wire::{ExecId, Message, OrderId, Principal, Seq};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The checkpoints an execution replica holds and the loading of one: LOAD-CP votes, the load
@@ -22,7 +22,7 @@ pub(crate) struct Transfer {
     /// Checkpoints held (on disk and in memory), to load or to serve to peers.
     pub(crate) held: BTreeMap<Seq, Held>,
     /// Each order replica's latest LOAD-CP.
-    pub(crate) load_votes: BTreeMap<u16, (Seq, Digest)>,
+    pub(crate) load_votes: BTreeMap<OrderId, (Seq, Digest)>,
     pub(crate) loading: Option<Loading>,
     /// When this replica last finished loading a checkpoint (state transfer): a batch slow
     /// across it waited for the load.
@@ -45,7 +45,7 @@ impl Transfer {
         BrokenInvariant::check(ahead.is_none(), "INV-held-checkpoints-executed", || {
             format!("holds a checkpoint at {ahead:?} but the next batch to execute is {next_seq}")
         })?;
-        let stranger = self.load_votes.keys().find(|o| usize::from(**o) >= order);
+        let stranger = self.load_votes.keys().find(|o| o.index() >= order);
         BrokenInvariant::check(
             stranger.is_none(),
             "INV-load-votes-of-order-replicas",
@@ -80,7 +80,13 @@ impl Loading {
 }
 
 impl<A: Application> ExecReplica<A> {
-    pub(crate) fn on_load_cp(&mut self, o: u16, seq: Seq, token: Digest, out: &mut Vec<Action>) {
+    pub(crate) fn on_load_cp(
+        &mut self,
+        o: OrderId,
+        seq: Seq,
+        token: Digest,
+        out: &mut Vec<Action>,
+    ) {
         self.transfer.load_votes.insert(o, (seq, token));
         let votes = self
             .transfer
@@ -292,7 +298,7 @@ impl<A: Application> ExecReplica<A> {
 
     /// FETCH-EXEC-CP from a peer: send the checkpoint if we hold it. The same request from the
     /// same peer is served at most once per half catch-up period: checkpoints can be large.
-    pub(crate) fn on_fetch_exec_cp(&mut self, e: u16, seq: Seq, out: &mut Vec<Action>) {
+    pub(crate) fn on_fetch_exec_cp(&mut self, e: ExecId, seq: Seq, out: &mut Vec<Action>) {
         let Some(held) = self.transfer.held.get(&seq) else {
             self.counters.add("fetch-exec-cp-not-held");
             return;
@@ -317,7 +323,7 @@ impl<A: Application> ExecReplica<A> {
     }
 
     /// FETCH-STATE from a peer: a piece of application state, if the application has it.
-    pub(crate) fn on_fetch_state(&mut self, e: u16, token: Digest, out: &mut Vec<Action>) {
+    pub(crate) fn on_fetch_state(&mut self, e: ExecId, token: Digest, out: &mut Vec<Action>) {
         match self.app.fetch_state(&token) {
             Some(data) => self.send(Principal::Exec(e), &Message::State { token, data }, out),
             None => self.counters.add("fetch-state-not-held"),
@@ -341,7 +347,7 @@ mod tests {
     fn invariants_name_a_checkpoint_ahead_of_execution_and_a_stranger_vote() {
         let mut t = Transfer::default();
         t.held.insert(Seq(4), held());
-        t.load_votes.insert(3, (Seq(4), Digest::ZERO));
+        t.load_votes.insert(OrderId(3), (Seq(4), Digest::ZERO));
         assert_eq!(t.check_invariants(Seq(5), 4), Ok(()));
         let ahead = t.check_invariants(Seq(4), 4).unwrap_err();
         assert_eq!(ahead.name, "INV-held-checkpoints-executed");

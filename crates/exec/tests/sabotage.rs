@@ -8,7 +8,9 @@ use plumb_core::sabotage::{self, Sabotage};
 use plumb_core::{Event, KeyRing, Observation, Recovered, StageContext};
 use plumb_crypto::{Digest, Identity, PublicIdentity};
 use plumb_exec::{ExecCheckpoint, ExecReplica};
-use plumb_wire::{Batch, Body, ClientId, Message, Principal, ReqCore, ReqNo, Seq};
+use plumb_wire::{
+    AuthId, Batch, Body, ClientId, ExecId, Message, OrderId, Principal, ReqCore, ReqNo, Seq,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -54,9 +56,9 @@ impl Net {
     fn new() -> Net {
         let q = Quorums::minimal(Faults::new(1, 1));
         let cfg = Arc::new(ProtocolConfig::new(q));
-        let mut all: Vec<Principal> = (0..q.order as u16).map(Principal::Order).collect();
-        all.extend((0..q.exec as u16).map(Principal::Exec));
-        all.extend((0..q.auth as u16).map(Principal::Auth));
+        let mut all: Vec<Principal> = OrderId::all(q.order).map(Principal::Order).collect();
+        all.extend(ExecId::all(q.exec).map(Principal::Exec));
+        all.extend(AuthId::all(q.auth).map(Principal::Auth));
         let ids: HashMap<Principal, Arc<Identity>> = all
             .iter()
             .map(|p| {
@@ -78,7 +80,7 @@ impl Net {
     fn replica(&self) -> ExecReplica<Log> {
         let ctx = StageContext {
             config: self.cfg.clone(),
-            keys: self.rings[&Principal::Exec(0)].clone(),
+            keys: self.rings[&Principal::Exec(ExecId(0))].clone(),
             seed: 0,
         };
         ExecReplica::new(ctx, Log::default(), Recovered::default())
@@ -90,7 +92,9 @@ impl Net {
         from: Principal,
         msg: &Message,
     ) -> Vec<plumb_core::Action> {
-        let frame = self.rings[&from].seal(Principal::Exec(0), msg).unwrap();
+        let frame = self.rings[&from]
+            .seal(Principal::Exec(ExecId(0)), msg)
+            .unwrap();
         plumb_core::run(r, 1, Event::Receive(frame))
     }
 }
@@ -120,11 +124,11 @@ fn sabotage_switches_break_the_execution_stage() {
     // ExecLearnBelowQuorum: one faulty order replica makes it execute.
     sabotage::set(None);
     let mut honest = net.replica();
-    net.deliver(&mut honest, Principal::Order(3), &next_batch);
+    net.deliver(&mut honest, Principal::Order(OrderId(3)), &next_batch);
     assert_eq!(honest.next_seq(), Seq(1));
     sabotage::set(Some(Sabotage::ExecLearnBelowQuorum));
     let mut broken = net.replica();
-    net.deliver(&mut broken, Principal::Order(3), &next_batch);
+    net.deliver(&mut broken, Principal::Order(OrderId(3)), &next_batch);
     assert_eq!(broken.next_seq(), Seq(2));
     assert_eq!(broken.app().0, vec![b"evil".to_vec()]);
 
@@ -148,9 +152,9 @@ fn sabotage_switches_break_the_execution_stage() {
     for (switch, loaded) in [(None, false), (Some(Sabotage::UncheckedCheckpoint), true)] {
         sabotage::set(switch);
         let mut r = net.replica();
-        net.deliver(&mut r, Principal::Order(0), &load);
-        net.deliver(&mut r, Principal::Order(1), &load);
-        let out = net.deliver(&mut r, Principal::Exec(1), &state);
+        net.deliver(&mut r, Principal::Order(OrderId(0)), &load);
+        net.deliver(&mut r, Principal::Order(OrderId(1)), &load);
+        let out = net.deliver(&mut r, Principal::Exec(ExecId(1)), &state);
         let got = out.iter().any(|a| {
             matches!(
                 a,

@@ -22,6 +22,7 @@ pub use plumb_prophecy::SketcherConfig;
 use plumb_prophecy::{
     Counters, Plan, Position, ShardId, ShardingConfig, SharedSketchers, Sketch, Verdict,
 };
+use plumb_wire::ExecId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -97,7 +98,7 @@ impl SketchedReads {
         let now = self.now();
         self.core.tick(now);
         if let Plan::Fast { .. } = self.core.plan(q, now) {
-            let exec = (self.random() % u64::from(self.exec)) as u16;
+            let exec = ExecId((self.random() % u64::from(self.exec)) as u16);
             let answer = pool.call_on(op.clone(), Route::Fast { exec }).await?;
             match answer.answered {
                 Answered::Fast { .. } => {

@@ -118,22 +118,33 @@ fn junk(from: Principal, to: Principal, body: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plumb_wire::{AuthId, ExecId, OrderId};
 
     #[test]
     fn junk_parses_as_a_frame_from_me_to_the_peer() {
-        let f = junk(Principal::Order(1), Principal::Order(2), &[7; 100]);
+        let f = junk(
+            Principal::Order(OrderId(1)),
+            Principal::Order(OrderId(2)),
+            &[7; 100],
+        );
         let env = plumb_wire::Envelope::parse(&f).unwrap();
         assert_eq!(
             (env.sender, env.receiver),
-            (Principal::Order(1), Principal::Order(2))
+            (Principal::Order(OrderId(1)), Principal::Order(OrderId(2)))
         );
     }
 
     #[test]
     fn behaviours_go_to_their_stage() {
-        assert!(acts(Behaviour::SlowPrimary(1_000), Principal::Order(0)));
-        assert!(!acts(Behaviour::SlowPrimary(1_000), Principal::Exec(0)));
-        assert!(acts(Behaviour::WrongReplies, Principal::Exec(0)));
-        assert!(acts(Behaviour::Silent, Principal::Auth(0)));
+        assert!(acts(
+            Behaviour::SlowPrimary(1_000),
+            Principal::Order(OrderId(0))
+        ));
+        assert!(!acts(
+            Behaviour::SlowPrimary(1_000),
+            Principal::Exec(ExecId(0))
+        ));
+        assert!(acts(Behaviour::WrongReplies, Principal::Exec(ExecId(0))));
+        assert!(acts(Behaviour::Silent, Principal::Auth(AuthId(0))));
     }
 }

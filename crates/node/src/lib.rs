@@ -27,7 +27,7 @@ use plumb_order::OrderReplica;
 use plumb_runtime::source_limit::SourceLimit;
 use plumb_runtime::{admin, handshake, link, Link, Mailbox, OnFrame, StageShared};
 use plumb_storage::Store;
-use plumb_wire::{Principal, Seq};
+use plumb_wire::{OrderId, Principal, Seq};
 use router::{ClientRoute, Drops, Origin, Router, Spoofed};
 use status::{Metrics, Observed, ReplicaHost};
 use std::collections::{BTreeMap, HashMap};
@@ -289,7 +289,7 @@ pub async fn start_faulty(
         .iter()
         .map(|p| StageShared::new(*p))
         .collect();
-    let order_nodes: Vec<u16> = (0..cluster.quorums().order as u16)
+    let order_nodes: Vec<u16> = OrderId::all(cluster.quorums().order)
         .filter_map(|i| cluster.node_of(Principal::Order(i)).map(|n| n.id))
         .collect();
     let orders = node

@@ -295,18 +295,19 @@ impl Outbox for Router {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plumb_wire::{AuthId, OrderId};
 
     /// Node 0 hosting o0; node 1 hosts a1 and o1, node 2 hosts o2.
     fn router() -> Router {
         let mut local = HashMap::new();
-        local.insert(Principal::Order(0), Arc::new(Mailbox::new(2, 2)));
+        local.insert(Principal::Order(OrderId(0)), Arc::new(Mailbox::new(2, 2)));
         Router {
             local,
             rings: HashMap::new(),
             remote: [
-                (Principal::Auth(1), 1),
-                (Principal::Order(1), 1),
-                (Principal::Order(2), 2),
+                (Principal::Auth(AuthId(1)), 1),
+                (Principal::Order(OrderId(1)), 1),
+                (Principal::Order(OrderId(2)), 2),
             ]
             .into_iter()
             .collect(),
@@ -336,15 +337,22 @@ mod tests {
     }
 
     fn waiting(r: &Router) -> usize {
-        r.local[&Principal::Order(0)].depth()
+        r.local[&Principal::Order(OrderId(0))].depth()
     }
 
     #[test]
     fn a_connection_without_a_handshake_cannot_speak_for_any_replica() {
         let r = router();
         let (route, _rx) = connection(7, None);
-        for p in [Principal::Order(1), Principal::Auth(1), Principal::Order(2)] {
-            assert!(r.deliver(frame(p, Principal::Order(0)), Origin::Client(&route)));
+        for p in [
+            Principal::Order(OrderId(1)),
+            Principal::Auth(AuthId(1)),
+            Principal::Order(OrderId(2)),
+        ] {
+            assert!(r.deliver(
+                frame(p, Principal::Order(OrderId(0))),
+                Origin::Client(&route)
+            ));
         }
         assert_eq!(count(&r, Spoofed::ReplicaOnClientConnection), 3);
         assert_eq!(waiting(&r), 0, "nothing reached a peer's queue");
@@ -355,18 +363,18 @@ mod tests {
         let r = router();
         // Node 2 claiming node 1's principals, or a client's: dropped.
         assert!(r.deliver(
-            frame(Principal::Order(1), Principal::Order(0)),
+            frame(Principal::Order(OrderId(1)), Principal::Order(OrderId(0))),
             Origin::Peer(2)
         ));
         assert!(r.deliver(
-            frame(Principal::Client(3), Principal::Order(0)),
+            frame(Principal::Client(3), Principal::Order(OrderId(0))),
             Origin::Peer(2)
         ));
         assert_eq!(count(&r, Spoofed::NotThePeersPrincipal), 2);
         assert_eq!(waiting(&r), 0);
         // Its own principal: queued.
         assert!(r.deliver(
-            frame(Principal::Order(2), Principal::Order(0)),
+            frame(Principal::Order(OrderId(2)), Principal::Order(OrderId(0))),
             Origin::Peer(2)
         ));
         assert_eq!(waiting(&r), 1);
@@ -379,14 +387,14 @@ mod tests {
         // The client queue holds 2: a third client frame is dropped there...
         for _ in 0..3 {
             r.deliver(
-                frame(Principal::Client(1), Principal::Order(0)),
+                frame(Principal::Client(1), Principal::Order(OrderId(0))),
                 Origin::Client(&route),
             );
         }
-        assert_eq!(r.local[&Principal::Order(0)].dropped(), 1);
+        assert_eq!(r.local[&Principal::Order(OrderId(0))].dropped(), 1);
         // ...and node 1's queue still has room for node 1's own frames.
         assert!(r.deliver(
-            frame(Principal::Order(1), Principal::Order(0)),
+            frame(Principal::Order(OrderId(1)), Principal::Order(OrderId(0))),
             Origin::Peer(1)
         ));
         assert_eq!(waiting(&r), 3);
@@ -401,15 +409,15 @@ mod tests {
         let directory: Arc<HashMap<_, _>> = Arc::new(
             [
                 (Principal::Client(5), client.public()),
-                (Principal::Order(0), order.public()),
+                (Principal::Order(OrderId(0)), order.public()),
             ]
             .into_iter()
             .collect(),
         );
         let mut r = router();
         r.rings.insert(
-            Principal::Order(0),
-            KeyRing::new(Principal::Order(0), order, directory.clone()),
+            Principal::Order(OrderId(0)),
+            KeyRing::new(Principal::Order(OrderId(0)), order, directory.clone()),
         );
         (KeyRing::new(Principal::Client(5), client, directory), r)
     }
@@ -435,7 +443,10 @@ mod tests {
         let (client, r) = keyed();
         let (a, _rx) = connection(1, Some(0xA1));
         let hello = client
-            .seal(Principal::Order(0), &Message::Hello { nonce: [0xA1; 32] })
+            .seal(
+                Principal::Order(OrderId(0)),
+                &Message::Hello { nonce: [0xA1; 32] },
+            )
             .unwrap();
         assert!(r.deliver(hello, Origin::Client(&a)));
         assert_eq!(routed_to(&r, 5), Some(1));
@@ -448,10 +459,13 @@ mod tests {
         let (a, _rx_a) = connection(1, Some(0xA1));
         let (b, _rx_b) = connection(2, Some(0xB2));
         let hello_a = client
-            .seal(Principal::Order(0), &Message::Hello { nonce: [0xA1; 32] })
+            .seal(
+                Principal::Order(OrderId(0)),
+                &Message::Hello { nonce: [0xA1; 32] },
+            )
             .unwrap();
         let request = client
-            .seal(Principal::Order(0), &Message::LastRequestQuery)
+            .seal(Principal::Order(OrderId(0)), &Message::LastRequestQuery)
             .unwrap();
         assert!(r.deliver(hello_a.clone(), Origin::Client(&a)));
         // The attacker on connection b replays what it recorded on a: the greeting (another
@@ -473,7 +487,10 @@ mod tests {
         let (client, r) = keyed();
         let (raw, _rx) = connection(3, None);
         let hello = client
-            .seal(Principal::Order(0), &Message::Hello { nonce: [0; 32] })
+            .seal(
+                Principal::Order(OrderId(0)),
+                &Message::Hello { nonce: [0; 32] },
+            )
             .unwrap();
         assert!(r.deliver(hello, Origin::Client(&raw)));
         assert_eq!(routed_to(&r, 5), None);

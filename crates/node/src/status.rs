@@ -352,9 +352,9 @@ impl Observed {
             Observation::ViewEntered { view, .. } => {
                 s.view = Some(view.0);
                 m.view.set(view.0 as i64);
-                let primary = usize::from(view.primary(self.order_replicas.max(1) as usize));
-                s.primary = Some(format!("o{primary}"));
-                s.primary_node = self.order_nodes.get(primary).copied();
+                let primary = view.primary(self.order_replicas.max(1) as usize);
+                s.primary = Some(format!("{primary:?}"));
+                s.primary_node = self.order_nodes.get(primary.index()).copied();
             }
             Observation::StableCheckpoint { seq } => {
                 s.stable_checkpoint = Some(*seq);

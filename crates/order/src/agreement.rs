@@ -10,7 +10,9 @@ use plumb_core::{
     Action, DropReason, Micros, Observation, SlowRequest, StallStage, ViewChangeCause, WaitReason,
 };
 use plumb_crypto::{Digest, Mac};
-use plumb_wire::{Batch, ClientId, Message, Principal, ReqCore, ReqNo, Seq, SignedRequest, View};
+use plumb_wire::{
+    AuthId, Batch, ClientId, Message, OrderId, Principal, ReqCore, ReqNo, Seq, SignedRequest, View,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl OrderReplica {
@@ -19,17 +21,17 @@ impl OrderReplica {
     pub(crate) fn on_auth_req(
         &mut self,
         now: Micros,
-        f: u16,
+        f: AuthId,
         core: ReqCore,
         macs: Vec<Mac>,
         out: &mut Vec<Action>,
     ) {
-        if macs.len() != self.q().order || f as usize >= self.q().auth {
+        if macs.len() != self.q().order || f.index() >= self.q().auth {
             self.counters.dropped(DropReason::BadAuthenticator);
             return;
         }
         let id = core.id_digest();
-        let mine = macs.get(self.me as usize).copied().unwrap_or_default();
+        let mine = macs.get(self.me.index()).copied().unwrap_or_default();
         if !self.ctx.keys.verify_from(Principal::Auth(f), &id.0, &mine) {
             // The envelope is authentic, so auth replica f itself sent a bad authenticator.
             self.counters.dropped(DropReason::BadAuthenticator);
@@ -179,7 +181,7 @@ impl OrderReplica {
     pub(crate) fn on_pre_prepare(
         &mut self,
         now: Micros,
-        from: u16,
+        from: OrderId,
         view: View,
         seq: Seq,
         requests: Vec<SignedRequest>,
@@ -260,7 +262,7 @@ impl OrderReplica {
     fn take_pre_prepare(
         &mut self,
         now: Micros,
-        from: u16,
+        from: OrderId,
         view: View,
         seq: Seq,
         batch: Batch,
@@ -362,10 +364,10 @@ impl OrderReplica {
         let id = r.core.id_digest();
         let mut valid = BTreeSet::new();
         for row in &r.matrix {
-            if row.auth as usize >= self.q().auth || row.macs.len() != self.q().order {
+            if row.auth.index() >= self.q().auth || row.macs.len() != self.q().order {
                 continue;
             }
-            let Some(mac) = row.macs.get(self.me as usize) else {
+            let Some(mac) = row.macs.get(self.me.index()) else {
                 continue;
             };
             if self
@@ -417,7 +419,7 @@ impl OrderReplica {
     pub(crate) fn on_prepare(
         &mut self,
         now: Micros,
-        j: u16,
+        j: OrderId,
         view: View,
         seq: Seq,
         d: Digest,
@@ -434,7 +436,7 @@ impl OrderReplica {
     pub(crate) fn on_commit(
         &mut self,
         now: Micros,
-        j: u16,
+        j: OrderId,
         view: View,
         seq: Seq,
         d: Digest,
@@ -471,7 +473,7 @@ impl OrderReplica {
 
     /// Our COMMIT for a slot we committed in the current view, for a peer that lost some: once
     /// committed we would never say it again otherwise.
-    pub(crate) fn repeat_commit(&self, j: u16, seq: Seq, out: &mut Vec<Action>) {
+    pub(crate) fn repeat_commit(&self, j: OrderId, seq: Seq, out: &mut Vec<Action>) {
         let view = self.views.current();
         let Some(slot) = self.log.get(seq) else {
             return;

@@ -6,7 +6,7 @@
 
 use crate::slot::Slot;
 use plumb_core::BrokenInvariant;
-use plumb_wire::{Micros, Seq, SignedRequest, View};
+use plumb_wire::{Micros, OrderId, Seq, SignedRequest, View};
 use std::collections::BTreeMap;
 use std::ops::RangeBounds;
 
@@ -20,7 +20,7 @@ pub(crate) struct EarlyPrePrepare {
 /// A pre-prepare held for its time (`OrderReplica::check_time_vouched`).
 #[derive(Debug)]
 pub(crate) struct HeldForTime {
-    pub from: u16,
+    pub from: OrderId,
     pub view: View,
     pub seq: Seq,
     pub requests: Vec<SignedRequest>,
@@ -218,7 +218,7 @@ mod tests {
         let mut log = AgreementLog::default();
         log.keep_early(Seq(3), early());
         log.hold_for_time(HeldForTime {
-            from: 0,
+            from: OrderId(0),
             view: View::ZERO,
             seq: Seq(1),
             requests: Vec::new(),

@@ -14,7 +14,7 @@
 use crate::OrderReplica;
 use plumb_core::{Action, BrokenInvariant, Micros, TimerId};
 use plumb_crypto::Digest;
-use plumb_wire::{Batch, Seq};
+use plumb_wire::{Batch, ExecId, OrderId, Seq};
 use std::collections::{BTreeMap, HashMap};
 
 pub(crate) const CATCH_UP_IDLE: TimerId = TimerId(4);
@@ -49,7 +49,7 @@ pub(crate) struct CatchUp {
     heard: Seq,
     /// COMMITTED answers per sequence number above the last applied batch: peer -> (digest,
     /// batch).
-    answers: BTreeMap<Seq, HashMap<u16, (Digest, Batch)>>,
+    answers: BTreeMap<Seq, HashMap<OrderId, (Digest, Batch)>>,
     /// The last applied batch at the last tick: none since is a stall.
     applied_at_last_tick: Seq,
     /// When this replica last took committed batches or order state from peers instead of
@@ -59,9 +59,9 @@ pub(crate) struct CatchUp {
     /// again: a request slow across it waited for a lost frame's resend.
     resent_at: Micros,
     /// Each peer's latest ask of each kind, waiting for idle time.
-    deferred: BTreeMap<(u16, u8), Ask>,
+    deferred: BTreeMap<(OrderId, u8), Ask>,
     /// When each execution replica's LAST-EXEC was last answered (rate limit).
-    exec_served: HashMap<u16, Micros>,
+    exec_served: HashMap<ExecId, Micros>,
 }
 
 impl CatchUp {
@@ -79,7 +79,7 @@ impl CatchUp {
     /// the same (one of them is correct).
     pub fn committed_answer(
         &mut self,
-        j: u16,
+        j: OrderId,
         seq: Seq,
         batch: Batch,
         small: usize,
@@ -131,7 +131,7 @@ impl CatchUp {
 
     /// Keep peer `j`'s ask for idle time (replacing its earlier one of the same kind); true if
     /// nothing waited before (set the timer).
-    pub fn defer(&mut self, j: u16, ask: Ask) -> bool {
+    pub fn defer(&mut self, j: OrderId, ask: Ask) -> bool {
         let first = self.deferred.is_empty();
         self.deferred.insert((j, ask.kind()), ask);
         first
@@ -142,7 +142,7 @@ impl CatchUp {
     }
 
     /// What waited, in peer order, to be answered now.
-    pub fn take_deferred(&mut self) -> Vec<(u16, Ask)> {
+    pub fn take_deferred(&mut self) -> Vec<(OrderId, Ask)> {
         std::mem::take(&mut self.deferred)
             .into_iter()
             .map(|((j, _), ask)| (j, ask))
@@ -165,7 +165,7 @@ impl CatchUp {
     }
 
     /// Whether execution replica `e`'s LAST-EXEC is answered now: at most once per `wait`.
-    pub fn exec_due(&mut self, e: u16, now: Micros, wait: Micros) -> bool {
+    pub fn exec_due(&mut self, e: ExecId, now: Micros, wait: Micros) -> bool {
         if self.exec_served.get(&e).is_some_and(|t| now < t + wait) {
             return false;
         }
@@ -175,7 +175,7 @@ impl CatchUp {
 }
 
 impl OrderReplica {
-    pub(crate) fn on_catch_up(&mut self, now: Micros, j: u16, ask: Ask, out: &mut Vec<Action>) {
+    pub(crate) fn on_catch_up(&mut self, now: Micros, j: OrderId, ask: Ask, out: &mut Vec<Action>) {
         if self.idle_for_catch_up(now) {
             self.serve_catch_up(j, ask, out);
         } else {
@@ -214,7 +214,7 @@ impl OrderReplica {
         now >= self.watch.last_progress + self.idle_after() || self.oldest_pending().is_none()
     }
 
-    fn serve_catch_up(&mut self, j: u16, ask: Ask, out: &mut Vec<Action>) {
+    fn serve_catch_up(&mut self, j: OrderId, ask: Ask, out: &mut Vec<Action>) {
         match ask {
             Ask::Committed(from) => self.on_fetch_committed(j, from, out),
             Ask::OrderState(seq) => self.on_fetch_order_state(j, seq, out),
@@ -237,18 +237,21 @@ mod tests {
     #[test]
     fn a_committed_batch_is_taken_only_when_r_plus_1_peers_agree() {
         let mut c = CatchUp::default();
-        assert_eq!(c.committed_answer(0, Seq(5), batch(1), 2), None);
+        assert_eq!(c.committed_answer(OrderId(0), Seq(5), batch(1), 2), None);
         assert_eq!(
-            c.committed_answer(1, Seq(5), batch(2), 2),
+            c.committed_answer(OrderId(1), Seq(5), batch(2), 2),
             None,
             "a different batch"
         );
         assert_eq!(
-            c.committed_answer(0, Seq(5), batch(1), 2),
+            c.committed_answer(OrderId(0), Seq(5), batch(1), 2),
             None,
             "the same peer twice"
         );
-        assert_eq!(c.committed_answer(2, Seq(5), batch(1), 2), Some(batch(1)));
+        assert_eq!(
+            c.committed_answer(OrderId(2), Seq(5), batch(1), 2),
+            Some(batch(1))
+        );
         c.check_invariants(Seq(4)).unwrap();
         assert!(
             c.check_invariants(Seq(5)).is_err(),
@@ -262,14 +265,17 @@ mod tests {
     fn one_deferred_ask_per_peer_and_kind() {
         let mut c = CatchUp::default();
         assert!(
-            c.defer(1, Ask::Committed(Seq(3))),
+            c.defer(OrderId(1), Ask::Committed(Seq(3))),
             "the first sets the timer"
         );
-        assert!(!c.defer(1, Ask::Committed(Seq(4))));
-        assert!(!c.defer(1, Ask::OrderState(Seq(8))));
+        assert!(!c.defer(OrderId(1), Ask::Committed(Seq(4))));
+        assert!(!c.defer(OrderId(1), Ask::OrderState(Seq(8))));
         assert_eq!(
             c.take_deferred(),
-            [(1, Ask::Committed(Seq(4))), (1, Ask::OrderState(Seq(8)))]
+            [
+                (OrderId(1), Ask::Committed(Seq(4))),
+                (OrderId(1), Ask::OrderState(Seq(8)))
+            ]
         );
         assert!(!c.has_deferred());
     }

@@ -8,7 +8,7 @@ use crate::state::OrderState;
 use crate::OrderReplica;
 use plumb_core::{Action, DropReason, Micros, Observation, StoreOp};
 use plumb_crypto::Digest;
-use plumb_wire::{Batch, Message, Principal, ReqNo, Seq};
+use plumb_wire::{Batch, ExecId, Message, OrderId, Principal, ReqNo, Seq};
 use serde::{Deserialize, Serialize};
 
 /// Durable record of the stable checkpoint.
@@ -38,7 +38,7 @@ impl OrderReplica {
     pub(crate) fn on_cp_token(
         &mut self,
         now: Micros,
-        e: u16,
+        e: ExecId,
         seq: Seq,
         token: Digest,
         out: &mut Vec<Action>,
@@ -92,7 +92,7 @@ impl OrderReplica {
     pub(crate) fn on_checkpoint(
         &mut self,
         now: Micros,
-        j: u16,
+        j: OrderId,
         seq: Seq,
         digest: Digest,
         out: &mut Vec<Action>,
@@ -224,7 +224,7 @@ impl OrderReplica {
 
     // ---------------------------------------------------------------- state transfer
 
-    pub(crate) fn on_fetch_order_state(&mut self, j: u16, seq: Seq, out: &mut Vec<Action>) {
+    pub(crate) fn on_fetch_order_state(&mut self, j: OrderId, seq: Seq, out: &mut Vec<Action>) {
         if let Some(state) = self.checkpoints.state_bytes(seq) {
             self.send(
                 Principal::Order(j),
@@ -314,7 +314,7 @@ impl OrderReplica {
         }
     }
 
-    pub(crate) fn on_fetch_committed(&mut self, j: u16, from: Seq, out: &mut Vec<Action>) {
+    pub(crate) fn on_fetch_committed(&mut self, j: OrderId, from: Seq, out: &mut Vec<Action>) {
         let to = Principal::Order(j);
         let stable = self.checkpoints.stable();
         let (stable, digest) = (stable.seq, stable.digest);
@@ -346,7 +346,7 @@ impl OrderReplica {
     pub(crate) fn on_committed(
         &mut self,
         now: Micros,
-        j: u16,
+        j: OrderId,
         seq: Seq,
         batch: Batch,
         out: &mut Vec<Action>,
@@ -375,7 +375,13 @@ impl OrderReplica {
 
     /// LAST-EXEC: resend committed batches from `next` (OL3), or tell the replica to load the
     /// stable checkpoint when we no longer hold them (OL4).
-    pub(crate) fn on_last_exec(&mut self, now: Micros, e: u16, next: Seq, out: &mut Vec<Action>) {
+    pub(crate) fn on_last_exec(
+        &mut self,
+        now: Micros,
+        e: ExecId,
+        next: Seq,
+        out: &mut Vec<Action>,
+    ) {
         if !self.catch_up.exec_due(e, now, self.cfg().catch_up_us / 2) {
             return;
         }

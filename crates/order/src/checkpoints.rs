@@ -11,7 +11,7 @@ use crate::divergence::{ExecDivergence, Tell};
 use crate::state::OrderState;
 use plumb_core::BrokenInvariant;
 use plumb_crypto::Digest;
-use plumb_wire::{Micros, Seq};
+use plumb_wire::{ExecId, Micros, OrderId, Seq};
 use std::collections::{BTreeMap, HashMap};
 
 /// The last stable order checkpoint.
@@ -41,7 +41,7 @@ pub(crate) enum TokenVote {
     /// Counted; not yet `max(u,r) + 1` matching.
     Counted,
     /// Learned now. The other replicas' tokens for it, in replica order, to be judged.
-    Learned(BTreeMap<u16, Digest>),
+    Learned(BTreeMap<ExecId, Digest>),
 }
 
 /// What a peer's CHECKPOINT vote did.
@@ -90,9 +90,9 @@ pub(crate) struct Checkpoints {
     /// Own finished checkpoints not yet stable: seq -> (digest, bytes).
     own: BTreeMap<Seq, (Digest, Vec<u8>)>,
     /// CHECKPOINT votes, ours among them: seq -> replica -> digest.
-    votes: BTreeMap<Seq, HashMap<u16, Digest>>,
+    votes: BTreeMap<Seq, HashMap<OrderId, Digest>>,
     /// Execution replicas' tokens for checkpoints not yet learned.
-    exec_votes: BTreeMap<Seq, HashMap<u16, Digest>>,
+    exec_votes: BTreeMap<Seq, HashMap<ExecId, Digest>>,
     /// Learned execution tokens, from the stable checkpoint on.
     exec_tokens: BTreeMap<Seq, Digest>,
     /// The order state being fetched: (seq, digest, why).
@@ -123,7 +123,13 @@ impl Checkpoints {
     }
 
     /// Execution replica `e`'s token for checkpoint `seq` differs from the learned one.
-    pub(crate) fn diverged(&mut self, e: u16, seq: Seq, now: Micros, again_after: Micros) -> Tell {
+    pub(crate) fn diverged(
+        &mut self,
+        e: ExecId,
+        seq: Seq,
+        now: Micros,
+        again_after: Micros,
+    ) -> Tell {
         self.diverged.tell(e, seq, now, again_after)
     }
 
@@ -148,7 +154,7 @@ impl Checkpoints {
     pub(crate) fn vote_exec_token(
         &mut self,
         seq: Seq,
-        e: u16,
+        e: ExecId,
         token: Digest,
         quorum: usize,
     ) -> TokenVote {
@@ -235,13 +241,13 @@ impl Checkpoints {
     // ------------------------------------------------------------ votes
 
     /// Replica `j` (ourselves included) votes `digest` for checkpoint `seq`.
-    pub(crate) fn vote(&mut self, j: u16, seq: Seq, digest: Digest) {
+    pub(crate) fn vote(&mut self, j: OrderId, seq: Seq, digest: Digest) {
         self.votes.entry(seq).or_default().insert(j, digest);
     }
 
     /// Peer `j`'s CHECKPOINT. Memory is bounded: one vote per peer per checkpoint within
     /// [`VOTE_HORIZON`] intervals, beyond that only each peer's newest claim.
-    pub(crate) fn peer_vote(&mut self, j: u16, seq: Seq, digest: Digest) -> PeerVote {
+    pub(crate) fn peer_vote(&mut self, j: OrderId, seq: Seq, digest: Digest) -> PeerVote {
         if !self.is_checkpoint(seq) || seq <= self.stable.seq {
             return PeerVote::Ignored;
         }
@@ -295,7 +301,7 @@ impl Checkpoints {
     pub(crate) fn vouched_ahead(
         &self,
         applied: Seq,
-        me: u16,
+        me: OrderId,
         quorum: usize,
     ) -> Option<(Seq, Digest)> {
         self.votes
@@ -315,7 +321,7 @@ impl Checkpoints {
     }
 
     /// The newest checkpoint replica `j` voted for that we still hold its vote for.
-    pub(crate) fn newest_vote_of(&self, j: u16) -> Option<Seq> {
+    pub(crate) fn newest_vote_of(&self, j: OrderId) -> Option<Seq> {
         self.votes
             .iter()
             .rev()
@@ -431,7 +437,7 @@ impl Checkpoints {
     /// - `checkpoint-digests`: the stable checkpoint's and our own checkpoints' digests are
     ///   those of their bytes.
     /// - `checkpoint-votes-bounded`: beyond the vote horizon a peer has at most one vote.
-    pub(crate) fn check_invariants(&self, me: u16) -> Result<(), BrokenInvariant> {
+    pub(crate) fn check_invariants(&self, me: OrderId) -> Result<(), BrokenInvariant> {
         let stable = self.stable.seq;
         let kept = self
             .snapshots
@@ -479,7 +485,7 @@ impl Checkpoints {
             format!("checkpoint {wrong:?} is kept under a digest that is not its bytes'")
         })?;
         let horizon = stable + VOTE_HORIZON * self.interval;
-        let mut far: HashMap<u16, u32> = HashMap::new();
+        let mut far: HashMap<OrderId, u32> = HashMap::new();
         for votes in self.votes.range(horizon + 1..).map(|(_, v)| v) {
             for j in votes.keys().filter(|j| **j != me) {
                 *far.entry(*j).or_default() += 1;
@@ -514,11 +520,11 @@ mod tests {
         l.snapshot(seq, state(seq));
         let token = Digest::of(&seq.to_le_bytes());
         assert!(matches!(
-            l.vote_exec_token(seq, 0, token, 2),
+            l.vote_exec_token(seq, ExecId(0), token, 2),
             TokenVote::Counted
         ));
         assert!(matches!(
-            l.vote_exec_token(seq, 1, token, 2),
+            l.vote_exec_token(seq, ExecId(1), token, 2),
             TokenVote::Learned(_)
         ));
         l.finish(seq).expect("snapshot and token are both there")
@@ -529,15 +535,15 @@ mod tests {
         let mut l = ledger();
         let (d8, bytes8) = make(&mut l, Seq(8));
         let (d16, _) = make(&mut l, Seq(16));
-        l.vote(0, Seq(8), d8);
-        l.vote(1, Seq(8), d8);
+        l.vote(OrderId(0), Seq(8), d8);
+        l.vote(OrderId(1), Seq(8), d8);
         assert!(matches!(l.verdict(Seq(8), 3), Verdict::NotYet));
-        l.vote(2, Seq(8), d8);
+        l.vote(OrderId(2), Seq(8), d8);
         let Verdict::Ours(d, bytes) = l.verdict(Seq(8), 3) else {
             panic!("three matching votes of three needed, and ours matches");
         };
         assert_eq!((d, &bytes), (d8, &bytes8));
-        l.vote(3, Seq(16), d16);
+        l.vote(OrderId(3), Seq(16), d16);
         let token = l.learned_token(Seq(8)).unwrap();
         let obsolete = l.advance(Seq(8), d8, bytes, token);
         assert!(obsolete.checkpoints.is_empty() && obsolete.previous.is_none());
@@ -547,9 +553,13 @@ mod tests {
             vec![Seq(16)],
             "the newer own checkpoint stays"
         );
-        assert_eq!(l.newest_vote_of(3), Some(Seq(16)));
-        assert_eq!(l.newest_vote_of(0), None, "votes for 8 went with it");
-        l.check_invariants(0).unwrap();
+        assert_eq!(l.newest_vote_of(OrderId(3)), Some(Seq(16)));
+        assert_eq!(
+            l.newest_vote_of(OrderId(0)),
+            None,
+            "votes for 8 went with it"
+        );
+        l.check_invariants(OrderId(0)).unwrap();
     }
 
     #[test]
@@ -557,7 +567,7 @@ mod tests {
         let mut l = ledger();
         let theirs = Digest::of(b"theirs");
         for j in 1..4 {
-            l.peer_vote(j, Seq(8), theirs);
+            l.peer_vote(OrderId(j), Seq(8), theirs);
         }
         assert!(matches!(l.verdict(Seq(8), 3), Verdict::Missing(d) if d == theirs));
         assert!(l.chase(Seq(8), theirs, StateFetch::Stable));
@@ -575,15 +585,21 @@ mod tests {
         let mut l = ledger();
         let far = Seq((VOTE_HORIZON + 1) * CP);
         let d = Digest::of(b"d");
-        assert!(matches!(l.peer_vote(1, far, d), PeerVote::Counted));
-        assert!(matches!(l.peer_vote(1, far + CP, d), PeerVote::Counted));
-        assert!(matches!(l.peer_vote(1, far, d), PeerVote::FarStale));
-        assert_eq!(l.newest_vote_of(1), Some(far + CP));
+        assert!(matches!(l.peer_vote(OrderId(1), far, d), PeerVote::Counted));
+        assert!(matches!(
+            l.peer_vote(OrderId(1), far + CP, d),
+            PeerVote::Counted
+        ));
+        assert!(matches!(
+            l.peer_vote(OrderId(1), far, d),
+            PeerVote::FarStale
+        ));
+        assert_eq!(l.newest_vote_of(OrderId(1)), Some(far + CP));
         assert!(
-            matches!(l.peer_vote(1, Seq(7), d), PeerVote::Ignored),
+            matches!(l.peer_vote(OrderId(1), Seq(7), d), PeerVote::Ignored),
             "not a checkpoint"
         );
-        l.check_invariants(0).unwrap();
+        l.check_invariants(OrderId(0)).unwrap();
     }
 
     #[test]
@@ -592,8 +608,8 @@ mod tests {
         let (d8, bytes8) = make(&mut l, Seq(8));
         let token = l.learned_token(Seq(8)).unwrap();
         l.advance(Seq(8), d8, bytes8, token);
-        l.vote(2, Seq(8), d8);
-        let broken = l.check_invariants(0).unwrap_err();
+        l.vote(OrderId(2), Seq(8), d8);
+        let broken = l.check_invariants(OrderId(0)).unwrap_err();
         assert_eq!(broken.name, "INV-checkpoints-above-stable");
     }
 }

@@ -11,7 +11,7 @@
 use crate::OrderReplica;
 use plumb_core::{Action, Micros, Observation};
 use plumb_crypto::Digest;
-use plumb_wire::{Message, Principal, Seq};
+use plumb_wire::{ExecId, Message, Principal, Seq};
 use std::collections::HashMap;
 
 /// What to do about an execution replica whose token differs from the agreed one.
@@ -30,12 +30,12 @@ pub(crate) enum Tell {
 /// lost one would leave the replica diverged), whatever it sends.
 #[derive(Debug, Default)]
 pub(crate) struct ExecDivergence {
-    told: HashMap<u16, (Seq, Micros)>,
+    told: HashMap<ExecId, (Seq, Micros)>,
 }
 
 impl ExecDivergence {
     /// Execution replica `e` holds a differing token for checkpoint `seq`, seen at `now`.
-    pub(crate) fn tell(&mut self, e: u16, seq: Seq, now: Micros, again_after: Micros) -> Tell {
+    pub(crate) fn tell(&mut self, e: ExecId, seq: Seq, now: Micros, again_after: Micros) -> Tell {
         let tell = match self.told.get(&e).copied() {
             Some((s, _)) if s > seq => return Tell::Nothing,
             Some((s, at)) if s == seq => {
@@ -57,7 +57,7 @@ impl OrderReplica {
     pub(crate) fn check_exec_token(
         &mut self,
         now: Micros,
-        e: u16,
+        e: ExecId,
         seq: Seq,
         agreed: Digest,
         reported: Digest,
@@ -95,29 +95,29 @@ mod tests {
     #[test]
     fn a_divergence_is_reported_once_per_checkpoint_and_load_cp_repeated_once_per_period() {
         let mut d = ExecDivergence::default();
-        assert_eq!(d.tell(2, Seq(100), 1_000, 500), Tell::ReportAndLoad);
+        assert_eq!(d.tell(ExecId(2), Seq(100), 1_000, 500), Tell::ReportAndLoad);
         assert_eq!(
-            d.tell(2, Seq(100), 1_200, 500),
+            d.tell(ExecId(2), Seq(100), 1_200, 500),
             Tell::Nothing,
             "within the period"
         );
         assert_eq!(
-            d.tell(2, Seq(100), 1_500, 500),
+            d.tell(ExecId(2), Seq(100), 1_500, 500),
             Tell::LoadAgain,
             "a lost LOAD-CP is resent"
         );
         assert_eq!(
-            d.tell(2, Seq(50), 9_000, 500),
+            d.tell(ExecId(2), Seq(50), 9_000, 500),
             Tell::Nothing,
             "an older checkpoint"
         );
         assert_eq!(
-            d.tell(2, Seq(200), 1_600, 500),
+            d.tell(ExecId(2), Seq(200), 1_600, 500),
             Tell::ReportAndLoad,
             "a newer one"
         );
         assert_eq!(
-            d.tell(3, Seq(100), 1_600, 500),
+            d.tell(ExecId(3), Seq(100), 1_600, 500),
             Tell::ReportAndLoad,
             "per replica"
         );

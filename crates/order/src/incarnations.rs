@@ -5,6 +5,7 @@
 //! sends.
 
 use plumb_core::{BrokenInvariant, Micros};
+use plumb_wire::OrderId;
 use std::collections::HashMap;
 
 #[derive(Debug, Default)]
@@ -12,10 +13,10 @@ pub(crate) struct Incarnations {
     /// 0 from `plumb init`, new after every loss of records.
     own: u64,
     /// The highest incarnation each peer has shown (recovery queries, VIEW-CHANGEs).
-    peers: HashMap<u16, u64>,
+    peers: HashMap<OrderId, u64>,
     /// The highest incarnation each peer's VIEW-CHANGEs carried: a rejoining peer is told it,
     /// and must pick a higher one.
-    in_view_changes: HashMap<u16, u64>,
+    in_view_changes: HashMap<OrderId, u64>,
 }
 
 impl Incarnations {
@@ -46,12 +47,12 @@ impl Incarnations {
     }
 
     /// Whether an incarnation `inc` of peer `j` is current: none newer has been seen.
-    pub fn is_current(&self, j: u16, inc: u64) -> bool {
+    pub fn is_current(&self, j: OrderId, inc: u64) -> bool {
         self.peers.get(&j).is_none_or(|known| inc >= *known)
     }
 
     /// Peer `j` sent an authentic VIEW-CHANGE of incarnation `inc`.
-    pub fn note_view_change(&mut self, j: u16, inc: u64) {
+    pub fn note_view_change(&mut self, j: OrderId, inc: u64) {
         for known in [
             self.peers.entry(j).or_insert(0),
             self.in_view_changes.entry(j).or_insert(0),
@@ -62,7 +63,7 @@ impl Incarnations {
 
     /// Peer `j` asks to rejoin as incarnation `inc`; true if that is newer than any seen (what
     /// it said in older lives is void).
-    pub fn note_rejoining(&mut self, j: u16, inc: u64) -> bool {
+    pub fn note_rejoining(&mut self, j: OrderId, inc: u64) -> bool {
         let known = self.peers.entry(j).or_insert(0);
         if inc <= *known {
             return false;
@@ -72,7 +73,7 @@ impl Incarnations {
     }
 
     /// The highest incarnation peer `j`'s VIEW-CHANGEs carried.
-    pub fn in_view_changes_of(&self, j: u16) -> u64 {
+    pub fn in_view_changes_of(&self, j: OrderId) -> u64 {
         self.in_view_changes.get(&j).copied().unwrap_or(0)
     }
 

@@ -52,7 +52,7 @@ use plumb_core::{
     Action, BrokenInvariant, Counters, DropReason, Event, Micros, Observation, Recovered, Rng,
     Stage, StageContext, StoreOp, TimerId,
 };
-use plumb_wire::{Message, Principal, Seq, View};
+use plumb_wire::{ExecId, Message, OrderId, Principal, Seq, View};
 
 const TICK: TimerId = TimerId(1);
 const BATCH: TimerId = TimerId(2);
@@ -60,7 +60,7 @@ const BATCH: TimerId = TimerId(2);
 pub struct OrderReplica {
     /// Keys, the configuration (quorums from `u` and `r`) and the PRNG seed.
     ctx: StageContext,
-    me: u16,
+    me: OrderId,
     rng: Rng,
     counters: Counters,
 
@@ -98,7 +98,7 @@ impl OrderReplica {
     pub fn new(ctx: StageContext, recovered: Recovered) -> OrderReplica {
         let me = match ctx.keys.me() {
             Principal::Order(i) => i,
-            _ => u16::MAX,
+            _ => OrderId(u16::MAX),
         };
         let interval = ctx.config.checkpoint_interval;
         let genesis = OrderState::default();
@@ -137,7 +137,7 @@ impl OrderReplica {
         self.views.current()
     }
 
-    pub fn primary(&self) -> u16 {
+    pub fn primary(&self) -> OrderId {
         self.views.primary(self.q().order)
     }
 
@@ -213,7 +213,7 @@ impl OrderReplica {
     }
 
     fn send_to_peers_as(&self, msg: &Message, unsynced: bool, out: &mut Vec<Action>) {
-        for j in 0..self.q().order as u16 {
+        for j in OrderId::all(self.q().order) {
             if j != self.me {
                 self.send_as(Principal::Order(j), msg, unsynced, out);
             }
@@ -221,7 +221,7 @@ impl OrderReplica {
     }
 
     fn send_to_exec(&self, msg: &Message, out: &mut Vec<Action>) {
-        for e in 0..self.q().exec as u16 {
+        for e in ExecId::all(self.q().exec) {
             self.send(Principal::Exec(e), msg, out);
         }
     }

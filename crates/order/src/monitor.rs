@@ -25,7 +25,7 @@
 
 use crate::OrderReplica;
 use plumb_core::{Action, Evidence, Micros, TimerId, ViewChangeCause};
-use plumb_wire::{ClientId, ReqNo, Seq};
+use plumb_wire::{ClientId, OrderId, ReqNo, Seq};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 pub(crate) const HEARTBEAT: TimerId = TimerId(3);
@@ -205,7 +205,7 @@ impl OrderReplica {
     }
 
     /// The newest checkpoint replica `j` announced that this replica still holds a vote for.
-    fn newest_checkpoint_of(&self, j: u16) -> Option<Seq> {
+    fn newest_checkpoint_of(&self, j: OrderId) -> Option<Seq> {
         self.checkpoints.newest_vote_of(j)
     }
 

@@ -8,7 +8,7 @@
 
 use plumb_core::{BrokenInvariant, Micros};
 use plumb_crypto::{Digest, Mac};
-use plumb_wire::{Batch, ClientId, MatrixRow, ReqCore, ReqNo, SignedRequest};
+use plumb_wire::{AuthId, Batch, ClientId, MatrixRow, ReqCore, ReqNo, SignedRequest};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// AUTH-REQs collected for a client's latest request.
@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub(crate) struct Collected {
     nc: ReqNo,
     /// By request id digest: the core and the rows (auth replica -> its MAC authenticator).
-    by_id: BTreeMap<Digest, (ReqCore, BTreeMap<u16, Vec<Mac>>)>,
+    by_id: BTreeMap<Digest, (ReqCore, BTreeMap<AuthId, Vec<Mac>>)>,
     /// When `n_auth - u` auth replicas first vouched for it while it was next in its client's
     /// sequence: the request is known to be pending.
     pending_since: Option<Micros>,
@@ -83,7 +83,7 @@ impl Pending {
     pub fn collect(
         &mut self,
         now: Micros,
-        f: u16,
+        f: AuthId,
         core: ReqCore,
         id: Digest,
         macs: Vec<Mac>,
@@ -262,7 +262,7 @@ impl Pending {
 }
 
 /// The matrix signature of a request: one row per auth replica that vouched for it.
-fn matrix_of(rows: &BTreeMap<u16, Vec<Mac>>) -> Vec<MatrixRow> {
+fn matrix_of(rows: &BTreeMap<AuthId, Vec<Mac>>) -> Vec<MatrixRow> {
     rows.iter()
         .map(|(a, macs)| MatrixRow {
             auth: *a,
@@ -288,7 +288,7 @@ mod tests {
     }
 
     /// Auth replicas `auths` vouch for client `c`'s request `nc`; `needed` is its next number.
-    fn vouch(p: &mut Pending, now: Micros, c: ClientId, nc: u64, needed: u64, auths: &[u16]) {
+    fn vouch(p: &mut Pending, now: Micros, c: ClientId, nc: u64, needed: u64, auths: &[AuthId]) {
         let (nc, needed) = (ReqNo(nc), ReqNo(needed));
         for f in auths {
             let core = core(c, nc);
@@ -301,9 +301,9 @@ mod tests {
     #[test]
     fn requests_are_ready_in_the_order_they_were_vouched_for() {
         let mut p = Pending::default();
-        vouch(&mut p, 10, 7, 1, 1, &[0]);
-        vouch(&mut p, 11, 3, 1, 1, &[0, 1]);
-        vouch(&mut p, 12, 7, 1, 1, &[1]);
+        vouch(&mut p, 10, 7, 1, 1, &[AuthId(0)]);
+        vouch(&mut p, 11, 3, 1, 1, &[AuthId(0), AuthId(1)]);
+        vouch(&mut p, 12, 7, 1, 1, &[AuthId(1)]);
         let ready = p.ready(|_| ReqNo(0), T.gather, 10, false);
         assert_eq!(ready.iter().map(|(c, _)| *c).collect::<Vec<_>>(), [3, 7]);
         assert_eq!(
@@ -330,7 +330,7 @@ mod tests {
     #[test]
     fn a_newer_number_replaces_an_older_one_unless_the_older_is_needed_next() {
         let mut p = Pending::default();
-        vouch(&mut p, 1, 5, 3, 2, &[0, 1]);
+        vouch(&mut p, 1, 5, 3, 2, &[AuthId(0), AuthId(1)]);
         assert_eq!(p.get(5).unwrap().nc(), ReqNo(3));
         assert_eq!(
             p.pending_since(5, ReqNo(3)),
@@ -338,14 +338,14 @@ mod tests {
             "not next in its client's sequence"
         );
         // The number the order needs next wins over a later one.
-        vouch(&mut p, 2, 5, 2, 2, &[0, 1, 2]);
+        vouch(&mut p, 2, 5, 2, 2, &[AuthId(0), AuthId(1), AuthId(2)]);
         assert_eq!(p.get(5).unwrap().nc(), ReqNo(2));
         assert_eq!(p.get(5).unwrap().held_since(), Some(2));
         // An older number that is not needed is stale.
         let c = core(5, ReqNo(1));
         let id = c.id_digest();
         assert!(matches!(
-            p.collect(3, 0, c, id, vec![], ReqNo(2), T),
+            p.collect(3, AuthId(0), c, id, vec![], ReqNo(2), T),
             Collect::Stale
         ));
         p.drop_ordered(|_| ReqNo(2));

@@ -13,13 +13,13 @@
 use crate::OrderReplica;
 use plumb_core::Action;
 use plumb_core::DropReason;
-use plumb_wire::{Message, Principal, Seq};
+use plumb_wire::{ExecId, Message, Principal, Seq};
 
 impl OrderReplica {
     /// EXEC-PROBE from execution replica `e`: echo the nonce with our upper bound. Stateless
     /// and one small message per probe, so a faulty execution replica gains no amplification.
-    pub(crate) fn on_exec_probe(&mut self, e: u16, nonce: u64, out: &mut Vec<Action>) {
-        if e as usize >= self.q().exec {
+    pub(crate) fn on_exec_probe(&mut self, e: ExecId, nonce: u64, out: &mut Vec<Action>) {
+        if e.index() >= self.q().exec {
             self.counters.dropped(DropReason::ProbeUnknownExec);
             return;
         }
@@ -52,7 +52,7 @@ mod tests {
     use plumb_config::{Faults, ProtocolConfig, Quorums};
     use plumb_core::{run, Action, DropReason, Event, KeyRing, Recovered, Stage, StageContext};
     use plumb_crypto::{Digest, Identity, PublicIdentity};
-    use plumb_wire::{Batch, Message, Principal, Seq, View};
+    use plumb_wire::{Batch, ExecId, Message, OrderId, Principal, Seq, View};
     use std::collections::HashMap;
     use std::sync::Arc;
 
@@ -62,9 +62,9 @@ mod tests {
 
     /// `p`'s key ring in a cluster of `q` (identities derived from the principal's label).
     fn ring(q: &Quorums, p: Principal) -> KeyRing {
-        let all = (0..q.order as u16)
+        let all = OrderId::all(q.order)
             .map(Principal::Order)
-            .chain((0..q.exec as u16).map(Principal::Exec));
+            .chain(ExecId::all(q.exec).map(Principal::Exec));
         let dir: HashMap<Principal, PublicIdentity> =
             all.map(|p| (p, identity(p).public())).collect();
         KeyRing::new(p, identity(p), Arc::new(dir))
@@ -73,7 +73,7 @@ mod tests {
     fn replica(q: Quorums) -> OrderReplica {
         let ctx = StageContext {
             config: Arc::new(ProtocolConfig::new(q)),
-            keys: ring(&q, Principal::Order(1)),
+            keys: ring(&q, Principal::Order(OrderId(1))),
             seed: 7,
         };
         // A fresh replica's store, as `plumb init` makes it (without it the replica rejoins
@@ -88,10 +88,10 @@ mod tests {
     }
 
     /// The answer to a probe from `exec`, opened by `exec`.
-    fn probe(o: &mut OrderReplica, q: &Quorums, exec: u16, nonce: u64) -> Vec<Message> {
+    fn probe(o: &mut OrderReplica, q: &Quorums, exec: ExecId, nonce: u64) -> Vec<Message> {
         let e = ring(q, Principal::Exec(exec));
         let frame = e
-            .seal(Principal::Order(1), &Message::ExecProbe { nonce })
+            .seal(Principal::Order(OrderId(1)), &Message::ExecProbe { nonce })
             .expect("order 1 is known");
         run(o, 1_000, Event::Receive(frame))
             .into_iter()
@@ -121,7 +121,7 @@ mod tests {
         let mut o = replica(q);
         run(&mut o, 0, Event::Start);
         assert_eq!(
-            probe(&mut o, &q, 0, 11),
+            probe(&mut o, &q, ExecId(0), 11),
             vec![Message::ExecProbeReply {
                 nonce: 11,
                 seq: Seq(0)
@@ -133,7 +133,7 @@ mod tests {
         commit_sent.sent_commit = true;
         o.log.restore(Seq(3), commit_sent);
         assert_eq!(
-            probe(&mut o, &q, 1, 12),
+            probe(&mut o, &q, ExecId(1), 12),
             vec![Message::ExecProbeReply {
                 nonce: 12,
                 seq: Seq(3)
@@ -151,7 +151,7 @@ mod tests {
         accepted.accept(Seq(9), View(0), batch());
         o.log.restore(Seq(9), accepted);
         assert_eq!(
-            probe(&mut o, &q, 0, 13),
+            probe(&mut o, &q, ExecId(0), 13),
             vec![Message::ExecProbeReply {
                 nonce: 13,
                 seq: Seq(5)

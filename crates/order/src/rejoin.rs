@@ -26,7 +26,7 @@ use crate::incarnations::Incarnations;
 use crate::view_change::VIEW_KEY;
 use crate::OrderReplica;
 use plumb_core::{storage, Action, DropReason, Micros, Observation, Recovered, StoreOp};
-use plumb_wire::{Message, Principal, Seq, View};
+use plumb_wire::{Message, OrderId, Principal, Seq, View};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -109,7 +109,7 @@ pub(crate) struct Rejoins {
 pub(crate) struct Rejoin {
     nonce: u64,
     /// Answers to the current nonce: peer -> (highest sequence seen, its view).
-    answers: BTreeMap<u16, (Seq, View)>,
+    answers: BTreeMap<OrderId, (Seq, View)>,
     /// Once `n - u` peers answered: the fence, and the view to rejoin.
     fenced: Option<(Seq, View)>,
     /// Damaged spans found at start, acknowledged in the genesis record when done.
@@ -129,7 +129,7 @@ pub(crate) struct Helping {
     /// Null batches fill idle time through this sequence number.
     fill_until: Seq,
     /// When each rejoining peer's query was last answered, and its nonce (rate limit).
-    served: HashMap<u16, (u64, Micros)>,
+    served: HashMap<OrderId, (u64, Micros)>,
 }
 
 impl Helping {
@@ -143,7 +143,7 @@ impl Helping {
 
     /// Whether peer `j`'s query with `nonce` is answered now: not if the same query was
     /// answered less than `wait` ago.
-    pub(crate) fn answer_due(&mut self, j: u16, nonce: u64, now: Micros, wait: Micros) -> bool {
+    pub(crate) fn answer_due(&mut self, j: OrderId, nonce: u64, now: Micros, wait: Micros) -> bool {
         if self
             .served
             .get(&j)
@@ -227,7 +227,7 @@ impl OrderReplica {
     pub(crate) fn on_recovery_reply(
         &mut self,
         _now: Micros,
-        j: u16,
+        j: OrderId,
         nonce: u64,
         highest: Seq,
         incarnation: u64,
@@ -325,7 +325,7 @@ impl OrderReplica {
     pub(crate) fn on_recovery_query(
         &mut self,
         now: Micros,
-        j: u16,
+        j: OrderId,
         nonce: u64,
         incarnation: u64,
         fence: Seq,

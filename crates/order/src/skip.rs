@@ -19,7 +19,7 @@
 
 use crate::OrderReplica;
 use plumb_core::Micros;
-use plumb_wire::View;
+use plumb_wire::{OrderId, View};
 
 /// A peer silent for this many heartbeats while others spoke is taken for dead. Under load
 /// every order replica votes on every batch, every few milliseconds; a live replica starved of
@@ -58,23 +58,23 @@ impl Liveness {
         self.last_event = self.last_event.max(now);
     }
 
-    pub(crate) fn heard(&mut self, j: u16, now: Micros) {
-        if let Some(t) = self.last_heard.get_mut(j as usize) {
+    pub(crate) fn heard(&mut self, j: OrderId, now: Micros) {
+        if let Some(t) = self.last_heard.get_mut(j.index()) {
             *t = (*t).max(now);
         }
     }
 
     /// `j` has been silent for `silence` longer than the most recent other peer (not `me`).
     /// When all are quiet (an idle cluster) no one is silent by comparison.
-    fn silent(&self, j: u16, me: u16, silence: Micros) -> bool {
-        let Some(&heard) = self.last_heard.get(j as usize) else {
+    fn silent(&self, j: OrderId, me: OrderId, silence: Micros) -> bool {
+        let Some(&heard) = self.last_heard.get(j.index()) else {
             return false;
         };
         let latest_other = self
             .last_heard
             .iter()
             .enumerate()
-            .filter(|(k, _)| *k != j as usize && *k != me as usize)
+            .filter(|(k, _)| *k != j.index() && *k != me.index())
             .map(|(_, t)| *t)
             .max()
             .unwrap_or(0);
@@ -122,19 +122,22 @@ mod tests {
         let mut l = Liveness::default();
         l.started(4, 0);
         l.awake(40_000, 100_000);
-        l.heard(1, 40_000);
-        l.heard(2, 40_000);
-        l.heard(3, 40_000);
+        l.heard(OrderId(1), 40_000);
+        l.heard(OrderId(2), 40_000);
+        l.heard(OrderId(3), 40_000);
         // Stopped for 2 s; the queued frames of replica 3 are read first.
         l.awake(2_040_000, 100_000);
-        l.heard(3, 2_040_000);
-        assert!(!l.silent(1, 0, 200_000) && !l.silent(2, 0, 200_000));
+        l.heard(OrderId(3), 2_040_000);
+        assert!(
+            !l.silent(OrderId(1), OrderId(0), 200_000)
+                && !l.silent(OrderId(2), OrderId(0), 200_000)
+        );
         // Running (events every 50 ms), replica 1 stays silent while 3 speaks: dead.
         for t in (2_090_000..=2_300_000).step_by(50_000) {
             l.awake(t, 100_000);
-            l.heard(3, t);
+            l.heard(OrderId(3), t);
         }
-        assert!(l.silent(1, 0, 200_000));
+        assert!(l.silent(OrderId(1), OrderId(0), 200_000));
     }
 
     #[test]
@@ -142,13 +145,16 @@ mod tests {
         let mut l = Liveness::default();
         l.started(4, 0);
         // All quiet: no one is silent.
-        assert!(!l.silent(2, 0, 100));
-        l.heard(1, 1_000);
-        l.heard(3, 1_000);
-        assert!(l.silent(2, 0, 100));
-        assert!(!l.silent(2, 0, 1_000), "within the allowed silence");
+        assert!(!l.silent(OrderId(2), OrderId(0), 100));
+        l.heard(OrderId(1), 1_000);
+        l.heard(OrderId(3), 1_000);
+        assert!(l.silent(OrderId(2), OrderId(0), 100));
+        assert!(
+            !l.silent(OrderId(2), OrderId(0), 1_000),
+            "within the allowed silence"
+        );
         // Heard again: alive.
-        l.heard(2, 950);
-        assert!(!l.silent(2, 0, 100));
+        l.heard(OrderId(2), 950);
+        assert!(!l.silent(OrderId(2), OrderId(0), 100));
     }
 }

@@ -1,7 +1,7 @@
 //! One sequence number's agreement state, and what of it is persisted.
 
 use plumb_crypto::Digest;
-use plumb_wire::{Batch, Seq, View};
+use plumb_wire::{Batch, OrderId, Seq, View};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -25,8 +25,8 @@ pub struct Slot {
     /// Votes of view `votes_view`: replica -> digest. A vote may arrive before the
     /// pre-prepare it agrees with (it is small and comes on another connection); it is kept,
     /// and counts once the slot accepts a batch of that digest in that view.
-    pub prepares: HashMap<u16, Digest>,
-    pub commits: HashMap<u16, Digest>,
+    pub prepares: HashMap<OrderId, Digest>,
+    pub commits: HashMap<OrderId, Digest>,
     /// The view in which this replica's agreement committed the slot (not set when the batch
     /// came from peers by catch-up, or from the disk).
     pub committed_in: Option<View>,
@@ -81,7 +81,7 @@ impl Slot {
     }
 
     /// Replica `j`'s PREPARE in `view`.
-    pub fn prepare_vote(&mut self, view: View, j: u16, d: Digest) {
+    pub fn prepare_vote(&mut self, view: View, j: OrderId, d: Digest) {
         self.enter_votes_view(view);
         self.prepares.insert(j, d);
     }
@@ -95,13 +95,13 @@ impl Slot {
     /// Without this, a replica one PREPARE short stayed unprepared for the whole view (spec
     /// simulator seed 346, u=1 r=1, a silent faulty replica: two view changes, 2 s). A faulty
     /// replica gains nothing: it could have sent the PREPARE.
-    pub fn commit_vote(&mut self, view: View, j: u16, d: Digest) {
+    pub fn commit_vote(&mut self, view: View, j: OrderId, d: Digest) {
         self.enter_votes_view(view);
         self.commits.insert(j, d);
         self.prepares.entry(j).or_insert(d);
     }
 
-    pub fn count(votes: &HashMap<u16, Digest>, d: &Digest) -> usize {
+    pub fn count(votes: &HashMap<OrderId, Digest>, d: &Digest) -> usize {
         votes.values().filter(|x| *x == d).count()
     }
 }
@@ -118,16 +118,16 @@ mod tests {
     fn a_commit_stands_for_its_senders_missing_prepare_only() {
         let (d, other) = (Digest::of(b"batch"), Digest::of(b"other"));
         let mut slot = Slot::default();
-        slot.prepare_vote(View(3), 1, other);
-        slot.commit_vote(View(3), 1, d);
-        slot.commit_vote(View(3), 2, d);
+        slot.prepare_vote(View(3), OrderId(1), other);
+        slot.commit_vote(View(3), OrderId(1), d);
+        slot.commit_vote(View(3), OrderId(2), d);
         // Replica 2's PREPARE never came: its COMMIT says as much. Replica 1's stands as sent.
-        assert_eq!(slot.prepares.get(&2), Some(&d));
-        assert_eq!(slot.prepares.get(&1), Some(&other));
+        assert_eq!(slot.prepares.get(&OrderId(2)), Some(&d));
+        assert_eq!(slot.prepares.get(&OrderId(1)), Some(&other));
         assert_eq!(Slot::count(&slot.prepares, &d), 1);
         // Votes of another view are void, the implied ones too.
-        slot.commit_vote(View(4), 3, d);
+        slot.commit_vote(View(4), OrderId(3), d);
         assert_eq!(slot.prepares.len(), 1);
-        assert_eq!(slot.prepares.get(&3), Some(&d));
+        assert_eq!(slot.prepares.get(&OrderId(3)), Some(&d));
     }
 }

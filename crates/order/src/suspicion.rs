@@ -20,14 +20,14 @@
 
 use crate::OrderReplica;
 use plumb_core::{Action, BrokenInvariant, Evidence, Micros, Observation, ViewChangeCause};
-use plumb_wire::{Message, View};
+use plumb_wire::{Message, OrderId, View};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Default)]
 pub(crate) struct Suspicions {
     /// Each replica's latest suspicion (ours included): the view, and when it was raised or
     /// heard.
-    by_replica: BTreeMap<u16, (View, Micros)>,
+    by_replica: BTreeMap<OrderId, (View, Micros)>,
     /// Why we suspect the current view's primary, if we do.
     own: Option<(View, ViewChangeCause)>,
 }
@@ -93,7 +93,13 @@ impl OrderReplica {
     }
 
     /// SUSPECT from peer `j`.
-    pub(crate) fn on_suspect(&mut self, now: Micros, j: u16, view: View, out: &mut Vec<Action>) {
+    pub(crate) fn on_suspect(
+        &mut self,
+        now: Micros,
+        j: OrderId,
+        view: View,
+        out: &mut Vec<Action>,
+    ) {
         if view > self.views.current() {
             // It works in a later view than ours: evidence that we missed a view change.
             self.note_peer_view(now, j, view, out);
@@ -112,7 +118,7 @@ impl OrderReplica {
             return;
         }
         let (view, ttl) = (self.views.current(), self.suspicion_ttl());
-        let mut against: Vec<u16> = self
+        let mut against: Vec<OrderId> = self
             .watch
             .suspicions
             .by_replica

@@ -7,8 +7,8 @@ use plumb_config::Quorums;
 use plumb_core::{Action, DropReason, Micros, Observation, ViewChangeCause};
 use plumb_crypto::{Digest, Signature};
 use plumb_wire::{
-    new_view_signing_bytes, Batch, Message, PrePreparedEntry, PreparedEntry, Principal, Seq,
-    SignedViewChange, View, ViewChange,
+    new_view_signing_bytes, Batch, Message, OrderId, PrePreparedEntry, PreparedEntry, Principal,
+    Seq, SignedViewChange, View, ViewChange,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -220,7 +220,7 @@ impl OrderReplica {
     }
 
     fn valid_signature(&self, s: &SignedViewChange) -> bool {
-        (s.vc.replica as usize) < self.q().order
+        s.vc.replica.index() < self.q().order
             && self.ctx.keys.verify_signature(
                 Principal::Order(s.vc.replica),
                 &s.vc.signing_bytes(),
@@ -231,7 +231,7 @@ impl OrderReplica {
     pub(crate) fn on_view_change(
         &mut self,
         now: Micros,
-        j: u16,
+        j: OrderId,
         vc: SignedViewChange,
         out: &mut Vec<Action>,
     ) {
@@ -271,7 +271,7 @@ impl OrderReplica {
     pub(crate) fn note_peer_view(
         &mut self,
         now: Micros,
-        j: u16,
+        j: OrderId,
         view: View,
         out: &mut Vec<Action>,
     ) {
@@ -284,7 +284,7 @@ impl OrderReplica {
     }
 
     /// A peer is still changing to a view we have already entered: hand it our NEW-VIEW.
-    fn help_stale_peer(&mut self, now: Micros, j: u16, out: &mut Vec<Action>) {
+    fn help_stale_peer(&mut self, now: Micros, j: OrderId, out: &mut Vec<Action>) {
         let Some((proofs, signature)) = self.views.forward_to(j, now, self.cfg().catch_up_us)
         else {
             return;
@@ -324,7 +324,7 @@ impl OrderReplica {
     pub(crate) fn on_new_view(
         &mut self,
         now: Micros,
-        from: u16,
+        from: OrderId,
         view: View,
         proofs: Vec<SignedViewChange>,
         signature: Signature,
@@ -515,7 +515,7 @@ mod tests {
         }
     }
 
-    fn vc(replica: u16, prepared: &[(Seq, u64, u8)], pre: &[(Seq, u64, u8)]) -> ViewChange {
+    fn vc(replica: OrderId, prepared: &[(Seq, u64, u8)], pre: &[(Seq, u64, u8)]) -> ViewChange {
         ViewChange {
             new_view: View(1),
             replica,
@@ -549,9 +549,9 @@ mod tests {
     #[test]
     fn committed_batch_is_chosen() {
         // A, B prepared batch 7 at seq 1 in view 0 (with the primary, a commit quorum); C did not.
-        let a = vc(0, &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
-        let b = vc(1, &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
-        let c = vc(2, &[], &[]);
+        let a = vc(OrderId(0), &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
+        let b = vc(OrderId(1), &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
+        let c = vc(OrderId(2), &[], &[]);
         let d = decide(&[&a, &b, &c], &q(), 8).unwrap();
         assert_eq!(d.slots, vec![(Seq(1), Some(batch(7)))]);
     }
@@ -559,39 +559,51 @@ mod tests {
     #[test]
     fn a_lying_replica_cannot_replace_a_committed_batch() {
         // The liar claims it prepared batch 9 at seq 1 in a higher view; only it pre-prepared 9.
-        let liar = vc(3, &[(Seq(1), 5, 9)], &[(Seq(1), 5, 9)]);
-        let a = vc(0, &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
-        let b = vc(1, &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
+        let liar = vc(OrderId(3), &[(Seq(1), 5, 9)], &[(Seq(1), 5, 9)]);
+        let a = vc(OrderId(0), &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
+        let b = vc(OrderId(1), &[(Seq(1), 0, 7)], &[(Seq(1), 0, 7)]);
         // With only three messages the decision must wait rather than pick 9 or null.
         assert_eq!(decide(&[&liar, &a, &b], &q(), 8), None);
         // A fourth (honest) message settles it, for batch 7.
-        let c = vc(2, &[], &[]);
+        let c = vc(OrderId(2), &[], &[]);
         let d = decide(&[&liar, &a, &b, &c], &q(), 8).unwrap();
         assert_eq!(d.slots, vec![(Seq(1), Some(batch(7)))]);
     }
 
     #[test]
     fn nothing_prepared_gives_nulls_and_trailing_nulls_are_dropped() {
-        let a = vc(0, &[(Seq(2), 0, 7)], &[(Seq(2), 0, 7)]);
-        let b = vc(1, &[(Seq(2), 0, 7)], &[(Seq(2), 0, 7)]);
-        let c = vc(2, &[], &[]);
+        let a = vc(OrderId(0), &[(Seq(2), 0, 7)], &[(Seq(2), 0, 7)]);
+        let b = vc(OrderId(1), &[(Seq(2), 0, 7)], &[(Seq(2), 0, 7)]);
+        let c = vc(OrderId(2), &[], &[]);
         let d = decide(&[&a, &b, &c], &q(), 8).unwrap();
         assert_eq!(d.slots, vec![(Seq(1), None), (Seq(2), Some(batch(7)))]);
-        let empty = decide(&[&c, &vc(0, &[], &[]), &vc(1, &[], &[])], &q(), 8).unwrap();
+        let empty = decide(
+            &[&c, &vc(OrderId(0), &[], &[]), &vc(OrderId(1), &[], &[])],
+            &q(),
+            8,
+        )
+        .unwrap();
         assert!(empty.slots.is_empty());
     }
 
     #[test]
     fn too_few_messages_decide_nothing() {
-        assert_eq!(decide(&[&vc(0, &[], &[]), &vc(1, &[], &[])], &q(), 8), None);
+        assert_eq!(
+            decide(
+                &[&vc(OrderId(0), &[], &[]), &vc(OrderId(1), &[], &[])],
+                &q(),
+                8
+            ),
+            None
+        );
     }
 
     #[test]
     fn start_checkpoint_needs_r_plus_1_vouchers() {
         let cp8 = Digest::of(b"cp8");
-        let mut a = vc(0, &[], &[]);
-        let mut b = vc(1, &[], &[]);
-        let c = vc(2, &[], &[]);
+        let mut a = vc(OrderId(0), &[], &[]);
+        let mut b = vc(OrderId(1), &[], &[]);
+        let c = vc(OrderId(2), &[], &[]);
         // Only replica a (possibly lying) claims checkpoint 8, and it is past the low water mark
         // of too few replicas for 0 to be a safe start either: wait.
         a.stable_seq = Seq(8);
@@ -602,7 +614,7 @@ mod tests {
         let d = decide(&[&a, &b, &c], &q(), 8).unwrap();
         assert_eq!((d.checkpoint_seq, d.checkpoint_digest), (Seq(8), cp8));
         // A lone liar claiming an unstable checkpoint 16 does not move the start.
-        let mut liar = vc(3, &[], &[]);
+        let mut liar = vc(OrderId(3), &[], &[]);
         liar.checkpoints.push((Seq(16), Digest::of(b"forged")));
         let d = decide(&[&a, &b, &c, &liar], &q(), 8).unwrap();
         assert_eq!(d.checkpoint_seq, Seq(8));

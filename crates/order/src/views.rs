@@ -8,7 +8,7 @@
 
 use plumb_core::{BrokenInvariant, Micros};
 use plumb_crypto::{Digest, Signature};
-use plumb_wire::{new_view_signing_bytes, SignedViewChange, View};
+use plumb_wire::{new_view_signing_bytes, OrderId, SignedViewChange, View};
 use std::collections::HashMap;
 
 #[derive(Debug, Default)]
@@ -25,11 +25,11 @@ pub(crate) struct Views {
     /// The NEW-VIEW of the entered view, with its primary's signature (forwardable).
     new_view: Option<(Vec<SignedViewChange>, Signature)>,
     /// Each replica's highest-view VIEW-CHANGE (its newest incarnation's).
-    changes: HashMap<u16, SignedViewChange>,
+    changes: HashMap<OrderId, SignedViewChange>,
     /// When each peer was last handed our NEW-VIEW (rate limit).
-    forwarded: HashMap<u16, Micros>,
+    forwarded: HashMap<OrderId, Micros>,
     /// The highest view each peer's agreement messages or suspicions carried.
-    peer_views: HashMap<u16, View>,
+    peer_views: HashMap<OrderId, View>,
 }
 
 impl Views {
@@ -51,7 +51,7 @@ impl Views {
     }
 
     /// The primary of `current` among `order` replicas.
-    pub fn primary(&self, order: usize) -> u16 {
+    pub fn primary(&self, order: usize) -> OrderId {
         self.current.primary(order)
     }
 
@@ -132,18 +132,18 @@ impl Views {
     }
 
     /// Our own VIEW-CHANGE for `current`, sent (and resent) to peers.
-    pub fn keep_own(&mut self, me: u16, vc: SignedViewChange) {
+    pub fn keep_own(&mut self, me: OrderId, vc: SignedViewChange) {
         debug_assert!(!self.active && vc.vc.new_view == self.current);
         self.changes.insert(me, vc);
     }
 
-    pub fn own(&self, me: u16) -> Option<&SignedViewChange> {
+    pub fn own(&self, me: OrderId) -> Option<&SignedViewChange> {
         self.changes.get(&me)
     }
 
     /// A peer's authenticated VIEW-CHANGE for `current` or later (not yet entered): kept if it
     /// is for a later view or a newer incarnation than the one held.
-    pub fn record(&mut self, j: u16, vc: SignedViewChange) {
+    pub fn record(&mut self, j: OrderId, vc: SignedViewChange) {
         let newer = self.changes.get(&j).is_none_or(|old| {
             old.vc.new_view < vc.vc.new_view || old.vc.incarnation < vc.vc.incarnation
         });
@@ -154,7 +154,7 @@ impl Views {
 
     /// Peer `j` lost its records and is now in `incarnation`: what it said in an older life is
     /// void.
-    pub fn forget_older_life(&mut self, j: u16, incarnation: u64) {
+    pub fn forget_older_life(&mut self, j: OrderId, incarnation: u64) {
         if self
             .changes
             .get(&j)
@@ -171,7 +171,7 @@ impl Views {
     }
 
     /// Peer `j` works in `view`: the view to join if `join` peers work above ours.
-    pub fn peer_works_in(&mut self, j: u16, view: View, join: usize) -> Option<View> {
+    pub fn peer_works_in(&mut self, j: OrderId, view: View, join: usize) -> Option<View> {
         if view <= self.current {
             return None;
         }
@@ -191,7 +191,7 @@ impl Views {
     }
 
     /// The replicas whose VIEW-CHANGE wants a view later than `current`.
-    pub fn wanting_later(&self) -> impl Iterator<Item = u16> + '_ {
+    pub fn wanting_later(&self) -> impl Iterator<Item = OrderId> + '_ {
         self.changes
             .iter()
             .filter(|(_, s)| s.vc.new_view > self.current)
@@ -233,7 +233,7 @@ impl Views {
     /// less than `wait` ago.
     pub fn forward_to(
         &mut self,
-        j: u16,
+        j: OrderId,
         now: Micros,
         wait: Micros,
     ) -> Option<(Vec<SignedViewChange>, Signature)> {
@@ -264,7 +264,7 @@ impl Views {
     /// - `INV-own-view-change-not-ahead`: our own VIEW-CHANGE is for no view later than ours;
     /// - `INV-entered-holds-only-later-view-changes`: in an entered view, every VIEW-CHANGE
     ///   held wants a later one (older ones were spent on entering).
-    pub fn check_invariants(&self, me: u16) -> Result<(), BrokenInvariant> {
+    pub fn check_invariants(&self, me: OrderId) -> Result<(), BrokenInvariant> {
         BrokenInvariant::check(
             self.quorum_at.is_none() || !self.active,
             "INV-view-clock-only-while-changing",
@@ -328,10 +328,13 @@ mod tests {
         assert_eq!(v.quorum_at(), Some(7));
         v.enter(View(1), Vec::new(), SIG);
         assert_eq!(v.quorum_at(), None);
-        v.check_invariants(0).unwrap();
+        v.check_invariants(OrderId(0)).unwrap();
         v.progressed();
         assert_eq!(v.timeout(100), 100);
-        assert!(v.forward_to(1, 0, 10).is_some());
-        assert!(v.forward_to(1, 5, 10).is_none(), "at most once per wait");
+        assert!(v.forward_to(OrderId(1), 0, 10).is_some());
+        assert!(
+            v.forward_to(OrderId(1), 5, 10).is_none(),
+            "at most once per wait"
+        );
     }
 }

@@ -5,7 +5,7 @@ mod harness;
 
 use harness::Harness;
 use plumb_core::{Event, Stage};
-use plumb_wire::{Message, Principal, Seq, View};
+use plumb_wire::{ExecId, Message, OrderId, Principal, Seq, View};
 
 #[test]
 fn ol1_requests_are_ordered_and_sent_to_execution() {
@@ -24,7 +24,7 @@ fn ol1_requests_are_ordered_and_sent_to_execution() {
     }
     for i in 0..4 {
         assert_eq!(
-            h.replica(i).last_committed(),
+            h.replica(OrderId(i)).last_committed(),
             *h.exec_seen.keys().last().unwrap()
         );
     }
@@ -61,16 +61,16 @@ fn os4_checkpoints_become_stable_and_bound_the_log() {
             h.request(c, nc[c as usize], format!("op{round}").as_bytes());
         }
         h.advance(20_000);
-        let last = h.replica(0).last_committed();
+        let last = h.replica(OrderId(0)).last_committed();
         for s in (4..=last.0).step_by(4) {
             h.cp_tokens(Seq(s));
         }
         h.advance(20_000);
     }
-    let last = h.replica(0).last_committed();
+    let last = h.replica(OrderId(0)).last_committed();
     assert!(last >= Seq(8), "progress: {last}");
     for i in 0..4 {
-        let r = h.replica(i);
+        let r = h.replica(OrderId(i));
         assert!(
             r.stable_checkpoint() >= last.minus(8),
             "replica {i} stable {} last {last}",
@@ -90,10 +90,10 @@ fn primary_crash_view_change_keeps_committed_batches() {
     h.advance(50_000);
     let before = h.committed.clone();
     assert_eq!(before.len(), 1);
-    h.crash(0);
+    h.crash(OrderId(0));
     h.request(1, 1, b"b");
     h.advance(2_000_000);
-    assert!(h.replica(1).view() >= View(1), "view changed");
+    assert!(h.replica(OrderId(1)).view() >= View(1), "view changed");
     let ncs: Vec<(u32, u64)> = h
         .exec_seen
         .values()
@@ -140,16 +140,25 @@ fn a_primary_restarted_in_its_view_proposes_nothing_more_there() {
     h.advance(50_000);
     let before = h.committed.clone();
     assert_eq!(before.len(), 2);
-    h.crash(0);
-    h.restart(0);
-    assert_eq!(h.replica(0).view(), View(0), "it resumes in its view");
-    assert_eq!(h.replica(0).counters().get("suspect-restarted"), 1);
+    h.crash(OrderId(0));
+    h.restart(OrderId(0));
+    assert_eq!(
+        h.replica(OrderId(0)).view(),
+        View(0),
+        "it resumes in its view"
+    );
+    assert_eq!(h.replica(OrderId(0)).counters().get("suspect-restarted"), 1);
     let sent_before = h.unsynced[0];
     h.request(1, 1, b"c");
     h.advance(2_000_000);
     assert_eq!(h.unsynced[0], sent_before, "no pre-prepare in view 0 again");
-    assert!(h.replica(1).view() >= View(1), "the view changed");
-    assert_eq!(h.replica(0).counters().get("view-change-restarted"), 1);
+    assert!(h.replica(OrderId(1)).view() >= View(1), "the view changed");
+    assert_eq!(
+        h.replica(OrderId(0))
+            .counters()
+            .get("view-change-restarted"),
+        1
+    );
     let ncs: Vec<(u32, u64)> = h
         .exec_seen
         .values()
@@ -175,27 +184,27 @@ fn a_batch_its_primary_forgot_does_not_stall_the_view_change() {
     h.request(0, 1, b"a");
     h.advance(50_000);
     assert_eq!(h.committed.len(), 1);
-    h.drop_to.push((2, "pre-prepare"));
-    h.drop_from.push((0, "prepare"));
-    h.drop_from.push((0, "commit"));
-    h.drop_from.push((0, "next-batch"));
+    h.drop_to.push((OrderId(2), "pre-prepare"));
+    h.drop_from.push((OrderId(0), "prepare"));
+    h.drop_from.push((OrderId(0), "commit"));
+    h.drop_from.push((OrderId(0), "next-batch"));
     h.request(0, 2, b"b");
     h.advance(1_000);
     assert_eq!(h.unsynced[0], 3, "slot 2 went ahead of the primary's disk");
     assert_eq!(
-        h.replica(1).last_committed(),
+        h.replica(OrderId(1)).last_committed(),
         Seq(1),
         "slot 2 did not commit"
     );
-    h.crash(3);
-    h.crash(0);
+    h.crash(OrderId(3));
+    h.crash(OrderId(0));
     h.disks[0].remove(&format!("order/slot/{:020}", 2));
     h.drop_to.clear();
     h.drop_from.clear();
-    h.restart(0);
+    h.restart(OrderId(0));
     h.request(1, 1, b"c");
     h.advance(5_000_000);
-    assert!(h.replica(1).view() >= View(1), "the view changed");
+    assert!(h.replica(OrderId(1)).view() >= View(1), "the view changed");
     let ncs: Vec<(u32, u64)> = h
         .exec_seen
         .values()
@@ -204,30 +213,30 @@ fn a_batch_its_primary_forgot_does_not_stall_the_view_change() {
     assert!(
         ncs.contains(&(0, 2)) && ncs.contains(&(1, 1)),
         "ordered after the view change: {ncs:?} (replica 1 in view {}, active {})",
-        h.replica(1).view(),
-        h.replica(1).is_view_active()
+        h.replica(OrderId(1)).view(),
+        h.replica(OrderId(1)).is_view_active()
     );
 }
 
 #[test]
 fn restarted_replica_catches_up() {
     let mut h = Harness::new(1, 1, 4);
-    h.crash(3);
+    h.crash(OrderId(3));
     let mut nc = 0;
     for _ in 0..20 {
         nc += 1;
         h.request(0, nc, b"x");
         h.advance(20_000);
-        let last = h.replica(0).last_committed();
+        let last = h.replica(OrderId(0)).last_committed();
         for s in (4..=last.0).step_by(4) {
             h.cp_tokens(Seq(s));
         }
         h.advance(20_000);
     }
-    let target = h.replica(0).last_committed();
-    h.restart(3);
+    let target = h.replica(OrderId(0)).last_committed();
+    h.restart(OrderId(3));
     h.advance(1_000_000);
-    let r = h.replica(3);
+    let r = h.replica(OrderId(3));
     assert_eq!(
         r.last_committed(),
         target,
@@ -250,8 +259,8 @@ fn partitioned_primary_is_replaced_and_rejoins() {
     assert_eq!(h.committed.len(), 2);
     h.advance(2_000_000);
     assert_eq!(
-        h.replica(0).view(),
-        h.replica(1).view(),
+        h.replica(OrderId(0)).view(),
+        h.replica(OrderId(1)).view(),
         "old primary learned the new view"
     );
 }
@@ -268,25 +277,25 @@ fn restarted_replica_catches_up_when_the_checkpoint_it_fetches_is_discarded() {
             nc += 1;
             h.request(0, nc, b"x");
             h.advance(20_000);
-            let last = h.replica(0).last_committed();
+            let last = h.replica(OrderId(0)).last_committed();
             for s in (4..=last.0).step_by(4) {
                 h.cp_tokens(Seq(s));
             }
             h.advance(20_000);
         }
     };
-    h.crash(3);
+    h.crash(OrderId(3));
     load(&mut h, 12);
     // Restart while no order state gets through: the replica learns of a stable checkpoint and
     // asks for it, and its peers move two checkpoints further before it is answered.
     h.drop_kinds = vec!["order-state"];
-    h.restart(3);
+    h.restart(OrderId(3));
     load(&mut h, 12);
     h.drop_kinds.clear();
     load(&mut h, 2);
     h.advance(1_000_000);
-    let target = h.replica(0).last_committed();
-    let r = h.replica(3);
+    let target = h.replica(OrderId(0)).last_committed();
+    let r = h.replica(OrderId(3));
     assert_eq!(
         r.last_committed(),
         target,
@@ -301,13 +310,13 @@ fn restarted_replica_catches_up_when_the_checkpoint_it_fetches_is_discarded() {
 #[test]
 fn replica_down_for_longer_than_the_vote_window_catches_up() {
     let mut h = Harness::new(1, 1, 4);
-    h.crash(3);
+    h.crash(OrderId(3));
     let mut nc = 0;
-    while h.replica(0).stable_checkpoint() < Seq(4 * 70) {
+    while h.replica(OrderId(0)).stable_checkpoint() < Seq(4 * 70) {
         nc += 1;
         h.request(0, nc, b"x");
         h.advance(20_000);
-        let last = h.replica(0).last_committed();
+        let last = h.replica(OrderId(0)).last_committed();
         let newest = last.round_down(4);
         for s in [newest.minus(4), newest] {
             if s > Seq::ZERO {
@@ -317,18 +326,18 @@ fn replica_down_for_longer_than_the_vote_window_catches_up() {
         h.advance(20_000);
         assert!(nc < 2_000, "the cluster stopped making checkpoints");
     }
-    h.restart(3);
+    h.restart(OrderId(3));
     for _ in 0..3 {
         nc += 1;
         h.request(0, nc, b"x");
         h.advance(20_000);
-        let last = h.replica(0).last_committed();
+        let last = h.replica(OrderId(0)).last_committed();
         h.cp_tokens(last.round_down(4));
         h.advance(20_000);
     }
     h.advance(1_000_000);
-    let target = h.replica(0).last_committed();
-    let r = h.replica(3);
+    let target = h.replica(OrderId(0)).last_committed();
+    let r = h.replica(OrderId(3));
     assert_eq!(
         r.last_committed(),
         target,
@@ -354,29 +363,29 @@ fn a_lagging_replica_the_quorum_needs_catches_up_on_r_plus_one_checkpoint_votes(
             nc[c as usize] += 1;
             h.request(c, nc[c as usize], b"x");
             h.advance(20_000);
-            let last = h.replica(0).last_committed();
+            let last = h.replica(OrderId(0)).last_committed();
             for s in (4..=last.0).step_by(4) {
                 h.cp_tokens(Seq(s));
             }
             h.advance(20_000);
         }
     };
-    h.crash(3);
+    h.crash(OrderId(3));
     for _ in 0..3 {
         load(&mut h, 0..4);
     }
-    let stable = h.replica(0).stable_checkpoint();
+    let stable = h.replica(OrderId(0)).stable_checkpoint();
     assert!(
         stable >= Seq(8),
         "the three live replicas made checkpoints stable"
     );
-    h.crash(2);
-    h.restart(3);
-    let before = h.replica(0).last_committed();
+    h.crash(OrderId(2));
+    h.restart(OrderId(3));
+    let before = h.replica(OrderId(0)).last_committed();
     load(&mut h, 4..8);
     h.advance(1_000_000);
-    let after = h.replica(0).last_committed();
-    let r = h.replica(3);
+    let after = h.replica(OrderId(0)).last_committed();
+    let r = h.replica(OrderId(3));
     assert!(
         after >= before + 4,
         "the cluster orders again with o3's votes ({before} committed before, {after} after; o3 stable {}, committed {}, counters {:?})",
@@ -399,11 +408,16 @@ fn a_primary_that_sends_no_pre_prepare_is_replaced_after_a_heartbeat() {
     h.advance(heartbeat + heartbeat / 2);
     // Enough backups time out on the heartbeat for the rest to join them.
     let fired = (1..4)
-        .filter(|b| h.replica(*b).counters().get("view-change-heartbeat") == 1)
+        .filter(|b| {
+            h.replica(OrderId(*b))
+                .counters()
+                .get("view-change-heartbeat")
+                == 1
+        })
         .count();
     assert!(fired >= h.q().view_change_join(), "{fired} heartbeats");
     for b in 1..4 {
-        let r = h.replica(b);
+        let r = h.replica(OrderId(b));
         assert_eq!(
             r.counters().get("view-change-progress-timeout"),
             0,
@@ -429,7 +443,7 @@ fn a_primary_whose_window_is_full_is_not_suspected_by_the_heartbeat() {
         h.advance(10_000);
     }
     assert_eq!(
-        h.replica(0).last_committed(),
+        h.replica(OrderId(0)).last_committed(),
         Seq(4),
         "window top: 0 + 2 * 2"
     );
@@ -437,7 +451,7 @@ fn a_primary_whose_window_is_full_is_not_suspected_by_the_heartbeat() {
     h.advance(3 * heartbeat);
     assert_eq!(h.committed.len(), 4);
     for b in 1..4 {
-        let r = h.replica(b);
+        let r = h.replica(OrderId(b));
         assert_eq!(r.counters().get("suspect-heartbeat"), 0, "backup {b}");
         assert!(r.counters().get("heartbeat-window-full") >= 1, "backup {b}");
         assert_eq!(r.view(), View(0));
@@ -447,8 +461,8 @@ fn a_primary_whose_window_is_full_is_not_suspected_by_the_heartbeat() {
     h.advance(10_000);
     assert_eq!(h.committed.len(), 5);
     for b in 0..4 {
-        assert_eq!(h.replica(b).view(), View(0));
-        assert_eq!(h.replica(b).counters().get("suspect-heartbeat"), 0);
+        assert_eq!(h.replica(OrderId(b)).view(), View(0));
+        assert_eq!(h.replica(OrderId(b)).counters().get("suspect-heartbeat"), 0);
     }
 }
 
@@ -466,14 +480,14 @@ fn a_view_change_to_a_dead_primary_is_given_up_before_its_timeout() {
     assert_eq!(h.committed.len(), 1);
     // o1, the primary of view 1, dies just as o0 stops proposing: the backups go to view 1
     // before o1 has been silent long enough to be skipped.
-    h.crash(1);
+    h.crash(OrderId(1));
     h.drop_kinds = vec!["pre-prepare"];
     h.request(1, 1, b"b");
     h.advance(heartbeat * 2);
     h.drop_kinds.clear();
     for b in [2, 3] {
         assert_eq!(
-            h.replica(b).view(),
+            h.replica(OrderId(b)).view(),
             View(1),
             "backup {b} waits for o1's NEW-VIEW"
         );
@@ -481,16 +495,18 @@ fn a_view_change_to_a_dead_primary_is_given_up_before_its_timeout() {
     h.advance(8 * heartbeat);
     assert!(8 * heartbeat < timeout / 2);
     for b in [0, 2, 3] {
-        let r = h.replica(b);
+        let r = h.replica(OrderId(b));
         assert!(
             r.view() >= View(2),
             "replica {b} still in view {}",
             r.view()
         );
     }
-    assert!([0, 2, 3]
-        .iter()
-        .any(|b| h.replica(*b).counters().get("view-change-primary-dead") >= 1));
+    assert!([0, 2, 3].iter().any(|b| h
+        .replica(OrderId(*b))
+        .counters()
+        .get("view-change-primary-dead")
+        >= 1));
     h.advance(20_000);
     assert_eq!(h.committed.len(), 2);
 }
@@ -502,8 +518,8 @@ fn a_view_change_to_a_dead_primary_is_given_up_before_its_timeout() {
 #[test]
 fn a_prepare_that_arrives_before_its_pre_prepare_counts() {
     let mut h = Harness::new(1, 1, 8);
-    h.crash(3);
-    h.hold_to = vec![(1, "pre-prepare")];
+    h.crash(OrderId(3));
+    h.hold_to = vec![(OrderId(1), "pre-prepare")];
     h.request(0, 1, b"a");
     h.deliver_all();
     assert!(!h.held.is_empty(), "the PRE-PREPARE to o1 was held back");
@@ -511,7 +527,7 @@ fn a_prepare_that_arrives_before_its_pre_prepare_counts() {
     // No time passes: no tick, no resend. o1 accepts, counts o2's early PREPARE and commits.
     h.release_held();
     assert_eq!(h.committed.len(), 1);
-    assert_eq!(h.replica(1).last_committed(), Seq(1));
+    assert_eq!(h.replica(OrderId(1)).last_committed(), Seq(1));
 }
 
 /// Suspecting is a vote, not a departure (suspicion.rs): one backup that misses the
@@ -525,11 +541,11 @@ fn a_lone_suspicion_keeps_the_backup_in_the_view_and_a_second_one_changes_it() {
     // o1 hears nothing of the agreement (so it cannot catch up on its own either).
     h.drop_to = ["pre-prepare", "prepare", "commit", "committed"]
         .into_iter()
-        .map(|k| (1, k))
+        .map(|k| (OrderId(1), k))
         .collect();
     h.request(0, 1, b"a");
     h.advance(heartbeat * 3);
-    let r1 = h.replica(1);
+    let r1 = h.replica(OrderId(1));
     assert_eq!(
         r1.counters().get("suspect-heartbeat"),
         1,
@@ -546,12 +562,17 @@ fn a_lone_suspicion_keeps_the_backup_in_the_view_and_a_second_one_changes_it() {
     // The others ordered it without o1's PREPARE (n - u = 3 of them).
     assert_eq!(h.committed.len(), 1);
     for b in [2, 3] {
-        assert_eq!(h.replica(b).view(), View(0), "backup {b}");
+        assert_eq!(h.replica(OrderId(b)).view(), View(0), "backup {b}");
     }
     // A second replica suspecting view 0 takes o1 out of it (min(u,r) + 1 = 2 voices).
-    h.deliver_to(1, &Message::Suspect { view: View(0) }, 2);
-    assert_eq!(h.replica(1).view(), View(1));
-    assert_eq!(h.replica(1).counters().get("view-change-heartbeat"), 1);
+    h.deliver_to(OrderId(1), &Message::Suspect { view: View(0) }, OrderId(2));
+    assert_eq!(h.replica(OrderId(1)).view(), View(1));
+    assert_eq!(
+        h.replica(OrderId(1))
+            .counters()
+            .get("view-change-heartbeat"),
+        1
+    );
 }
 
 /// Seed 004 §3.4.3 fairness: a primary that never proposes client 0's request while ordering
@@ -562,9 +583,9 @@ fn a_lone_suspicion_keeps_the_backup_in_the_view_and_a_second_one_changes_it() {
 fn a_primary_that_passes_over_a_client_is_replaced_and_the_client_served() {
     let mut h = Harness::new(1, 1, 8);
     let starved = |h: &mut Harness| {
-        let ring = &h.rings[&Principal::Order(0)];
+        let ring = &h.rings[&Principal::Order(OrderId(0))];
         h.queue.retain(|(to, frame)| {
-            *to != Principal::Order(0)
+            *to != Principal::Order(OrderId(0))
                 || !matches!(ring.open(frame), Ok((_, Message::AuthReq { core, .. })) if core.client == 0)
         });
     };
@@ -574,21 +595,25 @@ fn a_primary_that_passes_over_a_client_is_replaced_and_the_client_served() {
     for c in 2..10 {
         h.request(c, 1, b"another client");
         h.advance(5_000);
-        assert_eq!(h.replica(1).view(), View(0), "client {c}");
+        assert_eq!(h.replica(OrderId(1)).view(), View(0), "client {c}");
     }
     let k = h.cfg.unfair_orders as u64;
     for nc in 1..k {
         h.request(1, nc, b"other");
         h.advance(5_000);
-        assert_eq!(h.replica(1).view(), View(0), "request {nc} of client 1");
+        assert_eq!(
+            h.replica(OrderId(1)).view(),
+            View(0),
+            "request {nc} of client 1"
+        );
     }
     h.request(1, k, b"last");
     h.advance(5_000);
     for b in 1..4 {
         assert!(
-            h.replica(b).counters().get("view-change-unfair") == 1,
+            h.replica(OrderId(b)).counters().get("view-change-unfair") == 1,
             "backup {b}: {:?}",
-            h.replica(b).counters().iter().collect::<Vec<_>>()
+            h.replica(OrderId(b)).counters().iter().collect::<Vec<_>>()
         );
     }
     h.advance(1_000_000);
@@ -597,7 +622,7 @@ fn a_primary_that_passes_over_a_client_is_replaced_and_the_client_served() {
         .values()
         .any(|b| b.requests.iter().any(|r| r.client == 0));
     assert!(victim_ordered, "{:?}", h.exec_seen);
-    assert!(h.replica(1).view() >= View(1));
+    assert!(h.replica(OrderId(1)).view() >= View(1));
 }
 
 /// Seed 004 §3.4.3 fairness without a fault: on two shared cores a backup's links lag by a
@@ -609,9 +634,9 @@ fn a_primary_that_passes_over_a_client_is_replaced_and_the_client_served() {
 fn a_request_held_for_less_than_a_heartbeat_is_not_passed_over() {
     let mut h = Harness::new(1, 1, 8);
     let late_to_primary = |h: &mut Harness| {
-        let ring = &h.rings[&Principal::Order(0)];
+        let ring = &h.rings[&Principal::Order(OrderId(0))];
         h.queue.retain(|(to, frame)| {
-            *to != Principal::Order(0)
+            *to != Principal::Order(OrderId(0))
                 || !matches!(ring.open(frame), Ok((_, Message::AuthReq { core, .. })) if core.client == 0)
         });
     };
@@ -625,7 +650,7 @@ fn a_request_held_for_less_than_a_heartbeat_is_not_passed_over() {
     }
     assert!(h.exec_seen.len() as u64 >= k, "{:?}", h.exec_seen.keys());
     for b in 1..4 {
-        let counters = h.replica(b).counters();
+        let counters = h.replica(OrderId(b)).counters();
         assert_eq!(
             counters.get("suspect-unfair"),
             0,
@@ -644,7 +669,7 @@ fn a_request_held_for_less_than_a_heartbeat_is_not_passed_over() {
 #[test]
 fn a_backup_whose_pre_prepares_lag_does_not_call_the_primary_unfair() {
     let mut h = Harness::new(1, 1, 8);
-    h.hold_to = vec![(1, "pre-prepare")];
+    h.hold_to = vec![(OrderId(1), "pre-prepare")];
     let k = h.cfg.unfair_orders as u64;
     for nc in 1..=k {
         h.request(1, nc, b"ordered while the backup lags");
@@ -655,14 +680,14 @@ fn a_backup_whose_pre_prepares_lag_does_not_call_the_primary_unfair() {
     h.advance(1_000);
     h.release_held();
     h.advance(5_000);
-    let counters = h.replica(1).counters();
+    let counters = h.replica(OrderId(1)).counters();
     assert_eq!(
         counters.get("suspect-unfair"),
         0,
         "{:?}",
         counters.iter().collect::<Vec<_>>()
     );
-    assert_eq!(h.replica(1).view(), View(0));
+    assert_eq!(h.replica(OrderId(1)).view(), View(0));
 }
 
 /// Seed 004 §3.4.2 idle check: while a request waits for ordering and ordering progresses, a
@@ -678,10 +703,10 @@ fn catch_up_requests_wait_until_the_replica_is_idle() {
     h.drop_kinds = vec!["pre-prepare"];
     h.request(1, 1, b"b");
     h.deliver_all();
-    let o3 = Principal::Order(3);
+    let o3 = Principal::Order(OrderId(3));
     let ask = h.rings[&o3]
         .seal(
-            Principal::Order(1),
+            Principal::Order(OrderId(1)),
             &Message::FetchCommitted { from: Seq(1) },
         )
         .unwrap();
@@ -693,15 +718,15 @@ fn catch_up_requests_wait_until_the_replica_is_idle() {
             })
             .count()
     };
-    h.step(1, Event::Receive(ask));
+    h.step(OrderId(1), Event::Receive(ask));
     assert_eq!(answers(&h), 0);
-    assert_eq!(h.replica(1).counters().get("catch-up-deferred"), 1);
+    assert_eq!(h.replica(OrderId(1)).counters().get("catch-up-deferred"), 1);
     // Half a heartbeat later nothing was ordered: idle, so it answers.
     let due = h.timers[1][&4];
     assert_eq!(due, h.now + h.cfg.heartbeat_us / 2);
     h.now = due;
     h.timers[1].remove(&4);
-    h.step(1, Event::Timer(plumb_core::TimerId(4)));
+    h.step(OrderId(1), Event::Timer(plumb_core::TimerId(4)));
     assert_eq!(answers(&h), 1);
 }
 
@@ -717,41 +742,48 @@ fn an_execution_replica_whose_checkpoint_differs_is_told_to_load_the_agreed_one(
         h.request(0, nc, format!("op{nc}").as_bytes());
         h.advance(20_000);
     }
-    assert!(h.replica(0).last_committed() >= Seq(4));
+    assert!(h.replica(OrderId(0)).last_committed() >= Seq(4));
     let agreed = Digest::of(&4u64.to_le_bytes());
     let wrong = Digest::of(b"a state no correct replica holds");
     // Exec 2 diverged before the checkpoint is learned, exec 1's token comes late.
-    h.cp_token_from(2, Seq(4), wrong);
-    h.cp_token_from(0, Seq(4), agreed);
+    h.cp_token_from(ExecId(2), Seq(4), wrong);
+    h.cp_token_from(ExecId(0), Seq(4), agreed);
     h.advance(1_000);
     assert!(h.load_cps.is_empty(), "one token is no agreement yet");
-    h.cp_token_from(1, Seq(4), agreed);
+    h.cp_token_from(ExecId(1), Seq(4), agreed);
     h.advance(1_000);
-    let order = h.q().order as u16;
-    let told: Vec<(u16, u16, Seq, Digest)> = (0..order).map(|o| (2, o, Seq(4), agreed)).collect();
+    let order = h.q().order;
+    let told: Vec<(ExecId, OrderId, Seq, Digest)> = OrderId::all(order)
+        .map(|o| (ExecId(2), o, Seq(4), agreed))
+        .collect();
     let mut got = h.load_cps.clone();
     got.sort();
     assert_eq!(
         got, told,
         "every order replica names the agreed checkpoint to exec 2"
     );
-    for o in 0..order {
+    for o in OrderId::all(order) {
         assert_eq!(h.replica(o).counters().get("exec-checkpoint-differs"), 1);
     }
     // Its token repeated (an idle replica repeats its newest) gets no answer within a period...
     h.load_cps.clear();
-    h.cp_token_from(2, Seq(4), wrong);
+    h.cp_token_from(ExecId(2), Seq(4), wrong);
     h.advance(1_000);
     assert!(h.load_cps.is_empty());
     // ...and one after it (the first LOAD-CP may have been lost), reported once still.
     h.advance(h.cfg.catch_up_us);
-    h.cp_token_from(2, Seq(4), wrong);
+    h.cp_token_from(ExecId(2), Seq(4), wrong);
     h.advance(1_000);
-    assert_eq!(h.load_cps.len(), order as usize);
-    assert_eq!(h.replica(0).counters().get("exec-checkpoint-differs"), 1);
+    assert_eq!(h.load_cps.len(), order);
+    assert_eq!(
+        h.replica(OrderId(0))
+            .counters()
+            .get("exec-checkpoint-differs"),
+        1
+    );
     // The agreeing replicas are never told anything.
     h.load_cps.clear();
-    h.cp_token_from(0, Seq(4), agreed);
+    h.cp_token_from(ExecId(0), Seq(4), agreed);
     h.advance(1_000);
     assert!(h.load_cps.is_empty());
 }
@@ -759,8 +791,8 @@ fn an_execution_replica_whose_checkpoint_differs_is_told_to_load_the_agreed_one(
 /// One round of closed-loop load: `clients` send their request `nc`, the primary's
 /// PRE-PREPAREs reach the backups `wait` later, and execution takes every checkpoint.
 fn load_round(h: &mut Harness, clients: u32, nc: u64, wait: u64) {
-    let primary = h.replica(0).view().primary(h.q().order);
-    h.hold_to = (0..h.q().order as u16)
+    let primary = h.replica(OrderId(0)).view().primary(h.q().order);
+    h.hold_to = OrderId::all(h.q().order)
         .filter(|b| *b != primary)
         .map(|b| (b, "pre-prepare"))
         .collect();
@@ -787,12 +819,12 @@ fn a_rate_below_the_bar_counts_against_the_primary_only_if_requests_waited_for_i
     // View 0: 8 clients, each request ordered 1 ms after it is pending. After the grace
     // period, with no past view to compare with, the backups change view (no-reference).
     let mut nc = 0;
-    while h.replica(2).view() == View(0) {
+    while h.replica(OrderId(2)).view() == View(0) {
         nc += 1;
         assert!(nc < 1_000, "no view change for a reference");
         load_round(&mut h, 8, nc, 1_000);
     }
-    let view = h.replica(2).view();
+    let view = h.replica(OrderId(2)).view();
     let committed = h.committed.len();
     // Two clients, ordered as promptly: a quarter of the rate, yet the primary kept up.
     for _ in 0..300 {
@@ -801,12 +833,12 @@ fn a_rate_below_the_bar_counts_against_the_primary_only_if_requests_waited_for_i
     }
     assert!(h.committed.len() > committed, "the load went on");
     for b in 0..4 {
-        let r = h.replica(b);
+        let r = h.replica(OrderId(b));
         assert_eq!(r.view(), view, "replica {b} changed view");
         assert_eq!(r.counters().get("suspect-slow-primary"), 0, "replica {b}");
     }
     assert!((0..4).any(|b| h
-        .replica(b)
+        .replica(OrderId(b))
         .counters()
         .get("rate-below-bar-primary-kept-up")
         >= 2));
@@ -814,12 +846,15 @@ fn a_rate_below_the_bar_counts_against_the_primary_only_if_requests_waited_for_i
     for _ in 0..100 {
         nc += 1;
         load_round(&mut h, 2, nc, 8_000);
-        if h.replica(2).view() > view {
+        if h.replica(OrderId(2)).view() > view {
             break;
         }
     }
-    assert!(h.replica(2).view() > view, "the slow primary was kept");
-    assert!((0..4).any(|b| h.replica(b).counters().get("suspect-slow-primary") >= 1));
+    assert!(
+        h.replica(OrderId(2)).view() > view,
+        "the slow primary was kept"
+    );
+    assert!((0..4).any(|b| h.replica(OrderId(b)).counters().get("suspect-slow-primary") >= 1));
 }
 
 /// Fair order for a client's next request (`Collected::vouched_order`): a client whose request
@@ -832,12 +867,12 @@ fn a_rate_below_the_bar_counts_against_the_primary_only_if_requests_waited_for_i
 fn a_request_after_an_uncommitted_one_is_ordered_by_its_arrival() {
     let mut h = Harness::new(1, 1, 8);
     // The primary accepts client 0's first request and hears no COMMIT for it.
-    h.hold_to = vec![(0, "commit")];
+    h.hold_to = vec![(OrderId(0), "commit")];
     h.request(0, 1, b"first");
     h.deliver_all();
-    assert_eq!(h.replica(0).last_committed(), Seq(0));
+    assert_eq!(h.replica(OrderId(0)).last_committed(), Seq(0));
     assert!(
-        h.replica(1).last_committed() >= Seq(1),
+        h.replica(OrderId(1)).last_committed() >= Seq(1),
         "the backups commit it"
     );
     // Batch 1 is in flight at the primary, so it gathers the next batch until its timer.
@@ -875,7 +910,9 @@ fn a_batch_time_outside_the_skew_either_side_is_refused_and_the_primary_replaced
         );
         for b in 1..4 {
             assert_eq!(
-                h.replica(b).counters().get("batch-time-out-of-bound"),
+                h.replica(OrderId(b))
+                    .counters()
+                    .get("batch-time-out-of-bound"),
                 1,
                 "o{b}"
             );
@@ -886,7 +923,7 @@ fn a_batch_time_outside_the_skew_either_side_is_refused_and_the_primary_replaced
             1,
             "offset {off}: ordered in a later view"
         );
-        let view = h.replica(1).view();
+        let view = h.replica(OrderId(1)).view();
         assert!(view >= View(1), "offset {off}: view {view}");
         let batch = h.exec_seen.get(&Seq(1)).expect("batch 1 reached execution");
         // Proposed by a primary whose clock is right, once the request was there.
@@ -910,11 +947,15 @@ fn a_backup_whose_own_clock_is_off_takes_the_batch_on_r_plus_one_vouchers() {
     h.request(0, 1, b"a");
     h.advance(10_000);
     assert_eq!(h.committed.len(), 1);
-    let r1 = h.replica(1);
+    let r1 = h.replica(OrderId(1));
     assert_eq!(r1.counters().get("batch-time-out-of-bound"), 1);
     assert_eq!(r1.counters().get("batch-time-vouched-by-peers"), 1);
     assert_eq!(r1.last_committed(), Seq(1));
     for i in 0..4 {
-        assert_eq!(h.replica(i).view(), View(0), "o{i} stays in view 0");
+        assert_eq!(
+            h.replica(OrderId(i)).view(),
+            View(0),
+            "o{i} stays in view 0"
+        );
     }
 }

@@ -10,19 +10,19 @@ use harness::scenarios::*;
 use harness::Harness;
 use plumb_core::DropReason;
 use plumb_core::Stage;
-use plumb_wire::{Seq, View};
+use plumb_wire::{OrderId, Seq, View};
 
 /// Heal the cut-off replicas and run until everyone agrees: the wiped replica rejoins, the
 /// request waiting meanwhile is ordered, and batch 1 is what it was.
 fn heals(h: &mut Harness, wiped: u16) {
     let first = h.committed[&Seq(1)];
     assert!(
-        h.replica(wiped).rejoining().is_some(),
+        h.replica(OrderId(wiped)).rejoining().is_some(),
         "o{wiped} stays out until it can learn a fence"
     );
     h.cut = vec![false; 3];
     h.run_with_tokens(6_000_000);
-    let r = h.replica(wiped);
+    let r = h.replica(OrderId(wiped));
     assert!(
         r.rejoining().is_none(),
         "o{wiped} rejoined (counters {:?})",
@@ -40,13 +40,13 @@ fn heals(h: &mut Harness, wiped: u16) {
         "the waiting request is ordered: {ordered:?}"
     );
     // It votes again: it commits what its peers commit from now on.
-    let before = h.replica(0).last_committed();
+    let before = h.replica(OrderId(0)).last_committed();
     h.request(2, 1, b"c");
     h.run_with_tokens(1_000_000);
-    assert!(h.replica(0).last_committed() > before);
+    assert!(h.replica(OrderId(0)).last_committed() > before);
     assert_eq!(
-        h.replica(wiped).last_committed(),
-        h.replica(0).last_committed()
+        h.replica(OrderId(wiped)).last_committed(),
+        h.replica(OrderId(0)).last_committed()
     );
 }
 
@@ -80,12 +80,12 @@ fn a_wiped_replica_rejoins_an_idle_cluster_on_null_batches() {
         h.request(0, nc, b"x");
         h.run_with_tokens(40_000);
     }
-    let before = h.replica(0).last_committed();
-    h.crash(3);
-    h.wipe(3);
-    h.restart(3);
+    let before = h.replica(OrderId(0)).last_committed();
+    h.crash(OrderId(3));
+    h.wipe(OrderId(3));
+    h.restart(OrderId(3));
     h.run_with_tokens(3_000_000);
-    let r = h.replica(3);
+    let r = h.replica(OrderId(3));
     assert!(
         r.rejoining().is_none(),
         "rejoined without load (counters {:?})",
@@ -102,15 +102,15 @@ fn view_changes_of_a_lost_incarnation_are_refused() {
     h.request(0, 1, b"a");
     h.advance(50_000);
     // o3's view change of its old life (incarnation 0), delivered after it rejoined.
-    let stale = plumb_wire::Message::ViewChange(h.signed_view_change(3, View(1), 0));
-    h.crash(3);
-    h.wipe(3);
-    h.restart(3);
+    let stale = plumb_wire::Message::ViewChange(h.signed_view_change(OrderId(3), View(1), 0));
+    h.crash(OrderId(3));
+    h.wipe(OrderId(3));
+    h.restart(OrderId(3));
     h.run_with_tokens(3_000_000);
-    assert!(h.replica(3).rejoining().is_none());
-    h.deliver_to(0, &stale, 3);
+    assert!(h.replica(OrderId(3)).rejoining().is_none());
+    h.deliver_to(OrderId(0), &stale, OrderId(3));
     assert_eq!(
-        h.replica(0)
+        h.replica(OrderId(0))
             .counters()
             .drops(DropReason::ViewChangeOldIncarnation),
         1
@@ -123,25 +123,25 @@ fn view_changes_of_a_lost_incarnation_are_refused() {
 fn new_view_only_from_the_new_primary() {
     let mut h = Harness::new(1, 1, 4);
     // View 1's primary is o1. o3 builds a NEW-VIEW from valid VIEW-CHANGEs of o0, o2, o3.
-    let forged = h.new_view(View(1), &[0, 2, 3], 3);
-    h.deliver_to(0, &forged, 3);
-    h.deliver_to(2, &forged, 3);
+    let forged = h.new_view(View(1), &[OrderId(0), OrderId(2), OrderId(3)], OrderId(3));
+    h.deliver_to(OrderId(0), &forged, OrderId(3));
+    h.deliver_to(OrderId(2), &forged, OrderId(3));
     assert_eq!(
-        h.replica(0).view(),
+        h.replica(OrderId(0)).view(),
         View(0),
         "a backup's NEW-VIEW is not installed"
     );
     assert_eq!(
-        h.replica(0)
+        h.replica(OrderId(0))
             .counters()
             .drops(DropReason::NewViewNotFromPrimary),
         1
     );
     // Forwarded by anyone, the primary's NEW-VIEW is installed.
-    let real = h.new_view(View(1), &[0, 2, 3], 1);
-    h.deliver_to(0, &real, 3);
-    assert_eq!(h.replica(0).view(), View(1));
-    assert!(h.replica(0).is_view_active());
+    let real = h.new_view(View(1), &[OrderId(0), OrderId(2), OrderId(3)], OrderId(1));
+    h.deliver_to(OrderId(0), &real, OrderId(3));
+    assert_eq!(h.replica(OrderId(0)).view(), View(1));
+    assert!(h.replica(OrderId(0)).is_view_active());
 }
 
 /// Issue 10, finding 6: own order checkpoints above the stable one are reloaded at restart (the
@@ -156,11 +156,11 @@ fn own_checkpoints_are_reloaded_and_leftovers_deleted_at_restart() {
         h.request(0, nc, b"x");
         h.run_with_tokens(40_000);
     }
-    let held = h.replica(1).held_checkpoints();
+    let held = h.replica(OrderId(1)).held_checkpoints();
     assert!(held.contains(&Seq(4)) && held.contains(&Seq(8)), "{held:?}");
-    h.crash(1);
-    h.restart(1);
-    assert_eq!(h.replica(1).held_checkpoints(), held, "reloaded");
+    h.crash(OrderId(1));
+    h.restart(OrderId(1));
+    assert_eq!(h.replica(OrderId(1)).held_checkpoints(), held, "reloaded");
 
     // A leftover record of a checkpoint below the stable one is cleaned up at restart.
     let mut h = Harness::new(1, 1, 4);
@@ -168,13 +168,13 @@ fn own_checkpoints_are_reloaded_and_leftovers_deleted_at_restart() {
         h.request(0, nc, b"x");
         h.run_with_tokens(40_000);
     }
-    let stable = h.replica(1).stable_checkpoint();
+    let stable = h.replica(OrderId(1)).stable_checkpoint();
     assert!(stable >= Seq(8), "stable {stable}");
     let leftover = format!("order/cp/{:020}", 4);
     let bytes = h.disks[1][&format!("order/cp/{stable:020}")].clone();
     h.disks[1].insert(leftover.clone(), bytes);
-    h.crash(1);
-    h.restart(1);
+    h.crash(OrderId(1));
+    h.restart(OrderId(1));
     assert!(!h.disks[1].contains_key(&leftover), "leftover deleted");
-    assert_eq!(h.replica(1).stable_checkpoint(), stable);
+    assert_eq!(h.replica(OrderId(1)).stable_checkpoint(), stable);
 }

@@ -8,6 +8,7 @@ mod harness;
 use harness::scenarios::*;
 use harness::Harness;
 use plumb_core::sabotage::{self, Sabotage};
+use plumb_wire::OrderId;
 
 fn fails(what: &str, scenario: fn(&mut Harness)) {
     let result = std::panic::catch_unwind(|| {
@@ -36,10 +37,14 @@ fn without_the_protections_the_regressions_fail() {
     fails("lost slot records", slot_records_lost);
     sabotage::set(Some(Sabotage::AnyNewView));
     let mut h = Harness::new(1, 1, 4);
-    let forged = h.new_view(plumb_wire::View(1), &[0, 2, 3], 3);
-    h.deliver_to(0, &forged, 3);
+    let forged = h.new_view(
+        plumb_wire::View(1),
+        &[OrderId(0), OrderId(2), OrderId(3)],
+        OrderId(3),
+    );
+    h.deliver_to(OrderId(0), &forged, OrderId(3));
     assert_eq!(
-        h.replica(0).view(),
+        h.replica(OrderId(0)).view(),
         plumb_wire::View(1),
         "a backup's NEW-VIEW is installed"
     );

@@ -14,6 +14,7 @@ use plumb_speculation::app::{
 };
 use plumb_speculation::session::Session;
 use plumb_speculation::{Confirmation, Dependence, SpecReply};
+use plumb_wire::ExecId;
 use std::time::Duration;
 
 const SLOT: u16 = 62;
@@ -54,7 +55,7 @@ fn a_speculative_chain_commits_and_a_failed_speculation_has_no_effect() {
             .await
             .expect("connect");
         // Execution replica 0 answers early.
-        let session = Session::new(client, 0).expect("lanes in one group");
+        let session = Session::new(client, ExecId(0)).expect("lanes in one group");
 
         // 1-reply speculation: 60 increments, each carrying the token the previous one
         // answered, so each needs the previous reply.

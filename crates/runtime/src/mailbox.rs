@@ -146,6 +146,7 @@ impl<J> Mailbox<J> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use plumb_wire::OrderId;
 
     fn frame(b: u8) -> Item<()> {
         Item::Frame(vec![b])
@@ -161,12 +162,12 @@ mod tests {
     #[test]
     fn senders_are_served_round_robin_and_bounded() {
         let m: Mailbox<()> = Mailbox::new(2, 2);
-        let flood = QueueKey::Peer(Principal::Order(1));
+        let flood = QueueKey::Peer(Principal::Order(OrderId(1)));
         for _ in 0..5 {
             m.push(flood, frame(1));
         }
         assert_eq!(m.dropped(), 3);
-        m.push(QueueKey::Peer(Principal::Order(2)), frame(2));
+        m.push(QueueKey::Peer(Principal::Order(OrderId(2))), frame(2));
         m.push(QueueKey::Clients, frame(3));
         // The flooding peer gets one turn in three, not the whole inbox.
         assert_eq!([take(&m), take(&m), take(&m), take(&m)], [1, 2, 3, 1]);

@@ -4,7 +4,7 @@
 use crate::faults::{self, secs, FaultPlan};
 use crate::rng::SimRng;
 use plumb_config::{Faults, ProtocolConfig, Quorums};
-use plumb_wire::Micros;
+use plumb_wire::{ExecId, Micros};
 use std::fmt;
 
 /// Most clients a seed runs (keys are derived once for this many).
@@ -67,7 +67,7 @@ pub struct SessionPlan {
     /// Client ids, all in one speculation group (`id / SPEC_GROUP` equal).
     pub lanes: Vec<u32>,
     /// The execution replica asked for early replies.
-    pub early: u16,
+    pub early: ExecId,
     /// The counter whose increments the session chains (each needs the previous reply).
     pub counter: u32,
     /// Chance that an increment is speculated with no reply at all (a predicted result).

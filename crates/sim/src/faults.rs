@@ -15,7 +15,7 @@
 
 use crate::rng::SimRng;
 use plumb_config::Quorums;
-use plumb_wire::{Micros, Principal};
+use plumb_wire::{AuthId, ExecId, Micros, OrderId, Principal};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -201,9 +201,9 @@ impl FaultPlan {
 /// The replicas of each stage.
 pub fn stages(q: &Quorums) -> [Vec<Principal>; 3] {
     [
-        (0..q.auth as u16).map(Principal::Auth).collect(),
-        (0..q.order as u16).map(Principal::Order).collect(),
-        (0..q.exec as u16).map(Principal::Exec).collect(),
+        AuthId::all(q.auth).map(Principal::Auth).collect(),
+        OrderId::all(q.order).map(Principal::Order).collect(),
+        ExecId::all(q.exec).map(Principal::Exec).collect(),
     ]
 }
 

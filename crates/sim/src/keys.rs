@@ -6,7 +6,7 @@ use crate::config::MAX_CLIENTS;
 use plumb_config::Quorums;
 use plumb_core::KeyRing;
 use plumb_crypto::{Digest, Identity, MacKey, PublicIdentity};
-use plumb_wire::Principal;
+use plumb_wire::{AuthId, ExecId, OrderId, Principal};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -23,9 +23,9 @@ impl KeySet {
 /// Every principal of a minimal cluster for `q`, with `MAX_CLIENTS` clients.
 pub fn principals(q: &Quorums) -> Vec<Principal> {
     let mut v: Vec<Principal> = Vec::new();
-    v.extend((0..q.auth as u16).map(Principal::Auth));
-    v.extend((0..q.order as u16).map(Principal::Order));
-    v.extend((0..q.exec as u16).map(Principal::Exec));
+    v.extend(AuthId::all(q.auth).map(Principal::Auth));
+    v.extend(OrderId::all(q.order).map(Principal::Order));
+    v.extend(ExecId::all(q.exec).map(Principal::Exec));
     v.extend((0..MAX_CLIENTS).map(Principal::Client));
     v
 }
@@ -84,7 +84,7 @@ fn derive(q: &Quorums) -> KeySet {
 mod tests {
     use super::*;
     use plumb_config::Faults;
-    use plumb_wire::{Message, Seq};
+    use plumb_wire::{ExecId, Message, OrderId, Seq};
 
     #[test]
     fn cached_pairwise_keys_open_each_others_frames() {
@@ -92,16 +92,16 @@ mod tests {
         let keys = key_set(&q);
         let msg = Message::LastExec { next: Seq(3) };
         let frame = keys
-            .ring(Principal::Exec(0))
+            .ring(Principal::Exec(ExecId(0)))
             .unwrap()
-            .seal(Principal::Order(2), &msg)
+            .seal(Principal::Order(OrderId(2)), &msg)
             .unwrap();
         let (from, got) = keys
-            .ring(Principal::Order(2))
+            .ring(Principal::Order(OrderId(2)))
             .unwrap()
             .open(&frame)
             .unwrap();
-        assert_eq!((from, got), (Principal::Exec(0), msg));
+        assert_eq!((from, got), (Principal::Exec(ExecId(0)), msg));
         assert!(Arc::ptr_eq(&keys, &key_set(&q)));
     }
 }

@@ -24,13 +24,11 @@
 use crate::envelope::{answer_digest, Predicate, SpecOp, SpecReply, MAX_PREDICATES};
 use crate::shim::{same_group, SPEC_GROUP};
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, ReqNo};
+use plumb_wire::{ClientId, ExecId, ReqNo};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A session-local operation number, increasing from 0.
 pub type OpId = u64;
-/// An execution replica's index (`Principal::Exec`).
-pub type ReplicaId = u16;
 
 /// Early replies per replica whose outcome is remembered (seed 001 §3.3: "the past n early
 /// replies").
@@ -139,7 +137,7 @@ struct Op {
     deps: Vec<OpId>,
     predicates: Vec<Predicate>,
     /// The first early reply and who sent it.
-    early: Option<(ReplicaId, Vec<u8>)>,
+    early: Option<(ExecId, Vec<u8>)>,
     speculated: Option<Speculated>,
 }
 
@@ -158,7 +156,7 @@ pub struct Speculation {
     ops: BTreeMap<OpId, Op>,
     window: usize,
     max_failures: usize,
-    replicas: BTreeMap<ReplicaId, Window>,
+    replicas: BTreeMap<ExecId, Window>,
 }
 
 impl Speculation {
@@ -338,7 +336,7 @@ impl Speculation {
     }
 
     /// The first early reply to `id`, from `replica` (the whole result bytes).
-    pub fn on_early(&mut self, id: OpId, replica: ReplicaId, result: &[u8]) -> Early {
+    pub fn on_early(&mut self, id: OpId, replica: ExecId, result: &[u8]) -> Early {
         let trusted = self.should_speculate(replica);
         let Some(op) = self.ops.get_mut(&id) else {
             return Early::Ignored;
@@ -396,7 +394,7 @@ impl Speculation {
         bad.into_iter().collect()
     }
 
-    fn judge(&mut self, replica: ReplicaId, failed: bool) {
+    fn judge(&mut self, replica: ExecId, failed: bool) {
         let w = self.replicas.entry(replica).or_default();
         w.outcomes.push_back(failed);
         w.failures += usize::from(failed);
@@ -409,12 +407,12 @@ impl Speculation {
     /// Whether to go on with `replica`'s early replies: false while more than the threshold
     /// of its last `window` early replies failed (§3.3). Its replies are still judged while
     /// off, so it comes back once its failures fall out of the window.
-    pub fn should_speculate(&self, replica: ReplicaId) -> bool {
+    pub fn should_speculate(&self, replica: ExecId) -> bool {
         self.failures(replica) <= self.max_failures
     }
 
     /// Failed early replies of `replica` in its current window.
-    pub fn failures(&self, replica: ReplicaId) -> usize {
+    pub fn failures(&self, replica: ExecId) -> usize {
         self.replicas.get(&replica).map_or(0, |w| w.failures)
     }
 }
@@ -439,7 +437,7 @@ mod tests {
         s.assign(id, lane, ReqNo(id + 1), rid(lane, ReqNo(id + 1)))
             .unwrap();
         assert_eq!(
-            s.on_early(id, 0, &executed(early)),
+            s.on_early(id, ExecId(0), &executed(early)),
             Early::Speculate(SpecReply::Executed(early.to_vec()))
         );
         id
@@ -608,7 +606,7 @@ mod tests {
             s.on_confirmed(b, &SpecReply::Aborted { predicate: 0 }.encode()),
             Confirmation::Unknown
         );
-        assert_eq!(s.failures(0), 1);
+        assert_eq!(s.failures(ExecId(0)), 1);
     }
 
     #[test]
@@ -641,15 +639,15 @@ mod tests {
         let q = s.issue(b"q".to_vec(), Dependence::All).unwrap().id;
         assert_eq!(s.predicates(q).unwrap().len(), 1);
         // An early reply for a predicted op only judges the replica.
-        assert_eq!(s.on_early(p, 2, &executed(b"")), Early::Track);
-        assert_eq!(s.on_early(p, 2, &executed(b"")), Early::Ignored);
+        assert_eq!(s.on_early(p, ExecId(2), &executed(b"")), Early::Track);
+        assert_eq!(s.on_early(p, ExecId(2), &executed(b"")), Early::Ignored);
         assert_eq!(
             s.on_confirmed(p, &executed(b"")),
             Confirmation::Confirmed {
                 reply: SpecReply::Executed(vec![])
             }
         );
-        assert_eq!(s.failures(2), 0);
+        assert_eq!(s.failures(ExecId(2)), 0);
         let r = s
             .issue_predicted(b"w".to_vec(), Dependence::All, b"".to_vec())
             .unwrap()
@@ -671,7 +669,7 @@ mod tests {
     fn undecodable_early_reply_is_tracked_and_counts_as_a_failure() {
         let mut s = Speculation::new(0);
         let a = s.issue(b"a".to_vec(), Dependence::All).unwrap().id;
-        assert_eq!(s.on_early(a, 1, b"\xff"), Early::Track);
+        assert_eq!(s.on_early(a, ExecId(1), b"\xff"), Early::Track);
         assert_eq!(s.speculated(a), None);
         assert_eq!(
             s.on_confirmed(a, &executed(b"a")),
@@ -679,11 +677,11 @@ mod tests {
                 reply: SpecReply::Executed(b"a".to_vec())
             }
         );
-        assert_eq!(s.failures(1), 1);
+        assert_eq!(s.failures(ExecId(1)), 1);
     }
 
     /// One op with an early reply from `replica` that is right or wrong.
-    fn round(s: &mut Speculation, replica: ReplicaId, right: bool) -> Early {
+    fn round(s: &mut Speculation, replica: ExecId, right: bool) -> Early {
         let id = s.issue(b"x".to_vec(), Dependence::Nothing).unwrap().id;
         let e = s.on_early(id, replica, &executed(b"x"));
         let committed = if right {
@@ -698,38 +696,47 @@ mod tests {
     #[test]
     fn fault_threshold_stops_and_resumes_per_replica() {
         let mut s = Speculation::new(0);
-        assert!(s.should_speculate(0));
+        assert!(s.should_speculate(ExecId(0)));
         // One failure in the window is at the threshold (1 of 100), not above it.
-        assert!(matches!(round(&mut s, 0, false), Early::Speculate(_)));
-        assert!(s.should_speculate(0));
-        assert!(matches!(round(&mut s, 0, false), Early::Speculate(_)));
-        assert!(!s.should_speculate(0));
+        assert!(matches!(
+            round(&mut s, ExecId(0), false),
+            Early::Speculate(_)
+        ));
+        assert!(s.should_speculate(ExecId(0)));
+        assert!(matches!(
+            round(&mut s, ExecId(0), false),
+            Early::Speculate(_)
+        ));
+        assert!(!s.should_speculate(ExecId(0)));
         // Another replica is unaffected.
-        assert!(s.should_speculate(1));
+        assert!(s.should_speculate(ExecId(1)));
         // While off, early replies are tracked, not speculated on, and still judged.
         for _ in 0..98 {
-            assert_eq!(round(&mut s, 0, true), Early::Track);
+            assert_eq!(round(&mut s, ExecId(0), true), Early::Track);
         }
-        assert_eq!(s.failures(0), 2);
-        assert!(!s.should_speculate(0));
+        assert_eq!(s.failures(ExecId(0)), 2);
+        assert!(!s.should_speculate(ExecId(0)));
         // The 101st judgement pushes the first failure out of the window.
-        assert_eq!(round(&mut s, 0, true), Early::Track);
-        assert_eq!(s.failures(0), 1);
-        assert!(s.should_speculate(0));
-        assert!(matches!(round(&mut s, 0, true), Early::Speculate(_)));
+        assert_eq!(round(&mut s, ExecId(0), true), Early::Track);
+        assert_eq!(s.failures(ExecId(0)), 1);
+        assert!(s.should_speculate(ExecId(0)));
+        assert!(matches!(
+            round(&mut s, ExecId(0), true),
+            Early::Speculate(_)
+        ));
     }
 
     #[test]
     fn custom_window_and_zero_threshold() {
         let mut s = Speculation::with_fault_window(0, 4, 0.0);
-        round(&mut s, 5, false);
-        assert!(!s.should_speculate(5));
+        round(&mut s, ExecId(5), false);
+        assert!(!s.should_speculate(ExecId(5)));
         for _ in 0..3 {
-            round(&mut s, 5, true);
-            assert!(!s.should_speculate(5));
+            round(&mut s, ExecId(5), true);
+            assert!(!s.should_speculate(ExecId(5)));
         }
-        round(&mut s, 5, true);
-        assert!(s.should_speculate(5));
+        round(&mut s, ExecId(5), true);
+        assert!(s.should_speculate(ExecId(5)));
     }
 
     #[test]

@@ -25,6 +25,6 @@ mod tests;
 
 pub use app::SpecBench;
 pub use chain::{Chain, ChainStats};
-pub use client::{Confirmation, Dependence, Early, OpId, ReplicaId, Speculation};
+pub use client::{Confirmation, Dependence, Early, OpId, Speculation};
 pub use envelope::{answer_digest, Predicate, SpecOp, SpecReply, MAX_PREDICATES};
 pub use shim::{SpecStats, Speculative, SPEC_GROUP};

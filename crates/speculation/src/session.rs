@@ -10,7 +10,7 @@
 //! ```no_run
 //! use plumb_speculation::{session::Session, app, Dependence, SpecReply};
 //! # async fn run(client: plumb_client::net::Client) -> Result<(), plumb_speculation::session::SessionError> {
-//! let session = Session::new(client, 0)?; // speculate on execution replica 0
+//! let session = Session::new(client, plumb_wire::ExecId(0))?; // speculate on execution replica 0
 //! let mut call = session.invoke(app::incr_op(1, 0), Dependence::All)?;
 //! if let Some(SpecReply::Executed(early)) = call.early().await {
 //!     // Go on with `early` (the next increment's token) before it commits...
@@ -25,6 +25,7 @@ use crate::envelope::SpecReply;
 use crate::shim::SPEC_GROUP;
 use crate::Speculation;
 use plumb_client::net::{Client, ClientError, SpeculativeCall};
+use plumb_wire::ExecId;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// What can go wrong in a session.
@@ -47,14 +48,14 @@ pub enum SessionError {
 pub struct Session {
     client: Client,
     tracker: Arc<Mutex<Speculation>>,
-    early: u16,
+    early: ExecId,
 }
 
 impl Session {
     /// A session over `client`, speculating on execution replica `early` (the one nearest
     /// the client, or the one beside the primary). Every identity of `client` must be in one
     /// speculation group.
-    pub fn new(client: Client, early: u16) -> Result<Session, SessionError> {
+    pub fn new(client: Client, early: ExecId) -> Result<Session, SessionError> {
         let ids = client.identities().to_vec();
         let group = ids.first().map_or(0, |c| c / SPEC_GROUP);
         if ids.iter().any(|c| c / SPEC_GROUP != group) {
@@ -163,7 +164,7 @@ pub struct Call {
     inner: SpeculativeCall,
     numbered: bool,
     tracker: Arc<Mutex<Speculation>>,
-    early: u16,
+    early: ExecId,
 }
 
 impl Call {

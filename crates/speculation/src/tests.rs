@@ -8,8 +8,7 @@ use crate::envelope::{answer_digest, DecodeError, Predicate, SpecOp, SpecReply, 
 use crate::shim::{predicates_hold, truncate, ReplyLog, Speculative, Verdict, SPEC_GROUP};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
-use plumb_wire::Life;
-use plumb_wire::{ClientId, ReqNo, Seq};
+use plumb_wire::{ClientId, ExecId, Life, ReqNo, Seq};
 use proptest::prelude::*;
 
 fn nd(seq: Seq) -> NonDeterminism {
@@ -1388,7 +1387,7 @@ fn session(
                             SpecReply::Executed(IncrReply::Done { value: 7, token: 7 }.encode())
                                 .encode();
                     }
-                    match client.on_early(issued.id, 0, &early) {
+                    match client.on_early(issued.id, ExecId(0), &early) {
                         Early::Speculate(_) => {}
                         Early::Track => tracked += 1,
                         Early::Ignored => panic!("first early reply ignored"),

@@ -179,10 +179,15 @@ mod tests {
             seq: Seq(9),
             digest: plumb_crypto::Digest::of(b"x"),
         };
-        let f = seal(Principal::Order(1), Principal::Order(2), &m, &key());
+        let f = seal(
+            Principal::Order(OrderId(1)),
+            Principal::Order(OrderId(2)),
+            &m,
+            &key(),
+        );
         let k = key();
-        let (s, got) = open(&f, Principal::Order(2), |_| Some(&k)).unwrap();
-        assert_eq!(s, Principal::Order(1));
+        let (s, got) = open(&f, Principal::Order(OrderId(2)), |_| Some(&k)).unwrap();
+        assert_eq!(s, Principal::Order(OrderId(1)));
         assert_eq!(got, m);
     }
 
@@ -193,26 +198,31 @@ mod tests {
             nc: ReqNo(1),
             op: b"set a 1".to_vec(),
         };
-        let mut f = seal(Principal::Client(4), Principal::Auth(0), &m, &key());
+        let mut f = seal(Principal::Client(4), Principal::Auth(AuthId(0)), &m, &key());
         let n = f.len();
         f[n - 20] ^= 1;
         let k = key();
-        let e = open(&f, Principal::Auth(0), |_| Some(&k)).unwrap_err();
+        let e = open(&f, Principal::Auth(AuthId(0)), |_| Some(&k)).unwrap_err();
         assert_eq!(e, WireError::BadMac(Principal::Client(4)));
     }
 
     #[test]
     fn wrong_receiver_and_unknown_sender() {
         let m = Message::LastExec { next: Seq(4) };
-        let f = seal(Principal::Exec(0), Principal::Order(1), &m, &key());
+        let f = seal(
+            Principal::Exec(ExecId(0)),
+            Principal::Order(OrderId(1)),
+            &m,
+            &key(),
+        );
         let k = key();
         assert!(matches!(
-            open(&f, Principal::Order(2), |_| Some(&k)),
+            open(&f, Principal::Order(OrderId(2)), |_| Some(&k)),
             Err(WireError::WrongReceiver(_))
         ));
         assert_eq!(
-            open(&f, Principal::Order(1), |_| None),
-            Err(WireError::UnknownSender(Principal::Exec(0)))
+            open(&f, Principal::Order(OrderId(1)), |_| None),
+            Err(WireError::UnknownSender(Principal::Exec(ExecId(0))))
         );
     }
 
@@ -223,14 +233,14 @@ mod tests {
         let mut frame = Vec::new();
         frame.extend_from_slice(&MAGIC);
         frame.push(VERSION);
-        frame.extend_from_slice(&Principal::Order(0).label().to_le_bytes());
-        frame.extend_from_slice(&Principal::Order(1).label().to_le_bytes());
+        frame.extend_from_slice(&Principal::Order(OrderId(0)).label().to_le_bytes());
+        frame.extend_from_slice(&Principal::Order(OrderId(1)).label().to_le_bytes());
         frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
         frame.extend_from_slice(&body);
         let mac = key().mac(&frame);
         frame.extend_from_slice(&mac.0);
         let k = key();
-        let e = open(&frame, Principal::Order(1), |_| Some(&k)).unwrap_err();
+        let e = open(&frame, Principal::Order(OrderId(1)), |_| Some(&k)).unwrap_err();
         assert_eq!(e.reason(), "malformed");
     }
 
@@ -238,7 +248,7 @@ mod tests {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             let k = key();
-            let _ = open(&bytes, Principal::Order(1), |_| Some(&k));
+            let _ = open(&bytes, Principal::Order(OrderId(1)), |_| Some(&k));
             let _ = postcard::from_bytes::<Message>(&bytes);
         }
 
@@ -248,11 +258,11 @@ mod tests {
                 core: ReqCore { client: 7, life: crate::Life(5), nc: ReqNo(3), body: Body::Inline(payload) },
                 macs: vec![plumb_crypto::Mac([1; 16]); 4],
             };
-            let mut f = seal(Principal::Auth(1), Principal::Order(1), &m, &key());
+            let mut f = seal(Principal::Auth(AuthId(1)), Principal::Order(OrderId(1)), &m, &key());
             let i = idx % f.len();
             f[i] ^= 1 << bit;
             let k = key();
-            let r = open(&f, Principal::Order(1), |_| Some(&k));
+            let r = open(&f, Principal::Order(OrderId(1)), |_| Some(&k));
             prop_assert!(r.is_err());
         }
 
@@ -272,7 +282,7 @@ mod tests {
                 0 => Message::Reply { nc: ReqNo(nc), req, result, at: crate::Position { seq: Seq(nc / 3), index: (nc % 7) as u32 } },
                 1 => Message::ReadOnlyReply { nc: ReqNo(nc), req, result, executed: Seq(nc / 2) },
                 2 => Message::LastRequestQuery,
-                3 => Message::FastRead { life: crate::Life(nc ^ 7), nc: ReqNo(nc), executor: (nc % 5) as u16, op: result },
+                3 => Message::FastRead { life: crate::Life(nc ^ 7), nc: ReqNo(nc), executor: crate::ExecId((nc % 5) as u16), op: result },
                 4 => Message::SketchReply { nc: ReqNo(nc), req, sketch: (nc % 2 == 0).then_some(req) },
                 5 => Message::EarlyRequest { life: crate::Life(nc >> 3), nc: ReqNo(nc), op: result },
                 6 => Message::EarlyReply { nc: ReqNo(nc), req, result },
@@ -285,7 +295,7 @@ mod tests {
             let i = idx % flipped.len();
             flipped[i] ^= 1 << bit;
             let _ = postcard::from_bytes::<Message>(&flipped);
-            let f = seal(Principal::Exec(0), Principal::Client(3), &m, &key());
+            let f = seal(Principal::Exec(ExecId(0)), Principal::Client(3), &m, &key());
             let k = key();
             let _ = open(&f[..cut.min(f.len())], Principal::Client(3), |_| Some(&k));
         }

@@ -11,6 +11,7 @@
 pub mod envelope;
 pub mod message;
 pub mod principal;
+mod replica_id;
 mod req_no;
 mod seq;
 mod view;
@@ -18,3 +19,4 @@ mod view;
 pub use envelope::{open, seal, Envelope, WireError, MAX_FRAME_BYTES};
 pub use message::*;
 pub use principal::Principal;
+pub use replica_id::{AuthId, ExecId, OrderId};

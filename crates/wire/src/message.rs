@@ -1,6 +1,7 @@
 //! Every message exchanged between clients and stages (seed 004 Table 5.1, 6.3, plus the
 //! order stage's internal agreement messages).
 
+use crate::{AuthId, ExecId, OrderId};
 use plumb_crypto::{Digest, Mac, Signature};
 use serde::{Deserialize, Serialize};
 
@@ -90,7 +91,7 @@ pub fn request_id(client: ClientId, life: Life, nc: ReqNo, op_digest: Digest) ->
 /// request's id digest for order replica `o`.
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct MatrixRow {
-    pub auth: u16,
+    pub auth: AuthId,
     pub macs: Vec<Mac>,
 }
 
@@ -170,7 +171,7 @@ pub struct PrePreparedEntry {
 #[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub struct ViewChange {
     pub new_view: View,
-    pub replica: u16,
+    pub replica: OrderId,
     /// The replica's last stable order checkpoint (its low water mark).
     pub stable_seq: Seq,
     pub stable_digest: Digest,
@@ -478,7 +479,7 @@ pub enum Message {
     FastRead {
         life: Life,
         nc: ReqNo,
-        executor: u16,
+        executor: ExecId,
         #[serde(with = "serde_bytes")]
         op: Vec<u8>,
     },

@@ -1,3 +1,4 @@
+use crate::{AuthId, ExecId, OrderId};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -8,9 +9,9 @@ use std::fmt;
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Principal {
     Client(u32),
-    Auth(u16),
-    Order(u16),
-    Exec(u16),
+    Auth(AuthId),
+    Order(OrderId),
+    Exec(ExecId),
 }
 
 impl Principal {
@@ -18,9 +19,9 @@ impl Principal {
     pub fn label(self) -> u64 {
         match self {
             Principal::Client(c) => (1u64 << 56) | c as u64,
-            Principal::Auth(i) => (2u64 << 56) | i as u64,
-            Principal::Order(i) => (3u64 << 56) | i as u64,
-            Principal::Exec(i) => (4u64 << 56) | i as u64,
+            Principal::Auth(i) => (2u64 << 56) | i.0 as u64,
+            Principal::Order(i) => (3u64 << 56) | i.0 as u64,
+            Principal::Exec(i) => (4u64 << 56) | i.0 as u64,
         }
     }
 
@@ -28,9 +29,11 @@ impl Principal {
         let low = label & ((1u64 << 56) - 1);
         match label >> 56 {
             1 => u32::try_from(low).ok().map(Principal::Client),
-            2 => u16::try_from(low).ok().map(Principal::Auth),
-            3 => u16::try_from(low).ok().map(Principal::Order),
-            4 => u16::try_from(low).ok().map(Principal::Exec),
+            2 => u16::try_from(low).ok().map(|i| Principal::Auth(AuthId(i))),
+            3 => u16::try_from(low)
+                .ok()
+                .map(|i| Principal::Order(OrderId(i))),
+            4 => u16::try_from(low).ok().map(|i| Principal::Exec(ExecId(i))),
             _ => None,
         }
     }

@@ -1,6 +1,7 @@
 //! The view number: which order replica leads agreement, and which attempt at agreement a
 //! message belongs to.
 
+use crate::OrderId;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -30,9 +31,9 @@ impl View {
     }
 
     /// The index of this view's primary among `order` order replicas (`order > 0`).
-    pub fn primary(self, order: usize) -> u16 {
+    pub fn primary(self, order: usize) -> OrderId {
         debug_assert!(order > 0, "a view's primary among no replicas");
-        (self.0 % order.max(1) as u64) as u16
+        OrderId((self.0 % order.max(1) as u64) as u16)
     }
 
     /// The bytes a signature over a view covers.
@@ -60,8 +61,8 @@ mod tests {
 
     #[test]
     fn primary_rotates_and_next_saturates() {
-        assert_eq!(View(0).primary(4), 0);
-        assert_eq!(View(5).primary(4), 1);
+        assert_eq!(View(0).primary(4), OrderId(0));
+        assert_eq!(View(5).primary(4), OrderId(1));
         assert_eq!(View(u64::MAX).next(), View(u64::MAX));
         assert_eq!(View(3).plus(2), View(5));
         assert_eq!(View(12).to_string(), "12");

@@ -18,7 +18,7 @@ use plumb_cluster::Cluster;
 use plumb_core::{Counters, Recovered, StageContext};
 use plumb_runtime::{Item, Mailbox, QueueKey, Runner, StageShared};
 use plumb_storage::{Store, StoreError};
-use plumb_wire::Principal;
+use plumb_wire::{ExecId, Principal};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -311,7 +311,7 @@ impl Client {
     pub fn invoke_speculative(
         &self,
         op: Vec<u8>,
-        early: u16,
+        early: ExecId,
     ) -> Result<SpeculativeCall, ClientError> {
         let (assigned_tx, assigned) = oneshot::channel();
         let (early_tx, early_rx) = oneshot::channel();

@@ -219,7 +219,7 @@ mod tests {
     use super::*;
     use crate::Route;
     use plumb_cluster::{init, Cluster, InitOptions};
-    use plumb_wire::ReqNo;
+    use plumb_wire::{ExecId, ReqNo};
 
     fn members(dir: &std::path::Path, n: u32) -> Vec<(u32, StageContext)> {
         setup(dir, n).1
@@ -262,7 +262,7 @@ mod tests {
         n: u32,
         out: &mut Vec<Action>,
     ) {
-        for e in 0..cluster.quorums().exec as u16 {
+        for e in ExecId::all(cluster.quorums().exec) {
             let p = Principal::Exec(e);
             let node = cluster.node_of(p).unwrap().id;
             let ring = cluster
@@ -337,7 +337,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (cluster, pool) = setup(dir.path(), 2);
         let mut set = ClientGroup::new(pool, &Recovered::default());
-        let exec = Principal::Exec(0);
+        let exec = Principal::Exec(ExecId(0));
         let node = cluster.node_of(exec).unwrap().id;
         let ring = cluster
             .key_ring(exec, &cluster.node_secret_path(node))

@@ -8,7 +8,7 @@ use plumb_config::{Faults, ProtocolConfig, Quorums};
 use plumb_core::{Action, Event, KeyRing, Observation, Stage, StageContext, StoreOp};
 use plumb_crypto::{Digest, Identity, PublicIdentity};
 use plumb_order::OrderReplica;
-use plumb_wire::{Body, Message, Principal, ReqCore, ReqNo, Seq};
+use plumb_wire::{AuthId, Body, ExecId, Message, OrderId, Principal, ReqCore, ReqNo, Seq};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ pub struct Harness {
     pub now: u64,
     pub timers: Vec<BTreeMap<u32, u64>>,
     /// (replica, seq) -> digest of committed NextBatch
-    pub next_batches: BTreeMap<(u16, Seq), Digest>,
+    pub next_batches: BTreeMap<(OrderId, Seq), Digest>,
     pub committed: BTreeMap<Seq, Digest>,
     /// Frames each replica sent ahead of its pending syncs (`Action::SendUnsynced`).
     pub unsynced: Vec<usize>,
@@ -32,16 +32,16 @@ pub struct Harness {
     pub cut: Vec<bool>,
     pub exec_seen: BTreeMap<Seq, plumb_wire::Batch>,
     /// LOAD-CPs execution replicas received: (exec, order replica, seq, token).
-    pub load_cps: Vec<(u16, u16, Seq, Digest)>,
+    pub load_cps: Vec<(ExecId, OrderId, Seq, Digest)>,
     /// Drop every message of these kinds (`Message::kind`).
     pub drop_kinds: Vec<&'static str>,
     /// Messages of these kinds to this order replica are lost.
-    pub drop_to: Vec<(u16, &'static str)>,
+    pub drop_to: Vec<(OrderId, &'static str)>,
     /// Messages of these kinds from this order replica are lost.
-    pub drop_from: Vec<(u16, &'static str)>,
+    pub drop_from: Vec<(OrderId, &'static str)>,
     /// Messages of these kinds to this order replica are held back (in `held`) until
     /// `release_held`: they arrive after everything else.
-    pub hold_to: Vec<(u16, &'static str)>,
+    pub hold_to: Vec<(OrderId, &'static str)>,
     pub held: Vec<(Principal, Vec<u8>)>,
     /// How far each replica's clock is from `now` (its stage sees `now + offset`).
     pub clock_offset: Vec<i64>,
@@ -60,9 +60,9 @@ pub fn genesis_disk() -> BTreeMap<String, Vec<u8>> {
 
 pub fn principals(q: &Quorums) -> Vec<Principal> {
     let mut v = Vec::new();
-    v.extend((0..q.auth as u16).map(Principal::Auth));
-    v.extend((0..q.order as u16).map(Principal::Order));
-    v.extend((0..q.exec as u16).map(Principal::Exec));
+    v.extend(AuthId::all(q.auth).map(Principal::Auth));
+    v.extend(OrderId::all(q.order).map(Principal::Order));
+    v.extend(ExecId::all(q.exec).map(Principal::Exec));
     v.extend((0..8u32).map(Principal::Client));
     v
 }
@@ -130,23 +130,23 @@ impl Harness {
             held: Vec::new(),
             clock_offset: vec![0; q.order],
         };
-        for i in 0..q.order {
-            let r = h.build(i as u16);
+        for i in OrderId::all(q.order) {
+            let r = h.build(i);
             h.replicas.push(Some(r));
-            h.step(i as u16, Event::Start);
+            h.step(i, Event::Start);
         }
         h
     }
 
-    pub fn build(&self, i: u16) -> OrderReplica {
+    pub fn build(&self, i: OrderId) -> OrderReplica {
         let ctx = StageContext {
             config: self.cfg.clone(),
             keys: self.rings[&Principal::Order(i)].clone(),
-            seed: i as u64,
+            seed: u64::from(i.0),
         };
         let rec = plumb_core::Recovered {
-            records: self.disks[i as usize].clone(),
-            corrupt: self.corrupt[i as usize].clone(),
+            records: self.disks[i.index()].clone(),
+            corrupt: self.corrupt[i.index()].clone(),
         };
         OrderReplica::new(ctx, rec)
     }
@@ -155,40 +155,38 @@ impl Harness {
         self.cfg.quorums
     }
 
-    pub fn step(&mut self, i: u16, ev: Event) {
-        let Some(r) = self.replicas[i as usize].as_mut() else {
+    pub fn step(&mut self, i: OrderId, ev: Event) {
+        let Some(r) = self.replicas[i.index()].as_mut() else {
             return;
         };
         let mut out = Vec::new();
-        let local = self
-            .now
-            .saturating_add_signed(self.clock_offset[i as usize]);
+        let local = self.now.saturating_add_signed(self.clock_offset[i.index()]);
         r.handle(local, ev, &mut out);
         for a in out {
             match a {
-                Action::SendUnsynced { to, frame } if !self.cut[i as usize] => {
-                    self.unsynced[i as usize] += 1;
+                Action::SendUnsynced { to, frame } if !self.cut[i.index()] => {
+                    self.unsynced[i.index()] += 1;
                     self.queue.push_back((to, frame));
                 }
-                Action::Send { to, frame } if !self.cut[i as usize] => {
+                Action::Send { to, frame } if !self.cut[i.index()] => {
                     self.queue.push_back((to, frame));
                 }
                 Action::SetTimer { id, after } => {
-                    self.timers[i as usize].insert(id.0, self.now + after);
+                    self.timers[i.index()].insert(id.0, self.now + after);
                 }
                 Action::CancelTimer { id } => {
-                    self.timers[i as usize].remove(&id.0);
+                    self.timers[i.index()].remove(&id.0);
                 }
                 Action::Store(StoreOp::Put { key, value }) => {
-                    self.disks[i as usize].insert(key, value);
+                    self.disks[i.index()].insert(key, value);
                 }
                 Action::Store(StoreOp::Delete { key }) => {
-                    self.disks[i as usize].remove(&key);
-                    self.corrupt[i as usize].retain(|k| *k != key);
+                    self.disks[i.index()].remove(&key);
+                    self.corrupt[i.index()].retain(|k| *k != key);
                 }
                 Action::Store(StoreOp::DeletePrefix { prefix }) => {
-                    self.disks[i as usize].retain(|k, _| !k.starts_with(&prefix));
-                    self.corrupt[i as usize].retain(|k| !k.starts_with(&prefix));
+                    self.disks[i.index()].retain(|k, _| !k.starts_with(&prefix));
+                    self.corrupt[i.index()].retain(|k| !k.starts_with(&prefix));
                 }
                 Action::Store(_) => {}
                 Action::Observe(Observation::Committed { seq, digest, .. }) => {
@@ -233,7 +231,7 @@ impl Harness {
                 }
             }
             match to {
-                Principal::Order(i) if !self.down[i as usize] && !self.cut[i as usize] => {
+                Principal::Order(i) if !self.down[i.index()] && !self.cut[i.index()] => {
                     self.step(i, Event::Receive(frame));
                 }
                 Principal::Exec(e) => self.exec_receive(e, frame),
@@ -243,7 +241,7 @@ impl Harness {
     }
 
     /// Execution replicas: record NextBatch; the test sends CP-TOKENs itself.
-    pub fn exec_receive(&mut self, e: u16, frame: Vec<u8>) {
+    pub fn exec_receive(&mut self, e: ExecId, frame: Vec<u8>) {
         let ring = &self.rings[&Principal::Exec(e)];
         let Ok((Principal::Order(o), msg)) = ring.open(&frame) else {
             return;
@@ -273,7 +271,7 @@ impl Harness {
             let Some((at, i, id)) = next else { break };
             self.now = self.now.max(at);
             self.timers[i].remove(&id);
-            self.step(i as u16, Event::Timer(plumb_core::TimerId(id)));
+            self.step(OrderId(i as u16), Event::Timer(plumb_core::TimerId(id)));
         }
         self.now = end;
     }
@@ -288,10 +286,10 @@ impl Harness {
             body: Body::Inline(op.to_vec()),
         };
         for a in 0..q.auth as u16 {
-            let ring = &self.rings[&Principal::Auth(a)];
+            let ring = &self.rings[&Principal::Auth(AuthId(a))];
             let macs = (0..q.order as u16)
                 .map(|o| {
-                    ring.mac_for(Principal::Order(o), &core.id_digest().0)
+                    ring.mac_for(Principal::Order(OrderId(o)), &core.id_digest().0)
                         .unwrap()
                 })
                 .collect();
@@ -300,26 +298,26 @@ impl Harness {
                 macs,
             };
             for o in 0..q.order as u16 {
-                let frame = ring.seal(Principal::Order(o), &msg).unwrap();
-                self.queue.push_back((Principal::Order(o), frame));
+                let frame = ring.seal(Principal::Order(OrderId(o)), &msg).unwrap();
+                self.queue.push_back((Principal::Order(OrderId(o)), frame));
             }
         }
     }
 
     pub fn cp_tokens(&mut self, seq: Seq) {
         for e in 0..self.q().exec as u16 {
-            self.cp_token_from(e, seq, Digest::of(&seq.to_le_bytes()));
+            self.cp_token_from(ExecId(e), seq, Digest::of(&seq.to_le_bytes()));
         }
     }
 
     /// Execution replica `e` sends `token` for checkpoint `seq` to every order replica.
-    pub fn cp_token_from(&mut self, e: u16, seq: Seq, token: Digest) {
+    pub fn cp_token_from(&mut self, e: ExecId, seq: Seq, token: Digest) {
         let ring = &self.rings[&Principal::Exec(e)];
         let msg = Message::CpToken { seq, token };
         for o in 0..self.q().order as u16 {
             self.queue.push_back((
-                Principal::Order(o),
-                ring.seal(Principal::Order(o), &msg).unwrap(),
+                Principal::Order(OrderId(o)),
+                ring.seal(Principal::Order(OrderId(o)), &msg).unwrap(),
             ));
         }
     }
@@ -331,16 +329,16 @@ impl Harness {
         self.deliver_all();
     }
 
-    pub fn crash(&mut self, i: u16) {
-        self.down[i as usize] = true;
-        self.replicas[i as usize] = None;
-        self.timers[i as usize].clear();
+    pub fn crash(&mut self, i: OrderId) {
+        self.down[i.index()] = true;
+        self.replicas[i.index()] = None;
+        self.timers[i.index()].clear();
     }
 
-    pub fn restart(&mut self, i: u16) {
-        self.down[i as usize] = false;
+    pub fn restart(&mut self, i: OrderId) {
+        self.down[i.index()] = false;
         let r = self.build(i);
-        self.replicas[i as usize] = Some(r);
+        self.replicas[i.index()] = Some(r);
         self.step(i, Event::Start);
     }
 
@@ -348,7 +346,7 @@ impl Harness {
     /// state, as incarnation `incarnation`.
     pub fn signed_view_change(
         &self,
-        replica: u16,
+        replica: OrderId,
         new_view: plumb_wire::View,
         incarnation: u64,
     ) -> plumb_wire::SignedViewChange {
@@ -367,7 +365,7 @@ impl Harness {
     }
 
     /// A NEW-VIEW for `view` with the VIEW-CHANGEs of `from`, signed by order replica `signer`.
-    pub fn new_view(&self, view: plumb_wire::View, from: &[u16], signer: u16) -> Message {
+    pub fn new_view(&self, view: plumb_wire::View, from: &[OrderId], signer: OrderId) -> Message {
         let proofs: Vec<_> = from
             .iter()
             .map(|j| self.signed_view_change(*j, view, 0))
@@ -382,7 +380,7 @@ impl Harness {
     }
 
     /// Order replica `from` sends `msg` to order replica `to`, delivered at once.
-    pub fn deliver_to(&mut self, to: u16, msg: &Message, from: u16) {
+    pub fn deliver_to(&mut self, to: OrderId, msg: &Message, from: OrderId) {
         let frame = self.rings[&Principal::Order(from)]
             .seal(Principal::Order(to), msg)
             .unwrap();
@@ -390,9 +388,9 @@ impl Harness {
     }
 
     /// Lose replica `i`'s disk, whole.
-    pub fn wipe(&mut self, i: u16) {
-        self.disks[i as usize].clear();
-        self.corrupt[i as usize].clear();
+    pub fn wipe(&mut self, i: OrderId) {
+        self.disks[i.index()].clear();
+        self.corrupt[i.index()].clear();
     }
 
     /// Send the CP-TOKENs of every checkpoint up to what any replica committed.
@@ -419,8 +417,8 @@ impl Harness {
         }
     }
 
-    pub fn replica(&self, i: u16) -> &OrderReplica {
-        self.replicas[i as usize].as_ref().unwrap()
+    pub fn replica(&self, i: OrderId) -> &OrderReplica {
+        self.replicas[i.index()].as_ref().unwrap()
     }
 
     /// Execution learns seq once r+1 replicas sent the same NextBatch digest.

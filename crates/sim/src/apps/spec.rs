@@ -28,8 +28,7 @@ use plumb_speculation::app::{
     create_op, incr_op, list_op, next_token, read_op, write_op, IncrReply,
 };
 use plumb_speculation::{answer_digest, SpecBench, SpecOp, SpecReply, Speculative};
-use plumb_wire::Life;
-use plumb_wire::{ClientId, Principal, ReqNo, Seq};
+use plumb_wire::{ClientId, ExecId, Life, Principal, ReqNo, Seq};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -121,7 +120,7 @@ impl SimApp for Spec {
         let mut rng = SimRng::new(cfg.seed, "speculation");
         cfg.clients = MAX_CLIENTS;
         let execs = cfg.protocol.quorums.exec;
-        let mut liars: Vec<u16> = Vec::new();
+        let mut liars: Vec<ExecId> = Vec::new();
         for (p, behaviour) in cfg.plan.byzantine.iter_mut() {
             if let Principal::Exec(e) = p {
                 if rng.chance(0.5) {
@@ -150,7 +149,7 @@ impl SimApp for Spec {
             let (lanes, rest) = free.split_at(n);
             let early = match rng.pick(&liars) {
                 Some(&e) if rng.chance(0.5) => e,
-                _ => rng.index(execs) as u16,
+                _ => ExecId(rng.index(execs) as u16),
             };
             let counter = rng.index(counters as usize) as u32;
             cfg.sessions.push(SessionPlan {

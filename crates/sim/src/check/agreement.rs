@@ -191,7 +191,7 @@ impl Checker {
 mod tests {
     use super::*;
     use plumb_crypto::Digest;
-    use plumb_wire::ReqNo;
+    use plumb_wire::{ExecId, OrderId, ReqNo};
 
     fn delivered(seq: u64, d: &[u8], t: u64) -> Observation {
         Observation::Delivered {
@@ -212,7 +212,7 @@ mod tests {
     #[test]
     fn ls3_gap_after_restart_is_caught_and_checkpoint_load_resets() {
         let mut c = Checker::default();
-        let e = Principal::Exec(0);
+        let e = Principal::Exec(ExecId(0));
         c.exec_started(e);
         c.observe(0, e, &delivered(1, b"a", 1));
         c.observe(0, e, &delivered(2, b"b", 2));
@@ -236,10 +236,10 @@ mod tests {
     #[test]
     fn es_agreement_two_replicas_different_batches() {
         let mut c = Checker::default();
-        c.exec_started(Principal::Exec(0));
-        c.exec_started(Principal::Exec(1));
-        c.observe(0, Principal::Exec(0), &delivered(1, b"a", 1));
-        c.observe(0, Principal::Exec(1), &delivered(1, b"b", 1));
+        c.exec_started(Principal::Exec(ExecId(0)));
+        c.exec_started(Principal::Exec(ExecId(1)));
+        c.observe(0, Principal::Exec(ExecId(0)), &delivered(1, b"a", 1));
+        c.observe(0, Principal::Exec(ExecId(1)), &delivered(1, b"b", 1));
         assert_eq!(c.violations()[0].property, "ES-agreement");
     }
 
@@ -252,16 +252,16 @@ mod tests {
             digest: Digest::of(d),
             carried: false,
         };
-        c.observe(0, Principal::Order(0), &commit(b"x"));
-        c.observe(0, Principal::Order(1), &commit(b"x"));
+        c.observe(0, Principal::Order(OrderId(0)), &commit(b"x"));
+        c.observe(0, Principal::Order(OrderId(1)), &commit(b"x"));
         assert!(c.violations().is_empty());
-        c.observe(0, Principal::Order(2), &commit(b"y"));
+        c.observe(0, Principal::Order(OrderId(2)), &commit(b"y"));
         let cp = |d: &[u8]| Observation::CheckpointTaken {
             seq: Seq(8),
             token: Digest::of(d),
         };
-        c.observe(0, Principal::Exec(0), &cp(b"s"));
-        c.observe(0, Principal::Exec(1), &cp(b"t"));
+        c.observe(0, Principal::Exec(ExecId(0)), &cp(b"s"));
+        c.observe(0, Principal::Exec(ExecId(1)), &cp(b"t"));
         let names: Vec<&str> = c.violations().iter().map(|v| v.property).collect();
         assert_eq!(names, vec!["OS-agreement", "ES-checkpoint-agreement"]);
     }

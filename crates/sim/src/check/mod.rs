@@ -144,7 +144,7 @@ pub(crate) mod test_support {
     use crate::workload::Workload;
     use plumb_core::DeliveredRequest;
     use plumb_crypto::Digest;
-    use plumb_wire::{Micros, Principal};
+    use plumb_wire::{ExecId, Micros, Principal};
 
     /// A workload of `clients` clients, `byzantine` among them faulty, that generates nothing
     /// by itself: no keys, and it stops at time 0.
@@ -173,7 +173,7 @@ pub(crate) mod test_support {
             requests,
             null: false,
             seed: 0,
-            by: Principal::Exec(0),
+            by: Principal::Exec(ExecId(0)),
             at,
         }
     }

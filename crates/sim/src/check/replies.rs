@@ -303,6 +303,7 @@ mod tests {
     use crate::apps::kv::Kv;
     use crate::check::test_support::{agreed, workload};
     use plumb_kv::{KvOp, KvResult, KvStore};
+    use plumb_wire::ExecId;
 
     fn set(v: &[u8]) -> KvOp {
         KvOp::Set {
@@ -345,7 +346,7 @@ mod tests {
             &mut c,
             &w,
             &[ExecEnd {
-                p: Principal::Exec(1),
+                p: Principal::Exec(ExecId(1)),
                 executed: Seq(2),
                 state,
             }],

@@ -131,7 +131,7 @@ mod tests {
     use super::*;
     use crate::check::{test_support, Agreed};
     use plumb_crypto::Digest;
-    use plumb_wire::{Principal, View};
+    use plumb_wire::{OrderId, Principal, View};
 
     fn workload() -> Workload {
         let mut w = test_support::workload(2, None);
@@ -207,7 +207,7 @@ mod tests {
         let mut c = Checker::default();
         c.agreed.insert(Seq(1), batch(10, vec![(0, 1, b"op1")]));
         c.committed
-            .insert(Seq(1), (Digest::of(b"other"), Principal::Order(0)));
+            .insert(Seq(1), (Digest::of(b"other"), Principal::Order(OrderId(0))));
         check_sequence(&mut c, &workload());
         assert_eq!(names(&c), vec!["ES2"]);
     }

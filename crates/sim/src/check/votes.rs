@@ -12,17 +12,17 @@
 
 use super::Checker;
 use plumb_crypto::Digest;
-use plumb_wire::{Message, Principal, Seq, View};
+use plumb_wire::{Message, OrderId, Principal, Seq, View};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 #[derive(Default)]
 pub struct VoteLog {
     /// (replica, kind, view, seq) -> digest sent.
-    votes: HashMap<(u16, u8, View, Seq), Digest>,
+    votes: HashMap<(OrderId, u8, View, Seq), Digest>,
     /// Replica -> slots it sent a COMMIT for: seq -> (highest view, digest).
-    commits: HashMap<u16, BTreeMap<Seq, (View, Digest)>>,
+    commits: HashMap<OrderId, BTreeMap<Seq, (View, Digest)>>,
     /// Replicas between `Recovering` and `Rejoined`.
-    pub(super) rejoining: HashSet<u16>,
+    pub(super) rejoining: HashSet<OrderId>,
     /// View -> (first NEW-VIEW digest installed by a correct replica, who).
     pub(super) new_views: BTreeMap<View, (Digest, Principal)>,
 }
@@ -47,7 +47,7 @@ fn is_vote(msg: &Message) -> bool {
 
 impl Checker {
     /// Correct order replica `o` sent `msg`.
-    pub fn order_sent(&mut self, o: u16, msg: &Message) {
+    pub fn order_sent(&mut self, o: OrderId, msg: &Message) {
         if self.votes.rejoining.contains(&o) && is_vote(msg) {
             let detail = format!("o{o} sent {} while recovering lost records", msg.kind());
             self.violate("OS-recovering-vote", detail);
@@ -93,7 +93,7 @@ impl Checker {
         }
     }
 
-    fn view_change_covers(&mut self, o: u16, vc: &plumb_wire::ViewChange) {
+    fn view_change_covers(&mut self, o: OrderId, vc: &plumb_wire::ViewChange) {
         let Some(mine) = self.votes.commits.get(&o) else {
             return;
         };
@@ -125,12 +125,12 @@ impl Checker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plumb_wire::{Batch, PreparedEntry, ViewChange};
+    use plumb_wire::{Batch, OrderId, PreparedEntry, ViewChange};
 
     fn vc(new_view: View, stable_seq: Seq, prepared: Vec<PreparedEntry>) -> ViewChange {
         ViewChange {
             new_view,
-            replica: 1,
+            replica: OrderId(1),
             stable_seq,
             stable_digest: Digest::ZERO,
             checkpoints: vec![],
@@ -153,7 +153,7 @@ mod tests {
         let mut c = Checker::default();
         let d = batch().digest(Seq(5));
         c.order_sent(
-            1,
+            OrderId(1),
             &Message::Commit {
                 view: View(0),
                 seq: Seq(5),
@@ -161,7 +161,7 @@ mod tests {
             },
         );
         c.order_sent(
-            1,
+            OrderId(1),
             &Message::Commit {
                 view: View(0),
                 seq: Seq(5),
@@ -176,21 +176,27 @@ mod tests {
             batch: batch(),
         };
         c.order_sent(
-            1,
+            OrderId(1),
             &Message::ViewChange(signed(vc(View(1), Seq(0), vec![entry(View(0))]))),
         );
         c.order_sent(
-            1,
+            OrderId(1),
             &Message::ViewChange(signed(vc(View(2), Seq(4), vec![entry(View(1))]))),
         );
         // Below the stable checkpoint: nothing to cover.
-        c.order_sent(1, &Message::ViewChange(signed(vc(View(3), Seq(5), vec![]))));
+        c.order_sent(
+            OrderId(1),
+            &Message::ViewChange(signed(vc(View(3), Seq(5), vec![]))),
+        );
         assert!(c.violations().is_empty());
         // Amnesia: the slot is gone from the P set.
-        c.order_sent(1, &Message::ViewChange(signed(vc(View(4), Seq(0), vec![]))));
+        c.order_sent(
+            OrderId(1),
+            &Message::ViewChange(signed(vc(View(4), Seq(0), vec![]))),
+        );
         // And a second, different COMMIT for the same (view, seq).
         c.order_sent(
-            1,
+            OrderId(1),
             &Message::Commit {
                 view: View(0),
                 seq: Seq(5),
@@ -207,11 +213,11 @@ mod tests {
     #[test]
     fn a_recovering_replica_that_votes_is_caught() {
         let mut c = Checker::default();
-        c.votes.rejoining.insert(2);
-        c.order_sent(2, &Message::FetchCommitted { from: Seq(1) });
+        c.votes.rejoining.insert(OrderId(2));
+        c.order_sent(OrderId(2), &Message::FetchCommitted { from: Seq(1) });
         assert!(c.violations().is_empty());
         c.order_sent(
-            2,
+            OrderId(2),
             &Message::Checkpoint {
                 seq: Seq(8),
                 digest: Digest::ZERO,

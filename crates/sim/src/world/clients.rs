@@ -4,7 +4,7 @@
 use super::{Ev, StageBox, World};
 use crate::app::SimApp;
 use crate::trace;
-use plumb_wire::{Message, Principal, ReqNo};
+use plumb_wire::{AuthId, ExecId, Message, Principal, ReqNo};
 
 impl<A: SimApp> World<'_, A> {
     /// A client's think time is over: issue its next operation.
@@ -166,9 +166,9 @@ impl<A: SimApp> World<'_, A> {
             }
             2 => {
                 let write = self.app.mutating_op();
-                for e in 0..q.exec {
+                for e in ExecId::all(q.exec) {
                     msgs.push((
-                        Principal::Exec(e as u16),
+                        Principal::Exec(e),
                         Message::ReadOnly {
                             life: plumb_adversary::client::ATTACK_LIFE,
                             nc: ReqNo(1 << 40),
@@ -188,9 +188,9 @@ impl<A: SimApp> World<'_, A> {
             _ => self.send_garbage(i, true),
         }
         for nc in to_auth {
-            for a in 0..q.auth {
+            for a in AuthId::all(q.auth) {
                 msgs.push((
-                    Principal::Auth(a as u16),
+                    Principal::Auth(a),
                     Message::Request {
                         life: plumb_adversary::client::ATTACK_LIFE,
                         nc,
@@ -221,7 +221,7 @@ impl<A: SimApp> World<'_, A> {
     /// client itself can have sent it.
     fn send_malformed(&mut self, i: usize) {
         let q = self.cfg.protocol.quorums;
-        let to = Principal::Auth(self.fault_rng.index(q.auth) as u16);
+        let to = Principal::Auth(AuthId(self.fault_rng.index(q.auth) as u16));
         let frame = self
             .keys
             .ring(self.nodes[i].p)

@@ -35,7 +35,7 @@ use plumb_config::ProtocolConfig;
 use plumb_core::{Action, Event, Observation, Recovered, Stage, StageContext, TimerId};
 use plumb_exec::ExecReplica;
 use plumb_order::OrderReplica;
-use plumb_wire::{Message, Micros, Principal};
+use plumb_wire::{Message, Micros, OrderId, Principal};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
@@ -273,9 +273,9 @@ impl<'a, A: SimApp> World<'a, A> {
     fn index(&self, p: Principal) -> Option<usize> {
         let q = &self.cfg.protocol.quorums;
         let (base, i, len) = match p {
-            Principal::Auth(i) => (0, i as usize, q.auth),
-            Principal::Order(i) => (q.auth, i as usize, q.order),
-            Principal::Exec(i) => (q.auth + q.order, i as usize, q.exec),
+            Principal::Auth(i) => (0, i.index(), q.auth),
+            Principal::Order(i) => (q.auth, i.index(), q.order),
+            Principal::Exec(i) => (q.auth + q.order, i.index(), q.exec),
             Principal::Client(c) => (
                 q.auth + q.order + q.exec,
                 c as usize,
@@ -671,7 +671,7 @@ impl<'a, A: SimApp> World<'a, A> {
     }
 
     /// What correct order replicas send is checked as it leaves them (check/votes.rs).
-    fn record_order_frame(&mut self, from: usize, o: u16, to: Principal, frame: &[u8]) {
+    fn record_order_frame(&mut self, from: usize, o: OrderId, to: Principal, frame: &[u8]) {
         let Some(ring) = self.keys.ring(to) else {
             return;
         };

@@ -26,6 +26,7 @@ use plumb_core::Answered;
 use plumb_prophecy::{
     Plan, Position, ShardId, ShardedSketcher, ShardingConfig, Sketch, SketcherConfig, Verdict,
 };
+use plumb_wire::ExecId;
 
 pub(crate) struct SimSketcher {
     core: ShardedSketcher,
@@ -91,7 +92,7 @@ impl<A: SimApp> World<'_, A> {
         };
         if s.distributed {
             return Route::Sketched {
-                executor: s.rng.index(exec) as u16,
+                executor: ExecId(s.rng.index(exec) as u16),
             };
         }
         s.core.tick(now);
@@ -105,7 +106,7 @@ impl<A: SimApp> World<'_, A> {
         }
         match s.core.plan(Sketch::of(op), now) {
             Plan::Fast { .. } => Route::Fast {
-                exec: s.rng.index(exec) as u16,
+                exec: ExecId(s.rng.index(exec) as u16),
             },
             Plan::Replicated => Route::Ordered,
         }

@@ -27,7 +27,7 @@ use plumb_crypto::Digest;
 use plumb_speculation::app::{incr_op, next_token, IncrReply};
 use plumb_speculation::client::{Confirmation, Early, IssueError, Issued};
 use plumb_speculation::{Dependence, OpId, SpecOp, SpecReply, Speculation};
-use plumb_wire::{ClientId, Principal, ReqNo};
+use plumb_wire::{ClientId, ExecId, Principal, ReqNo};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 pub(crate) struct Sessions {
@@ -317,7 +317,7 @@ impl<A: SimApp> World<'_, A> {
         c: ClientId,
         nc: ReqNo,
         req: Digest,
-        exec: u16,
+        exec: ExecId,
         result: &[u8],
     ) {
         let Some(sessions) = self.sessions.as_mut() else {
