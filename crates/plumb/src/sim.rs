@@ -305,8 +305,8 @@ fn exit_code(violations: usize, undecided: usize) -> ExitCode {
 
 #[cfg(feature = "sabotage")]
 mod sabotage {
-    use super::SimArgs;
-    use plumb_sim::sabotage::{by_name, expectation, hunt, set, Verdict, Workload, ALL};
+    use super::{sim_apps, SimArgs};
+    use plumb_sim::sabotage::{by_name, expectation, hunt, set, Verdict, ALL};
     use std::process::ExitCode;
 
     /// `--sabotage NAME|all|list` without `--seed`: hunt for each breakage and require that the
@@ -332,14 +332,27 @@ mod sabotage {
             eprintln!("plumb sim: --sabotage picks its own workload (plumb_sim::sabotage's table); leave out --app and --sketcher");
             return ExitCode::from(2);
         }
-        let mut caught = 0;
+        // Every chosen breakage's workload resolved in this binary's registry before any hunt
+        // runs: an application the binary lacks is an error naming it, not a skipped hunt.
+        let apps = sim_apps();
+        let mut hunts = Vec::new();
         for (s, n) in &chosen {
             let e = expectation(*s);
+            match e.workload.resolve(&apps) {
+                Ok(app) => hunts.push((*s, *n, e, app)),
+                Err(why) => {
+                    eprintln!("plumb sim: sabotage {n}: {why}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        let mut caught = 0;
+        for (s, n, e, app) in hunts {
             let seeds = args.seeds.unwrap_or(e.seeds);
             let started = std::time::Instant::now();
             let verdict = hunt(
-                *s,
-                e.workload,
+                s,
+                (app, e.workload),
                 e.properties,
                 (args.u, args.r),
                 args.start..args.start + seeds,
@@ -364,8 +377,8 @@ mod sabotage {
                     replay(*seed)
                 ),
                 Verdict::NotCaught { seeds } => out!(
-                    "sabotage {n} NOT caught: {seeds} seeds of {:?} from seed {} reported nothing (expected one of {:?})",
-                    e.workload,
+                    "sabotage {n} NOT caught: {seeds} seeds of {} from seed {} reported nothing (expected one of {:?})",
+                    workload_text(e.workload),
                     args.start,
                     e.properties
                 ),
@@ -382,14 +395,23 @@ mod sabotage {
         }
     }
 
+    /// How a hunt's workload reads in its verdict: what `plumb sim` runs it with.
+    fn workload_text(w: plumb_sim::sabotage::Workload) -> String {
+        let sketcher = if w.sketcher { " --sketcher" } else { "" };
+        format!("--app {}{sketcher}", w.app)
+    }
+
     /// `--sabotage NAME --seed N`: switch it on and run the table's workload.
     pub fn enable_for_replay(args: &mut SimArgs, name: &str) -> Result<(), String> {
         let s = by_name(name).ok_or_else(|| {
             format!("unknown sabotage {name:?}; `plumb sim --sabotage list` names them")
         })?;
         let workload = expectation(s).workload;
-        args.app = Some(workload.app().to_string());
-        args.sketcher = workload == Workload::Sketcher;
+        let app = workload
+            .resolve(&sim_apps())
+            .map_err(|why| format!("sabotage {name}: {why}"))?;
+        args.app = Some(app.name().to_string());
+        args.sketcher = workload.sketcher;
         set(Some(s));
         Ok(())
     }

@@ -7,52 +7,68 @@
 //! fails the gate: such a seed says the simulator noticed *something*, not that the check meant
 //! to guard the broken rule works.
 
-use crate::apps::{coord::Coord, kv::Kv, redis::Redis, spec::Spec};
-use crate::{SeedReport, SimOptions, Simulated};
+use crate::{SeedReport, SimApps, SimOptions, Simulated};
 pub use plumb_core::sabotage::{by_name, set, Sabotage, ALL};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The simulated workload a breakage needs to show: the key-value store's own breakages need a
-/// workload that uses what they break.
+/// workload that uses what they break. It names the application (its [`crate::SimApp::name`],
+/// what `plumb sim --app` takes) instead of holding its adapter: the adapters live in the
+/// applications' crates, and the binary that hunts resolves the name in its own registry
+/// ([`Workload::resolve`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Workload {
-    /// The key-value store (`plumb sim`).
-    Kv,
-    /// Redis transactions, pipelines, queue pops, scripts and pub/sub (`--app redis`).
-    Redis,
-    /// The coordination application (`--app coord`).
-    Coord,
-    /// Speculative sessions (`--app spec`).
-    Spec,
-    /// The key-value store with reads through a Prophecy sketcher (`--sketcher`).
-    Sketcher,
+pub struct Workload {
+    /// The application under test, as `plumb sim --app` names it.
+    pub app: &'static str,
+    /// Correct clients read through a Prophecy sketcher (`--sketcher`).
+    pub sketcher: bool,
 }
 
 impl Workload {
-    /// The simulator application it runs (the sketcher's is the key-value store).
-    fn adapter(self) -> &'static dyn Simulated {
-        match self {
-            Workload::Kv | Workload::Sketcher => &Kv,
-            Workload::Redis => &Redis,
-            Workload::Coord => &Coord,
-            Workload::Spec => &Spec,
+    /// The key-value store (`plumb sim`).
+    pub const KV: Workload = Workload::plain("kv");
+    /// Redis transactions, pipelines, queue pops, scripts and pub/sub (`--app redis`).
+    pub const REDIS: Workload = Workload::plain("redis");
+    /// The coordination application (`--app coord`).
+    pub const COORD: Workload = Workload::plain("coord");
+    /// Speculative sessions (`--app spec`).
+    pub const SPEC: Workload = Workload::plain("spec");
+    /// The key-value store with reads through a Prophecy sketcher (`--sketcher`).
+    pub const SKETCHER: Workload = Workload {
+        app: "kv",
+        sketcher: true,
+    };
+
+    const fn plain(app: &'static str) -> Workload {
+        Workload {
+            app,
+            sketcher: false,
         }
     }
 
-    /// The application it runs, as `plumb sim --app` names it.
-    pub fn app(self) -> &'static str {
-        self.adapter().name()
-    }
-
-    /// Run one seed of this workload.
-    pub fn run(self, opts: &SimOptions) -> SeedReport {
-        let sketcher = opts.sketcher || self == Workload::Sketcher;
-        self.adapter().run_seed(&SimOptions {
-            sketcher,
-            ..opts.clone()
+    /// The adapter `apps` registers for this workload's application; an error that names the
+    /// missing application (and the registered ones) otherwise: a hunt must never be skipped
+    /// silently because its binary lacks the application.
+    pub fn resolve(self, apps: &SimApps) -> Result<&'static dyn Simulated, String> {
+        apps.get(self.app).ok_or_else(|| {
+            let names: Vec<&str> = apps.names().collect();
+            format!(
+                "the workload needs the simulator application {:?}, which this binary does not register (it has {})",
+                self.app,
+                names.join(", ")
+            )
         })
     }
+}
+
+/// Run one seed of `app` (the adapter of a [`Workload`], [`Workload::resolve`]), through a
+/// sketcher if the workload says so.
+pub fn run(app: &dyn Simulated, workload: Workload, opts: &SimOptions) -> SeedReport {
+    app.run_seed(&SimOptions {
+        sketcher: opts.sketcher || workload.sketcher,
+        ..opts.clone()
+    })
 }
 
 /// What must catch a breakage, and where.
@@ -69,18 +85,22 @@ pub struct Expectation {
 /// without saying what must catch it). docs/robustness.md lists it with the seed that catches
 /// each.
 pub fn expectation(s: Sabotage) -> Expectation {
-    use Workload::*;
+    const KV: Workload = Workload::KV;
+    const REDIS: Workload = Workload::REDIS;
+    const COORD: Workload = Workload::COORD;
+    const SPEC: Workload = Workload::SPEC;
+    const SKETCHER: Workload = Workload::SKETCHER;
     let (workload, properties, seeds): (Workload, &'static [&'static str], u64) = match s {
-        Sabotage::CommitQuorumMinusOne => (Kv, &["OS-agreement", "ES-agreement"], 300),
+        Sabotage::CommitQuorumMinusOne => (KV, &["OS-agreement", "ES-agreement"], 300),
         // A correct replica that loads a forged checkpoint holds another state from then on:
         // its next checkpoint differs from its peers', and its state from the reference.
-        Sabotage::UncheckedCheckpoint => (Kv, &["ES-checkpoint-agreement", "ES-state"], 300),
-        Sabotage::SkipRequestSequenceCheck => (Kv, &["OS3", "LS4", "CS1"], 300),
-        Sabotage::ExecLearnBelowQuorum => (Kv, &["ES-agreement", "LS1", "LS3"], 300),
+        Sabotage::UncheckedCheckpoint => (KV, &["ES-checkpoint-agreement", "ES-state"], 300),
+        Sabotage::SkipRequestSequenceCheck => (KV, &["OS3", "LS4", "CS1"], 300),
+        Sabotage::ExecLearnBelowQuorum => (KV, &["ES-agreement", "LS1", "LS3"], 300),
         // A replica that forgot what it voted votes again as if new: its VIEW-CHANGE leaves out
         // slots it committed, or it votes for another batch in a slot it voted in.
         Sabotage::Amnesia => (
-            Kv,
+            KV,
             &[
                 "OS-view-change-coverage",
                 "OS-vote-equivocation",
@@ -88,38 +108,38 @@ pub fn expectation(s: Sabotage) -> Expectation {
             ],
             300,
         ),
-        Sabotage::AnyNewView => (Kv, &["OS-new-view-agreement"], 300),
+        Sabotage::AnyNewView => (KV, &["OS-new-view-agreement"], 300),
         // The order stage's own invariant, at the step the first checkpoint becomes stable.
-        Sabotage::CheckpointKeepsOldVotes => (Kv, &["INV-checkpoints-above-stable"], 300),
+        Sabotage::CheckpointKeepsOldVotes => (KV, &["INV-checkpoints-above-stable"], 300),
         Sabotage::ViewKeepsSpentChanges => {
-            (Kv, &["INV-entered-holds-only-later-view-changes"], 300)
+            (KV, &["INV-entered-holds-only-later-view-changes"], 300)
         }
-        Sabotage::LogKeepsObsoleteEarly => (Kv, &["INV-early-beyond-accepted"], 300),
-        Sabotage::VoteBytesKeptOnReplace => (Kv, &["INV-vote-bytes-are-votes"], 300),
+        Sabotage::LogKeepsObsoleteEarly => (KV, &["INV-early-beyond-accepted"], 300),
+        Sabotage::VoteBytesKeptOnReplace => (KV, &["INV-vote-bytes-are-votes"], 300),
         // A client that lost its record repeats its abandoned operation under a number that
         // may be the abandoned request's: with no life in the identity, it is that request.
-        Sabotage::SameBytesRetransmission => (Kv, &["CLIENT-one-life", "linearizability"], 300),
+        Sabotage::SameBytesRetransmission => (KV, &["CLIENT-one-life", "linearizability"], 300),
         // A faulty primary whose clock stands still (or runs slow) holds agreed time back.
-        Sabotage::TimeUnboundedBelow => (Kv, &["TIME-bound"], 300),
-        Sabotage::StaleReadOnly => (Kv, &["linearizability"], 300),
-        Sabotage::KeepStranded => (Kv, &["LL1"], 300),
-        Sabotage::ReproposeAfterRestart => (Kv, &["OS-vote-equivocation", "OS-agreement"], 300),
-        Sabotage::TransactionIgnoresWatch => (Redis, &["linearizability"], 300),
-        Sabotage::PopKeepsElement => (Redis, &["REDIS-queue"], 300),
-        Sabotage::PublishPushesTwice => (Redis, &["REDIS-pubsub"], 300),
-        Sabotage::ScriptCallAppliesTwice => (Redis, &["linearizability"], 300),
-        Sabotage::ExpiryRoundsDown => (Redis, &["KV-ttl"], 300),
-        Sabotage::SessionNotRenewed => (Coord, &["COORD-session-live"], 300),
-        Sabotage::CoordWatchFiresTwice => (Coord, &["COORD-watch"], 300),
-        Sabotage::CoordExpiryKeepsEphemeral => (Coord, &["COORD-ephemeral"], 300),
-        Sabotage::SketcherAcceptsUnmatched => (Sketcher, &["delay-once"], 300),
+        Sabotage::TimeUnboundedBelow => (KV, &["TIME-bound"], 300),
+        Sabotage::StaleReadOnly => (KV, &["linearizability"], 300),
+        Sabotage::KeepStranded => (KV, &["LL1"], 300),
+        Sabotage::ReproposeAfterRestart => (KV, &["OS-vote-equivocation", "OS-agreement"], 300),
+        Sabotage::TransactionIgnoresWatch => (REDIS, &["linearizability"], 300),
+        Sabotage::PopKeepsElement => (REDIS, &["REDIS-queue"], 300),
+        Sabotage::PublishPushesTwice => (REDIS, &["REDIS-pubsub"], 300),
+        Sabotage::ScriptCallAppliesTwice => (REDIS, &["linearizability"], 300),
+        Sabotage::ExpiryRoundsDown => (REDIS, &["KV-ttl"], 300),
+        Sabotage::SessionNotRenewed => (COORD, &["COORD-session-live"], 300),
+        Sabotage::CoordWatchFiresTwice => (COORD, &["COORD-watch"], 300),
+        Sabotage::CoordExpiryKeepsEphemeral => (COORD, &["COORD-ephemeral"], 300),
+        Sabotage::SketcherAcceptsUnmatched => (SKETCHER, &["delay-once"], 300),
         // Shows only when ordered reads of one key complete out of order at the sketcher and a
         // stale replica then answers a fast read: 2 of the first 3000 seeds (1546 and 2615).
         // The targeted scenario is crates/prophecy/tests/sabotage.rs (a modelled replica group,
         // caught within 300 seeds), which CI runs too.
-        Sabotage::SketcherTakesOlder => (Sketcher, &["delay-once"], 3000),
-        Sabotage::PredicatesUnchecked => (Spec, &["SPEC-predicate"], 300),
-        Sabotage::TruncateNondeterministic => (Spec, &["ES-state", "LS1"], 300),
+        Sabotage::SketcherTakesOlder => (SKETCHER, &["delay-once"], 3000),
+        Sabotage::PredicatesUnchecked => (SPEC, &["SPEC-predicate"], 300),
+        Sabotage::TruncateNondeterministic => (SPEC, &["ES-state", "LS1"], 300),
     };
     Expectation {
         workload,
@@ -174,12 +194,12 @@ pub fn judge(properties: &[&str], report: &SeedReport) -> Option<Verdict> {
     Some(Verdict::WrongProperty { seed, found })
 }
 
-/// Run `seeds` of `workload` at (`u`, `r`) with `sabotage` switched on, on `jobs` threads, and
-/// judge the lowest seed that reports anything. Deterministic whatever `jobs`: threads stop
+/// Run `seeds` of `workload` (its adapter `app`, [`Workload::resolve`]) at (`u`, `r`) with
+/// `sabotage` switched on, on `jobs` threads, and judge the lowest seed that reports anything. Deterministic whatever `jobs`: threads stop
 /// taking seeds once one fails, and every seed below the lowest failing one has been run.
 pub fn hunt(
     sabotage: Sabotage,
-    workload: Workload,
+    (app, workload): (&dyn Simulated, Workload),
     properties: &[&str],
     (u, r): (u16, u16),
     seeds: std::ops::Range<u64>,
@@ -197,7 +217,7 @@ pub fn hunt(
                     if seed >= seeds.end {
                         break;
                     }
-                    let report = workload.run(&SimOptions::new(seed, u, r));
+                    let report = run(app, workload, &SimOptions::new(seed, u, r));
                     if let Some(verdict) = judge(properties, &report) {
                         stop.store(true, Ordering::SeqCst);
                         if let Ok(mut f) = failing.lock() {
