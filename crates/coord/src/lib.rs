@@ -13,6 +13,9 @@ mod checkpoint;
 mod op;
 pub mod path;
 pub mod session;
+/// The application under the simulator (feature `sim`).
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod tree;
 pub mod watch;
 

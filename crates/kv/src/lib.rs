@@ -18,6 +18,9 @@ mod objects;
 mod op;
 pub mod pubsub;
 mod random;
+/// The store under the simulator (feature `sim`).
+#[cfg(feature = "sim")]
+pub mod sim;
 mod store;
 mod zset;
 

@@ -71,15 +71,17 @@ impl SimArgs {
     }
 }
 
-/// The applications `plumb sim --app` runs, each through its simulator adapter (the bank's is
-/// its own crate's; the others still live in `plumb_sim::apps`); the first is the default.
+/// The applications `plumb sim --app` runs (and `--sabotage` hunts with), each through the
+/// simulator adapter its own crate owns (feature `sim`, or always for the bank); speculation's
+/// is the simulator's own, since speculative sessions are a capability of its world. The
+/// first is the default.
 fn sim_apps() -> SimApps {
     SimApps::new()
-        .with(&plumb_sim::apps::kv::Kv)
-        .with(&plumb_sim::apps::redis::Redis)
+        .with(&plumb_kv::sim::Kv)
+        .with(&plumb_script::sim::Redis)
         .with(&plumb_bank::sim::BankSim)
-        .with(&plumb_sim::apps::coord::Coord)
-        .with(&plumb_sim::apps::spec::Spec)
+        .with(&plumb_coord::sim::Coord)
+        .with(&plumb_sim::spec::Spec)
 }
 
 pub fn run(mut args: SimArgs) -> ExitCode {
@@ -277,7 +279,7 @@ fn failure_line(report: &SeedReport) -> String {
         report.seed,
         report.u,
         report.r,
-        report.replay_command()
+        sim_apps().replay_command(report)
     )
 }
 

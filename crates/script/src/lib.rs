@@ -14,6 +14,9 @@ pub mod cache;
 pub mod call;
 pub mod convert;
 pub mod engine;
+/// Redis clients' workload under the simulator (feature `sim`).
+#[cfg(feature = "sim")]
+pub mod sim;
 
 pub use cache::ScriptCache;
 pub use engine::{check_compiles, sha1_hex, Engine, Limits};

@@ -21,6 +21,17 @@ pub struct AppViolation {
     pub detail: String,
 }
 
+impl AppViolation {
+    /// What one of an application's own checks found, as the simulator reports it: nothing, or
+    /// one violation of `property`.
+    pub fn from_check(property: &'static str, found: Result<(), String>) -> Vec<AppViolation> {
+        match found {
+            Ok(()) => Vec::new(),
+            Err(detail) => vec![AppViolation { property, detail }],
+        }
+    }
+}
+
 /// Something the application ends by agreed time once it is not renewed: what COORD-session-live
 /// and KV-ttl judge (check/leases.rs). The application says which leases a state holds and
 /// which requests renew or end them; *when* a lease was last renewed the check reads from the

@@ -1,8 +1,9 @@
 //! Deterministic simulation of whole plumb clusters: plumb's main test.
 //!
-//! [`run_seed`] builds one seeded world (every authentication, order and execution replica and a
-//! few clients, in one thread, on simulated time), runs the workload of an application under
-//! test ([`SimApp`]; the key-value store by default, [`apps::kv::Kv`]) through it while
+//! [`run_app_seed`] builds one seeded world (every authentication, order and execution replica
+//! and a few clients, in one thread, on simulated time), runs the workload of an application
+//! under test ([`SimApp`], an adapter its own crate supplies: `plumb_kv::sim::Kv`,
+//! `plumb_bank::sim::BankSim`, ...) through it while
 //! the seed's fault plan loses, duplicates, delays and reorders messages, partitions the
 //! network, crashes and restarts replicas (losing unsynced writes, sometimes flipping a bit on
 //! disk), drifts clocks and turns up to `r` replicas per stage Byzantine (half the faulty order
@@ -15,13 +16,18 @@
 //! application's own invariants.
 //! Same seed, same run: a failing seed replays exactly.
 //!
-//! Files: `app.rs` (what the simulator needs of an application), `apps/` (the key-value
-//! store's), `config.rs` (the seed's whole configuration), `faults.rs` (the fault plan),
-//! `world/` (event loop and stage driver), `network.rs`, `disk.rs`, `workload.rs`, `check/`
-//! (one file per property group), `trace.rs`. Byzantine behaviours come from `plumb-adversary`.
+//! The simulator depends on no application: each application's crate owns its adapter, and a
+//! binary registers the ones it links ([`SimApps`]). The one adapter here is speculation's
+//! ([`spec::Spec`]): speculative sessions are a capability of the simulated world (`world/`),
+//! not an application, and the adapter's workload is half of them.
+//!
+//! Files: `app.rs` (what the simulator needs of an application), `registry.rs` (a binary's
+//! adapters by name), `spec.rs` (speculative sessions' workload), `sabotage.rs` (the gate),
+//! `config.rs` (the seed's whole configuration), `faults.rs` (the fault plan), `world/` (event
+//! loop and stage driver), `network.rs`, `disk.rs`, `workload.rs`, `check/` (one file per
+//! property group), `trace.rs`. Byzantine behaviours come from `plumb-adversary`.
 
 pub mod app;
-pub mod apps;
 pub mod check;
 pub mod config;
 mod disk;
@@ -31,6 +37,9 @@ mod network;
 mod op_record;
 mod registry;
 pub mod rng;
+pub mod spec;
+#[cfg(test)]
+mod test_kv;
 mod trace;
 mod workload;
 mod world;
@@ -156,10 +165,16 @@ impl SeedReport {
         self.violations.len() + self.suppressed_violations
     }
 
-    /// The command that replays this seed.
+    /// The command that replays this seed (its application named: see
+    /// [`SimApps::replay_command`] for a binary's own lines).
     pub fn replay_command(&self) -> String {
-        // The key-value store is the default: its replay lines stay as they always were.
-        let app = if self.app == SimApp::name(&apps::kv::Kv) {
+        self.replay_command_with_default(None)
+    }
+
+    /// The command that replays this seed in a binary whose default application is
+    /// `default_app`: `--app` is left out for it.
+    pub fn replay_command_with_default(&self, default_app: Option<&str>) -> String {
+        let app = if Some(self.app) == default_app {
             String::new()
         } else {
             format!(" --app {}", self.app)
@@ -190,11 +205,6 @@ pub fn seed_config(opts: &SimOptions) -> SimConfig {
         }
     }
     cfg
-}
-
-/// Run one seed of the key-value store (the default application) and judge it.
-pub fn run_seed(opts: &SimOptions) -> SeedReport {
-    run_app_seed(&apps::kv::Kv, opts)
 }
 
 /// Run `seeds` of `app` at (`u`, `r`) and panic if any violates a property, listing each failing

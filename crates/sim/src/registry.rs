@@ -83,6 +83,13 @@ impl SimApps {
         }
     }
 
+    /// The command that replays `report`'s seed with this registry's binary: its default
+    /// application (the first registered) goes without `--app`, so the key-value store's replay
+    /// lines in `plumb sim` stay as they always were.
+    pub fn replay_command(&self, report: &SeedReport) -> String {
+        report.replay_command_with_default(self.names().next())
+    }
+
     /// The registered names, in registration order.
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.apps.iter().map(|a| a.name())
@@ -92,7 +99,8 @@ impl SimApps {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::{kv::Kv, spec::Spec};
+    use crate::spec::Spec;
+    use crate::test_kv::Kv;
 
     #[test]
     fn looks_applications_up_by_name_and_defaults_to_the_first() {

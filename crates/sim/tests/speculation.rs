@@ -4,7 +4,7 @@
 //! SPEC-rollback and the library's properties. `plumb sim --app spec --seeds 1000` runs the
 //! long sweep; this one also makes sure the runs exercise what the checks judge.
 
-use plumb_sim::apps::spec::Spec;
+use plumb_sim::spec::Spec;
 use plumb_sim::{run_app_seed, SimOptions};
 
 fn sweep(u: u16, r: u16, seeds: std::ops::Range<u64>) {

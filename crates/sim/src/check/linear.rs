@@ -120,8 +120,8 @@ pub fn check_linearizability<A: SimApp>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::kv::Kv;
     use crate::check::test_support::workload as workload_of;
+    use crate::test_kv::Kv;
     use plumb_kv::{KvOp, KvResult};
     use plumb_wire::ReqNo;
 

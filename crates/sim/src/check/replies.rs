@@ -300,8 +300,8 @@ pub fn faulty_ordered_ops(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::kv::Kv;
     use crate::check::test_support::{agreed, workload};
+    use crate::test_kv::Kv;
     use plumb_kv::{KvOp, KvResult, KvStore};
     use plumb_wire::ExecId;
 

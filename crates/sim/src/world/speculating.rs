@@ -19,9 +19,9 @@
 
 use super::{StageBox, World};
 use crate::app::SimApp;
-use crate::apps::spec::random_file_op;
 use crate::config::SessionPlan;
 use crate::rng::SimRng;
+use crate::spec::random_file_op;
 use plumb_client::Route;
 use plumb_crypto::Digest;
 use plumb_speculation::app::{incr_op, next_token, IncrReply};
@@ -67,7 +67,7 @@ fn counter_after(reply: &[u8]) -> Option<(u64, u64)> {
     match SpecReply::decode(reply).ok()? {
         SpecReply::Executed(inner) => match IncrReply::decode(&inner)? {
             IncrReply::Done { value, token } => Some((value, token)),
-            IncrReply::WrongToken { value } => Some((value, crate::apps::spec::token_at(value)?)),
+            IncrReply::WrongToken { value } => Some((value, crate::spec::token_at(value)?)),
         },
         _ => None,
     }

@@ -16,6 +16,15 @@
 //!
 //! The shim truncates its reply log every [`TRUNCATE_EVERY`] batches, so that `Retry` happens
 //! in runs. Counters are the seed's objects by index; files live under `/d`.
+//!
+//! Unlike the applications' adapters, which their own crates own (`plumb_kv::sim::Kv`, ...),
+//! this one lives in the simulator, because of what it depends on: speculation is a capability
+//! of the simulated world, not an application. The sessions this workload plans
+//! ([`SessionPlan`] in the seed's configuration) are driven by `world/speculating.rs`, which
+//! chains the counter's increments by the tokens this module derives ([`token_at`]) and mixes
+//! in its file operations ([`random_file_op`]); and the simulator depends on plumb-speculation
+//! for those sessions (its client tracker), so plumb-speculation cannot own an adapter that
+//! depends on the simulator without a cycle.
 
 use crate::app::{AppViolation, Executed, OpRecord, SimApp};
 use crate::config::{SessionPlan, SimConfig, MAX_CLIENTS};

@@ -4,7 +4,7 @@
 //! changing how a seed's configuration is drawn reshuffles every scenario, after which these
 //! seeds still have to pass but may no longer exercise what they once found.
 
-mod common;
+mod sim_support;
 
 const REGRESSIONS: &[(u64, u16, u16, &str)] = &[
     (
@@ -138,7 +138,7 @@ const REGRESSIONS: &[(u64, u16, u16, &str)] = &[
 #[test]
 fn regression_seeds_pass() {
     for &(seed, u, r, _found) in REGRESSIONS {
-        common::assert_seeds_pass(u, r, [seed]);
+        sim_support::assert_seeds_pass(u, r, [seed]);
     }
 }
 
@@ -158,7 +158,7 @@ fn sketcher_regression_seeds_pass() {
             sketcher: true,
             ..plumb_sim::SimOptions::new(seed, u, r)
         };
-        let report = plumb_sim::run_app_seed(&plumb_sim::apps::kv::Kv, &opts);
+        let report = sim_support::run_seed(&opts);
         assert!(
             report.ok(),
             "{} ({found}): {:?} {:?}",

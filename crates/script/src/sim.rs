@@ -26,13 +26,13 @@
 //! history, on a channel it names, and reach that client once (`REDIS-pubsub`).
 //! `plumb sim --app redis`.
 
-use crate::app::{AppViolation, Executed, Lease, LeaseKind, LeaseOp, SimApp};
-use crate::apps::kv::{kv_op_text, Kv};
-use crate::rng::SimRng;
-use plumb_adversary::AppForgery;
 use plumb_kv::pubsub::Message;
+use plumb_kv::sim::{kv_op_text, Kv};
 use plumb_kv::{fingerprint, End, Entry, KvOp, KvResult, KvStore, Value, Watched};
-use plumb_lincheck::kv::{BytesKv, KvOp as LinOp, KvRet};
+use plumb_sim::app::{AppViolation, Executed, Lease, LeaseKind, LeaseOp, SimApp};
+use plumb_sim::lincheck::kv::{BytesKv, KvOp as LinOp, KvRet};
+use plumb_sim::AppForgery;
+use plumb_sim::SimRng;
 use plumb_wire::{ClientId, Micros};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -407,7 +407,7 @@ impl SimApp for Redis {
     }
 
     fn new_app(&self) -> KvStore {
-        plumb_script::store()
+        crate::store()
     }
 
     fn random_op(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8> {
@@ -579,7 +579,7 @@ impl SimApp for Redis {
     }
 
     fn check_history(&self, executed: &[Executed<'_>], _end: &KvStore) -> Vec<AppViolation> {
-        super::violations("REDIS-queue", check_queues(executed))
+        AppViolation::from_check("REDIS-queue", check_queues(executed))
     }
 
     fn check_pushes(
@@ -587,7 +587,7 @@ impl SimApp for Redis {
         pushes: &[(ClientId, u64, Vec<u8>)],
         executed: &[Executed<'_>],
     ) -> Vec<AppViolation> {
-        super::violations("REDIS-pubsub", check_pubsub(pushes, executed))
+        AppViolation::from_check("REDIS-pubsub", check_pubsub(pushes, executed))
     }
 
     /// A pipeline is modelled as a transaction without guards: plumb runs its commands as one

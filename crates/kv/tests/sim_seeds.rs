@@ -1,32 +1,26 @@
 //! A few seeds of every standard fault model in `cargo test`; `plumb sim --seeds 1000` runs
 //! the full sweep.
 
-mod common;
+mod sim_support;
 
 #[test]
 fn crash_fault_tolerant_u1_r0() {
-    common::assert_seeds_pass(1, 0, 0..10);
+    sim_support::assert_seeds_pass(1, 0, 0..10);
 }
 
 #[test]
 fn byzantine_fault_tolerant_u1_r1() {
-    common::assert_seeds_pass(1, 1, 0..10);
+    sim_support::assert_seeds_pass(1, 1, 0..10);
 }
 
 #[test]
 fn hybrid_u2_r1() {
-    common::assert_seeds_pass(2, 1, 0..6);
+    sim_support::assert_seeds_pass(2, 1, 0..6);
 }
 
 #[test]
 fn safe_but_not_live_u0_r1() {
-    common::assert_seeds_pass(0, 1, 0..10);
-}
-
-/// The coordination application (sessions, expiry, ephemerals, watches) under faults.
-#[test]
-fn coordination_app_u1_r1() {
-    plumb_sim::assert_seeds_pass(&plumb_sim::apps::coord::Coord, 1, 1, 0..4);
+    sim_support::assert_seeds_pass(0, 1, 0..10);
 }
 
 /// Without faults every operation completes and nothing is violated.
@@ -34,7 +28,7 @@ fn coordination_app_u1_r1() {
 fn fault_free_run_completes_every_operation() {
     let mut opts = plumb_sim::SimOptions::new(7, 1, 1);
     opts.faults = false;
-    let report = plumb_sim::run_seed(&opts);
+    let report = sim_support::run_seed(&opts);
     assert!(report.ok(), "{:?}", report.violations);
     assert!(report.liveness_checked);
     assert!(
@@ -52,7 +46,7 @@ fn event_budget_reports_a_storm() {
     let mut opts = plumb_sim::SimOptions::new(7, 1, 1);
     opts.faults = false;
     opts.max_events = 5_000;
-    let report = plumb_sim::run_seed(&opts);
+    let report = sim_support::run_seed(&opts);
     let storm = report
         .violations
         .iter()

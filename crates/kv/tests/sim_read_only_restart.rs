@@ -6,17 +6,18 @@
 //!
 //! One test function: the sabotage switch is process-wide.
 
-mod common;
+mod sim_support;
 
 const SEED: u64 = 39;
 
 #[test]
 fn read_only_after_restart_seed_passes_and_catches_the_sabotage() {
-    common::assert_seeds_pass(1, 0, [SEED]);
+    sim_support::assert_seeds_pass(1, 0, [SEED]);
     #[cfg(feature = "sabotage")]
     {
         use plumb_sim::sabotage::{by_name, set};
-        use plumb_sim::{run_seed, SimOptions};
+        use plumb_sim::SimOptions;
+        use sim_support::run_seed;
         set(by_name("stale-read-only"));
         let report = run_seed(&SimOptions::new(SEED, 1, 0));
         set(None);

@@ -32,14 +32,14 @@
 //!   that of a change of the agreed history to that path of that kind (deletions by expiry,
 //!   whose zxid no request took, excepted).
 
-use crate::app::{AppViolation, Executed, Lease, LeaseKind, LeaseOp, OpRecord, SimApp};
-use crate::rng::SimRng;
-use plumb_coord::tree::NodeKind;
-use plumb_coord::{
+use crate::tree::NodeKind;
+use crate::{
     acl, is_read_only, CoordApp, CoordOp, CreateMode, ErrorCode, EventType, MultiOp, MultiResult,
     Push, Reply, Request, Response, SessionId, Stat,
 };
-use plumb_lincheck::coord::{CoordModel, StatLite, ZErr, ZOp, ZRet};
+use plumb_sim::app::{AppViolation, Executed, Lease, LeaseKind, LeaseOp, OpRecord, SimApp};
+use plumb_sim::lincheck::coord::{CoordModel, StatLite, ZErr, ZOp, ZRet};
+use plumb_sim::SimRng;
 use plumb_wire::ClientId;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -531,7 +531,7 @@ impl SimApp for Coord {
         pushes: &[(ClientId, u64, Vec<u8>)],
         executed: &[Executed<'_>],
     ) -> Vec<AppViolation> {
-        super::violations("COORD-watch", check_watches(pushes, executed))
+        AppViolation::from_check("COORD-watch", check_watches(pushes, executed))
     }
 }
 
@@ -657,7 +657,7 @@ fn check_watches(
 ) -> Result<(), String> {
     let (changes, registrations) = changes_of(executed);
     // (session, number) -> event, each once.
-    let mut events: BTreeMap<(SessionId, u64), plumb_coord::WatchEvent> = BTreeMap::new();
+    let mut events: BTreeMap<(SessionId, u64), crate::WatchEvent> = BTreeMap::new();
     for (client, id, payload) in pushes {
         let push = Push::decode(payload)
             .map_err(|e| format!("c{client} push {id} does not decode: {e}"))?;
@@ -728,7 +728,7 @@ fn check_watches(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plumb_coord::{WatchEvent, Zxid};
+    use crate::{WatchEvent, Zxid};
     use plumb_wire::{ReqNo, Seq};
 
     fn reply(zxid: i64, result: Result<Response, ErrorCode>) -> Vec<u8> {
@@ -836,7 +836,7 @@ mod tests {
             op,
             read_only: false,
             invoke: 0,
-            response: Some(crate::app::OpResponse {
+            response: Some(plumb_sim::app::OpResponse {
                 at: 1,
                 nc: ReqNo(1),
                 result,

@@ -6,12 +6,13 @@
 //! record learn their number anew, and their abandoned operations leave no trace in what the
 //! others read (CS1 per numbering epoch, LS1, LS6, linearizability, LL1).
 
-mod common;
+mod sim_support;
 
 use plumb_config::Faults;
 use plumb_sim::faults::DiskFault;
-use plumb_sim::{run_seed, SimConfig, SimOptions};
+use plumb_sim::{SimConfig, SimOptions};
 use plumb_wire::Principal;
+use sim_support::run_seed;
 
 /// The first `want` liveness seeds of the u=1 r=1 generator that wipe a store of `stage`.
 fn wiping(stage: fn(&Principal) -> bool, want: usize) -> Vec<u64> {
@@ -33,14 +34,14 @@ fn wiping(stage: fn(&Principal) -> bool, want: usize) -> Vec<u64> {
 fn ll1_an_authentication_replica_that_lost_its_disk_strands_no_request() {
     let seeds = wiping(|p| matches!(p, Principal::Auth(_)), 8);
     assert_eq!(seeds.len(), 8, "the generator wipes authentication disks");
-    common::assert_seeds_pass(1, 1, seeds);
+    sim_support::assert_seeds_pass(1, 1, seeds);
 }
 
 #[test]
 fn os_agreement_an_order_replica_that_lost_its_disk_rejoins() {
     let seeds = wiping(|p| matches!(p, Principal::Order(_)), 8);
     assert_eq!(seeds.len(), 8, "the generator wipes order disks");
-    common::assert_seeds_pass(1, 1, seeds);
+    sim_support::assert_seeds_pass(1, 1, seeds);
 }
 
 /// Seeds of the u=1 r=1 generator in which a correct client restarts without a trustworthy

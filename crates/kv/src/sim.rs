@@ -4,11 +4,10 @@
 //! Every draw here is the one the simulator made before it became application-generic, in the
 //! same order, so a key-value seed replays exactly as it always did.
 
-use crate::app::SimApp;
-use crate::rng::SimRng;
-use plumb_adversary::AppForgery;
-use plumb_kv::{KvOp, KvResult, KvStore, ERR_NOT_INTEGER, ERR_OVERFLOW};
-use plumb_lincheck::kv::{BytesKv, KvError, KvOp as LinOp, KvRet};
+use crate::{KvOp, KvResult, KvStore, ERR_NOT_INTEGER, ERR_OVERFLOW};
+use plumb_sim::lincheck::kv::{BytesKv, KvError, KvOp as LinOp, KvRet};
+use plumb_sim::SimRng;
+use plumb_sim::{AppForgery, SimApp};
 use std::sync::Arc;
 
 /// The key-value store, the simulator's default application.
@@ -34,7 +33,7 @@ impl SimApp for Kv {
 
     fn random_op(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8> {
         let keys: Vec<&[u8]> = objects.iter().map(|k| k.as_slice()).collect();
-        plumb_kv::random_op(&mut || rng.next_u64(), &keys).encode()
+        crate::random_op(&mut || rng.next_u64(), &keys).encode()
     }
 
     fn random_read(&self, rng: &mut SimRng, objects: &[Vec<u8>]) -> Vec<u8> {

@@ -1,7 +1,10 @@
 //! Same seed, same run: the event trace digest of two runs of one seed is identical, so a
 //! failing seed replays exactly.
 
-use plumb_sim::{run_seed, SimOptions};
+mod sim_support;
+
+use plumb_sim::SimOptions;
+use sim_support::run_seed;
 
 #[test]
 fn same_seed_same_trace() {

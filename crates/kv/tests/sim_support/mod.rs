@@ -1,0 +1,16 @@
+//! Shared by the key-value store's simulator tests (`sim_*.rs`): one seed, and sweeps of seeds,
+//! of the store's adapter (`plumb_kv::sim::Kv`).
+#![allow(dead_code)]
+
+use plumb_kv::sim::Kv;
+use plumb_sim::{SeedReport, SimOptions};
+
+/// Run one seed of the key-value store and judge it.
+pub fn run_seed(opts: &SimOptions) -> SeedReport {
+    plumb_sim::run_app_seed(&Kv, opts)
+}
+
+/// Sweep the key-value store's seeds (`plumb_sim::assert_seeds_pass`).
+pub fn assert_seeds_pass(u: u16, r: u16, seeds: impl IntoIterator<Item = u64>) {
+    plumb_sim::assert_seeds_pass(&Kv, u, r, seeds);
+}
