@@ -5,7 +5,8 @@
 //! the simulated clients issue, text for the trace, the sequential model the correct clients'
 //! histories are checked against (plumb-lincheck), and optionally the application's own
 //! invariants, checked on every correct execution replica's final state and on every state of
-//! the reference replay. `apps/kv.rs` is the key-value store's; `examples/bank` has another.
+//! the reference replay. Each application's crate owns its adapter: `plumb_kv::sim::Kv` (feature
+//! `sim`) is the key-value store's, `examples/bank/src/sim.rs` the bank's.
 
 pub use crate::op_record::{OpRecord, Response as OpResponse};
 use crate::rng::SimRng;
