@@ -14,6 +14,8 @@
 
 mod buckets;
 mod glob;
+#[cfg(feature = "model")]
+pub mod model;
 mod objects;
 mod op;
 pub mod pubsub;

@@ -4,8 +4,8 @@
 //! Every draw here is the one the simulator made before it became application-generic, in the
 //! same order, so a key-value seed replays exactly as it always did.
 
-use crate::{KvOp, KvResult, KvStore, ERR_NOT_INTEGER, ERR_OVERFLOW};
-use plumb_sim::lincheck::kv::{BytesKv, KvError, KvOp as LinOp, KvRet};
+use crate::{KvOp, KvResult, KvStore};
+use plumb_sim::lincheck::kv::{BytesKv, KvOp as LinOp, KvRet};
 use plumb_sim::SimRng;
 use plumb_sim::{AppForgery, SimApp};
 use std::sync::Arc;
@@ -90,38 +90,12 @@ impl SimApp for Kv {
         BytesKv::new()
     }
 
-    /// `Keys`, `DbSize` and `Set` with an expiry are left out: the model does not cover them
-    /// (the first two are reads; expiry follows agreed time, which clients do not see).
     fn model_op(&self, op: &[u8]) -> Option<LinOp<Vec<u8>, Vec<u8>>> {
-        Some(match KvOp::decode(op).ok()? {
-            KvOp::Get { key } => LinOp::Get { key },
-            KvOp::Set {
-                key,
-                value,
-                expire: None,
-            } => LinOp::Set { key, value },
-            KvOp::Delete { key } => LinOp::Delete { key },
-            KvOp::CompareAndSet { key, expected, new } => {
-                LinOp::CompareAndSet { key, expected, new }
-            }
-            KvOp::Increment { key, delta } => LinOp::Increment { key, delta },
-            // The Redis commands are not in the model (the workload does not issue them).
-            _ => return None,
-        })
+        crate::model::model_op(op)
     }
 
-    /// An error other than not-an-integer or overflow is not in the model.
     fn model_ret(&self, _op: &LinOp<Vec<u8>, Vec<u8>>, result: &[u8]) -> Option<KvRet<Vec<u8>>> {
-        Some(match KvResult::decode(result).ok()? {
-            KvResult::Value(v) => KvRet::Value(v),
-            KvResult::Ok => KvRet::Ok,
-            KvResult::Bool(b) => KvRet::Bool(b),
-            KvResult::Int(n) => KvRet::Int(n),
-            KvResult::Error(e) if e == ERR_NOT_INTEGER => KvRet::Error(KvError::NotInteger),
-            KvResult::Error(e) if e == ERR_OVERFLOW => KvRet::Error(KvError::Overflow),
-            // Sorted sets and the rest are not in the model (the workload does not issue them).
-            _ => return None,
-        })
+        crate::model::model_ret(result)
     }
 }
 

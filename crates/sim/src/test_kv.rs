@@ -2,7 +2,7 @@
 //! judge key-value histories. The simulator depends on no application, and the store's own
 //! adapter (`plumb_kv::sim::Kv`, feature `sim`) depends on this crate, so a test of this crate
 //! cannot use it (its `SimApp` would be another copy's); plumb-kv is a dev-dependency without
-//! that feature. Its model is the full adapter's, for the ops the tests use.
+//! that feature. Its model mapping is the store's own (`plumb_kv::model`, feature `model`).
 
 use crate::app::SimApp;
 use crate::rng::SimRng;
@@ -72,29 +72,10 @@ impl SimApp for Kv {
     }
 
     fn model_op(&self, op: &[u8]) -> Option<LinOp<Vec<u8>, Vec<u8>>> {
-        Some(match KvOp::decode(op).ok()? {
-            KvOp::Get { key } => LinOp::Get { key },
-            KvOp::Set {
-                key,
-                value,
-                expire: None,
-            } => LinOp::Set { key, value },
-            KvOp::Delete { key } => LinOp::Delete { key },
-            KvOp::CompareAndSet { key, expected, new } => {
-                LinOp::CompareAndSet { key, expected, new }
-            }
-            KvOp::Increment { key, delta } => LinOp::Increment { key, delta },
-            _ => return None,
-        })
+        plumb_kv::model::model_op(op)
     }
 
     fn model_ret(&self, _op: &LinOp<Vec<u8>, Vec<u8>>, result: &[u8]) -> Option<KvRet<Vec<u8>>> {
-        Some(match KvResult::decode(result).ok()? {
-            KvResult::Value(v) => KvRet::Value(v),
-            KvResult::Ok => KvRet::Ok,
-            KvResult::Bool(b) => KvRet::Bool(b),
-            KvResult::Int(n) => KvRet::Int(n),
-            _ => return None,
-        })
+        plumb_kv::model::model_ret(result)
     }
 }
