@@ -11,9 +11,11 @@ use plumb_crypto::Digest;
 pub use plumb_wire::Seq;
 use plumb_wire::{request_id, ClientId, Life, Micros, ReqNo};
 
+mod access;
 pub mod codec;
 mod objects;
 
+pub use access::AccessSet;
 pub use objects::{ObjectId, ObjectState, ObjectWrite, OBJECT_ID_BITS_MAX};
 
 /// Agreed time and PRNG seed of a batch: identical on every replica, and the only time and

@@ -6,7 +6,7 @@
 //! what peers send. An object's bytes must be a function of its contents alone (canonical), so
 //! that correct replicas in the same state report equal bytes for every object.
 
-use crate::LoadError;
+use crate::{AccessSet, LoadError};
 
 /// Largest number of id bits an application may use: the Merkle tree is that many levels deep,
 /// and a proof holds one sibling digest per level.
@@ -48,5 +48,19 @@ pub trait ObjectState {
     /// Adopt the metadata of a checkpoint, after all its objects were loaded.
     fn load_object_metadata(&mut self, _metadata: &[u8]) -> Result<(), LoadError> {
         Ok(())
+    }
+
+    /// The objects executing `op` may read or write ([`AccessSet`], docs/objects.md "Access
+    /// sets"), known before it runs.
+    ///
+    /// Must: depend on `op` alone (never on the state, the time or the client), and cover
+    /// every object that [`crate::Application::execute`] reads or changes for `op` in any
+    /// state, so that executing a batch on only its access sets' objects (with the metadata)
+    /// gives the same replies, pushes and writes as on the whole state. Metadata is not an
+    /// object: every replica holds it whole. The simulator checks this after every batch
+    /// (`access-set`). Default: [`AccessSet::All`], always right, and no replica can then
+    /// execute the operation without the whole state.
+    fn access_set(&self, _op: &[u8]) -> AccessSet {
+        AccessSet::All
     }
 }

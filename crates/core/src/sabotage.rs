@@ -78,6 +78,10 @@ sabotages! {
     /// The key-value store rounds a relative expiry (`SET ... PX`) down to whole seconds, so a
     /// key set to live 1.9 s lives 1 s (caught by `plumb sim --app redis`'s KV-ttl).
     ExpiryRoundsDown = "expiry-rounds-down",
+    /// The key-value store's access set of an operation on two or more keys leaves out the
+    /// last key's bucket (caught by the simulator's `access-set` check, which runs each batch
+    /// again on only its access sets' objects).
+    StaleAccessSet = "stale-access-set",
     /// The coordination application never renews a session once opened (its requests, a
     /// resume and a Touch leave it as it was), so a session whose client is busy expires
     /// (caught by `plumb sim --app coord`'s COORD-session-live).

@@ -14,8 +14,9 @@
 //! since the last one: its cost follows the keys written, not the size of the store.
 
 use crate::buckets::{bucket_of, BUCKET_BITS};
+use crate::op::KvOp;
 use crate::store::{Entry, KvStore};
-use plumb_app::{LoadError, ObjectId, ObjectState, ObjectWrite};
+use plumb_app::{AccessSet, LoadError, ObjectId, ObjectState, ObjectWrite};
 
 /// Version byte of a bucket's encoding.
 pub const BUCKET_VERSION: u8 = 1;
@@ -124,6 +125,12 @@ impl ObjectState for KvStore {
         // As after a whole-checkpoint load, the time is unknown until the next batch.
         self.forget_clock();
         self.load_subscription_bytes(metadata)
+    }
+
+    /// The buckets of the keys the operation names ([`KvOp::access_set`]); bytes that are no
+    /// operation get an error reply and touch nothing.
+    fn access_set(&self, op: &[u8]) -> AccessSet {
+        KvOp::decode(op).map_or(AccessSet::Objects(Vec::new()), |op| op.access_set())
     }
 }
 

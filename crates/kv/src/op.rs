@@ -5,6 +5,7 @@
 //! bytes keep their meaning; an incompatible change bumps the version byte instead.
 //! Decoding is total: any byte string yields either a value or a [`DecodeError`].
 
+use crate::buckets::bucket_of;
 use crate::zset::{Score, ScoreBound};
 use plumb_wire::{ClientId, Micros};
 use serde::{Deserialize, Serialize};
@@ -804,6 +805,7 @@ pub enum KvResult {
 
 pub use plumb_app::codec::DecodeError;
 use plumb_app::codec::{decode_versioned, encode_versioned};
+use plumb_app::AccessSet;
 
 /// Which keys an operation may touch: the request analysis an object-level execution
 /// (ZZ, ODRC) needs, with one object per key.
@@ -1086,6 +1088,65 @@ impl KvOp {
             | KvOp::PubSubNumPat => Footprint::Keys(Vec::new()),
         }
     }
+}
+
+/// The keys an operation reads or writes itself: for a pipeline or a transaction, the watched
+/// keys only, since each op inside names its own when it runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum OwnKeys<'a> {
+    Keys(Vec<&'a [u8]>),
+    /// Any key.
+    Every,
+}
+
+impl KvOp {
+    pub(crate) fn own_keys(&self) -> OwnKeys<'_> {
+        match self {
+            KvOp::Pipeline { .. } => OwnKeys::Keys(Vec::new()),
+            KvOp::Transaction { watched, .. } => {
+                OwnKeys::Keys(watched.iter().map(|w| w.key.as_slice()).collect())
+            }
+            // A prefix is not a set of buckets: keys are hashed to them.
+            op => match op.footprint() {
+                Footprint::Keys(keys) => OwnKeys::Keys(keys),
+                Footprint::Prefix(_) => OwnKeys::Every,
+            },
+        }
+    }
+
+    /// The buckets this operation may read or write (docs/objects.md "Access sets"): those of
+    /// its keys and, for a pipeline or transaction, of every op inside. `KEYS`, `SCAN`,
+    /// `RANDOMKEY`, `DBSIZE`, `INFO keyspace`, `FLUSHALL` and scripts (which may use keys
+    /// they were not given) are [`AccessSet::All`]; pub/sub touches only the subscriptions,
+    /// which are metadata, so no bucket.
+    pub fn access_set(&self) -> AccessSet {
+        let own = match self.own_keys() {
+            OwnKeys::Every => return AccessSet::All,
+            OwnKeys::Keys(keys) => {
+                AccessSet::objects(stale_access(keys).into_iter().map(bucket_of))
+            }
+        };
+        match self {
+            KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } => ops
+                .iter()
+                .filter_map(|op| KvOp::decode(op).ok())
+                // A nested pipeline or transaction is refused: it touches nothing.
+                .filter(|op| !matches!(op, KvOp::Pipeline { .. } | KvOp::Transaction { .. }))
+                .fold(own, |set, op| set.union(op.access_set())),
+            _ => own,
+        }
+    }
+}
+
+/// The keys as they are, or under the `stale-access-set` sabotage without the last of two
+/// or more: an access set that misses an object its operation uses.
+#[cfg_attr(not(feature = "sabotage"), allow(unused_mut))]
+fn stale_access(mut keys: Vec<&[u8]>) -> Vec<&[u8]> {
+    #[cfg(feature = "sabotage")]
+    if keys.len() > 1 && plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::StaleAccessSet) {
+        keys.pop();
+    }
+    keys
 }
 
 impl KvResult {

@@ -4,18 +4,24 @@
 //! checkpoint encoding, is a function of the contents alone (APPS3). Keys are independent
 //! objects: splitting the key space into objects or ranges (ZZ, ODRC) needs no change here.
 //!
-//! Expiry uses agreed time only. Before each operation, every key whose expiry is at or
-//! before the batch's time is removed, found through an index ordered by expiry time, and a
-//! write whose expiry is not in the future removes the key. So every stored entry is live at
-//! the time of the last executed batch: reads, `Keys`, `DbSize` and checkpoints need no clock,
-//! and equal logical states have equal bytes whatever order keys were removed in.
+//! Expiry uses agreed time only, and is per object (docs/objects.md "Access sets"): before
+//! an operation runs, every key it names whose expiry is at or before the batch's time is
+//! removed; an operation of the whole key space (`KEYS`, `SCAN`, `DBSIZE`, `FLUSHALL`, a
+//! script) first removes every such key, found through an index ordered by expiry time. A
+//! write whose expiry is not in the future removes the key. So an operation touches only the
+//! buckets of the keys it names (its access set), and a replica holding only those buckets
+//! executes it as one holding everything. An expired key nothing has named since stays stored,
+//! *due*, until something does: ordered operations never see it, since they remove it first,
+//! and the read-only path leaves it out by the clock (`read_live`). Equal histories give equal
+//! bytes, so checkpoints still agree.
 //!
-//! `Ttl` is the one operation that needs a time: on the ordered path it is the batch's agreed
+//! `Ttl` and the read-only path need a time: on the ordered path it is the batch's agreed
 //! time. On the read-only path it is the agreed time of the last batch this store executed,
-//! kept in memory only (it is not state: equal contents give equal checkpoints whatever the
-//! time). Right after a checkpoint load that time is unknown until the next batch, and a
-//! read-only `Ttl` of a key with an expiry gets [`ERR_TTL_NEEDS_ORDER`](crate::ERR_TTL_NEEDS_ORDER);
-//! a gateway should send `TTL` on the ordered path.
+//! kept in memory only (every replica at the same batch has the same one). Right after a
+//! checkpoint load that time is unknown until the next batch, and a read-only read of a key
+//! with an expiry (or of the whole key space, while any key has one) gets
+//! [`ERR_TTL_NEEDS_ORDER`](crate::ERR_TTL_NEEDS_ORDER): the client's other replicas answer, or
+//! it orders the read.
 //!
 //! Randomness (`SPop`) comes from the batch's seed mixed with the request's position in the
 //! batch, never from an entropy source.
@@ -29,7 +35,7 @@ use crate::op::{
     ERR_SCORE_NAN, ERR_TTL_NEEDS_ORDER, ERR_WRONG_TYPE, ERR_ZADD_GT_LT_NX, ERR_ZADD_INCR_PAIRS,
     ERR_ZADD_NX_XX, PIPELINE_REPLY_BUDGET,
 };
-use crate::op::{ERR_NO_SCRIPTING, ERR_STRING_TOO_LONG, MAX_STRING};
+use crate::op::{OwnKeys, ERR_NO_SCRIPTING, ERR_STRING_TOO_LONG, MAX_STRING};
 use crate::pubsub::Subscriptions;
 use crate::zset::{Score, ZSet};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
@@ -103,7 +109,7 @@ pub struct KvStore {
     /// part of the checkpoint.
     expiries: BTreeSet<(Micros, Vec<u8>)>,
     /// The latest agreed time the store ran at; `None` before the first batch and after a
-    /// checkpoint load until the next batch. Not state; only read-only `Ttl` reads it.
+    /// checkpoint load until the next batch. Not state; the read-only path reads it.
     clock: Option<Micros>,
     /// Keys per hash bucket and the buckets written since the last object checkpoint
     /// (objects.rs); derived from `entries`, not state.
@@ -158,6 +164,24 @@ impl PartialEq for KvStore {
 
 impl Eq for KvStore {}
 
+/// The keys a read names, with those of the ops inside a pipeline or transaction; `None` for
+/// a read of the whole key space.
+fn read_keys(op: &KvOp) -> Option<Vec<Vec<u8>>> {
+    let mut keys: Vec<Vec<u8>> = match op.own_keys() {
+        OwnKeys::Keys(keys) => keys.into_iter().map(<[u8]>::to_vec).collect(),
+        OwnKeys::Every => return None,
+    };
+    if let KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } = op {
+        for inner in ops.iter().filter_map(|o| KvOp::decode(o).ok()) {
+            match inner.own_keys() {
+                OwnKeys::Keys(more) => keys.extend(more.into_iter().map(<[u8]>::to_vec)),
+                OwnKeys::Every => return None,
+            }
+        }
+    }
+    Some(keys)
+}
+
 /// The `splitmix64` step: a bijective mixer, here the store's only source of randomness.
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -210,7 +234,7 @@ impl KvStore {
         self.clock = None;
     }
 
-    /// Number of live keys.
+    /// Number of stored keys, due ones included.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -219,11 +243,18 @@ impl KvStore {
         self.entries.is_empty()
     }
 
+    /// The stored entry of `key`, due or not.
     pub fn entry(&self, key: &[u8]) -> Option<&Entry> {
         self.entries.get(key)
     }
 
-    /// Every live entry, in key order.
+    /// The entry of `key` if it is live by the clock (an expired key stays stored until an
+    /// operation names it: see the module documentation).
+    pub fn live_entry(&self, key: &[u8]) -> Option<&Entry> {
+        self.entries.get(key).filter(|e| self.live(e))
+    }
+
+    /// Every stored entry, in key order, due ones included.
     pub fn entries(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
         self.entries.iter().map(|(k, e)| (k.as_slice(), e))
     }
@@ -243,6 +274,7 @@ impl KvStore {
     /// ([`request_seed`]), used by `SPop` only.
     pub fn apply_seeded(&mut self, op: &KvOp, now: Micros, seed: u64) -> KvResult {
         self.advance(now);
+        self.expire_due(op, now);
         match op {
             KvOp::Set { key, value, expire } => {
                 self.set(key, value, *expire, now);
@@ -555,7 +587,7 @@ impl KvStore {
         match op {
             KvOp::Get { key } => self.get(key),
             KvOp::Keys { prefix } => KvResult::Keys(self.keys_with_prefix(prefix)),
-            KvOp::DbSize => int(self.entries.len()),
+            KvOp::DbSize => int(self.entries.len() - self.due_count()),
             KvOp::Exists { keys } => int(keys
                 .iter()
                 .filter(|k| self.entries.contains_key(k.as_slice()))
@@ -778,8 +810,8 @@ impl KvStore {
             ),
             KvOp::PubSubNumPat => int(self.pubsub.numpat()),
             KvOp::KeyspaceStats => KvResult::Ints(vec![
-                i64::try_from(self.entries.len()).unwrap_or(i64::MAX),
-                i64::try_from(self.expiries.len()).unwrap_or(i64::MAX),
+                i64::try_from(self.entries.len() - self.due_count()).unwrap_or(i64::MAX),
+                i64::try_from(self.expiries.len() - self.due_count()).unwrap_or(i64::MAX),
             ]),
             KvOp::ExpireTime { key } => match self.entries.get(key.as_slice()) {
                 None => KvResult::Int(-2),
@@ -801,6 +833,7 @@ impl KvStore {
                 let (keys, next) = self.buckets.scan(*cursor, count);
                 let keys = keys
                     .into_iter()
+                    .filter(|k| self.entries.get(*k).is_some_and(|e| self.live(e)))
                     .filter(|k| pattern.as_ref().is_none_or(|p| glob_match(p, k)))
                     .filter(|k| {
                         kind.as_ref().is_none_or(|t| {
@@ -954,16 +987,103 @@ impl KvStore {
         }
     }
 
-    /// Move the clock to `now` (if later) and remove every key whose expiry is at or before
-    /// `now`.
+    /// Move the clock to `now` (if later).
     fn advance(&mut self, now: Micros) {
         self.clock = Some(self.clock.map_or(now, |c| c.max(now)));
-        while let Some((at, key)) = self.expiries.first().cloned() {
-            if at > now {
-                break;
+    }
+
+    /// Remove the keys `op` names whose expiry is at or before `now`; every such key for an
+    /// operation of the whole key space. The keys inside a pipeline or transaction are
+    /// removed as each op inside runs.
+    fn expire_due(&mut self, op: &KvOp, now: Micros) {
+        match op.own_keys() {
+            OwnKeys::Keys(keys) => {
+                for key in keys {
+                    let due = self.entries.get(key).and_then(|e| e.expires_at);
+                    if due.is_some_and(|at| at <= now) {
+                        self.remove(key);
+                    }
+                }
             }
-            self.remove(&key);
+            OwnKeys::Every => {
+                while let Some((at, key)) = self.expiries.first().cloned() {
+                    if at > now {
+                        break;
+                    }
+                    self.remove(&key);
+                }
+            }
         }
+    }
+
+    /// Whether `entry` is live by the clock: it has no expiry, or one after the clock. With
+    /// the clock unknown, an entry with an expiry counts as live (`read_live` refuses first).
+    fn live(&self, entry: &Entry) -> bool {
+        match (entry.expires_at, self.clock) {
+            (Some(at), Some(clock)) => at > clock,
+            _ => true,
+        }
+    }
+
+    /// Stored keys whose expiry the clock has passed (none with the clock unknown).
+    fn due_count(&self) -> usize {
+        match self.clock {
+            Some(clock) => self
+                .expiries
+                .range(..(clock.saturating_add(1), Vec::new()))
+                .count(),
+            None => 0,
+        }
+    }
+
+    /// Whether any stored key may be due: one whose expiry the clock has passed, or, with the
+    /// clock unknown, any key with an expiry.
+    fn may_hold_due(&self) -> bool {
+        match (self.expiries.first(), self.clock) {
+            (None, _) => false,
+            (Some((at, _)), Some(clock)) => *at <= clock,
+            (Some(_), None) => true,
+        }
+    }
+
+    /// Answer a read between batches (the read-only path): [`KvStore::read`] of the store as
+    /// clients see it, without the due keys it still holds (expiry is per object: the module
+    /// documentation says why). A write gets an error and changes nothing.
+    pub fn read_live(&self, op: &KvOp) -> KvResult {
+        if !self.may_hold_due() {
+            return self.read(op);
+        }
+        let Some(keys) = read_keys(op) else {
+            // The whole key space: `read` leaves due keys out by the clock, if it is known.
+            if self.clock.is_none() {
+                return KvResult::error(ERR_TTL_NEEDS_ORDER);
+            }
+            return self.read(op);
+        };
+        let stored = |k: &Vec<u8>| self.entries.get(k.as_slice());
+        if !keys
+            .iter()
+            .filter_map(stored)
+            .any(|e| !self.live(e) || (self.clock.is_none() && e.expires_at.is_some()))
+        {
+            return self.read(op);
+        }
+        if self.clock.is_none() {
+            return KvResult::error(ERR_TTL_NEEDS_ORDER);
+        }
+        // Rare (a read of a key that expired and that no operation named since): answer from
+        // a store of the live entries of the keys it reads.
+        let mut view = KvStore {
+            clock: self.clock,
+            pubsub: self.pubsub.clone(),
+            ..KvStore::default()
+        };
+        for key in &keys {
+            if let Some(entry) = stored(key).filter(|e| self.live(e)) {
+                view.put(key, entry.clone());
+            }
+        }
+        view.read(op)
     }
 
     fn value(&self, key: &[u8]) -> Option<&Value> {
@@ -1038,6 +1158,7 @@ impl KvStore {
         self.entries
             .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(prefix))
+            .filter(|(_, e)| self.live(e))
             .map(|(k, _)| k.clone())
             .collect()
     }
@@ -1049,6 +1170,7 @@ impl KvStore {
             .take_while(|(k, _)| k.starts_with(prefix))
             // Redis' `KEYS *` shortcut: every key, the empty one included.
             .filter(|(k, _)| pattern == b"*" || glob_match(pattern, k))
+            .filter(|(_, e)| self.live(e))
             .map(|(k, _)| k.clone())
             .collect()
     }
@@ -2165,7 +2287,7 @@ impl Application for KvStore {
 
     fn execute_read_only(&self, _client: ClientId, op: &[u8]) -> Vec<u8> {
         let result = match KvOp::decode(op) {
-            Ok(op) => self.read(&op),
+            Ok(op) => self.read_live(&op),
             Err(_) => KvResult::error(ERR_MALFORMED),
         };
         result.encode()

@@ -1,10 +1,11 @@
 //! The operations behind the Redis gateway: strings with options, multi-key commands, expiry
 //! in agreed time, glob `KEYS`, hashes, lists, sets, deterministic `SPOP`, encodings.
 
-use plumb_app::{Application, Command, NonDeterminism};
+use plumb_app::{AccessSet, Application, Command, NonDeterminism, ObjectId, ObjectState};
 use plumb_kv::*;
 use plumb_wire::{Life, ReqNo, Seq};
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 
 mod common;
 use common::{b, batch, err, items, set, splitmix};
@@ -310,10 +311,52 @@ fn expiry_in_agreed_time_and_ttl_counts_down() {
     // The read-only path answers relative to the last executed batch (time 4_000).
     assert_eq!(read(&store, &ttl("k")), KvResult::Int(7_000));
     assert_eq!(one(&mut store, ttl("k"), 10_999), KvResult::Int(1));
-    // A batch whose agreed time reaches the expiry removes the key, read or not.
+    // An op of the whole key space at or after the expiry removes the key first.
     assert_eq!(one(&mut store, KvOp::DbSize, 11_000), KvResult::Int(0));
     assert_eq!(one(&mut store, ttl("k"), 11_001), KvResult::Int(-2));
     assert!(store.is_empty());
+}
+
+/// Expiry is per object (docs/objects.md "Access sets"): a due key stays stored, and its
+/// bucket unwritten, until an op that names it runs; no client sees it meanwhile.
+#[test]
+fn an_expired_key_stays_stored_until_an_op_names_it_and_no_client_sees_it() {
+    let mut store = KvStore::new();
+    let e = set_ex("e", "v", SetExpiry::After(10), SetCondition::Always, false);
+    each(&mut store, &[e, set("p", "v"), set("q", "v")], 100);
+    store.take_changed_objects();
+    // Past e's expiry, an op naming only p leaves e stored and its bucket untouched.
+    assert_eq!(
+        one(&mut store, get("p"), 200),
+        KvResult::Value(Some(b("v")))
+    );
+    assert!(store.entry(b"e").is_some() && store.live_entry(b"e").is_none());
+    assert_eq!(store.take_changed_objects(), Vec::new());
+    // The read-only path leaves it out, key by key and over the key space.
+    assert_eq!(read(&store, &get("e")), KvResult::Value(None));
+    assert_eq!(read(&store, &ttl("e")), KvResult::Int(-2));
+    assert_eq!(
+        read(
+            &store,
+            &KvOp::Exists {
+                keys: vec![b("e"), b("p")]
+            }
+        ),
+        KvResult::Int(1)
+    );
+    assert_eq!(read(&store, &KvOp::DbSize), KvResult::Int(2));
+    assert_eq!(
+        read(&store, &KvOp::Keys { prefix: Vec::new() }),
+        KvResult::Keys(vec![b("p"), b("q")])
+    );
+    assert_eq!(
+        read(&store, &KvOp::KeyspaceStats),
+        KvResult::Ints(vec![2, 0])
+    );
+    // An ordered op that names it removes it first: a read, and its bucket is written.
+    assert_eq!(one(&mut store, get("e"), 201), KvResult::Value(None));
+    assert!(store.entry(b"e").is_none());
+    assert_eq!(store.take_changed_objects(), vec![(bucket_of(b"e"), None)]);
 }
 
 #[test]
@@ -1470,6 +1513,57 @@ proptest! {
         prop_assert!(KvResult::decode(&replies).is_ok());
     }
 
+    /// Access sets (docs/objects.md): a batch run on a store that holds only the buckets its
+    /// ops' access sets name, and the metadata, replies, pushes and writes exactly as on the
+    /// whole store, and changes no bucket outside them; over every op, with keys expiring
+    /// between batches.
+    #[test]
+    fn batches_run_alike_on_their_access_sets(seed: u64, len in 1usize..120, per_batch in 1usize..5) {
+        let mut rng = splitmix(seed);
+        let ops: Vec<KvOp> = (0..len).map(|_| any_op(&mut rng)).collect();
+        let mut whole = KvStore::new();
+        let mut served: BTreeMap<ObjectId, Vec<u8>> = BTreeMap::new();
+        for (i, chunk) in ops.chunks(per_batch).enumerate() {
+            let nd = NonDeterminism { time: 10 + 3 * i as u64, seed: rng() };
+            let encoded: Vec<Vec<u8>> = chunk.iter().map(KvOp::encode).collect();
+            let commands: Vec<Command<'_>> = encoded
+                .iter()
+                .map(|op| Command::new(1, Life(0), ReqNo(1), op))
+                .collect();
+            let set = encoded
+                .iter()
+                .fold(AccessSet::Objects(Vec::new()), |s, op| s.union(whole.access_set(op)));
+            let mut part = KvStore::new();
+            if let Some(ids) = set.ids() {
+                for id in ids {
+                    if let Some(bytes) = served.get(id) {
+                        part.load_object(*id, Some(bytes)).unwrap();
+                    }
+                }
+                part.load_object_metadata(&whole.object_metadata()).unwrap();
+            }
+            let out = whole.execute(Seq(i as u64 + 1), &commands, nd);
+            let written = whole.take_changed_objects();
+            if let Some(ids) = set.ids() {
+                prop_assert_eq!(&part.execute(Seq(i as u64 + 1), &commands, nd), &out, "{:?}", chunk);
+                part.take_changed_objects();
+                for (id, bytes) in &written {
+                    let changed = bytes.as_ref().filter(|b| !b.is_empty()) != served.get(id);
+                    prop_assert!(!changed || set.contains(*id), "{:?} changed bucket {}", chunk, id.0);
+                }
+                for id in ids {
+                    prop_assert_eq!(part.bucket_bytes(*id), whole.bucket_bytes(*id), "{:?}", chunk);
+                }
+            }
+            for (id, bytes) in written {
+                match bytes.filter(|b| !b.is_empty()) {
+                    Some(b) => served.insert(id, b),
+                    None => served.remove(&id),
+                };
+            }
+        }
+    }
+
     /// Random histories over every op: two replicas agree (APPS2), read-only ops change nothing
     /// and answer alike on both paths, mutating ops touch only their footprint, checkpoints
     /// round-trip (APPS3/4), and no collection is left empty.
@@ -1485,9 +1579,10 @@ proptest! {
             // Replay on `a` one op at a time, checking each op's effects.
             let mut replies = Vec::new();
             for (j, op) in chunk.iter().enumerate() {
-                let mut before = a.clone();
-                // Expire up to `time` first, so only the op itself differs.
-                before.apply(&KvOp::DbSize, time);
+                // Expire every due key up to `time` first (expiry is per object: an op removes
+                // only the due keys it names), so only the op itself differs.
+                a.apply(&KvOp::DbSize, time);
+                let before = a.clone();
                 let reply = a.apply_seeded(op, time, request_seed(nd_seed, j));
                 if !op.is_mutating() {
                     prop_assert_eq!(&a, &before, "{:?} changed state", op);
@@ -1509,6 +1604,9 @@ proptest! {
                 replies.push(reply);
             }
             prop_assert_eq!(&replies, &expected);
+            // `a` had every due key removed before each op; the replica only those its ops
+            // named. Removing the rest makes them equal.
+            replica.apply(&KvOp::DbSize, time);
             prop_assert_eq!(a.take_checkpoint(), replica.take_checkpoint());
             for (k, e) in a.entries() {
                 let empty = match &e.value {
@@ -1519,7 +1617,8 @@ proptest! {
                     Value::ZSet(z) => z.is_empty(),
                 };
                 prop_assert!(!empty, "empty collection at {:?}", k);
-                prop_assert!(e.expires_at.is_none_or(|at| at > time));
+                // A due key stays stored until an op names it, but no client sees it.
+                prop_assert_eq!(a.live_entry(k).is_some(), e.expires_at.is_none_or(|at| at > time));
             }
         }
         let mut loaded = KvStore::new();

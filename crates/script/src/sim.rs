@@ -545,7 +545,7 @@ impl SimApp for Redis {
         (0..)
             .zip(TTL_KEYS)
             .filter_map(|(id, key)| {
-                let entry = store.entry(key)?;
+                let entry = store.live_entry(key)?;
                 let Value::Str(value) = &entry.value else {
                     return None;
                 };

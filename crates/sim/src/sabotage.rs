@@ -129,6 +129,7 @@ pub fn expectation(s: Sabotage) -> Expectation {
         Sabotage::PublishPushesTwice => (REDIS, &["REDIS-pubsub"], 300),
         Sabotage::ScriptCallAppliesTwice => (REDIS, &["linearizability"], 300),
         Sabotage::ExpiryRoundsDown => (REDIS, &["KV-ttl"], 300),
+        Sabotage::StaleAccessSet => (REDIS, &["access-set"], 300),
         Sabotage::SessionNotRenewed => (COORD, &["COORD-session-live"], 300),
         Sabotage::CoordWatchFiresTwice => (COORD, &["COORD-watch"], 300),
         Sabotage::CoordExpiryKeepsEphemeral => (COORD, &["COORD-ephemeral"], 300),

@@ -3,6 +3,7 @@
 //! LS1/ES3 by reference replay, linearizability, liveness). Every violation is named by the
 //! property it breaks.
 
+mod access;
 mod agreement;
 mod leases;
 mod linear;

@@ -5,9 +5,12 @@
 //! of batches. The application's own invariants are checked on the reference state after every
 //! batch ([`SimApp::check_state`]) and on the replayed history ([`SimApp::check_history`]).
 //!
+//! Each batch is also run on only the objects its access sets name (access.rs).
+//!
 //! The replay passes each batch's agreed seed (`Observation::Delivered` reports it), so an
 //! application may draw from it (the coordination application's session ids do).
 
+use super::access::AccessCheck;
 use super::{Checker, LeaseWatch};
 use crate::app::{Executed, SimApp};
 use crate::workload::Workload;
@@ -39,6 +42,7 @@ fn replay<A: SimApp>(
     wanted: &BTreeSet<Seq>,
 ) -> Replay {
     let mut store = app.new_app();
+    let mut access = AccessCheck::new(&mut store);
     // Every request replayed, with its result, for the application's history invariants.
     let mut executed: Vec<(Seq, DeliveredRequest, Vec<u8>)> = Vec::new();
     // Application invariants the reference state has broken so far.
@@ -97,7 +101,16 @@ fn replay<A: SimApp>(
                 continue;
             }
             let before = app.leases(&store);
-            let output = store.execute(seq, &commands, nd);
+            let output = match access.as_mut() {
+                Some(access) => {
+                    let (output, broken) = access.execute(app, &mut store, seq, &commands, nd);
+                    if let Some(detail) = broken {
+                        checker.violate("access-set", detail);
+                    }
+                    output
+                }
+                None => store.execute(seq, &commands, nd),
+            };
             let after = app.leases(&store);
             if !before.is_empty() || !after.is_empty() {
                 let requests: Vec<(ClientId, ReqNo, &[u8])> =
