@@ -32,7 +32,7 @@ pub use plumb_app::{ObjectId, ObjectState, ObjectWrite, OBJECT_ID_BITS_MAX};
 pub use position::NodePos;
 pub use proof::{Proof, ProofError};
 pub use sync::{serve_children, SyncReject, SyncStats, TreeSync};
-pub use tree::{ObjectBytes, ObjectTree};
+pub use tree::{Held, ObjectBytes, ObjectTree};
 pub use update::{ProvenWrite, StateUpdate, UpdateError};
 
 /// The deepest tree supported (the application contract's limit).
@@ -50,4 +50,33 @@ pub enum TreeError {
     /// Two trees of different depths were compared.
     #[error("trees of {0} and {1} bits cannot be compared")]
     BitsMismatch(u8, u8),
+    /// A write names an object the tree does not hold (it lies in a missing subtree): fetch
+    /// and fill it first.
+    #[error("object id {0:?} is missing from this partial tree")]
+    Missing(ObjectId),
+    /// Two trees differ under a subtree one of them holds only the digest of.
+    #[error("the trees differ under {0:?}, which one of them holds only the digest of")]
+    MissingSubtree(NodePos),
+}
+
+/// Why [`ObjectTree::fill`] refused an object (remote input: the tree is left as it was).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FillError {
+    /// The id has more bits than the tree.
+    #[error("object id {0:?} is outside the tree")]
+    IdOutOfRange(ObjectId),
+    /// The proof does not hold one sibling per level.
+    #[error("proof has {got} siblings, the tree needs {want}")]
+    ProofLength {
+        /// Siblings in the proof.
+        got: usize,
+        /// Levels of the tree.
+        want: usize,
+    },
+    /// The object and proof do not lead to the digest of the missing subtree it lies in.
+    #[error("object {0:?} does not prove against the digest this tree holds")]
+    ProofMismatch(ObjectId),
+    /// The object is held already, with other bytes.
+    #[error("object {0:?} is held already, with other bytes")]
+    HeldOtherwise(ObjectId),
 }

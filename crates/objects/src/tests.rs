@@ -8,6 +8,8 @@ use plumb_wire::{Life, ReqNo};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
+mod partial;
+
 /// The root computed the slow way: every slot of a full tree.
 fn naive_root(bits: u8, objects: &BTreeMap<u64, Vec<u8>>) -> Digest {
     let mut level: Vec<Digest> = (0..1u64 << bits)

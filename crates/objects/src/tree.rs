@@ -12,11 +12,19 @@
 //!
 //! *Incremental*: [`ObjectTree::apply`] rehashes only the paths of the written objects, each
 //! inner node once, so a checkpoint costs `O(written * bits)` hashes whatever the state size.
+//!
+//! *Partial*: a subtree may be held as its digest alone, its objects *missing* (docs/objects.md
+//! "Partial state"). A replica that starts from a checkpoint's root ([`ObjectTree::pruned`])
+//! holds nothing, and holds an object once [`ObjectTree::fill`] has checked its proof against
+//! the digest of the missing subtree it lies in. Writes and roots work as on a whole tree, as
+//! long as every written object is held; reads tell a missing object from an empty one
+//! ([`ObjectTree::lookup`]). A missing subtree's digest is trusted because the nodes above it
+//! are: they hash to the agreed root, and nothing under it can change while it is missing.
 
 use crate::digest::{empty_subtree, node_digest, object_digest, EMPTY_OBJECT};
 use crate::position::NodePos;
 use crate::proof::Proof;
-use crate::{TreeError, MAX_BITS};
+use crate::{FillError, TreeError, MAX_BITS};
 use plumb_app::ObjectId;
 use plumb_crypto::Digest;
 use std::sync::Arc;
@@ -24,6 +32,8 @@ use std::sync::Arc;
 /// Object bytes as a tree holds them: shared, never empty.
 pub type ObjectBytes = Arc<[u8]>;
 
+/// A stored node. An absent child (`None`) is an empty subtree, known to be empty; a
+/// [`Node::Missing`] one is a subtree whose objects this tree does not hold.
 #[derive(Debug)]
 enum Node {
     Leaf {
@@ -35,21 +45,47 @@ enum Node {
         left: Option<Arc<Node>>,
         right: Option<Arc<Node>>,
     },
+    /// A subtree (of any height, a leaf included) held as its digest alone; never the digest
+    /// of an empty subtree (that is `None`).
+    Missing {
+        digest: Digest,
+    },
 }
 
 impl Node {
     fn digest(&self) -> Digest {
         match self {
-            Node::Leaf { digest, .. } | Node::Inner { digest, .. } => *digest,
+            Node::Leaf { digest, .. } | Node::Inner { digest, .. } | Node::Missing { digest } => {
+                *digest
+            }
         }
     }
 
     fn children(&self) -> (Option<&Arc<Node>>, Option<&Arc<Node>>) {
         match self {
             Node::Inner { left, right, .. } => (left.as_ref(), right.as_ref()),
-            Node::Leaf { .. } => (None, None),
+            Node::Leaf { .. } | Node::Missing { .. } => (None, None),
         }
     }
+
+    fn is_missing(&self) -> bool {
+        matches!(self, Node::Missing { .. })
+    }
+}
+
+/// The node for a subtree of `height` with `digest` whose contents are not held: `None` if
+/// the digest says it is empty.
+fn missing(digest: Digest, height: u8) -> Option<Arc<Node>> {
+    (digest != empty_subtree(height)).then(|| Arc::new(Node::Missing { digest }))
+}
+
+/// What a tree holds of one object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held<'a> {
+    /// Its bytes (`None`: it is empty).
+    Object(Option<&'a ObjectBytes>),
+    /// It lies in a subtree this tree holds only the digest of.
+    Missing,
 }
 
 fn digest_or_empty(node: Option<&Arc<Node>>, height: u8) -> Digest {
@@ -68,8 +104,10 @@ struct Write {
 pub struct ObjectTree {
     bits: u8,
     root: Option<Arc<Node>>,
-    /// Non-empty objects.
+    /// Non-empty objects held.
     len: u64,
+    /// Missing subtrees ([`Node::Missing`] nodes): 0 when the tree holds every object.
+    missing: u64,
 }
 
 impl ObjectTree {
@@ -82,7 +120,29 @@ impl ObjectTree {
             bits,
             root: None,
             len: 0,
+            missing: 0,
         })
+    }
+
+    /// A tree for ids of `bits` bits that knows only its `root` (a checkpoint's): every object
+    /// is missing until [`ObjectTree::fill`] holds it (all of them are empty if `root` is the
+    /// empty tree's).
+    pub fn pruned(bits: u8, root: Digest) -> Result<ObjectTree, TreeError> {
+        let mut tree = ObjectTree::new(bits)?;
+        tree.root = missing(root, bits);
+        tree.missing = u64::from(tree.root.is_some());
+        Ok(tree)
+    }
+
+    /// Whether the tree holds every object (no subtree is missing).
+    pub fn is_complete(&self) -> bool {
+        self.missing == 0
+    }
+
+    /// Number of missing subtrees (0: complete). A fill of one object turns one missing
+    /// subtree into up to `height` smaller ones.
+    pub fn missing_subtrees(&self) -> u64 {
+        self.missing
     }
 
     /// Bits of the object ids (the tree's depth).
@@ -95,14 +155,14 @@ impl ObjectTree {
         digest_or_empty(self.root.as_ref(), self.bits)
     }
 
-    /// Number of non-empty objects.
+    /// Number of non-empty objects held.
     pub fn len(&self) -> u64 {
         self.len
     }
 
-    /// Whether every object is empty.
+    /// Whether every object is empty (and held).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len == 0 && self.missing == 0
     }
 
     /// Whether `id` has a slot in this tree.
@@ -111,7 +171,9 @@ impl ObjectTree {
     }
 
     /// Write objects (`None` or empty bytes: make it empty); a later write of the same id in
-    /// `writes` wins. Costs `O(writes * bits)` hashes plus hashing the written bytes.
+    /// `writes` wins. Costs `O(writes * bits)` hashes plus hashing the written bytes. Every
+    /// written object must be held: a write of a missing one is refused
+    /// ([`TreeError::Missing`]) and the tree left as it was.
     pub fn apply<I>(&mut self, writes: I) -> Result<(), TreeError>
     where
         I: IntoIterator<Item = (ObjectId, Option<ObjectBytes>)>,
@@ -120,6 +182,9 @@ impl ObjectTree {
         for (id, bytes) in writes {
             if !self.contains_id(id) {
                 return Err(TreeError::IdOutOfRange(id));
+            }
+            if self.lookup(id) == Held::Missing {
+                return Err(TreeError::Missing(id));
             }
             let bytes = bytes.filter(|b| !b.is_empty());
             let digest = object_digest(bytes.as_deref());
@@ -141,8 +206,120 @@ impl ObjectTree {
         let mut len = i128::from(self.len);
         self.root = update(self.root.as_ref(), self.bits, &deduped, &mut len);
         self.len = u64::try_from(len).unwrap_or(0);
-        debug_assert_eq!(self.len, self.count_slow_if_small());
+        self.debug_check();
         Ok(())
+    }
+
+    /// Hold object `id` with `bytes` (`None`: empty), given a proof from a peer: its siblings
+    /// below the missing subtree `id` lies in must lead from `bytes` to that subtree's digest
+    /// (those above are not read: this tree's own nodes are trusted there). The missing
+    /// subtree becomes the object's path, each sibling on it a smaller missing subtree.
+    /// Returns whether the object was missing; one already held is left alone if `bytes`
+    /// match it and refused otherwise. Takes remote input: a bad proof is an error, never a
+    /// panic, and leaves the tree as it was.
+    pub fn fill(
+        &mut self,
+        id: ObjectId,
+        bytes: Option<ObjectBytes>,
+        proof: &Proof,
+    ) -> Result<bool, FillError> {
+        if !self.contains_id(id) {
+            return Err(FillError::IdOutOfRange(id));
+        }
+        if proof.siblings.len() != usize::from(self.bits) {
+            return Err(FillError::ProofLength {
+                got: proof.siblings.len(),
+                want: usize::from(self.bits),
+            });
+        }
+        let bytes = bytes.filter(|b| !b.is_empty());
+        if let Held::Object(held) = self.lookup(id) {
+            return if held.map(|b| &b[..]) == bytes.as_deref() {
+                Ok(false)
+            } else {
+                Err(FillError::HeldOtherwise(id))
+            };
+        }
+        let leaf = object_digest(bytes.as_deref());
+        let mut added = 0u64;
+        let root = fill_node(
+            self.root.as_ref(),
+            self.bits,
+            id.0,
+            &Fill {
+                leaf,
+                bytes: &bytes,
+                proof,
+            },
+            &mut added,
+        )?;
+        self.root = root;
+        self.missing = self.missing - 1 + added;
+        self.len += u64::from(bytes.is_some());
+        self.debug_check();
+        Ok(true)
+    }
+
+    /// Let go of the objects under `pos`, keeping its digest: they are missing from now on
+    /// (a replica that hands state back, or a test that makes a partial tree). Nothing to do
+    /// for an empty or already missing subtree, or a position outside the tree.
+    pub fn prune(&mut self, pos: NodePos) {
+        if !pos.is_valid(self.bits) {
+            return;
+        }
+        let mut replaced = None;
+        self.root = prune_node(self.root.as_ref(), pos, self.bits, &mut replaced);
+        // An empty subtree stays empty (and known), not missing: nothing replaced.
+        if let Some((objects, missing)) = replaced {
+            self.len -= objects;
+            self.missing = self.missing + 1 - missing;
+        }
+        self.debug_check();
+    }
+
+    /// Object `id` as this tree holds it: its bytes, empty, or missing.
+    pub fn lookup(&self, id: ObjectId) -> Held<'_> {
+        if !self.contains_id(id) {
+            return Held::Object(None);
+        }
+        let mut node = match &self.root {
+            Some(n) => n,
+            None => return Held::Object(None),
+        };
+        for level in (0..self.bits).rev() {
+            if node.is_missing() {
+                return Held::Missing;
+            }
+            let (l, r) = node.children();
+            node = match if (id.0 >> level) & 1 == 1 { r } else { l } {
+                Some(n) => n,
+                None => return Held::Object(None),
+            };
+        }
+        match node.as_ref() {
+            Node::Leaf { bytes, .. } => Held::Object(Some(bytes)),
+            Node::Missing { .. } => Held::Missing,
+            Node::Inner { .. } => Held::Object(None),
+        }
+    }
+
+    /// The ids among `ids` that this tree does not hold, in the order given: what a replica
+    /// must fetch before it executes operations that use `ids`.
+    pub fn missing_of(&self, ids: &[ObjectId]) -> Vec<ObjectId> {
+        ids.iter()
+            .copied()
+            .filter(|id| self.lookup(*id) == Held::Missing)
+            .collect()
+    }
+
+    /// Up to `limit` missing subtrees, leftmost first, by position: what a background fill
+    /// fetches next.
+    pub fn missing_positions(&self, limit: usize) -> Vec<NodePos> {
+        let mut out = Vec::new();
+        if let Some(root) = &self.root {
+            collect_missing(root, NodePos::ROOT, limit, &mut out);
+        }
+        out
     }
 
     /// Convenience for [`ObjectTree::apply`] with owned vectors.
@@ -157,24 +334,35 @@ impl ObjectTree {
         )
     }
 
-    fn node(&self, pos: NodePos) -> Option<&Arc<Node>> {
+    /// The node at `pos`: `Ok(None)` if it is in an empty subtree, `Err(())` if it lies
+    /// strictly inside a missing one (the missing node itself is returned).
+    fn node(&self, pos: NodePos) -> Result<Option<&Arc<Node>>, ()> {
         if !pos.is_valid(self.bits) {
-            return None;
+            return Ok(None);
         }
-        let mut node = self.root.as_ref()?;
+        let Some(mut node) = self.root.as_ref() else {
+            return Ok(None);
+        };
         for level in (0..pos.depth).rev() {
+            if node.is_missing() {
+                return Err(());
+            }
             let right = (pos.index >> level) & 1 == 1;
             let (l, r) = node.children();
-            node = if right { r } else { l }?;
+            node = match if right { r } else { l } {
+                Some(n) => n,
+                None => return Ok(None),
+            };
         }
-        Some(node)
+        Ok(Some(node))
     }
 
-    /// The bytes of object `id` (`None`: empty, or outside the id range).
+    /// The bytes of object `id` (`None`: empty, missing, or outside the id range;
+    /// [`ObjectTree::lookup`] tells them apart).
     pub fn get(&self, id: ObjectId) -> Option<&ObjectBytes> {
-        match self.node(NodePos::leaf(self.bits, id))?.as_ref() {
-            Node::Leaf { bytes, .. } => Some(bytes),
-            Node::Inner { .. } => None,
+        match self.lookup(id) {
+            Held::Object(bytes) => bytes,
+            Held::Missing => None,
         }
     }
 
@@ -187,36 +375,42 @@ impl ObjectTree {
             .unwrap_or(EMPTY_OBJECT)
     }
 
-    /// The digest of the node at `pos`; `None` if `pos` is not a position of this tree.
+    /// The digest of the node at `pos`; `None` if `pos` is not a position of this tree, or
+    /// lies inside a missing subtree.
     pub fn node_digest(&self, pos: NodePos) -> Option<Digest> {
         if !pos.is_valid(self.bits) {
             return None;
         }
-        Some(digest_or_empty(self.node(pos), pos.height(self.bits)))
+        let node = self.node(pos).ok()?;
+        Some(digest_or_empty(node, pos.height(self.bits)))
     }
 
-    /// The digests of the two children of the inner node at `pos`; `None` if `pos` is a leaf
-    /// or not a position of this tree.
+    /// The digests of the two children of the inner node at `pos`; `None` if `pos` is a leaf,
+    /// not a position of this tree, or missing (or inside a missing subtree).
     pub fn children(&self, pos: NodePos) -> Option<(Digest, Digest)> {
         if !pos.is_valid(self.bits) || pos.depth >= self.bits {
             return None;
         }
         let h = pos.height(self.bits) - 1;
-        let (l, r) = self.node(pos).map_or((None, None), |n| n.children());
+        let node = self.node(pos).ok()?;
+        if node.is_some_and(|n| n.is_missing()) {
+            return None;
+        }
+        let (l, r) = node.map_or((None, None), |n| n.children());
         Some((digest_or_empty(l, h), digest_or_empty(r, h)))
     }
 
-    /// The ids of the non-empty objects under `pos`, in order.
+    /// The ids of the non-empty objects held under `pos`, in order.
     pub fn objects_under(&self, pos: NodePos) -> Vec<ObjectId> {
         let mut out = Vec::new();
-        if let Some(node) = self.node(pos) {
+        if let Ok(Some(node)) = self.node(pos) {
             let height = pos.height(self.bits);
             collect_ids(node, pos.index << height, height, &mut out);
         }
         out
     }
 
-    /// Every non-empty object, in id order.
+    /// Every non-empty object held, in id order.
     pub fn iter(&self) -> impl Iterator<Item = (ObjectId, &ObjectBytes)> {
         let mut stack: Vec<(&Arc<Node>, u64, u8)> = Vec::new();
         if let Some(root) = &self.root {
@@ -226,6 +420,7 @@ impl ObjectTree {
             while let Some((node, base, height)) = stack.pop() {
                 match node.as_ref() {
                     Node::Leaf { bytes, .. } => return Some((ObjectId(base), bytes)),
+                    Node::Missing { .. } => {}
                     Node::Inner { left, right, .. } => {
                         let half = 1u64 << (height - 1);
                         if let Some(r) = right {
@@ -241,9 +436,10 @@ impl ObjectTree {
         })
     }
 
-    /// The proof that object `id` has its current digest under [`ObjectTree::root`].
+    /// The proof that object `id` has its current digest under [`ObjectTree::root`]; `None`
+    /// if it is outside the tree or missing.
     pub fn proof(&self, id: ObjectId) -> Option<Proof> {
-        if !self.contains_id(id) {
+        if !self.contains_id(id) || self.lookup(id) == Held::Missing {
             return None;
         }
         let mut siblings = Vec::with_capacity(usize::from(self.bits));
@@ -262,7 +458,8 @@ impl ObjectTree {
 
     /// Ids whose objects differ between `self` and `other` (same `bits`), in order. Shared
     /// subtrees are skipped by pointer, so comparing a tree with one derived from it costs in
-    /// proportion to the objects written between them.
+    /// proportion to the objects written between them. Subtrees that differ where either
+    /// tree holds only a digest cannot be listed: [`TreeError::MissingSubtree`].
     pub fn diff(&self, other: &ObjectTree) -> Result<Vec<ObjectId>, TreeError> {
         if self.bits != other.bits {
             return Err(TreeError::BitsMismatch(self.bits, other.bits));
@@ -271,24 +468,232 @@ impl ObjectTree {
         diff_nodes(
             self.root.as_ref(),
             other.root.as_ref(),
-            0,
+            NodePos::ROOT,
             self.bits,
             &mut out,
-        );
+        )?;
         Ok(out)
     }
 
-    fn count_slow_if_small(&self) -> u64 {
-        if self.len > 64 {
-            return self.len;
+    /// The tree's invariants, checked in full on small trees in debug builds after every
+    /// change (a large tree is checked by the same code in its unit tests): every inner node's
+    /// digest is its children's, no inner node has two empty children, no missing subtree has
+    /// the empty digest, and `len` and `missing` count the held objects and missing subtrees.
+    fn debug_check(&self) {
+        if cfg!(debug_assertions) && self.len + self.missing <= 64 {
+            self.check_invariants();
         }
-        self.iter().count() as u64
+    }
+
+    /// [`ObjectTree::debug_check`]'s checks, whatever the size; panics on a broken invariant.
+    pub fn check_invariants(&self) {
+        let mut counts = (0u64, 0u64);
+        if let Some(root) = &self.root {
+            check_node(root, self.bits, &mut counts);
+        }
+        assert_eq!(counts, (self.len, self.missing), "INV-tree-counts");
+    }
+}
+
+fn check_node(node: &Arc<Node>, height: u8, counts: &mut (u64, u64)) {
+    match node.as_ref() {
+        Node::Leaf { digest, bytes } => {
+            assert_eq!(height, 0, "INV-tree-leaf-depth");
+            assert_eq!(*digest, object_digest(Some(bytes)), "INV-tree-leaf-digest");
+            counts.0 += 1;
+        }
+        Node::Missing { digest } => {
+            assert_ne!(*digest, empty_subtree(height), "INV-tree-missing-not-empty");
+            counts.1 += 1;
+        }
+        Node::Inner {
+            digest,
+            left,
+            right,
+        } => {
+            assert!(height > 0, "INV-tree-inner-depth");
+            assert!(
+                left.is_some() || right.is_some(),
+                "INV-tree-inner-not-empty"
+            );
+            let h = height - 1;
+            let want = node_digest(
+                &digest_or_empty(left.as_ref(), h),
+                &digest_or_empty(right.as_ref(), h),
+            );
+            assert_eq!(*digest, want, "INV-tree-inner-digest");
+            for child in [left, right].into_iter().flatten() {
+                check_node(child, h, counts);
+            }
+        }
+    }
+}
+
+/// What [`ObjectTree::fill`] puts in: the object's leaf digest and bytes, and its proof.
+struct Fill<'a> {
+    leaf: Digest,
+    bytes: &'a Option<ObjectBytes>,
+    proof: &'a Proof,
+}
+
+/// The subtree at `height` with object `id` held, or an error if its proof does not lead to
+/// the missing subtree on its path. `added` counts the missing subtrees the fill leaves.
+fn fill_node(
+    node: Option<&Arc<Node>>,
+    height: u8,
+    id: u64,
+    fill: &Fill<'_>,
+    added: &mut u64,
+) -> Result<Option<Arc<Node>>, FillError> {
+    let Some(node) = node else {
+        // `lookup` said missing: a missing node is on the path.
+        return Err(FillError::HeldOtherwise(ObjectId(id)));
+    };
+    if let Node::Missing { digest } = node.as_ref() {
+        let mut acc = fill.leaf;
+        for (h, sibling) in fill
+            .proof
+            .siblings
+            .iter()
+            .take(usize::from(height))
+            .enumerate()
+        {
+            acc = if (id >> h) & 1 == 0 {
+                node_digest(&acc, sibling)
+            } else {
+                node_digest(sibling, &acc)
+            };
+        }
+        if acc != *digest {
+            return Err(FillError::ProofMismatch(ObjectId(id)));
+        }
+        return Ok(expand(height, id, fill, added));
+    }
+    if height == 0 {
+        return Err(FillError::HeldOtherwise(ObjectId(id)));
+    }
+    let bit = height - 1;
+    let (l, r) = node.children();
+    let (left, right) = if (id >> bit) & 1 == 0 {
+        (fill_node(l, bit, id, fill, added)?, r.cloned())
+    } else {
+        (l.cloned(), fill_node(r, bit, id, fill, added)?)
+    };
+    let digest = node_digest(
+        &digest_or_empty(left.as_ref(), bit),
+        &digest_or_empty(right.as_ref(), bit),
+    );
+    debug_assert_eq!(digest, node.digest(), "a fill keeps every digest above it");
+    Ok(Some(Arc::new(Node::Inner {
+        digest,
+        left,
+        right,
+    })))
+}
+
+/// The verified path of height `height` down to object `id`: its siblings from the proof as
+/// missing subtrees (or empty ones), the leaf holding the bytes.
+fn expand(height: u8, id: u64, fill: &Fill<'_>, added: &mut u64) -> Option<Arc<Node>> {
+    if height == 0 {
+        return fill.bytes.clone().map(|bytes| {
+            Arc::new(Node::Leaf {
+                digest: fill.leaf,
+                bytes,
+            })
+        });
+    }
+    let bit = height - 1;
+    let below = expand(bit, id, fill, added);
+    let sibling = missing(fill.proof.siblings[usize::from(bit)], bit);
+    *added += u64::from(sibling.is_some());
+    let (left, right) = if (id >> bit) & 1 == 0 {
+        (below, sibling)
+    } else {
+        (sibling, below)
+    };
+    if left.is_none() && right.is_none() {
+        return None;
+    }
+    let digest = node_digest(
+        &digest_or_empty(left.as_ref(), bit),
+        &digest_or_empty(right.as_ref(), bit),
+    );
+    Some(Arc::new(Node::Inner {
+        digest,
+        left,
+        right,
+    }))
+}
+
+/// The subtree with the node at `pos` (relative to this one, at `height`) replaced by its
+/// digest; `replaced` gets the held objects and missing subtrees the replaced node counted
+/// (a missing node on the way is replaced by itself).
+fn prune_node(
+    node: Option<&Arc<Node>>,
+    pos: NodePos,
+    height: u8,
+    replaced: &mut Option<(u64, u64)>,
+) -> Option<Arc<Node>> {
+    let node = node?;
+    if pos.depth == 0 || node.is_missing() {
+        let mut counts = (0u64, 0u64);
+        count_node(node, &mut counts);
+        *replaced = Some(counts);
+        return missing(node.digest(), height);
+    }
+    let bit = height - 1;
+    let right = (pos.index >> (pos.depth - 1)) & 1 == 1;
+    let below = NodePos {
+        depth: pos.depth - 1,
+        index: pos.index & ((1u64 << (pos.depth - 1)) - 1),
+    };
+    let (l, r) = node.children();
+    let (left, right) = if right {
+        (l.cloned(), prune_node(r, below, bit, replaced))
+    } else {
+        (prune_node(l, below, bit, replaced), r.cloned())
+    };
+    Some(Arc::new(Node::Inner {
+        digest: node.digest(),
+        left,
+        right,
+    }))
+}
+
+fn count_node(node: &Arc<Node>, counts: &mut (u64, u64)) {
+    match node.as_ref() {
+        Node::Leaf { .. } => counts.0 += 1,
+        Node::Missing { .. } => counts.1 += 1,
+        Node::Inner { left, right, .. } => {
+            for child in [left, right].into_iter().flatten() {
+                count_node(child, counts);
+            }
+        }
+    }
+}
+
+fn collect_missing(node: &Arc<Node>, pos: NodePos, limit: usize, out: &mut Vec<NodePos>) {
+    if out.len() >= limit {
+        return;
+    }
+    match node.as_ref() {
+        Node::Missing { .. } => out.push(pos),
+        Node::Leaf { .. } => {}
+        Node::Inner { left, right, .. } => {
+            if let Some(l) = left {
+                collect_missing(l, pos.child(false), limit, out);
+            }
+            if let Some(r) = right {
+                collect_missing(r, pos.child(true), limit, out);
+            }
+        }
     }
 }
 
 fn collect_ids(node: &Arc<Node>, base: u64, height: u8, out: &mut Vec<ObjectId>) {
     match node.as_ref() {
         Node::Leaf { .. } => out.push(ObjectId(base)),
+        Node::Missing { .. } => {}
         Node::Inner { left, right, .. } => {
             if let Some(l) = left {
                 collect_ids(l, base, height - 1, out);
@@ -303,25 +708,41 @@ fn collect_ids(node: &Arc<Node>, base: u64, height: u8, out: &mut Vec<ObjectId>)
 fn diff_nodes(
     a: Option<&Arc<Node>>,
     b: Option<&Arc<Node>>,
-    base: u64,
+    pos: NodePos,
     height: u8,
     out: &mut Vec<ObjectId>,
-) {
+) -> Result<(), TreeError> {
+    let base = pos.index << height;
     match (a, b) {
         (None, None) => {}
         (Some(x), Some(y)) if Arc::ptr_eq(x, y) || x.digest() == y.digest() => {}
-        (Some(x), None) | (None, Some(x)) => collect_ids(x, base, height, out),
+        (Some(x), Some(y)) if x.is_missing() || y.is_missing() => {
+            return Err(TreeError::MissingSubtree(pos))
+        }
+        (Some(x), None) | (None, Some(x)) => {
+            if contains_missing(x) {
+                return Err(TreeError::MissingSubtree(pos));
+            }
+            collect_ids(x, base, height, out)
+        }
         (Some(x), Some(y)) => {
             if height == 0 {
                 out.push(ObjectId(base));
-                return;
+                return Ok(());
             }
             let (xl, xr) = x.children();
             let (yl, yr) = y.children();
-            diff_nodes(xl, yl, base, height - 1, out);
-            diff_nodes(xr, yr, base + (1u64 << (height - 1)), height - 1, out);
+            diff_nodes(xl, yl, pos.child(false), height - 1, out)?;
+            diff_nodes(xr, yr, pos.child(true), height - 1, out)?;
         }
     }
+    Ok(())
+}
+
+fn contains_missing(node: &Arc<Node>) -> bool {
+    let mut counts = (0u64, 0u64);
+    count_node(node, &mut counts);
+    counts.1 > 0
 }
 
 /// The subtree at `height` after `writes` (sorted, one per id, all inside this subtree).
@@ -334,6 +755,10 @@ fn update(
     if writes.is_empty() {
         return node.cloned();
     }
+    debug_assert!(
+        !node.is_some_and(|n| n.is_missing()),
+        "writes of missing objects are refused before"
+    );
     if height == 0 {
         debug_assert_eq!(writes.len(), 1, "one write per id after dedup");
         let w = writes.last()?;

@@ -1,0 +1,176 @@
+//! Partial trees (docs/objects.md "Partial state"): subtrees held as digests, objects filled
+//! in with proofs, writes and roots as on the whole tree.
+
+use super::{objects, tree_of, writes};
+use crate::*;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+/// A position of depth 0 to `bits` in a tree of `bits`, from two random numbers.
+fn position(bits: u8, depth: u8, index: u64) -> NodePos {
+    let depth = depth % (bits + 1);
+    NodePos {
+        depth,
+        index: index & ((1u64 << depth) - 1),
+    }
+}
+
+/// Whether object `id` lies under `pos` in a tree of `bits`.
+fn under(bits: u8, pos: NodePos, id: u64) -> bool {
+    id >> (bits - pos.depth) == pos.index
+}
+
+proptest! {
+    /// Pruning keeps the root and makes exactly the slots under non-empty pruned subtrees
+    /// missing; filling every non-empty object back, with proofs from the whole tree and in
+    /// any order, makes it whole again.
+    #[test]
+    fn prune_then_fill_gives_the_whole_tree_back(
+        objs in objects(6),
+        cuts in prop::collection::vec((any::<u8>(), any::<u64>()), 0..6),
+        order in any::<u64>(),
+    ) {
+        let whole = tree_of(6, &objs);
+        let mut part = whole.clone();
+        let mut cut = Vec::new();
+        for (depth, index) in cuts {
+            let pos = position(6, depth, index);
+            part.prune(pos);
+            part.check_invariants();
+            cut.push(pos);
+        }
+        prop_assert_eq!(part.root(), whole.root());
+        for i in 0..64u64 {
+            let id = ObjectId(i);
+            let gone = cut.iter().any(|pos| {
+                under(6, *pos, i) && objs.keys().any(|k| under(6, *pos, *k))
+            });
+            if gone {
+                prop_assert_eq!(part.lookup(id), Held::Missing);
+                prop_assert!(part.proof(id).is_none());
+            } else {
+                prop_assert_eq!(part.lookup(id), whole.lookup(id));
+            }
+        }
+        prop_assert_eq!(part.is_complete(), part.missing_positions(100).is_empty());
+        // Fill the non-empty objects, starting at a random one.
+        let ids: Vec<u64> = objs.keys().copied().collect();
+        let start = if ids.is_empty() { 0 } else { (order as usize) % ids.len() };
+        for &i in ids[start..].iter().chain(&ids[..start]) {
+            let id = ObjectId(i);
+            let proof = whole.proof(id).unwrap();
+            let was_missing = part.lookup(id) == Held::Missing;
+            prop_assert_eq!(part.fill(id, whole.get(id).cloned(), &proof), Ok(was_missing));
+            prop_assert_eq!(part.root(), whole.root());
+        }
+        part.check_invariants();
+        prop_assert!(part.is_complete());
+        prop_assert_eq!(part.diff(&whole).unwrap(), Vec::<ObjectId>::new());
+        prop_assert_eq!(part.len(), whole.len());
+    }
+
+    /// A tree that starts from a root alone holds nothing; its writes are refused until the
+    /// objects are filled; then writes give the root the whole tree gets from the same
+    /// writes.
+    #[test]
+    fn writes_on_a_partial_tree_equal_writes_on_the_whole(objs in objects(6), ws in writes(6)) {
+        let whole = tree_of(6, &objs);
+        let mut part = ObjectTree::pruned(6, whole.root()).unwrap();
+        prop_assert_eq!(part.root(), whole.root());
+        prop_assert_eq!(part.is_complete(), objs.is_empty());
+        let written: Vec<ObjectId> = ws.iter().map(|(k, _)| ObjectId(*k)).collect();
+        let batch = || ws.iter().map(|(k, v)| (ObjectId(*k), v.clone()));
+        let lacking = part.missing_of(&written);
+        if let Some(first) = lacking.first() {
+            prop_assert_eq!(part.apply_vecs(batch()), Err(TreeError::Missing(*first)));
+            prop_assert_eq!(part.root(), whole.root());
+        }
+        for id in lacking {
+            // An earlier fill may have shown it empty (its subtree's digest), or it repeats.
+            let still = part.lookup(id) == Held::Missing;
+            let proof = whole.proof(id).unwrap();
+            prop_assert_eq!(part.fill(id, whole.get(id).cloned(), &proof), Ok(still));
+        }
+        prop_assert!(part.missing_of(&written).is_empty());
+        let mut after = whole.clone();
+        after.apply_vecs(batch()).unwrap();
+        part.apply_vecs(batch()).unwrap();
+        part.check_invariants();
+        prop_assert_eq!(part.root(), after.root());
+        for id in &written {
+            prop_assert_eq!(part.lookup(*id), after.lookup(*id));
+            let proof = part.proof(*id).unwrap();
+            let bytes = after.get(*id).map(|b| b.to_vec());
+            prop_assert_eq!(proof.verify(after.root(), 6, *id, bytes.as_deref()), Ok(()));
+        }
+    }
+
+    /// A fill is judged against the digest of the missing subtree alone: bytes other than the
+    /// tree's, or a proof tampered with below it, are refused and change nothing; a proof
+    /// from a later state whose changes all lie outside that subtree is accepted.
+    #[test]
+    fn fills_prove_against_the_missing_subtree(objs in objects(6), id in 0u64..64, flip in any::<u8>()) {
+        let whole = tree_of(6, &objs);
+        let mut part = whole.clone();
+        let pos = NodePos { depth: 3, index: id >> 3 };
+        part.prune(pos);
+        let target = ObjectId(id);
+        if part.lookup(target) != Held::Missing {
+            // The eighth of the slots holding `id` is empty: pruning leaves it known.
+            prop_assert!(objs.keys().all(|k| !under(6, pos, *k)));
+            return Ok(());
+        }
+        let before = part.clone();
+        let bytes = whole.get(target).cloned();
+        let proof = whole.proof(target).unwrap();
+        let mut other = bytes.as_deref().unwrap_or_default().to_vec();
+        other.push(flip);
+        prop_assert_eq!(part.fill(target, Some(other.into()), &proof), Err(FillError::ProofMismatch(target)));
+        let mut bad = proof.clone();
+        bad.siblings[usize::from(flip % 3)].0[0] ^= 1;
+        prop_assert_eq!(part.fill(target, bytes.clone(), &bad), Err(FillError::ProofMismatch(target)));
+        let short = Proof { siblings: proof.siblings[..5].to_vec() };
+        let too_short = Err(FillError::ProofLength { got: 5, want: 6 });
+        prop_assert_eq!(part.fill(target, bytes.clone(), &short), too_short);
+        prop_assert_eq!(part.root(), before.root());
+        prop_assert_eq!(part.missing_subtrees(), before.missing_subtrees());
+        // A later state that changed only an object outside the pruned subtree.
+        let outside = ObjectId(((pos.index ^ 1) << 3) | (id & 7));
+        let mut later = whole.clone();
+        later.apply_vecs([(outside, Some(vec![flip, 1]))]).unwrap();
+        prop_assert_eq!(part.fill(target, bytes, &later.proof(target).unwrap()), Ok(true));
+        prop_assert_eq!(part.root(), whole.root());
+        part.check_invariants();
+    }
+}
+
+#[test]
+fn an_empty_root_gives_a_complete_empty_tree() {
+    let empty = ObjectTree::new(5).unwrap();
+    let t = ObjectTree::pruned(5, empty.root()).unwrap();
+    assert!(t.is_complete() && t.is_empty());
+    assert_eq!(t.lookup(ObjectId(3)), Held::Object(None));
+}
+
+#[test]
+fn a_diff_under_a_missing_subtree_cannot_be_listed() {
+    let objs: BTreeMap<u64, Vec<u8>> = [(1, vec![1]), (40, vec![2])].into_iter().collect();
+    let whole = tree_of(6, &objs);
+    let mut part = whole.clone();
+    part.prune(NodePos { depth: 1, index: 1 });
+    let mut changed = whole.clone();
+    changed.apply_vecs([(ObjectId(41), Some(vec![3]))]).unwrap();
+    assert_eq!(part.diff(&whole).unwrap(), Vec::<ObjectId>::new());
+    assert_eq!(
+        part.diff(&changed),
+        Err(TreeError::MissingSubtree(NodePos { depth: 1, index: 1 }))
+    );
+    assert_eq!(
+        part.missing_positions(10),
+        vec![NodePos { depth: 1, index: 1 }]
+    );
+    assert_eq!(
+        part.missing_of(&[ObjectId(1), ObjectId(33), ObjectId(40)]),
+        vec![ObjectId(33), ObjectId(40)]
+    );
+}
