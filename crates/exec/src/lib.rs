@@ -372,12 +372,16 @@ impl<A: Application> ExecReplica<A> {
             Message::FetchExecCp { .. }
             | Message::FetchState { .. }
             | Message::FetchObjectNodes { .. }
-            | Message::FetchObjects { .. }
+            | Message::FetchObjects { proofs: false, .. }
             | Message::FetchStateUpdate { .. }
                 if !self.idle() =>
             {
                 // Seed 004 §3.4.2 idle check: state transfer for a lagging peer waits while
-                // this replica has batches to execute and is executing them.
+                // this replica has batches to execute and is executing them. Objects fetched
+                // with proofs are served at once (within the per-peer byte budget): they are
+                // what a replica holding part of the state needs before it can execute a
+                // batch (docs/objects.md "Partial state"), so making it wait for this
+                // replica's idle time would stall it for as long as the load lasts.
                 self.counters.add("state-transfer-deferred");
                 let waiting = self.serving.deferred_transfer.entry(e).or_default();
                 if waiting.len() < DEFERRED_TRANSFER_MAX {

@@ -14,7 +14,7 @@ use plumb_app::{Application, ObjectId};
 use plumb_core::Action;
 use plumb_core::DropReason;
 use plumb_objects::{
-    NodePos, ObjectBytes, ObjectTree, Proof, ProvenWrite, StateUpdate, SyncReject, TreeSync,
+    Held, NodePos, ObjectBytes, ObjectTree, Proof, ProvenWrite, StateUpdate, SyncReject, TreeSync,
 };
 use plumb_wire::{ExecId, Message, ObjectChildren, ObjectNode, ObjectPayload, Principal, Seq};
 use std::collections::BTreeSet;
@@ -616,10 +616,15 @@ impl<A: Application> ExecReplica<A> {
         let mut objects = Vec::new();
         let mut total = 0usize;
         for id in ids.into_iter().map(ObjectId) {
+            // An object outside the tree, or one this replica does not hold (a partial tree),
+            // is left out: never served as empty.
+            let Held::Object(bytes) = tree.lookup(id) else {
+                continue;
+            };
             if !tree.contains_id(id) {
                 continue;
             }
-            let bytes = tree.get(id).map(|b| b.to_vec());
+            let bytes = bytes.map(|b| b.to_vec());
             let proof = if proofs {
                 tree.proof(id).map(|p| p.siblings).unwrap_or_default()
             } else {

@@ -318,6 +318,64 @@ fn a_peer_proves_a_single_object_against_the_checkpoint_root() {
     assert_eq!(a.counters().get("fetch-objects-not-held"), 1);
 }
 
+/// Objects fetched with proofs are what a replica holding part of the state needs before it
+/// executes (docs/objects.md "Partial state"): a busy replica serves them at once, within the
+/// per-peer byte budget, where a tree walk waits for its idle time; and it never serves an
+/// object it does not hold as empty.
+#[test]
+fn a_busy_replica_serves_proven_objects_at_once_and_only_those_it_holds() {
+    let net = Net::new(2);
+    let (mut a, _) = object_leader(&net, 2);
+    // Batch 3 is learned but its body is missing: the replica is busy.
+    net.next_batch(
+        &mut a,
+        Seq(3),
+        &batch(vec![by_digest(2, 9, "put big value")], 30),
+        &[0, 1],
+    );
+    let walk = Message::FetchObjectNodes {
+        seq: Seq(2),
+        nodes: vec![plumb_wire::ObjectNode { depth: 0, index: 0 }],
+    };
+    assert!(net
+        .sent_to(
+            &net.deliver(&mut a, Principal::Exec(ExecId(1)), &walk),
+            Principal::Exec(ExecId(1))
+        )
+        .is_empty());
+    assert_eq!(a.counters().get("state-transfer-deferred"), 1);
+    let (held, other) = (bucket("k1"), (0..16).find(|b| *b != bucket("k1")).unwrap());
+    let ask = Message::FetchObjects {
+        seq: Seq(2),
+        ids: vec![held, other],
+        proofs: true,
+    };
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &ask);
+    let Message::Objects { objects, .. } = &net.sent_to(&served, Principal::Exec(ExecId(1)))[0]
+    else {
+        panic!("expected OBJECTS at once")
+    };
+    assert_eq!(objects.len(), 2);
+    assert_eq!(a.counters().get("state-transfer-deferred"), 1);
+    // The same checkpoint's tree held as its root alone: nothing is served, not even as empty.
+    let tree = a
+        .transfer
+        .held
+        .get_mut(&Seq(2))
+        .unwrap()
+        .tree
+        .as_mut()
+        .unwrap();
+    tree.prune(plumb_objects::NodePos::ROOT);
+    assert_eq!(tree.lookup(ObjectId(held)), plumb_objects::Held::Missing);
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &ask);
+    let Message::Objects { objects, .. } = &net.sent_to(&served, Principal::Exec(ExecId(1)))[0]
+    else {
+        panic!("expected OBJECTS")
+    };
+    assert!(objects.is_empty(), "{objects:?}");
+}
+
 /// What a store holds after `ops` (in order).
 fn disk_after(ops: &[StoreOp]) -> BTreeMap<String, Vec<u8>> {
     let mut disk = BTreeMap::new();
