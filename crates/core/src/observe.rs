@@ -41,6 +41,9 @@ pub enum Observation {
         /// The batch's agreed random seed (what the application got as `nd.seed`).
         seed: u64,
     },
+    /// An execution replica's report of a batch it executed (docs/objects.md "Batch reports"):
+    /// correct replicas' agree, and match what the reference replay of the batch produced.
+    BatchReported(plumb_wire::BatchReport),
     /// An execution replica took checkpoint `seq` with token `token`.
     CheckpointTaken { seq: Seq, token: Digest },
     /// An execution replica loaded checkpoint `seq`: its next batch is `seq + 1`.

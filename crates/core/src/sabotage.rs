@@ -82,6 +82,10 @@ sabotages! {
     /// last key's bucket (caught by the simulator's `access-set` check, which runs each batch
     /// again on only its access sets' objects).
     StaleAccessSet = "stale-access-set",
+    /// Execution replicas leave the last object a batch changed out of the write set they
+    /// report (caught by the simulator's `ES-report`, which compares every report with the
+    /// reference replay's; correct replicas still agree with each other).
+    ReportSkipsWrite = "report-skips-write",
     /// The coordination application never renews a session once opened (its requests, a
     /// resume and a Touch leave it as it was), so a session whose client is busy expires
     /// (caught by `plumb sim --app coord`'s COORD-session-live).

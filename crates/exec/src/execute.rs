@@ -8,7 +8,7 @@ use plumb_core::{
     Action, DeliveredRequest, Observation, SlowRequest, StallStage, StoreOp, WaitReason,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Message, Position, Principal, ReqNo, Seq, View};
+use plumb_wire::{BatchReport, ClientId, Message, Position, Principal, ReqNo, Seq, View};
 
 impl<A: Application> ExecReplica<A> {
     /// Deliver every batch from `next_seq` on that is learned and has all its bodies, in order:
@@ -118,7 +118,8 @@ impl<A: Application> ExecReplica<A> {
             self.executed.agreed_time = agreed;
             if commands.is_empty() {
                 // Only copies: nothing for the application (it never sees an empty batch).
-                self.finish_delivery(seq, &learned, requests, null, out);
+                let nothing = BatchReport::replies_digest([]);
+                self.finish_delivery(seq, &learned, requests, null, nothing, out);
                 return;
             }
             let output = self.app.execute(
@@ -132,6 +133,7 @@ impl<A: Application> ExecReplica<A> {
             if output.replies.len() != commands.len() {
                 self.counters.add("app-reply-count-mismatch");
             }
+            let replies = BatchReport::replies_digest(output.replies.iter().map(Vec::as_slice));
             for (index, (command, result)) in commands.iter().zip(output.replies).enumerate() {
                 if self.sketches.active() && self.app.is_read(command.op) {
                     self.sketches
@@ -146,20 +148,29 @@ impl<A: Application> ExecReplica<A> {
             for (client, payload) in output.pushes {
                 self.push(client, payload, out);
             }
+            self.finish_delivery(seq, &learned, requests, null, replies, out);
+            return;
         }
         // A null batch (view-change filler) is not given to the application (LS2) and leaves
         // the agreed time unchanged.
-        self.finish_delivery(seq, &learned, requests, null, out);
+        let nothing = BatchReport::replies_digest([]);
+        self.finish_delivery(seq, &learned, requests, null, nothing, out);
     }
 
+    /// Batch `seq` is done (`replies`: the digest of what it answered): report it, and take a
+    /// checkpoint if one is due.
     fn finish_delivery(
         &mut self,
         seq: Seq,
         learned: &Learned,
         requests: Vec<DeliveredRequest>,
         null: bool,
+        replies: Digest,
         out: &mut Vec<Action>,
     ) {
+        let writes = self.flush_batch_writes();
+        let report = self.reports.batch(seq, replies, writes);
+        out.push(Action::Observe(Observation::BatchReported(report)));
         self.divergence
             .record(seq, requests.iter().map(|r| (r.client, r.nc)).collect());
         out.push(Action::Observe(Observation::Delivered {
@@ -242,6 +253,7 @@ impl<A: Application> ExecReplica<A> {
         };
         let bytes = cp.encode();
         let token = ExecCheckpoint::token(&bytes);
+        self.reports.anchor(token);
         self.persist_checkpoint(seq, bytes.clone(), tree.as_ref(), out);
         self.send_to_order(&Message::CpToken { seq, token }, out);
         out.push(Action::Observe(Observation::CheckpointTaken { seq, token }));

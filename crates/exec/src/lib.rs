@@ -13,6 +13,7 @@
 //! `checkpoint.rs` (the execution checkpoint and its encoding), `recovery.rs` (restart),
 //! `gate.rs` (no read-only answers after a start until caught up with the order stage),
 //! `objects.rs` (incremental object checkpoints on disk, for an application with objects),
+//! `report.rs` (what it reports of each batch: replies, write set, write history),
 //! `object_transfer.rs` (object-level state transfer: fetch only what differs, serve peers).
 
 mod checkpoint;
@@ -24,6 +25,7 @@ mod learn;
 mod object_transfer;
 mod objects;
 mod recovery;
+mod report;
 mod serving;
 mod sketches;
 mod transfer;
@@ -98,6 +100,9 @@ pub struct ExecReplica<A: Application> {
 
     // --- D-Prophecy (sketches.rs): digests of the last ordered answers to reads
     sketches: sketches::SketchHistory,
+
+    /// What this replica reports of each batch it executes (report.rs).
+    reports: report::Reports,
 }
 
 impl<A: Application> ExecReplica<A> {
@@ -131,6 +136,7 @@ impl<A: Application> ExecReplica<A> {
             gate: Some(gate::Gate::default()),
             rng: Rng::new(ctx.seed),
             sketches: sketches::SketchHistory::default(),
+            reports: report::Reports::default(),
             ctx,
         };
         let bits = replica.app.objects().map(|o| o.object_id_bits());

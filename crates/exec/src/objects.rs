@@ -30,6 +30,7 @@ use crate::checkpoint::{checkpoint_key, ExecCheckpoint};
 use crate::ExecReplica;
 use plumb_app::{Application, ObjectId};
 use plumb_core::{Action, StoreOp};
+use plumb_crypto::Digest;
 use plumb_objects::{ObjectBytes, ObjectTree};
 use plumb_wire::Seq;
 use serde::{Deserialize, Serialize};
@@ -132,6 +133,39 @@ impl<A: Application> ExecReplica<A> {
             // correct replicas' and the divergence is caught there.
             self.counters.add("app-object-id-out-of-range");
         }
+    }
+
+    /// After a batch: move the objects the application wrote into the live tree, and return
+    /// the digest of the batch's write set (`None` without objects): the objects whose bytes
+    /// changed, each with the digest of its new bytes. An object the application reports
+    /// unchanged is left out, so replicas agree whatever they report beyond what changed.
+    pub(crate) fn flush_batch_writes(&mut self) -> Option<Digest> {
+        let (Some(state), Some(app)) = (self.objects.as_mut(), self.app.objects()) else {
+            return None;
+        };
+        let mut changed: Vec<(ObjectId, Option<Vec<u8>>)> = app.take_changed_objects();
+        // By id; an id reported twice (the contract says once) counts with its last bytes.
+        changed.reverse();
+        changed.sort_by_key(|(id, _)| *id);
+        changed.dedup_by_key(|(id, _)| *id);
+        #[cfg_attr(not(feature = "sabotage"), allow(unused_mut))]
+        let mut written: Vec<(u64, Digest)> = changed
+            .iter()
+            .map(|(id, bytes)| {
+                let bytes = bytes.as_deref().filter(|b| !b.is_empty());
+                (*id, plumb_objects::object_digest(bytes))
+            })
+            .filter(|(id, digest)| state.live.object_digest(*id) != *digest)
+            .map(|(id, digest)| (id.0, digest))
+            .collect();
+        #[cfg(feature = "sabotage")]
+        if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::ReportSkipsWrite) {
+            written.pop();
+        }
+        if state.live.apply_vecs(changed).is_err() {
+            self.counters.add("app-object-id-out-of-range");
+        }
+        Some(plumb_wire::BatchReport::writes_digest(written))
     }
 
     /// Make checkpoint `seq` (encoded as `bytes`, whose objects are `tree`) durable: fold the

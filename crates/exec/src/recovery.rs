@@ -161,6 +161,7 @@ impl<A: Application> ExecReplica<A> {
         self.executed.agreed_time = cp.agreed_time;
         self.executed.next_push = cp.next_push;
         self.executed.next_seq = seq + 1;
+        self.reports.anchor(token);
         self.transfer.held.insert(seq, Held { token, bytes, tree });
         self.found.checkpoint = Some((seq, token));
     }

@@ -277,6 +277,7 @@ impl<A: Application> ExecReplica<A> {
         self.executed.agreed_time = cp.agreed_time;
         self.executed.next_push = cp.next_push;
         self.executed.next_seq = seq + 1;
+        self.reports.anchor(token);
         self.transfer.loaded_at = self.now;
         // The history described the state this load replaced: vouching from it would only
         // make D-Prophecy reads fall back.

@@ -45,10 +45,37 @@ pub struct Status {
     pub last_divergence: Option<String>,
     /// The last view change this node's order replica asked for, with its cause.
     pub last_view_change: Option<String>,
+    /// The execution replica's report of the last batch it executed (docs/objects.md "Batch
+    /// reports"): equal on every correct replica at the same batch.
+    pub last_report: Option<LastReport>,
     /// The emulated wide-area network this node runs under (`[wan]`, docs/wan-emulation.md):
     /// its site and the delay to other sites; absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wan: Option<String>,
+}
+
+/// A [`plumb_wire::BatchReport`] as `/status` shows it: digests in hex.
+#[derive(Clone, Debug, Serialize)]
+pub struct LastReport {
+    pub seq: Seq,
+    pub replies: String,
+    /// Without objects, the application has no write sets: absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<String>,
+}
+
+impl LastReport {
+    fn of(r: &plumb_wire::BatchReport) -> LastReport {
+        let hex = |d: &plumb_crypto::Digest| d.0.iter().map(|b| format!("{b:02x}")).collect();
+        LastReport {
+            seq: r.seq,
+            replies: hex(&r.replies),
+            writes: r.writes.as_ref().map(hex),
+            history: r.history.as_ref().map(hex),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -340,6 +367,7 @@ impl Observed {
                 s.last_executed = Some(*seq);
                 m.last_executed.set(seq.0 as i64);
             }
+            Observation::BatchReported(report) => s.last_report = Some(LastReport::of(report)),
             Observation::CheckpointTaken { seq, .. }
             | Observation::CheckpointLoaded { seq, .. } => {
                 s.exec_checkpoint = Some(*seq);

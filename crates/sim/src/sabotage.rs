@@ -130,6 +130,7 @@ pub fn expectation(s: Sabotage) -> Expectation {
         Sabotage::ScriptCallAppliesTwice => (REDIS, &["linearizability"], 300),
         Sabotage::ExpiryRoundsDown => (REDIS, &["KV-ttl"], 300),
         Sabotage::StaleAccessSet => (REDIS, &["access-set"], 300),
+        Sabotage::ReportSkipsWrite => (KV, &["ES-report"], 300),
         Sabotage::SessionNotRenewed => (COORD, &["COORD-session-live"], 300),
         Sabotage::CoordWatchFiresTwice => (COORD, &["COORD-watch"], 300),
         Sabotage::CoordExpiryKeepsEphemeral => (COORD, &["COORD-ephemeral"], 300),

@@ -8,6 +8,9 @@
 
 use crate::app::SimApp;
 use plumb_app::{AccessSet, Application, BatchOutput, Command, NonDeterminism, ObjectId, Seq};
+use plumb_crypto::Digest;
+use plumb_objects::object_digest;
+use plumb_wire::BatchReport;
 use std::collections::BTreeMap;
 
 /// The reference state's objects, kept in step batch by batch, and what runs each batch again.
@@ -47,9 +50,27 @@ impl AccessCheck {
         }
     }
 
+    /// The digest of a write set as execution replicas report it: the objects whose bytes
+    /// differ from before the batch, with their new digests, by id.
+    fn writes_digest(&self, written: &[(ObjectId, Option<Vec<u8>>)]) -> Digest {
+        let mut changed: Vec<(u64, Digest)> = written
+            .iter()
+            .filter(|(id, b)| bytes(b.clone()) != self.objects.get(id).cloned())
+            .map(|(id, b)| (id.0, object_digest(b.as_deref().filter(|b| !b.is_empty()))))
+            .collect();
+        changed.sort_by_key(|(id, _)| *id);
+        changed.dedup_by_key(|(id, _)| *id);
+        BatchReport::writes_digest(changed)
+    }
+
+    /// The reference write set of a batch that gave the application nothing to execute.
+    pub(super) fn nothing_written(&self) -> Digest {
+        BatchReport::writes_digest([])
+    }
+
     /// Execute the batch on `store` and, if its access sets name objects, once more on an
-    /// instance holding only those. Returns `store`'s output and, the first time a batch
-    /// breaks the property, what broke it.
+    /// instance holding only those. Returns `store`'s output, the digest of its write set,
+    /// and, the first time a batch breaks the property, what broke it.
     pub(super) fn execute<A: SimApp>(
         &mut self,
         app: &A,
@@ -57,9 +78,10 @@ impl AccessCheck {
         seq: Seq,
         commands: &[Command<'_>],
         nd: NonDeterminism,
-    ) -> (BatchOutput, Option<String>) {
+    ) -> (BatchOutput, Digest, Option<String>) {
         let Some(objects) = store.objects() else {
-            return (store.execute(seq, commands, nd), None);
+            let writes = self.nothing_written();
+            return (store.execute(seq, commands, nd), writes, None);
         };
         let sets: Vec<AccessSet> = commands.iter().map(|c| objects.access_set(c.op)).collect();
         let union = sets
@@ -97,8 +119,9 @@ impl AccessCheck {
             None => None,
         };
         self.broken |= verdict.is_some();
+        let writes = self.writes_digest(&written);
         self.absorb(written);
-        (output, verdict)
+        (output, writes, verdict)
     }
 
     /// A fresh instance holding objects `ids` of the reference state and its metadata.

@@ -7,6 +7,24 @@ use plumb_core::Observation;
 use plumb_wire::{Micros, Principal, Seq, View};
 
 impl Checker {
+    /// ES-report-agreement: correct execution replicas report the same replies, write set and
+    /// write history of every batch (docs/objects.md "Batch reports"), a restarted one too.
+    fn batch_reported(&mut self, p: Principal, report: plumb_wire::BatchReport) {
+        match self.reports.get(&report.seq) {
+            None => {
+                self.reports.insert(report.seq, (report, p));
+            }
+            Some((first, by)) if *first != report => {
+                let detail = format!(
+                    "batch {}: {p} reported {report:?}, {by} {first:?}",
+                    report.seq
+                );
+                self.violate("ES-report-agreement", detail);
+            }
+            Some(_) => {}
+        }
+    }
+
     /// A correct execution replica (re)started: a fresh incarnation delivers from batch 1 unless
     /// it loads a checkpoint first.
     pub fn exec_started(&mut self, p: Principal) {
@@ -38,6 +56,7 @@ impl Checker {
                     },
                 );
             }
+            Observation::BatchReported(report) => self.batch_reported(p, *report),
             Observation::CheckpointTaken { seq, token } => self.checkpoint_taken(p, *seq, *token),
             Observation::CheckpointLoaded { seq, .. } => {
                 self.exec_next.insert(p, *seq + 1);

@@ -89,6 +89,9 @@ pub struct Checker {
     exec_next: HashMap<Principal, Seq>,
     /// Push events correct clients delivered: (client, event id, payload), in delivery order.
     pub pushed: Vec<(plumb_wire::ClientId, u64, Vec<u8>)>,
+    /// The first report of each batch by a correct execution replica, and who gave it
+    /// (ES-report-agreement, ES-report).
+    pub reports: BTreeMap<Seq, (plumb_wire::BatchReport, Principal)>,
 }
 
 impl Checker {

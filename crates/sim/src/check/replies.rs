@@ -17,7 +17,7 @@ use crate::workload::Workload;
 use plumb_app::{Application, Command, NonDeterminism};
 use plumb_core::DeliveredRequest;
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, Micros, Principal, ReqNo, Seq};
+use plumb_wire::{BatchReport, ClientId, Micros, Principal, ReqNo, Seq};
 use std::collections::{BTreeSet, HashMap};
 
 /// A correct execution replica at the end of the run.
@@ -31,6 +31,8 @@ pub struct ExecEnd {
 struct Replay {
     replies: HashMap<(ClientId, ReqNo), Vec<u8>>,
     states: HashMap<Seq, Digest>,
+    /// Each batch's replies and (with objects) write set digests, as reports give them.
+    reports: HashMap<Seq, (Digest, Option<Digest>)>,
     /// Last batch replayed: the agreed sequence is known and replayable up to here.
     upto: Seq,
 }
@@ -50,6 +52,7 @@ fn replay<A: SimApp>(
     let mut out = Replay {
         replies: HashMap::new(),
         states: HashMap::new(),
+        reports: HashMap::new(),
         upto: Seq(0),
     };
     if wanted.contains(&Seq(0)) {
@@ -60,7 +63,8 @@ fn replay<A: SimApp>(
     let mut last_run: HashMap<ClientId, ReqNo> = HashMap::new();
     let mut leases = LeaseWatch::default();
     while let Some(batch) = checker.agreed.get(&seq) {
-        if !batch.null {
+        let null = batch.null;
+        if !null {
             let mut bodies = Vec::with_capacity(batch.requests.len());
             for r in &batch.requests {
                 let (c, nc) = (&r.client, &r.nc);
@@ -93,6 +97,9 @@ fn replay<A: SimApp>(
                 seed: batch.seed,
             };
             if commands.is_empty() {
+                let nothing = access.as_ref().map(|a| a.nothing_written());
+                out.reports
+                    .insert(seq, (BatchReport::replies_digest([]), nothing));
                 if wanted.contains(&seq) {
                     out.states.insert(seq, store.state_digest());
                 }
@@ -101,16 +108,19 @@ fn replay<A: SimApp>(
                 continue;
             }
             let before = app.leases(&store);
-            let output = match access.as_mut() {
+            let (output, writes) = match access.as_mut() {
                 Some(access) => {
-                    let (output, broken) = access.execute(app, &mut store, seq, &commands, nd);
+                    let (output, writes, broken) =
+                        access.execute(app, &mut store, seq, &commands, nd);
                     if let Some(detail) = broken {
                         checker.violate("access-set", detail);
                     }
-                    output
+                    (output, Some(writes))
                 }
-                None => store.execute(seq, &commands, nd),
+                None => (store.execute(seq, &commands, nd), None),
             };
+            let replies = BatchReport::replies_digest(output.replies.iter().map(Vec::as_slice));
+            out.reports.insert(seq, (replies, writes));
             let after = app.leases(&store);
             if !before.is_empty() || !after.is_empty() {
                 let requests: Vec<(ClientId, ReqNo, &[u8])> =
@@ -130,6 +140,11 @@ fn replay<A: SimApp>(
                     checker.violate(v.property, detail);
                 }
             }
+        }
+        if null {
+            let nothing = access.as_ref().map(|a| a.nothing_written());
+            out.reports
+                .insert(seq, (BatchReport::replies_digest([]), nothing));
         }
         if wanted.contains(&seq) {
             out.states.insert(seq, store.state_digest());
@@ -249,6 +264,21 @@ pub fn check_replies<A: SimApp>(
                     checker.violate("LS1", detail);
                 }
             }
+        }
+    }
+    // ES-report: every correct replica's report of a batch names the replies and write set
+    // the reference replay of that batch produced.
+    for (seq, (report, by)) in &checker.reports {
+        let Some((replies, writes)) = reference.reports.get(seq) else {
+            continue;
+        };
+        if report.replies != *replies || report.writes != *writes {
+            let detail = format!(
+                "{by} reported batch {seq} with replies {:?} and writes {:?}, the reference replay gives {replies:?} and {writes:?}",
+                report.replies, report.writes
+            );
+            checker.violate("ES-report", detail);
+            break;
         }
     }
     for e in execs {
