@@ -13,6 +13,7 @@ pub mod pubsub;
 pub mod push_router;
 pub mod resp_server;
 pub mod sketching;
+pub mod start;
 pub mod zk_server;
 pub mod zk_translate;
 

@@ -3,8 +3,12 @@
 
 use crate::kv_app::{refuse_other_apps, COORD_APP, WEB_APP};
 use clap::Args;
-use plumb::cli::{runtime, terminated, ConfigArg};
-use plumb_gateway::{GatewayStats, Pool, RespServer};
+use plumb::cli::{runtime, ConfigArg};
+use plumb_gateway::start::{
+    admin_response, client_events_text, clients_line, listen_and_pool, serve_until_terminated,
+    sketched_reads,
+};
+use plumb_gateway::{GatewayStats, RespServer};
 use plumb_resp::ServerInfo;
 use plumb_runtime::admin;
 use std::process::ExitCode;
@@ -41,12 +45,15 @@ pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
     run(redis_gateway(cluster, a.sketchers))
 }
 
-/// Runs a gateway until the process is told to stop. A failure to start was printed, and is
-/// the exit code.
-fn run(gateway: impl std::future::Future<Output = Result<(), ExitCode>>) -> ExitCode {
+/// Runs a gateway until the process is told to stop. A failure to start is printed, and exit
+/// code 2.
+fn run(gateway: impl std::future::Future<Output = Result<(), String>>) -> ExitCode {
     match runtime().block_on(gateway) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(code) => code,
+        Err(e) => {
+            eprintln!("plumb gateway: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 
@@ -54,7 +61,7 @@ fn run(gateway: impl std::future::Future<Output = Result<(), ExitCode>>) -> Exit
 async fn redis_gateway(
     cluster: plumb_cluster::Cluster,
     sketchers: Option<u32>,
-) -> Result<(), ExitCode> {
+) -> Result<(), String> {
     let (gw, listener, pool) =
         listen_and_pool(&cluster, "the Redis port", "a redis-server").await?;
     let f = cluster.faults();
@@ -123,160 +130,8 @@ async fn redis_gateway(
     serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
 }
 
-/// What every front end does once its server is built: start its admin endpoint, say where
-/// its clients connect (`gateway: <clients>, admin http://…/status`), then serve until the
-/// process is told to stop.
-async fn serve_until_terminated(
-    gw: &plumb_cluster::Gateway,
-    handler: admin::Handler,
-    clients: String,
-    serving: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), ExitCode> {
-    if let Err(e) = admin::serve(gw.admin, handler).await {
-        eprintln!(
-            "plumb gateway: cannot listen on {} (the gateway's admin HTTP port): {e}",
-            gw.admin
-        );
-        return Err(ExitCode::from(2));
-    }
-    out!("gateway: {clients}, admin http://{}/status", gw.admin);
-    tokio::spawn(serving);
-    terminated().await;
-    out!("gateway: stopping");
-    Ok(())
-}
-
-/// The start-up line's account of the clients: where they connect (`clients_at`), then the
-/// pool, the cluster's u and r, and the sketchers if there are any.
-fn clients_line(
-    clients_at: String,
-    pool: &Pool,
-    cluster: &plumb_cluster::Cluster,
-    sketchers: u32,
-) -> String {
-    let f = cluster.faults();
-    format!(
-        "{clients_at} ({} pool clients, u={} r={}{})",
-        pool.clients.len(),
-        f.u,
-        f.r,
-        sketcher_note(sketchers)
-    )
-}
-
-/// `, reads through N Prophecy sketcher(s)` when there are any, for the start-up line.
-fn sketcher_note(sketchers: u32) -> String {
-    match sketchers {
-        0 => String::new(),
-        n => format!(", reads through {n} Prophecy sketcher(s)"),
-    }
-}
-
-/// The Prophecy sketchers in front of a gateway's reads, if `n > 0`. They share the gateway's
-/// pool: the table is partitioned between them (one lock each), the replica clients are not.
-/// A failure is printed and becomes the exit code.
-pub(crate) fn sketched_reads(
-    cluster: &plumb_cluster::Cluster,
-    pool: &Arc<Pool>,
-    n: u32,
-) -> Result<Option<Arc<plumb_gateway::sketching::SketchedReads>>, ExitCode> {
-    if n == 0 {
-        return Ok(None);
-    }
-    let pools = vec![pool.clone(); n as usize];
-    plumb_gateway::sketching::SketchedReads::new(
-        pools,
-        cluster.protocol.quorums.exec,
-        plumb_gateway::sketching::SketcherConfig::default(),
-    )
-    .map(|s| Some(Arc::new(s)))
-    .map_err(|e| {
-        eprintln!("plumb gateway: {e}");
-        ExitCode::from(2)
-    })
-}
-
-/// The admin endpoint of a front end that reports named counters: `/status` as one JSON
-/// object, `/metrics` as Prometheus lines under `prefix`, with the pool clients' events and
-/// `extra` lines (the sketchers').
-fn admin_response(
-    path: &str,
-    prefix: &str,
-    fields: &[(&str, u64)],
-    pool: &Pool,
-    extra: &str,
-) -> admin::Response {
-    match path {
-        "/status" | "/" => {
-            let body: Vec<String> = fields.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
-            admin::Response::ok(
-                "application/json",
-                format!(
-                    "{{\"pool_clients\":{},{}}}\n",
-                    pool.clients.len(),
-                    body.join(",")
-                ),
-            )
-        }
-        "/metrics" => {
-            let mut text = String::new();
-            for (k, v) in fields {
-                text.push_str(&format!("{prefix}_{k} {v}\n"));
-            }
-            text.push_str(&client_events_text(&pool.counters()));
-            text.push_str(extra);
-            admin::Response::ok("text/plain; version=0.0.4", text)
-        }
-        _ => admin::Response::not_found(),
-    }
-}
-
-/// The pool clients' protocol counters as one Prometheus family (for example
-/// `event="reply-divergent"`: a replica answered with another result than the accepted one).
-fn client_events_text(counters: &plumb::client::Counters) -> String {
-    let mut text = String::from(
-        "# HELP plumb_gateway_client_events_total Protocol events of the gateway's pool clients, by name\n# TYPE plumb_gateway_client_events_total counter\n",
-    );
-    for (name, n) in counters.iter() {
-        text.push_str(&format!(
-            "plumb_gateway_client_events_total{{event=\"{name}\"}} {n}\n"
-        ));
-    }
-    text
-}
-
-/// What both front ends start from: the cluster's `[gateway]` section, its client port bound
-/// (`port` names it, `occupant` says what else may hold it) and the pool of library clients.
-/// A failure is printed and becomes the exit code.
-async fn listen_and_pool(
-    cluster: &plumb_cluster::Cluster,
-    port: &str,
-    occupant: &str,
-) -> Result<(plumb_cluster::Gateway, tokio::net::TcpListener, Arc<Pool>), ExitCode> {
-    let Some(gw) = cluster.gateway.clone() else {
-        eprintln!(
-            "plumb gateway: {}: no [gateway] section",
-            cluster.path.display()
-        );
-        return Err(ExitCode::from(2));
-    };
-    let listener = tokio::net::TcpListener::bind(gw.resp).await.map_err(|e| {
-        eprintln!(
-            "plumb gateway: cannot listen on {} ({port}): {e}; is {occupant} or another gateway using it?",
-            gw.resp
-        );
-        ExitCode::from(2)
-    })?;
-    let dir = cluster.dir().join("gateway");
-    let pool = Pool::start(cluster, &gw.clients, &dir, true).map_err(|e| {
-        eprintln!("plumb gateway: {e}");
-        ExitCode::from(2)
-    })?;
-    Ok((gw, listener, Arc::new(pool)))
-}
-
 /// The gateway of a coordination cluster: ZooKeeper clients on `[gateway] resp`.
-async fn zk_gateway(cluster: plumb_cluster::Cluster) -> Result<(), ExitCode> {
+async fn zk_gateway(cluster: plumb_cluster::Cluster) -> Result<(), String> {
     let (gw, listener, pool) =
         listen_and_pool(&cluster, "the ZooKeeper port", "a ZooKeeper server").await?;
     let stats = Arc::new(plumb_gateway::ZkStats::default());
@@ -301,7 +156,7 @@ async fn zk_gateway(cluster: plumb_cluster::Cluster) -> Result<(), ExitCode> {
 async fn web_gateway(
     cluster: plumb_cluster::Cluster,
     sketchers: Option<u32>,
-) -> Result<(), ExitCode> {
+) -> Result<(), String> {
     let (gw, listener, pool) = listen_and_pool(&cluster, "the HTTP port", "a web server").await?;
     let stats = Arc::new(plumb_gateway::HttpStats::default());
     let sketchers = sketchers.unwrap_or(gw.sketchers);
