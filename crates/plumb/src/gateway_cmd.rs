@@ -1,9 +1,9 @@
 //! `plumb gateway`: serve Redis clients (a key-value cluster) or ZooKeeper clients (a
 //! coordination cluster) through a pool of library clients.
 
-use crate::kv_app::{refuse_other_apps, COORD_APP, WEB_APP};
 use clap::Args;
-use plumb::cli::{runtime, ConfigArg};
+use plumb::cli::{runtime, Cli, ConfigArg};
+use plumb_cluster::Cluster;
 use plumb_gateway::start::{
     admin_response, client_events_text, clients_line, listen_and_pool, serve_until_terminated,
     sketched_reads,
@@ -27,28 +27,14 @@ pub struct GatewayArgs {
 }
 
 pub fn gateway_cmd(a: GatewayArgs) -> ExitCode {
-    if let Ok(cluster) = a.config.load() {
-        if cluster.app == COORD_APP {
-            return run(zk_gateway(cluster));
-        }
-        if cluster.app == WEB_APP {
-            return run(web_gateway(cluster, a.sketchers));
-        }
-    }
-    let cluster = match a.config.load().and_then(refuse_other_apps) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("plumb gateway: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    run(redis_gateway(cluster, a.sketchers))
-}
-
-/// Runs a gateway until the process is told to stop. A failure to start is printed, and exit
-/// code 2.
-fn run(gateway: impl std::future::Future<Output = Result<(), String>>) -> ExitCode {
-    match runtime().block_on(gateway) {
+    let cli = crate::kv_app::cli();
+    let served = a.config.load().and_then(|cluster| {
+        let Some(front_end) = cli.front_end_of(&cluster.app) else {
+            return Err(no_gateway(&cli, &cluster));
+        };
+        runtime().block_on((front_end.serve)(cluster, a.sketchers))
+    });
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("plumb gateway: {e}");
@@ -57,8 +43,22 @@ fn run(gateway: impl std::future::Future<Output = Result<(), String>>) -> ExitCo
     }
 }
 
+/// Why there is no gateway for `cluster`: its application registers no front end.
+fn no_gateway(cli: &Cli, cluster: &Cluster) -> String {
+    let names: Vec<String> = cli
+        .apps_with_front_ends()
+        .map(|n| format!("{n:?}"))
+        .collect();
+    format!(
+        "{}: the cluster replicates the application {:?}, which has no gateway; the applications with one are {}",
+        cluster.path.display(),
+        cluster.app,
+        names.join(", ")
+    )
+}
+
 /// The gateway of a key-value cluster: Redis clients on `[gateway] resp`.
-async fn redis_gateway(
+pub(crate) async fn redis_gateway(
     cluster: plumb_cluster::Cluster,
     sketchers: Option<u32>,
 ) -> Result<(), String> {
@@ -131,7 +131,7 @@ async fn redis_gateway(
 }
 
 /// The gateway of a coordination cluster: ZooKeeper clients on `[gateway] resp`.
-async fn zk_gateway(cluster: plumb_cluster::Cluster) -> Result<(), String> {
+pub(crate) async fn zk_gateway(cluster: plumb_cluster::Cluster) -> Result<(), String> {
     let (gw, listener, pool) =
         listen_and_pool(&cluster, "the ZooKeeper port", "a ZooKeeper server").await?;
     let stats = Arc::new(plumb_gateway::ZkStats::default());
@@ -153,7 +153,7 @@ async fn zk_gateway(cluster: plumb_cluster::Cluster) -> Result<(), String> {
 }
 
 /// The gateway of a web cluster: HTTP clients (browsers, curl) on `[gateway] resp`.
-async fn web_gateway(
+pub(crate) async fn web_gateway(
     cluster: plumb_cluster::Cluster,
     sketchers: Option<u32>,
 ) -> Result<(), String> {
