@@ -5,7 +5,6 @@
 pub mod blocking;
 pub mod clients;
 pub mod front_end;
-pub mod http_server;
 pub mod pool;
 
 pub use pool::Pool;
@@ -17,6 +16,5 @@ pub mod start;
 pub mod zk_server;
 pub mod zk_translate;
 
-pub use http_server::{HttpServer, HttpStats};
 pub use resp_server::{GatewayStats, RespServer};
 pub use zk_server::{ZkServer, ZkStats};

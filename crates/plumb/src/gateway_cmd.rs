@@ -151,34 +151,3 @@ pub(crate) async fn zk_gateway(cluster: plumb_cluster::Cluster) -> Result<(), St
     let clients = clients_line(clients_at, &pool, &cluster, 0);
     serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
 }
-
-/// The gateway of a web cluster: HTTP clients (browsers, curl) on `[gateway] resp`.
-pub(crate) async fn web_gateway(
-    cluster: plumb_cluster::Cluster,
-    sketchers: Option<u32>,
-) -> Result<(), String> {
-    let (gw, listener, pool) = listen_and_pool(&cluster, "the HTTP port", "a web server").await?;
-    let stats = Arc::new(plumb_gateway::HttpStats::default());
-    let sketchers = sketchers.unwrap_or(gw.sketchers);
-    let sketcher = sketched_reads(&cluster, &pool, sketchers)?;
-    let server = plumb_gateway::HttpServer::with_sketcher(
-        pool.clone(),
-        stats.clone(),
-        gw.fast_reads,
-        sketcher.clone(),
-    );
-    let handler: admin::Handler = {
-        let stats = stats.clone();
-        let pool = pool.clone();
-        let sketcher = sketcher.clone();
-        Arc::new(move |path: &str| {
-            let mut fields = stats.fields();
-            fields.push(("backlog", pool.backlog() as u64));
-            let extra = sketcher.as_ref().map(|k| k.metrics()).unwrap_or_default();
-            admin_response(path, "plumb_http_gateway", &fields, &pool, &extra)
-        })
-    };
-    let clients_at = format!("HTTP clients on http://{}/", gw.resp);
-    let clients = clients_line(clients_at, &pool, &cluster, sketchers);
-    serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
-}

@@ -128,7 +128,7 @@ fn http_gateway() -> FrontEnd {
         ]
     };
     let serve =
-        |cluster, sketchers| -> Serving { Box::pin(gateway_cmd::web_gateway(cluster, sketchers)) };
+        |cluster, sketchers| -> Serving { Box::pin(plumb_web::gateway::serve(cluster, sketchers)) };
     gateway(serve, hints, Some(HTTP_DEFAULT_PORT))
 }
 
