@@ -13,8 +13,5 @@ pub mod push_router;
 pub mod resp_server;
 pub mod sketching;
 pub mod start;
-pub mod zk_server;
-pub mod zk_translate;
 
 pub use resp_server::{GatewayStats, RespServer};
-pub use zk_server::{ZkServer, ZkStats};

@@ -5,8 +5,7 @@ use clap::Args;
 use plumb::cli::{runtime, Cli, ConfigArg};
 use plumb_cluster::Cluster;
 use plumb_gateway::start::{
-    admin_response, client_events_text, clients_line, listen_and_pool, serve_until_terminated,
-    sketched_reads,
+    client_events_text, clients_line, listen_and_pool, serve_until_terminated, sketched_reads,
 };
 use plumb_gateway::{GatewayStats, RespServer};
 use plumb_resp::ServerInfo;
@@ -127,27 +126,5 @@ pub(crate) async fn redis_gateway(
     };
     let clients_at = format!("Redis clients on {}", gw.resp);
     let clients = clients_line(clients_at, &pool, &cluster, sketchers);
-    serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
-}
-
-/// The gateway of a coordination cluster: ZooKeeper clients on `[gateway] resp`.
-pub(crate) async fn zk_gateway(cluster: plumb_cluster::Cluster) -> Result<(), String> {
-    let (gw, listener, pool) =
-        listen_and_pool(&cluster, "the ZooKeeper port", "a ZooKeeper server").await?;
-    let stats = Arc::new(plumb_gateway::ZkStats::default());
-    let server = plumb_gateway::ZkServer::new(pool.clone(), stats.clone(), gw.fast_reads);
-    let handler: admin::Handler = {
-        let stats = stats.clone();
-        let pool = pool.clone();
-        Arc::new(move |path: &str| {
-            let mut fields = stats.fields();
-            fields.push(("backlog", pool.backlog() as u64));
-            let extra = String::new();
-            admin_response(path, "plumb_zk_gateway", &fields, &pool, &extra)
-        })
-    };
-    // No sketchers: nothing after u and r.
-    let clients_at = format!("ZooKeeper clients on {}", gw.resp);
-    let clients = clients_line(clients_at, &pool, &cluster, 0);
     serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
 }

@@ -107,7 +107,7 @@ fn zk_gateway() -> FrontEnd {
         ]
     };
     // No sketchers in front of ZooKeeper reads.
-    let serve = |cluster, _sketchers| -> Serving { Box::pin(gateway_cmd::zk_gateway(cluster)) };
+    let serve = |cluster, _sketchers| -> Serving { Box::pin(plumb_coord::gateway::serve(cluster)) };
     gateway(serve, hints, Some(ZK_DEFAULT_PORT))
 }
 
