@@ -1,19 +1,14 @@
-//! `plumb gateway`: serve Redis clients (a key-value cluster) or ZooKeeper clients (a
-//! coordination cluster) through a pool of library clients.
+//! `plumb gateway`: serve a cluster's clients through a pool of library clients, with the
+//! front end its application registers in the binary's command line (`kv_app::cli`): Redis
+//! clients for the key-value store, ZooKeeper clients for the coordination application, HTTP
+//! clients for the web application. The front ends live with their applications
+//! (`plumb_script::gateway`, `plumb_coord::gateway`, `plumb_web::gateway`); what they share,
+//! with plumb-gateway.
 
 use clap::Args;
 use plumb::cli::{runtime, Cli, ConfigArg};
 use plumb_cluster::Cluster;
-use plumb_gateway::start::{
-    client_events_text, clients_line, listen_and_pool, serve_until_terminated, sketched_reads,
-};
-use plumb_gateway::{GatewayStats, RespServer};
-use plumb_resp::ServerInfo;
-use plumb_runtime::admin;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::Instant;
 
 #[derive(Args, Debug)]
 pub struct GatewayArgs {
@@ -54,77 +49,4 @@ fn no_gateway(cli: &Cli, cluster: &Cluster) -> String {
         cluster.app,
         names.join(", ")
     )
-}
-
-/// The gateway of a key-value cluster: Redis clients on `[gateway] resp`.
-pub(crate) async fn redis_gateway(
-    cluster: plumb_cluster::Cluster,
-    sketchers: Option<u32>,
-) -> Result<(), String> {
-    let (gw, listener, pool) =
-        listen_and_pool(&cluster, "the Redis port", "a redis-server").await?;
-    let f = cluster.faults();
-    let stats = Arc::new(GatewayStats::default());
-    let sketchers = sketchers.unwrap_or(gw.sketchers);
-    let sketcher = sketched_reads(&cluster, &pool, sketchers)?;
-    let server = Arc::new(RespServer {
-        pool: pool.clone(),
-        waiters: Default::default(),
-        fast_reads: gw.fast_reads,
-        sketcher: sketcher.clone(),
-        info: ServerInfo {
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            os: std::env::consts::OS.to_string(),
-            process_id: std::process::id(),
-            tcp_port: gw.resp.port(),
-            u: f.u as u32,
-            r: f.r as u32,
-            ..ServerInfo::default()
-        },
-        stats: stats.clone(),
-        started: Instant::now(),
-        pubsub: plumb_gateway::pubsub::PubSubHub::new(pool.clone()),
-        scripts: Default::default(),
-        clients: Default::default(),
-    });
-    let handler: admin::Handler = {
-        let stats = stats.clone();
-        let pool = pool.clone();
-        let sketcher = sketcher.clone();
-        Arc::new(move |path: &str| {
-            let s = &stats;
-            let get = |x: &std::sync::atomic::AtomicU64| x.load(Ordering::Relaxed);
-            let sketcher_text = sketcher.as_ref().map(|k| k.metrics()).unwrap_or_default();
-            match path {
-                "/status" | "/" => admin::Response::ok(
-                    "application/json",
-                    format!(
-                        "{{\"pool_clients\":{},\"backlog\":{},\"connections\":{},\"commands\":{},\"submitted\":{}}}\n",
-                        pool.clients.len(),
-                        pool.backlog(),
-                        get(&s.connections.open),
-                        get(&s.commands),
-                        get(&s.submitted)
-                    ),
-                ),
-                "/metrics" => admin::Response::ok(
-                    "text/plain; version=0.0.4",
-                    format!(
-                        "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n# TYPE plumb_gateway_accept_failures_total counter\nplumb_gateway_accept_failures_total {}\n{}",
-                        get(&s.connections.open),
-                        get(&s.commands),
-                        get(&s.submitted),
-                        get(&s.protocol_errors),
-                        pool.backlog(),
-                        get(&s.connections.accept_failures),
-                        client_events_text(&pool.counters()) + &sketcher_text
-                    ),
-                ),
-                _ => admin::Response::not_found(),
-            }
-        })
-    };
-    let clients_at = format!("Redis clients on {}", gw.resp);
-    let clients = clients_line(clients_at, &pool, &cluster, sketchers);
-    serve_until_terminated(&gw, handler, clients, server.serve(listener)).await
 }

@@ -1,7 +1,6 @@
 //! The key-value store as the `plumb` binary's application: its name in cluster files, and the
 //! Redis gateway `plumb up` starts beside its nodes.
 
-use crate::gateway_cmd;
 use plumb::cli::{Cli, FrontEnd, Serving};
 use plumb_cluster::Cluster;
 
@@ -85,7 +84,7 @@ fn redis_gateway() -> FrontEnd {
         )]
     };
     let serve = |cluster, sketchers| -> Serving {
-        Box::pin(gateway_cmd::redis_gateway(cluster, sketchers))
+        Box::pin(plumb_script::gateway::serve(cluster, sketchers))
     };
     gateway(serve, hints, None)
 }
