@@ -1,7 +1,7 @@
 //! A coordination application for plumb with ZooKeeper's data model: znodes with data and
 //! stats, sessions that expire in agreed time, ephemeral and sequential nodes, multi, ACLs and
 //! watches pushed through the library's push channel. `docs/coordination.md` tells how it is
-//! served to unmodified ZooKeeper clients.
+//! served to unmodified ZooKeeper clients: by its gateway (`gateway`, feature `gateway`).
 //!
 //! Files: `op.rs` (operations, replies, pushes and their encoding), `path.rs` (path rules),
 //! `tree.rs` (znodes and stats), `session.rs`, `watch.rs` (firing rules), `acl.rs`,
@@ -10,6 +10,9 @@
 pub mod acl;
 mod app;
 mod checkpoint;
+/// The ZooKeeper front end `plumb gateway` runs for a coordination cluster (feature `gateway`).
+#[cfg(feature = "gateway")]
+pub mod gateway;
 mod op;
 pub mod path;
 pub mod session;

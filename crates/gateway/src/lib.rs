@@ -1,21 +1,14 @@
-//! The client side of plumb over the network, and the gateway that serves unmodified Redis
-//! clients: [`pool`] runs library clients, [`resp_server`] speaks RESP to Redis clients and
-//! turns their commands into replicated key-value operations.
+//! The gateway core: what every front end (the Redis one in plumb-script, the ZooKeeper one in
+//! plumb-coord, the HTTP one in plumb-web) is built on, and plumb's client side over the
+//! network. [`pool`] runs library clients; [`front_end`] accepts and counts a front end's
+//! connections; [`push_router`] fans one identity's push events out to local listeners;
+//! [`sketching`] puts Prophecy sketchers in front of reads; [`start`] is the start-up every
+//! gateway shares (its port, its pool, its admin endpoint and start-up line).
 
-pub mod blocking;
-pub mod clients;
 pub mod front_end;
-pub mod http_server;
 pub mod pool;
+pub mod push_router;
+pub mod sketching;
+pub mod start;
 
 pub use pool::Pool;
-pub mod pubsub;
-pub mod push_router;
-pub mod resp_server;
-pub mod sketching;
-pub mod zk_server;
-pub mod zk_translate;
-
-pub use http_server::{HttpServer, HttpStats};
-pub use resp_server::{GatewayStats, RespServer};
-pub use zk_server::{ZkServer, ZkStats};

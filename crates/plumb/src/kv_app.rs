@@ -1,7 +1,7 @@
 //! The key-value store as the `plumb` binary's application: its name in cluster files, and the
 //! Redis gateway `plumb up` starts beside its nodes.
 
-use plumb::cli::{Cli, FrontEnd};
+use plumb::cli::{Cli, FrontEnd, Serving};
 use plumb_cluster::Cluster;
 
 /// The key-value store's name in cluster files. It is the name a file without `app` means,
@@ -57,8 +57,13 @@ fn gateway_port(cluster: &Cluster) -> u16 {
 }
 
 /// `plumb gateway --config FILE` as the front end of an application: it listens on the file's
-/// `[gateway] resp` with identities of its own; `hints` are what `up` prints for its clients.
-fn gateway(hints: fn(&Cluster) -> Vec<String>, default_port: Option<u16>) -> FrontEnd {
+/// `[gateway] resp` with identities of its own and runs `serve`; `hints` are what `up` prints
+/// for its clients.
+fn gateway(
+    serve: fn(Cluster, Option<u32>) -> Serving,
+    hints: fn(&Cluster) -> Vec<String>,
+    default_port: Option<u16>,
+) -> FrontEnd {
     FrontEnd {
         name: "gateway",
         args: vec!["gateway".to_string()],
@@ -66,6 +71,7 @@ fn gateway(hints: fn(&Cluster) -> Vec<String>, default_port: Option<u16>) -> Fro
         hints,
         needs_gateway_section: true,
         default_port,
+        serve,
     }
 }
 
@@ -77,7 +83,10 @@ fn redis_gateway() -> FrontEnd {
             "redis-cli -p {port}                           # the replicated key-value store"
         )]
     };
-    gateway(hints, None)
+    let serve = |cluster, sketchers| -> Serving {
+        Box::pin(plumb_script::gateway::serve(cluster, sketchers))
+    };
+    gateway(serve, hints, None)
 }
 
 /// The coordination application's name in cluster files.
@@ -96,7 +105,9 @@ fn zk_gateway() -> FrontEnd {
             format!("python3 -c 'from kazoo.client import KazooClient; z=KazooClient(\"127.0.0.1:{port}\"); z.start(); print(z.get_children(\"/\"))'"),
         ]
     };
-    gateway(hints, Some(ZK_DEFAULT_PORT))
+    // No sketchers in front of ZooKeeper reads.
+    let serve = |cluster, _sketchers| -> Serving { Box::pin(plumb_coord::gateway::serve(cluster)) };
+    gateway(serve, hints, Some(ZK_DEFAULT_PORT))
 }
 
 /// The web application's name in cluster files (docs/web.md).
@@ -115,12 +126,13 @@ fn http_gateway() -> FrontEnd {
             format!("curl -d body=Hello http://127.0.0.1:{port}/wiki/Home   # an edit from the command line"),
         ]
     };
-    gateway(hints, Some(HTTP_DEFAULT_PORT))
+    let serve =
+        |cluster, sketchers| -> Serving { Box::pin(plumb_web::gateway::serve(cluster, sketchers)) };
+    gateway(serve, hints, Some(HTTP_DEFAULT_PORT))
 }
 
-/// `Ok(cluster)` if it replicates the key-value store; the commands that speak its operations
-/// (`plumb kv`, `plumb gateway`) refuse any other cluster rather than send it requests it
-/// cannot decode.
+/// `Ok(cluster)` if it replicates the key-value store; `plumb kv`, which speaks its operations,
+/// refuses any other cluster rather than send it requests it cannot decode.
 pub fn refuse_other_apps(cluster: Cluster) -> Result<Cluster, String> {
     if cluster.app == KV_APP {
         Ok(cluster)

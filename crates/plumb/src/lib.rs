@@ -76,13 +76,9 @@
 
 #![warn(missing_docs)]
 
-/// `println!` that ignores a closed stdout (`... | head`) instead of panicking.
-macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
+/// `out!`: `println!` that ignores a closed stdout (`... | head`) instead of panicking.
+#[macro_use]
+extern crate plumb_runtime;
 
 pub mod cli;
 pub mod node;

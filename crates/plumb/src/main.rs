@@ -3,13 +3,9 @@
 //! `kv`; `gateway` and `kv` speak the store's operations; `sim` runs the deterministic
 //! simulator (crates/sim) and `bench` measures clusters.
 
-/// `println!` that ignores a closed stdout (`plumb sim ... | head`) instead of panicking.
-macro_rules! out {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
+/// `out!`: `println!` that ignores a closed stdout (`plumb sim ... | head`) instead of panicking.
+#[macro_use]
+extern crate plumb_runtime;
 
 mod bench_cmd;
 mod gateway_cmd;

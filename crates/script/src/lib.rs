@@ -9,11 +9,17 @@
 //! - [`store`]: a key-value store with the engine installed (what nodes and the simulator
 //!   run).
 //! - [`ScriptCache`]: the gateway's `sha1 -> body` cache behind `EVALSHA` and `SCRIPT`.
+//! - `gateway` (feature `gateway`): the Redis front end `plumb gateway` runs for a key-value
+//!   cluster. It lives here, with the store that scripting completes, rather than in
+//!   plumb-resp (the protocol alone) or plumb-gateway (the core every front end shares).
 
 pub mod cache;
 pub mod call;
 pub mod convert;
 pub mod engine;
+/// The Redis front end `plumb gateway` runs for a key-value cluster (feature `gateway`).
+#[cfg(feature = "gateway")]
+pub mod gateway;
 /// Redis clients' workload under the simulator (feature `sim`).
 #[cfg(feature = "sim")]
 pub mod sim;

@@ -1,6 +1,6 @@
 //! The replicated web application (DESIGN §7): a small wiki whose pages are read with GET and
-//! changed with POST, served to browsers and curl by the gateway's HTTP front end
-//! (`plumb_gateway::http_server`). See docs/web.md.
+//! changed with POST, served to browsers and curl by its gateway's HTTP front end
+//! (`gateway`, feature `gateway`). See docs/web.md.
 //!
 //! - [`op`]: operations (method, target, POST content type and body) and results (an HTTP
 //!   response without volatile headers) as versioned, bounds-checked bytes.
@@ -8,11 +8,15 @@
 //!   and the batch's agreed time.
 //! - [`markup`]: the pages' tiny markup and HTML escaping (user HTML is never rendered raw).
 //! - [`date`]: dates from Unix time without a clock.
+//! - `gateway` (feature `gateway`): the HTTP/1.1 front end `plumb gateway` runs for a web
+//!   cluster.
 //!
 //! [`WikiApp`] is the [`Application`]: GETs answer the same on the ordered and the read-only
 //! path at the same state; a checkpoint is the canonical encoding of the whole state.
 
 pub mod date;
+#[cfg(feature = "gateway")]
+pub mod gateway;
 pub mod markup;
 pub mod op;
 pub mod page_name;

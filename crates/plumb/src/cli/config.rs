@@ -49,12 +49,5 @@ pub(crate) fn runtime_with_workers(workers: usize) -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn terminated() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-}
+/// Resolves on SIGINT or SIGTERM (it lives in plumb-runtime, where the gateway waits for it too).
+pub use plumb_runtime::terminated;

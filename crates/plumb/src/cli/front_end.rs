@@ -1,7 +1,13 @@
 //! A process `up` starts beside the nodes, through which clients reach the application.
 
 use plumb_cluster::Cluster;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+
+/// A front end serving its clients: it ends when the process is told to stop, or at once with
+/// why it could not start (the command prints that and exits with 2).
+pub type Serving = Pin<Box<dyn Future<Output = Result<(), String>>>>;
 
 /// A front end of an application: a process of the same binary that clients connect to
 /// instead of speaking plumb's client protocol themselves (the key-value store's Redis
@@ -25,4 +31,9 @@ pub struct FrontEnd {
     /// The port a new cluster file gives it unless `--resp-port`/`--zk-port`/`--http-port` says otherwise
     /// (`None`: the Redis gateway's default, 7379).
     pub default_port: Option<u16>,
+    /// What the process `args` start runs: serve this front end for `cluster` until told to
+    /// stop (the `plumb` binary's `gateway` command finds it by the cluster's application and
+    /// runs it on its runtime). `sketchers` overrides the cluster file's `[gateway] sketchers`
+    /// (`--sketchers`, docs/prophecy.md); a front end without sketchers ignores it.
+    pub serve: fn(cluster: Cluster, sketchers: Option<u32>) -> Serving,
 }

@@ -38,7 +38,7 @@ mod status;
 mod up;
 
 pub use config::{runtime, terminated, ConfigArg, DEFAULT_DIR};
-pub use front_end::FrontEnd;
+pub use front_end::{FrontEnd, Serving};
 pub use init::InitArgs;
 pub use node::NodeArgs;
 pub use status::{fetch_status, StatusArgs};
@@ -127,6 +127,16 @@ impl Cli {
         );
         self.front_ends.insert(app.to_string(), front_end);
         self
+    }
+
+    /// The front end of a cluster replicating `app`, if it has one.
+    pub fn front_end_of(&self, app: &str) -> Option<&FrontEnd> {
+        self.front_ends.get(app)
+    }
+
+    /// The applications that have a front end, in name order.
+    pub fn apps_with_front_ends(&self) -> impl Iterator<Item = &str> {
+        self.front_ends.keys().map(String::as_str)
     }
 
     /// The applications this binary runs.

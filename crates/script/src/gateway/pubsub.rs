@@ -10,8 +10,8 @@
 //! listens locally *before* the operation is sent, so a message ordered right after the
 //! subscription is not lost to a push that overtakes the reply.
 
-use crate::pool::Pool;
-use crate::push_router::{ListenerId, PushRouter};
+use plumb_gateway::pool::Pool;
+use plumb_gateway::push_router::{ListenerId, PushRouter};
 use plumb_kv::pubsub::Message;
 use plumb_kv::{KvOp, KvResult};
 use plumb_resp::pubsub::{confirmation, message, pmessage};

@@ -9,18 +9,19 @@
 //! Writes, and reads unless the fast read path is on, go through the ordered path and are
 //! linearizable.
 
-use crate::blocking::{Waiters, POLL_FIRST, POLL_MAX};
-use crate::clients::{Clients, Registration, Unblock};
-use crate::front_end::{accept_loop, ConnectionStats, FrontEnd};
-use crate::pool::Pool;
-use crate::pubsub::{PubSubHub, Subscriber};
+use super::blocking::{Waiters, POLL_FIRST, POLL_MAX};
+use super::clients::{Clients, Registration, Unblock};
+use super::pubsub::{PubSubHub, Subscriber};
+use crate::ScriptCache;
+use plumb_gateway::front_end::{accept_loop, ConnectionStats, FrontEnd};
+use plumb_gateway::pool::Pool;
+use plumb_gateway::sketching::SketchedReads;
 use plumb_kv::{Footprint, KvOp, KvResult, ERR_WRONG_TYPE};
 use plumb_resp::pubsub::{is_reset, subscribed_mode_refusal, subscribed_ping};
 use plumb_resp::{
     each, encode_as, exec_reply, keyspace_section, plan, render, ClientAdmin, Limits, Parser,
     Pipeline, Plan, Protocol, Render, Resp, ServerInfo, Session, Step, ERR_UNBLOCKED,
 };
-use plumb_script::ScriptCache;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,7 +43,7 @@ pub struct RespServer {
     pub waiters: Waiters,
     pub fast_reads: bool,
     /// Prophecy: reads go through these sketchers (docs/prophecy.md); before `fast_reads`.
-    pub sketcher: Option<Arc<crate::sketching::SketchedReads>>,
+    pub sketcher: Option<Arc<SketchedReads>>,
     pub info: ServerInfo,
     pub stats: Arc<GatewayStats>,
     pub started: Instant,

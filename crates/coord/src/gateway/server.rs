@@ -1,6 +1,6 @@
 //! The ZooKeeper front end: unmodified ZooKeeper clients (zkCli, kazoo, the Java and Rust
 //! client libraries) speak ZooKeeper's wire protocol to the gateway, which runs each request as
-//! one operation of the coordination application (`plumb_coord`) through the [`Pool`].
+//! one operation of the coordination application through the [`Pool`].
 //!
 //! Decisions, kept simple:
 //! - **Handshake.** A connect request with session 0 opens a session (`OpenSession`); with a
@@ -26,12 +26,12 @@
 //!   when it does not answer. Off by default: ZooKeeper promises a client reads its own writes,
 //!   and the read-only path answers from what replicas have executed.
 
-use crate::front_end::{accept_loop, ConnectionStats, FrontEnd};
-use crate::pool::Pool;
-use crate::push_router::{ListenerId, PushRouter};
-use crate::zk_translate::{plan, render, Plan};
-use plumb_coord as coord;
-use plumb_coord::{CoordOp, Push, Reply, SessionId, WatchEvent};
+use super::translate::{plan, render, Plan};
+use crate as coord;
+use crate::{CoordOp, Push, Reply, SessionId, WatchEvent};
+use plumb_gateway::front_end::{accept_loop, ConnectionStats, FrontEnd};
+use plumb_gateway::pool::Pool;
+use plumb_gateway::push_router::{ListenerId, PushRouter};
 use plumb_zk::{
     encode_notification, encode_reply, four_letter_word, frame_into, ConnectRequest,
     ConnectResponse, FrameError, Framer, JuteError, Request, RequestHeader, Response, WatcherEvent,
@@ -222,7 +222,7 @@ impl ZkServer {
     async fn call(&self, op: CoordOp) -> Option<Reply> {
         if self.fast_reads {
             if let CoordOp::Session { request, .. } = &op {
-                if plumb_coord::is_read_only(request) {
+                if coord::is_read_only(request) {
                     match self.call_path(&op, true).await {
                         Some(Reply {
                             result: Err(coord::ErrorCode::Unimplemented),
@@ -750,7 +750,7 @@ impl Conn<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plumb_coord::{EventType, Zxid};
+    use crate::{EventType, Zxid};
 
     /// A session survives when `timeout > touch interval + ordering delay + 2X`, X the time
     /// bound (1.5 x the skew). At the largest skew a cluster may have, a Touch still has over

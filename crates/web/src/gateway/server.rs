@@ -1,4 +1,4 @@
-//! The HTTP/1.1 front end of the replicated web application (`plumb_web`): browsers, curl and
+//! The HTTP/1.1 front end of the replicated web application: browsers, curl and
 //! wrk speak HTTP to the gateway, which runs each request as one operation of the
 //! application through the [`Pool`].
 //!
@@ -23,11 +23,12 @@
 //! - **Reads** (`GET`, `HEAD`) all go through [`HttpServer::read`], the one place the
 //!   Prophecy sketcher (DESIGN §5.1, issue 15) will sit. **Writes** (`POST`) are ordered.
 
-use crate::front_end::{accept_loop, ConnectionStats, FrontEnd};
-use crate::pool::{Pool, PoolError};
-use plumb_web::date::format_http_date;
-use plumb_web::wiki::error_page;
-use plumb_web::{WebOp, WebResponse};
+use crate::date::format_http_date;
+use crate::wiki::error_page;
+use crate::{WebOp, WebResponse};
+use plumb_gateway::front_end::{accept_loop, ConnectionStats, FrontEnd};
+use plumb_gateway::pool::{Pool, PoolError};
+use plumb_gateway::sketching::SketchedReads;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -59,7 +60,7 @@ impl Default for HttpLimits {
         HttpLimits {
             max_head_bytes: 16 * 1024,
             max_headers: 64,
-            max_body_bytes: plumb_web::MAX_FORM_BYTES,
+            max_body_bytes: crate::MAX_FORM_BYTES,
             idle_timeout: Duration::from_secs(60),
             request_timeout: Duration::from_secs(10),
         }
@@ -276,10 +277,10 @@ pub fn parse_head(buf: &[u8], limits: &HttpLimits) -> Parsed {
             "The request target must be a path starting with '/' (origin form).",
         );
     }
-    if head.target.len() > plumb_web::op::MAX_TARGET_BYTES {
+    if head.target.len() > crate::op::MAX_TARGET_BYTES {
         return refuse(
             414,
-            format!("The URL is over {} bytes.", plumb_web::op::MAX_TARGET_BYTES),
+            format!("The URL is over {} bytes.", crate::op::MAX_TARGET_BYTES),
         );
     }
     Parsed::Head(head, head_len)
@@ -373,7 +374,7 @@ pub struct HttpServer {
     /// replicas do not answer alike).
     pub fast_reads: bool,
     /// Prophecy: GETs go through these sketchers (docs/prophecy.md); before `fast_reads`.
-    pub sketcher: Option<Arc<crate::sketching::SketchedReads>>,
+    pub sketcher: Option<Arc<SketchedReads>>,
     pub limits: HttpLimits,
 }
 
@@ -409,7 +410,7 @@ impl HttpServer {
         pool: Arc<Pool>,
         stats: Arc<HttpStats>,
         fast_reads: bool,
-        sketcher: Option<Arc<crate::sketching::SketchedReads>>,
+        sketcher: Option<Arc<SketchedReads>>,
     ) -> Arc<HttpServer> {
         Arc::new(HttpServer {
             pool,
@@ -561,11 +562,7 @@ impl HttpServer {
     async fn refuse(&self, stream: &mut TcpStream, r: Refusal) {
         self.stats.bad_requests.fetch_add(1, Ordering::Relaxed);
         self.count_response(r.status);
-        let page = error_page(
-            r.status,
-            reason(r.status),
-            &plumb_web::markup::escape(&r.why),
-        );
+        let page = error_page(r.status, reason(r.status), &crate::markup::escape(&r.why));
         let bytes = response_bytes(&page, false, true, false);
         self.send(stream, &bytes).await;
         let _ = stream.shutdown().await;
@@ -599,7 +596,7 @@ impl HttpServer {
                     content_type: head
                         .content_type
                         .clone()
-                        .filter(|c| c.len() <= plumb_web::op::MAX_CONTENT_TYPE_BYTES),
+                        .filter(|c| c.len() <= crate::op::MAX_CONTENT_TYPE_BYTES),
                     body,
                 },
                 false,
@@ -610,7 +607,7 @@ impl HttpServer {
                     reason(405),
                     &format!(
                         "{} is not a method this wiki answers: pages are read with GET (or HEAD) and edited with POST.",
-                        plumb_web::markup::escape(other)
+                        crate::markup::escape(other)
                     ),
                 );
                 self.count_response(405);
@@ -643,7 +640,7 @@ impl HttpServer {
                     reason(503),
                     &format!(
                         "The replicated service did not answer: {}.",
-                        plumb_web::markup::escape(&e.to_string())
+                        crate::markup::escape(&e.to_string())
                     ),
                 )
             }

@@ -1,8 +1,8 @@
 //! ZooKeeper's requests and replies to and from the coordination application's operations:
-//! the pure part of the ZooKeeper front end ([`crate::zk_server`]).
+//! the pure part of the ZooKeeper front end ([`super::server`]).
 
-use plumb_coord as coord;
-use plumb_coord::{AddWatchMode, CreateMode, ErrorCode, MultiOp, WatchKind};
+use crate as coord;
+use crate::{AddWatchMode, CreateMode, ErrorCode, MultiOp, WatchKind};
 use plumb_zk::{err, op, Acl, MultiResult, Request, Response, Stat};
 
 /// What the gateway does with one request.
