@@ -79,6 +79,23 @@ fn missing(digest: Digest, height: u8) -> Option<Arc<Node>> {
     (digest != empty_subtree(height)).then(|| Arc::new(Node::Missing { digest }))
 }
 
+/// The inner node over `left` and `right` (subtrees of height `height`), or none if both are
+/// empty.
+fn inner(left: Option<Arc<Node>>, right: Option<Arc<Node>>, height: u8) -> Option<Arc<Node>> {
+    if left.is_none() && right.is_none() {
+        return None;
+    }
+    let digest = node_digest(
+        &digest_or_empty(left.as_ref(), height),
+        &digest_or_empty(right.as_ref(), height),
+    );
+    Some(Arc::new(Node::Inner {
+        digest,
+        left,
+        right,
+    }))
+}
+
 /// What a tree holds of one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Held<'a> {
@@ -579,16 +596,13 @@ fn fill_node(
     } else {
         (l.cloned(), fill_node(r, bit, id, fill, added)?)
     };
-    let digest = node_digest(
-        &digest_or_empty(left.as_ref(), bit),
-        &digest_or_empty(right.as_ref(), bit),
+    let filled = inner(left, right, bit);
+    debug_assert_eq!(
+        filled.as_ref().map(|n| n.digest()),
+        Some(node.digest()),
+        "a fill keeps every digest above it"
     );
-    debug_assert_eq!(digest, node.digest(), "a fill keeps every digest above it");
-    Ok(Some(Arc::new(Node::Inner {
-        digest,
-        left,
-        right,
-    })))
+    Ok(filled)
 }
 
 /// The verified path of height `height` down to object `id`: its siblings from the proof as
@@ -611,18 +625,7 @@ fn expand(height: u8, id: u64, fill: &Fill<'_>, added: &mut u64) -> Option<Arc<N
     } else {
         (sibling, below)
     };
-    if left.is_none() && right.is_none() {
-        return None;
-    }
-    let digest = node_digest(
-        &digest_or_empty(left.as_ref(), bit),
-        &digest_or_empty(right.as_ref(), bit),
-    );
-    Some(Arc::new(Node::Inner {
-        digest,
-        left,
-        right,
-    }))
+    inner(left, right, bit)
 }
 
 /// The subtree with the node at `pos` (relative to this one, at `height`) replaced by its
@@ -776,16 +779,5 @@ fn update(
     let (l, r) = node.map_or((None, None), |n| n.children());
     let left = update(l, bit, &writes[..split], len);
     let right = update(r, bit, &writes[split..], len);
-    if left.is_none() && right.is_none() {
-        return None;
-    }
-    let digest = node_digest(
-        &digest_or_empty(left.as_ref(), bit),
-        &digest_or_empty(right.as_ref(), bit),
-    );
-    Some(Arc::new(Node::Inner {
-        digest,
-        left,
-        right,
-    }))
+    inner(left, right, bit)
 }
