@@ -47,17 +47,27 @@ impl Buckets {
     }
 
     /// Whole buckets from bucket `from` on, in bucket order, until they hold at least `count`
-    /// keys: their keys, and the bucket to go on from (`None`: none left).
-    pub(crate) fn scan(&self, from: u64, count: usize) -> (Vec<&[u8]>, Option<u64>) {
+    /// keys that are `live`: those keys, and the next bucket holding a live key to go on from
+    /// (`None`: none left). Buckets of keys that are not live (due, but still stored) are
+    /// passed over as if empty.
+    pub(crate) fn scan(
+        &self,
+        from: u64,
+        count: usize,
+        live: impl Fn(&[u8]) -> bool,
+    ) -> (Vec<&[u8]>, Option<u64>) {
         let mut found = Vec::new();
         let mut buckets = self.keys.range(from..);
         for (_, keys) in buckets.by_ref() {
-            found.extend(keys.iter().map(Vec::as_slice));
+            found.extend(keys.iter().map(Vec::as_slice).filter(|k| live(k)));
             if found.len() >= count {
                 break;
             }
         }
-        (found, buckets.next().map(|(b, _)| *b))
+        let next = buckets
+            .find(|(_, keys)| keys.iter().any(|k| live(k)))
+            .map(|(b, _)| *b);
+        (found, next)
     }
 
     /// The keys in bucket `b`, if it holds any.

@@ -830,10 +830,10 @@ impl KvStore {
                 kind,
             } => {
                 let count = usize::try_from(*count).unwrap_or(usize::MAX).max(1);
-                let (keys, next) = self.buckets.scan(*cursor, count);
+                let live = |k: &[u8]| self.entries.get(k).is_some_and(|e| self.live(e));
+                let (keys, next) = self.buckets.scan(*cursor, count, live);
                 let keys = keys
                     .into_iter()
-                    .filter(|k| self.entries.get(*k).is_some_and(|e| self.live(e)))
                     .filter(|k| pattern.as_ref().is_none_or(|p| glob_match(p, k)))
                     .filter(|k| {
                         kind.as_ref().is_none_or(|t| {
@@ -1005,14 +1005,17 @@ impl KvStore {
                     }
                 }
             }
-            OwnKeys::Every => {
-                while let Some((at, key)) = self.expiries.first().cloned() {
-                    if at > now {
-                        break;
-                    }
-                    self.remove(&key);
-                }
+            OwnKeys::Every => self.remove_due(now),
+        }
+    }
+
+    /// Remove every key whose expiry is at or before `now`.
+    fn remove_due(&mut self, now: Micros) {
+        while let Some((at, key)) = self.expiries.first().cloned() {
+            if at > now {
+                break;
             }
+            self.remove(&key);
         }
     }
 
@@ -1055,8 +1058,15 @@ impl KvStore {
         }
         let Some(keys) = read_keys(op) else {
             // The whole key space: `read` leaves due keys out by the clock, if it is known.
-            if self.clock.is_none() {
+            let Some(clock) = self.clock else {
                 return KvResult::error(ERR_TTL_NEEDS_ORDER);
+            };
+            if let KvOp::Pipeline { .. } | KvOp::Transaction { .. } = op {
+                // Its single-key reads would see due keys: rare enough (a pipeline that also
+                // reads the whole key space, while a key is due) to answer from a copy.
+                let mut copy = self.clone();
+                copy.remove_due(clock);
+                return copy.read(op);
             }
             return self.read(op);
         };
