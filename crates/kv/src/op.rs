@@ -567,6 +567,11 @@ pub enum KvOp {
         end: End,
         values: Vec<Vec<u8>>,
     },
+    /// Appended. Remove every key whose expiry has passed by the batch's time. Expiry is per
+    /// object (a due key that no operation names stays stored, docs/objects.md "Access
+    /// sets"), so the Redis gateway sends this every few seconds to give the memory of keys
+    /// that expire unread back. No client command. `Int(keys removed)`.
+    PurgeExpired,
 }
 
 /// How [`KvOp::ZSetAlgebra`] combines a member's scores.
@@ -958,7 +963,8 @@ impl KvOp {
             | KvOp::Persist { .. }
             | KvOp::ZAdd { .. }
             | KvOp::ZRem { .. }
-            | KvOp::ZPop { .. } => true,
+            | KvOp::ZPop { .. }
+            | KvOp::PurgeExpired => true,
         }
     }
 
@@ -1070,6 +1076,7 @@ impl KvOp {
             // The whole key space: the ops inside are encoded, and a footprint borrows from
             // the op. Conservative until object-level execution needs better.
             KvOp::DbSize
+            | KvOp::PurgeExpired
             | KvOp::RandomKey
             | KvOp::KeyspaceStats
             | KvOp::FlushAll
@@ -1095,8 +1102,8 @@ impl KvOp {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum OwnKeys<'a> {
     Keys(Vec<&'a [u8]>),
-    /// Any key.
-    Every,
+    /// Any key whose name starts with this prefix (empty: any key).
+    Prefix(&'a [u8]),
 }
 
 impl KvOp {
@@ -1106,10 +1113,9 @@ impl KvOp {
             KvOp::Transaction { watched, .. } => {
                 OwnKeys::Keys(watched.iter().map(|w| w.key.as_slice()).collect())
             }
-            // A prefix is not a set of buckets: keys are hashed to them.
             op => match op.footprint() {
                 Footprint::Keys(keys) => OwnKeys::Keys(keys),
-                Footprint::Prefix(_) => OwnKeys::Every,
+                Footprint::Prefix(p) => OwnKeys::Prefix(p),
             },
         }
     }
@@ -1121,7 +1127,8 @@ impl KvOp {
     /// which are metadata, so no bucket.
     pub fn access_set(&self) -> AccessSet {
         let own = match self.own_keys() {
-            OwnKeys::Every => return AccessSet::All,
+            // A prefix is not a set of buckets: keys are hashed to them.
+            OwnKeys::Prefix(_) => return AccessSet::All,
             OwnKeys::Keys(keys) => {
                 AccessSet::objects(stale_access(keys).into_iter().map(bucket_of))
             }

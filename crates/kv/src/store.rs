@@ -7,7 +7,8 @@
 //! Expiry uses agreed time only, and is per object (docs/objects.md "Access sets"): before
 //! an operation runs, every key it names whose expiry is at or before the batch's time is
 //! removed; an operation of the whole key space (`KEYS`, `SCAN`, `DBSIZE`, `FLUSHALL`, a
-//! script) first removes every such key, found through an index ordered by expiry time. A
+//! script) first removes every such key (`KEYS prefix*` those under its prefix), found
+//! through an index ordered by expiry time. A
 //! write whose expiry is not in the future removes the key. So an operation touches only the
 //! buckets of the keys it names (its access set), and a replica holding only those buckets
 //! executes it as one holding everything. An expired key nothing has named since stays stored,
@@ -169,13 +170,13 @@ impl Eq for KvStore {}
 fn read_keys(op: &KvOp) -> Option<Vec<Vec<u8>>> {
     let mut keys: Vec<Vec<u8>> = match op.own_keys() {
         OwnKeys::Keys(keys) => keys.into_iter().map(<[u8]>::to_vec).collect(),
-        OwnKeys::Every => return None,
+        OwnKeys::Prefix(_) => return None,
     };
     if let KvOp::Pipeline { ops } | KvOp::Transaction { ops, .. } = op {
         for inner in ops.iter().filter_map(|o| KvOp::decode(o).ok()) {
             match inner.own_keys() {
                 OwnKeys::Keys(more) => keys.extend(more.into_iter().map(<[u8]>::to_vec)),
-                OwnKeys::Every => return None,
+                OwnKeys::Prefix(_) => return None,
             }
         }
     }
@@ -274,8 +275,9 @@ impl KvStore {
     /// ([`request_seed`]), used by `SPop` only.
     pub fn apply_seeded(&mut self, op: &KvOp, now: Micros, seed: u64) -> KvResult {
         self.advance(now);
-        self.expire_due(op, now);
+        let expired = self.expire_due(op, now);
         match op {
+            KvOp::PurgeExpired => int(expired),
             KvOp::Set { key, value, expire } => {
                 self.set(key, value, *expire, now);
                 KvResult::Ok
@@ -992,31 +994,51 @@ impl KvStore {
         self.clock = Some(self.clock.map_or(now, |c| c.max(now)));
     }
 
-    /// Remove the keys `op` names whose expiry is at or before `now`; every such key for an
-    /// operation of the whole key space. The keys inside a pipeline or transaction are
-    /// removed as each op inside runs.
-    fn expire_due(&mut self, op: &KvOp, now: Micros) {
+    /// Remove the keys `op` names whose expiry is at or before `now`; every such key under
+    /// its prefix for an operation of a range of the key space (the whole of it for most).
+    /// The keys inside a pipeline or transaction are removed as each op inside runs. Returns
+    /// how many were removed.
+    fn expire_due(&mut self, op: &KvOp, now: Micros) -> usize {
         match op.own_keys() {
             OwnKeys::Keys(keys) => {
+                let mut removed = 0;
                 for key in keys {
                     let due = self.entries.get(key).and_then(|e| e.expires_at);
                     if due.is_some_and(|at| at <= now) {
                         self.remove(key);
+                        removed += 1;
                     }
                 }
+                removed
             }
-            OwnKeys::Every => self.remove_due(now),
+            OwnKeys::Prefix([]) => self.remove_due(now),
+            OwnKeys::Prefix(prefix) => {
+                let due: Vec<Vec<u8>> = self
+                    .expiries
+                    .iter()
+                    .take_while(|(at, _)| *at <= now)
+                    .filter(|(_, key)| key.starts_with(prefix))
+                    .map(|(_, key)| key.clone())
+                    .collect();
+                for key in &due {
+                    self.remove(key);
+                }
+                due.len()
+            }
         }
     }
 
-    /// Remove every key whose expiry is at or before `now`.
-    fn remove_due(&mut self, now: Micros) {
+    /// Remove every key whose expiry is at or before `now`; how many.
+    fn remove_due(&mut self, now: Micros) -> usize {
+        let mut removed = 0;
         while let Some((at, key)) = self.expiries.first().cloned() {
             if at > now {
                 break;
             }
             self.remove(&key);
+            removed += 1;
         }
+        removed
     }
 
     /// Whether `entry` is live by the clock: it has no expiry, or one after the clock. With

@@ -1,12 +1,13 @@
 //! The Redis gateway (feature `gateway`): unmodified Redis clients speak RESP to it
 //! ([`server`]), and it turns their commands into operations of the key-value store with
 //! scripting, run through a pool of library clients. Beside the server: callers blocked on
-//! keys ([`blocking`]), pub/sub fanned out to connections ([`pubsub`]) and the connections as
-//! `CLIENT` sees them ([`clients`]). [`serve`] is what `plumb gateway` runs for a key-value
+//! keys ([`blocking`]), pub/sub fanned out to connections ([`pubsub`]), the connections as
+//! `CLIENT` sees them ([`clients`]) and the periodic purge of expired keys ([`expiry`]). [`serve`] is what `plumb gateway` runs for a key-value
 //! cluster, on the gateway core's start-up (`plumb_gateway::start`).
 
 pub mod blocking;
 pub mod clients;
+pub mod expiry;
 pub mod pubsub;
 pub mod server;
 
@@ -76,13 +77,15 @@ pub async fn serve(cluster: Cluster, sketchers: Option<u32>) -> Result<(), Strin
                 "/metrics" => admin::Response::ok(
                     "text/plain; version=0.0.4",
                     format!(
-                        "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n# TYPE plumb_gateway_accept_failures_total counter\nplumb_gateway_accept_failures_total {}\n{}",
+                        "# TYPE plumb_gateway_connections gauge\nplumb_gateway_connections {}\n# TYPE plumb_gateway_commands_total counter\nplumb_gateway_commands_total {}\n# TYPE plumb_gateway_submitted_total counter\nplumb_gateway_submitted_total {}\n# TYPE plumb_gateway_protocol_errors_total counter\nplumb_gateway_protocol_errors_total {}\n# TYPE plumb_gateway_backlog gauge\nplumb_gateway_backlog {}\n# TYPE plumb_gateway_accept_failures_total counter\nplumb_gateway_accept_failures_total {}\n# TYPE plumb_gateway_expired_purged_total counter\nplumb_gateway_expired_purged_total {}\n# TYPE plumb_gateway_purge_failures_total counter\nplumb_gateway_purge_failures_total {}\n{}",
                         get(&s.connections.open),
                         get(&s.commands),
                         get(&s.submitted),
                         get(&s.protocol_errors),
                         pool.backlog(),
                         get(&s.connections.accept_failures),
+                        get(&s.expired_purged),
+                        get(&s.purge_failures),
                         client_events_text(&pool.counters()) + &sketcher_text
                     ),
                 ),
@@ -90,6 +93,7 @@ pub async fn serve(cluster: Cluster, sketchers: Option<u32>) -> Result<(), Strin
             }
         })
     };
+    tokio::spawn(expiry::purge_expired(pool.clone(), stats.clone()));
     let clients_at = format!("Redis clients on {}", gw.resp);
     let clients = clients_line(clients_at, &pool, &cluster, sketchers);
     serve_until_terminated(&gw, handler, clients, server.serve(listener)).await

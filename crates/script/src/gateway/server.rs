@@ -35,6 +35,9 @@ pub struct GatewayStats {
     pub commands: AtomicU64,
     pub submitted: AtomicU64,
     pub protocol_errors: AtomicU64,
+    /// Keys the gateway's periodic `PurgeExpired` removed (expiry.rs), and purges that failed.
+    pub expired_purged: AtomicU64,
+    pub purge_failures: AtomicU64,
 }
 
 pub struct RespServer {
