@@ -8,6 +8,7 @@
 //! - A pipeline's commands go as one request and their replies come back in order.
 //! - A `BLPOP` on an empty list waits, holding no pool client, and is served by a later push;
 //!   producers and consumers of a queue move every job exactly once.
+//! - Keys set to expire and never read again are removed by the gateway's periodic purge.
 //!
 //! Ports: slot 24 (23400..23499) of `common::Cluster`'s scheme.
 
@@ -370,6 +371,35 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
         redis::cmd("PING").query::<String>(&mut victim).is_err(),
         "a killed connection is closed"
     );
+
+    // Keys that expire unread give their memory back: the gateway orders PurgeExpired every
+    // 10 s while it serves (expiry is per object, docs/objects.md "Access sets").
+    let purged = |c: &Cluster| -> u64 {
+        let text = common::http_get(c.gateway_admin(), "/metrics").unwrap();
+        common::metric_sample(&text, "plumb_gateway_expired_purged_total")
+    };
+    let before = purged(&c);
+    for i in 0..50 {
+        let key = format!("short-lived-{i}");
+        redis::cmd("SET")
+            .arg(key)
+            .arg("v")
+            .arg("PX")
+            .arg(50)
+            .query::<()>(&mut con)
+            .unwrap();
+    }
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while purged(&c) < before + 50 {
+        assert!(
+            Instant::now() < deadline,
+            "expired keys never purged: {}",
+            purged(&c)
+        );
+        // Something to serve, so that the gateway keeps purging.
+        let _: Option<String> = redis::cmd("GET").arg("unrelated").query(&mut con).unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
 
     // redis-py, from Python's ecosystem.
     common::run_redis_py("clients.py", port);
