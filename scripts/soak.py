@@ -26,9 +26,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 # (application as `plumb sim` takes it, u, r): kv at every shape CI runs, the others at (1,1)
-# and (2,1).
+# and (2,1). `partial` and `redis-partial` are kv and redis on replicas holding part of the
+# state (`--partial`).
 SHAPES = [("kv", 1, 0), ("kv", 1, 1), ("kv", 2, 1), ("kv", 0, 1)] + [
-    (app, u, r) for app in ["redis", "coord", "bank", "spec", "sketcher"] for (u, r) in [(1, 1), (2, 1)]
+    (app, u, r)
+    for app in ["redis", "coord", "bank", "spec", "sketcher", "partial", "redis-partial"]
+    for (u, r) in [(1, 1), (2, 1)]
 ]
 
 RUNS = re.compile(r"^sim: (\d+) runs, (\d+) violations$")
@@ -38,7 +41,13 @@ FAILING = re.compile(r"^seed \d+ \(u=\d+ r=\d+\): ")
 
 
 def app_args(app):
-    return ["--sketcher"] if app == "sketcher" else ["--app", app]
+    if app == "sketcher":
+        return ["--sketcher"]
+    if app == "partial":
+        return ["--partial"]
+    if app.endswith("-partial"):
+        return ["--app", app.removesuffix("-partial"), "--partial"]
+    return ["--app", app]
 
 
 def key(app, u, r):

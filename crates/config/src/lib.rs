@@ -239,6 +239,12 @@ pub struct ProtocolConfig {
     /// this setting existed get the default.
     #[serde(default = "default_slow_request_us")]
     pub slow_request_us: u64,
+    /// An execution replica that must load a checkpoint of an application with objects adopts
+    /// its root and metadata at once and fetches objects as batches need them, verified, then
+    /// the rest in the background (docs/objects.md "Partial state"), instead of fetching every
+    /// object that differs before it executes again. Off by default.
+    #[serde(default)]
+    pub load_objects_on_demand: bool,
 }
 
 fn default_slow_request_us() -> u64 {
@@ -274,6 +280,7 @@ impl ProtocolConfig {
             flood_floor_bytes: 64 << 20,
             flood_cut_us: 600_000_000,
             slow_request_us: default_slow_request_us(),
+            load_objects_on_demand: false,
         }
     }
 

@@ -80,6 +80,7 @@ drop_reasons! {
     NextBatchOverBudget = "next-batch-over-budget",
     NextBatchOversized = "next-batch-oversized",
     ObjectBadDigest = "object-bad-digest",
+    ObjectBadProof = "object-bad-proof",
     ObjectNodesBadDigest = "object-nodes-bad-digest",
     ObjectNodesTooMany = "object-nodes-too-many",
     ObjectNodesUnrequested = "object-nodes-unrequested",

@@ -44,6 +44,14 @@ pub enum Observation {
     /// An execution replica's report of a batch it executed (docs/objects.md "Batch reports"):
     /// correct replicas' agree, and match what the reference replay of the batch produced.
     BatchReported(plumb_wire::BatchReport),
+    /// An execution replica holding part of the state (docs/objects.md "Partial state") took
+    /// object `id` from a peer, its proof verified, before executing batch `before`; `digest`
+    /// is its bytes' digest: the object as of batch `before - 1` of the agreed sequence.
+    ObjectFetched {
+        before: Seq,
+        id: u64,
+        digest: Digest,
+    },
     /// An execution replica took checkpoint `seq` with token `token`.
     CheckpointTaken { seq: Seq, token: Digest },
     /// An execution replica loaded checkpoint `seq`: its next batch is `seq + 1`.

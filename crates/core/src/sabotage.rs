@@ -86,6 +86,10 @@ sabotages! {
     /// report (caught by the simulator's `ES-report`, which compares every report with the
     /// reference replay's; correct replicas still agree with each other).
     ReportSkipsWrite = "report-skips-write",
+    /// An execution replica holding part of the state uses an object a peer sent although its
+    /// proof does not verify (caught by the simulator's `object-verified`, which compares
+    /// every object a correct replica fetched with the reference state it must equal).
+    UnverifiedObject = "unverified-object",
     /// The coordination application never renews a session once opened (its requests, a
     /// resume and a Touch leave it as it was), so a session whose client is busy expires
     /// (caught by `plumb sim --app coord`'s COORD-session-live).

@@ -24,6 +24,10 @@ impl<A: Application> ExecReplica<A> {
             .get(&self.executed.next_seq)
             .is_some_and(Learned::complete)
         {
+            // A replica holding part of the state fetches the batch's objects first.
+            if !self.objects_ready(self.executed.next_seq, out) {
+                break;
+            }
             let Some(learned) = self.learning.learned.remove(&self.executed.next_seq) else {
                 break;
             };
@@ -255,7 +259,11 @@ impl<A: Application> ExecReplica<A> {
         let token = ExecCheckpoint::token(&bytes);
         self.reports.anchor(token);
         self.persist_checkpoint(seq, bytes.clone(), tree.as_ref(), out);
-        self.send_to_order(&Message::CpToken { seq, token }, out);
+        // A replica holding part of the state could not restore this checkpoint after a crash:
+        // its token must not count toward making it stable (partial.rs).
+        if tree.as_ref().is_none_or(|t| t.is_complete()) {
+            self.send_to_order(&Message::CpToken { seq, token }, out);
+        }
         out.push(Action::Observe(Observation::CheckpointTaken { seq, token }));
         self.transfer.held.insert(seq, Held { token, bytes, tree });
         self.collect_checkpoints(seq, out);
@@ -270,6 +278,11 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         match tree {
+            // Part of the objects cannot be written as a delta: the disk keeps the checkpoints
+            // from before the on-demand load until the replica holds everything (partial.rs).
+            Some(tree) if !tree.is_complete() => {
+                self.counters.add("checkpoint-not-persisted-partial")
+            }
             Some(tree) => self.persist_object_checkpoint(seq, bytes, tree, out),
             None => self.persist(checkpoint_key(seq), bytes, out),
         }

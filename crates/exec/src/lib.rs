@@ -14,7 +14,8 @@
 //! `gate.rs` (no read-only answers after a start until caught up with the order stage),
 //! `objects.rs` (incremental object checkpoints on disk, for an application with objects),
 //! `report.rs` (what it reports of each batch: replies, write set, write history),
-//! `object_transfer.rs` (object-level state transfer: fetch only what differs, serve peers).
+//! `object_transfer.rs` (object-level state transfer: fetch only what differs, serve peers),
+//! `partial.rs` (holding part of the objects: fetch a batch's objects before executing it).
 
 mod checkpoint;
 mod divergence;
@@ -24,6 +25,7 @@ mod gate;
 mod learn;
 mod object_transfer;
 mod objects;
+mod partial;
 mod recovery;
 mod report;
 mod serving;
@@ -250,6 +252,9 @@ impl<A: Application> ExecReplica<A> {
             self.object_transfer_tick();
             self.request_transfer(out);
         }
+        if self.holds_part() {
+            self.on_demand_tick(out);
+        }
         self.serve_deferred_transfer(out);
         self.probe_tick(out);
         // The application's own totals, for the metrics: here, a few times a second, rather
@@ -268,7 +273,11 @@ impl<A: Application> ExecReplica<A> {
         if idle {
             // A lost CP-TOKEN can hold the order stage's window shut: repeat the newest one
             // while nothing moves. Order replicas ignore tokens they already learned.
-            if let Some((seq, held)) = self.transfer.held.iter().next_back() {
+            let newest = self.transfer.held.iter().next_back();
+            // Never a token of a checkpoint held in part (partial.rs).
+            if let Some((seq, held)) =
+                newest.filter(|(_, h)| h.tree.as_ref().is_none_or(|t| t.is_complete()))
+            {
                 let msg = Message::CpToken {
                     seq: *seq,
                     token: held.token,
@@ -429,6 +438,11 @@ impl<A: Application> ExecReplica<A> {
             self.counters.add("read-only-not-ready");
             return;
         }
+        if !self.holds_objects_of(&op) {
+            // Its other replicas answer, or the client orders the read.
+            self.counters.add("read-only-objects-missing");
+            return;
+        }
         let result = self.app.execute_read_only(c, &op);
         let msg = Message::ReadOnlyReply {
             nc,
@@ -480,6 +494,10 @@ impl<A: Application> ExecReplica<A> {
     ) {
         if nc <= self.executed.replies.get(&c).map_or(ReqNo::NONE, |r| r.nc) {
             self.counters.add("early-request-already-executed");
+            return;
+        }
+        if !self.holds_objects_of(&op) {
+            self.counters.add("early-request-objects-missing");
             return;
         }
         let req = request_id(c, life, nc, Digest::of(&op));

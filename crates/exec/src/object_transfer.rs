@@ -70,7 +70,7 @@ fn node_of(p: NodePos) -> ObjectNode {
 }
 
 impl<A: Application> ExecReplica<A> {
-    fn next_exec_peer(&self, after: ExecId) -> ExecId {
+    pub(crate) fn next_exec_peer(&self, after: ExecId) -> ExecId {
         let n = self.q().exec.max(1);
         let mut p = (after.index() + 1) % n;
         if p == self.me.index() {
@@ -108,7 +108,7 @@ impl<A: Application> ExecReplica<A> {
             .filter_map(|h| h.tree.as_ref())
             .find(|t| t.root() == root.root)
             .cloned();
-        if let Some(tree) = held {
+        if let Some(tree) = held.filter(|_| base.is_complete()) {
             let writes = base
                 .diff(&tree)
                 .unwrap_or_default()
@@ -116,6 +116,12 @@ impl<A: Application> ExecReplica<A> {
                 .map(|id| (id, tree.get(id).cloned()))
                 .collect();
             self.complete_object_load(base, writes, out);
+            return;
+        }
+        // On demand, or when this replica holds part of the state already (a tree walk
+        // compares against a whole tree): adopt the root, fetch objects as batches need them.
+        if self.cfg().load_objects_on_demand || !base.is_complete() {
+            self.load_on_demand(root, out);
             return;
         }
         let sync = TreeSync::new(&base, root.root);
@@ -294,7 +300,8 @@ impl<A: Application> ExecReplica<A> {
             .filter(|l| l.seq == seq)
             .and_then(|l| l.objects.as_mut())
         else {
-            self.counters.dropped(DropReason::ObjectNodesUnrequested);
+            // Not a state transfer's: the background fill's (partial.rs), if any.
+            self.on_object_nodes_on_demand(e, nodes, out);
             return;
         };
         let mut lied = false;
@@ -334,7 +341,8 @@ impl<A: Application> ExecReplica<A> {
             .filter(|l| l.seq == seq)
             .and_then(|l| l.objects.as_mut())
         else {
-            self.counters.dropped(DropReason::ObjectsUnrequested);
+            // Not a state transfer's: fetched on demand (partial.rs), if anything was.
+            self.on_objects_on_demand(e, objects, out);
             return;
         };
         let mut lied = false;

@@ -98,6 +98,11 @@ pub(crate) struct ObjectsState {
     pub persisted: ObjectTree,
     /// The deltas on disk not yet folded into the base, oldest first.
     pub unfolded: Vec<UnfoldedDelta>,
+    /// While `live` holds only part of the objects: what is being fetched (partial.rs).
+    pub on_demand: Option<crate::partial::OnDemand>,
+    /// Objects used although their proofs failed (the `unverified-object` sabotage).
+    #[cfg(feature = "sabotage")]
+    pub unverified: BTreeSet<ObjectId>,
 }
 
 /// A checkpoint's delta on disk.
@@ -117,6 +122,9 @@ impl ObjectsState {
             live: tree.clone(),
             persisted: tree,
             unfolded: Vec::new(),
+            on_demand: None,
+            #[cfg(feature = "sabotage")]
+            unverified: BTreeSet::new(),
         })
     }
 }

@@ -50,6 +50,15 @@ impl ObjectState for Registers {
         self.dirty.as_mut().unwrap().remove(&id.0);
         Ok(())
     }
+
+    /// The bucket of the key an operation names.
+    fn access_set(&self, op: &[u8]) -> plumb_app::AccessSet {
+        let text = String::from_utf8_lossy(op).to_string();
+        match text.split_whitespace().collect::<Vec<_>>().as_slice() {
+            ["put", k, _] | ["get", k] => plumb_app::AccessSet::objects([ObjectId(bucket(k))]),
+            _ => plumb_app::AccessSet::Objects(Vec::new()),
+        }
+    }
 }
 
 fn object_leader(net: &Net, count: u64) -> (Replica, Vec<Action>) {
@@ -751,4 +760,108 @@ fn batch_reports_chain_from_the_last_checkpoint_and_agree_after_a_load() {
     assert_eq!(b.next_seq(), Seq(3));
     let later = net.learn_all(&mut b, Seq(3), &puts(Seq(3), 2));
     assert_eq!(reports_of(&later), reports[2..].to_vec());
+}
+
+/// Replica 1 with `load_objects_on_demand`, having loaded checkpoint 12 of a's (replica 0's)
+/// state on demand: it holds none of the objects.
+fn loaded_on_demand() -> (Net, Replica, Replica) {
+    let mut net = Net::new(2);
+    Arc::make_mut(&mut net.cfg).load_objects_on_demand = true;
+    let (mut a, out) = object_leader(&net, 12);
+    let (seq, token) = *checkpoint_taken(&out).last().unwrap();
+    assert_eq!(seq, Seq(12));
+    let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
+    load_cp(&net, &mut b, Seq(12), token, &[0, 1]);
+    let fetch = Message::FetchExecCp { seq: Seq(12) };
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
+    let cp = net.sent_to(&served, Principal::Exec(ExecId(1)));
+    let out = net.deliver(&mut b, Principal::Exec(ExecId(0)), &cp[0]);
+    // Adopted at once, holding nothing: neither persisted nor vouched for with a token.
+    assert_eq!(b.next_seq(), Seq(13));
+    assert_eq!(b.counters().get("load-cp-on-demand"), 1);
+    assert!(b.app().map.is_empty());
+    assert_eq!(b.counters().get("checkpoint-not-persisted-partial"), 1);
+    assert!(
+        store_ops(&out).is_empty(),
+        "nothing of a partial state is written"
+    );
+    (net, a, b)
+}
+
+#[test]
+fn a_replica_loading_on_demand_executes_a_batch_once_its_objects_proved_against_the_root() {
+    let (net, mut a, mut b) = loaded_on_demand();
+    // A batch reading k3: b asks the next peer for k3's bucket, with its proof, and waits.
+    let get = vec![batch(vec![inline(1, 13, "get k3")], 1_300)];
+    let out = net.learn_all(&mut b, Seq(13), &get);
+    assert_eq!(b.next_seq(), Seq(13));
+    let want = bucket("k3");
+    let asked: Vec<Message> = net.sent_to(&out, Principal::Exec(ExecId(2)));
+    assert!(asked.iter().any(|m| matches!(m,
+        Message::FetchObjects { seq: Seq(12), ids, proofs: true } if ids.contains(&want))));
+    // Replica 2 is faulty: the bucket it sends does not prove, so b asks replica 0 at once.
+    let lie = Message::Objects {
+        seq: Seq(12),
+        objects: vec![plumb_wire::ObjectPayload {
+            id: want,
+            bytes: Some(b"forged".to_vec()),
+            proof: vec![Digest::of(b"x"); 4],
+        }],
+    };
+    let out = net.deliver(&mut b, Principal::Exec(ExecId(2)), &lie);
+    assert_eq!(b.counters().drops(DropReason::ObjectBadProof), 1);
+    assert_eq!(b.counters().get("on-demand-peer-changed"), 1);
+    assert_eq!(b.next_seq(), Seq(13));
+    assert!(
+        b.app().map.is_empty(),
+        "nothing unverified reaches the application"
+    );
+    // Replica 0 answers: the batch executes on the verified bucket, then the background fill
+    // brings in every other object and b holds all of them again.
+    let (_, seen) = pump_seen(&net, &mut a, &mut b, out);
+    assert_eq!(b.next_seq(), Seq(14));
+    let replies: Vec<Message> = net.sent_to(&seen, Principal::Client(1));
+    assert!(
+        replies
+            .iter()
+            .any(|m| matches!(m, Message::Reply { result, .. } if result == b"v3")),
+        "{replies:?}"
+    );
+    assert_eq!(b.counters().get("on-demand-fill-complete"), 1);
+    net.learn_all(&mut a, Seq(13), &get);
+    assert_eq!(b.app().state_digest(), a.app().state_digest());
+    // Holding everything again, its next checkpoint is written and its token sent, equal to
+    // the replica that never lost anything.
+    let more = puts(Seq(14), 2);
+    let out_a = net.learn_all(&mut a, Seq(14), &more);
+    let out_b = net.learn_all(&mut b, Seq(14), &more);
+    assert_eq!(checkpoint_taken(&out_a), checkpoint_taken(&out_b));
+    let token_sent = |out: &[Action]| {
+        net.receivers(out, |m| matches!(m, Message::CpToken { seq: Seq(14), .. }))
+            .len()
+    };
+    assert_eq!(token_sent(&out_b), token_sent(&out_a));
+    assert!(token_sent(&out_b) > 0);
+    assert!(!store_ops(&out_b).is_empty());
+}
+
+#[test]
+fn a_replica_holding_part_of_the_state_answers_no_read_it_cannot_and_no_token() {
+    let (net, _a, mut b) = loaded_on_demand();
+    start_and_answer_probe(&net, &mut b, Seq(12));
+    let read = Message::ReadOnly {
+        life: plumb_wire::Life::default(),
+        nc: ReqNo(1),
+        op: b"get k3".to_vec(),
+    };
+    let out = net.deliver(&mut b, Principal::Client(1), &read);
+    assert!(net.sent_to(&out, Principal::Client(1)).is_empty());
+    assert_eq!(b.counters().get("read-only-objects-missing"), 1);
+    // Its checkpoint 14 (two puts, both objects fetched first) is taken but neither written
+    // nor vouched for: it still lacks the rest.
+    let out = net.learn_all(&mut b, Seq(13), &puts(Seq(13), 2));
+    assert!(net
+        .receivers(&out, |m| matches!(m, Message::CpToken { .. }))
+        .is_empty());
+    assert!(store_ops(&out).is_empty());
 }

@@ -368,6 +368,8 @@ impl Observed {
                 m.last_executed.set(seq.0 as i64);
             }
             Observation::BatchReported(report) => s.last_report = Some(LastReport::of(report)),
+            // The stage counts them (`on-demand-objects`); each one is for the simulator.
+            Observation::ObjectFetched { .. } => {}
             Observation::CheckpointTaken { seq, .. }
             | Observation::CheckpointLoaded { seq, .. } => {
                 s.exec_checkpoint = Some(*seq);

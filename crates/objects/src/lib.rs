@@ -76,6 +76,9 @@ pub enum FillError {
     /// The object and proof do not lead to the digest of the missing subtree it lies in.
     #[error("object {0:?} does not prove against the digest this tree holds")]
     ProofMismatch(ObjectId),
+    /// The children digests of a missing subtree do not hash to its digest.
+    #[error("the children sent for {0:?} do not hash to the digest this tree holds")]
+    ChildrenMismatch(NodePos),
     /// The object is held already, with other bytes.
     #[error("object {0:?} is held already, with other bytes")]
     HeldOtherwise(ObjectId),

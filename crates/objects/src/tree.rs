@@ -277,6 +277,44 @@ impl ObjectTree {
         Ok(true)
     }
 
+    /// Replace the missing subtree at `pos` by its two children, given their digests from a
+    /// peer (a background fill walking down to the objects): they must hash to the subtree's
+    /// digest, and each becomes a smaller missing subtree (or a known-empty one). Returns
+    /// whether `pos` was a missing subtree; anything else (held, empty, inside a missing
+    /// subtree, a leaf, outside the tree) is left alone. Takes remote input: digests that do
+    /// not hash to the subtree's are an error, never a panic, and leave the tree as it was.
+    pub fn expand_missing(
+        &mut self,
+        pos: NodePos,
+        left: Digest,
+        right: Digest,
+    ) -> Result<bool, FillError> {
+        if !pos.is_valid(self.bits) || pos.depth >= self.bits {
+            return Ok(false);
+        }
+        let Ok(Some(node)) = self.node(pos) else {
+            return Ok(false);
+        };
+        let Node::Missing { digest } = node.as_ref() else {
+            return Ok(false);
+        };
+        if node_digest(&left, &right) != *digest {
+            return Err(FillError::ChildrenMismatch(pos));
+        }
+        let height = pos.height(self.bits) - 1;
+        let (l, r) = (missing(left, height), missing(right, height));
+        let added = u64::from(l.is_some()) + u64::from(r.is_some());
+        let replacement = Arc::new(Node::Inner {
+            digest: *digest,
+            left: l,
+            right: r,
+        });
+        self.root = replace_node(self.root.as_ref(), pos, replacement);
+        self.missing = self.missing - 1 + added;
+        self.debug_check();
+        Ok(true)
+    }
+
     /// Let go of the objects under `pos`, keeping its digest: they are missing from now on
     /// (a replica that hands state back, or a test that makes a partial tree). Nothing to do
     /// for an empty or already missing subtree, or a position outside the tree.
@@ -655,6 +693,31 @@ fn prune_node(
         (l.cloned(), prune_node(r, below, bit, replaced))
     } else {
         (prune_node(l, below, bit, replaced), r.cloned())
+    };
+    Some(Arc::new(Node::Inner {
+        digest: node.digest(),
+        left,
+        right,
+    }))
+}
+
+/// `node` (the subtree at relative position `pos`) with the node at `pos` replaced by
+/// `with`, copying the path to it. The path exists: the caller found the node there.
+fn replace_node(node: Option<&Arc<Node>>, pos: NodePos, with: Arc<Node>) -> Option<Arc<Node>> {
+    if pos.depth == 0 {
+        return Some(with);
+    }
+    let node = node?;
+    let right = (pos.index >> (pos.depth - 1)) & 1 == 1;
+    let below = NodePos {
+        depth: pos.depth - 1,
+        index: pos.index & ((1u64 << (pos.depth - 1)) - 1),
+    };
+    let (l, r) = node.children();
+    let (left, right) = if right {
+        (l.cloned(), replace_node(r, below, with))
+    } else {
+        (replace_node(l, below, with), r.cloned())
     };
     Some(Arc::new(Node::Inner {
         digest: node.digest(),

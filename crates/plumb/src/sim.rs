@@ -59,6 +59,11 @@ pub struct SimArgs {
     /// delay-once linearizable instead of linearizable.
     #[arg(long)]
     sketcher: bool,
+    /// Execution replicas load checkpoints on demand and hold part of the state until their
+    /// background fill is done (docs/objects.md "Partial state"); one correct execution
+    /// replica loses its disk mid-run and half the faulty ones serve wrong objects.
+    #[arg(long)]
+    partial: bool,
     /// The linearizability checker's step budget per partition. A history it cannot decide
     /// within the budget fails the seed as undecided (lower it to see that gate work).
     #[arg(long, default_value_t = plumb_sim::lincheck::DEFAULT_MAX_STEPS)]
@@ -113,6 +118,7 @@ fn options(args: &SimArgs, seed: u64) -> SimOptions {
         trace: args.trace,
         faults: !args.no_faults,
         sketcher: args.sketcher,
+        partial: args.partial,
         check_max_steps: args.check_max_steps,
         ..SimOptions::new(seed, args.u, args.r)
     }
@@ -158,6 +164,20 @@ fn replay(args: &SimArgs, app: &dyn Simulated, seed: u64) -> ExitCode {
             .filter_map(|(name, n)| name.strip_prefix("sketcher-").map(|k| format!("{k} {n}")))
             .collect();
         out!("sketcher: {}", sketcher.join(", "));
+    }
+    if report.partial {
+        let partial: Vec<String> = s
+            .counters
+            .iter()
+            .filter(|(name, _)| {
+                name.starts_with("on-demand-")
+                    || *name == "load-cp-on-demand"
+                    || *name == "checkpoint-not-persisted-partial"
+                    || *name == "read-only-objects-missing"
+            })
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        out!("partial state: {}", partial.join(", "));
     }
     let speculation: Vec<String> = s
         .counters
@@ -330,8 +350,8 @@ mod sabotage {
             );
             return ExitCode::from(2);
         }
-        if args.app.is_some() || args.sketcher {
-            eprintln!("plumb sim: --sabotage picks its own workload (plumb_sim::sabotage's table); leave out --app and --sketcher");
+        if args.app.is_some() || args.sketcher || args.partial {
+            eprintln!("plumb sim: --sabotage picks its own workload (plumb_sim::sabotage's table); leave out --app, --sketcher and --partial");
             return ExitCode::from(2);
         }
         // Every chosen breakage's workload resolved in this binary's registry before any hunt
@@ -400,7 +420,8 @@ mod sabotage {
     /// How a hunt's workload reads in its verdict: what `plumb sim` runs it with.
     fn workload_text(w: plumb_sim::sabotage::Workload) -> String {
         let sketcher = if w.sketcher { " --sketcher" } else { "" };
-        format!("--app {}{sketcher}", w.app)
+        let partial = if w.partial { " --partial" } else { "" };
+        format!("--app {}{sketcher}{partial}", w.app)
     }
 
     /// `--sabotage NAME --seed N`: switch it on and run the table's workload.
@@ -414,6 +435,7 @@ mod sabotage {
             .map_err(|why| format!("sabotage {name}: {why}"))?;
         args.app = Some(app.name().to_string());
         args.sketcher = workload.sketcher;
+        args.partial = workload.partial;
         set(Some(s));
         Ok(())
     }

@@ -768,3 +768,61 @@ impl fmt::Display for FaultPlan {
 pub fn secs(t: Micros) -> String {
     format!("{}.{:06}s", t / 1_000_000, t % 1_000_000)
 }
+
+/// `--partial` (docs/objects.md "Partial state"), where execution replicas load checkpoints on
+/// demand: so that every seed holds part of the state somewhere, one correct execution replica
+/// loses its disk mid-run (within the stage's fault budget in a liveness seed) and comes back
+/// to load the stable checkpoint on demand; half the faulty execution replicas serve wrong
+/// objects and tree nodes. Drawn from its own stream: the rest of the seed stays as it was.
+pub fn hold_part_of_the_state(plan: &mut FaultPlan, q: &Quorums, heal_at: Micros, seed: u64) {
+    let mut rng = SimRng::new(seed, "partial state");
+    for (p, behaviour) in plan.byzantine.iter_mut() {
+        if matches!(p, Principal::Exec(_)) && rng.chance(0.5) {
+            *behaviour = Behaviour::WrongCheckpoint;
+        }
+    }
+    let execs: Vec<Principal> = ExecId::all(q.exec).map(Principal::Exec).collect();
+    let down = plan.down_at_end();
+    let faulty = execs
+        .iter()
+        .filter(|p| {
+            plan.byzantine.contains_key(p)
+                || down.contains(p)
+                || plan
+                    .crashes
+                    .iter()
+                    .any(|c| c.node == **p && c.disk.damages())
+        })
+        .count();
+    if plan.liveness && faulty >= usize::from(q.faults.u) {
+        return;
+    }
+    let correct: Vec<Principal> = execs
+        .into_iter()
+        .filter(|p| !plan.byzantine.contains_key(p) && !down.contains(p))
+        .collect();
+    let Some(&node) = rng.pick(&correct) else {
+        return;
+    };
+    // Late enough that there is state to fetch, early enough to fill it before the end.
+    let latest = heal_at.saturating_sub(1_500_000);
+    if latest <= 1_000_000 {
+        return;
+    }
+    let at = rng.range(1_000_000, latest);
+    let restart_at = at + rng.range(50_000, 500_000);
+    if plan
+        .crashes
+        .iter()
+        .any(|c| c.node == node && overlaps(c, at, restart_at))
+    {
+        return;
+    }
+    plan.crashes.push(Crash {
+        node,
+        at,
+        restart_at: Some(restart_at),
+        disk: DiskFault::Wipe,
+    });
+    plan.crashes.sort_by_key(|c| (c.at, c.node));
+}

@@ -79,6 +79,10 @@ pub struct SimOptions {
     /// Correct clients read through a Prophecy sketcher (fast reads to one replica, checked
     /// against its history); their histories are then judged delay-once linearizable.
     pub sketcher: bool,
+    /// Execution replicas load checkpoints on demand and hold part of the state until their
+    /// background fill is done (`load_objects_on_demand`, docs/objects.md "Partial state"); a
+    /// correct one loses its disk mid-run, and half the faulty ones serve wrong objects.
+    pub partial: bool,
     /// The linearizability checker's step budget per partition; a history it cannot decide
     /// within it is reported as undecided, which fails the seed like a violation.
     pub check_max_steps: u64,
@@ -98,6 +102,7 @@ impl SimOptions {
             faults: true,
             max_events: DEFAULT_MAX_EVENTS,
             sketcher: false,
+            partial: false,
             check_max_steps: plumb_lincheck::DEFAULT_MAX_STEPS,
         }
     }
@@ -140,6 +145,8 @@ pub struct SeedReport {
     pub r: u16,
     /// The reads went through a Prophecy sketcher.
     pub sketcher: bool,
+    /// Execution replicas loaded checkpoints on demand (`--partial`).
+    pub partial: bool,
     /// False for safety-only seeds (more than `u` failures): liveness was not judged.
     pub liveness_checked: bool,
     pub violations: Vec<Violation>,
@@ -180,8 +187,9 @@ impl SeedReport {
             format!(" --app {}", self.app)
         };
         let sketcher = if self.sketcher { " --sketcher" } else { "" };
+        let partial = if self.partial { " --partial" } else { "" };
         format!(
-            "plumb sim --seed {} --u {} --r {}{app}{sketcher}",
+            "plumb sim --seed {} --u {} --r {}{app}{sketcher}{partial}",
             self.seed, self.u, self.r
         )
     }
@@ -203,6 +211,11 @@ pub fn seed_config(opts: &SimOptions) -> SimConfig {
                 *behaviour = plumb_adversary::Behaviour::StaleReads;
             }
         }
+    }
+    if opts.partial {
+        cfg.protocol.load_objects_on_demand = true;
+        let q = cfg.protocol.quorums;
+        faults::hold_part_of_the_state(&mut cfg.plan, &q, cfg.heal_at, cfg.seed);
     }
     cfg
 }
@@ -278,6 +291,7 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
             u: opts.u,
             r: opts.r,
             sketcher: opts.sketcher,
+            partial: opts.partial,
             liveness_checked: false,
             violations: vec![Violation {
                 property: "panic",

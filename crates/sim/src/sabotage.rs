@@ -23,6 +23,8 @@ pub struct Workload {
     pub app: &'static str,
     /// Correct clients read through a Prophecy sketcher (`--sketcher`).
     pub sketcher: bool,
+    /// Execution replicas hold part of the state (`--partial`).
+    pub partial: bool,
 }
 
 impl Workload {
@@ -38,12 +40,21 @@ impl Workload {
     pub const SKETCHER: Workload = Workload {
         app: "kv",
         sketcher: true,
+        partial: false,
+    };
+    /// The key-value store on execution replicas that load checkpoints on demand
+    /// (`--partial`).
+    pub const PARTIAL: Workload = Workload {
+        app: "kv",
+        sketcher: false,
+        partial: true,
     };
 
     const fn plain(app: &'static str) -> Workload {
         Workload {
             app,
             sketcher: false,
+            partial: false,
         }
     }
 
@@ -67,6 +78,7 @@ impl Workload {
 pub fn run(app: &dyn Simulated, workload: Workload, opts: &SimOptions) -> SeedReport {
     app.run_seed(&SimOptions {
         sketcher: opts.sketcher || workload.sketcher,
+        partial: opts.partial || workload.partial,
         ..opts.clone()
     })
 }
@@ -86,6 +98,7 @@ pub struct Expectation {
 /// each.
 pub fn expectation(s: Sabotage) -> Expectation {
     const KV: Workload = Workload::KV;
+    const PARTIAL: Workload = Workload::PARTIAL;
     const REDIS: Workload = Workload::REDIS;
     const COORD: Workload = Workload::COORD;
     const SPEC: Workload = Workload::SPEC;
@@ -131,6 +144,7 @@ pub fn expectation(s: Sabotage) -> Expectation {
         Sabotage::ExpiryRoundsDown => (REDIS, &["KV-ttl"], 300),
         Sabotage::StaleAccessSet => (REDIS, &["access-set"], 300),
         Sabotage::ReportSkipsWrite => (KV, &["ES-report"], 300),
+        Sabotage::UnverifiedObject => (PARTIAL, &["object-verified"], 300),
         Sabotage::SessionNotRenewed => (COORD, &["COORD-session-live"], 300),
         Sabotage::CoordWatchFiresTwice => (COORD, &["COORD-watch"], 300),
         Sabotage::CoordExpiryKeepsEphemeral => (COORD, &["COORD-ephemeral"], 300),

@@ -25,6 +25,7 @@ fn report(properties: &[&'static str], undecided: bool) -> SeedReport {
         u: 1,
         r: 1,
         sketcher: false,
+        partial: false,
         liveness_checked: true,
         violations: properties
             .iter()

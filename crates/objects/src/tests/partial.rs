@@ -142,6 +142,41 @@ proptest! {
         prop_assert_eq!(part.root(), whole.root());
         part.check_invariants();
     }
+
+    /// A background fill: from the root alone, expanding each missing subtree with the whole
+    /// tree's children digests, then filling the missing leaves, gives the whole tree back;
+    /// children that do not hash to the subtree's digest are refused and change nothing.
+    #[test]
+    fn expanding_missing_subtrees_walks_down_to_the_whole_tree(objs in objects(6), flip in any::<u8>()) {
+        let whole = tree_of(6, &objs);
+        let mut part = ObjectTree::pruned(6, whole.root()).unwrap();
+        let mut lies = 0;
+        while let Some(&pos) = part.missing_positions(1).first() {
+            part.check_invariants();
+            if pos.depth == 6 {
+                let id = ObjectId(pos.index);
+                let bytes = whole.get(id).cloned();
+                prop_assert_eq!(part.fill(id, bytes, &whole.proof(id).unwrap()), Ok(true));
+                continue;
+            }
+            let (l, r) = whole.children(pos).unwrap();
+            if lies < 2 {
+                lies += 1;
+                let mut forged = l;
+                forged.0[usize::from(flip % 32)] ^= 1;
+                let before = part.missing_subtrees();
+                prop_assert_eq!(part.expand_missing(pos, forged, r), Err(FillError::ChildrenMismatch(pos)));
+                prop_assert_eq!(part.missing_subtrees(), before);
+            }
+            prop_assert_eq!(part.expand_missing(pos, l, r), Ok(true));
+            // Asked twice (an answer that came late): nothing left to expand there.
+            prop_assert_eq!(part.expand_missing(pos, l, r), Ok(false));
+        }
+        prop_assert!(part.is_complete());
+        prop_assert_eq!(part.root(), whole.root());
+        prop_assert_eq!(part.diff(&whole), Ok(vec![]));
+        part.check_invariants();
+    }
 }
 
 #[test]

@@ -41,6 +41,11 @@ impl AccessCheck {
         Some(check)
     }
 
+    /// The digest of object `id` in the reference state after the last batch run.
+    pub(super) fn object_digest(&self, id: ObjectId) -> Digest {
+        object_digest(self.objects.get(&id).map(Vec::as_slice))
+    }
+
     fn absorb(&mut self, writes: Vec<(ObjectId, Option<Vec<u8>>)>) {
         for (id, b) in writes {
             match bytes(b) {

@@ -57,6 +57,12 @@ impl Checker {
                 );
             }
             Observation::BatchReported(report) => self.batch_reported(p, *report),
+            Observation::ObjectFetched { before, id, digest } => {
+                self.fetched
+                    .entry(*before)
+                    .or_default()
+                    .push((p, *id, *digest));
+            }
             Observation::CheckpointTaken { seq, token } => self.checkpoint_taken(p, *seq, *token),
             Observation::CheckpointLoaded { seq, .. } => {
                 self.exec_next.insert(p, *seq + 1);

@@ -92,6 +92,10 @@ pub struct Checker {
     /// The first report of each batch by a correct execution replica, and who gave it
     /// (ES-report-agreement, ES-report).
     pub reports: BTreeMap<Seq, (plumb_wire::BatchReport, Principal)>,
+    /// Objects correct execution replicas holding part of the state fetched, by the batch
+    /// they were fetched before: (replica, object id, digest of the bytes used)
+    /// (object-verified, replies.rs).
+    pub fetched: BTreeMap<Seq, Vec<(Principal, u64, Digest)>>,
 }
 
 impl Checker {

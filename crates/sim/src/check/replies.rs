@@ -14,7 +14,7 @@ use super::access::AccessCheck;
 use super::{Checker, LeaseWatch};
 use crate::app::{Executed, SimApp};
 use crate::workload::Workload;
-use plumb_app::{Application, Command, NonDeterminism};
+use plumb_app::{Application, Command, NonDeterminism, ObjectId};
 use plumb_core::DeliveredRequest;
 use plumb_crypto::Digest;
 use plumb_wire::{BatchReport, ClientId, Micros, Principal, ReqNo, Seq};
@@ -35,6 +35,25 @@ struct Replay {
     reports: HashMap<Seq, (Digest, Option<Digest>)>,
     /// Last batch replayed: the agreed sequence is known and replayable up to here.
     upto: Seq,
+}
+
+/// object-verified: every object a correct replica holding part of the state fetched before
+/// batch `before` is the object as the reference state holds it after batch `before - 1`:
+/// what the agreed root commits to, so what its proof must have shown.
+fn check_fetched(checker: &mut Checker, access: Option<&AccessCheck>, before: Seq) {
+    let (Some(access), Some(fetched)) = (access, checker.fetched.get(&before)) else {
+        return;
+    };
+    let wrong: Vec<String> = fetched
+        .iter()
+        .filter(|(_, id, digest)| access.object_digest(ObjectId(*id)) != *digest)
+        .map(|(p, id, _)| {
+            format!("{p} used object {id} fetched before batch {before} with bytes other than the agreed state's")
+        })
+        .collect();
+    for detail in wrong {
+        checker.violate("object-verified", detail);
+    }
 }
 
 fn replay<A: SimApp>(
@@ -62,6 +81,7 @@ fn replay<A: SimApp>(
     // Exactly-once, as execution replicas do it: a copy of a request already run is skipped.
     let mut last_run: HashMap<ClientId, ReqNo> = HashMap::new();
     let mut leases = LeaseWatch::default();
+    check_fetched(checker, access.as_ref(), seq);
     while let Some(batch) = checker.agreed.get(&seq) {
         let null = batch.null;
         if !null {
@@ -105,6 +125,7 @@ fn replay<A: SimApp>(
                 }
                 out.upto = seq;
                 seq += 1;
+                check_fetched(checker, access.as_ref(), seq);
                 continue;
             }
             let before = app.leases(&store);
@@ -151,6 +172,7 @@ fn replay<A: SimApp>(
         }
         out.upto = seq;
         seq += 1;
+        check_fetched(checker, access.as_ref(), seq);
     }
     // A gap in the agreed sequence (batches no correct replica was seen executing) stops the
     // replay; pushes of the batches after it could not be judged.

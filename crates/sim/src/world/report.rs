@@ -85,6 +85,7 @@ impl<A: SimApp> World<'_, A> {
             u,
             r,
             sketcher: self.sketcher.is_some(),
+            partial: self.cfg.protocol.load_objects_on_demand,
             liveness_checked,
             violations,
             suppressed_violations: suppressed,
