@@ -156,6 +156,8 @@ pub struct ProtocolOverrides {
     pub flood_factor: Option<u64>,
     pub flood_floor_bytes: Option<u64>,
     pub flood_cut_us: Option<u64>,
+    pub slow_request_us: Option<u64>,
+    pub load_objects_on_demand: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -273,7 +275,9 @@ fn protocol(
         unfair_orders,
         flood_factor,
         flood_floor_bytes,
-        flood_cut_us
+        flood_cut_us,
+        slow_request_us,
+        load_objects_on_demand
     );
     p.validate()
         .map_err(|e| ClusterError::new(path, format!("[protocol] {e}")))?;

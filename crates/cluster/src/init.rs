@@ -282,6 +282,32 @@ mod tests {
     }
 
     #[test]
+    fn protocol_overrides_reach_the_configuration_and_unknown_ones_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = init(dir.path(), &InitOptions::default()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\n[protocol]\n"), "{text}");
+        let with = |lines: &str| {
+            std::fs::write(
+                &path,
+                text.replacen("\n[protocol]\n", &format!("\n[protocol]\n{lines}\n"), 1),
+            )
+            .unwrap();
+            Cluster::load(&path)
+        };
+        let c = with("slow_request_us = 7000\nload_objects_on_demand = true").unwrap();
+        assert_eq!(c.protocol.slow_request_us, 7000);
+        assert!(c.protocol.load_objects_on_demand);
+        let c = with("").unwrap();
+        assert!(!c.protocol.load_objects_on_demand);
+        let e = with("load_objects_lazily = true")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("load_objects_lazily"), "{e}");
+    }
+
+    #[test]
     fn the_file_names_its_application_and_older_files_mean_the_key_value_store() {
         let dir = tempfile::tempdir().unwrap();
         let o = InitOptions {
