@@ -495,6 +495,13 @@ impl Adversary {
                     },
                 })
             }
+            // Batch reports: a wrong reply digest in the first.
+            (Behaviour::WrongCheckpoint, Message::ExecReport { mut reports }) if self.lie() => {
+                if let Some(r) = reports.first_mut() {
+                    r.replies = other_digest(r.replies);
+                }
+                Some(Message::ExecReport { reports })
+            }
             (Behaviour::WrongCheckpoint, Message::CpToken { seq, token }) if self.lie() => {
                 Some(Message::CpToken {
                     seq,

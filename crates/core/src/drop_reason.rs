@@ -68,6 +68,7 @@ drop_reasons! {
     VoteBeyondWindow = "vote-beyond-window",
     VoteView = "vote-view",
     WhileRejoining = "while-rejoining",
+    ExecReportTooMany = "exec-report-too-many",
     // Execution stage.
     CommandBadDigest = "command-bad-digest",
     CommandUnknownBatch = "command-unknown-batch",

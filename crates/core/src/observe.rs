@@ -52,6 +52,9 @@ pub enum Observation {
         id: u64,
         digest: Digest,
     },
+    /// An order replica recorded `r + 1` matching reports of a batch from execution replicas:
+    /// the agreed report (docs/objects.md "Batch reports").
+    ExecReportAgreed(plumb_wire::BatchReport),
     /// An execution replica took checkpoint `seq` with token `token`.
     CheckpointTaken { seq: Seq, token: Digest },
     /// An execution replica loaded checkpoint `seq`: its next batch is `seq + 1`.

@@ -90,6 +90,10 @@ sabotages! {
     /// proof does not verify (caught by the simulator's `object-verified`, which compares
     /// every object a correct replica fetched with the reference state it must equal).
     UnverifiedObject = "unverified-object",
+    /// Order replicas record a batch's report as agreed on the first EXEC-REPORT of it instead
+    /// of `r + 1` matching ones (caught by the simulator's `OS-report-quorum` once a faulty
+    /// execution replica's wrong report comes first).
+    ReportQuorumOne = "report-quorum-one",
     /// The coordination application never renews a session once opened (its requests, a
     /// resume and a Touch leave it as it was), so a session whose client is busy expires
     /// (caught by `plumb sim --app coord`'s COORD-session-live).

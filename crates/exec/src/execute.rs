@@ -175,6 +175,7 @@ impl<A: Application> ExecReplica<A> {
         let writes = self.flush_batch_writes();
         let report = self.reports.batch(seq, replies, writes);
         out.push(Action::Observe(Observation::BatchReported(report)));
+        self.send_reports(false, out);
         self.divergence
             .record(seq, requests.iter().map(|r| (r.client, r.nc)).collect());
         out.push(Action::Observe(Observation::Delivered {

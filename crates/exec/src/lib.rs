@@ -255,6 +255,7 @@ impl<A: Application> ExecReplica<A> {
         if self.holds_part() {
             self.on_demand_tick(out);
         }
+        self.send_reports(true, out);
         self.serve_deferred_transfer(out);
         self.probe_tick(out);
         // The application's own totals, for the metrics: here, a few times a second, rather

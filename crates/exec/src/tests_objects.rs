@@ -865,3 +865,35 @@ fn a_replica_holding_part_of_the_state_answers_no_read_it_cannot_and_no_token() 
         .is_empty());
     assert!(store_ops(&out).is_empty());
 }
+
+#[test]
+fn reports_go_to_every_order_replica_eight_batches_at_a_time_and_the_rest_on_the_tick() {
+    let net = Net::new(2);
+    let (mut a, out) = object_leader(&net, 11);
+    let sent = |out: &[Action]| -> Vec<(Principal, Vec<u64>)> {
+        net.sent(out)
+            .into_iter()
+            .filter_map(|(p, m)| match m {
+                Message::ExecReport { reports } => {
+                    Some((p, reports.iter().map(|r| r.seq.0).collect()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let first = sent(&out);
+    let orders = net.q().order;
+    assert_eq!(first.len(), orders, "{first:?}");
+    assert!(first
+        .iter()
+        .all(|(p, seqs)| matches!(p, Principal::Order(_)) && *seqs == (1..=8).collect::<Vec<_>>()));
+    // The three left go on the catch-up tick, and nothing more after them.
+    let tick = silent_peer_period(&mut a);
+    let rest = sent(&tick);
+    assert_eq!(rest.len(), orders);
+    assert!(rest.iter().all(|(_, seqs)| *seqs == vec![9, 10, 11]));
+    // What they carry is what the replica observed of each batch.
+    let observed: Vec<u64> = reports_of(&out).iter().map(|r| r.seq.0).collect();
+    assert_eq!(observed, (1..=11).collect::<Vec<_>>());
+    assert!(sent(&silent_peer_period(&mut a)).is_empty());
+}

@@ -48,6 +48,9 @@ pub struct Status {
     /// The execution replica's report of the last batch it executed (docs/objects.md "Batch
     /// reports"): equal on every correct replica at the same batch.
     pub last_report: Option<LastReport>,
+    /// Order replica: the last batch report `r + 1` execution replicas agreed on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_agreed_report: Option<LastReport>,
     /// The emulated wide-area network this node runs under (`[wan]`, docs/wan-emulation.md):
     /// its site and the delay to other sites; absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -368,6 +371,9 @@ impl Observed {
                 m.last_executed.set(seq.0 as i64);
             }
             Observation::BatchReported(report) => s.last_report = Some(LastReport::of(report)),
+            Observation::ExecReportAgreed(report) => {
+                s.last_agreed_report = Some(LastReport::of(report))
+            }
             // The stage counts them (`on-demand-objects`); each one is for the simulator.
             Observation::ObjectFetched { .. } => {}
             Observation::CheckpointTaken { seq, .. }

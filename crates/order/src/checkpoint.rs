@@ -3,12 +3,15 @@
 
 pub(crate) use crate::checkpoints::StateFetch;
 use crate::checkpoints::{PeerVote, TokenVote, Verdict};
+use crate::exec_reports::ReportVote;
 use crate::slot::slot_key;
 use crate::state::OrderState;
 use crate::OrderReplica;
 use plumb_core::{Action, DropReason, Micros, Observation, StoreOp};
 use plumb_crypto::Digest;
-use plumb_wire::{Batch, ExecId, Message, OrderId, Principal, ReqNo, Seq};
+use plumb_wire::{
+    Batch, BatchReport, ExecId, Message, OrderId, Principal, ReqNo, Seq, EXEC_REPORTS_MAX,
+};
 use serde::{Deserialize, Serialize};
 
 /// Durable record of the stable checkpoint.
@@ -66,6 +69,45 @@ impl OrderReplica {
         self.put(token_key(seq), token.0.to_vec(), out);
         self.sync(out);
         self.finish_checkpoint(now, seq, out);
+    }
+
+    /// EXEC-REPORT: record each report (exec_reports.rs); `r + 1` matching ones make a batch's
+    /// report agreed, and a report that differs from it names a faulty execution replica.
+    pub(crate) fn on_exec_report(
+        &mut self,
+        e: ExecId,
+        reports: Vec<BatchReport>,
+        out: &mut Vec<Action>,
+    ) {
+        if reports.len() > EXEC_REPORTS_MAX {
+            self.counters.dropped(DropReason::ExecReportTooMany);
+            return;
+        }
+        let stable = self.checkpoints.stable().seq;
+        let interval = self.cfg().checkpoint_interval;
+        // One correct replica among those agreeing: `r + 1`.
+        let quorum = if plumb_core::sabotaged!(ReportQuorumOne) {
+            1
+        } else {
+            self.q().small()
+        };
+        for report in reports {
+            match self
+                .checkpoints
+                .reports
+                .record(e, report, stable, interval, quorum)
+            {
+                ReportVote::Ignored => self.counters.add("exec-report-outside-window"),
+                ReportVote::Counted | ReportVote::Matches => {}
+                ReportVote::Agreed(report, dissent) => {
+                    self.counters.add("exec-report-agreed");
+                    self.counters
+                        .add_n("exec-report-differs", dissent.len() as u64);
+                    out.push(Action::Observe(Observation::ExecReportAgreed(report)));
+                }
+                ReportVote::Differs => self.counters.add("exec-report-differs"),
+            }
+        }
     }
 
     /// Once batch `seq` is applied and its execution token learned, the order checkpoint at

@@ -8,6 +8,7 @@
 //! from the store. [`Checkpoints::check_invariants`] states this and the rest it relies on.
 
 use crate::divergence::{ExecDivergence, Tell};
+use crate::exec_reports::ExecReports;
 use crate::state::OrderState;
 use plumb_core::BrokenInvariant;
 use plumb_crypto::Digest;
@@ -99,6 +100,9 @@ pub(crate) struct Checkpoints {
     awaiting: Option<(Seq, Digest, StateFetch)>,
     /// Execution replicas told that their token differs (divergence.rs).
     diverged: ExecDivergence,
+    /// Execution replicas' reports of the batches above the stable checkpoint
+    /// (exec_reports.rs).
+    pub reports: ExecReports,
 }
 
 impl Checkpoints {
@@ -119,6 +123,7 @@ impl Checkpoints {
             exec_tokens: BTreeMap::new(),
             awaiting: None,
             diverged: ExecDivergence::default(),
+            reports: ExecReports::default(),
         }
     }
 
@@ -393,6 +398,7 @@ impl Checkpoints {
         }
         self.exec_votes = self.exec_votes.split_off(&(seq + 1));
         self.exec_tokens = self.exec_tokens.split_off(&seq);
+        self.reports.advance(seq);
         self.stable = Stable {
             seq,
             digest,
@@ -494,7 +500,8 @@ impl Checkpoints {
         let many = far.iter().find(|(_, n)| **n > 1);
         BrokenInvariant::check(many.is_none(), "INV-checkpoint-votes-bounded", || {
             format!("{many:?}: votes beyond the horizon {horizon}")
-        })
+        })?;
+        self.reports.check_invariants(stable, self.interval)
     }
 }
 

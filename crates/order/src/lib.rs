@@ -28,6 +28,7 @@ mod catch_up;
 mod checkpoint;
 mod checkpoints;
 mod divergence;
+mod exec_reports;
 mod incarnations;
 mod monitor;
 mod pending;
@@ -325,6 +326,9 @@ impl OrderReplica {
             }
             (Principal::Exec(e), Message::CpToken { seq, token }) => {
                 self.on_cp_token(now, e, seq, token, out)
+            }
+            (Principal::Exec(e), Message::ExecReport { reports }) => {
+                self.on_exec_report(e, reports, out)
             }
             (Principal::Exec(e), Message::LastExec { next }) => {
                 self.on_last_exec(now, e, next, out)

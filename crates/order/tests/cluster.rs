@@ -959,3 +959,52 @@ fn a_backup_whose_own_clock_is_off_takes_the_batch_on_r_plus_one_vouchers() {
         );
     }
 }
+
+/// Batch reports (docs/objects.md "Batch reports"): `r + 1` matching EXEC-REPORTs make a
+/// batch's report agreed on every order replica, a faulty execution replica's other report
+/// is counted against it, and a report beyond the window or an oversized message is refused.
+#[test]
+fn exec_reports_agree_on_r_plus_one_matching_and_count_the_dissenter() {
+    use plumb_crypto::Digest;
+    use plumb_wire::BatchReport;
+    let mut h = Harness::new(1, 1, 8);
+    let report = |seq: u64, what: &[u8]| BatchReport {
+        seq: Seq(seq),
+        replies: Digest::of(what),
+        writes: None,
+        history: None,
+    };
+    let send = |h: &mut Harness, e: u16, reports: Vec<BatchReport>| {
+        h.exec_sends(ExecId(e), &Message::ExecReport { reports });
+        h.deliver_all();
+    };
+    send(&mut h, 2, vec![report(1, b"lie"), report(2, b"b")]);
+    send(&mut h, 0, vec![report(1, b"a"), report(2, b"b")]);
+    for o in 0..4 {
+        let c = h.replica(OrderId(o)).counters();
+        // Batch 2: exec 2 and exec 0 agree (r + 1 = 2); batch 1 not yet.
+        assert_eq!(c.get("exec-report-agreed"), 1, "o{o}");
+    }
+    send(&mut h, 1, vec![report(1, b"a")]);
+    // Far beyond the stable checkpoint (4 intervals of 8): ignored.
+    send(&mut h, 1, vec![report(33, b"x")]);
+    let too_many = vec![report(3, b"c"); plumb_wire::EXEC_REPORTS_MAX + 1];
+    send(&mut h, 1, too_many);
+    for o in 0..4 {
+        let r = h.replica(OrderId(o));
+        let c = r.counters();
+        assert_eq!(c.get("exec-report-agreed"), 2, "o{o}");
+        assert_eq!(
+            c.get("exec-report-differs"),
+            1,
+            "o{o}: exec 2's report of batch 1"
+        );
+        assert_eq!(c.get("exec-report-outside-window"), 1, "o{o}");
+        assert_eq!(
+            c.drops(plumb_core::DropReason::ExecReportTooMany),
+            1,
+            "o{o}"
+        );
+        r.check_invariants().unwrap();
+    }
+}

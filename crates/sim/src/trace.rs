@@ -135,6 +135,10 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
         Message::LoadCp { seq, token } => format!("load-cp n={seq} {token:?}"),
         Message::LastExec { next } => format!("last-exec next={next}"),
         Message::CpToken { seq, token } => format!("cp-token n={seq} {token:?}"),
+        Message::ExecReport { reports } => {
+            let seqs: Vec<String> = reports.iter().map(|r| r.seq.to_string()).collect();
+            format!("exec-report n={}", seqs.join(","))
+        }
         Message::BatchComplete { seq, executed } => {
             format!("batch-complete n={seq} ({} executed)", executed.len())
         }

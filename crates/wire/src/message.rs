@@ -1,7 +1,7 @@
 //! Every message exchanged between clients and stages (seed 004 Table 5.1, 6.3, plus the
 //! order stage's internal agreement messages).
 
-use crate::{AuthId, ExecId, OrderId};
+use crate::{AuthId, BatchReport, ExecId, OrderId};
 use plumb_crypto::{Digest, Mac, Signature};
 use serde::{Deserialize, Serialize};
 
@@ -512,7 +512,17 @@ pub enum Message {
         #[serde(with = "serde_bytes")]
         result: Vec<u8>,
     },
+
+    // ---- execution -> order: batch reports (docs/objects.md "Batch reports").
+    /// `EXEC-REPORT`: the sender's reports of batches it executed, oldest first, at most
+    /// [`EXEC_REPORTS_MAX`] (sent every few batches and on the catch-up tick).
+    ExecReport {
+        reports: Vec<BatchReport>,
+    },
 }
+
+/// Most reports in one [`Message::ExecReport`]; a longer one is dropped.
+pub const EXEC_REPORTS_MAX: usize = 64;
 
 /// A node of an object tree: `depth` levels below the root, `index` among its depth's nodes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
@@ -585,6 +595,7 @@ impl Message {
             Message::SketchReply { .. } => "sketch-reply",
             Message::EarlyRequest { .. } => "early-request",
             Message::EarlyReply { .. } => "early-reply",
+            Message::ExecReport { .. } => "exec-report",
             Message::Push { .. } => "push",
             Message::FetchExecCp { .. } => "fetch-exec-cp",
             Message::ExecCpState { .. } => "exec-cp-state",

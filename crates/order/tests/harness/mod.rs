@@ -312,12 +312,16 @@ impl Harness {
 
     /// Execution replica `e` sends `token` for checkpoint `seq` to every order replica.
     pub fn cp_token_from(&mut self, e: ExecId, seq: Seq, token: Digest) {
+        self.exec_sends(e, &Message::CpToken { seq, token });
+    }
+
+    /// Execution replica `e` sends `msg` to every order replica.
+    pub fn exec_sends(&mut self, e: ExecId, msg: &Message) {
         let ring = &self.rings[&Principal::Exec(e)];
-        let msg = Message::CpToken { seq, token };
         for o in 0..self.q().order as u16 {
             self.queue.push_back((
                 Principal::Order(OrderId(o)),
-                ring.seal(Principal::Order(OrderId(o)), &msg).unwrap(),
+                ring.seal(Principal::Order(OrderId(o)), msg).unwrap(),
             ));
         }
     }

@@ -25,6 +25,24 @@ impl Checker {
         }
     }
 
+    /// OS-report-quorum: what a correct order replica records as a batch's agreed report
+    /// (`r + 1` matching EXEC-REPORTs) is what correct execution replicas reported of it, so
+    /// faulty ones cannot make it record another.
+    fn report_agreed(&mut self, p: Principal, report: plumb_wire::BatchReport) {
+        let detail = match self.reports.get(&report.seq) {
+            Some((first, _)) if *first == report => return,
+            Some((first, by)) => format!(
+                "batch {}: {p} agreed on {report:?}, but {by} reported {first:?}",
+                report.seq
+            ),
+            None => format!(
+                "batch {}: {p} agreed on {report:?}, which no correct execution replica reported",
+                report.seq
+            ),
+        };
+        self.violate("OS-report-quorum", detail);
+    }
+
     /// A correct execution replica (re)started: a fresh incarnation delivers from batch 1 unless
     /// it loads a checkpoint first.
     pub fn exec_started(&mut self, p: Principal) {
@@ -57,6 +75,7 @@ impl Checker {
                 );
             }
             Observation::BatchReported(report) => self.batch_reported(p, *report),
+            Observation::ExecReportAgreed(report) => self.report_agreed(p, *report),
             Observation::ObjectFetched { before, id, digest } => {
                 self.fetched
                     .entry(*before)
