@@ -213,8 +213,11 @@ impl<A: Application> ExecReplica<A> {
         }
     }
 
-    /// Catch-up period: forget what is in flight (it is asked again), and move to the next
-    /// peer if this one made no progress.
+    /// Catch-up period: if the peer answered nothing in it, forget what is in flight (it is
+    /// asked again) and move to the next peer. A peer that answers, however slowly, keeps its
+    /// requests: asking again what is still on its way doubled the work of a loaded peer each
+    /// period (a 1 GiB transfer under load dropped 2.1 million duplicate objects, its peer cut
+    /// off as flooding, and never finished).
     pub(crate) fn object_transfer_tick(&mut self) {
         let Some(ol) = self
             .transfer
@@ -224,8 +227,10 @@ impl<A: Application> ExecReplica<A> {
         else {
             return;
         };
-        ol.asked_nodes.clear();
-        ol.asked_objects.clear();
+        if !ol.progressed {
+            ol.asked_nodes.clear();
+            ol.asked_objects.clear();
+        }
         if ol.update_from.take().is_some() {
             self.counters.add("state-update-not-received");
         }

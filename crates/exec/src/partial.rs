@@ -25,7 +25,7 @@ use crate::learn::Learned;
 use crate::ExecReplica;
 use plumb_app::{AccessSet, Application, ObjectId};
 use plumb_core::{Action, DropReason, Observation};
-use plumb_objects::{NodePos, ObjectBytes, ObjectTree, Proof};
+use plumb_objects::{FillError, NodePos, ObjectBytes, ObjectTree, Proof};
 use plumb_wire::{ExecId, Message, ObjectChildren, ObjectNode, ObjectPayload, Principal, Seq};
 use std::collections::BTreeSet;
 
@@ -34,6 +34,8 @@ use std::collections::BTreeSet;
 const OBJECTS_IN_FLIGHT: usize = crate::object_transfer::OBJECTS_PER_FETCH;
 /// Missing subtrees whose children are asked for at once by the background fill.
 const NODES_IN_FLIGHT: usize = crate::object_transfer::NODES_PER_FETCH;
+/// Learned batches after the next one whose objects are asked for with its own.
+const LOOKAHEAD: usize = 32;
 
 /// What a replica holding part of the state is fetching, and from whom.
 #[derive(Debug)]
@@ -46,15 +48,19 @@ pub(crate) struct OnDemand {
     /// when it sends something that does not verify.
     peer: ExecId,
     progressed: bool,
+    /// What the replica held before the load: a missing subtree whose digest this tree has
+    /// too is taken from it instead of fetched ([`ObjectTree::graft`]).
+    base: ObjectTree,
 }
 
 impl OnDemand {
-    fn new(peer: ExecId) -> OnDemand {
+    fn new(peer: ExecId, base: ObjectTree) -> OnDemand {
         OnDemand {
             asked_objects: BTreeSet::new(),
             asked_nodes: BTreeSet::new(),
             peer,
             progressed: false,
+            base,
         }
     }
 }
@@ -98,6 +104,13 @@ impl<A: Application> ExecReplica<A> {
         let (Some(state), Some(app)) = (self.objects.as_mut(), self.app.objects()) else {
             return;
         };
+        // Loading again before the fill was done: what the last load's former state still
+        // had to give joins the tree first, so the next load can keep it too.
+        if let Some(previous) = state.on_demand.take() {
+            for pos in state.live.missing_positions(usize::MAX) {
+                state.live.graft(pos, &previous.base);
+            }
+        }
         // The objects held before were moved into the live tree by the caller: from now on
         // the application holds exactly the objects filled in.
         let mut ok = true;
@@ -108,48 +121,60 @@ impl<A: Application> ExecReplica<A> {
         if !ok {
             self.counters.add("load-cp-app-rejected");
         }
-        state.live = tree.clone();
-        state.on_demand = Some(OnDemand::new(peer));
+        let base = std::mem::replace(&mut state.live, tree.clone());
+        state.on_demand = Some(OnDemand::new(peer, base));
         self.counters.add("load-cp-on-demand");
         self.finish_load(loading.seq, loading.token, cp, bytes, Some(tree), out);
         self.fill_in_background(out);
     }
 
     /// Whether batch `seq` (learned, with its bodies) may execute now: it may unless this
-    /// replica lacks objects the batch may use, in which case they are asked for.
+    /// replica lacks objects the batch may use. What it and the next [`LOOKAHEAD`] learned
+    /// batches lack is asked for together, so a run of batches waits about one round trip
+    /// rather than one per batch.
     pub(crate) fn objects_ready(&mut self, seq: Seq, out: &mut Vec<Action>) -> bool {
         if !self.holds_part() {
             return true;
         }
-        let Some(learned) = self.learning.learned.get(&seq) else {
-            return false;
-        };
-        let set = batch_access_set(&mut self.app, learned);
         let Some(state) = self.objects.as_ref() else {
             return true;
         };
         let live = &state.live;
-        let missing = match set.ids() {
-            Some(ids) => live.missing_of(ids),
-            // The whole state: only the background fill can give it.
-            None if live.is_complete() => Vec::new(),
-            None => {
-                self.counters.add("on-demand-waits-for-fill");
-                self.fill_in_background(out);
-                return false;
+        let (mut ready, mut needs_all) = (true, false);
+        let mut wanted: Vec<ObjectId> = Vec::new();
+        for (s, learned) in self.learning.learned.range(seq..).take(LOOKAHEAD) {
+            if !learned.complete() {
+                continue;
             }
-        };
-        #[cfg(feature = "sabotage")]
-        let missing: Vec<ObjectId> = missing
-            .into_iter()
-            .filter(|id| !state.unverified.contains(id))
-            .collect();
-        if missing.is_empty() {
-            return true;
+            let missing = match batch_access_set(&mut self.app, learned).ids() {
+                Some(ids) => live.missing_of(ids),
+                // The whole state: only the background fill can give it.
+                None => {
+                    needs_all |= *s == seq && !live.is_complete();
+                    Vec::new()
+                }
+            };
+            #[cfg(feature = "sabotage")]
+            let missing: Vec<ObjectId> = missing
+                .into_iter()
+                .filter(|id| !state.unverified.contains(id))
+                .collect();
+            ready &= *s != seq || missing.is_empty();
+            wanted.extend(missing);
+            if wanted.len() >= OBJECTS_IN_FLIGHT {
+                break;
+            }
         }
-        self.counters.add("on-demand-batch-waits");
-        self.ask_objects(missing, out);
-        false
+        if needs_all {
+            self.counters.add("on-demand-waits-for-fill");
+            self.fill_in_background(out);
+            return false;
+        }
+        if !ready {
+            self.counters.add("on-demand-batch-waits");
+        }
+        self.ask_objects(wanted, out);
+        ready
     }
 
     /// The newest checkpoint this replica holds: what it asks peers to serve objects of.
@@ -187,9 +212,50 @@ impl<A: Application> ExecReplica<A> {
         self.send(Principal::Exec(peer), &msg, out);
     }
 
-    /// The background fill: ask for the children of missing subtrees, and for the objects at
-    /// missing leaves, as much as fits beside what is in flight.
+    /// Take from the state held before the load every missing subtree it holds unchanged (its
+    /// digest the same), and give the application their objects back.
+    fn graft_from_base(&mut self) {
+        let Some(state) = self.objects.as_mut() else {
+            return;
+        };
+        let Some(od) = state.on_demand.as_ref() else {
+            return;
+        };
+        let mut taken: Vec<ObjectId> = Vec::new();
+        for pos in state
+            .live
+            .missing_positions(NODES_IN_FLIGHT + OBJECTS_IN_FLIGHT)
+        {
+            if let Some(ids) = state.live.graft(pos, &od.base) {
+                taken.extend(ids);
+            }
+        }
+        if taken.is_empty() {
+            return;
+        }
+        let live = state.live.clone();
+        let Some(app) = self.app.objects() else {
+            return;
+        };
+        let mut ok = true;
+        for id in &taken {
+            ok &= app.load_object(*id, live.get(*id).map(|b| &b[..])).is_ok();
+        }
+        if !ok {
+            self.counters.add("on-demand-app-rejected");
+        }
+        self.counters
+            .add_n("on-demand-objects-kept", taken.len() as u64);
+    }
+
+    /// The background fill: keep what did not change since before the load, then ask for the
+    /// children of missing subtrees and for the objects at missing leaves, as much as fits
+    /// beside what is in flight.
     pub(crate) fn fill_in_background(&mut self, out: &mut Vec<Action>) {
+        self.graft_from_base();
+        if self.finish_fill_if_whole(out) {
+            return;
+        }
         let seq = self.fetch_seq();
         let Some(state) = self.objects.as_mut() else {
             return;
@@ -222,8 +288,11 @@ impl<A: Application> ExecReplica<A> {
     }
 
     /// Catch-up period: ask again for whatever is still missing, from the next peer if this
-    /// one made no progress.
+    /// one made no progress. A peer that answers keeps the background fill's requests
+    /// (object_transfer.rs says why); only the objects the next batch waits for are asked
+    /// again, a few, so that one lost request does not hold the batch until the fill is done.
     pub(crate) fn on_demand_tick(&mut self, out: &mut Vec<Action>) {
+        let urgent = self.next_batch_missing();
         let next = self
             .objects
             .as_ref()
@@ -242,11 +311,31 @@ impl<A: Application> ExecReplica<A> {
             od.peer = next;
             self.counters.add("on-demand-peer-changed");
         }
-        od.asked_objects.clear();
-        od.asked_nodes.clear();
+        if od.progressed {
+            for id in &urgent {
+                od.asked_objects.remove(id);
+            }
+        } else {
+            od.asked_objects.clear();
+            od.asked_nodes.clear();
+        }
         od.progressed = false;
         self.execute_ready(out);
         self.fill_in_background(out);
+    }
+
+    /// The objects the next batch may use that this replica lacks (none if the batch is not
+    /// learned with its bodies yet).
+    fn next_batch_missing(&mut self) -> Vec<ObjectId> {
+        let next = self.executed.next_seq;
+        let Some(learned) = self.learning.learned.get(&next).filter(|l| l.complete()) else {
+            return Vec::new();
+        };
+        let set = batch_access_set(&mut self.app, learned);
+        match (set.ids(), self.objects.as_ref()) {
+            (Some(ids), Some(state)) => state.live.missing_of(ids),
+            _ => Vec::new(),
+        }
     }
 
     /// Peer `e` answered something that does not verify: if it is the one asked, ask the next.
@@ -294,6 +383,11 @@ impl<A: Application> ExecReplica<A> {
                     if filled {
                         self.use_fetched_object(before, id, bytes, out);
                     }
+                }
+                // Held already with other bytes: an answer that came after the object was
+                // taken from the former state and written since; not a lie.
+                Err(FillError::HeldOtherwise(_)) => {
+                    self.counters.add("on-demand-object-stale");
                 }
                 Err(_) => {
                     lied = true;
@@ -374,19 +468,56 @@ impl<A: Application> ExecReplica<A> {
         self.after_fill(out);
     }
 
-    /// After objects or nodes came in: hold everything again, or go on fetching; execute
-    /// whatever waited.
-    fn after_fill(&mut self, out: &mut Vec<Action>) {
-        let complete = self
-            .objects
-            .as_ref()
-            .is_some_and(|o| o.live.is_complete() && o.on_demand.is_some());
-        if complete {
-            if let Some(state) = self.objects.as_mut() {
-                state.on_demand = None;
-            }
-            self.counters.add("on-demand-fill-complete");
+    /// Whether the replica holds every object again; if it just came to, it stops fetching
+    /// and lets go of the state from before the load.
+    fn finish_fill_if_whole(&mut self, out: &mut Vec<Action>) -> bool {
+        let Some(state) = self.objects.as_mut() else {
+            return true;
+        };
+        if state.on_demand.is_none() {
+            return true;
         }
+        if !state.live.is_complete() {
+            return false;
+        }
+        state.on_demand = None;
+        self.counters.add("on-demand-fill-complete");
+        self.complete_held_checkpoints(out);
+        true
+    }
+
+    /// The fill is done: each checkpoint taken while part of the state was missing takes its
+    /// missing subtrees from the whole state where nothing changed since (equal digests), and
+    /// one that is whole then is written and its token sent, as if taken now. Without this a
+    /// group whose order window is full, so that no next checkpoint comes, waits for tokens
+    /// nobody sends (sim seed 42, `--app redis --partial`: two replicas had loaded on demand
+    /// and the stable checkpoint stayed two intervals behind).
+    fn complete_held_checkpoints(&mut self, out: &mut Vec<Action>) {
+        let Some(live) = self.objects.as_ref().map(|o| o.live.clone()) else {
+            return;
+        };
+        let mut completed = Vec::new();
+        for (seq, held) in self.transfer.held.iter_mut() {
+            let Some(tree) = held.tree.as_mut().filter(|t| !t.is_complete()) else {
+                continue;
+            };
+            for pos in tree.missing_positions(usize::MAX) {
+                tree.graft(pos, &live);
+            }
+            if tree.is_complete() {
+                completed.push((*seq, held.token, held.bytes.clone(), tree.clone()));
+            }
+        }
+        for (seq, token, bytes, tree) in completed {
+            self.counters.add("on-demand-checkpoint-completed");
+            self.persist_checkpoint(seq, bytes, Some(&tree), out);
+            self.send_to_order(&Message::CpToken { seq, token }, out);
+        }
+    }
+
+    /// After objects or nodes came in: execute whatever waited, then go on filling.
+    fn after_fill(&mut self, out: &mut Vec<Action>) {
+        self.finish_fill_if_whole(out);
         self.execute_ready(out);
         self.fill_in_background(out);
     }

@@ -897,3 +897,36 @@ fn reports_go_to_every_order_replica_eight_batches_at_a_time_and_the_rest_on_the
     assert_eq!(observed, (1..=11).collect::<Vec<_>>());
     assert!(sent(&silent_peer_period(&mut a)).is_empty());
 }
+
+#[test]
+fn loading_on_demand_keeps_what_did_not_change_and_fetches_only_the_rest() {
+    let mut net = Net::new(2);
+    Arc::make_mut(&mut net.cfg).load_objects_on_demand = true;
+    let (mut a, out) = object_leader(&net, 12);
+    let (_, token) = *checkpoint_taken(&out).last().unwrap();
+    // b executed up to 10 and missed 11 and 12, as in the tree-walk test.
+    let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
+    net.learn_all(&mut b, Seq(1), &puts(Seq(1), 10));
+    load_cp(&net, &mut b, Seq(12), token, &[0, 1]);
+    let fetch = Message::FetchExecCp { seq: Seq(12) };
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
+    let cp = net.sent_to(&served, Principal::Exec(ExecId(1)));
+    let out = net.deliver(&mut b, Principal::Exec(ExecId(0)), &cp[0]);
+    assert_eq!(b.next_seq(), Seq(13));
+    // Replica 2 (asked first) is silent; replica 0 serves the walk.
+    let out = [out, silent_peer_period(&mut b)].concat();
+    pump(&net, &mut a, &mut b, out);
+    assert_eq!(b.counters().get("on-demand-fill-complete"), 1);
+    assert_eq!(b.app().state_digest(), a.app().state_digest());
+    // Only the buckets batches 11 and 12 wrote were fetched; the others were kept.
+    let differing = buckets_of_puts(Seq(11), 2).len() as u64;
+    assert_eq!(b.counters().get("on-demand-objects"), differing);
+    let held = a
+        .app()
+        .map
+        .keys()
+        .map(|k| bucket(k))
+        .collect::<BTreeSet<_>>()
+        .len() as u64;
+    assert_eq!(b.counters().get("on-demand-objects-kept"), held - differing);
+}

@@ -315,6 +315,37 @@ impl ObjectTree {
         Ok(true)
     }
 
+    /// Hold the missing subtree at `pos` as `from` holds it, if `from`'s subtree there has the
+    /// same digest (and holds more than the digest): a replica that loads a checkpoint keeps
+    /// the parts of its former state that did not change, without fetching them. Returns the
+    /// ids of the non-empty objects now held there, or `None` if nothing was taken (`pos` is
+    /// not missing here, or `from` differs or holds only the digest). The digest proves the
+    /// contents equal, so nothing else is checked.
+    pub fn graft(&mut self, pos: NodePos, from: &ObjectTree) -> Option<Vec<ObjectId>> {
+        if self.bits != from.bits || !pos.is_valid(self.bits) {
+            return None;
+        }
+        let here = self.node(pos).ok()??;
+        if !here.is_missing() {
+            return None;
+        }
+        let there = from.node(pos).ok()??;
+        if there.is_missing() || there.digest() != here.digest() {
+            return None;
+        }
+        let there = there.clone();
+        let mut counts = (0u64, 0u64);
+        count_node(&there, &mut counts);
+        let height = pos.height(self.bits);
+        let mut ids = Vec::new();
+        collect_ids(&there, pos.index << height, height, &mut ids);
+        self.root = replace_node(self.root.as_ref(), pos, there);
+        self.len += counts.0;
+        self.missing = self.missing - 1 + counts.1;
+        self.debug_check();
+        Some(ids)
+    }
+
     /// Let go of the objects under `pos`, keeping its digest: they are missing from now on
     /// (a replica that hands state back, or a test that makes a partial tree). Nothing to do
     /// for an empty or already missing subtree, or a position outside the tree.

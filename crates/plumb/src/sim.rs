@@ -61,7 +61,7 @@ pub struct SimArgs {
     sketcher: bool,
     /// Execution replicas load checkpoints on demand and hold part of the state until their
     /// background fill is done (docs/objects.md "Partial state"); one correct execution
-    /// replica loses its disk mid-run and half the faulty ones serve wrong objects.
+    /// replica loses its disk mid-run and three in four faulty ones serve wrong objects.
     #[arg(long)]
     partial: bool,
     /// The linearizability checker's step budget per partition. A history it cannot decide

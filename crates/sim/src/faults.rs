@@ -772,12 +772,12 @@ pub fn secs(t: Micros) -> String {
 /// `--partial` (docs/objects.md "Partial state"), where execution replicas load checkpoints on
 /// demand: so that every seed holds part of the state somewhere, one correct execution replica
 /// loses its disk mid-run (within the stage's fault budget in a liveness seed) and comes back
-/// to load the stable checkpoint on demand; half the faulty execution replicas serve wrong
+/// to load the stable checkpoint on demand; three in four faulty execution replicas serve wrong
 /// objects and tree nodes. Drawn from its own stream: the rest of the seed stays as it was.
 pub fn hold_part_of_the_state(plan: &mut FaultPlan, q: &Quorums, heal_at: Micros, seed: u64) {
     let mut rng = SimRng::new(seed, "partial state");
     for (p, behaviour) in plan.byzantine.iter_mut() {
-        if matches!(p, Principal::Exec(_)) && rng.chance(0.5) {
+        if matches!(p, Principal::Exec(_)) && rng.chance(0.75) {
             *behaviour = Behaviour::WrongCheckpoint;
         }
     }

@@ -81,7 +81,7 @@ pub struct SimOptions {
     pub sketcher: bool,
     /// Execution replicas load checkpoints on demand and hold part of the state until their
     /// background fill is done (`load_objects_on_demand`, docs/objects.md "Partial state"); a
-    /// correct one loses its disk mid-run, and half the faulty ones serve wrong objects.
+    /// correct one loses its disk mid-run, and three in four faulty ones serve wrong objects.
     pub partial: bool,
     /// The linearizability checker's step budget per partition; a history it cannot decide
     /// within it is reported as undecided, which fails the seed like a violation.

@@ -177,6 +177,41 @@ proptest! {
         prop_assert_eq!(part.diff(&whole), Ok(vec![]));
         part.check_invariants();
     }
+
+    /// Grafting from a former state: every subtree whose digest is unchanged is taken as the
+    /// former state holds it, the rest stays missing; filling the rest gives the new tree.
+    #[test]
+    fn grafting_keeps_exactly_the_unchanged_subtrees(objs in objects(6), changes in objects(6)) {
+        let old = tree_of(6, &objs);
+        let mut new = old.clone();
+        new.apply_vecs(changes.iter().map(|(k, v)| (ObjectId(*k), (!v.is_empty()).then(|| v.clone())))).unwrap();
+        let mut part = ObjectTree::pruned(6, new.root()).unwrap();
+        let mut kept = Vec::new();
+        // Walk down: graft where possible, else expand with the new tree's children.
+        while let Some(&pos) = part.missing_positions(1).first() {
+            if let Some(ids) = part.graft(pos, &old) {
+                prop_assert_eq!(old.node_digest(pos), new.node_digest(pos));
+                kept.extend(ids);
+                continue;
+            }
+            prop_assert_ne!(old.node_digest(pos), new.node_digest(pos));
+            if pos.depth == 6 {
+                let id = ObjectId(pos.index);
+                prop_assert_eq!(part.fill(id, new.get(id).cloned(), &new.proof(id).unwrap()), Ok(true));
+            } else {
+                let (l, r) = new.children(pos).unwrap();
+                prop_assert_eq!(part.expand_missing(pos, l, r), Ok(true));
+            }
+            part.check_invariants();
+        }
+        prop_assert_eq!(part.root(), new.root());
+        prop_assert_eq!(part.diff(&new), Ok(vec![]));
+        for id in kept {
+            prop_assert_eq!(old.get(id), new.get(id));
+        }
+        // Nothing to take where nothing is missing.
+        prop_assert_eq!(part.graft(NodePos::ROOT, &old), None);
+    }
 }
 
 #[test]
