@@ -8,6 +8,7 @@ pub mod load;
 pub mod plumb;
 pub mod prophecy;
 pub mod readwork;
+pub mod recovery;
 pub mod report;
 pub mod scenario;
 pub mod speculation;

@@ -52,6 +52,9 @@ pub struct Plumb {
     /// Dropped after the last session: the pool stops its thread when dropped.
     pool: Arc<Pool>,
     nodes: Vec<ServerProcess>,
+    /// The node binary and the cluster file: what a restarted node runs with.
+    exe: PathBuf,
+    config: PathBuf,
 }
 
 impl Plumb {
@@ -140,6 +143,8 @@ impl Plumb {
             cluster,
             pool: Arc::new(pool),
             nodes,
+            exe: exe.to_path_buf(),
+            config: path.clone(),
         };
         let probe = plumb.app.write("bench:probe", b"");
         tokio::time::timeout(Duration::from_secs(30), plumb.pool.call(probe, false))
@@ -165,6 +170,48 @@ impl Plumb {
     /// The node processes' ids.
     pub fn node_pids(&self) -> Vec<u32> {
         self.nodes.iter().map(ServerProcess::pid).collect()
+    }
+
+    /// Node `id` loses power and its disk: killed (SIGKILL), its data directory deleted, then
+    /// started again with nothing (its order replica rejoins, its execution replica loads the
+    /// stable checkpoint). Every node of the cluster must be running.
+    pub fn restart_wiped(&mut self, id: u16) -> Result<(), String> {
+        let index = usize::from(id);
+        let old = self
+            .nodes
+            .get_mut(index)
+            .ok_or_else(|| format!("no running node {id}"))?;
+        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+        unsafe {
+            libc::kill(old.pid() as i32, libc::SIGKILL);
+        }
+        let _ = old.child.wait();
+        let data = plumb_node::default_data_dir(&self.cluster, id);
+        std::fs::remove_dir_all(&data)
+            .map_err(|e| format!("cannot delete {}: {e}", data.display()))?;
+        let logs = self.cluster.dir().join("logs");
+        self.nodes[index] = spawn_node(&self.exe, &self.config, id, &logs, None)?;
+        Ok(())
+    }
+
+    /// Node `id`'s `/status`, parsed.
+    pub async fn status(&self, id: u16) -> Option<serde_json::Value> {
+        let n = self.cluster.nodes.iter().find(|n| n.id == id)?;
+        let (code, body) = plumb_runtime::admin::get(n.admin, "/status").await.ok()?;
+        (code == 200)
+            .then(|| serde_json::from_slice(&body).ok())
+            .flatten()
+    }
+
+    /// Node `id`'s stage counters (`plumb_stage_events_total`), `principal/event` -> count.
+    pub async fn stage_events(&self, id: u16) -> Vec<(String, u64)> {
+        let Some(n) = self.cluster.nodes.iter().find(|n| n.id == id) else {
+            return Vec::new();
+        };
+        metrics(n.admin)
+            .await
+            .map(|t| labelled(&t, "plumb_stage_events_total"))
+            .unwrap_or_default()
     }
 }
 

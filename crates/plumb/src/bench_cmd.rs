@@ -2,6 +2,7 @@
 //! machine with the same load generator, and print, write and draw what it measured.
 
 mod nemesis;
+mod recovery;
 
 use clap::{Args, Subcommand};
 use plumb::cli::{runtime, terminated};
@@ -91,6 +92,11 @@ enum BenchCommand {
     /// Serve specbench unreplicated (one process, no replication, no disk): the baseline
     /// `bench speculation` starts. Runs until stopped.
     Unreplicated(UnreplicatedArgs),
+    /// A node that lost its disk: how soon its execution replica executes again and holds the
+    /// whole state, loading the stable checkpoint eagerly and on demand, by state size
+    /// (docs/objects.md "Loading on demand"). --csv writes
+    /// load,state_bytes,keys,fill_s,executing_ms,whole_ms,objects_fetched.
+    Recovery(recovery::RecoveryArgs),
 }
 
 #[derive(Args, Debug)]
@@ -588,6 +594,9 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
     if let Some(BenchCommand::Unreplicated(u)) = &a.command {
         return unreplicated_cmd(u);
     }
+    if let Some(BenchCommand::Recovery(r)) = &a.command {
+        return recovery::recovery_cmd(r);
+    }
     if let (None, Some(faults)) = (&a.command, &a.nemesis) {
         return nemesis::nemesis_cmd(&a, faults);
     }
@@ -626,7 +635,8 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
         Some(
             BenchCommand::Prophecy(_)
             | BenchCommand::Speculation(_)
-            | BenchCommand::Unreplicated(_),
+            | BenchCommand::Unreplicated(_)
+            | BenchCommand::Recovery(_),
         ) => unreachable!("handled above"),
         Some(BenchCommand::Matrix(m)) => (|| {
             let mut systems = Vec::new();
