@@ -353,13 +353,23 @@ impl ObjectTree {
         if !pos.is_valid(self.bits) {
             return;
         }
-        let mut replaced = None;
-        self.root = prune_node(self.root.as_ref(), pos, self.bits, &mut replaced);
-        // An empty subtree stays empty (and known), not missing: nothing replaced.
-        if let Some((objects, missing)) = replaced {
-            self.len -= objects;
-            self.missing = self.missing + 1 - missing;
+        // An empty subtree stays empty (and known), and one in or at a missing subtree is
+        // missing already: nothing to do for either.
+        let Ok(Some(node)) = self.node(pos) else {
+            return;
+        };
+        if node.is_missing() {
+            return;
         }
+        let node = node.clone();
+        let Some(digest_only) = missing(node.digest(), pos.height(self.bits)) else {
+            return;
+        };
+        let mut counts = (0u64, 0u64);
+        count_node(&node, &mut counts);
+        self.root = replace_node(self.root.as_ref(), pos, digest_only);
+        self.len -= counts.0;
+        self.missing = self.missing + 1 - counts.1;
         self.debug_check();
     }
 
@@ -695,41 +705,6 @@ fn expand(height: u8, id: u64, fill: &Fill<'_>, added: &mut u64) -> Option<Arc<N
         (sibling, below)
     };
     inner(left, right, bit)
-}
-
-/// The subtree with the node at `pos` (relative to this one, at `height`) replaced by its
-/// digest; `replaced` gets the held objects and missing subtrees the replaced node counted
-/// (a missing node on the way is replaced by itself).
-fn prune_node(
-    node: Option<&Arc<Node>>,
-    pos: NodePos,
-    height: u8,
-    replaced: &mut Option<(u64, u64)>,
-) -> Option<Arc<Node>> {
-    let node = node?;
-    if pos.depth == 0 || node.is_missing() {
-        let mut counts = (0u64, 0u64);
-        count_node(node, &mut counts);
-        *replaced = Some(counts);
-        return missing(node.digest(), height);
-    }
-    let bit = height - 1;
-    let right = (pos.index >> (pos.depth - 1)) & 1 == 1;
-    let below = NodePos {
-        depth: pos.depth - 1,
-        index: pos.index & ((1u64 << (pos.depth - 1)) - 1),
-    };
-    let (l, r) = node.children();
-    let (left, right) = if right {
-        (l.cloned(), prune_node(r, below, bit, replaced))
-    } else {
-        (prune_node(l, below, bit, replaced), r.cloned())
-    };
-    Some(Arc::new(Node::Inner {
-        digest: node.digest(),
-        left,
-        right,
-    }))
 }
 
 /// `node` (the subtree at relative position `pos`) with the node at `pos` replaced by
