@@ -7,6 +7,7 @@
 //! that correct replicas in the same state report equal bytes for every object.
 
 use crate::{AccessSet, LoadError};
+use plumb_wire::Micros;
 
 /// Largest number of id bits an application may use: the Merkle tree is that many levels deep,
 /// and a proof holds one sibling digest per level.
@@ -16,6 +17,17 @@ pub const OBJECT_ID_BITS_MAX: u8 = 32;
 /// checkpoints. Ids are below `2^object_id_bits()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ObjectId(pub u64);
+
+impl ObjectId {
+    /// The object a name falls in when names are hashed into `2^bits` buckets: the top `bits`
+    /// bits of the name's BLAKE3 digest. A stable id with no directory to agree on.
+    pub fn hashed(name: &[u8], bits: u8) -> ObjectId {
+        debug_assert!((1..=OBJECT_ID_BITS_MAX).contains(&bits));
+        let d = plumb_crypto::Digest::of(name);
+        let top = u32::from_be_bytes([d.0[0], d.0[1], d.0[2], d.0[3]]);
+        ObjectId(u64::from(top >> (32 - u32::from(bits))))
+    }
+}
 
 /// One object's new contents: its canonical bytes, or `None` for an empty (or deleted) object.
 /// An empty object and an object that never existed are the same thing.
@@ -53,14 +65,34 @@ pub trait ObjectState {
     /// The objects executing `op` may read or write ([`AccessSet`], docs/objects.md "Access
     /// sets"), known before it runs.
     ///
-    /// Must: depend on `op` alone (never on the state, the time or the client), and cover
-    /// every object that [`crate::Application::execute`] reads or changes for `op` in any
-    /// state, so that executing a batch on only its access sets' objects (with the metadata)
-    /// gives the same replies, pushes and writes as on the whole state. Metadata is not an
-    /// object: every replica holds it whole. The simulator checks this after every batch
-    /// (`access-set`). Default: [`AccessSet::All`], always right, and no replica can then
+    /// Must: depend on `op` and the metadata alone (never on objects, the time or the
+    /// client), and cover every object that [`crate::Application::execute`] reads or changes
+    /// for `op` in any state with that metadata, so that executing a batch on only its access
+    /// sets' objects (with the metadata) gives the same replies, pushes and writes as on the
+    /// whole state. Metadata is not an object: every replica holds it whole, and every replica
+    /// that executed the same batches holds the same. The simulator checks this after every
+    /// batch (`access-set`). Default: [`AccessSet::All`], always right, and no replica can then
     /// execute the operation without the whole state.
     fn access_set(&self, _op: &[u8]) -> AccessSet {
         AccessSet::All
+    }
+
+    /// The objects executing a whole batch of `ops` at agreed time `time` may read or write,
+    /// computed from the metadata as it is before the batch. It must cover what the
+    /// application changes at the batch's start, driven by the time (sessions that expire, say),
+    /// and each operation as it runs after the ones before it: an operation whose objects
+    /// depend on metadata that an earlier operation of the batch changes (the name a
+    /// sequential create picks) must have them here. Default: the union of the operations'
+    /// [`ObjectState::access_set`]s, right for an application with no time-driven changes
+    /// whose access sets depend on the operation alone.
+    fn batch_access_set(&self, ops: &[&[u8]], _time: Micros) -> AccessSet {
+        let mut set = AccessSet::Objects(Vec::new());
+        for op in ops {
+            if set == AccessSet::All {
+                break;
+            }
+            set = set.union(self.access_set(op));
+        }
+        set
     }
 }

@@ -8,7 +8,9 @@ use plumb_core::{
     Action, DeliveredRequest, Observation, SlowRequest, StallStage, StoreOp, WaitReason,
 };
 use plumb_crypto::Digest;
-use plumb_wire::{BatchReport, ClientId, Message, Position, Principal, ReqNo, Seq, View};
+use plumb_wire::{
+    Batch, BatchReport, ClientId, Message, Micros, Position, Principal, ReqNo, Seq, View,
+};
 
 impl<A: Application> ExecReplica<A> {
     /// Deliver every batch from `next_seq` on that is learned and has all its bodies, in order:
@@ -101,7 +103,7 @@ impl<A: Application> ExecReplica<A> {
             .collect();
         if !null {
             // docs/protocol.md "Agreed time": strictly increasing whatever the batch times are.
-            let agreed = batch.time.max(self.executed.agreed_time.saturating_add(1));
+            let agreed = agreed_time(batch, self.executed.agreed_time);
             // Each command with the identity of its request, which its reply names.
             let commands: Vec<Command<'_>> = batch
                 .requests
@@ -306,4 +308,10 @@ impl<A: Application> ExecReplica<A> {
         self.divergence
             .forget_before(oldest.minus(self.interval()) + 1);
     }
+}
+
+/// The agreed time of `batch`, executed after a batch of agreed time `before`
+/// (docs/protocol.md "Agreed time"): strictly increasing whatever the batch times are.
+pub(crate) fn agreed_time(batch: &Batch, before: Micros) -> Micros {
+    batch.time.max(before.saturating_add(1))
 }

@@ -21,12 +21,15 @@
 //! before the load; the first checkpoint after the fill is written as a delta against them.
 
 use crate::checkpoint::ObjectsRoot;
+use crate::execute::agreed_time;
 use crate::learn::Learned;
 use crate::ExecReplica;
 use plumb_app::{AccessSet, Application, ObjectId};
 use plumb_core::{Action, DropReason, Observation};
 use plumb_objects::{FillError, NodePos, ObjectBytes, ObjectTree, Proof};
-use plumb_wire::{ExecId, Message, ObjectChildren, ObjectNode, ObjectPayload, Principal, Seq};
+use plumb_wire::{
+    ExecId, Message, Micros, ObjectChildren, ObjectNode, ObjectPayload, Principal, Seq,
+};
 use std::collections::BTreeSet;
 
 /// Objects asked for at once, the batch's and the background fill's together (one message's
@@ -65,25 +68,23 @@ impl OnDemand {
     }
 }
 
-/// The objects batch `learned` may use: the union of its operations' access sets. Copies of
-/// requests already executed are included (harmless: they are fetched, not used).
-fn batch_access_set<A: Application>(app: &mut A, learned: &Learned) -> AccessSet {
+/// The objects batch `learned` may use at agreed time `time`
+/// ([`plumb_app::ObjectState::batch_access_set`]). Copies of requests already executed are
+/// included (harmless: they are fetched, not used). Exact for the next batch to execute, whose
+/// agreed time and metadata are known; for a later batch it is computed from today's metadata
+/// and its proposed time, a guess that only decides what is fetched ahead.
+fn batch_access_set<A: Application>(app: &mut A, learned: &Learned, time: Micros) -> AccessSet {
     let Some(objects) = app.objects() else {
         return AccessSet::All;
     };
-    let mut set = AccessSet::Objects(Vec::new());
-    for op in learned.bodies.iter().flatten() {
-        set = set.union(objects.access_set(op));
-        if set == AccessSet::All {
-            break;
-        }
-    }
-    set
+    let ops: Vec<&[u8]> = learned.bodies.iter().flatten().map(Vec::as_slice).collect();
+    objects.batch_access_set(&ops, time)
 }
 
 impl<A: Application> ExecReplica<A> {
-    /// Whether the replica holds only part of its objects.
-    pub(crate) fn holds_part(&self) -> bool {
+    /// Whether the replica holds only part of its objects (it loaded on demand and has not
+    /// filled the rest yet).
+    pub fn holds_part(&self) -> bool {
         self.objects.as_ref().is_some_and(|o| o.on_demand.is_some())
     }
 
@@ -140,13 +141,19 @@ impl<A: Application> ExecReplica<A> {
             return true;
         };
         let live = &state.live;
+        let agreed_before = self.executed.agreed_time;
         let (mut ready, mut needs_all) = (true, false);
         let mut wanted: Vec<ObjectId> = Vec::new();
         for (s, learned) in self.learning.learned.range(seq..).take(LOOKAHEAD) {
             if !learned.complete() {
                 continue;
             }
-            let missing = match batch_access_set(&mut self.app, learned).ids() {
+            let time = if *s == seq {
+                agreed_time(&learned.batch, agreed_before)
+            } else {
+                learned.batch.time
+            };
+            let missing = match batch_access_set(&mut self.app, learned, time).ids() {
                 Some(ids) => live.missing_of(ids),
                 // The whole state: only the background fill can give it.
                 None => {
@@ -331,7 +338,8 @@ impl<A: Application> ExecReplica<A> {
         let Some(learned) = self.learning.learned.get(&next).filter(|l| l.complete()) else {
             return Vec::new();
         };
-        let set = batch_access_set(&mut self.app, learned);
+        let time = agreed_time(&learned.batch, self.executed.agreed_time);
+        let set = batch_access_set(&mut self.app, learned, time);
         match (set.ids(), self.objects.as_ref()) {
             (Some(ids), Some(state)) => state.live.missing_of(ids),
             _ => Vec::new(),

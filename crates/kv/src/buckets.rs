@@ -3,7 +3,6 @@
 //! checkpoint.
 
 use plumb_app::ObjectId;
-use plumb_crypto::Digest;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// Bits of a bucket id: the store has `2^BUCKET_BITS` buckets.
@@ -11,9 +10,7 @@ pub const BUCKET_BITS: u8 = 22;
 
 /// The bucket (object) holding `key`: the top [`BUCKET_BITS`] bits of its BLAKE3 digest.
 pub fn bucket_of(key: &[u8]) -> ObjectId {
-    let d = Digest::of(key);
-    let top = u32::from_be_bytes([d.0[0], d.0[1], d.0[2], d.0[3]]);
-    ObjectId(u64::from(top >> (32 - u32::from(BUCKET_BITS))))
+    ObjectId::hashed(key, BUCKET_BITS)
 }
 
 /// The keys of each non-empty bucket and the buckets written since the last object checkpoint.

@@ -1,9 +1,10 @@
 //! access-set: an operation uses only the objects its access set names
 //! ([`ObjectState::access_set`], docs/objects.md "Access sets"). Each batch of the reference
 //! replay runs a second time on a fresh instance that holds only the objects of its requests'
-//! access sets, with the metadata, as a replica holding part of the state would run it after
-//! fetching them: the replies, the pushes and every object written must be the same, and no
-//! object outside the access sets may change. A batch with an operation of the whole state
+//! access sets (the batch's [`ObjectState::batch_access_set`]), with the metadata, as a
+//! replica holding part of the state would run it after fetching them: the replies, the
+//! pushes and every object written must be the same, and no object outside the access sets
+//! may change. A batch with an operation of the whole state
 //! ([`AccessSet::All`]) needs everything anyway and is not run twice.
 
 use crate::app::SimApp;
@@ -89,10 +90,8 @@ impl AccessCheck {
             return (store.execute(seq, commands, nd), writes, None);
         };
         let sets: Vec<AccessSet> = commands.iter().map(|c| objects.access_set(c.op)).collect();
-        let union = sets
-            .iter()
-            .cloned()
-            .fold(AccessSet::Objects(Vec::new()), AccessSet::union);
+        let ops: Vec<&[u8]> = commands.iter().map(|c| c.op).collect();
+        let union = objects.batch_access_set(&ops, nd.time);
         let metadata = objects.object_metadata();
         let mut partial = match (&union, self.broken) {
             (AccessSet::Objects(ids), false) => Some(self.partial(app, ids, &metadata, seq)),
@@ -141,6 +140,13 @@ impl AccessCheck {
         let objects = partial
             .objects()
             .ok_or_else(|| format!("batch {seq}: a fresh instance keeps no objects"))?;
+        // A fresh instance may start with objects of its own (the coordination service's
+        // initial nodes): it lets go of them, as a replica loading on demand does.
+        for (id, _) in objects.take_changed_objects() {
+            objects
+                .load_object(id, None)
+                .map_err(|e| format!("batch {seq}: object {} does not drop: {e}", id.0))?;
+        }
         for id in ids {
             if let Some(b) = self.objects.get(id) {
                 objects

@@ -25,7 +25,10 @@ pub struct ExecEnd {
     pub p: Principal,
     /// Batches it has executed (its next batch minus one).
     pub executed: Seq,
-    pub state: Digest,
+    /// The digest of its application's state; `None` while it holds part of the state (loaded
+    /// on demand, not yet filled), whose digest is not the state's: what it holds is checked
+    /// object by object instead (`object-verified`, and `ES-report` for what it writes).
+    pub state: Option<Digest>,
 }
 
 struct Replay {
@@ -304,11 +307,14 @@ pub fn check_replies<A: SimApp>(
         }
     }
     for e in execs {
+        let Some(state) = e.state else {
+            continue;
+        };
         match reference.states.get(&e.executed) {
-            Some(d) if *d != e.state => {
+            Some(d) if *d != state => {
                 let detail = format!(
                     "{} state after {} batches is {:?}, the reference is {d:?}",
-                    e.p, e.executed, e.state
+                    e.p, e.executed, state
                 );
                 checker.violate("ES-state", detail);
             }
@@ -413,7 +419,7 @@ mod tests {
             &[ExecEnd {
                 p: Principal::Exec(ExecId(1)),
                 executed: Seq(2),
-                state,
+                state: Some(state),
             }],
         );
         c.violations().iter().map(|v| v.property).collect()

@@ -118,7 +118,7 @@ impl<A: SimApp> World<'_, A> {
                 Some(StageBox::Exec(e)) => Some(ExecEnd {
                     p: n.p,
                     executed: e.next_seq().minus(1),
-                    state: e.app().state_digest(),
+                    state: (!e.holds_part()).then(|| e.app().state_digest()),
                 }),
                 _ => None,
             })
