@@ -20,7 +20,7 @@ use crate::acl::{self, Identity};
 use crate::op::*;
 use crate::path;
 use crate::session::{self, Session};
-use crate::tree::{NodeKind, Tree, Znode, CONTAINER_OWNER, MAX_TTL_MS, TTL_BITS};
+use crate::tree::{sequence_number, NodeKind, Tree, Znode, CONTAINER_OWNER, MAX_TTL_MS, TTL_BITS};
 use crate::watch::{Class, Watches};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
@@ -75,7 +75,7 @@ enum Change {
 
 type Outcome<T> = Result<T, ErrorCode>;
 
-fn ms(now: Micros) -> i64 {
+pub(crate) fn ms(now: Micros) -> i64 {
     i64::try_from(now / 1000).unwrap_or(i64::MAX)
 }
 
@@ -85,14 +85,6 @@ fn check_version(expected: i32, current: i32) -> Outcome<()> {
     } else {
         Err(ErrorCode::BadVersion)
     }
-}
-
-/// The number a sequential create under a node with `stat` appends: ZooKeeper's count of the
-/// children ever created under it. ZooKeeper stores that count and serves `cversion` as twice
-/// it less the children there are now (creates plus deletes), so the count is
-/// (`cversion` + `numChildren`) / 2; after a delete it is not `cversion`.
-pub fn sequence_number(stat: &Stat) -> i64 {
-    (i64::from(stat.cversion) + i64::from(stat.num_children)) / 2
 }
 
 fn valid(p: &str) -> Outcome<()> {
@@ -121,6 +113,12 @@ pub fn is_read_only(request: &Request) -> bool {
 impl CoordApp {
     pub fn new() -> CoordApp {
         CoordApp::default()
+    }
+
+    /// Forget the lower bound of the sessions' deadlines (a loaded state): the next batch
+    /// looks at every session.
+    pub(crate) fn forget_expiry_bound(&mut self) {
+        self.expiry = ExpiryBound::default();
     }
 
     /// The last zxid.
@@ -263,25 +261,10 @@ impl CoordApp {
         }
     }
 
-    /// Delete the containers and TTL nodes that qualify at `now`.
+    /// Delete the containers and TTL nodes that qualify at `now` (known from the indexes:
+    /// a replica holding part of the tree finds them without holding every timed node).
     pub fn reap_timed(&mut self, now: Micros) {
-        let now_ms = ms(now);
-        let doomed: Vec<String> = self
-            .tree
-            .timed()
-            .filter(|p| {
-                let Some(n) = self.tree.get(p) else {
-                    return false;
-                };
-                n.stat.num_children == 0
-                    && match n.kind() {
-                        NodeKind::Container => n.stat.cversion > 0,
-                        NodeKind::Ttl(ttl) => now_ms.saturating_sub(n.stat.mtime) > ttl,
-                        _ => false,
-                    }
-            })
-            .cloned()
-            .collect();
+        let doomed: Vec<String> = self.tree.indexes().due_at(ms(now)).cloned().collect();
         for p in doomed {
             self.zxid += 1;
             let zxid = self.zxid;
@@ -448,13 +431,15 @@ impl CoordApp {
             return Err(ErrorCode::NoAuth);
         }
         check_version(version, node.stat.version)?;
-        let node = self.tree.get_mut(path).ok_or(ErrorCode::NoNode)?;
-        node.data = data.to_vec();
-        node.stat.version = node.stat.version.wrapping_add(1);
-        node.stat.mzxid = zxid;
-        node.stat.mtime = ms(now);
-        node.stat.data_length = data.len() as i32;
-        Ok(node.stat)
+        self.tree
+            .update(path, |node| {
+                node.data = data.to_vec();
+                node.stat.version = node.stat.version.wrapping_add(1);
+                node.stat.mzxid = zxid;
+                node.stat.mtime = ms(now);
+                node.stat.data_length = data.len() as i32;
+            })
+            .ok_or(ErrorCode::NoNode)
     }
 
     fn check(&self, session: SessionId, path: &str, version: i32) -> Outcome<()> {
@@ -481,10 +466,12 @@ impl CoordApp {
             return Err(ErrorCode::NoAuth);
         }
         check_version(version, node.stat.aversion)?;
-        let node = self.tree.get_mut(path).ok_or(ErrorCode::NoNode)?;
-        node.acl = acl;
-        node.stat.aversion = node.stat.aversion.wrapping_add(1);
-        Ok(node.stat)
+        self.tree
+            .update(path, |node| {
+                node.acl = acl;
+                node.stat.aversion = node.stat.aversion.wrapping_add(1);
+            })
+            .ok_or(ErrorCode::NoNode)
     }
 
     /// One write as a transaction of its own: committed (a zxid taken, watches fired) if it
@@ -949,5 +936,9 @@ impl Application for CoordApp {
 
     fn state_digest(&self) -> Digest {
         Digest::of(&self.canonical_bytes())
+    }
+
+    fn objects(&mut self) -> Option<&mut dyn plumb_app::ObjectState> {
+        Some(self)
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! Files: `op.rs` (operations, replies, pushes and their encoding), `path.rs` (path rules),
 //! `tree.rs` (znodes and stats), `session.rs`, `watch.rs` (firing rules), `acl.rs`,
-//! `app.rs` (execution, the [`plumb_app::Application`] implementation) and `checkpoint.rs`.
+//! `app.rs` (execution, the [`plumb_app::Application`] implementation), `objects.rs` (the
+//! state as objects: buckets of nodes, the metadata, access sets) and `checkpoint.rs`.
 
 pub mod acl;
 mod app;
@@ -13,6 +14,7 @@ mod checkpoint;
 /// The ZooKeeper front end `plumb gateway` runs for a coordination cluster (feature `gateway`).
 #[cfg(feature = "gateway")]
 pub mod gateway;
+mod objects;
 mod op;
 pub mod path;
 pub mod session;
@@ -24,4 +26,5 @@ pub mod watch;
 
 pub use app::{is_read_only, CoordApp};
 pub use checkpoint::CHECKPOINT_VERSION;
+pub use objects::{BUCKET_VERSION, METADATA_VERSION};
 pub use op::*;

@@ -104,6 +104,144 @@ fn unmodified_zookeeper_clients() {
     c.assert_running();
 }
 
+/// A coordination node loses its whole data directory under ZooKeeper clients' writes and
+/// comes back loading on demand (docs/objects.md "Loading on demand", "The coordination
+/// service"): it adopts a checkpoint's root and metadata, fetches the buckets of each batch's
+/// nodes with proofs, fills the rest in the background; then, with another node down so that
+/// its execution replica's replies are needed, every node written before and after the wipe
+/// reads back as written, sequential names continue, and an ephemeral still goes with its
+/// session.
+#[test]
+fn coordination_node_wiped_loads_on_demand() {
+    const T: Duration = Duration::from_secs(30);
+    // Port slot 86: nodes from 29600.
+    let mut c = Cluster::init_with("zk-on-demand", 86, &["--app", "coord"]);
+    c.set_protocol("checkpoint_interval = 8\nload_objects_on_demand = true");
+    c.start_all();
+    c.wait_ready(Duration::from_secs(60));
+    let port = c.resp_port;
+    let rt = runtime();
+    let client = rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let addr = format!("127.0.0.1:{port}");
+            let mut connector = Client::connector();
+            connector.session_timeout(Duration::from_secs(20));
+            let connect = connector.connect(&addr);
+            if let Ok(Ok(client)) = tokio::time::timeout(Duration::from_secs(10), connect).await {
+                break client;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the ZooKeeper gateway did not take a session"
+            );
+        }
+    });
+    let persistent = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let sequential = CreateMode::PersistentSequential.with_acls(Acls::anyone_all());
+    let ephemeral = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    let mut expected: Vec<(String, Vec<u8>)> = Vec::new();
+    let write = |from: usize, to: usize, expected: &mut Vec<(String, Vec<u8>)>| {
+        rt.block_on(async {
+            for i in from..to {
+                let path = format!("/d/n-{i}");
+                let data = format!("value {i}").into_bytes();
+                client
+                    .create(&path, &data, &persistent)
+                    .await
+                    .expect("create");
+                expected.push((path, data));
+                let (_, seq) = client
+                    .create("/q/s-", b"", &sequential)
+                    .await
+                    .expect("sequential");
+                assert_eq!(seq.into_i64(), i as i64, "sequential names count on");
+            }
+        })
+    };
+    rt.block_on(async {
+        client.create("/d", b"", &persistent).await.unwrap();
+        client.create("/q", b"", &persistent).await.unwrap();
+    });
+    write(0, 60, &mut expected);
+    c.wait_stable_checkpoint(0, 16, T);
+
+    c.kill_node(2);
+    std::fs::remove_dir_all(c.data_dir(2)).unwrap();
+    write(60, 120, &mut expected);
+    c.start_node(2);
+    c.wait_ready(T);
+    // Writes move the stable checkpoint past everything node 2 holds: it must load one.
+    let start = Instant::now();
+    let mut next = 120;
+    while !c
+        .metrics(2)
+        .unwrap_or_default()
+        .contains("load-cp-on-demand")
+    {
+        assert!(
+            start.elapsed() < T,
+            "node 2 did not load on demand within {T:?}:\n{}",
+            c.metrics_summary(2)
+        );
+        write(next, next + 10, &mut expected);
+        next += 10;
+    }
+    // Node 1 down: every reply now needs node 2's execution replica.
+    c.kill_node(1);
+    rt.block_on(async {
+        let other = Client::connector()
+            .session_timeout(Duration::from_secs(20))
+            .connect(&format!("127.0.0.1:{port}"))
+            .await
+            .expect("a second session");
+        other
+            .create("/d/eph", b"", &ephemeral)
+            .await
+            .expect("ephemeral");
+        for (path, data) in &expected {
+            let (got, _) = client.get_data(path).await.expect("a node written before");
+            assert_eq!(&got, data, "{path}");
+        }
+        let children = client.list_children("/d").await.unwrap();
+        assert_eq!(children.len(), expected.len() + 1);
+        let (_, seq) = client.create("/q/s-", b"", &sequential).await.unwrap();
+        assert_eq!(seq.into_i64(), next as i64, "the sequence continues");
+        drop(other);
+        let deadline = Instant::now() + T;
+        while client.check_stat("/d/eph").await.unwrap().is_some() {
+            assert!(
+                Instant::now() < deadline,
+                "the ephemeral outlived its session"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let start = Instant::now();
+    while !c
+        .metrics(2)
+        .unwrap_or_default()
+        .contains("on-demand-fill-complete")
+    {
+        assert!(
+            start.elapsed() < T,
+            "node 2 did not fill within {T:?}:\n{}",
+            c.metrics_summary(2)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!(
+        "zk-on-demand: {} nodes read back after node 2 loaded on demand\n{}",
+        expected.len(),
+        c.metrics_summary(2)
+            .lines()
+            .filter(|l| l.contains("on-demand"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    c.assert_running();
+}
+
 async fn rust_crate(port: u16) {
     let addr = format!("127.0.0.1:{port}");
     let client = connect(port).await;
