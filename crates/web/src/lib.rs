@@ -8,20 +8,24 @@
 //!   and the batch's agreed time.
 //! - [`markup`]: the pages' tiny markup and HTML escaping (user HTML is never rendered raw).
 //! - [`date`]: dates from Unix time without a clock.
+//! - `objects`: the state as objects (pages in hash buckets; the directory as metadata) and
+//!   each operation's access set.
 //! - `gateway` (feature `gateway`): the HTTP/1.1 front end `plumb gateway` runs for a web
 //!   cluster.
 //!
 //! [`WikiApp`] is the [`Application`]: GETs answer the same on the ordered and the read-only
-//! path at the same state; a checkpoint is the canonical encoding of the whole state.
+//! path at the same state; its state is kept as objects (docs/objects.md).
 
 pub mod date;
 #[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod markup;
+mod objects;
 pub mod op;
 pub mod page_name;
 pub mod wiki;
 
+pub use objects::{bucket_of, PAGE_BUCKET_BITS};
 pub use op::{DecodeError, WebOp, WebResponse, MAX_FORM_BYTES};
 pub use wiki::Wiki;
 
@@ -58,35 +62,16 @@ impl WikiApp {
         if wiki.pages.len() > wiki::MAX_PAGES {
             return Err(corrupt(format!("{} pages", wiki.pages.len())));
         }
-        for (name, page) in &wiki.pages {
-            wiki::valid_name(name).map_err(|why| corrupt(format!("page {name:?}: {why}")))?;
-            if page.revisions.is_empty() || page.revisions.len() > wiki::MAX_REVISIONS_KEPT {
-                return Err(corrupt(format!(
-                    "page {name}: {} revisions kept",
-                    page.revisions.len()
-                )));
-            }
-            if page
-                .revisions
-                .windows(2)
-                .any(|w| w[1].number <= w[0].number)
-                || page.revisions[0].number == 0
-            {
-                return Err(corrupt(format!(
-                    "page {name}: revision numbers do not increase"
-                )));
-            }
-            if page
-                .revisions
-                .iter()
-                .any(|r| r.text.len() > wiki::MAX_PAGE_BYTES)
-            {
-                return Err(corrupt(format!(
-                    "page {name}: a revision over the size limit"
-                )));
-            }
+        if let Some(e) = wiki
+            .pages
+            .iter()
+            .find_map(|(n, p)| objects::page_error(n, p))
+        {
+            return Err(corrupt(e));
         }
-        let app = WikiApp { wiki };
+        let app = WikiApp {
+            wiki: Wiki::from_pages(wiki.pages, wiki.edits),
+        };
         if app.canonical_bytes() != bytes {
             return Err(corrupt("non-canonical encoding".into()));
         }
@@ -137,5 +122,9 @@ impl Application for WikiApp {
 
     fn state_digest(&self) -> Digest {
         Digest::of(&self.canonical_bytes())
+    }
+
+    fn objects(&mut self) -> Option<&mut dyn plumb_app::ObjectState> {
+        Some(self)
     }
 }

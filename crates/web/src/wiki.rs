@@ -19,7 +19,7 @@ use crate::op::{WebOp, WebResponse, MAX_FORM_BYTES};
 use plumb_crypto::Digest;
 use plumb_wire::Micros;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::page_name::{valid_name, MAX_NAME_LEN};
 /// The most bytes a page's text may hold (after decoding the form).
@@ -55,13 +55,42 @@ impl Page {
     }
 }
 
-/// The wiki's whole state: pages by name.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The wiki's whole state: pages by name. As objects (objects.rs), each page lives in a hash
+/// bucket of its name, and the directory and the edit count are the metadata.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Wiki {
+    /// The pages held (every page, unless the replica loaded on demand).
     pub pages: BTreeMap<String, Page>,
     /// Revisions saved since the wiki began (including those no longer kept).
     pub edits: u64,
+    /// Every page's latest revision: what the index lists and what a link's colour asks,
+    /// answered without holding the pages. Derived from `pages` on a whole wiki; metadata.
+    #[serde(skip)]
+    pub(crate) directory: BTreeMap<String, Latest>,
+    /// The names of the pages held in each bucket (derived from `pages`).
+    #[serde(skip)]
+    pub(crate) buckets: BTreeMap<u64, BTreeSet<String>>,
+    /// Buckets (object ids) written since the last call of `take_changed_objects`.
+    #[serde(skip)]
+    pub(crate) dirty: BTreeSet<u64>,
 }
+
+/// A page's latest revision, as the directory keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Latest {
+    pub number: u64,
+    pub time: Micros,
+}
+
+/// Two wikis are equal if they hold the same pages and counts (the directory follows from
+/// them, and what changed since a checkpoint is not state).
+impl PartialEq for Wiki {
+    fn eq(&self, other: &Wiki) -> bool {
+        self.pages == other.pages && self.edits == other.edits && self.directory == other.directory
+    }
+}
+
+impl Eq for Wiki {}
 
 /// The answer to an operation that could not be decoded.
 pub fn undecodable(why: &str) -> WebResponse {
@@ -72,11 +101,53 @@ pub fn undecodable(why: &str) -> WebResponse {
     )
 }
 
+/// A target's path, query and path segments, as the routes read them.
+fn route(target: &str) -> (&str, &str, Vec<&str>) {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    (path, query, path.split('/').skip(1).collect())
+}
+
 impl Wiki {
+    /// The page `op` reads or writes, if any: the object it needs beyond the metadata
+    /// (the index and `/new` need none; a link's colour asks the directory).
+    pub fn page_of(op: &WebOp) -> Option<String> {
+        let (WebOp::Get { target } | WebOp::Post { target, .. }) = op;
+        let (_, _, segments) = route(target);
+        match (op, segments.as_slice()) {
+            (WebOp::Get { .. }, ["wiki", name, ..]) | (WebOp::Post { .. }, ["wiki", name]) => {
+                page_name(name).ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// A wiki of `pages`: the directory derived, every page's bucket counted as written.
+    pub fn from_pages(pages: BTreeMap<String, Page>, edits: u64) -> Wiki {
+        let mut wiki = Wiki {
+            pages,
+            edits,
+            ..Wiki::default()
+        };
+        for (name, page) in &wiki.pages {
+            if let Some(r) = page.latest() {
+                wiki.directory.insert(
+                    name.clone(),
+                    Latest {
+                        number: r.number,
+                        time: r.time,
+                    },
+                );
+            }
+            let b = crate::objects::bucket_of(name).0;
+            wiki.buckets.entry(b).or_default().insert(name.clone());
+            wiki.dirty.insert(b);
+        }
+        wiki
+    }
+
     /// Answer a read (a GET) from the current state.
     pub fn get(&self, target: &str) -> WebResponse {
-        let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        let segments: Vec<&str> = path.split('/').skip(1).collect();
+        let (path, query, segments) = route(target);
         match segments.as_slice() {
             [""] => self.index(),
             ["new"] => self.new_page(query),
@@ -109,8 +180,7 @@ impl Wiki {
         body: &[u8],
         now: Micros,
     ) -> WebResponse {
-        let path = target.split_once('?').map_or(target, |(p, _)| p);
-        let segments: Vec<&str> = path.split('/').skip(1).collect();
+        let (path, _, segments) = route(target);
         let name = match segments.as_slice() {
             ["wiki", name] => match page_name(name) {
                 Ok(name) => name,
@@ -199,7 +269,7 @@ impl Wiki {
                 ),
             );
         }
-        if !self.pages.contains_key(&name) && self.pages.len() >= MAX_PAGES {
+        if !self.directory.contains_key(&name) && self.directory.len() >= MAX_PAGES {
             return error_page(
                 507,
                 "Wiki full",
@@ -228,6 +298,11 @@ impl Wiki {
         if page.revisions.len() > MAX_REVISIONS_KEPT {
             page.revisions.remove(0);
         }
+        self.directory
+            .insert(name.clone(), Latest { number, time: now });
+        let b = crate::objects::bucket_of(&name).0;
+        self.buckets.entry(b).or_default().insert(name.clone());
+        self.dirty.insert(b);
         self.edits += 1;
         saved(&location, &name, number)
     }
@@ -258,29 +333,27 @@ impl Wiki {
     }
 
     fn exists(&self, name: &str) -> bool {
-        self.pages.contains_key(name)
+        self.directory.contains_key(name)
     }
 
     fn index(&self) -> WebResponse {
         let mut body = String::from("<h1>All pages</h1>\n");
-        if self.pages.is_empty() {
+        if self.directory.is_empty() {
             body.push_str("<p>The wiki has no pages yet.</p>\n");
         } else {
             body.push_str("<ul id=\"pages\">\n");
-            for (name, page) in &self.pages {
-                if let Some(latest) = page.latest() {
-                    body.push_str(&format!(
-                        "<li><a href=\"/wiki/{name}\">{name}</a> <small>revision {}, {}</small></li>\n",
-                        latest.number,
-                        format_agreed_time(latest.time)
-                    ));
-                }
+            for (name, latest) in &self.directory {
+                body.push_str(&format!(
+                    "<li><a href=\"/wiki/{name}\">{name}</a> <small>revision {}, {}</small></li>\n",
+                    latest.number,
+                    format_agreed_time(latest.time)
+                ));
             }
             body.push_str("</ul>\n");
         }
         body.push_str(&format!(
             "<form action=\"/new\" method=\"get\"><label>New page: <input name=\"name\" maxlength=\"{MAX_NAME_LEN}\" pattern=\"[A-Za-z0-9_\\-]+\" required></label> <button type=\"submit\">Create</button></form>\n<p><small>{} pages, {} edits.</small></p>\n",
-            self.pages.len(),
+            self.directory.len(),
             self.edits
         ));
         ok(layout("All pages", &body))
