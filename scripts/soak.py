@@ -26,11 +26,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 # (application as `plumb sim` takes it, u, r): kv at every shape CI runs, the others at (1,1)
-# and (2,1). `partial` and `redis-partial` are kv and redis on replicas holding part of the
-# state (`--partial`).
+# and (2,1). `partial`, `redis-partial` and `coord-partial` are kv, redis and coord on replicas
+# holding part of the state (`--partial`).
 SHAPES = [("kv", 1, 0), ("kv", 1, 1), ("kv", 2, 1), ("kv", 0, 1)] + [
     (app, u, r)
-    for app in ["redis", "coord", "bank", "spec", "sketcher", "partial", "redis-partial"]
+    for app in [
+        "redis",
+        "coord",
+        "bank",
+        "spec",
+        "sketcher",
+        "partial",
+        "redis-partial",
+        "coord-partial",
+    ]
     for (u, r) in [(1, 1), (2, 1)]
 ]
 
