@@ -389,7 +389,6 @@ impl CoordApp {
             data: data.to_vec(),
             acl,
             stat,
-            children: BTreeSet::new(),
         };
         self.tree.insert(&path, node, zxid);
         Ok((path, stat))
@@ -546,7 +545,7 @@ impl CoordApp {
             MultiOp::GetChildren { path } => {
                 let n = self.node_for_read(session, path)?;
                 Ok(MultiResult::Children {
-                    children: n.children.iter().cloned().collect(),
+                    children: self.tree.children_of(path),
                     stat: n.stat,
                 })
             }
@@ -574,7 +573,7 @@ impl CoordApp {
             Request::GetChildren { path, .. } => {
                 let n = self.node_for_read(session, path)?;
                 Ok(Response::Children {
-                    children: n.children.iter().cloned().collect(),
+                    children: self.tree.children_of(path),
                     stat: n.stat,
                 })
             }

@@ -1,7 +1,7 @@
 //! The canonical encoding of the whole state, and loading it back.
 //!
 //! A checkpoint is [`CHECKPOINT_VERSION`], then postcard of the last zxid, the count of
-//! sessions opened, the nodes by path (with their children's names), the sessions by id
+//! sessions opened, the nodes by path (children are derived, not encoded), the sessions by id
 //! and the watches. Everything is a `BTreeMap`/`BTreeSet`, so equal states give equal bytes.
 //! Loading refuses trailing bytes, anything that does not re-encode to exactly the same bytes,
 //! and any state that breaks the tree's invariants (a missing parent, a child of an ephemeral,
@@ -17,8 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version byte of checkpoint encodings.
-/// 2: each node's children are encoded (they were derived from the paths).
-pub const CHECKPOINT_VERSION: u8 = 2;
+pub const CHECKPOINT_VERSION: u8 = 1;
 
 #[derive(Serialize)]
 struct StateRef<'a> {

@@ -1,7 +1,8 @@
 //! The coordination service as objects (docs/objects.md "The coordination service"): znodes
-//! fall into [`BUCKET_BITS`]-bit hash buckets of their paths, each bucket one object; the
-//! sessions, watches, the last zxid and the indexes ([`crate::tree::Indexes`]) are the
-//! metadata, which every replica holds whole.
+//! fall into [`BUCKET_BITS`]-bit hash buckets of their paths, each bucket one object, and each
+//! node's children's names into [`crate::tree::CHILD_CHUNKS`] chunks, hashed into as many
+//! objects again; the sessions, watches, the last zxid and the indexes
+//! ([`crate::tree::Indexes`]) are the metadata, which every replica holds whole.
 //!
 //! Why sessions and watches are metadata and not objects: a change fires the watches of any
 //! session, and an event is numbered and queued in the watching session's state; an
@@ -22,7 +23,10 @@ use crate::app::CoordApp;
 use crate::op::{CoordOp, MultiOp, Request, SessionId};
 use crate::path;
 use crate::session::Session;
-use crate::tree::{bucket_of, node_error, Indexes, Znode, BUCKET_BITS};
+use crate::tree::{
+    bucket_of, chunk_object, chunk_of, is_chunk_object, node_error, ChunkKey, Indexes, Znode,
+    BUCKET_BITS, CHILD_CHUNKS,
+};
 use crate::watch::Watches;
 use plumb_app::{AccessSet, LoadError, ObjectId, ObjectState, ObjectWrite};
 use plumb_wire::Micros;
@@ -57,11 +61,56 @@ struct Metadata {
 }
 
 impl CoordApp {
-    /// The canonical bytes of bucket `id` (`None` if it holds no node): version byte, then
-    /// postcard of its `(path, node)` pairs in path order.
+    /// The canonical bytes of object `id` (`None` if it holds nothing): version byte, then
+    /// postcard of its `(path, node)` pairs in path order, or for an object of children's
+    /// names its `((parent, chunk), names)` pairs in order.
     pub fn bucket_bytes(&self, id: ObjectId) -> Option<Vec<u8>> {
+        if is_chunk_object(id) {
+            let chunks = self.tree.chunk_bucket(id.0);
+            return (!chunks.is_empty())
+                .then(|| plumb_app::codec::encode_versioned(BUCKET_VERSION, &chunks));
+        }
         let nodes = self.tree.bucket(id.0);
         (!nodes.is_empty()).then(|| plumb_app::codec::encode_versioned(BUCKET_VERSION, &nodes))
+    }
+
+    /// The chunks object `id`'s bytes hold, if they are exactly a canonical encoding of that
+    /// object: each chunk in it, no empty one, each name a valid child name in its chunk.
+    fn decode_chunks(
+        id: ObjectId,
+        bytes: &[u8],
+    ) -> Result<Vec<(ChunkKey, BTreeSet<String>)>, LoadError> {
+        let chunks: Vec<(ChunkKey, BTreeSet<String>)> =
+            plumb_app::codec::decode_versioned(BUCKET_VERSION, bytes)
+                .map_err(|e| corrupt(format!("children: {e}")))?;
+        if chunks.is_empty() {
+            return Err(corrupt("empty chunk object encoded"));
+        }
+        if chunks.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err(corrupt("chunks out of order"));
+        }
+        for ((parent, chunk), names) in &chunks {
+            if u16::from(*chunk) >= CHILD_CHUNKS || chunk_object(parent, *chunk) != id {
+                return Err(corrupt(format!(
+                    "chunk {chunk} of {parent} in the wrong object"
+                )));
+            }
+            if !path::is_valid(parent, false) || names.is_empty() {
+                return Err(corrupt(format!("chunk {chunk} of {parent:?}")));
+            }
+            if let Some(n) = names
+                .iter()
+                .find(|n| chunk_of(n) != *chunk || !path::is_valid(&path::join(parent, n), false))
+            {
+                return Err(corrupt(format!("child {n:?} of {parent} in chunk {chunk}")));
+            }
+        }
+        let pairs: Vec<(&ChunkKey, &BTreeSet<String>)> =
+            chunks.iter().map(|(k, n)| (k, n)).collect();
+        if plumb_app::codec::encode_versioned(BUCKET_VERSION, &pairs) != bytes {
+            return Err(corrupt("non-canonical chunk object"));
+        }
+        Ok(chunks)
     }
 
     /// The nodes bucket `id`'s bytes hold, if they are exactly a canonical encoding of a
@@ -101,18 +150,11 @@ impl CoordApp {
         plumb_app::codec::encode_versioned(METADATA_VERSION, &metadata)
     }
 
-    /// The buckets a session's end touches: its ephemerals' and their parents'.
+    /// The objects a session's end touches: its ephemerals' (deleted as below).
     fn ephemerals_touched(&self, session: SessionId, ids: &mut Vec<ObjectId>) {
-        for p in self
-            .tree
-            .indexes()
-            .ephemerals
-            .get(&session)
-            .into_iter()
-            .flatten()
-        {
-            ids.push(bucket_of(p));
-            ids.push(bucket_of(path::parent(p)));
+        let ephemerals = self.tree.indexes().ephemerals.get(&session);
+        for p in ephemerals.into_iter().flatten() {
+            deleted(p, ids);
         }
     }
 
@@ -145,9 +187,9 @@ impl CoordApp {
                     self.multi_op_objects(&op, creates, ids);
                 }
             }
+            Request::GetChildren { path, .. } => children_read(path, ids),
             Request::Exists { path, .. }
             | Request::GetData { path, .. }
-            | Request::GetChildren { path, .. }
             | Request::GetAcl { path }
             | Request::SetAcl { path, .. }
             | Request::Check { path, .. } => ids.push(bucket_of(path)),
@@ -178,27 +220,23 @@ impl CoordApp {
         match op {
             MultiOp::Create { path, mode, .. } => {
                 let parent = path::parent(path);
-                ids.push(bucket_of(parent));
                 let before = creates.entry(parent.to_string()).or_insert(0);
                 if mode.is_sequential() {
                     // The creates before it under the same parent may each have taken a number.
                     let first = self.tree.indexes().sequence_of(parent);
                     for n in first..=first.saturating_add(*before) {
-                        ids.push(bucket_of(&format!("{path}{n:010}")));
+                        created(&format!("{path}{n:010}"), ids);
                     }
                 } else {
-                    ids.push(bucket_of(path));
+                    created(path, ids);
                 }
                 *before += 1;
             }
-            MultiOp::Delete { path, .. } => {
-                ids.push(bucket_of(path));
-                ids.push(bucket_of(path::parent(path)));
-            }
+            MultiOp::Delete { path, .. } => deleted(path, ids),
+            MultiOp::GetChildren { path } => children_read(path, ids),
             MultiOp::SetData { path, .. }
             | MultiOp::Check { path, .. }
-            | MultiOp::GetData { path }
-            | MultiOp::GetChildren { path } => ids.push(bucket_of(path)),
+            | MultiOp::GetData { path } => ids.push(bucket_of(path)),
         }
     }
 
@@ -213,17 +251,15 @@ impl CoordApp {
                 continue;
             }
             for p in indexes.ephemerals.get(id).into_iter().flatten() {
+                deleted(p, ids);
                 let parent = path::parent(p);
-                ids.push(bucket_of(p));
-                ids.push(bucket_of(parent));
                 if indexes.is_timed(parent) {
-                    ids.push(bucket_of(path::parent(parent)));
+                    deleted(parent, ids);
                 }
             }
         }
         for p in indexes.due_at(crate::app::ms(now)) {
-            ids.push(bucket_of(p));
-            ids.push(bucket_of(path::parent(p)));
+            deleted(p, ids);
         }
     }
 
@@ -250,9 +286,30 @@ impl CoordApp {
     }
 }
 
+/// What creating the node at `path` touches: the same objects as deleting it.
+fn created(path: &str, ids: &mut Vec<ObjectId>) {
+    deleted(path, ids);
+}
+
+/// What deleting the node at `path` touches: its bucket, its parent's, and the chunk of the
+/// parent's children its name is in.
+fn deleted(path: &str, ids: &mut Vec<ObjectId>) {
+    let parent = path::parent(path);
+    ids.push(bucket_of(path));
+    ids.push(bucket_of(parent));
+    ids.push(chunk_object(parent, chunk_of(path::name(path))));
+}
+
+/// What reading the children of `path` touches: its bucket and every chunk of its children.
+fn children_read(path: &str, ids: &mut Vec<ObjectId>) {
+    ids.push(bucket_of(path));
+    ids.extend((0..CHILD_CHUNKS).map(|c| chunk_object(path, c as u8)));
+}
+
 impl ObjectState for CoordApp {
+    /// One bit more than a bucket's: nodes below `2^BUCKET_BITS`, children's names above.
     fn object_id_bits(&self) -> u8 {
-        BUCKET_BITS
+        BUCKET_BITS + 1
     }
 
     fn take_changed_objects(&mut self) -> Vec<ObjectWrite> {
@@ -264,14 +321,23 @@ impl ObjectState for CoordApp {
     }
 
     fn load_object(&mut self, id: ObjectId, bytes: Option<&[u8]>) -> Result<(), LoadError> {
-        if id.0 >> BUCKET_BITS != 0 {
-            return Err(corrupt("bucket id out of range"));
+        if id.0 >> (BUCKET_BITS + 1) != 0 {
+            return Err(corrupt("object id out of range"));
         }
-        let nodes = match bytes {
-            None | Some([]) => Vec::new(),
-            Some(b) => CoordApp::decode_bucket(id, b)?,
-        };
-        self.tree.load_bucket(id.0, nodes);
+        let bytes = bytes.filter(|b| !b.is_empty());
+        if is_chunk_object(id) {
+            let chunks = match bytes {
+                None => Vec::new(),
+                Some(b) => CoordApp::decode_chunks(id, b)?,
+            };
+            self.tree.load_chunks(id.0, chunks);
+        } else {
+            let nodes = match bytes {
+                None => Vec::new(),
+                Some(b) => CoordApp::decode_bucket(id, b)?,
+            };
+            self.tree.load_bucket(id.0, nodes);
+        }
         Ok(())
     }
 

@@ -7,9 +7,12 @@
 //! session id for an ephemeral, [`CONTAINER_OWNER`] for a container, [`TTL_BITS`] with the
 //! TTL in milliseconds for a TTL node.
 //!
-//! Each node keeps its children's names, so a replica holding a node answers `getChildren`
-//! without holding the children. The tree may hold part of the nodes (a replica that loads on
-//! demand): whatever the application looks up, its access sets named, and the library fetched.
+//! A node's children's names are kept apart from it, in [`CHILD_CHUNKS`] chunks by a hash of
+//! the name, each chunk in an object of its own: a create or delete under a parent rewrites one
+//! chunk of it, not a list of all its children (a parent of 20 000 children made every create
+//! under it rewrite 280 KB), and `getChildren` reads the parent's chunks without its children.
+//! The tree may hold part of the nodes and chunks (a replica that loads on demand): whatever
+//! the application looks up, its access sets named, and the library fetched.
 
 use crate::acl::open_acl;
 use crate::op::{perms, Acl, SessionId, Stat};
@@ -26,13 +29,40 @@ pub const TTL_BITS: i64 = 0xFF00_0000_0000_0000_u64 as i64;
 pub const MAX_TTL_MS: i64 = 0xFF_FFFF_FFFF;
 /// Session ids stay below the type bits.
 pub const SESSION_ID_MASK: i64 = 0x00FF_FFFF_FFFF_FFFF;
-/// Bits of a bucket id: the tree has `2^BUCKET_BITS` buckets, so a bucket holds about one
-/// node up to a few million nodes (the key-value store's reasoning, docs/objects.md).
+/// Bits of a bucket id: there are `2^BUCKET_BITS` buckets of nodes, so a bucket holds about
+/// one node up to a few million nodes (the key-value store's reasoning, docs/objects.md), and
+/// as many buckets of children's names. Object ids have one bit more: which kind it is.
 pub const BUCKET_BITS: u8 = 22;
+/// Bits of a child chunk number: a parent's children's names are in `2^CHILD_CHUNK_BITS`
+/// chunks.
+pub const CHILD_CHUNK_BITS: u8 = 8;
+/// How many chunks a parent's children's names are in.
+pub const CHILD_CHUNKS: u16 = 1 << CHILD_CHUNK_BITS;
 
 /// The bucket (object) holding the node at `path`.
 pub fn bucket_of(path: &str) -> ObjectId {
     ObjectId::hashed(path.as_bytes(), BUCKET_BITS)
+}
+
+/// The chunk of its parent's children a child named `name` is in.
+pub fn chunk_of(name: &str) -> u8 {
+    ObjectId::hashed(name.as_bytes(), CHILD_CHUNK_BITS).0 as u8
+}
+
+/// One chunk of a node's children's names: the node's path and the chunk number.
+pub type ChunkKey = (String, u8);
+
+/// The object holding chunk `chunk` of the children of `parent`: ids from `2^BUCKET_BITS` up.
+pub fn chunk_object(parent: &str, chunk: u8) -> ObjectId {
+    let mut name = Vec::with_capacity(parent.len() + 2);
+    name.extend_from_slice(parent.as_bytes());
+    name.extend_from_slice(&[0, chunk]);
+    ObjectId((1 << BUCKET_BITS) | ObjectId::hashed(&name, BUCKET_BITS).0)
+}
+
+/// Whether object `id` holds children's names (not nodes).
+pub fn is_chunk_object(id: ObjectId) -> bool {
+    id.0 >> BUCKET_BITS == 1
 }
 
 /// What kind of node an `ephemeral_owner` denotes.
@@ -58,14 +88,13 @@ impl NodeKind {
     }
 }
 
-/// One znode, with the names of its children (`stat.num_children` of them).
+/// One znode (its children's names are kept apart: [`Tree::children_of`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Znode {
     #[serde(with = "serde_bytes")]
     pub data: Vec<u8>,
     pub acl: Vec<Acl>,
     pub stat: Stat,
-    pub children: BTreeSet<String>,
 }
 
 impl Znode {
@@ -182,18 +211,30 @@ impl Indexes {
 #[derive(Clone, Debug)]
 pub struct Tree {
     nodes: BTreeMap<String, Znode>,
-    /// The paths held in each bucket (derived from `nodes`).
+    /// The children's names held, by parent and chunk (no empty set).
+    children: BTreeMap<ChunkKey, BTreeSet<String>>,
+    /// The paths held in each bucket of nodes (derived from `nodes`).
     buckets: BTreeMap<u64, BTreeSet<String>>,
+    /// The chunks held in each object of children's names (derived from `children`).
+    chunks: BTreeMap<u64, BTreeSet<ChunkKey>>,
     /// Buckets changed since the last [`Tree::take_dirty`].
     dirty: BTreeSet<u64>,
     indexes: Indexes,
-    /// While a multi runs: each path's node before its first change.
-    undo: Option<BTreeMap<String, Option<Znode>>>,
+    /// While a multi runs: each path's node and each chunk before its first change.
+    undo: Option<Undo>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Undo {
+    nodes: BTreeMap<String, Option<Znode>>,
+    chunks: BTreeMap<ChunkKey, BTreeSet<String>>,
 }
 
 impl PartialEq for Tree {
     fn eq(&self, other: &Tree) -> bool {
-        self.nodes == other.nodes && self.indexes == other.indexes
+        self.nodes == other.nodes
+            && self.children == other.children
+            && self.indexes == other.indexes
     }
 }
 
@@ -215,7 +256,6 @@ impl Default for Tree {
                 cversion: -(children.len() as i32),
                 ..Stat::default()
             },
-            children: children.iter().map(|c| c.to_string()).collect(),
         };
         let read_only = vec![Acl {
             perms: perms::READ,
@@ -240,23 +280,15 @@ impl Default for Tree {
 }
 
 /// Why one node, on its own, is no node of a tree: an invalid path, a stat that does not
-/// match, an invalid child name.
+/// match its data, an ephemeral with children.
 pub(crate) fn node_error(p: &str, n: &Znode) -> Option<String> {
-    if p != "/" && !path::is_valid(p, false) {
+    if !path::is_valid(p, false) {
         return Some(format!("invalid path {p:?}"));
     }
-    if n.stat.num_children as usize != n.children.len()
-        || n.stat.data_length as usize != n.data.len()
-    {
+    if n.stat.data_length as usize != n.data.len() || n.stat.num_children < 0 {
         return Some(format!("{p}: stat does not match"));
     }
-    if n.children
-        .iter()
-        .any(|c| !path::is_valid(&path::join(p, c), false))
-    {
-        return Some(format!("{p}: invalid child name"));
-    }
-    if !n.children.is_empty() && matches!(n.kind(), NodeKind::Ephemeral(_)) {
+    if n.stat.num_children != 0 && matches!(n.kind(), NodeKind::Ephemeral(_)) {
         return Some(format!("{p}: an ephemeral with children"));
     }
     None
@@ -264,13 +296,13 @@ pub(crate) fn node_error(p: &str, n: &Znode) -> Option<String> {
 
 impl Tree {
     /// A whole tree of `nodes`, if they form one: the root is there, every node is valid on its
-    /// own ([`node_error`]), every other node's parent is there, and each node's children are
-    /// exactly the nodes below it. Every bucket counts as changed.
+    /// own ([`node_error`]), every other node's parent is there, and each `num_children` counts
+    /// the nodes below it. The children are derived; every object counts as changed.
     pub fn from_nodes(nodes: BTreeMap<String, Znode>) -> Result<Tree, String> {
         if !nodes.contains_key("/") {
             return Err("no root".into());
         }
-        let mut children: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        let mut counts: BTreeMap<&str, i32> = BTreeMap::new();
         for (p, n) in &nodes {
             if let Some(e) = node_error(p, n) {
                 return Err(e);
@@ -279,28 +311,46 @@ impl Tree {
                 if !nodes.contains_key(path::parent(p)) {
                     return Err(format!("{p} has no parent"));
                 }
-                children
-                    .entry(path::parent(p))
-                    .or_default()
-                    .insert(path::name(p).to_string());
+                *counts.entry(path::parent(p)).or_default() += 1;
             }
         }
         for (p, n) in &nodes {
-            if children.get(p.as_str()).unwrap_or(&BTreeSet::new()) != &n.children {
-                return Err(format!("{p}: its children are not the nodes below it"));
+            if counts.get(p.as_str()).copied().unwrap_or(0) != n.stat.num_children {
+                return Err(format!(
+                    "{p}: numChildren is not the count of nodes below it"
+                ));
             }
         }
         let mut tree = Tree {
             nodes: BTreeMap::new(),
+            children: BTreeMap::new(),
             buckets: BTreeMap::new(),
+            chunks: BTreeMap::new(),
             dirty: BTreeSet::new(),
             indexes: Indexes::default(),
             undo: None,
         };
         for (p, n) in nodes {
+            if p != "/" {
+                tree.change_child(&p, true);
+            }
             tree.put(&p, Some(n));
         }
         Ok(tree)
+    }
+
+    /// The names of the children of `path` held, in order (all of them if the tree holds
+    /// every chunk of `path`: an access set that names the node's children names them all).
+    pub fn children_of(&self, path: &str) -> Vec<String> {
+        let from = (path.to_string(), 0);
+        let mut names: Vec<String> = self
+            .children
+            .range(from..)
+            .take_while(|((p, _), _)| p == path)
+            .flat_map(|(_, names)| names.iter().cloned())
+            .collect();
+        names.sort_unstable();
+        names
     }
 
     /// The nodes held.
@@ -324,13 +374,27 @@ impl Tree {
         &self.indexes
     }
 
-    /// Whether the indexes are what the nodes held give: true of a whole tree.
+    /// Whether the indexes and the children's names are what the nodes held give, and each
+    /// `numChildren` counts its children: true of a whole tree.
     pub fn indexes_match(&self) -> bool {
         let mut derived = Indexes::default();
+        let mut children: BTreeMap<ChunkKey, BTreeSet<String>> = BTreeMap::new();
         for (p, n) in &self.nodes {
             derived.add(p, &n.stat);
+            if p != "/" {
+                let name = path::name(p);
+                children
+                    .entry((path::parent(p).to_string(), chunk_of(name)))
+                    .or_default()
+                    .insert(name.to_string());
+            }
         }
         derived == self.indexes
+            && children == self.children
+            && self
+                .nodes
+                .iter()
+                .all(|(p, n)| self.children_of(p).len() == n.stat.num_children as usize)
     }
 
     /// The ephemeral nodes of `session`.
@@ -361,10 +425,65 @@ impl Tree {
 
     fn log(&mut self, path: &str) {
         if let Some(undo) = &mut self.undo {
-            if !undo.contains_key(path) {
-                undo.insert(path.to_string(), self.nodes.get(path).cloned());
+            if !undo.nodes.contains_key(path) {
+                undo.nodes
+                    .insert(path.to_string(), self.nodes.get(path).cloned());
             }
         }
+    }
+
+    fn log_chunk(&mut self, key: &ChunkKey) {
+        if let Some(undo) = &mut self.undo {
+            if !undo.chunks.contains_key(key) {
+                let names = self.children.get(key).cloned().unwrap_or_default();
+                undo.chunks.insert(key.clone(), names);
+            }
+        }
+    }
+
+    /// Make chunk `key` hold `names` (logged for a rollback), with its object's bookkeeping.
+    fn set_chunk(&mut self, key: ChunkKey, names: BTreeSet<String>) {
+        self.log_chunk(&key);
+        let id = chunk_object(&key.0, key.1).0;
+        if names.is_empty() {
+            self.children.remove(&key);
+            if let Some(keys) = self.chunks.get_mut(&id) {
+                keys.remove(&key);
+                if keys.is_empty() {
+                    self.chunks.remove(&id);
+                }
+            }
+        } else {
+            self.chunks.entry(id).or_default().insert(key.clone());
+            self.children.insert(key, names);
+        }
+        self.dirty.insert(id);
+    }
+
+    /// `path`'s name joins (`add`) or leaves its parent's children: one chunk changes.
+    fn change_child(&mut self, path: &str, add: bool) {
+        let name = path::name(path);
+        let key = (path::parent(path).to_string(), chunk_of(name));
+        self.log_chunk(&key);
+        let id = chunk_object(&key.0, key.1).0;
+        let names = self.children.entry(key.clone()).or_default();
+        if add {
+            names.insert(name.to_string());
+        } else {
+            names.remove(name);
+        }
+        if names.is_empty() {
+            self.children.remove(&key);
+            if let Some(keys) = self.chunks.get_mut(&id) {
+                keys.remove(&key);
+                if keys.is_empty() {
+                    self.chunks.remove(&id);
+                }
+            }
+        } else {
+            self.chunks.entry(id).or_default().insert(key);
+        }
+        self.dirty.insert(id);
     }
 
     /// The bucket of `path` changed: bookkeeping of what it holds, marked dirty.
@@ -414,32 +533,31 @@ impl Tree {
     /// Add `node` at `path` below its existing parent, updating the parent's stat and
     /// children as ZooKeeper does (`cversion` + 1, `pzxid`).
     pub fn insert(&mut self, path: &str, node: Znode, zxid: i64) {
-        let parent_path = path::parent(path);
-        self.update(parent_path, |parent| {
-            parent.children.insert(path::name(path).to_string());
+        self.update(path::parent(path), |parent| {
             parent.stat.cversion = parent.stat.cversion.wrapping_add(1);
             parent.stat.pzxid = zxid;
-            parent.stat.num_children = parent.children.len() as i32;
+            parent.stat.num_children += 1;
         });
+        self.change_child(path, true);
         self.put(path, Some(node));
     }
 
     /// Remove the (childless) node at `path`, updating its parent.
     pub fn remove(&mut self, path: &str, zxid: i64) -> Option<Znode> {
         let node = self.put(path, None)?;
-        debug_assert!(node.children.is_empty(), "{path} removed with children");
+        debug_assert_eq!(node.stat.num_children, 0, "{path} removed with children");
+        self.change_child(path, false);
         self.update(path::parent(path), |parent| {
-            parent.children.remove(path::name(path));
             parent.stat.cversion = parent.stat.cversion.wrapping_add(1);
             parent.stat.pzxid = zxid;
-            parent.stat.num_children = parent.children.len() as i32;
+            parent.stat.num_children -= 1;
         });
         Some(node)
     }
 
     fn debug_check(&self, path: &str) {
         if let Some(n) = self.nodes.get(path) {
-            debug_assert_eq!(n.stat.num_children as usize, n.children.len(), "{path}");
+            debug_assert!(n.stat.num_children >= 0, "{path}");
             debug_assert!(n.stat.pzxid >= n.stat.czxid, "{path}: pzxid < czxid");
             debug_assert_eq!(n.stat.data_length as usize, n.data.len(), "{path}");
         }
@@ -447,7 +565,7 @@ impl Tree {
 
     /// Start logging changes for a rollback (a multi).
     pub fn begin(&mut self) {
-        self.undo = Some(BTreeMap::new());
+        self.undo = Some(Undo::default());
     }
 
     /// Keep the changes made since [`Tree::begin`].
@@ -460,8 +578,11 @@ impl Tree {
         let Some(undo) = self.undo.take() else {
             return;
         };
-        for (path, old) in undo {
+        for (path, old) in undo.nodes {
             self.put(&path, old);
+        }
+        for (key, names) in undo.chunks {
+            self.set_chunk(key, names);
         }
     }
 
@@ -477,7 +598,17 @@ impl Tree {
             .collect()
     }
 
-    /// The buckets changed since the last call.
+    /// The chunks of children's names held in object `id`.
+    pub(crate) fn chunk_bucket(&self, id: u64) -> Vec<(&ChunkKey, &BTreeSet<String>)> {
+        self.chunks
+            .get(&id)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.children.get_key_value(k))
+            .collect()
+    }
+
+    /// The objects changed since the last call.
     pub(crate) fn take_dirty(&mut self) -> BTreeSet<u64> {
         std::mem::take(&mut self.dirty)
     }
@@ -493,6 +624,20 @@ impl Tree {
                 .insert(id, nodes.iter().map(|(p, _)| p.clone()).collect());
         }
         self.nodes.extend(nodes);
+        self.dirty.remove(&id);
+    }
+
+    /// Make object `id` hold exactly the chunks `chunks` (verified by the library); not a
+    /// change.
+    pub(crate) fn load_chunks(&mut self, id: u64, chunks: Vec<(ChunkKey, BTreeSet<String>)>) {
+        for k in self.chunks.remove(&id).unwrap_or_default() {
+            self.children.remove(&k);
+        }
+        if !chunks.is_empty() {
+            self.chunks
+                .insert(id, chunks.iter().map(|(k, _)| k.clone()).collect());
+        }
+        self.children.extend(chunks);
         self.dirty.remove(&id);
     }
 

@@ -176,8 +176,13 @@ fn batches() -> impl Strategy<Value = Vec<(u16, Vec<[u8; 5]>)>> {
 }
 
 fn invariants(app: &CoordApp) {
+    assert!(app.tree().indexes_match());
     for (p, n) in app.tree().nodes() {
-        assert_eq!(n.stat.num_children as usize, n.children.len(), "{p}");
+        assert_eq!(
+            n.stat.num_children as usize,
+            app.tree().children_of(p).len(),
+            "{p}"
+        );
         assert!(n.stat.pzxid >= n.stat.czxid, "{p}");
         assert!(
             n.stat.mzxid >= n.stat.czxid && n.stat.mzxid <= app.zxid().0,
@@ -188,7 +193,7 @@ fn invariants(app: &CoordApp) {
                 app.sessions().contains_key(&s),
                 "{p}: ephemeral of a dead session"
             );
-            assert!(n.children.is_empty());
+            assert_eq!(n.stat.num_children, 0);
         }
         if p != "/" {
             assert!(app.tree().get(path::parent(p)).is_some(), "{p}: orphan");
@@ -293,8 +298,17 @@ proptest! {
             }
             out
         });
-        let ids: Vec<plumb_app::ObjectId> =
-            whole.tree().nodes().keys().map(|p| tree::bucket_of(p)).collect();
+        // Every node's bucket and every chunk of its children.
+        let ids: Vec<plumb_app::ObjectId> = whole
+            .tree()
+            .nodes()
+            .keys()
+            .flat_map(|p| {
+                (0..tree::CHILD_CHUNKS)
+                    .map(|c| tree::chunk_object(p, c as u8))
+                    .chain([tree::bucket_of(p)])
+            })
+            .collect();
         let copy = holding(&whole, &ids);
         prop_assert_eq!(&copy, &whole);
     }
@@ -312,4 +326,60 @@ fn holding(whole: &CoordApp, ids: &[plumb_app::ObjectId]) -> CoordApp {
     }
     part.load_object_metadata(&whole.object_metadata()).unwrap();
     part
+}
+
+/// A parent with children in every chunk: `getChildren` on just its access set's objects
+/// lists them all (an access set missing any chunk of the children lists fewer).
+#[test]
+fn get_children_reads_every_chunk() {
+    let mut app = CoordApp::new();
+    let nd = NonDeterminism {
+        time: 1_000_000_000,
+        seed: 1,
+    };
+    let open = CoordOp::OpenSession { timeout_ms: 30_000 }.encode();
+    let out = app.execute(Seq(1), &[Command::new(0, Life(0), ReqNo(0), &open)], nd);
+    let Ok(Response::Session { session, .. }) = Reply::decode(&out.replies[0]).unwrap().result
+    else {
+        panic!("no session");
+    };
+    let request = |request: Request| {
+        CoordOp::Session {
+            session,
+            acked_events: 0,
+            request,
+        }
+        .encode()
+    };
+    let create = |path: String| {
+        request(Request::Create {
+            path,
+            data: vec![],
+            acl: acl::open_acl(),
+            mode: CreateMode::Persistent,
+            ttl_ms: 0,
+        })
+    };
+    let ops: Vec<Vec<u8>> = std::iter::once(create("/p".into()))
+        .chain((0..400).map(|i| create(format!("/p/c{i}"))))
+        .collect();
+    let cmds: Vec<Command<'_>> = ops
+        .iter()
+        .map(|op| Command::new(0, Life(0), ReqNo(1), op))
+        .collect();
+    app.execute(Seq(2), &cmds, nd);
+    let read = request(Request::GetChildren {
+        path: "/p".into(),
+        watch: false,
+    });
+    let ids = app.access_set(&read).ids().unwrap().to_vec();
+    let mut part = holding(&app, &ids);
+    let cmd = [Command::new(0, Life(0), ReqNo(2), &read)];
+    let whole = app.execute(Seq(3), &cmd, nd);
+    assert_eq!(part.execute(Seq(3), &cmd, nd), whole);
+    let Ok(Response::Children { children, .. }) = Reply::decode(&whole.replies[0]).unwrap().result
+    else {
+        panic!("no children");
+    };
+    assert_eq!(children.len(), 400);
 }
