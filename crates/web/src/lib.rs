@@ -25,8 +25,8 @@ pub mod op;
 pub mod page_name;
 pub mod wiki;
 
-pub use objects::{bucket_of, PAGE_BUCKET_BITS};
 pub use op::{DecodeError, WebOp, WebResponse, MAX_FORM_BYTES};
+pub use page_name::{bucket_of, PAGE_BUCKET_BITS};
 pub use wiki::Wiki;
 
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};

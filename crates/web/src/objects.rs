@@ -5,23 +5,17 @@
 //! (to a page that exists or not) need no page. An operation's access set is the bucket of the
 //! page it reads or saves, if any.
 
+use crate::page_name::{bucket_of, PAGE_BUCKET_BITS};
 use crate::wiki::{valid_name, Latest, Page, Wiki, MAX_PAGES, MAX_PAGE_BYTES, MAX_REVISIONS_KEPT};
 use crate::{WebOp, WikiApp};
 use plumb_app::{AccessSet, LoadError, ObjectId, ObjectState, ObjectWrite};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Bits of a bucket id.
-pub const PAGE_BUCKET_BITS: u8 = 16;
 /// Version byte of a bucket's encoding.
 const BUCKET_VERSION: u8 = 1;
 /// Version byte of the metadata's encoding.
 const METADATA_VERSION: u8 = 1;
-
-/// The bucket (object) holding page `name`.
-pub fn bucket_of(name: &str) -> ObjectId {
-    ObjectId::hashed(name.as_bytes(), PAGE_BUCKET_BITS)
-}
 
 /// Why a page, on its own, breaks the wiki's rules (a bad name, no revision or too many,
 /// numbers that do not increase, a revision over the size limit).

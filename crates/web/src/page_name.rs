@@ -1,4 +1,7 @@
-//! What may name a wiki page: the wiki's routes and the markup's links both ask.
+//! What may name a wiki page (the wiki's routes and the markup's links both ask), and the
+//! object (hash bucket) a page of that name is kept in.
+
+use plumb_app::ObjectId;
 
 /// The longest page name, in characters.
 pub const MAX_NAME_LEN: usize = 64;
@@ -24,4 +27,13 @@ pub fn valid_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Bits of a bucket id: the wiki holds at most `wiki::MAX_PAGES` pages, so a bucket of 2^16
+/// holds about one.
+pub const PAGE_BUCKET_BITS: u8 = 16;
+
+/// The bucket (object) holding page `name`.
+pub fn bucket_of(name: &str) -> ObjectId {
+    ObjectId::hashed(name.as_bytes(), PAGE_BUCKET_BITS)
 }

@@ -138,7 +138,7 @@ impl Wiki {
                     },
                 );
             }
-            let b = crate::objects::bucket_of(name).0;
+            let b = crate::page_name::bucket_of(name).0;
             wiki.buckets.entry(b).or_default().insert(name.clone());
             wiki.dirty.insert(b);
         }
@@ -300,7 +300,7 @@ impl Wiki {
         }
         self.directory
             .insert(name.clone(), Latest { number, time: now });
-        let b = crate::objects::bucket_of(&name).0;
+        let b = crate::page_name::bucket_of(&name).0;
         self.buckets.entry(b).or_default().insert(name.clone());
         self.dirty.insert(b);
         self.edits += 1;
