@@ -150,11 +150,11 @@ impl CoordApp {
         plumb_app::codec::encode_versioned(METADATA_VERSION, &metadata)
     }
 
-    /// The objects a session's end touches: its ephemerals' (deleted as below).
+    /// The objects a session's end touches: each of its ephemerals is deleted.
     fn ephemerals_touched(&self, session: SessionId, ids: &mut Vec<ObjectId>) {
         let ephemerals = self.tree.indexes().ephemerals.get(&session);
         for p in ephemerals.into_iter().flatten() {
-            deleted(p, ids);
+            created_or_deleted(p, ids);
         }
     }
 
@@ -225,14 +225,14 @@ impl CoordApp {
                     // The creates before it under the same parent may each have taken a number.
                     let first = self.tree.indexes().sequence_of(parent);
                     for n in first..=first.saturating_add(*before) {
-                        created(&format!("{path}{n:010}"), ids);
+                        created_or_deleted(&format!("{path}{n:010}"), ids);
                     }
                 } else {
-                    created(path, ids);
+                    created_or_deleted(path, ids);
                 }
                 *before += 1;
             }
-            MultiOp::Delete { path, .. } => deleted(path, ids),
+            MultiOp::Delete { path, .. } => created_or_deleted(path, ids),
             MultiOp::GetChildren { path } => children_read(path, ids),
             MultiOp::SetData { path, .. }
             | MultiOp::Check { path, .. }
@@ -251,15 +251,15 @@ impl CoordApp {
                 continue;
             }
             for p in indexes.ephemerals.get(id).into_iter().flatten() {
-                deleted(p, ids);
+                created_or_deleted(p, ids);
                 let parent = path::parent(p);
                 if indexes.is_timed(parent) {
-                    deleted(parent, ids);
+                    created_or_deleted(parent, ids);
                 }
             }
         }
         for p in indexes.due_at(crate::app::ms(now)) {
-            deleted(p, ids);
+            created_or_deleted(p, ids);
         }
     }
 
@@ -286,14 +286,9 @@ impl CoordApp {
     }
 }
 
-/// What creating the node at `path` touches: the same objects as deleting it.
-fn created(path: &str, ids: &mut Vec<ObjectId>) {
-    deleted(path, ids);
-}
-
-/// What deleting the node at `path` touches: its bucket, its parent's, and the chunk of the
-/// parent's children its name is in.
-fn deleted(path: &str, ids: &mut Vec<ObjectId>) {
+/// What creating or deleting the node at `path` touches: its bucket, its parent's, and the
+/// chunk of the parent's children its name is in.
+fn created_or_deleted(path: &str, ids: &mut Vec<ObjectId>) {
     let parent = path::parent(path);
     ids.push(bucket_of(path));
     ids.push(bucket_of(parent));

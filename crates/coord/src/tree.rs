@@ -444,20 +444,8 @@ impl Tree {
     /// Make chunk `key` hold `names` (logged for a rollback), with its object's bookkeeping.
     fn set_chunk(&mut self, key: ChunkKey, names: BTreeSet<String>) {
         self.log_chunk(&key);
-        let id = chunk_object(&key.0, key.1).0;
-        if names.is_empty() {
-            self.children.remove(&key);
-            if let Some(keys) = self.chunks.get_mut(&id) {
-                keys.remove(&key);
-                if keys.is_empty() {
-                    self.chunks.remove(&id);
-                }
-            }
-        } else {
-            self.chunks.entry(id).or_default().insert(key.clone());
-            self.children.insert(key, names);
-        }
-        self.dirty.insert(id);
+        self.children.insert(key.clone(), names);
+        self.chunk_changed(key);
     }
 
     /// `path`'s name joins (`add`) or leaves its parent's children: one chunk changes.
@@ -465,23 +453,29 @@ impl Tree {
         let name = path::name(path);
         let key = (path::parent(path).to_string(), chunk_of(name));
         self.log_chunk(&key);
-        let id = chunk_object(&key.0, key.1).0;
         let names = self.children.entry(key.clone()).or_default();
         if add {
             names.insert(name.to_string());
         } else {
             names.remove(name);
         }
-        if names.is_empty() {
+        self.chunk_changed(key);
+    }
+
+    /// Chunk `key` changed: an empty one is dropped, its object's list of chunks follows, and
+    /// the object is marked written.
+    fn chunk_changed(&mut self, key: ChunkKey) {
+        let id = chunk_object(&key.0, key.1).0;
+        if self.children.get(&key).is_some_and(BTreeSet::is_empty) {
             self.children.remove(&key);
-            if let Some(keys) = self.chunks.get_mut(&id) {
-                keys.remove(&key);
-                if keys.is_empty() {
-                    self.chunks.remove(&id);
-                }
-            }
-        } else {
+        }
+        if self.children.contains_key(&key) {
             self.chunks.entry(id).or_default().insert(key);
+        } else if let Some(keys) = self.chunks.get_mut(&id) {
+            keys.remove(&key);
+            if keys.is_empty() {
+                self.chunks.remove(&id);
+            }
         }
         self.dirty.insert(id);
     }
