@@ -45,6 +45,12 @@ pub trait ObjectState {
     /// allowed (it costs a hash); omitting a changed one breaks agreement on checkpoints.
     fn take_changed_objects(&mut self) -> Vec<ObjectWrite>;
 
+    /// The current bytes of object `id` (`None`: empty), as
+    /// [`ObjectState::take_changed_objects`] reports them. Used to copy single objects out of
+    /// the state (client speculation's fork copies only the objects its requests use); it must
+    /// cost in proportion to the object, not to the state.
+    fn object_bytes(&self, id: ObjectId) -> Option<Vec<u8>>;
+
     /// Replace object `id` with `bytes` (`None`: make it empty). The library has verified
     /// the bytes against an agreed digest, so an error means the application cannot read
     /// its own format. The write is not reported again by

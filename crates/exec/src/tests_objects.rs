@@ -40,6 +40,10 @@ impl ObjectState for Registers {
             .collect()
     }
 
+    fn object_bytes(&self, id: ObjectId) -> Option<Vec<u8>> {
+        self.bucket_bytes(id.0)
+    }
+
     fn load_object(&mut self, id: ObjectId, bytes: Option<&[u8]>) -> Result<(), LoadError> {
         self.map.retain(|k, _| bucket(k) != id.0);
         if let Some(bytes) = bytes {

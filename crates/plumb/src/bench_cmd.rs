@@ -770,7 +770,7 @@ fn unreplicated_cmd(u: &UnreplicatedArgs) -> ExitCode {
         // The application `plumb bench speculation` runs on every system: specbench behind
         // the predicated-request shim, as the replicas run it.
         let app = Box::new(plumb_speculation::Speculative::new(
-            plumb_speculation::SpecBench::default(),
+            plumb_speculation::SpecBench::default,
             crate::kv_app::SPEC_TRUNCATE_EVERY,
         ));
         tokio::select! {

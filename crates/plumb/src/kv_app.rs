@@ -29,7 +29,7 @@ pub fn cli() -> Cli {
         // counters and a small file store behind the predicated-request shim.
         .app(plumb_speculation::app::SPECBENCH_APP, || {
             plumb_speculation::Speculative::new(
-                plumb_speculation::SpecBench::default(),
+                plumb_speculation::SpecBench::default,
                 SPEC_TRUNCATE_EVERY,
             )
         })

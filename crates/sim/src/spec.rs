@@ -172,7 +172,7 @@ impl SimApp for Spec {
     }
 
     fn new_app(&self) -> Self::App {
-        Speculative::new(SpecBench::new(), TRUNCATE_EVERY)
+        Speculative::new(SpecBench::new, TRUNCATE_EVERY)
     }
 
     /// Half increments (their token bound from the client's own past, [`SimApp::bind`]), half

@@ -14,13 +14,24 @@
 //!
 //! Ops and replies are fixed little-endian byte layouts (constructors and decoders below);
 //! any bytes are an op (unknown or malformed ones answer [`FsStatus::BadOp`] or a failed
-//! increment and change nothing). Checkpoints are the whole state; it is small.
+//! increment and change nothing).
+//!
+//! # Objects
+//!
+//! Counters and files each fall into `2^16` objects by a hash of the counter's id or the
+//! file's path; every file's path is the metadata, so `create` (no file under a file, no file
+//! where a directory is) and `list` read no file. An operation's access set is the one object
+//! of the counter or file it names. The speculation shim's fork copies just those objects
+//! from the committed state (shim module docs).
 
-use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
+use plumb_app::{
+    AccessSet, Application, BatchOutput, Command, LoadError, NonDeterminism, ObjectId, ObjectState,
+    ObjectWrite,
+};
 use plumb_crypto::Digest;
 use plumb_wire::{ClientId, Seq};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The name the `plumb` binary may register it under.
 pub const SPECBENCH_APP: &str = "specbench";
@@ -204,18 +215,54 @@ fn path(bytes: &[u8]) -> Option<&str> {
     ok.then_some(p)
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-struct State {
-    /// Counter id → (value, token the next increment must carry).
-    counters: BTreeMap<u32, (u64, u64)>,
-    files: BTreeMap<String, Vec<u8>>,
+/// Counters fall into `2^COUNTER_BITS` objects by a hash of their id; files into as many
+/// objects again (ids from `2^COUNTER_BITS` up) by a hash of their path.
+const COUNTER_BITS: u8 = 16;
+
+/// The object a counter lives in.
+pub(crate) fn counter_object(id: u32) -> ObjectId {
+    ObjectId::hashed(&id.to_le_bytes(), COUNTER_BITS)
 }
 
-/// The counter and file service (module docs). `Eq` and `Hash`: the simulator's
-/// linearizability model runs the service itself as its sequential specification.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+/// The object a file's bytes live in.
+pub(crate) fn file_object(path: &str) -> ObjectId {
+    ObjectId((1 << COUNTER_BITS) + ObjectId::hashed(path.as_bytes(), COUNTER_BITS).0)
+}
+
+/// The state, kept as its objects (module docs, "Objects"). Empty maps are removed, so equal
+/// states are equal structures (the simulator's model compares them).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct State {
+    /// Counter object → counter id → (value, token the next increment must carry).
+    counters: BTreeMap<u64, BTreeMap<u32, (u64, u64)>>,
+    /// File object → path → bytes.
+    files: BTreeMap<u64, BTreeMap<String, Vec<u8>>>,
+    /// Every file's path: the metadata, so that `create` and `list` read no file.
+    paths: BTreeSet<String>,
+}
+
+/// The counter and file service (module docs). `Eq` and `Hash` (of the state alone): the
+/// simulator's linearizability model runs the service itself as its sequential specification.
+#[derive(Clone, Debug, Default)]
 pub struct SpecBench {
     state: State,
+    /// Objects written since [`ObjectState::take_changed_objects`] last ran: bookkeeping, not
+    /// state.
+    dirty: BTreeSet<ObjectId>,
+}
+
+impl PartialEq for SpecBench {
+    fn eq(&self, other: &Self) -> bool {
+        self.state == other.state
+    }
+}
+
+impl Eq for SpecBench {}
+
+impl std::hash::Hash for SpecBench {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.state.hash(h)
+    }
 }
 
 impl SpecBench {
@@ -225,7 +272,16 @@ impl SpecBench {
 
     /// A counter's value and the token its next increment must carry.
     pub fn counter(&self, id: u32) -> (u64, u64) {
-        self.state.counters.get(&id).copied().unwrap_or((0, 0))
+        self.state
+            .counters
+            .get(&counter_object(id).0)
+            .and_then(|c| c.get(&id))
+            .copied()
+            .unwrap_or((0, 0))
+    }
+
+    fn file(&self, path: &str) -> Option<&Vec<u8>> {
+        self.state.files.get(&file_object(path).0)?.get(path)
     }
 
     fn incr(&mut self, op: &[u8]) -> Vec<u8> {
@@ -238,7 +294,13 @@ impl SpecBench {
         }
         let value = value + 1;
         let token = next_token(token, value);
-        self.state.counters.insert(id, (value, token));
+        let object = counter_object(id);
+        self.state
+            .counters
+            .entry(object.0)
+            .or_default()
+            .insert(id, (value, token));
+        self.dirty.insert(object);
         IncrReply::Done { value, token }.encode()
     }
 
@@ -246,42 +308,49 @@ impl SpecBench {
         let Some(p) = path(&op[1..]) else {
             return FsStatus::BadPath;
         };
+        let paths = &self.state.paths;
         // A file cannot be under a file: every proper prefix must not be one.
         if p.match_indices('/')
             .skip(1)
-            .any(|(i, _)| self.state.files.contains_key(&p[..i]))
+            .any(|(i, _)| paths.contains(&p[..i]))
         {
             return FsStatus::BadPath;
         }
         // A directory is implicit in a file under it; a file may not share its path.
         let as_dir = format!("{p}/");
-        if self.state.files.contains_key(p)
-            || self
-                .state
-                .files
+        if paths.contains(p)
+            || paths
                 .range(as_dir.clone()..)
                 .next()
-                .is_some_and(|(k, _)| k.starts_with(&as_dir))
+                .is_some_and(|k| k.starts_with(&as_dir))
         {
             return FsStatus::Exists;
         }
-        self.state.files.insert(p.to_string(), Vec::new());
+        self.state.paths.insert(p.to_string());
+        let object = file_object(p);
+        self.state
+            .files
+            .entry(object.0)
+            .or_default()
+            .insert(p.to_string(), Vec::new());
+        self.dirty.insert(object);
         FsStatus::Ok
     }
 
     fn write(&mut self, op: &[u8]) -> FsStatus {
-        let Some(len) = op.get(1..3) else {
-            return FsStatus::BadOp;
-        };
-        let len = usize::from(u16::from_le_bytes([len[0], len[1]]));
-        let (Some(p), Some(offset)) = (op.get(3..3 + len), u64_at(op, 3 + len)) else {
+        let Some((p, offset, data)) = write_parts(op) else {
             return FsStatus::BadOp;
         };
         let Some(p) = path(p) else {
             return FsStatus::BadPath;
         };
-        let data = &op[3 + len + 8..];
-        let Some(file) = self.state.files.get_mut(p) else {
+        let object = file_object(p);
+        let Some(file) = self
+            .state
+            .files
+            .get_mut(&object.0)
+            .and_then(|f| f.get_mut(p))
+        else {
             return FsStatus::NotFound;
         };
         let end = offset.saturating_add(data.len() as u64);
@@ -294,13 +363,14 @@ impl SpecBench {
             file.resize(end, 0);
         }
         file[offset..end].copy_from_slice(data);
+        self.dirty.insert(object);
         FsStatus::Ok
     }
 
     fn read(&self, op: &[u8]) -> Vec<u8> {
         match path(&op[1..]) {
             None => vec![FsStatus::BadPath as u8],
-            Some(p) => match self.state.files.get(p) {
+            Some(p) => match self.file(p) {
                 None => vec![FsStatus::NotFound as u8],
                 Some(data) => {
                     let mut out = Vec::with_capacity(1 + data.len());
@@ -321,7 +391,7 @@ impl SpecBench {
             },
         };
         let mut names: Vec<String> = Vec::new();
-        for (k, _) in self.state.files.range(prefix.clone()..) {
+        for k in self.state.paths.range(prefix.clone()..) {
             let Some(rest) = k.strip_prefix(&prefix) else {
                 break;
             };
@@ -346,6 +416,103 @@ impl SpecBench {
 
     fn encode(&self) -> Vec<u8> {
         postcard::to_stdvec(&self.state).expect("state encodes")
+    }
+}
+
+/// A write's path bytes, offset and data, if the op is long enough to hold them.
+fn write_parts(op: &[u8]) -> Option<(&[u8], u64, &[u8])> {
+    let len = op.get(1..3)?;
+    let len = usize::from(u16::from_le_bytes([len[0], len[1]]));
+    let p = op.get(3..3 + len)?;
+    let offset = u64_at(op, 3 + len)?;
+    Some((p, offset, &op[3 + len + 8..]))
+}
+
+/// Objects: counters and files each in `2^16` objects by a hash of their id or path, the
+/// paths as the metadata. An operation's access set is the object of the counter or file it
+/// names (`list` reads the paths alone); a malformed op touches nothing.
+impl ObjectState for SpecBench {
+    fn object_id_bits(&self) -> u8 {
+        COUNTER_BITS + 1
+    }
+
+    fn take_changed_objects(&mut self) -> Vec<ObjectWrite> {
+        std::mem::take(&mut self.dirty)
+            .into_iter()
+            .map(|id| (id, self.object_bytes(id)))
+            .collect()
+    }
+
+    fn object_bytes(&self, id: ObjectId) -> Option<Vec<u8>> {
+        let encoded = if id.0 >> COUNTER_BITS == 0 {
+            self.state.counters.get(&id.0).map(postcard::to_stdvec)
+        } else {
+            self.state.files.get(&id.0).map(postcard::to_stdvec)
+        };
+        encoded.map(|b| b.expect("object encodes"))
+    }
+
+    fn load_object(&mut self, id: ObjectId, bytes: Option<&[u8]>) -> Result<(), LoadError> {
+        let corrupt = |e: String| LoadError::Corrupt(format!("specbench object {}: {e}", id.0));
+        if id.0 >> (COUNTER_BITS + 1) != 0 {
+            return Err(corrupt("id out of range".into()));
+        }
+        let bytes = bytes.filter(|b| !b.is_empty());
+        if id.0 >> COUNTER_BITS == 0 {
+            let counters: BTreeMap<u32, (u64, u64)> = match bytes {
+                Some(b) => postcard::from_bytes(b).map_err(|e| corrupt(e.to_string()))?,
+                None => BTreeMap::new(),
+            };
+            if counters.keys().any(|&c| counter_object(c) != id) {
+                return Err(corrupt("a counter of another object".into()));
+            }
+            set_or_remove(&mut self.state.counters, id, counters);
+        } else {
+            let files: BTreeMap<String, Vec<u8>> = match bytes {
+                Some(b) => postcard::from_bytes(b).map_err(|e| corrupt(e.to_string()))?,
+                None => BTreeMap::new(),
+            };
+            if files.keys().any(|p| file_object(p) != id) {
+                return Err(corrupt("a file of another object".into()));
+            }
+            set_or_remove(&mut self.state.files, id, files);
+        }
+        self.dirty.remove(&id);
+        Ok(())
+    }
+
+    fn object_metadata(&self) -> Vec<u8> {
+        postcard::to_stdvec(&self.state.paths).expect("paths encode")
+    }
+
+    fn load_object_metadata(&mut self, metadata: &[u8]) -> Result<(), LoadError> {
+        self.state.paths = postcard::from_bytes(metadata)
+            .map_err(|e| LoadError::Corrupt(format!("specbench paths: {e}")))?;
+        Ok(())
+    }
+
+    fn access_set(&self, op: &[u8]) -> AccessSet {
+        let path_object = |p: &[u8]| path(p).map(file_object);
+        let object = match op.first() {
+            Some(&INCR) => u32_at(op, 1).map(counter_object),
+            Some(&CREATE) | Some(&READ) => path_object(&op[1..]),
+            Some(&WRITE) => write_parts(op).and_then(|(p, _, _)| path_object(p)),
+            _ => None,
+        };
+        AccessSet::objects(object)
+    }
+}
+
+/// Put `value` at `key`, or remove `key` when `value` is empty (an empty object is absent).
+fn set_or_remove<K, V>(
+    map: &mut BTreeMap<u64, BTreeMap<K, V>>,
+    id: ObjectId,
+    value: BTreeMap<K, V>,
+) {
+    if value.is_empty() {
+        map.remove(&id.0);
+    } else {
+        map.insert(id.0, value);
     }
 }
 
@@ -392,5 +559,9 @@ impl Application for SpecBench {
 
     fn state_digest(&self) -> Digest {
         Digest::of(&self.encode())
+    }
+
+    fn objects(&mut self) -> Option<&mut dyn ObjectState> {
+        Some(self)
     }
 }

@@ -12,6 +12,17 @@
 //!   fork of the committed state ([`Application::execute_early`]), so a nearby client gets a
 //!   first reply after one round trip.
 //!
+//! # The fork
+//!
+//! The fork is a fresh instance of the inner application with the committed metadata and a
+//! copy of each object an early request's access set names, taken from the committed state
+//! the first time a request of the fork needs it (copy per object, so building a fork costs
+//! the metadata, not the state). The copies stay right while the fork is valid: every batch
+//! that commits replays the front of the fork's queue with the same replies (otherwise the
+//! fork is rebuilt), so an object no queued request touched is the same in the committed state
+//! as it would be in the fork. A request whose access set is the whole state is not executed
+//! early.
+//!
 //! # What an application under the shim sees
 //!
 //! Each command of a batch is handed to the inner application alone: a batch of `k` commands
@@ -27,17 +38,23 @@
 //!
 //! The reply log and the truncation watermarks decide future predicates, so they are state:
 //! checkpoints carry them, loading restores them, and [`Application::state_digest`] covers
-//! them. [`Application::objects`] is `None`: the log is not an object of the inner
-//! application, and leaving it out of an object checkpoint would let a replica that fetched
-//! state decide predicates differently from one that executed through. So the inner
-//! application must support whole checkpoints (`take_checkpoint` / `load_checkpoint`).
+//! them. The inner application keeps its state as objects ([`ObjectState`]); the shim's
+//! objects are the inner ones, and the log travels in the metadata beside the inner
+//! application's, so a replica that fetched state decides predicates as one that executed
+//! through. The log's size is bounded by the truncation interval, not by the state. An
+//! operation's access set is its inner operation's; predicates read only the log.
 
 use crate::envelope::{answer_digest, Predicate, SpecOp, SpecReply};
-use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
+use plumb_app::codec::{decode_versioned, encode_versioned};
+use plumb_app::{
+    AccessSet, Application, BatchOutput, Command, LoadError, NonDeterminism, ObjectId, ObjectState,
+    ObjectWrite,
+};
 use plumb_crypto::Digest;
-use plumb_wire::{ClientId, ReqNo, Seq};
+use plumb_wire::{ClientId, Micros, ReqNo, Seq};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// Client ids that form one speculation group: `client / SPEC_GROUP` names the group. A
 /// speculative session uses several consecutive client ids as lanes (the core protocol allows
@@ -181,6 +198,10 @@ pub struct SpecStats {
     pub early_repeats: u64,
     /// Committed commands the fork had predicted (same request, same place, same reply).
     pub early_confirmed: u64,
+    /// Objects copied from the committed state into a fork.
+    pub fork_objects_copied: u64,
+    /// Early requests not executed because their access set is the whole state.
+    pub early_whole_state: u64,
 }
 
 /// A request executed early and not yet committed.
@@ -196,17 +217,75 @@ struct Early {
 }
 
 /// The speculative copy early execution works on: the inner application and the log as the
-/// committed ones would be after the queued requests, in the queue's order.
+/// committed ones would be after the queued requests, in the queue's order. `app` holds the
+/// committed metadata and only the objects in `copied` (module docs, "The fork").
 struct Fork<A> {
     app: A,
     log: ReplyLog,
     queue: VecDeque<Early>,
+    copied: BTreeSet<ObjectId>,
+}
+
+impl<A: ObjectState> Fork<A> {
+    /// A fork of `committed` and its `log`, on `app`, a fresh instance of the inner
+    /// application, holding no object yet; `None` if the committed metadata does not load
+    /// (the application cannot read its own format).
+    fn new(mut app: A, committed: &A, log: &ReplyLog) -> Option<Fork<A>> {
+        // A fresh instance may start with objects of its own: it lets go of them, as a
+        // replica loading on demand does.
+        for (id, _) in app.take_changed_objects() {
+            app.load_object(id, None).ok()?;
+        }
+        app.load_object_metadata(&committed.object_metadata())
+            .ok()?;
+        Some(Fork {
+            app,
+            log: log.clone(),
+            queue: VecDeque::new(),
+            copied: BTreeSet::new(),
+        })
+    }
+
+    /// Copy from `committed` the objects `op` (a [`SpecOp`]) may use at `time` and the fork
+    /// does not hold yet. False if `op` needs the whole state, or an object does not load.
+    fn copy_objects(
+        &mut self,
+        committed: &A,
+        op: &[u8],
+        time: Micros,
+        stats: &mut SpecStats,
+    ) -> bool {
+        let Ok((_, op)) = SpecOp::split(op) else {
+            // Malformed: answered without touching the application.
+            return true;
+        };
+        let set = self.app.batch_access_set(&[op], time);
+        let Some(ids) = set.ids() else {
+            stats.early_whole_state += 1;
+            return false;
+        };
+        for &id in ids {
+            if self.copied.insert(id) {
+                if self
+                    .app
+                    .load_object(id, committed.object_bytes(id).as_deref())
+                    .is_err()
+                {
+                    return false;
+                }
+                stats.fork_objects_copied += 1;
+            }
+        }
+        true
+    }
 }
 
 /// The shim: an [`Application`] whose requests are [`SpecOp`]s and whose replies are
 /// [`SpecReply`]s, around an inner application `A` (module docs for what `A` sees).
 pub struct Speculative<A> {
     inner: A,
+    /// A fresh instance of the inner application, for forks.
+    fresh: Arc<dyn Fn() -> A + Send + Sync>,
     truncate_every: u64,
     log: ReplyLog,
     /// The last truncation point: a batch number that is a multiple of `truncate_every`.
@@ -290,22 +369,19 @@ fn corrupt(e: impl ToString) -> LoadError {
 }
 
 fn decode_checkpoint(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
-    match bytes.split_first() {
-        Some((&CHECKPOINT_VERSION, body)) => postcard::from_bytes(body).map_err(corrupt),
-        Some((v, _)) => Err(corrupt(format!("unknown version {v}"))),
-        None => Err(corrupt("empty")),
-    }
+    decode_versioned(CHECKPOINT_VERSION, bytes).map_err(corrupt)
 }
 
-impl<A: Application + Clone> Speculative<A> {
-    /// Wrap `inner`, truncating the reply log every `truncate_every` batches (at least 1; 0 is
-    /// taken as 1). Replies stay in the log between `truncate_every` and `2 * truncate_every`
+impl<A: Application + ObjectState> Speculative<A> {
+    /// Wrap the inner application that `fresh` builds (it builds forks too), truncating the
+    /// reply log every `truncate_every` batches (at least 1; 0 is taken as 1). Replies stay in the log between `truncate_every` and `2 * truncate_every`
     /// batches; choose it so that a client's whole pipeline commits well within that, or its
     /// dependent requests come back `Retry` (§3.2.1: "provided that the log is sufficiently
     /// long"). Every replica of a cluster must use the same value.
-    pub fn new(inner: A, truncate_every: u64) -> Self {
+    pub fn new(fresh: impl Fn() -> A + Send + Sync + 'static, truncate_every: u64) -> Self {
         Speculative {
-            inner,
+            inner: fresh(),
+            fresh: Arc::new(fresh),
             truncate_every: truncate_every.max(1),
             log: ReplyLog::default(),
             last_truncation: Seq(0),
@@ -379,13 +455,16 @@ impl<A: Application + Clone> Speculative<A> {
             return;
         }
         self.stats.fork_rebuilds += 1;
-        let mut fork = Fork {
-            app: self.inner.clone(),
-            log: self.log.clone(),
-            queue: VecDeque::with_capacity(waiting.len()),
+        let Some(mut fork) = Fork::new((self.fresh)(), &self.inner, &self.log) else {
+            return;
         };
         let mut discarded = Vec::new();
         for mut e in waiting {
+            // A request the new fork cannot run leaves no fork: the ones after it would not
+            // see it.
+            if !fork.copy_objects(&self.inner, &e.bytes, nd.time, &mut self.stats) {
+                return;
+            }
             let cmd = Command {
                 client: e.client,
                 nc: e.nc,
@@ -421,7 +500,7 @@ impl<A: Application + Clone> Speculative<A> {
     }
 }
 
-impl<A: Application + Clone> Application for Speculative<A> {
+impl<A: Application + ObjectState> Application for Speculative<A> {
     fn execute(&mut self, seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput {
         let mut replies = Vec::with_capacity(batch.len());
         let mut pushes = Vec::new();
@@ -527,12 +606,13 @@ impl<A: Application + Clone> Application for Speculative<A> {
         }
     }
 
-    /// Early execution on the fork (module docs). The fork is a clone of the committed inner
-    /// application and log, built on the first early request after it was dropped, and it
-    /// executes early requests in arrival order with the last committed batch's agreed time
-    /// and seed; its pushes are discarded (speculation is never externalised). `None` for a
-    /// request already committed or truncated (the reply cache answers it), for one whose
-    /// (client, nc) was executed early with another op, after a checkpoint load until the next
+    /// Early execution on the fork (module docs). The fork starts from the committed metadata
+    /// and log, built on the first early request after it was dropped, copies each object a
+    /// request needs from the committed state, and executes early requests in arrival order
+    /// with the last committed batch's agreed time and seed; its pushes are discarded
+    /// (speculation is never externalised). `None` for a request already committed or
+    /// truncated (the reply cache answers it), for one whose (client, nc) was executed early
+    /// with another op, for one of the whole state, after a checkpoint load until the next
     /// batch, and when [`MAX_EARLY`] requests wait.
     fn execute_early(&mut self, cmd: Command<'_>) -> Option<Vec<u8>> {
         let (client, nc) = (cmd.client, cmd.nc);
@@ -556,17 +636,18 @@ impl<A: Application + Clone> Application for Speculative<A> {
         {
             return None;
         }
-        let (inner, log, stats) = (&self.inner, &self.log, &mut self.stats);
-        let fork = self.fork.get_or_insert_with(|| {
-            // Built from the committed state, and a copy of it: the fork must never share
+        if self.fork.is_none() {
+            // Built from the committed state, and copies of it: the fork must never share
             // anything with the state that commits.
-            stats.fork_rebuilds += 1;
-            Fork {
-                app: inner.clone(),
-                log: log.clone(),
-                queue: VecDeque::new(),
-            }
-        });
+            self.fork = Some(Fork::new((self.fresh)(), &self.inner, &self.log)?);
+            self.stats.fork_rebuilds += 1;
+        }
+        let (inner, stats) = (&self.inner, &mut self.stats);
+        let fork = self.fork.as_mut()?;
+        if !fork.copy_objects(inner, cmd.op, nd.time, stats) {
+            // Objects already copied stay: they are the committed ones.
+            return None;
+        }
         let mut discarded = Vec::new();
         let (_, bytes) = step(
             &mut fork.app,
@@ -597,28 +678,13 @@ impl<A: Application + Clone> Application for Speculative<A> {
             inner: self.inner.take_checkpoint(),
             log: self.log_state(),
         };
-        let mut out = vec![CHECKPOINT_VERSION];
-        // Serialising plain vectors and integers into memory cannot fail.
-        out.extend(postcard::to_stdvec(&cp).expect("checkpoint encodes"));
-        out
+        encode_versioned(CHECKPOINT_VERSION, &cp)
     }
 
     fn load_checkpoint(&mut self, checkpoint: &[u8]) -> Result<(), LoadError> {
         let cp = decode_checkpoint(checkpoint)?;
         self.inner.load_checkpoint(&cp.inner)?;
-        self.log = ReplyLog {
-            entries: cp
-                .log
-                .entries
-                .into_iter()
-                .map(|(c, n, answer, seq)| ((c, n), Entry { answer, seq }))
-                .collect(),
-            watermarks: cp.log.watermarks.into_iter().collect(),
-        };
-        self.last_truncation = cp.log.last_truncation;
-        // The fork was built on the state just replaced; it must never outlive it.
-        self.drop_fork();
-        self.last = None;
+        self.load_log(cp.log);
         Ok(())
     }
 
@@ -645,9 +711,9 @@ impl<A: Application + Clone> Application for Speculative<A> {
         ])
     }
 
-    /// `None`: whole checkpoints only (module docs: the log must travel with the state).
-    fn objects(&mut self) -> Option<&mut dyn plumb_app::ObjectState> {
-        None
+    /// The inner application's objects, the log in the metadata (module docs, "Checkpoints").
+    fn objects(&mut self) -> Option<&mut dyn ObjectState> {
+        Some(self)
     }
 
     /// [`SpecStats`] for the node's metrics, after the inner application's own: how many
@@ -666,7 +732,92 @@ impl<A: Application + Clone> Application for Speculative<A> {
             ("spec-early-executions", s.early_executions),
             ("spec-early-repeats", s.early_repeats),
             ("spec-early-confirmed", s.early_confirmed),
+            ("spec-fork-objects-copied", s.fork_objects_copied),
+            ("spec-early-whole-state", s.early_whole_state),
         ]);
         out
+    }
+}
+
+/// 1: the inner application's metadata, then the log.
+const METADATA_VERSION: u8 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct Metadata {
+    inner: Vec<u8>,
+    log: LogState,
+}
+
+impl<A: Application + ObjectState> Speculative<A> {
+    /// Adopt a checkpoint's log (whole or object checkpoint alike).
+    fn load_log(&mut self, log: LogState) {
+        self.log = ReplyLog {
+            entries: log
+                .entries
+                .into_iter()
+                .map(|(c, n, answer, seq)| ((c, n), Entry { answer, seq }))
+                .collect(),
+            watermarks: log.watermarks.into_iter().collect(),
+        };
+        self.last_truncation = log.last_truncation;
+        // The fork was built on the state just replaced; it must never outlive it.
+        self.drop_fork();
+        self.last = None;
+    }
+}
+
+/// The inner application's objects; the reply log beside its metadata (module docs).
+impl<A: Application + ObjectState> ObjectState for Speculative<A> {
+    fn object_id_bits(&self) -> u8 {
+        self.inner.object_id_bits()
+    }
+
+    fn take_changed_objects(&mut self) -> Vec<ObjectWrite> {
+        self.inner.take_changed_objects()
+    }
+
+    fn object_bytes(&self, id: ObjectId) -> Option<Vec<u8>> {
+        self.inner.object_bytes(id)
+    }
+
+    /// Also drops the fork: an object loaded into the committed state (a fetch, a fill) may
+    /// be one the fork copied before.
+    fn load_object(&mut self, id: ObjectId, bytes: Option<&[u8]>) -> Result<(), LoadError> {
+        self.drop_fork();
+        self.inner.load_object(id, bytes)
+    }
+
+    fn object_metadata(&self) -> Vec<u8> {
+        let metadata = Metadata {
+            inner: self.inner.object_metadata(),
+            log: self.log_state(),
+        };
+        encode_versioned(METADATA_VERSION, &metadata)
+    }
+
+    fn load_object_metadata(&mut self, metadata: &[u8]) -> Result<(), LoadError> {
+        let m: Metadata = decode_versioned(METADATA_VERSION, metadata).map_err(corrupt)?;
+        self.inner.load_object_metadata(&m.inner)?;
+        self.load_log(m.log);
+        Ok(())
+    }
+
+    /// The inner operation's; a malformed envelope touches nothing.
+    fn access_set(&self, op: &[u8]) -> AccessSet {
+        match SpecOp::split(op) {
+            Ok((_, op)) => self.inner.access_set(op),
+            Err(_) => AccessSet::Objects(Vec::new()),
+        }
+    }
+
+    /// The inner application's set for the batch's inner operations. It covers the shim's
+    /// way of running a batch (one call per command, with the batch's seq and time): the
+    /// inner application must accept that anyway (module docs).
+    fn batch_access_set(&self, ops: &[&[u8]], time: Micros) -> AccessSet {
+        let inner: Vec<&[u8]> = ops
+            .iter()
+            .filter_map(|op| SpecOp::split(op).ok().map(|(_, op)| op))
+            .collect();
+        self.inner.batch_access_set(&inner, time)
     }
 }

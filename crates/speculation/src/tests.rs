@@ -73,7 +73,7 @@ fn done(value: u64, token: u64) -> Vec<u8> {
 }
 
 fn shim() -> Speculative<SpecBench> {
-    Speculative::new(SpecBench::new(), 1000)
+    Speculative::new(SpecBench::new, 1000)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -369,7 +369,7 @@ fn group_restriction() {
 
 #[test]
 fn retry_after_truncation() {
-    let mut s = Speculative::new(SpecBench::new(), 2);
+    let mut s = Speculative::new(SpecBench::new, 2);
     let r1 = run(&mut s, Seq(1), &[(16, ReqNo(1), plain(create_op("/a")))]);
     run(&mut s, Seq(2), &[(16, ReqNo(2), plain(create_op("/b")))]); // truncation point 2: drops ≤ 0
     let r3 = run(
@@ -567,9 +567,35 @@ impl Application for Probe {
     }
 }
 
+/// The whole record in one object, which every op uses.
+impl plumb_app::ObjectState for Probe {
+    fn object_id_bits(&self) -> u8 {
+        1
+    }
+    fn take_changed_objects(&mut self) -> Vec<plumb_app::ObjectWrite> {
+        vec![(
+            plumb_app::ObjectId(0),
+            self.object_bytes(plumb_app::ObjectId(0)),
+        )]
+    }
+    fn object_bytes(&self, _id: plumb_app::ObjectId) -> Option<Vec<u8>> {
+        (!self.ops.is_empty()).then(|| postcard::to_stdvec(&self.ops).unwrap())
+    }
+    fn load_object(&mut self, _id: plumb_app::ObjectId, b: Option<&[u8]>) -> Result<(), LoadError> {
+        self.ops = match b {
+            Some(b) => postcard::from_bytes(b).map_err(|e| LoadError::Corrupt(e.to_string()))?,
+            None => Vec::new(),
+        };
+        Ok(())
+    }
+    fn access_set(&self, _op: &[u8]) -> plumb_app::AccessSet {
+        plumb_app::AccessSet::objects([plumb_app::ObjectId(0)])
+    }
+}
+
 #[test]
 fn inner_sees_one_command_calls_with_the_batch_seq_and_pushes_pass_through() {
-    let mut s = Speculative::new(Probe::default(), 10);
+    let mut s = Speculative::new(Probe::default, 10);
     let batch = [
         (16, 1, plain(b"ab".to_vec())),
         (17, 1, b"garbage".to_vec()),
@@ -611,7 +637,7 @@ fn inner_sees_one_command_calls_with_the_batch_seq_and_pushes_pass_through() {
 
 #[test]
 fn read_only_path() {
-    let mut s = Speculative::new(Probe::default(), 10);
+    let mut s = Speculative::new(Probe::default, 10);
     let read = plain(b"read".to_vec());
     assert_eq!(
         s.execute_read_only(16, &read),
@@ -735,8 +761,8 @@ impl Workload {
 #[test]
 fn two_shims_fed_the_same_batches_stay_identical() {
     for seed in 1..=20u64 {
-        let mut a = Speculative::new(SpecBench::new(), 3);
-        let mut b = Speculative::new(SpecBench::new(), 3);
+        let mut a = Speculative::new(SpecBench::new, 3);
+        let mut b = Speculative::new(SpecBench::new, 3);
         let mut w = Workload::new(seed);
         for seq in 1..=150 {
             let reqs = w.batch();
@@ -760,54 +786,131 @@ fn two_shims_fed_the_same_batches_stay_identical() {
     }
 }
 
+/// Run 30 batches of `seed`'s workload on a shim, move its state to a fresh one with `load`,
+/// then run 50 more on both: same replies and state, and some predicated requests executed
+/// after the load (the log came along).
+fn loaded_decides_like_executing_through(
+    seed: u64,
+    load: impl Fn(&mut Speculative<SpecBench>, &mut Speculative<SpecBench>),
+) {
+    let mut through = Speculative::new(SpecBench::new, 4);
+    let mut w = Workload::new(seed);
+    for seq in 1..=30 {
+        let reqs = w.batch();
+        let r = run(&mut through, Seq(seq), &reqs);
+        w.learn(&reqs, &r);
+    }
+    let mut loaded = Speculative::new(SpecBench::new, 4);
+    load(&mut through, &mut loaded);
+    assert_eq!(loaded.state_digest(), through.state_digest());
+    let mut executed_after = 0;
+    for seq in 31..=80 {
+        let reqs = w.batch();
+        let ra = run(&mut through, Seq(seq), &reqs);
+        let rb = run(&mut loaded, Seq(seq), &reqs);
+        assert_eq!(ra, rb, "seed {seed} seq {seq}");
+        assert_eq!(through.state_digest(), loaded.state_digest());
+        executed_after += ra
+            .iter()
+            .zip(&reqs)
+            .filter(|(r, (_, _, op))| {
+                SpecOp::decode(op).is_ok_and(|o| !o.predicates.is_empty())
+                    && matches!(SpecReply::decode(r), Ok(SpecReply::Executed(_)))
+            })
+            .count();
+        w.learn(&reqs, &ra);
+    }
+    assert!(
+        executed_after > 0,
+        "seed {seed}: some predicates held after the load"
+    );
+}
+
 #[test]
 fn checkpoint_round_trip_decides_like_executing_through() {
     for seed in 1..=10u64 {
-        let mut through = Speculative::new(SpecBench::new(), 4);
-        let mut w = Workload::new(seed);
-        for seq in 1..=30 {
-            let reqs = w.batch();
-            let r = run(&mut through, Seq(seq), &reqs);
-            w.learn(&reqs, &r);
-        }
-        let cp = through.take_checkpoint();
-        let mut loaded = Speculative::new(SpecBench::new(), 4);
-        loaded.load_checkpoint(&cp).unwrap();
-        assert_eq!(loaded.state_digest(), through.state_digest());
-        assert_eq!(loaded.take_checkpoint(), cp);
-        let mut executed_after = 0;
-        for seq in 31..=80 {
-            let reqs = w.batch();
-            let ra = run(&mut through, Seq(seq), &reqs);
-            let rb = run(&mut loaded, Seq(seq), &reqs);
-            assert_eq!(ra, rb, "seed {seed} seq {seq}");
-            assert_eq!(through.state_digest(), loaded.state_digest());
-            executed_after += ra
-                .iter()
-                .zip(&reqs)
-                .filter(|(r, (_, _, op))| {
-                    SpecOp::decode(op).is_ok_and(|o| !o.predicates.is_empty())
-                        && matches!(SpecReply::decode(r), Ok(SpecReply::Executed(_)))
-                })
-                .count();
-            w.learn(&reqs, &ra);
-        }
-        assert!(
-            executed_after > 0,
-            "seed {seed}: some predicates held after the load"
-        );
+        loaded_decides_like_executing_through(seed, |through, loaded| {
+            let cp = through.take_checkpoint();
+            loaded.load_checkpoint(&cp).unwrap();
+            assert_eq!(loaded.take_checkpoint(), cp);
+        });
     }
+}
+
+/// An object checkpoint (every object written, then the metadata, as a replica that fetched
+/// the state loads it) decides predicates as executing through does: the log is in the
+/// metadata.
+#[test]
+fn object_checkpoint_round_trip_decides_like_executing_through() {
+    use plumb_app::ObjectState;
+    for seed in 1..=10u64 {
+        loaded_decides_like_executing_through(seed, |through, loaded| {
+            let objects = through.take_changed_objects();
+            assert!(!objects.is_empty());
+            for (id, bytes) in &objects {
+                loaded.load_object(*id, bytes.as_deref()).unwrap();
+            }
+            loaded
+                .load_object_metadata(&through.object_metadata())
+                .unwrap();
+        });
+    }
+}
+
+/// The fork copies from the committed state only the objects its requests use, whatever the
+/// state's size, and never changes the committed state.
+#[test]
+fn fork_copies_only_the_objects_its_requests_use() {
+    let mut s = shim();
+    let reqs: Vec<Req> = (0..2000u32)
+        .map(|c| (16 + c as ClientId, ReqNo(1), plain(incr_op(c, 0))))
+        .collect();
+    run(&mut s, Seq(1), &reqs);
+    let committed = s.state_digest();
+    // Two increments of one counter and one of another: two objects.
+    let first = s.execute_early(cmd(
+        5000,
+        ReqNo(1),
+        &plain(incr_op(7, s.inner().counter(7).1)),
+    ));
+    let (value, token) = match incr(&first.unwrap()) {
+        IncrReply::Done { value, token } => (value, token),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(value, 2);
+    let second = s.execute_early(cmd(5001, ReqNo(1), &plain(incr_op(7, token))));
+    assert_eq!(
+        incr(&second.unwrap()),
+        IncrReply::Done {
+            value: 3,
+            token: crate::app::next_token(token, 3)
+        }
+    );
+    s.execute_early(cmd(
+        5002,
+        ReqNo(1),
+        &plain(incr_op(1999, s.inner().counter(1999).1)),
+    ))
+    .unwrap();
+    assert_eq!(s.stats().fork_objects_copied, 2);
+    assert_eq!(s.stats().early_executions, 3);
+    assert_eq!(
+        s.state_digest(),
+        committed,
+        "the committed state is untouched"
+    );
+    assert_eq!(s.inner().counter(7).0, 1);
 }
 
 #[test]
 fn checkpoint_carries_the_log_and_watermarks() {
-    let mut s = Speculative::new(SpecBench::new(), 2);
+    let mut s = Speculative::new(SpecBench::new, 2);
     let r1 = run(&mut s, Seq(1), &[(16, ReqNo(1), plain(create_op("/a")))]);
     run(&mut s, Seq(2), &[]);
     let r3 = run(&mut s, Seq(3), &[(16, ReqNo(2), plain(create_op("/b")))]);
     run(&mut s, Seq(4), &[]); // (16, 1) truncated, watermark 1
     let cp = s.take_checkpoint();
-    let mut t = Speculative::new(SpecBench::new(), 2);
+    let mut t = Speculative::new(SpecBench::new, 2);
     t.load_checkpoint(&cp).unwrap();
     assert_eq!(t.watermark(16), ReqNo(1));
     assert_eq!(
@@ -826,7 +929,7 @@ fn checkpoint_carries_the_log_and_watermarks() {
             predicated(vec![on(16, ReqNo(2), &r3[0])], create_op("/d")),
         ),
     ];
-    let fresh = run(&mut Speculative::new(SpecBench::new(), 2), Seq(5), &reqs);
+    let fresh = run(&mut Speculative::new(SpecBench::new, 2), Seq(5), &reqs);
     let loaded = run(&mut t, Seq(5), &reqs);
     assert_eq!(
         SpecReply::decode(&loaded[0]).unwrap(),
@@ -865,8 +968,8 @@ fn state_digest_covers_the_log_and_watermarks() {
     assert_eq!(a.inner().state_digest(), b.inner().state_digest());
     assert_ne!(a.state_digest(), b.state_digest());
     // Same entries, different watermarks: one truncated an entry the other never had.
-    let mut c = Speculative::new(SpecBench::new(), 1);
-    let mut d = Speculative::new(SpecBench::new(), 1);
+    let mut c = Speculative::new(SpecBench::new, 1);
+    let mut d = Speculative::new(SpecBench::new, 1);
     run(&mut c, Seq(1), &[(16, ReqNo(1), b"junk".to_vec())]);
     run(&mut d, Seq(1), &[]);
     run(&mut c, Seq(2), &[]);
@@ -994,7 +1097,7 @@ fn fork_is_rebuilt_when_the_order_differs() {
     );
     assert!(!s.has_fork());
     // So does a committed request with the (client, nc) of an early one but another op.
-    let mut other = Speculative::new(SpecBench::new(), 1000);
+    let mut other = Speculative::new(SpecBench::new, 1000);
     let _ = other
         .execute_early(cmd(1, ReqNo(1), &plain(create_op("/y"))))
         .unwrap();
@@ -1037,7 +1140,7 @@ fn load_checkpoint_drops_the_fork() {
 fn fork_dropped_when_the_reply_differs_at_the_right_place() {
     // Probe answers `time` with the agreed time: the fork borrows the last batch's, the
     // committed batch has its own, so the right request at the right place answers otherwise.
-    let mut s = Speculative::new(Probe::default(), 10);
+    let mut s = Speculative::new(Probe::default, 10);
     run(&mut s, Seq(1), &[]);
     let op = plain(b"time".to_vec());
     let early = s.execute_early(cmd(16, ReqNo(1), &op)).unwrap();
@@ -1057,7 +1160,7 @@ fn fork_dropped_when_the_reply_differs_at_the_right_place() {
 
 #[test]
 fn fork_truncates_with_the_committed_log() {
-    let mut s = Speculative::new(SpecBench::new(), 1);
+    let mut s = Speculative::new(SpecBench::new, 1);
     let a = plain(create_op("/a"));
     let early_a = s.execute_early(cmd(16, ReqNo(1), &a)).unwrap();
     assert_eq!(
@@ -1100,7 +1203,7 @@ fn early_repeats_and_committed_requests() {
         "committed: the reply cache answers"
     );
     // Past the truncation watermark likewise.
-    let mut t = Speculative::new(SpecBench::new(), 1);
+    let mut t = Speculative::new(SpecBench::new, 1);
     run(&mut t, Seq(1), &[(16, ReqNo(5), plain(vec![]))]);
     run(&mut t, Seq(2), &[]);
     assert_eq!(t.watermark(16), ReqNo(5));
@@ -1328,8 +1431,8 @@ fn session(
 ) -> (BTreeMap<OpId, Fate>, u64, usize) {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut client = Speculation::new(1);
-    let mut primary = Speculative::new(SpecBench::new(), truncate_every);
-    let mut backup = Speculative::new(SpecBench::new(), truncate_every);
+    let mut primary = Speculative::new(SpecBench::new, truncate_every);
+    let mut backup = Speculative::new(SpecBench::new, truncate_every);
     let mut next_nc: BTreeMap<ClientId, ReqNo> = BTreeMap::new();
     let mut busy: BTreeSet<ClientId> = BTreeSet::new();
     // Sent and not committed: (id, lane, nc, request).

@@ -85,6 +85,10 @@ impl ObjectState for WikiApp {
             .collect()
     }
 
+    fn object_bytes(&self, id: ObjectId) -> Option<Vec<u8>> {
+        self.bucket_bytes(id)
+    }
+
     fn load_object(&mut self, id: ObjectId, bytes: Option<&[u8]>) -> Result<(), LoadError> {
         if id.0 >> PAGE_BUCKET_BITS != 0 {
             return Err(corrupt("bucket id out of range"));
