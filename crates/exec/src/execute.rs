@@ -239,7 +239,7 @@ impl<A: Application> ExecReplica<A> {
         // With objects: only the objects written since the last checkpoint are hashed, and
         // the checkpoint commits to all of them through the tree's root.
         self.flush_objects();
-        let tree = self.objects.as_ref().map(|o| o.live.clone());
+        let tree = self.objects.as_mut().map(|o| o.live().clone());
         let (app, objects) = match (&tree, self.app.objects()) {
             (Some(tree), Some(app)) => (
                 app.object_metadata(),

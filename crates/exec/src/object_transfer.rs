@@ -82,7 +82,7 @@ impl<A: Application> ExecReplica<A> {
     /// The checkpoint being loaded is verified and its state is objects with `root`: start
     /// (or keep) fetching what differs from our objects.
     pub(crate) fn start_object_load(&mut self, root: ObjectsRoot, out: &mut Vec<Action>) {
-        let Some(bits) = self.objects.as_ref().map(|o| o.live.bits()) else {
+        let Some(bits) = self.objects.as_ref().map(|o| o.holding().bits()) else {
             return;
         };
         let Some(loading) = self.transfer.loading.as_mut() else {
@@ -97,7 +97,7 @@ impl<A: Application> ExecReplica<A> {
             return;
         }
         self.flush_objects();
-        let Some(base) = self.objects.as_ref().map(|o| o.live.clone()) else {
+        let Some(base) = self.objects.as_mut().map(|o| o.live().clone()) else {
             return;
         };
         // A checkpoint we hold has that very tree: no transfer at all.
@@ -442,7 +442,7 @@ impl<A: Application> ExecReplica<A> {
             self.counters.add("load-cp-app-rejected");
         }
         if let Some(state) = self.objects.as_mut() {
-            state.live = tree.clone();
+            state.replace_live(tree.clone());
         }
         self.finish_load(loading.seq, loading.token, cp, bytes, Some(tree), out);
     }

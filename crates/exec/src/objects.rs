@@ -31,7 +31,7 @@ use crate::ExecReplica;
 use plumb_app::{Application, ObjectId};
 use plumb_core::{Action, StoreOp};
 use plumb_crypto::Digest;
-use plumb_objects::{ObjectBytes, ObjectTree};
+use plumb_objects::{Held, ObjectBytes, ObjectTree, TreeError};
 use plumb_wire::Seq;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,8 +92,15 @@ pub(crate) fn decode_delta(bytes: &[u8]) -> Option<Vec<DeltaObject>> {
 /// The execution stage's view of the application's objects.
 #[derive(Debug)]
 pub(crate) struct ObjectsState {
-    /// The tree of the application's objects as of the last flush (checkpoint or load).
-    pub live: ObjectTree,
+    /// The tree of the application's objects, up to the writes in `unsettled` ([`Self::live`]
+    /// brings it up to date).
+    live: ObjectTree,
+    /// Objects written since `live` was last brought up to date: the newest bytes of each,
+    /// with their digest. A batch costs a hash of each object it wrote; the tree's paths are
+    /// rehashed when a checkpoint, a transfer or the fill needs the tree, once for all the
+    /// writes since (an object written in many batches, and the upper nodes many writes
+    /// share, once). Never an object this replica lacks (checked as they are recorded).
+    unsettled: BTreeMap<ObjectId, (Option<Vec<u8>>, Digest)>,
     /// The tree of the newest checkpoint on disk.
     pub persisted: ObjectTree,
     /// The deltas on disk not yet folded into the base, oldest first.
@@ -120,6 +127,7 @@ impl ObjectsState {
         let tree = ObjectTree::new(bits).ok()?;
         Some(ObjectsState {
             live: tree.clone(),
+            unsettled: BTreeMap::new(),
             persisted: tree,
             unfolded: Vec::new(),
             on_demand: None,
@@ -129,24 +137,122 @@ impl ObjectsState {
     }
 }
 
-impl<A: Application> ExecReplica<A> {
-    /// Move the objects the application wrote since the last flush into the live tree.
-    pub(crate) fn flush_objects(&mut self) {
-        let (Some(state), Some(app)) = (self.objects.as_mut(), self.app.objects()) else {
+impl ObjectsState {
+    /// The tree of the application's objects, brought up to date.
+    pub fn live(&mut self) -> &mut ObjectTree {
+        self.settle();
+        &mut self.live
+    }
+
+    /// The tree brought up to date, and what is being fetched into it, while this replica
+    /// holds part of the state.
+    pub fn fetching(&mut self) -> Option<(&mut ObjectTree, &mut crate::partial::OnDemand)> {
+        self.on_demand.as_ref()?;
+        self.settle();
+        Some((&mut self.live, self.on_demand.as_mut()?))
+    }
+
+    /// Which objects this replica holds and which subtrees it lacks: what writes never
+    /// change, so no need to bring the tree up to date.
+    pub fn holding(&self) -> Holding<'_> {
+        Holding(&self.live)
+    }
+
+    /// Replace the tree (a checkpoint loaded, a recovery): the writes not yet in the old one
+    /// go with it. Returns the old tree.
+    pub fn replace_live(&mut self, tree: ObjectTree) -> ObjectTree {
+        self.unsettled.clear();
+        std::mem::replace(&mut self.live, tree)
+    }
+
+    fn settle(&mut self) {
+        if self.unsettled.is_empty() {
             return;
-        };
-        let changed = app.take_changed_objects();
-        if state.live.apply_vecs(changed).is_err() {
-            // The application broke its own id range: its checkpoints will disagree with
-            // correct replicas' and the divergence is caught there.
-            self.counters.add("app-object-id-out-of-range");
+        }
+        let writes = std::mem::take(&mut self.unsettled)
+            .into_iter()
+            .map(|(id, (bytes, digest))| (id, bytes.map(ObjectBytes::from), digest));
+        // Every id was checked in range and held when recorded, and nothing since made an
+        // object missing (the tree is only replaced, which drops these writes).
+        let applied = self.live.apply_digested(writes);
+        assert!(applied.is_ok(), "settling recorded writes: {applied:?}");
+    }
+
+    /// Record the application's writes `changed` (by id, one each). Returns those whose bytes
+    /// changed, with their new digests, by id; and whether they were recorded: not if an id is
+    /// out of range or lies in a subtree this replica lacks (then none is).
+    fn record(
+        &mut self,
+        changed: Vec<(ObjectId, Option<Vec<u8>>)>,
+    ) -> (Vec<(u64, Digest)>, Result<(), TreeError>) {
+        let whole = self.live.is_complete();
+        let refused = changed.iter().find_map(|(id, _)| {
+            if !self.live.contains_id(*id) {
+                Some(TreeError::IdOutOfRange(*id))
+            } else if !whole && self.live.lookup(*id) == Held::Missing {
+                // Only a tree with missing subtrees needs the walk.
+                Some(TreeError::Missing(*id))
+            } else {
+                None
+            }
+        });
+        let mut written = Vec::new();
+        let mut digested = Vec::with_capacity(changed.len());
+        for (id, bytes) in changed {
+            let bytes = bytes.filter(|b| !b.is_empty());
+            let digest = plumb_objects::object_digest(bytes.as_deref());
+            let before = match self.unsettled.get(&id) {
+                Some((_, d)) => *d,
+                None => self.live.object_digest(id),
+            };
+            if before != digest {
+                written.push((id.0, digest));
+            }
+            digested.push((id, (bytes, digest)));
+        }
+        if let Some(e) = refused {
+            return (written, Err(e));
+        }
+        self.unsettled.extend(digested);
+        (written, Ok(()))
+    }
+}
+
+/// [`ObjectsState::holding`]: the questions about which objects are held that the tree answers
+/// right whether or not it is up to date with the latest writes.
+pub(crate) struct Holding<'a>(&'a ObjectTree);
+
+impl Holding<'_> {
+    pub fn bits(&self) -> u8 {
+        self.0.bits()
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.0.is_complete()
+    }
+
+    pub fn missing_of(&self, ids: &[ObjectId]) -> Vec<ObjectId> {
+        self.0.missing_of(ids)
+    }
+
+    pub fn missing_positions(&self, limit: usize) -> Vec<plumb_objects::NodePos> {
+        self.0.missing_positions(limit)
+    }
+}
+
+impl<A: Application> ExecReplica<A> {
+    /// Bring the live tree up to date with every object the application wrote.
+    pub(crate) fn flush_objects(&mut self) {
+        self.flush_batch_writes();
+        if let Some(state) = self.objects.as_mut() {
+            state.settle();
         }
     }
 
-    /// After a batch: move the objects the application wrote into the live tree, and return
-    /// the digest of the batch's write set (`None` without objects): the objects whose bytes
-    /// changed, each with the digest of its new bytes. An object the application reports
-    /// unchanged is left out, so replicas agree whatever they report beyond what changed.
+    /// After a batch: record the objects the application wrote, and return the digest of the
+    /// batch's write set (`None` without objects): the objects whose bytes changed, each with
+    /// the digest of its new bytes. An object the application reports unchanged is left out,
+    /// so replicas agree whatever they report beyond what changed.
     pub(crate) fn flush_batch_writes(&mut self) -> Option<Digest> {
         let (Some(state), Some(app)) = (self.objects.as_mut(), self.app.objects()) else {
             return None;
@@ -157,21 +263,16 @@ impl<A: Application> ExecReplica<A> {
         changed.sort_by_key(|(id, _)| *id);
         changed.dedup_by_key(|(id, _)| *id);
         #[cfg_attr(not(feature = "sabotage"), allow(unused_mut))]
-        let mut written: Vec<(u64, Digest)> = changed
-            .iter()
-            .map(|(id, bytes)| {
-                let bytes = bytes.as_deref().filter(|b| !b.is_empty());
-                (*id, plumb_objects::object_digest(bytes))
-            })
-            .filter(|(id, digest)| state.live.object_digest(*id) != *digest)
-            .map(|(id, digest)| (id.0, digest))
-            .collect();
+        let (mut written, recorded) = state.record(changed);
+        if recorded.is_err() {
+            // The application broke its own id range, or wrote an object it lacks: its
+            // checkpoints will disagree with correct replicas' and the divergence is caught
+            // there.
+            self.counters.add("app-object-id-out-of-range");
+        }
         #[cfg(feature = "sabotage")]
         if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::ReportSkipsWrite) {
             written.pop();
-        }
-        if state.live.apply_vecs(changed).is_err() {
-            self.counters.add("app-object-id-out-of-range");
         }
         Some(plumb_wire::BatchReport::writes_digest(written))
     }
@@ -264,7 +365,7 @@ impl<A: Application> ExecReplica<A> {
         records: &mut BTreeMap<String, Vec<u8>>,
         checkpoints: &BTreeMap<Seq, (ExecCheckpoint, Vec<u8>)>,
     ) -> BTreeMap<Seq, ObjectTree> {
-        let Some(bits) = self.objects.as_ref().map(|o| o.live.bits()) else {
+        let Some(bits) = self.objects.as_ref().map(|o| o.holding().bits()) else {
             return BTreeMap::new();
         };
         let mut base: Vec<(ObjectId, Option<ObjectBytes>)> = Vec::new();
@@ -341,7 +442,7 @@ impl<A: Application> ExecReplica<A> {
             self.found.unusable_prefixes.push(delta_prefix(*s));
         }
         if let Some(state) = self.objects.as_mut() {
-            state.live = tree.clone();
+            state.replace_live(tree.clone());
             state.persisted = tree;
             state.unfolded = unfolded;
         }

@@ -108,21 +108,22 @@ impl<A: Application> ExecReplica<A> {
         // Loading again before the fill was done: what the last load's former state still
         // had to give joins the tree first, so the next load can keep it too.
         if let Some(previous) = state.on_demand.take() {
-            for pos in state.live.missing_positions(usize::MAX) {
-                state.live.graft(pos, &previous.base);
+            let live = state.live();
+            for pos in live.missing_positions(usize::MAX) {
+                live.graft(pos, &previous.base);
             }
         }
         // The objects held before were moved into the live tree by the caller: from now on
         // the application holds exactly the objects filled in.
         let mut ok = true;
-        for (id, _) in state.live.iter() {
+        for (id, _) in state.live().iter() {
             ok &= app.load_object(id, None).is_ok();
         }
         ok &= app.load_object_metadata(&cp.app).is_ok();
         if !ok {
             self.counters.add("load-cp-app-rejected");
         }
-        let base = std::mem::replace(&mut state.live, tree.clone());
+        let base = state.replace_live(tree.clone());
         state.on_demand = Some(OnDemand::new(peer, base));
         self.counters.add("load-cp-on-demand");
         self.finish_load(loading.seq, loading.token, cp, bytes, Some(tree), out);
@@ -140,7 +141,7 @@ impl<A: Application> ExecReplica<A> {
         let Some(state) = self.objects.as_ref() else {
             return true;
         };
-        let live = &state.live;
+        let live = state.holding();
         let agreed_before = self.executed.agreed_time;
         let (mut ready, mut needs_all) = (true, false);
         let mut wanted: Vec<ObjectId> = Vec::new();
@@ -225,22 +226,19 @@ impl<A: Application> ExecReplica<A> {
         let Some(state) = self.objects.as_mut() else {
             return;
         };
-        let Some(od) = state.on_demand.as_ref() else {
+        let Some((live, od)) = state.fetching() else {
             return;
         };
         let mut taken: Vec<ObjectId> = Vec::new();
-        for pos in state
-            .live
-            .missing_positions(NODES_IN_FLIGHT + OBJECTS_IN_FLIGHT)
-        {
-            if let Some(ids) = state.live.graft(pos, &od.base) {
+        for pos in live.missing_positions(NODES_IN_FLIGHT + OBJECTS_IN_FLIGHT) {
+            if let Some(ids) = live.graft(pos, &od.base) {
                 taken.extend(ids);
             }
         }
         if taken.is_empty() {
             return;
         }
-        let live = state.live.clone();
+        let live = live.clone();
         let Some(app) = self.app.objects() else {
             return;
         };
@@ -267,13 +265,13 @@ impl<A: Application> ExecReplica<A> {
         let Some(state) = self.objects.as_mut() else {
             return;
         };
-        let bits = state.live.bits();
+        let bits = state.holding().bits();
+        let wanted = state
+            .holding()
+            .missing_positions(NODES_IN_FLIGHT + OBJECTS_IN_FLIGHT);
         let Some(od) = state.on_demand.as_mut() else {
             return;
         };
-        let wanted = state
-            .live
-            .missing_positions(NODES_IN_FLIGHT + OBJECTS_IN_FLIGHT);
         let mut nodes = Vec::new();
         let mut leaves = Vec::new();
         for pos in wanted {
@@ -341,7 +339,7 @@ impl<A: Application> ExecReplica<A> {
         let time = agreed_time(&learned.batch, self.executed.agreed_time);
         let set = batch_access_set(&mut self.app, learned, time);
         match (set.ids(), self.objects.as_ref()) {
-            (Some(ids), Some(state)) => state.live.missing_of(ids),
+            (Some(ids), Some(state)) => state.holding().missing_of(ids),
             _ => Vec::new(),
         }
     }
@@ -375,7 +373,7 @@ impl<A: Application> ExecReplica<A> {
             let Some(state) = self.objects.as_mut() else {
                 return;
             };
-            let Some(od) = state.on_demand.as_mut() else {
+            let Some((live, od)) = state.fetching() else {
                 self.counters.dropped(DropReason::ObjectsUnrequested);
                 return;
             };
@@ -385,7 +383,7 @@ impl<A: Application> ExecReplica<A> {
             }
             let bytes: Option<ObjectBytes> = p.bytes.filter(|b| !b.is_empty()).map(Into::into);
             let proof = Proof { siblings: p.proof };
-            match state.live.fill(id, bytes.clone(), &proof) {
+            match live.fill(id, bytes.clone(), &proof) {
                 Ok(filled) => {
                     od.progressed = true;
                     if filled {
@@ -449,7 +447,7 @@ impl<A: Application> ExecReplica<A> {
         let Some(state) = self.objects.as_mut() else {
             return;
         };
-        let Some(od) = state.on_demand.as_mut() else {
+        let Some((live, od)) = state.fetching() else {
             self.counters.dropped(DropReason::ObjectNodesUnrequested);
             return;
         };
@@ -462,7 +460,7 @@ impl<A: Application> ExecReplica<A> {
                 self.counters.dropped(DropReason::ObjectNodesUnrequested);
                 continue;
             }
-            match state.live.expand_missing(pos, c.left, c.right) {
+            match live.expand_missing(pos, c.left, c.right) {
                 Ok(_) => od.progressed = true,
                 Err(_) => {
                     lied = true;
@@ -485,7 +483,7 @@ impl<A: Application> ExecReplica<A> {
         if state.on_demand.is_none() {
             return true;
         }
-        if !state.live.is_complete() {
+        if !state.holding().is_complete() {
             return false;
         }
         state.on_demand = None;
@@ -501,7 +499,7 @@ impl<A: Application> ExecReplica<A> {
     /// nobody sends (sim seed 42, `--app redis --partial`: two replicas had loaded on demand
     /// and the stable checkpoint stayed two intervals behind).
     fn complete_held_checkpoints(&mut self, out: &mut Vec<Action>) {
-        let Some(live) = self.objects.as_ref().map(|o| o.live.clone()) else {
+        let Some(live) = self.objects.as_mut().map(|o| o.live().clone()) else {
             return;
         };
         let mut completed = Vec::new();
@@ -542,7 +540,7 @@ impl<A: Application> ExecReplica<A> {
             Some(objects) => objects.access_set(op),
             None => return true,
         };
-        let Some(live) = self.objects.as_ref().map(|o| &o.live) else {
+        let Some(live) = self.objects.as_ref().map(|o| o.holding()) else {
             return true;
         };
         match set.ids() {

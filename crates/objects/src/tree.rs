@@ -195,8 +195,21 @@ impl ObjectTree {
     where
         I: IntoIterator<Item = (ObjectId, Option<ObjectBytes>)>,
     {
+        self.apply_digested(writes.into_iter().map(|(id, bytes)| {
+            let bytes = bytes.filter(|b| !b.is_empty());
+            let digest = object_digest(bytes.as_deref());
+            (id, bytes, digest)
+        }))
+    }
+
+    /// [`ObjectTree::apply`] for writes whose digests the caller already computed
+    /// ([`object_digest`] of the bytes, empty bytes as `None`), so bytes are not hashed twice.
+    pub fn apply_digested<I>(&mut self, writes: I) -> Result<(), TreeError>
+    where
+        I: IntoIterator<Item = (ObjectId, Option<ObjectBytes>, Digest)>,
+    {
         let mut ws: Vec<Write> = Vec::new();
-        for (id, bytes) in writes {
+        for (id, bytes, digest) in writes {
             if !self.contains_id(id) {
                 return Err(TreeError::IdOutOfRange(id));
             }
@@ -204,7 +217,7 @@ impl ObjectTree {
                 return Err(TreeError::Missing(id));
             }
             let bytes = bytes.filter(|b| !b.is_empty());
-            let digest = object_digest(bytes.as_deref());
+            debug_assert_eq!(digest, object_digest(bytes.as_deref()), "a write's digest");
             ws.push(Write {
                 id: id.0,
                 bytes,
