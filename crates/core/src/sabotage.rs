@@ -90,6 +90,10 @@ sabotages! {
     /// proof does not verify (caught by the simulator's `object-verified`, which compares
     /// every object a correct replica fetched with the reference state it must equal).
     UnverifiedObject = "unverified-object",
+    /// An execution replica that loaded on demand keeps the objects of its former state under
+    /// a subtree the fill found empty (caught by the simulator's `ES-report-agreement`: a batch
+    /// reading one answers otherwise than correct replicas do).
+    EmptiedObjectKept = "emptied-object-kept",
     /// Order replicas record a batch's report as agreed on the first EXEC-REPORT of it instead
     /// of `r + 1` matching ones (caught by the simulator's `OS-report-quorum` once a faulty
     /// execution replica's wrong report comes first).

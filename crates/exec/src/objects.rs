@@ -158,10 +158,9 @@ impl ObjectsState {
         Holding(&self.live)
     }
 
-    /// Replace the tree (a checkpoint loaded, a recovery): the writes not yet in the old one
-    /// go with it. Returns the old tree.
+    /// Replace the tree (a checkpoint loaded, a recovery). Returns the old one, up to date.
     pub fn replace_live(&mut self, tree: ObjectTree) -> ObjectTree {
-        self.unsettled.clear();
+        self.settle();
         std::mem::replace(&mut self.live, tree)
     }
 

@@ -89,7 +89,7 @@ impl<A: Application> ExecReplica<A> {
     }
 
     /// Load the verified checkpoint `cp` (being loaded by transfer.rs) on demand: adopt its root
-    /// and metadata, let the application drop every object it holds, and execute on.
+    /// and metadata, and execute on.
     pub(crate) fn load_on_demand(&mut self, root: ObjectsRoot, out: &mut Vec<Action>) {
         let Some(loading) = self.transfer.loading.take() else {
             return;
@@ -105,25 +105,31 @@ impl<A: Application> ExecReplica<A> {
         let (Some(state), Some(app)) = (self.objects.as_mut(), self.app.objects()) else {
             return;
         };
-        // Loading again before the fill was done: what the last load's former state still
-        // had to give joins the tree first, so the next load can keep it too.
-        if let Some(previous) = state.on_demand.take() {
-            let live = state.live();
-            for pos in live.missing_positions(usize::MAX) {
-                live.graft(pos, &previous.base);
+        // The application keeps every object it holds (letting go of them and taking back
+        // the unchanged ones would cost the whole state at every load): what it holds is the
+        // former state, `base`, and a missing subtree it later gets whole is the same there,
+        // while one found empty is let go of (`let_go_of_emptied`). Loading again before the
+        // fill was done: what the last load's former state still had to give joins the tree
+        // first, and where the tree still lacks objects the application holds that state's.
+        let base = match state.on_demand.take() {
+            Some(previous) => {
+                let live = state.live();
+                for pos in live.missing_positions(usize::MAX) {
+                    live.graft(pos, &previous.base);
+                }
+                live.with_missing_from(&previous.base)
             }
-        }
-        // The objects held before were moved into the live tree by the caller: from now on
-        // the application holds exactly the objects filled in.
-        let mut ok = true;
-        for (id, _) in state.live().iter() {
-            ok &= app.load_object(id, None).is_ok();
-        }
-        ok &= app.load_object_metadata(&cp.app).is_ok();
-        if !ok {
+            None => Some(state.live().clone()),
+        };
+        // Every load starts from a whole state, and each load's `base` is whole again: the
+        // application holds an object for every slot.
+        let base = base
+            .filter(ObjectTree::is_complete)
+            .expect("INV-partial-base: the state held before a load is whole");
+        if app.load_object_metadata(&cp.app).is_err() {
             self.counters.add("load-cp-app-rejected");
         }
-        let base = state.replace_live(tree.clone());
+        state.replace_live(tree.clone());
         state.on_demand = Some(OnDemand::new(peer, base));
         self.counters.add("load-cp-on-demand");
         self.finish_load(loading.seq, loading.token, cp, bytes, Some(tree), out);
@@ -221,7 +227,7 @@ impl<A: Application> ExecReplica<A> {
     }
 
     /// Take from the state held before the load every missing subtree it holds unchanged (its
-    /// digest the same), and give the application their objects back.
+    /// digest the same); the application holds their objects already.
     fn graft_from_base(&mut self) {
         let Some(state) = self.objects.as_mut() else {
             return;
@@ -229,28 +235,14 @@ impl<A: Application> ExecReplica<A> {
         let Some((live, od)) = state.fetching() else {
             return;
         };
-        let mut taken: Vec<ObjectId> = Vec::new();
+        // The application holds them already (load_on_demand): nothing to give it.
+        let mut kept = 0;
         for pos in live.missing_positions(NODES_IN_FLIGHT + OBJECTS_IN_FLIGHT) {
             if let Some(ids) = live.graft(pos, &od.base) {
-                taken.extend(ids);
+                kept += ids.len() as u64;
             }
         }
-        if taken.is_empty() {
-            return;
-        }
-        let live = live.clone();
-        let Some(app) = self.app.objects() else {
-            return;
-        };
-        let mut ok = true;
-        for id in &taken {
-            ok &= app.load_object(*id, live.get(*id).map(|b| &b[..])).is_ok();
-        }
-        if !ok {
-            self.counters.add("on-demand-app-rejected");
-        }
-        self.counters
-            .add_n("on-demand-objects-kept", taken.len() as u64);
+        self.counters.add_n("on-demand-objects-kept", kept);
     }
 
     /// The background fill: keep what did not change since before the load, then ask for the
@@ -368,6 +360,7 @@ impl<A: Application> ExecReplica<A> {
     ) {
         let before = self.executed.next_seq;
         let mut lied = false;
+        let mut emptied = Vec::new();
         for p in objects {
             let id = ObjectId(p.id);
             let Some(state) = self.objects.as_mut() else {
@@ -383,9 +376,24 @@ impl<A: Application> ExecReplica<A> {
             }
             let bytes: Option<ObjectBytes> = p.bytes.filter(|b| !b.is_empty()).map(Into::into);
             let proof = Proof { siblings: p.proof };
+            let around = live.missing_around(id);
             match live.fill(id, bytes.clone(), &proof) {
                 Ok(filled) => {
                     od.progressed = true;
+                    if let (true, Some(around)) = (filled, around) {
+                        // The proof's siblings below the subtree it filled: the empty ones
+                        // are known empty from now on.
+                        let bits = live.bits();
+                        for depth in around.depth + 1..=bits {
+                            let sibling = NodePos {
+                                depth,
+                                index: (id.0 >> (bits - depth)) ^ 1,
+                            };
+                            if live.is_empty_at(sibling) {
+                                emptied.extend(od.base.objects_under(sibling));
+                            }
+                        }
+                    }
                     if filled {
                         self.use_fetched_object(before, id, bytes, out);
                     }
@@ -407,10 +415,36 @@ impl<A: Application> ExecReplica<A> {
                 }
             }
         }
+        self.let_go_of_emptied(emptied);
         if lied {
             self.leave_peer_on_demand(e);
         }
         self.after_fill(out);
+    }
+
+    /// The application lets go of objects `ids` of the state it held before the load, which
+    /// lie in subtrees now known to be empty: it still held them (load_on_demand), and the
+    /// tree says they are held, empty, so a batch would use them as they are.
+    fn let_go_of_emptied(&mut self, ids: Vec<ObjectId>) {
+        if ids.is_empty() {
+            return;
+        }
+        #[cfg(feature = "sabotage")]
+        if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::EmptiedObjectKept) {
+            return;
+        }
+        let Some(app) = self.app.objects() else {
+            return;
+        };
+        let mut ok = true;
+        for id in &ids {
+            ok &= app.load_object(*id, None).is_ok();
+        }
+        if !ok {
+            self.counters.add("on-demand-app-rejected");
+        }
+        self.counters
+            .add_n("on-demand-objects-emptied", ids.len() as u64);
     }
 
     /// Give the application a fetched object, and say so (the simulator checks its digest).
@@ -444,6 +478,7 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         let mut lied = false;
+        let mut emptied = Vec::new();
         let Some(state) = self.objects.as_mut() else {
             return;
         };
@@ -461,13 +496,21 @@ impl<A: Application> ExecReplica<A> {
                 continue;
             }
             match live.expand_missing(pos, c.left, c.right) {
-                Ok(_) => od.progressed = true,
+                Ok(expanded) => {
+                    od.progressed = true;
+                    for child in [pos.child(false), pos.child(true)] {
+                        if expanded && live.is_empty_at(child) {
+                            emptied.extend(od.base.objects_under(child));
+                        }
+                    }
+                }
                 Err(_) => {
                     lied = true;
                     self.counters.dropped(DropReason::ObjectNodesBadDigest);
                 }
             }
         }
+        self.let_go_of_emptied(emptied);
         if lied {
             self.leave_peer_on_demand(e);
         }

@@ -359,6 +359,58 @@ impl ObjectTree {
         Some(ids)
     }
 
+    /// This tree with each missing subtree replaced by what `from` holds there (its objects,
+    /// or empty): what a replica that loads again before its fill was done still has of its
+    /// former state. `None` if `from` lacks part of a subtree this tree lacks. The parts this
+    /// tree holds are shared, not copied or hashed again.
+    pub fn with_missing_from(&self, from: &ObjectTree) -> Option<ObjectTree> {
+        if self.bits != from.bits {
+            return None;
+        }
+        let root = overlay(self.root.as_ref(), from.root.as_ref(), self.bits).ok()?;
+        let mut counts = (0u64, 0u64);
+        if let Some(r) = &root {
+            count_node(r, &mut counts);
+        }
+        let tree = ObjectTree {
+            bits: self.bits,
+            root,
+            len: counts.0,
+            missing: counts.1,
+        };
+        tree.debug_check();
+        Some(tree)
+    }
+
+    /// The missing subtree object `id` lies in, if it lies in one.
+    pub fn missing_around(&self, id: ObjectId) -> Option<NodePos> {
+        if !self.contains_id(id) {
+            return None;
+        }
+        let mut node = self.root.as_ref()?;
+        for depth in 0..=self.bits {
+            if node.is_missing() {
+                return Some(NodePos {
+                    depth,
+                    index: id.0 >> (self.bits - depth),
+                });
+            }
+            if depth == self.bits {
+                return None;
+            }
+            let (l, r) = node.children();
+            let right = (id.0 >> (self.bits - depth - 1)) & 1 == 1;
+            node = if right { r } else { l }?;
+        }
+        None
+    }
+
+    /// Whether the subtree at `pos` is known to be empty (neither held with objects nor
+    /// missing, nor inside a missing subtree).
+    pub fn is_empty_at(&self, pos: NodePos) -> bool {
+        pos.is_valid(self.bits) && matches!(self.node(pos), Ok(None))
+    }
+
     /// Let go of the objects under `pos`, keeping its digest: they are missing from now on
     /// (a replica that hands state back, or a test that makes a partial tree). Nothing to do
     /// for an empty or already missing subtree, or a position outside the tree.
@@ -743,6 +795,49 @@ fn replace_node(node: Option<&Arc<Node>>, pos: NodePos, with: Arc<Node>) -> Opti
         left,
         right,
     }))
+}
+
+/// [`ObjectTree::with_missing_from`] on the subtree `node` of `height`, `from` at the same
+/// place: `Err` where `from` lacks what `node` lacks.
+fn overlay(
+    node: Option<&Arc<Node>>,
+    from: Option<&Arc<Node>>,
+    height: u8,
+) -> Result<Option<Arc<Node>>, ()> {
+    let Some(n) = node else {
+        return Ok(None);
+    };
+    match n.as_ref() {
+        Node::Missing { .. } => match from {
+            Some(f) if f.is_missing() => Err(()),
+            _ => Ok(from.cloned()),
+        },
+        Node::Leaf { .. } => Ok(Some(n.clone())),
+        Node::Inner { left, right, .. } => {
+            let (fl, fr) = match from {
+                Some(f) if f.is_missing() => {
+                    // `from` lacks this part: fine as long as this tree lacks nothing in it.
+                    if contains_missing(n) {
+                        return Err(());
+                    }
+                    return Ok(Some(n.clone()));
+                }
+                Some(f) => f.children(),
+                None => (None, None),
+            };
+            let l = overlay(left.as_ref(), fl, height - 1)?;
+            let r = overlay(right.as_ref(), fr, height - 1)?;
+            let same = |new: &Option<Arc<Node>>, old: &Option<Arc<Node>>| match (new, old) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            if same(&l, left) && same(&r, right) {
+                return Ok(Some(n.clone()));
+            }
+            Ok(inner(l, r, height - 1))
+        }
+    }
 }
 
 fn count_node(node: &Arc<Node>, counts: &mut (u64, u64)) {

@@ -145,6 +145,7 @@ pub fn expectation(s: Sabotage) -> Expectation {
         Sabotage::StaleAccessSet => (REDIS, &["access-set"], 300),
         Sabotage::ReportSkipsWrite => (KV, &["ES-report"], 300),
         Sabotage::UnverifiedObject => (PARTIAL, &["object-verified"], 300),
+        Sabotage::EmptiedObjectKept => (PARTIAL, &["ES-report-agreement", "ES-report"], 300),
         Sabotage::ReportQuorumOne => (KV, &["OS-report-quorum"], 300),
         Sabotage::SessionNotRenewed => (COORD, &["COORD-session-live"], 300),
         Sabotage::CoordWatchFiresTwice => (COORD, &["COORD-watch"], 300),

@@ -212,6 +212,57 @@ proptest! {
         // Nothing to take where nothing is missing.
         prop_assert_eq!(part.graft(NodePos::ROOT, &old), None);
     }
+
+    /// A partial tree with its missing subtrees taken from another tree holds, object by
+    /// object, its own objects where it holds them and the other's elsewhere; it shares what
+    /// it holds; `missing_around` names the missing subtree each missing object lies in.
+    #[test]
+    fn missing_parts_taken_from_another_tree(
+        objs in objects(6),
+        other in objects(6),
+        cuts in prop::collection::vec((any::<u8>(), any::<u64>()), 0..6),
+    ) {
+        let whole = tree_of(6, &objs);
+        let from = tree_of(6, &other);
+        let mut part = whole.clone();
+        for (depth, index) in cuts {
+            part.prune(position(6, depth, index));
+        }
+        for i in 0..64u64 {
+            let id = ObjectId(i);
+            match part.missing_around(id) {
+                Some(pos) => {
+                    prop_assert_eq!(part.lookup(id), Held::Missing);
+                    prop_assert!(under(6, pos, i));
+                    prop_assert!(part.node_digest(pos).is_some());
+                    prop_assert!(!part.is_empty_at(pos));
+                }
+                None => prop_assert_ne!(part.lookup(id), Held::Missing),
+            }
+        }
+        let merged = part.with_missing_from(&from).unwrap();
+        merged.check_invariants();
+        prop_assert!(merged.is_complete());
+        for i in 0..64u64 {
+            let id = ObjectId(i);
+            let want = match part.lookup(id) {
+                Held::Missing => from.lookup(id),
+                held => held,
+            };
+            prop_assert_eq!(merged.lookup(id), want);
+            let leaf = NodePos { depth: 6, index: i };
+            prop_assert_eq!(merged.is_empty_at(leaf), merged.get(id).is_none());
+        }
+        // Nothing missing: the same tree.
+        prop_assert_eq!(whole.with_missing_from(&from).unwrap().root(), whole.root());
+        // What the other tree lacks cannot be taken from it.
+        if !part.is_complete() {
+            let lacking = ObjectTree::pruned(6, from.root()).unwrap();
+            if !lacking.is_complete() {
+                prop_assert!(part.with_missing_from(&lacking).is_none());
+            }
+        }
+    }
 }
 
 #[test]
