@@ -172,7 +172,8 @@ impl ObjectsState {
             .into_iter()
             .map(|(id, (bytes, digest))| (id, bytes.map(ObjectBytes::from), digest));
         // Every id was checked in range and held when recorded, and nothing since made an
-        // object missing (the tree is only replaced, which drops these writes).
+        // object missing: subtrees go missing only when the tree is replaced, which settles
+        // first (`replace_live`).
         let applied = self.live.apply_digested(writes);
         assert!(applied.is_ok(), "settling recorded writes: {applied:?}");
     }

@@ -449,6 +449,7 @@ impl ObjectState for SpecBench {
         } else {
             self.state.files.get(&id.0).map(postcard::to_stdvec)
         };
+        // Serialising maps of integers, strings and bytes into memory cannot fail.
         encoded.map(|b| b.expect("object encodes"))
     }
 
@@ -482,6 +483,7 @@ impl ObjectState for SpecBench {
     }
 
     fn object_metadata(&self) -> Vec<u8> {
+        // A set of strings in memory always serialises.
         postcard::to_stdvec(&self.state.paths).expect("paths encode")
     }
 

@@ -374,10 +374,11 @@ fn decode_checkpoint(bytes: &[u8]) -> Result<Checkpoint, LoadError> {
 
 impl<A: Application + ObjectState> Speculative<A> {
     /// Wrap the inner application that `fresh` builds (it builds forks too), truncating the
-    /// reply log every `truncate_every` batches (at least 1; 0 is taken as 1). Replies stay in the log between `truncate_every` and `2 * truncate_every`
-    /// batches; choose it so that a client's whole pipeline commits well within that, or its
-    /// dependent requests come back `Retry` (§3.2.1: "provided that the log is sufficiently
-    /// long"). Every replica of a cluster must use the same value.
+    /// reply log every `truncate_every` batches (at least 1; 0 is taken as 1). Replies stay in
+    /// the log between `truncate_every` and `2 * truncate_every` batches; choose it so that a
+    /// client's whole pipeline commits well within that, or its dependent requests come back
+    /// `Retry` (§3.2.1: "provided that the log is sufficiently long"). Every replica of a
+    /// cluster must use the same value.
     pub fn new(fresh: impl Fn() -> A + Send + Sync + 'static, truncate_every: u64) -> Self {
         Speculative {
             inner: fresh(),
