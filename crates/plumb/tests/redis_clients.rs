@@ -259,13 +259,13 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
     // BRPOPLPUSHes, whose destination is not a list, fails with WRONGTYPE and the element goes
     // to the second (Redis' own suite, "BRPOPLPUSH with multiple blocked clients"; once the
     // second's first attempt could run after the push and take it, leaving the first waiting
-    // for ever). The second is sent once the first is listed as blocked (which it is from
-    // before its first attempt), so the gateway has them in this order; the push follows at
-    // once, while the first's first attempt may still be in flight. (Which of two connections'
-    // commands the gateway reads first is up to its scheduler, as it is up to Redis' event
-    // loop.) The race is rare here (these rounds pass without the fix too): `blocking.rs`'s
-    // unit test checks the rule itself, and `.ci/run`'s run of the suite's list unit stalled on
-    // the race in both full-unit runs made before the fix.
+    // for ever). In the first rounds the second is sent once the first is listed as blocked
+    // (which it is from before its first attempt); the push follows at once, while the first's
+    // first attempt may still be in flight. In the later rounds the two are sent back to back,
+    // as Redis' suite sends them: the gateway's two connection tasks may then read them in
+    // either order, and the queue follows the kernel's receive stamps instead (before that,
+    // the second was served first in 15 of 100 such rounds, and `.ci/run`'s list unit hung).
+    // `blocking.rs`'s unit tests check the rule itself.
     let blocked_id = |con: &mut redis::Connection, id: i64| {
         let deadline = Instant::now() + common::OP_TIMEOUT;
         loop {
@@ -283,7 +283,22 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     };
-    for round in 0..5 {
+    let blocked_count = |con: &mut redis::Connection, count: u64| {
+        let deadline = Instant::now() + common::OP_TIMEOUT;
+        loop {
+            let info: String = redis::cmd("INFO").arg("clients").query(con).unwrap();
+            if info
+                .lines()
+                .any(|l| l.trim() == format!("blocked_clients:{count}"))
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "never {count} blocked:\n{info}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    for round in 0..45 {
+        let back_to_back = round >= 5;
         redis::cmd("DEL")
             .arg("bl")
             .arg("t2")
@@ -305,7 +320,9 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
                 .get_packed_command(),
         )
         .unwrap();
-        blocked_id(&mut con, id1);
+        if !back_to_back {
+            blocked_id(&mut con, id1);
+        }
         rd2.send_packed_command(
             &redis::cmd("BRPOPLPUSH")
                 .arg("bl")
@@ -314,6 +331,7 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
                 .get_packed_command(),
         )
         .unwrap();
+        blocked_count(&mut con, 2);
         redis::cmd("LPUSH")
             .arg("bl")
             .arg("foo")
@@ -323,7 +341,7 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
         // An error reply comes as a value (redis-rs 0.27) or an error, by its version.
         assert!(
             format!("{first:?}").contains("WRONGTYPE"),
-            "round {round}: the first caller: {first:?}"
+            "round {round} (back to back: {back_to_back}): the first caller: {first:?}"
         );
         let second: String = redis::from_redis_value(&rd2.recv_response().unwrap()).unwrap();
         assert_eq!(second, "foo", "round {round}");

@@ -7,6 +7,11 @@
 //! through another gateway or a library client are not seen here, so a waiter also tries
 //! again on its own, after 250 ms and then at doubling intervals up to 2 s.
 //!
+//! A key's queue is in order of the blocking commands' arrival at this machine (the kernel's
+//! receive stamp, `plumb_gateway::arrival`), not of registration: each connection is served by
+//! its own task, and of two commands sent microseconds apart on two connections the second
+//! could register first.
+//!
 //! Only a waiter at the front of one of its keys' queues tries at all ([`Waiters::is_front`]),
 //! its first attempt included: callers are served in order of arrival, as Redis serves them.
 //! Were a later caller to try while an earlier one's attempt is in flight, the order stage
@@ -14,6 +19,7 @@
 //! (the earlier one may be the caller Redis' own test suite expects to fail on a wrong-type
 //! destination, and then the later one must get the element).
 
+use plumb_gateway::arrival::Arrival;
 use plumb_kv::{Footprint, KvOp};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,8 +31,8 @@ use tokio::sync::Notify;
 pub const POLL_FIRST: Duration = Duration::from_millis(250);
 pub const POLL_MAX: Duration = Duration::from_secs(2);
 
-/// A key's waiters in order of arrival: id and wake-up of each.
-type Line = VecDeque<(u64, Arc<Notify>)>;
+/// A key's waiters in order of arrival: arrival, id and wake-up of each.
+type Line = VecDeque<(Arrival, u64, Arc<Notify>)>;
 
 #[derive(Default)]
 pub struct Waiters {
@@ -46,16 +52,16 @@ pub struct Waiter<'a> {
 }
 
 impl Waiters {
-    /// Queue a caller on `keys`, behind every earlier one.
-    pub fn register(&self, keys: &[Vec<u8>]) -> Waiter<'_> {
+    /// Queue a caller whose command arrived at `arrived` on `keys`, behind every one that
+    /// arrived earlier (or at the same time: ties keep registration order).
+    pub fn register(&self, keys: &[Vec<u8>], arrived: Arrival) -> Waiter<'_> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let notify = Arc::new(Notify::new());
         let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         for key in keys {
-            queues
-                .entry(key.clone())
-                .or_default()
-                .push_back((id, notify.clone()));
+            let line = queues.entry(key.clone()).or_default();
+            let place = line.partition_point(|(at, _, _)| *at <= arrived);
+            line.insert(place, (arrived, id, notify.clone()));
         }
         self.blocked.fetch_add(1, Ordering::Relaxed);
         Waiter {
@@ -77,7 +83,7 @@ impl Waiters {
             queues
                 .get(key)
                 .and_then(VecDeque::front)
-                .is_some_and(|(id, _)| *id == waiter.id)
+                .is_some_and(|(_, id, _)| *id == waiter.id)
         })
     }
 
@@ -88,7 +94,7 @@ impl Waiters {
         }
         let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         for key in keys {
-            if let Some((_, notify)) = queues.get(*key).and_then(VecDeque::front) {
+            if let Some((_, _, notify)) = queues.get(*key).and_then(VecDeque::front) {
                 notify.notify_one();
             }
         }
@@ -100,7 +106,7 @@ impl Waiters {
             return;
         }
         let queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
-        for (_, notify) in queues.values().filter_map(VecDeque::front) {
+        for (_, _, notify) in queues.values().filter_map(VecDeque::front) {
             notify.notify_one();
         }
     }
@@ -137,14 +143,14 @@ impl Drop for Waiter<'_> {
             .unwrap_or_else(|p| p.into_inner());
         for key in &self.keys {
             if let Some(queue) = queues.get_mut(key) {
-                let was_front = queue.front().is_some_and(|(id, _)| *id == self.id);
-                queue.retain(|(id, _)| *id != self.id);
+                let was_front = queue.front().is_some_and(|(_, id, _)| *id == self.id);
+                queue.retain(|(_, id, _)| *id != self.id);
                 match queue.front() {
                     None => {
                         queues.remove(key);
                     }
                     // The next in line may try now (it did not while this one was ahead).
-                    Some((_, next)) if was_front => next.notify_one(),
+                    Some((_, _, next)) if was_front => next.notify_one(),
                     Some(_) => {}
                 }
             }
@@ -160,8 +166,9 @@ mod tests {
     #[tokio::test]
     async fn the_oldest_waiter_of_a_key_is_woken_and_leaving_takes_it_out() {
         let waiters = Waiters::default();
-        let first = waiters.register(&[b"q".to_vec()]);
-        let second = waiters.register(&[b"q".to_vec(), b"r".to_vec()]);
+        let at = Duration::from_secs;
+        let first = waiters.register(&[b"q".to_vec()], at(1));
+        let second = waiters.register(&[b"q".to_vec(), b"r".to_vec()], at(2));
         waiters.wake(&[b"q"]);
         // The permit is the first's; the second was not woken.
         tokio::time::timeout(Duration::from_millis(100), first.notify.notified())
@@ -174,7 +181,7 @@ mod tests {
         );
         assert!(waiters.is_front(&first));
         assert!(waiters.is_front(&second), "the oldest waiter of r");
-        let third = waiters.register(&[b"q".to_vec()]);
+        let third = waiters.register(&[b"q".to_vec()], at(3));
         assert!(!waiters.is_front(&third), "behind first and second on q");
         drop(third);
         drop(first);
@@ -194,5 +201,22 @@ mod tests {
             .expect("now the second is the oldest");
         drop(second);
         assert!(waiters.queues.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_caller_registered_late_whose_command_arrived_first_is_ahead() {
+        let waiters = Waiters::default();
+        let at = Duration::from_millis;
+        let arrived_second = waiters.register(&[b"q".to_vec()], at(20));
+        let tied = waiters.register(&[b"q".to_vec()], at(20));
+        let arrived_first = waiters.register(&[b"q".to_vec()], at(10));
+        assert!(waiters.is_front(&arrived_first));
+        drop(arrived_first);
+        assert!(
+            waiters.is_front(&arrived_second),
+            "ties keep registration order"
+        );
+        drop(arrived_second);
+        assert!(waiters.is_front(&tied));
     }
 }

@@ -13,6 +13,7 @@ use super::blocking::{Waiters, POLL_FIRST, POLL_MAX};
 use super::clients::{Clients, Registration, Unblock};
 use super::pubsub::{PubSubHub, Subscriber};
 use crate::ScriptCache;
+use plumb_gateway::arrival::{self, Arrival};
 use plumb_gateway::front_end::{accept_loop, ConnectionStats, FrontEnd};
 use plumb_gateway::pool::Pool;
 use plumb_gateway::sketching::SketchedReads;
@@ -26,7 +27,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 #[derive(Default)]
@@ -89,6 +90,9 @@ impl RespServer {
         let reg = self
             .clients
             .register(id, stream.peer_addr().ok(), stream.local_addr().ok());
+        // Blocked callers are served in the order their commands reached this machine
+        // (`blocking`); without the kernel's stamps, in the order they were read.
+        let _ = arrival::stamp_arrivals(&stream);
         let mut parser = Parser::new(Limits::default());
         let mut name: Option<Vec<u8>> = None;
         let mut session = Session::default();
@@ -101,10 +105,10 @@ impl RespServer {
         // made: a switch first sends the replies gathered before it.
         let mut protocol = Protocol::Resp2;
         loop {
-            let n = tokio::select! {
-                read = stream.read(&mut buf) => match read {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => n,
+            let (n, mut arrived) = tokio::select! {
+                read = arrival::read(&stream, &mut buf) => match read {
+                    Ok((0, _)) | Err(_) => return,
+                    Ok(read) => read,
                 },
                 // `CLIENT KILL` from another connection (or this one: its reply went out).
                 _ = reg.killed() => return,
@@ -228,7 +232,15 @@ impl RespServer {
                             out.clear();
                         }
                         let Some(reply) = self
-                            .block(op, how, timeout, &mut stream, &mut parser, &reg)
+                            .block(
+                                op,
+                                how,
+                                timeout,
+                                &mut stream,
+                                &mut parser,
+                                &mut arrived,
+                                &reg,
+                            )
                             .await
                         else {
                             // The caller left while it waited: it takes nothing.
@@ -391,6 +403,8 @@ impl RespServer {
     /// client is held while waiting. The connection is watched meanwhile: `None` if the caller
     /// closed it (as Redis does, it then stops waiting, so a departed consumer takes no
     /// element); bytes it sends go to `parser`, to run once this command is answered.
+    /// `arrived`: when the command reached this machine; then, of the bytes read meanwhile.
+    #[allow(clippy::too_many_arguments)]
     async fn block(
         &self,
         op: KvOp,
@@ -398,6 +412,7 @@ impl RespServer {
         timeout: Option<Duration>,
         stream: &mut TcpStream,
         parser: &mut Parser,
+        arrived: &mut Arrival,
         reg: &Registration,
     ) -> Option<Resp> {
         let blocked = reg.blocking();
@@ -412,7 +427,7 @@ impl RespServer {
                 Footprint::Prefix(_) => Vec::new(),
             },
         };
-        let waiter = self.waiters.register(&keys);
+        let waiter = self.waiters.register(&keys, *arrived);
         let waits_on_kind = !matches!(op, KvOp::Move { .. });
         let mut tried = false;
         let encoded = op.encode();
@@ -460,9 +475,12 @@ impl RespServer {
                     Unblock::Error => Resp::error(ERR_UNBLOCKED),
                 }),
                 _ = reg.killed() => return None,
-                read = stream.read(&mut buf) => match read {
-                    Ok(0) | Err(_) => return None,
-                    Ok(n) => parser.feed(&buf[..n]),
+                read = arrival::read(stream, &mut buf) => match read {
+                    Ok((0, _)) | Err(_) => return None,
+                    Ok((n, at)) => {
+                        *arrived = at;
+                        parser.feed(&buf[..n]);
+                    }
                 },
             }
         }
