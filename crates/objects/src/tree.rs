@@ -44,6 +44,9 @@ enum Node {
         digest: Digest,
         left: Option<Arc<Node>>,
         right: Option<Arc<Node>>,
+        /// Missing subtrees below: a search for them skips a whole subtree with none, so the
+        /// background fill's next request costs the missing part, not the whole tree.
+        missing: u64,
     },
     /// A subtree (of any height, a leaf included) held as its digest alone; never the digest
     /// of an empty subtree (that is `None`).
@@ -71,6 +74,30 @@ impl Node {
     fn is_missing(&self) -> bool {
         matches!(self, Node::Missing { .. })
     }
+
+    /// The missing subtrees in this one (itself, if it is missing).
+    fn missing_count(&self) -> u64 {
+        match self {
+            Node::Leaf { .. } => 0,
+            Node::Missing { .. } => 1,
+            Node::Inner { missing, .. } => *missing,
+        }
+    }
+}
+
+/// The inner node with `digest` over `left` and `right` (the digest computed or known).
+fn inner_node(digest: Digest, left: Option<Arc<Node>>, right: Option<Arc<Node>>) -> Arc<Node> {
+    let missing = [&left, &right]
+        .into_iter()
+        .flatten()
+        .map(|c| c.missing_count())
+        .sum();
+    Arc::new(Node::Inner {
+        digest,
+        left,
+        right,
+        missing,
+    })
 }
 
 /// The node for a subtree of `height` with `digest` whose contents are not held: `None` if
@@ -89,11 +116,7 @@ fn inner(left: Option<Arc<Node>>, right: Option<Arc<Node>>, height: u8) -> Optio
         &digest_or_empty(left.as_ref(), height),
         &digest_or_empty(right.as_ref(), height),
     );
-    Some(Arc::new(Node::Inner {
-        digest,
-        left,
-        right,
-    }))
+    Some(inner_node(digest, left, right))
 }
 
 /// What a tree holds of one object.
@@ -317,11 +340,7 @@ impl ObjectTree {
         let height = pos.height(self.bits) - 1;
         let (l, r) = (missing(left, height), missing(right, height));
         let added = u64::from(l.is_some()) + u64::from(r.is_some());
-        let replacement = Arc::new(Node::Inner {
-            digest: *digest,
-            left: l,
-            right: r,
-        });
+        let replacement = inner_node(*digest, l, r);
         self.root = replace_node(self.root.as_ref(), pos, replacement);
         self.missing = self.missing - 1 + added;
         self.debug_check();
@@ -671,8 +690,15 @@ fn check_node(node: &Arc<Node>, height: u8, counts: &mut (u64, u64)) {
             digest,
             left,
             right,
+            missing,
         } => {
             assert!(height > 0, "INV-tree-inner-depth");
+            let below: u64 = [left, right]
+                .into_iter()
+                .flatten()
+                .map(|c| c.missing_count())
+                .sum();
+            assert_eq!(*missing, below, "INV-tree-inner-missing-count");
             assert!(
                 left.is_some() || right.is_some(),
                 "INV-tree-inner-not-empty"
@@ -790,11 +816,7 @@ fn replace_node(node: Option<&Arc<Node>>, pos: NodePos, with: Arc<Node>) -> Opti
     } else {
         (replace_node(l, below, with), r.cloned())
     };
-    Some(Arc::new(Node::Inner {
-        digest: node.digest(),
-        left,
-        right,
-    }))
+    Some(inner_node(node.digest(), left, right))
 }
 
 /// [`ObjectTree::with_missing_from`] on the subtree `node` of `height`, `from` at the same
@@ -858,7 +880,7 @@ fn collect_missing(node: &Arc<Node>, pos: NodePos, limit: usize, out: &mut Vec<N
     }
     match node.as_ref() {
         Node::Missing { .. } => out.push(pos),
-        Node::Leaf { .. } => {}
+        Node::Leaf { .. } | Node::Inner { missing: 0, .. } => {}
         Node::Inner { left, right, .. } => {
             if let Some(l) = left {
                 collect_missing(l, pos.child(false), limit, out);
