@@ -169,18 +169,30 @@ impl Router {
     /// connection it came on proved about its sender. False: the frame came from a peer node
     /// that is cut off for flooding; close the connection it came on.
     pub fn deliver(&self, frame: Vec<u8>, from: Origin<'_>) -> bool {
-        // The bound node pays for every byte it sends, whatever its frames claim.
+        let envelope = Envelope::parse(&frame).map(|e| (e.sender, e.receiver));
+        // The bound node pays for every byte it sends, whatever its frames claim, except the
+        // state transfer between its execution replica and ours: that traffic is asked for
+        // (objects, nodes, checkpoints, a bounded number in flight; what was not asked for is
+        // dropped by the stage), comes from one peer at a time, and a recovering replica
+        // fetching a large state at full speed had its peers cut off for flooding (`plumb
+        // bench recovery --sizes 400M`: both cut for 10 minutes, the replica stuck). An
+        // execution replica flooding with such frames still queues only its own mailbox share.
         if let Origin::Peer(node) = from {
-            if !self
-                .flood
-                .admit(node, frame.len(), std::time::Instant::now())
-            {
+            let now = std::time::Instant::now();
+            let transfer = matches!(envelope, Ok((sender @ Principal::Exec(_), Principal::Exec(_)))
+                if self.remote.get(&sender) == Some(&node));
+            let admitted = if transfer {
+                !self.flood.is_cut(node, now)
+            } else {
+                self.flood.admit(node, frame.len(), now)
+            };
+            if !admitted {
                 self.drops.flooding_peer.fetch_add(1, Ordering::Relaxed);
                 return false;
             }
         }
-        let (sender, receiver) = match Envelope::parse(&frame) {
-            Ok(e) => (e.sender, e.receiver),
+        let (sender, receiver) = match envelope {
+            Ok(pair) => pair,
             Err(_) => {
                 self.drops.bad_header.fetch_add(1, Ordering::Relaxed);
                 return true;
@@ -295,7 +307,7 @@ impl Outbox for Router {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plumb_wire::{AuthId, OrderId};
+    use plumb_wire::{AuthId, ExecId, OrderId};
 
     /// Node 0 hosting o0; node 1 hosts a1 and o1, node 2 hosts o2.
     fn router() -> Router {
@@ -494,5 +506,49 @@ mod tests {
             .unwrap();
         assert!(r.deliver(hello, Origin::Client(&raw)));
         assert_eq!(routed_to(&r, 5), None);
+    }
+    #[test]
+    fn state_transfer_between_execution_replicas_never_gets_a_peer_cut_off() {
+        // A floor of 1 000 bytes a second; node 1 hosts e1 and o1 and sends 8 000 bytes a
+        // window, node 2 nothing.
+        let mut r = router();
+        r.flood = crate::flood::FloodGuard::new(20, 1_000, std::time::Duration::from_secs(60));
+        r.local
+            .insert(Principal::Exec(ExecId(0)), Arc::new(Mailbox::new(64, 64)));
+        r.remote.insert(Principal::Exec(ExecId(1)), 1);
+        let big = |from: Principal, to: Principal| {
+            let mut f = plumb_wire::envelope::MAGIC.to_vec();
+            f.push(plumb_wire::envelope::VERSION);
+            f.extend_from_slice(&from.label().to_le_bytes());
+            f.extend_from_slice(&to.label().to_le_bytes());
+            f.extend_from_slice(&1_000u32.to_le_bytes());
+            f.extend_from_slice(&[0; 1_000 + 16]);
+            f
+        };
+        let (e1, e0) = (Principal::Exec(ExecId(1)), Principal::Exec(ExecId(0)));
+        let (o1, o0) = (Principal::Order(OrderId(1)), Principal::Order(OrderId(0)));
+        for _window in 0..2 {
+            for _ in 0..8 {
+                assert!(r.deliver(big(e1, e0), Origin::Peer(1)));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1_050));
+        }
+        assert!(
+            r.deliver(big(e1, e0), Origin::Peer(1)),
+            "solicited bytes are not charged"
+        );
+        assert!(!r.flood.is_cut(1, std::time::Instant::now()));
+        assert_eq!(r.drops.flooding_peer.load(Ordering::Relaxed), 0);
+        // The same bytes as agreement traffic: cut once a window closes over them.
+        for _ in 0..8 {
+            r.deliver(big(o1, o0), Origin::Peer(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1_050));
+        assert!(!r.deliver(big(o1, o0), Origin::Peer(1)));
+        assert!(r.flood.is_cut(1, std::time::Instant::now()));
+        // Cut off, its transfer frames are dropped too.
+        let dropped = r.drops.flooding_peer.load(Ordering::Relaxed);
+        assert!(!r.deliver(big(e1, e0), Origin::Peer(1)));
+        assert_eq!(r.drops.flooding_peer.load(Ordering::Relaxed), dropped + 1);
     }
 }
