@@ -28,6 +28,9 @@ pub(crate) struct Learning {
     /// Batches learned so far, and at the last tick: no change means no progress.
     pub learned_total: u64,
     pub learned_at_last_tick: u64,
+    /// The next batch to execute at the last tick: the same now, with that batch learned,
+    /// means execution waits on something (objects, for a replica holding part of the state).
+    pub next_at_last_tick: Seq,
     pub fetch_armed: bool,
     /// Authentication replicas that left a FETCH unanswered for a whole timeout, and until
     /// when first asks go to another replica instead (a silent one would otherwise stall every

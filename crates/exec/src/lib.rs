@@ -216,6 +216,7 @@ impl<A: Application> ExecReplica<A> {
         let msg = Message::LastExec {
             next: self.executed.next_seq,
         };
+        self.counters.add("last-exec-sent");
         self.send_to_order(&msg, out);
     }
 
@@ -266,9 +267,20 @@ impl<A: Application> ExecReplica<A> {
         let idle = self.learning.learned_total == self.learning.learned_at_last_tick;
         let stalled = !self.learning.votes.is_empty() && idle;
         self.learning.learned_at_last_tick = self.learning.learned_total;
+        // Holding part of the state, not executing for a whole period while learning on: the
+        // next batch waits for objects, which the replica cannot get once its peers no longer
+        // hold the checkpoint it asks them for (they keep two intervals). LAST-EXEC lets the
+        // order stage tell it to load the stable checkpoint if it fell that far behind (OL4);
+        // before, such a replica stopped for good (`plumb bench recovery --sizes 400M`: stuck
+        // at batch 9605 while the others went on past 19 000).
+        let next = self.executed.next_seq;
+        let stuck = self.holds_part()
+            && next == self.learning.next_at_last_tick
+            && self.learning.learned.contains_key(&next);
+        self.learning.next_at_last_tick = next;
         // Idle too: batches sent while this replica was cut off leave no trace here, and the
         // order stage answers a LAST-EXEC only with what we lack.
-        if self.has_gap() || stalled || idle {
+        if self.has_gap() || stalled || idle || stuck {
             self.send_last_exec(out);
         }
         if idle {

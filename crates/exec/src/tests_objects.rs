@@ -934,3 +934,26 @@ fn loading_on_demand_keeps_what_did_not_change_and_fetches_only_the_rest() {
         .len() as u64;
     assert_eq!(b.counters().get("on-demand-objects-kept"), held - differing);
 }
+
+#[test]
+fn a_replica_holding_part_that_stops_executing_while_batches_come_asks_the_order_stage() {
+    let (net, _a, mut b) = loaded_on_demand();
+    // Batch 13 reads k3, which b lacks and no peer sends (they no longer hold checkpoint 12,
+    // say); later batches keep coming, so b is never idle.
+    let get = vec![batch(vec![inline(1, 13, "get k3")], 1_300)];
+    net.learn_all(&mut b, Seq(13), &get);
+    let last_exec = |out: &[Action]| {
+        net.receivers(out, |m| *m == Message::LastExec { next: Seq(13) })
+            .len()
+    };
+    let mut asked = Vec::new();
+    for period in 0..3u64 {
+        net.learn_all(&mut b, Seq(14 + period), &puts(Seq(14 + period), 1));
+        let out = silent_peer_period(&mut b);
+        assert_eq!(b.next_seq(), Seq(13), "still waiting for k3");
+        asked.push(last_exec(&out));
+    }
+    // The first period saw execution wait from its start only; the next ones ask every order
+    // replica for batch 13 on (which answers with LOAD-CP once it has moved past).
+    assert_eq!(asked, [0, net.q().order, net.q().order], "{asked:?}");
+}

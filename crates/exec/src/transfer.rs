@@ -87,6 +87,7 @@ impl<A: Application> ExecReplica<A> {
         token: Digest,
         out: &mut Vec<Action>,
     ) {
+        self.counters.add("load-cp-received");
         self.transfer.load_votes.insert(o, (seq, token));
         let votes = self
             .transfer

@@ -434,6 +434,7 @@ impl OrderReplica {
                 seq: stable.seq,
                 token: stable.exec_token,
             };
+            self.counters.add("load-cp-sent");
             self.send(to, &msg, out);
             return;
         }
