@@ -19,7 +19,10 @@ use tokio::net::TcpStream;
 pub type Arrival = Duration;
 
 /// Ask the kernel to stamp what `stream` receives. Without it (an error here), [`read`] answers
-/// the time it read instead.
+/// the time it read instead. Linux turns stamping on for the whole machine lazily, from a work
+/// queue, when the first socket asks: packets that arrive in the meantime (a millisecond or so
+/// after the first connection of a process that is the only one stamping) carry no stamp and
+/// are stamped when read, which can misorder them; nothing worse.
 pub fn stamp_arrivals(stream: &TcpStream) -> io::Result<()> {
     let on: libc::c_int = 1;
     // SAFETY: a valid descriptor and a `c_int` option value of the size passed.
@@ -42,12 +45,19 @@ pub fn stamp_arrivals(stream: &TcpStream) -> io::Result<()> {
 /// Read into `buf` as `AsyncReadExt::read` does (0 bytes: the peer closed), and say when the
 /// last of the bytes read arrived: the kernel's stamp, or now if it gave none.
 pub async fn read(stream: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Arrival)> {
-    stream
+    let (n, stamp) = stream
         .async_io(Interest::READABLE, || receive(stream, buf))
-        .await
+        .await?;
+    let now = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+    };
+    Ok((n, stamp.unwrap_or_else(now)))
 }
 
-fn receive(stream: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Arrival)> {
+/// One `recvmsg`: the bytes read and the kernel's stamp of the last of them, if it gave one.
+fn receive(stream: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<Arrival>)> {
     // Room for one `SCM_TIMESTAMPNS` message (a timespec) and some slack, aligned for cmsghdr.
     let mut control = [0u64; 8];
     let mut iov = libc::iovec {
@@ -85,12 +95,7 @@ fn receive(stream: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Arrival)> {
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
-    let now = || {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-    };
-    Ok((n as usize, stamp.unwrap_or_else(now)))
+    Ok((n as usize, stamp))
 }
 
 #[cfg(test)]
@@ -109,13 +114,33 @@ mod tests {
         let (second_in, _) = listener.accept().await.unwrap();
         stamp_arrivals(&first_in).unwrap();
         stamp_arrivals(&second_in).unwrap();
+        // Wait until the kernel stamps at all (see `stamp_arrivals`): CI failed here once when
+        // "one" arrived before stamping was on and was stamped when read, after "two".
+        let mut buf = [0u8; 16];
+        let mut stamped = false;
+        for _ in 0..500 {
+            first.write_all(b"probe").await.unwrap();
+            let (n, stamp) = first_in
+                .async_io(Interest::READABLE, || receive(&first_in, &mut buf))
+                .await
+                .unwrap();
+            assert_eq!(&buf[..n], b"probe");
+            if stamp.is_some() {
+                stamped = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            stamped,
+            "the kernel never stamped a received packet (SO_TIMESTAMPNS)"
+        );
         first.write_all(b"one").await.unwrap();
         // Stamps have nanoseconds but clocks may be coarse: arrivals apart.
         tokio::time::sleep(Duration::from_millis(20)).await;
         second.write_all(b"two").await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
         // Read in the other order, as a busy runtime may.
-        let mut buf = [0u8; 16];
         let (n, second_at) = read(&second_in, &mut buf).await.unwrap();
         assert_eq!(&buf[..n], b"two");
         let (n, first_at) = read(&first_in, &mut buf).await.unwrap();
