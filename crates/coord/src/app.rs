@@ -20,7 +20,9 @@ use crate::acl::{self, Identity};
 use crate::op::*;
 use crate::path;
 use crate::session::{self, Session};
-use crate::tree::{sequence_number, NodeKind, Tree, Znode, CONTAINER_OWNER, MAX_TTL_MS, TTL_BITS};
+use crate::tree::{
+    sequence_number, NodeKind, Tree, Znode, CONTAINER_OWNER, MAX_TTL_MS, MIN_CHUNK_BITS, TTL_BITS,
+};
 use crate::watch::{Class, Watches};
 use plumb_app::{Application, BatchOutput, Command, LoadError, NonDeterminism};
 use plumb_crypto::Digest;
@@ -389,6 +391,7 @@ impl CoordApp {
             data: data.to_vec(),
             acl,
             stat,
+            chunk_bits: MIN_CHUNK_BITS,
         };
         self.tree.insert(&path, node, zxid);
         Ok((path, stat))

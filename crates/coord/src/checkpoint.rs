@@ -16,8 +16,8 @@ use plumb_app::LoadError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Version byte of checkpoint encodings.
-pub const CHECKPOINT_VERSION: u8 = 1;
+/// Version byte of checkpoint encodings (2: chunk bits per node).
+pub const CHECKPOINT_VERSION: u8 = 2;
 
 #[derive(Serialize)]
 struct StateRef<'a> {

@@ -1,7 +1,7 @@
 //! The coordination service as objects (docs/objects.md "The coordination service"): znodes
 //! fall into [`BUCKET_BITS`]-bit hash buckets of their paths, each bucket one object, and each
-//! node's children's names into [`crate::tree::CHILD_CHUNKS`] chunks, hashed into as many
-//! objects again; the sessions, watches, the last zxid and the indexes
+//! node's children's names into chunks (256 and more as they grow, crate::tree), hashed into
+//! as many objects again; the sessions, watches, the last zxid and the indexes
 //! ([`crate::tree::Indexes`]) are the metadata, which every replica holds whole.
 //!
 //! Why sessions and watches are metadata and not objects: a change fires the watches of any
@@ -17,15 +17,19 @@
 //! writes the bucket of the name its parent's counter gives. A batch's set
 //! ([`ObjectState::batch_access_set`]) adds what the batch's start changes (expired sessions'
 //! ephemerals, due containers and TTL nodes, and their parents) and the names a sequential
-//! create may pick after the creates before it in the batch.
+//! create may pick after the creates before it in the batch. Which chunk a child's name is in
+//! depends on its parent's chunk count, which the metadata holds for any node that has more
+//! than the minimum or is near doubling it ([`crate::tree::Indexes::wide`]): a create that may
+//! double them names every chunk of the parent, and so does any later operation of the batch on
+//! the parent's children.
 
 use crate::app::CoordApp;
 use crate::op::{CoordOp, MultiOp, Request, SessionId};
 use crate::path;
 use crate::session::Session;
 use crate::tree::{
-    bucket_of, chunk_object, chunk_of, is_chunk_object, node_error, ChunkKey, Indexes, Znode,
-    BUCKET_BITS, CHILD_CHUNKS,
+    bucket_of, chunk_bits_for, chunk_object, chunk_of, is_chunk_object, may_be_in_chunk,
+    node_error, ChunkKey, Indexes, Znode, BUCKET_BITS, MAX_CHUNK_BITS, MIN_CHUNK_BITS, WIDE_FROM,
 };
 use crate::watch::Watches;
 use plumb_app::{AccessSet, LoadError, ObjectId, ObjectState, ObjectWrite};
@@ -33,10 +37,10 @@ use plumb_wire::Micros;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Version byte of a bucket's encoding.
-pub const BUCKET_VERSION: u8 = 1;
-/// Version byte of the metadata's encoding.
-pub const METADATA_VERSION: u8 = 1;
+/// Version byte of a bucket's encoding (2: chunk bits per node, chunk numbers up to 16 bits).
+pub const BUCKET_VERSION: u8 = 2;
+/// Version byte of the metadata's encoding (2: the wide nodes' index).
+pub const METADATA_VERSION: u8 = 2;
 
 fn corrupt(why: impl Into<String>) -> LoadError {
     LoadError::Corrupt(why.into())
@@ -90,7 +94,7 @@ impl CoordApp {
             return Err(corrupt("chunks out of order"));
         }
         for ((parent, chunk), names) in &chunks {
-            if u16::from(*chunk) >= CHILD_CHUNKS || chunk_object(parent, *chunk) != id {
+            if u32::from(*chunk) >= 1 << MAX_CHUNK_BITS || chunk_object(parent, *chunk) != id {
                 return Err(corrupt(format!(
                     "chunk {chunk} of {parent} in the wrong object"
                 )));
@@ -98,10 +102,9 @@ impl CoordApp {
             if !path::is_valid(parent, false) || names.is_empty() {
                 return Err(corrupt(format!("chunk {chunk} of {parent:?}")));
             }
-            if let Some(n) = names
-                .iter()
-                .find(|n| chunk_of(n) != *chunk || !path::is_valid(&path::join(parent, n), false))
-            {
+            if let Some(n) = names.iter().find(|n| {
+                !may_be_in_chunk(n, *chunk) || !path::is_valid(&path::join(parent, n), false)
+            }) {
                 return Err(corrupt(format!("child {n:?} of {parent} in chunk {chunk}")));
             }
         }
@@ -151,26 +154,31 @@ impl CoordApp {
     }
 
     /// The objects a session's end touches: each of its ephemerals is deleted.
-    fn ephemerals_touched(&self, session: SessionId, ids: &mut Vec<ObjectId>) {
+    fn ephemerals_touched(
+        &self,
+        session: SessionId,
+        earlier: &mut Earlier,
+        ids: &mut Vec<ObjectId>,
+    ) {
         let ephemerals = self.tree.indexes().ephemerals.get(&session);
         for p in ephemerals.into_iter().flatten() {
-            created_or_deleted(p, ids);
+            self.deleted(p, earlier, ids);
         }
     }
 
-    /// The buckets `op` may use, from its bytes and the metadata; `creates` counts the creates
-    /// under each parent earlier in the batch (each moves the parent's sequence counter on).
+    /// The buckets `op` may use, from its bytes and the metadata and what the operations
+    /// `earlier` in the batch may have done.
     fn op_objects(
         &self,
         op: &CoordOp,
-        creates: &mut BTreeMap<String, i64>,
+        earlier: &mut Earlier,
         ids: &mut Vec<ObjectId>,
     ) -> Result<(), ()> {
         match op {
             CoordOp::OpenSession { .. } | CoordOp::ResumeSession { .. } | CoordOp::Touch { .. } => {
             }
-            CoordOp::CloseSession { session } => self.ephemerals_touched(*session, ids),
-            CoordOp::Session { request, .. } => self.request_objects(request, creates, ids)?,
+            CoordOp::CloseSession { session } => self.ephemerals_touched(*session, earlier, ids),
+            CoordOp::Session { request, .. } => self.request_objects(request, earlier, ids)?,
         }
         Ok(())
     }
@@ -178,16 +186,16 @@ impl CoordApp {
     fn request_objects(
         &self,
         request: &Request,
-        creates: &mut BTreeMap<String, i64>,
+        earlier: &mut Earlier,
         ids: &mut Vec<ObjectId>,
     ) -> Result<(), ()> {
         match request {
             Request::Create { .. } | Request::Delete { .. } | Request::SetData { .. } => {
                 if let Some(op) = request.as_write() {
-                    self.multi_op_objects(&op, creates, ids);
+                    self.multi_op_objects(&op, earlier, ids);
                 }
             }
-            Request::GetChildren { path, .. } => children_read(path, ids),
+            Request::GetChildren { path, .. } => self.children_read(path, earlier, ids),
             Request::Exists { path, .. }
             | Request::GetData { path, .. }
             | Request::GetAcl { path }
@@ -195,7 +203,7 @@ impl CoordApp {
             | Request::Check { path, .. } => ids.push(bucket_of(path)),
             Request::Multi(ops) | Request::MultiRead(ops) => {
                 for op in ops {
-                    self.multi_op_objects(op, creates, ids);
+                    self.multi_op_objects(op, earlier, ids);
                 }
             }
             Request::SetWatches {
@@ -211,29 +219,24 @@ impl CoordApp {
         Ok(())
     }
 
-    fn multi_op_objects(
-        &self,
-        op: &MultiOp,
-        creates: &mut BTreeMap<String, i64>,
-        ids: &mut Vec<ObjectId>,
-    ) {
+    fn multi_op_objects(&self, op: &MultiOp, earlier: &mut Earlier, ids: &mut Vec<ObjectId>) {
         match op {
             MultiOp::Create { path, mode, .. } => {
                 let parent = path::parent(path);
-                let before = creates.entry(parent.to_string()).or_insert(0);
+                let before = earlier.under(parent).creates;
+                earlier.under(parent).creates += 1;
                 if mode.is_sequential() {
                     // The creates before it under the same parent may each have taken a number.
                     let first = self.tree.indexes().sequence_of(parent);
-                    for n in first..=first.saturating_add(*before) {
-                        created_or_deleted(&format!("{path}{n:010}"), ids);
+                    for n in first..=first.saturating_add(before) {
+                        self.node_and_chunks(&format!("{path}{n:010}"), earlier, ids);
                     }
                 } else {
-                    created_or_deleted(path, ids);
+                    self.node_and_chunks(path, earlier, ids);
                 }
-                *before += 1;
             }
-            MultiOp::Delete { path, .. } => created_or_deleted(path, ids),
-            MultiOp::GetChildren { path } => children_read(path, ids),
+            MultiOp::Delete { path, .. } => self.deleted(path, earlier, ids),
+            MultiOp::GetChildren { path } => self.children_read(path, earlier, ids),
             MultiOp::SetData { path, .. }
             | MultiOp::Check { path, .. }
             | MultiOp::GetData { path } => ids.push(bucket_of(path)),
@@ -244,23 +247,72 @@ impl CoordApp {
     /// sessions that expire and their parents, the containers and TTL nodes that are due and
     /// their parents, and the grandparent of an expired ephemeral whose parent is a container
     /// or TTL node (deleting the ephemeral may make it due in the same batch).
-    fn batch_start_objects(&self, now: Micros, ids: &mut Vec<ObjectId>) {
+    fn batch_start_objects(&self, now: Micros, earlier: &mut Earlier, ids: &mut Vec<ObjectId>) {
         let indexes = self.tree.indexes();
         for (id, s) in &self.sessions {
             if !s.expired_at(now) {
                 continue;
             }
             for p in indexes.ephemerals.get(id).into_iter().flatten() {
-                created_or_deleted(p, ids);
+                self.deleted(p, earlier, ids);
                 let parent = path::parent(p);
                 if indexes.is_timed(parent) {
-                    created_or_deleted(parent, ids);
+                    self.deleted(parent, earlier, ids);
                 }
             }
         }
         for p in indexes.due_at(crate::app::ms(now)) {
-            created_or_deleted(p, ids);
+            self.deleted(p, earlier, ids);
         }
+    }
+
+    /// What deleting the node at `path` touches ([`CoordApp::node_and_chunks`]); the deletes
+    /// after it count it.
+    fn deleted(&self, path: &str, earlier: &mut Earlier, ids: &mut Vec<ObjectId>) {
+        self.node_and_chunks(path, earlier, ids);
+        earlier.under(path::parent(path)).deletes += 1;
+    }
+
+    /// What creating or deleting the node at `path` touches: its bucket, its parent's, and the
+    /// chunk of the parent's children its name is in, or every chunk of the parent if it may
+    /// have another number of chunks by then ([`CoordApp::parent_chunk_bits`]).
+    fn node_and_chunks(&self, path: &str, earlier: &Earlier, ids: &mut Vec<ObjectId>) {
+        let parent = path::parent(path);
+        ids.push(bucket_of(path));
+        ids.push(bucket_of(parent));
+        let (lowest, highest) = self.parent_chunk_bits(parent, earlier);
+        if lowest == highest {
+            ids.push(chunk_object(parent, chunk_of(path::name(path), lowest)));
+        } else {
+            every_chunk(parent, highest, ids);
+        }
+    }
+
+    /// What reading the children of `path` touches: its bucket and every chunk of its
+    /// children.
+    fn children_read(&self, path: &str, earlier: &Earlier, ids: &mut Vec<ObjectId>) {
+        ids.push(bucket_of(path));
+        every_chunk(path, self.parent_chunk_bits(path, earlier).1, ids);
+    }
+
+    /// The fewest and most chunk bits `parent` may have once the operations `earlier` in the
+    /// batch ran (the creates counted include the one asking): it doubles when a create takes
+    /// its children past a threshold, which the metadata's count tells for a wide node and
+    /// cannot be nearer than [`WIDE_FROM`] creates for another; it drops to the minimum when
+    /// its last child goes, which takes at least as many deletes as it has children.
+    fn parent_chunk_bits(&self, parent: &str, earlier: &Earlier) -> (u8, u8) {
+        let (bits, wide) = self.tree.indexes().chunks_of(parent);
+        let under = earlier.counts.get(parent).copied().unwrap_or_default();
+        let children = i64::from(wide.unwrap_or(WIDE_FROM - 1));
+        let most = children
+            .saturating_add(under.creates)
+            .min(i64::from(i32::MAX)) as i32;
+        let highest = chunk_bits_for(most, bits);
+        let lowest = match wide {
+            Some(n) if under.deletes >= i64::from(n) => MIN_CHUNK_BITS,
+            _ => bits,
+        };
+        (lowest, highest)
     }
 
     /// The access set of a batch of decoded operations (bytes that are no operation get an
@@ -271,13 +323,13 @@ impl CoordApp {
         now: Option<Micros>,
     ) -> AccessSet {
         let mut ids = Vec::new();
+        let mut earlier = Earlier::default();
         if let Some(now) = now {
-            self.batch_start_objects(now, &mut ids);
+            self.batch_start_objects(now, &mut earlier, &mut ids);
         }
-        let mut creates = BTreeMap::new();
         for op in ops {
             if let Ok(op) = CoordOp::decode(op) {
-                if self.op_objects(&op, &mut creates, &mut ids).is_err() {
+                if self.op_objects(&op, &mut earlier, &mut ids).is_err() {
                     return AccessSet::All;
                 }
             }
@@ -286,19 +338,29 @@ impl CoordApp {
     }
 }
 
-/// What creating or deleting the node at `path` touches: its bucket, its parent's, and the
-/// chunk of the parent's children its name is in.
-fn created_or_deleted(path: &str, ids: &mut Vec<ObjectId>) {
-    let parent = path::parent(path);
-    ids.push(bucket_of(path));
-    ids.push(bucket_of(parent));
-    ids.push(chunk_object(parent, chunk_of(path::name(path))));
+/// Creates and deletes under each parent before an operation in its batch (each may have
+/// failed): what moves a parent's sequence counter and chunk count on.
+#[derive(Default)]
+struct Earlier {
+    counts: BTreeMap<String, Under>,
 }
 
-/// What reading the children of `path` touches: its bucket and every chunk of its children.
-fn children_read(path: &str, ids: &mut Vec<ObjectId>) {
-    ids.push(bucket_of(path));
-    ids.extend((0..CHILD_CHUNKS).map(|c| chunk_object(path, c as u8)));
+#[derive(Clone, Copy, Default)]
+struct Under {
+    creates: i64,
+    deletes: i64,
+}
+
+impl Earlier {
+    fn under(&mut self, parent: &str) -> &mut Under {
+        self.counts.entry(parent.to_string()).or_default()
+    }
+}
+
+/// Every chunk object of `parent`'s children when it has `2^bits` chunks (those of fewer bits
+/// among them).
+fn every_chunk(parent: &str, bits: u8, ids: &mut Vec<ObjectId>) {
+    ids.extend((0..1u32 << bits).map(|c| chunk_object(parent, c as u16)));
 }
 
 impl ObjectState for CoordApp {
@@ -363,6 +425,13 @@ impl ObjectState for CoordApp {
         }
         if let Some(p) = m.indexes.paths().find(|p| !path::is_valid(p, false)) {
             return Err(corrupt(format!("invalid path in the indexes: {p:?}")));
+        }
+        if let Some((p, w)) = m.indexes.wide.iter().find(|(_, w)| {
+            !(MIN_CHUNK_BITS..=MAX_CHUNK_BITS).contains(&w.chunk_bits)
+                || w.children < 0
+                || (w.children < WIDE_FROM && w.chunk_bits == MIN_CHUNK_BITS)
+        }) {
+            return Err(corrupt(format!("wide node {p} in the index: {w:?}")));
         }
         let empty: BTreeSet<String> = BTreeSet::new();
         if m.indexes.ephemerals.values().any(|s| *s == empty) {

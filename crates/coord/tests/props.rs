@@ -302,10 +302,10 @@ proptest! {
         let ids: Vec<plumb_app::ObjectId> = whole
             .tree()
             .nodes()
-            .keys()
-            .flat_map(|p| {
-                (0..tree::CHILD_CHUNKS)
-                    .map(|c| tree::chunk_object(p, c as u8))
+            .iter()
+            .flat_map(|(p, n)| {
+                (0..1u32 << n.chunk_bits)
+                    .map(|c| tree::chunk_object(p, c as u16))
                     .chain([tree::bucket_of(p)])
             })
             .collect();
@@ -382,4 +382,138 @@ fn get_children_reads_every_chunk() {
         panic!("no children");
     };
     assert_eq!(children.len(), 400);
+}
+
+/// A parent whose children pass the first doubling of its chunks (8 192): a multi that would
+/// double them and fails leaves them as they were, the create that doubles them and the
+/// `getChildren` after it in the batch, and a batch that deletes the last children and creates
+/// one again (back to the fewest chunks), each run alike on just their batch's access set, and the
+/// tree's invariants hold after each.
+#[test]
+fn a_parent_that_doubles_its_chunks_runs_alike_on_access_sets() {
+    let mut whole = CoordApp::new();
+    let _ = whole.take_changed_objects();
+    let mut seq = 0u64;
+    let nd = |seq: u64| NonDeterminism {
+        time: 1_000_000_000 + seq * 1000,
+        seed: seq,
+    };
+    // Each batch runs on the whole state and on a copy holding its access set's objects.
+    let mut batch = |whole: &mut CoordApp, ops: &[Vec<u8>], check: bool| {
+        seq += 1;
+        let cmds: Vec<Command<'_>> = ops
+            .iter()
+            .enumerate()
+            .map(|(i, op)| Command::new(0, Life(0), ReqNo(seq * 100_000 + i as u64), op))
+            .collect();
+        let refs: Vec<&[u8]> = ops.iter().map(|o| o.as_slice()).collect();
+        let set = whole.batch_access_set(&refs, nd(seq).time);
+        let mut part = check.then(|| holding(whole, set.ids().expect("objects named")));
+        let out = whole.execute(Seq(seq), &cmds, nd(seq));
+        let written = whole.take_changed_objects();
+        if let Some(part) = part.as_mut() {
+            assert_eq!(part.execute(Seq(seq), &cmds, nd(seq)), out, "batch {seq}");
+            for (id, bytes) in &written {
+                assert!(
+                    set.contains(*id),
+                    "batch {seq}: object {} outside the set",
+                    id.0
+                );
+                assert_eq!(&part.bucket_bytes(*id), bytes, "batch {seq}");
+            }
+            assert!(whole.tree().indexes_match(), "batch {seq}: indexes");
+        }
+        out
+    };
+    let open = CoordOp::OpenSession { timeout_ms: 30_000 }.encode();
+    let out = batch(&mut whole, &[open], true);
+    let Ok(Response::Session { session, .. }) = Reply::decode(&out.replies[0]).unwrap().result
+    else {
+        panic!("no session");
+    };
+    let request = |request: Request| {
+        CoordOp::Session {
+            session,
+            acked_events: 0,
+            request,
+        }
+        .encode()
+    };
+    let create_op = |path: String| MultiOp::Create {
+        path,
+        data: vec![],
+        acl: acl::open_acl(),
+        mode: CreateMode::Persistent,
+        ttl_ms: 0,
+    };
+    let create = |path: String| {
+        request(Request::Create {
+            path,
+            data: vec![],
+            acl: acl::open_acl(),
+            mode: CreateMode::Persistent,
+            ttl_ms: 0,
+        })
+    };
+    let delete = |path: String| request(Request::Delete { path, version: -1 });
+    let children = |path: &str| {
+        request(Request::GetChildren {
+            path: path.into(),
+            watch: false,
+        })
+    };
+    let bits = |app: &CoordApp| app.tree().get("/p").unwrap().chunk_bits;
+    batch(&mut whole, &[create("/p".into())], true);
+    let doubling = (tree::NAMES_PER_CHUNK << tree::MIN_CHUNK_BITS) as usize;
+    for from in (0..doubling - 10).step_by(1000) {
+        let ops: Vec<Vec<u8>> = (from..(from + 1000).min(doubling - 10))
+            .map(|i| create(format!("/p/c{i}")))
+            .collect();
+        batch(&mut whole, &ops, false);
+    }
+    assert_eq!(bits(&whole), tree::MIN_CHUNK_BITS);
+    // A multi that passes the threshold, then fails on its last operation.
+    let failing = request(Request::Multi(
+        (0..20)
+            .map(|i| create_op(format!("/p/m{i}")))
+            .chain([MultiOp::Check {
+                path: "/p".into(),
+                version: 12345,
+            }])
+            .collect(),
+    ));
+    batch(&mut whole, &[failing], true);
+    assert_eq!(bits(&whole), tree::MIN_CHUNK_BITS, "a rolled back multi");
+    // Creates that pass it (one of an existing name, which fails), a delete, and the children.
+    let ops: Vec<Vec<u8>> = [create("/p/c1".into()), delete("/p/c2".into())]
+        .into_iter()
+        .chain((0..20).map(|i| create(format!("/p/n{i}"))))
+        .chain([delete("/p/c3".into()), children("/p")])
+        .collect();
+    let out = batch(&mut whole, &ops, true);
+    assert_eq!(bits(&whole), tree::MIN_CHUNK_BITS + 1, "doubled");
+    let Ok(Response::Children {
+        children: names, ..
+    }) = Reply::decode(out.replies.last().unwrap()).unwrap().result
+    else {
+        panic!("no children");
+    };
+    assert_eq!(names.len(), doubling - 10 - 2 + 20);
+    // All but three children deleted (the chunks stay doubled), then those three deleted and
+    // one created again in one batch: back to the fewest chunks, the new name in its chunk at
+    // the fewest, which the batch's other operations do not name.
+    let names = whole.tree().children_of("/p");
+    for part in names[3..].chunks(1000) {
+        let ops: Vec<Vec<u8>> = part.iter().map(|n| delete(format!("/p/{n}"))).collect();
+        batch(&mut whole, &ops, false);
+    }
+    assert_eq!(bits(&whole), tree::MIN_CHUNK_BITS + 1, "chunks never merge");
+    let ops: Vec<Vec<u8>> = names[..3]
+        .iter()
+        .map(|n| delete(format!("/p/{n}")))
+        .chain([create("/p/again".into())])
+        .collect();
+    batch(&mut whole, &ops, true);
+    assert_eq!(bits(&whole), tree::MIN_CHUNK_BITS, "back to the fewest");
+    assert_eq!(whole.tree().children_of("/p"), vec!["again".to_string()]);
 }
