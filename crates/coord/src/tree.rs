@@ -13,10 +13,14 @@
 //! under it rewrite 280 KB), and `getChildren` reads the parent's chunks without its children.
 //! A node starts with [`MIN_CHUNK_BITS`] and doubles its chunks each time its children pass
 //! [`NAMES_PER_CHUNK`] a chunk (the create that does it rewrites every chunk of the parent,
-//! once per doubling), so a create rewrites a few dozen names at any size (with 256 fixed
-//! chunks, a parent of 64 000 children cost 10.8 µs a create to encode and hash, 2.6 µs at
-//! 16 000). Chunks never merge while the node has children, so a count that swings across a
-//! threshold does not rewrite them back and forth; the last child's delete takes the node
+//! once per doubling), so a create rewrites at most a few hundred names at any size: with 256
+//! fixed chunks, taking and hashing a create's writes cost 2.5-2.9 µs per create up to 16 000
+//! children and 15.8-16.1 µs from 48 000 to 64 000, and kept growing; now at most about 11.
+//! Why 128 and not 32: a doubling rewrites every chunk of the parent in one batch (1 024
+//! objects at 32 768 children), and while a parent grows that costs more than it saves until
+//! it is tens of thousands of children wide (at 32, bench zk-create's p99 rose by 5 ms). Chunks
+//! never merge while the node has children, so a count that swings across a threshold does
+//! not rewrite them back and forth; the last child's delete takes the node
 //! back to [`MIN_CHUNK_BITS`] (every chunk is empty then: nothing moves).
 //! The tree may hold part of the nodes and chunks (a replica that loads on demand): whatever
 //! the application looks up, its access sets named, and the library fetched.
@@ -42,11 +46,11 @@ pub const SESSION_ID_MASK: i64 = 0x00FF_FFFF_FFFF_FFFF;
 pub const BUCKET_BITS: u8 = 22;
 /// A node's children's names start in `2^MIN_CHUNK_BITS` chunks.
 pub const MIN_CHUNK_BITS: u8 = 8;
-/// At most `2^MAX_CHUNK_BITS` chunks: past `NAMES_PER_CHUNK << MAX_CHUNK_BITS` (two million)
+/// At most `2^MAX_CHUNK_BITS` chunks: past `NAMES_PER_CHUNK << MAX_CHUNK_BITS` (eight million)
 /// children, chunks grow instead.
 pub const MAX_CHUNK_BITS: u8 = 16;
 /// A node's chunks double when its children pass this many a chunk.
-pub const NAMES_PER_CHUNK: i32 = 32;
+pub const NAMES_PER_CHUNK: i32 = 128;
 /// A node whose children reach this many (half the first doubling's count) is in the metadata
 /// with its children's count and chunk bits ([`Indexes::wide`]), so that an access set can
 /// tell which create doubles its chunks.
