@@ -164,9 +164,9 @@ fn due(stat: &Stat) -> Option<i64> {
 
 /// What the application must know of nodes it may not hold (part of the metadata, which
 /// every replica holds whole): which nodes a session's end deletes, which timed nodes a batch
-/// deletes, and the name a sequential create picks. Each entry is a function of one node's
-/// path and stat, kept in step by every change of a node; on a whole tree it equals what the
-/// nodes give ([`Tree::indexes_match`]).
+/// deletes, the name a sequential create picks, and which chunk a child's name is in. Each
+/// entry is a function of one node's path, stat and chunk bits, kept in step by every change of
+/// a node; on a whole tree it equals what the nodes give ([`Tree::indexes_match`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Indexes {
     /// Each session's ephemeral nodes.
