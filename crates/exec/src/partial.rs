@@ -129,9 +129,19 @@ impl<A: Application> ExecReplica<A> {
         if app.load_object_metadata(&cp.app).is_err() {
             self.counters.add("load-cp-app-rejected");
         }
+        // A checkpoint of an empty state gives a tree that is whole at once: no fill finds
+        // subtrees empty, so the application lets go of the former state's objects here (sim
+        // seed 899 --partial: a replica that loaded while every key was deleted answered
+        // reads from the state it held before).
+        let emptied: Vec<ObjectId> = if tree.is_complete() {
+            base.iter().map(|(id, _)| id).collect()
+        } else {
+            Vec::new()
+        };
         state.replace_live(tree.clone());
         state.on_demand = Some(OnDemand::new(peer, base));
         self.counters.add("load-cp-on-demand");
+        self.let_go_of_emptied(emptied);
         self.finish_load(loading.seq, loading.token, cp, bytes, Some(tree), out);
         self.fill_in_background(out);
     }

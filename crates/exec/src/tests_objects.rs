@@ -935,6 +935,36 @@ fn loading_on_demand_keeps_what_did_not_change_and_fetches_only_the_rest() {
     assert_eq!(b.counters().get("on-demand-objects-kept"), held - differing);
 }
 
+/// A checkpoint of an empty state loads whole at once (no fill, so no subtree is ever found
+/// empty): the replica must let go of the keys it held before, or it answers reads from them
+/// (sim seed 899 `--partial`, found by a soak sweep).
+#[test]
+fn loading_an_empty_state_on_demand_lets_go_of_every_key_held_before() {
+    let mut net = Net::new(2);
+    Arc::make_mut(&mut net.cfg).load_objects_on_demand = true;
+    // a's twelve batches only read: its state at checkpoint 12 is empty.
+    let gets: Vec<Batch> = (1..=12)
+        .map(|s| batch(vec![inline((s % 4) as u32, s, "get k1")], 100 * s))
+        .collect();
+    let mut a = net.replica(0, Registers::with_objects(), Recovered::default());
+    let out = net.learn_all(&mut a, Seq(1), &gets);
+    let (_, token) = *checkpoint_taken(&out).last().unwrap();
+    assert!(a.app().map.is_empty());
+    // b executed ten writes of another history, then is told to load a's checkpoint.
+    let mut b = net.replica(1, Registers::with_objects(), Recovered::default());
+    net.learn_all(&mut b, Seq(1), &puts(Seq(1), 10));
+    assert!(!b.app().map.is_empty());
+    load_cp(&net, &mut b, Seq(12), token, &[0, 1]);
+    let fetch = Message::FetchExecCp { seq: Seq(12) };
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
+    let cp = net.sent_to(&served, Principal::Exec(ExecId(1)));
+    net.deliver(&mut b, Principal::Exec(ExecId(0)), &cp[0]);
+    assert_eq!(b.next_seq(), Seq(13));
+    assert_eq!(b.counters().get("load-cp-on-demand"), 1);
+    assert!(b.app().map.is_empty(), "kept {:?}", b.app().map);
+    assert_eq!(b.app().state_digest(), a.app().state_digest());
+}
+
 #[test]
 fn a_replica_holding_part_that_stops_executing_while_batches_come_asks_the_order_stage() {
     let (net, _a, mut b) = loaded_on_demand();
