@@ -328,6 +328,35 @@ fn holding(whole: &CoordApp, ids: &[plumb_app::ObjectId]) -> CoordApp {
     part
 }
 
+/// The session an `OpenSession` batch's first reply opened.
+fn session_opened(out: &BatchOutput) -> SessionId {
+    match Reply::decode(&out.replies[0]).map(|r| r.result) {
+        Ok(Ok(Response::Session { session, .. })) => session,
+        other => panic!("no session: {other:?}"),
+    }
+}
+
+/// `request` in `session`, encoded.
+fn in_session(session: SessionId, request: Request) -> Vec<u8> {
+    CoordOp::Session {
+        session,
+        acked_events: 0,
+        request,
+    }
+    .encode()
+}
+
+/// A persistent node with no data at `path`.
+fn create_request(path: String) -> Request {
+    Request::Create {
+        path,
+        data: vec![],
+        acl: acl::open_acl(),
+        mode: CreateMode::Persistent,
+        ttl_ms: 0,
+    }
+}
+
 /// A parent with children in every chunk: `getChildren` on just its access set's objects
 /// lists them all (an access set missing any chunk of the children lists fewer).
 #[test]
@@ -339,27 +368,9 @@ fn get_children_reads_every_chunk() {
     };
     let open = CoordOp::OpenSession { timeout_ms: 30_000 }.encode();
     let out = app.execute(Seq(1), &[Command::new(0, Life(0), ReqNo(0), &open)], nd);
-    let Ok(Response::Session { session, .. }) = Reply::decode(&out.replies[0]).unwrap().result
-    else {
-        panic!("no session");
-    };
-    let request = |request: Request| {
-        CoordOp::Session {
-            session,
-            acked_events: 0,
-            request,
-        }
-        .encode()
-    };
-    let create = |path: String| {
-        request(Request::Create {
-            path,
-            data: vec![],
-            acl: acl::open_acl(),
-            mode: CreateMode::Persistent,
-            ttl_ms: 0,
-        })
-    };
+    let session = session_opened(&out);
+    let request = |request: Request| in_session(session, request);
+    let create = |path: String| request(create_request(path));
     let ops: Vec<Vec<u8>> = std::iter::once(create("/p".into()))
         .chain((0..400).map(|i| create(format!("/p/c{i}"))))
         .collect();
@@ -427,34 +438,14 @@ fn a_parent_that_doubles_its_chunks_runs_alike_on_access_sets() {
     };
     let open = CoordOp::OpenSession { timeout_ms: 30_000 }.encode();
     let out = batch(&mut whole, &[open], true);
-    let Ok(Response::Session { session, .. }) = Reply::decode(&out.replies[0]).unwrap().result
-    else {
-        panic!("no session");
+    let session = session_opened(&out);
+    let request = |request: Request| in_session(session, request);
+    let create_op = |path: String| {
+        create_request(path)
+            .as_write()
+            .expect("a create is a write")
     };
-    let request = |request: Request| {
-        CoordOp::Session {
-            session,
-            acked_events: 0,
-            request,
-        }
-        .encode()
-    };
-    let create_op = |path: String| MultiOp::Create {
-        path,
-        data: vec![],
-        acl: acl::open_acl(),
-        mode: CreateMode::Persistent,
-        ttl_ms: 0,
-    };
-    let create = |path: String| {
-        request(Request::Create {
-            path,
-            data: vec![],
-            acl: acl::open_acl(),
-            mode: CreateMode::Persistent,
-            ttl_ms: 0,
-        })
-    };
+    let create = |path: String| request(create_request(path));
     let delete = |path: String| request(Request::Delete { path, version: -1 });
     let children = |path: &str| {
         request(Request::GetChildren {

@@ -20,9 +20,10 @@ pub type Arrival = Duration;
 
 /// Ask the kernel to stamp what `stream` receives. Without it (an error here), [`read`] answers
 /// the time it read instead. Linux turns stamping on for the whole machine lazily, from a work
-/// queue, when the first socket asks: packets that arrive in the meantime (a millisecond or so
-/// after the first connection of a process that is the only one stamping) carry no stamp and
-/// are stamped when read, which can misorder them; nothing worse.
+/// queue, when the first socket asks: packets that arrive in the meantime carry no stamp and
+/// are stamped when read, which can misorder them; nothing worse. (In the test below, the
+/// machine's only stamping process: its first packet came unstamped, one 10 ms later stamped,
+/// in every run.)
 pub fn stamp_arrivals(stream: &TcpStream) -> io::Result<()> {
     let on: libc::c_int = 1;
     // SAFETY: a valid descriptor and a `c_int` option value of the size passed.
