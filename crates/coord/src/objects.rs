@@ -223,8 +223,9 @@ impl CoordApp {
         match op {
             MultiOp::Create { path, mode, .. } => {
                 let parent = path::parent(path);
-                let before = earlier.under(parent).creates;
-                earlier.under(parent).creates += 1;
+                let under = earlier.under(parent);
+                let before = under.creates;
+                under.creates += 1;
                 if mode.is_sequential() {
                     // The creates before it under the same parent may each have taken a number.
                     let first = self.tree.indexes().sequence_of(parent);
