@@ -264,7 +264,10 @@ fn transactions_pipelines_and_blocking_pops_with_real_redis_clients() {
     // first attempt may still be in flight. In the later rounds the two are sent back to back,
     // as Redis' suite sends them: the gateway's two connection tasks may then read them in
     // either order, and the queue follows the kernel's receive stamps instead (before that,
-    // the second was served first in 15 of 100 such rounds, and `.ci/run`'s list unit hung).
+    // the second was served first in 15 of 100 such rounds, and `.ci/run`'s list unit hung);
+    // and `INFO` counts a caller as blocked only once no attempt of its is in flight (before
+    // that, the second's first attempt could be ordered after the push and take its element:
+    // twice in about 160 back-to-back rounds under a full test run).
     // `blocking.rs`'s unit tests check the rule itself.
     let blocked_id = |con: &mut redis::Connection, id: i64| {
         let deadline = Instant::now() + common::OP_TIMEOUT;

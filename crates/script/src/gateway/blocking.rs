@@ -38,8 +38,15 @@ type Line = VecDeque<(Arrival, u64, Arc<Notify>)>;
 pub struct Waiters {
     queues: Mutex<BTreeMap<Vec<u8>, Line>>,
     next_id: AtomicU64,
-    /// How many callers are blocked now (for `INFO` and the fast path of [`Waiters::wake`]).
+    /// How many callers are queued now (the fast path of [`Waiters::wake`]).
     pub blocked: AtomicU64,
+    /// How many of them wait with no attempt of theirs in flight ([`Waiter::waiting`]): what
+    /// `INFO` calls blocked. Redis counts a caller once its first attempt found nothing, and
+    /// clients rely on it: Redis' suite (and `redis_clients.rs`) sends two blocking pops, waits
+    /// for two blocked clients, then pushes; counted at registration, the second caller's
+    /// first attempt could still be in flight, be ordered after the push and take the element
+    /// the first caller was owed (seen twice in 160 back-to-back rounds under a full test run).
+    pub waiting: AtomicU64,
 }
 
 /// One blocked caller's place in the queues; leaving (dropping it) takes it out of them, also
@@ -49,6 +56,8 @@ pub struct Waiter<'a> {
     id: u64,
     keys: Vec<Vec<u8>>,
     pub notify: Arc<Notify>,
+    /// Counted in [`Waiters::waiting`].
+    counted: bool,
 }
 
 impl Waiters {
@@ -69,6 +78,7 @@ impl Waiters {
             id,
             keys: keys.to_vec(),
             notify,
+            counted: false,
         }
     }
 
@@ -156,12 +166,51 @@ impl Drop for Waiter<'_> {
             }
         }
         self.waiters.blocked.fetch_sub(1, Ordering::Relaxed);
+        if self.counted {
+            self.waiters.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Waiter<'_> {
+    /// The caller waits now, no attempt of its in flight (it found nothing, or it is behind
+    /// an earlier caller and did not try): counted in [`Waiters::waiting`] from now on.
+    pub fn waiting(&mut self) {
+        if !self.counted {
+            self.counted = true;
+            self.waiters.waiting.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_caller_counts_as_blocked_once_it_waits_with_no_attempt_in_flight() {
+        let waiters = Waiters::default();
+        let mut first = waiters.register(&[b"q".to_vec()], Duration::from_secs(1));
+        let count = |w: &Waiters| {
+            (
+                w.blocked.load(Ordering::Relaxed),
+                w.waiting.load(Ordering::Relaxed),
+            )
+        };
+        assert_eq!(
+            count(&waiters),
+            (1, 0),
+            "its first attempt may be in flight"
+        );
+        first.waiting();
+        first.waiting();
+        assert_eq!(count(&waiters), (1, 1));
+        let second = waiters.register(&[b"q".to_vec()], Duration::from_secs(2));
+        assert_eq!(count(&waiters), (2, 1));
+        drop(second);
+        drop(first);
+        assert_eq!(count(&waiters), (0, 0));
+    }
 
     #[tokio::test]
     async fn the_oldest_waiter_of_a_key_is_woken_and_leaving_takes_it_out() {

@@ -427,7 +427,7 @@ impl RespServer {
                 Footprint::Prefix(_) => Vec::new(),
             },
         };
-        let waiter = self.waiters.register(&keys, *arrived);
+        let mut waiter = self.waiters.register(&keys, *arrived);
         let waits_on_kind = !matches!(op, KvOp::Move { .. });
         let mut tried = false;
         let encoded = op.encode();
@@ -467,6 +467,7 @@ impl RespServer {
                 }
                 wait = wait.min(left);
             }
+            waiter.waiting();
             tokio::select! {
                 _ = waiter.notify.notified() => {}
                 _ = tokio::time::sleep(wait) => poll = (poll * 2).min(POLL_MAX),
@@ -493,7 +494,7 @@ impl RespServer {
             client_id: id,
             client_name: name.clone(),
             protocol,
-            blocked_clients: self.waiters.blocked.load(Ordering::Relaxed),
+            blocked_clients: self.waiters.waiting.load(Ordering::Relaxed),
             total_connections: self.stats.connections.total.load(Ordering::Relaxed),
             total_commands: self.stats.commands.load(Ordering::Relaxed),
             now_ms: std::time::SystemTime::now()
