@@ -22,6 +22,19 @@ impl Digest {
         Digest(*blake3::hash(bytes).as_bytes())
     }
 
+    /// Keyed BLAKE3 of `bytes` under `key` (a key from [`Digest::derive_key`] names a domain:
+    /// digests under different keys cannot be taken for one another). Over 64 bytes it is one
+    /// compression, half the cost of [`Digest::of_parts`] over the same bytes with a prefix.
+    pub fn keyed(key: &[u8; 32], bytes: &[u8]) -> Digest {
+        Digest(*blake3::keyed_hash(key, bytes).as_bytes())
+    }
+
+    /// A key for [`Digest::keyed`] from a context string that names what it digests (BLAKE3's
+    /// key derivation: hard-coded, globally unique, application-specific).
+    pub fn derive_key(context: &str) -> [u8; 32] {
+        blake3::derive_key(context, b"")
+    }
+
     /// Digest of several fields, each length-prefixed so that field boundaries are unambiguous.
     pub fn of_parts(parts: &[&[u8]]) -> Digest {
         let mut h = blake3::Hasher::new();
