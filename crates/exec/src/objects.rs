@@ -82,6 +82,19 @@ pub(crate) struct DeltaObject {
     pub bytes: Option<Vec<u8>>,
 }
 
+/// A [`DeltaObject`] to encode, borrowing the tree's bytes: the same encoding without a copy.
+#[derive(Serialize)]
+struct DeltaObjectRef<'a> {
+    id: u64,
+    #[serde(with = "serde_bytes")]
+    bytes: Option<&'a [u8]>,
+}
+
+/// A delta record's bytes, `size` about their length.
+fn encode_delta(objects: &[DeltaObjectRef<'_>], size: usize) -> Vec<u8> {
+    postcard::to_extend(objects, Vec::with_capacity(size)).unwrap_or_default()
+}
+
 pub(crate) fn decode_delta(bytes: &[u8]) -> Option<Vec<DeltaObject>> {
     match postcard::take_from_bytes::<Vec<DeltaObject>>(bytes) {
         Ok((objs, [])) => Some(objs),
@@ -116,10 +129,9 @@ pub(crate) struct ObjectsState {
 #[derive(Debug)]
 pub(crate) struct UnfoldedDelta {
     pub seq: Seq,
-    /// The objects it holds.
-    pub ids: Vec<ObjectId>,
-    /// The objects as of its checkpoint: what folding it writes into the base.
-    pub tree: ObjectTree,
+    /// The objects it holds, by id, with their bytes as of its checkpoint (`None`: empty):
+    /// what folding it writes into the base, unless a newer folded delta holds them too.
+    pub objects: Vec<(ObjectId, Option<ObjectBytes>)>,
 }
 
 impl ObjectsState {
@@ -300,12 +312,16 @@ impl<A: Application> ExecReplica<A> {
             state.unfolded.iter().filter(|d| d.seq <= keep_from).count()
         };
         let folded: Vec<UnfoldedDelta> = state.unfolded.drain(..fold).collect();
-        if let Some(newest) = folded.last() {
-            let ids: BTreeSet<ObjectId> =
-                folded.iter().flat_map(|d| d.ids.iter().copied()).collect();
-            for id in ids {
+        if !folded.is_empty() {
+            // Oldest first, so each object ends as of the newest folded delta that holds it,
+            // which is what it is in the newest folded checkpoint.
+            let newest: BTreeMap<ObjectId, &Option<ObjectBytes>> = folded
+                .iter()
+                .flat_map(|d| d.objects.iter().map(|(id, b)| (*id, b)))
+                .collect();
+            for (id, bytes) in newest {
                 let key = object_key(id);
-                out.push(Action::Store(match newest.tree.get(id) {
+                out.push(Action::Store(match bytes {
                     Some(b) => StoreOp::Put {
                         key,
                         value: b.to_vec(),
@@ -319,18 +335,18 @@ impl<A: Application> ExecReplica<A> {
                 }));
             }
         }
-        let changed = state.persisted.diff(tree).unwrap_or_default();
-        let mut chunk: Vec<DeltaObject> = Vec::new();
+        let changed = state.persisted.diff_objects(tree).unwrap_or_default();
+        let mut chunk: Vec<DeltaObjectRef<'_>> = Vec::new();
         let mut chunk_bytes = 0usize;
         let mut chunk_no = 0usize;
-        for id in &changed {
-            let bytes = tree.get(*id).map(|b| b.to_vec());
-            chunk_bytes += bytes.as_ref().map_or(0, Vec::len) + 16;
-            chunk.push(DeltaObject { id: id.0, bytes });
+        for (id, bytes) in &changed {
+            let bytes = bytes.as_deref();
+            chunk_bytes += bytes.map_or(0, <[u8]>::len) + 16;
+            chunk.push(DeltaObjectRef { id: id.0, bytes });
             if chunk_bytes >= DELTA_CHUNK_BYTES {
                 out.push(Action::Store(StoreOp::Put {
                     key: delta_key(seq, chunk_no),
-                    value: postcard::to_stdvec(&chunk).unwrap_or_default(),
+                    value: encode_delta(&chunk, chunk_bytes),
                 }));
                 chunk.clear();
                 chunk_bytes = 0;
@@ -340,7 +356,7 @@ impl<A: Application> ExecReplica<A> {
         if !chunk.is_empty() {
             out.push(Action::Store(StoreOp::Put {
                 key: delta_key(seq, chunk_no),
-                value: postcard::to_stdvec(&chunk).unwrap_or_default(),
+                value: encode_delta(&chunk, chunk_bytes),
             }));
         }
         out.push(Action::Store(StoreOp::Put {
@@ -351,8 +367,7 @@ impl<A: Application> ExecReplica<A> {
         state.persisted = tree.clone();
         state.unfolded.push(UnfoldedDelta {
             seq,
-            ids: changed,
-            tree: tree.clone(),
+            objects: changed,
         });
     }
 
@@ -417,8 +432,10 @@ impl<A: Application> ExecReplica<A> {
                 ids.dedup();
                 unfolded.push(UnfoldedDelta {
                     seq: *seq,
-                    ids,
-                    tree: tree.clone(),
+                    objects: ids
+                        .into_iter()
+                        .map(|id| (id, tree.get(id).cloned()))
+                        .collect(),
                 });
             }
             let matches = cp
@@ -460,5 +477,28 @@ impl<A: Application> ExecReplica<A> {
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod delta_tests {
+    use super::*;
+
+    #[test]
+    fn a_delta_encoded_from_borrowed_bytes_decodes_as_owned() {
+        let a = vec![1u8; 300];
+        let refs = [
+            DeltaObjectRef {
+                id: 7,
+                bytes: Some(&a),
+            },
+            DeltaObjectRef { id: 9, bytes: None },
+        ];
+        for size in [0, 10, 1000] {
+            let objs = decode_delta(&encode_delta(&refs, size)).expect("decodes");
+            assert_eq!(objs.len(), 2);
+            assert_eq!((objs[0].id, objs[0].bytes.as_deref()), (7, Some(&a[..])));
+            assert_eq!((objs[1].id, objs[1].bytes.as_deref()), (9, None));
+        }
     }
 }

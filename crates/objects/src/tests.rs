@@ -103,6 +103,12 @@ proptest! {
             .collect();
         prop_assert_eq!(before.diff(&t).unwrap(), expect.clone());
         prop_assert_eq!(t.diff(&before).unwrap(), expect);
+        // ... and diff_objects gives their bytes on the other side.
+        for (from, to) in [(&before, &t), (&t, &before)] {
+            for (id, bytes) in from.diff_objects(to).unwrap() {
+                prop_assert_eq!(bytes.as_deref(), to.get(id).map(|b| &b[..]));
+            }
+        }
     }
 
     #[test]

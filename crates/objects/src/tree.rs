@@ -236,7 +236,8 @@ impl ObjectTree {
             if !self.contains_id(id) {
                 return Err(TreeError::IdOutOfRange(id));
             }
-            if self.lookup(id) == Held::Missing {
+            // Only a tree with missing subtrees needs the walk.
+            if self.missing > 0 && self.lookup(id) == Held::Missing {
                 return Err(TreeError::Missing(id));
             }
             let bytes = bytes.filter(|b| !b.is_empty());
@@ -641,6 +642,20 @@ impl ObjectTree {
     /// proportion to the objects written between them. Subtrees that differ where either
     /// tree holds only a digest cannot be listed: [`TreeError::MissingSubtree`].
     pub fn diff(&self, other: &ObjectTree) -> Result<Vec<ObjectId>, TreeError> {
+        Ok(self
+            .diff_objects(other)?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect())
+    }
+
+    /// [`ObjectTree::diff`] with each object's bytes in `other` (`None`: empty there): what
+    /// writing a checkpoint's delta needs, without walking down to each object again.
+    #[allow(clippy::type_complexity)]
+    pub fn diff_objects(
+        &self,
+        other: &ObjectTree,
+    ) -> Result<Vec<(ObjectId, Option<ObjectBytes>)>, TreeError> {
         if self.bits != other.bits {
             return Err(TreeError::BitsMismatch(self.bits, other.bits));
         }
@@ -907,12 +922,41 @@ fn collect_ids(node: &Arc<Node>, base: u64, height: u8, out: &mut Vec<ObjectId>)
     }
 }
 
+/// The objects of `node` (at `base`, `height` levels), with their bytes if `with_bytes`.
+fn collect_objects(
+    node: &Arc<Node>,
+    base: u64,
+    height: u8,
+    with_bytes: bool,
+    out: &mut Vec<(ObjectId, Option<ObjectBytes>)>,
+) {
+    match node.as_ref() {
+        Node::Leaf { bytes, .. } => out.push((ObjectId(base), with_bytes.then(|| bytes.clone()))),
+        Node::Missing { .. } => {}
+        Node::Inner { left, right, .. } => {
+            if let Some(l) = left {
+                collect_objects(l, base, height - 1, with_bytes, out);
+            }
+            if let Some(r) = right {
+                collect_objects(
+                    r,
+                    base + (1u64 << (height - 1)),
+                    height - 1,
+                    with_bytes,
+                    out,
+                );
+            }
+        }
+    }
+}
+
+/// The objects that differ between `a` and `b`, with their bytes in `b`.
 fn diff_nodes(
     a: Option<&Arc<Node>>,
     b: Option<&Arc<Node>>,
     pos: NodePos,
     height: u8,
-    out: &mut Vec<ObjectId>,
+    out: &mut Vec<(ObjectId, Option<ObjectBytes>)>,
 ) -> Result<(), TreeError> {
     let base = pos.index << height;
     match (a, b) {
@@ -925,11 +969,15 @@ fn diff_nodes(
             if contains_missing(x) {
                 return Err(TreeError::MissingSubtree(pos));
             }
-            collect_ids(x, base, height, out)
+            collect_objects(x, base, height, b.is_some(), out)
         }
         (Some(x), Some(y)) => {
             if height == 0 {
-                out.push(ObjectId(base));
+                let bytes = match y.as_ref() {
+                    Node::Leaf { bytes, .. } => Some(bytes.clone()),
+                    Node::Inner { .. } | Node::Missing { .. } => None,
+                };
+                out.push((ObjectId(base), bytes));
                 return Ok(());
             }
             let (xl, xr) = x.children();
