@@ -4,7 +4,7 @@
 //! served to unmodified ZooKeeper clients: by its gateway (`gateway`, feature `gateway`).
 //!
 //! Files: `op.rs` (operations, replies, pushes and their encoding), `path.rs` (path rules),
-//! `tree.rs` (znodes and stats), `session.rs`, `watch.rs` (firing rules), `acl.rs`,
+//! `tree.rs` (znodes and stats), `names.rs` (a chunk's children's names), `session.rs`, `watch.rs` (firing rules), `acl.rs`,
 //! `app.rs` (execution, the [`plumb_app::Application`] implementation), `objects.rs` (the
 //! state as objects: buckets of nodes, the metadata, access sets) and `checkpoint.rs`.
 
@@ -14,6 +14,7 @@ mod checkpoint;
 /// The ZooKeeper front end `plumb gateway` runs for a coordination cluster (feature `gateway`).
 #[cfg(feature = "gateway")]
 pub mod gateway;
+pub mod names;
 mod objects;
 mod op;
 pub mod path;

@@ -26,6 +26,7 @@
 //! the application looks up, its access sets named, and the library fetched.
 
 use crate::acl::open_acl;
+use crate::names::Names;
 use crate::op::{perms, Acl, SessionId, Stat};
 use crate::path;
 use plumb_app::ObjectId;
@@ -278,7 +279,7 @@ impl Indexes {
 pub struct Tree {
     nodes: BTreeMap<String, Znode>,
     /// The children's names held, by parent and chunk (no empty set).
-    children: BTreeMap<ChunkKey, BTreeSet<String>>,
+    children: BTreeMap<ChunkKey, Names>,
     /// The paths held in each bucket of nodes (derived from `nodes`).
     buckets: BTreeMap<u64, BTreeSet<String>>,
     /// The chunks held in each object of children's names (derived from `children`).
@@ -293,7 +294,7 @@ pub struct Tree {
 #[derive(Clone, Debug, Default)]
 struct Undo {
     nodes: BTreeMap<String, Option<Znode>>,
-    chunks: BTreeMap<ChunkKey, BTreeSet<String>>,
+    chunks: BTreeMap<ChunkKey, Names>,
 }
 
 impl PartialEq for Tree {
@@ -427,7 +428,7 @@ impl Tree {
             .children
             .range(from..)
             .take_while(|((p, _), _)| p == path)
-            .flat_map(|(_, names)| names.iter().cloned())
+            .flat_map(|(_, names)| names.iter().map(String::from))
             .collect();
         names.sort_unstable();
         names
@@ -458,7 +459,7 @@ impl Tree {
     /// `numChildren` counts its children: true of a whole tree.
     pub fn indexes_match(&self) -> bool {
         let mut derived = Indexes::default();
-        let mut children: BTreeMap<ChunkKey, BTreeSet<String>> = BTreeMap::new();
+        let mut children: BTreeMap<ChunkKey, Names> = BTreeMap::new();
         for (p, n) in &self.nodes {
             derived.add(p, &n.stat, n.chunk_bits);
             if p != "/" {
@@ -467,7 +468,7 @@ impl Tree {
                 children
                     .entry((path::parent(p).to_string(), chunk))
                     .or_default()
-                    .insert(name.to_string());
+                    .insert(name);
             }
         }
         derived == self.indexes
@@ -523,10 +524,10 @@ impl Tree {
     }
 
     /// Make chunk `key` hold `names` (logged for a rollback), with its object's bookkeeping.
-    fn set_chunk(&mut self, key: ChunkKey, names: BTreeSet<String>) {
+    fn set_chunk(&mut self, key: ChunkKey, names: Names) {
         self.log_chunk(&key);
         self.children.insert(key.clone(), names);
-        self.chunk_changed(key);
+        self.chunk_changed(&key);
     }
 
     /// The chunk bits of the node at `path`: its own if held, else the metadata's.
@@ -546,26 +547,41 @@ impl Tree {
             chunk_of(name, self.chunk_bits_of(parent)),
         );
         self.log_chunk(&key);
-        let names = self.children.entry(key.clone()).or_default();
-        if add {
-            names.insert(name.to_string());
-        } else {
-            names.remove(name);
+        // Every create and delete comes here: look up before allocating a key or a name.
+        match self.children.get_mut(&key) {
+            Some(names) if add => {
+                names.insert(name);
+            }
+            Some(names) => {
+                names.remove(name);
+            }
+            None if add => {
+                self.children.insert(key.clone(), Names::from_iter([name]));
+            }
+            None => {}
         }
-        self.chunk_changed(key);
+        self.chunk_changed(&key);
     }
 
     /// Chunk `key` changed: an empty one is dropped, its object's list of chunks follows, and
     /// the object is marked written.
-    fn chunk_changed(&mut self, key: ChunkKey) {
+    fn chunk_changed(&mut self, key: &ChunkKey) {
         let id = chunk_object(&key.0, key.1).0;
-        if self.children.get(&key).is_some_and(BTreeSet::is_empty) {
-            self.children.remove(&key);
-        }
-        if self.children.contains_key(&key) {
-            self.chunks.entry(id).or_default().insert(key);
+        let held = match self.children.get(key) {
+            Some(names) if names.is_empty() => {
+                self.children.remove(key);
+                false
+            }
+            Some(_) => true,
+            None => false,
+        };
+        if held {
+            let keys = self.chunks.entry(id).or_default();
+            if !keys.contains(key) {
+                keys.insert(key.clone());
+            }
         } else if let Some(keys) = self.chunks.get_mut(&id) {
-            keys.remove(&key);
+            keys.remove(key);
             if keys.is_empty() {
                 self.chunks.remove(&id);
             }
@@ -577,7 +593,10 @@ impl Tree {
     fn touched(&mut self, path: &str) {
         let b = bucket_of(path).0;
         if self.nodes.contains_key(path) {
-            self.buckets.entry(b).or_default().insert(path.to_string());
+            let paths = self.buckets.entry(b).or_default();
+            if !paths.contains(path) {
+                paths.insert(path.to_string());
+            }
         } else if let Some(set) = self.buckets.get_mut(&b) {
             set.remove(path);
             if set.is_empty() {
@@ -649,12 +668,12 @@ impl Tree {
             .take_while(|((p, _), _)| p == parent)
             .map(|(k, _)| k.clone())
             .collect();
-        let mut moved: BTreeMap<u16, BTreeSet<String>> = BTreeMap::new();
+        let mut moved: BTreeMap<u16, Names> = BTreeMap::new();
         for key in keys {
             let names = self.children.get(&key).cloned().unwrap_or_default();
-            self.set_chunk(key, BTreeSet::new());
-            for n in names {
-                moved.entry(chunk_of(&n, bits)).or_default().insert(n);
+            self.set_chunk(key, Names::new());
+            for n in names.iter() {
+                moved.entry(chunk_of(n, bits)).or_default().insert(n);
             }
         }
         for (chunk, names) in moved {
@@ -727,7 +746,7 @@ impl Tree {
     }
 
     /// The chunks of children's names held in object `id`.
-    pub(crate) fn chunk_bucket(&self, id: u64) -> Vec<(&ChunkKey, &BTreeSet<String>)> {
+    pub(crate) fn chunk_bucket(&self, id: u64) -> Vec<(&ChunkKey, &Names)> {
         self.chunks
             .get(&id)
             .into_iter()
@@ -757,7 +776,7 @@ impl Tree {
 
     /// Make object `id` hold exactly the chunks `chunks` (verified by the library); not a
     /// change.
-    pub(crate) fn load_chunks(&mut self, id: u64, chunks: Vec<(ChunkKey, BTreeSet<String>)>) {
+    pub(crate) fn load_chunks(&mut self, id: u64, chunks: Vec<(ChunkKey, Names)>) {
         for k in self.chunks.remove(&id).unwrap_or_default() {
             self.children.remove(&k);
         }
