@@ -8,7 +8,9 @@
 //! ([`AccessSet::All`]) needs everything anyway and is not run twice.
 
 use crate::app::SimApp;
-use plumb_app::{AccessSet, Application, BatchOutput, Command, NonDeterminism, ObjectId, Seq};
+use plumb_app::{
+    AccessSet, Application, BatchOutput, Command, NonDeterminism, ObjectId, ObjectWrite, Seq,
+};
 use plumb_crypto::Digest;
 use plumb_objects::object_digest;
 use plumb_wire::BatchReport;
@@ -169,8 +171,8 @@ impl AccessCheck {
         commands: &[Command<'_>],
         sets: &[AccessSet],
         union: &AccessSet,
-        (whole, written): (&BatchOutput, &[(ObjectId, Option<Vec<u8>>)]),
-        (part, part_written): (&BatchOutput, Vec<(ObjectId, Option<Vec<u8>>)>),
+        (whole, written): (&BatchOutput, &[ObjectWrite]),
+        (part, part_written): (&BatchOutput, Vec<ObjectWrite>),
     ) -> Option<String> {
         let named = |i: usize| {
             let ids: Vec<u64> = sets[i].ids().unwrap_or(&[]).iter().map(|id| id.0).collect();
