@@ -182,6 +182,20 @@ pub struct Indexes {
     pub wide: BTreeMap<String, Wide>,
 }
 
+/// Make `map`'s entry for `key` `value` (`None`: no entry), allocating a key only for a new one.
+fn set_or_remove<V>(map: &mut BTreeMap<String, V>, key: &str, value: Option<V>) {
+    match (map.get_mut(key), value) {
+        (Some(slot), Some(v)) => *slot = v,
+        (Some(_), None) => {
+            map.remove(key);
+        }
+        (None, Some(v)) => {
+            map.insert(key.to_string(), v);
+        }
+        (None, None) => {}
+    }
+}
+
 /// A node with many children (or that had many), in the metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Wide {
@@ -233,6 +247,29 @@ impl Indexes {
         }
         self.sequence.remove(path);
         self.wide.remove(path);
+    }
+
+    /// The node at `path` changed from `before` to `after` (with `chunk_bits` now): what
+    /// [`Indexes::remove`] then [`Indexes::add`] do, in place where an entry stays, without
+    /// allocating its key again (every create and delete changes its parent).
+    fn change(&mut self, path: &str, before: &Stat, after: &Stat, chunk_bits: u8) {
+        if before.ephemeral_owner != after.ephemeral_owner {
+            self.remove(path, before);
+            self.add(path, after, chunk_bits);
+            return;
+        }
+        // Same owner: the ephemerals' index names the path already, or never will.
+        if let NodeKind::Container | NodeKind::Ttl(_) = NodeKind::of(after.ephemeral_owner) {
+            set_or_remove(&mut self.timed, path, Some(due(after)));
+        }
+        let n = sequence_number(after);
+        set_or_remove(&mut self.sequence, path, (n != 0).then_some(n));
+        let wide =
+            (after.num_children >= WIDE_FROM || chunk_bits > MIN_CHUNK_BITS).then_some(Wide {
+                children: after.num_children,
+                chunk_bits,
+            });
+        set_or_remove(&mut self.wide, path, wide);
     }
 
     /// The number the next sequential child of `path` gets.
@@ -629,8 +666,7 @@ impl Tree {
         let before = node.stat;
         f(node);
         let (after, bits) = (node.stat, node.chunk_bits);
-        self.indexes.remove(path, &before);
-        self.indexes.add(path, &after, bits);
+        self.indexes.change(path, &before, &after, bits);
         self.touched(path);
         self.debug_check(path);
         Some(after)
