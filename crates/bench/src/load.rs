@@ -298,6 +298,7 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
             }
             parts.join("; ")
         }),
+        round: 1,
     })
 }
 

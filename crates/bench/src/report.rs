@@ -38,6 +38,8 @@ pub struct RunResult {
     /// slow requests by stage and reason, summed over nodes (each order replica counts the
     /// view changes it asked for; each stage the requests that waited in it).
     pub stalls: Option<String>,
+    /// Which round of the suite it was measured in (from 1; `--rounds`).
+    pub round: usize,
 }
 
 /// Where the numbers were measured: printed above every table, since figures from different
@@ -124,6 +126,90 @@ pub fn table(results: &[RunResult]) -> String {
     s
 }
 
+/// Runs of the same system, config, workload and load over rounds, in the order first seen.
+fn by_level(results: &[RunResult]) -> Vec<Vec<&RunResult>> {
+    let mut levels: Vec<Vec<&RunResult>> = Vec::new();
+    for r in results {
+        let same = |o: &&RunResult| {
+            o.system == r.system
+                && o.config == r.config
+                && o.workload == r.workload
+                && o.load == r.load
+        };
+        match levels.iter_mut().find(|l| l.first().is_some_and(same)) {
+            Some(l) => l.push(r),
+            None => levels.push(vec![r]),
+        }
+    }
+    levels
+}
+
+/// For each (system, config, workload, load) measured in several rounds, its median run by
+/// throughput (of an even count, the lower of the two middle ones): a run that happened, so
+/// its latencies and CPU belong with its throughput. What peaks and comparisons over rounds
+/// are taken from.
+pub fn medians(results: &[RunResult]) -> Vec<RunResult> {
+    by_level(results)
+        .into_iter()
+        .map(|mut level| {
+            level.sort_by(|a, b| a.ops_per_s.total_cmp(&b.ops_per_s));
+            level[(level.len() - 1) / 2].clone()
+        })
+        .collect()
+}
+
+/// The spread over rounds of each (system, config, workload, load): its median, lowest and
+/// highest throughput, p99 and CPU per operation, so a swing between runs shows as such.
+pub fn spread(results: &[RunResult]) -> String {
+    let mut s = format!(
+        "{:<11} {:<14} {:<12} {:<10} {:>6} {:>9} {:>17} {:>8} {:>15} {:>9}\n",
+        "system",
+        "config",
+        "workload",
+        "load",
+        "rounds",
+        "ops/s",
+        "lowest..highest",
+        "p99 ms",
+        "lowest..highest",
+        "cpu us/op"
+    );
+    for level in by_level(results) {
+        let median = |f: &dyn Fn(&RunResult) -> f64| {
+            let mut v: Vec<f64> = level.iter().map(|r| f(r)).collect();
+            v.sort_by(f64::total_cmp);
+            (v[(v.len() - 1) / 2], v[0], v[v.len() - 1])
+        };
+        let (ops, ops_lo, ops_hi) = median(&|r| r.ops_per_s);
+        let (p99, p99_lo, p99_hi) = median(&|r| r.p99_ms);
+        let cpu: Vec<&RunResult> = level
+            .iter()
+            .copied()
+            .filter(|r| r.cpu_us_per_op.is_some())
+            .collect();
+        let cpu = (!cpu.is_empty()).then(|| {
+            let mut v: Vec<f64> = cpu.iter().filter_map(|r| r.cpu_us_per_op).collect();
+            v.sort_by(f64::total_cmp);
+            v[(v.len() - 1) / 2]
+        });
+        let r = level[0];
+        s += &format!(
+            "{:<11} {:<14} {:<12} {:<10} {:>6} {:>9.0} {:>17} {:>8.2} {:>15} {:>9}\n",
+            r.system,
+            r.config,
+            r.workload,
+            r.load,
+            level.len(),
+            ops,
+            format!("{ops_lo:.0}..{ops_hi:.0}"),
+            p99,
+            format!("{p99_lo:.1}..{p99_hi:.1}"),
+            opt(cpu, 0),
+        );
+    }
+    s
+}
+
 /// For each (system, config, workload), the run with the highest throughput.
 pub fn peaks(results: &[RunResult]) -> Vec<RunResult> {
     let mut best: Vec<RunResult> = Vec::new();
@@ -184,12 +270,12 @@ pub fn comparison_csv(peaks: &[RunResult]) -> String {
 /// Every run as CSV, every field.
 pub fn runs_csv(results: &[RunResult]) -> String {
     let mut s = String::from(
-        "system,config,workload,load,clients,ops,errors,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,mean_ms,cpu_us_per_op,batch_mean,longest_gap_ms\n",
+        "system,config,workload,load,clients,ops,errors,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,mean_ms,cpu_us_per_op,batch_mean,longest_gap_ms,round\n",
     );
     let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
     for r in results {
         s += &format!(
-            "{},{},{},{},{},{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{:.1}\n",
+            "{},{},{},{},{},{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{:.1},{}\n",
             r.system,
             r.config,
             r.workload,
@@ -207,7 +293,8 @@ pub fn runs_csv(results: &[RunResult]) -> String {
             r.mean_ms,
             o(r.cpu_us_per_op),
             o(r.batch_mean),
-            r.longest_gap_ms
+            r.longest_gap_ms,
+            r.round
         );
     }
     s
@@ -248,6 +335,7 @@ pub(crate) fn sample_run(
         batch_mean: None,
         views: None,
         stalls: None,
+        round: 1,
     }
 }
 
@@ -261,6 +349,32 @@ mod tests {
             p99_ms: p99,
             ..sample_run(system, config, workload, ops, 1.0)
         }
+    }
+
+    #[test]
+    fn rounds_give_each_level_its_median_run_and_spread() {
+        let round = |n: usize, ops: f64, p99: f64| RunResult {
+            round: n,
+            cpu_us_per_op: Some(ops / 10.0),
+            ..run("plumb", "u1r0", "write-1k", ops, p99)
+        };
+        let rs = vec![
+            round(1, 3000.0, 9.0),
+            run("etcd", "3 nodes", "write-1k", 1500.0, 16.0),
+            round(2, 1000.0, 30.0),
+            round(3, 2000.0, 12.0),
+        ];
+        let m = medians(&rs);
+        assert_eq!(m.len(), 2);
+        // The median run, with its own latency, not a mix of rounds.
+        assert_eq!((m[0].ops_per_s, m[0].p99_ms, m[0].round), (2000.0, 12.0, 3));
+        assert_eq!(m[1].system, "etcd");
+        let t = spread(&rs);
+        let plumb = t.lines().find(|l| l.starts_with("plumb")).unwrap();
+        for part in [" 3 ", " 2000 ", "1000..3000", "12.00", "9.0..30.0", " 200"] {
+            assert!(plumb.contains(part), "{part:?} in {plumb}");
+        }
+        assert!(runs_csv(&rs).lines().nth(3).unwrap().ends_with(",2"));
     }
 
     #[test]

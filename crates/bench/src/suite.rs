@@ -111,6 +111,9 @@ pub struct Suite {
     /// Each system takes ports from `base_port + 100 * its index`.
     pub base_port: u16,
     pub progress: bool,
+    /// Run every system this many times, interleaved (round 1 of each, then round 2, ...), so
+    /// that a machine's swings fall on every system alike; [`crate::report::spread`] shows them.
+    pub rounds: usize,
 }
 
 /// What a suite produced: every measured run, and the systems that could not be measured.
@@ -123,6 +126,17 @@ pub struct SuiteOutcome {
 impl Suite {
     pub async fn run(&self) -> SuiteOutcome {
         let mut outcome = SuiteOutcome::default();
+        for round in 1..=self.rounds.max(1) {
+            if self.progress && self.rounds > 1 {
+                eprintln!("round {round} of {}", self.rounds);
+            }
+            self.run_round(round, &mut outcome).await;
+        }
+        outcome
+    }
+
+    /// Every system once, each on a fresh cluster, its runs numbered `round`.
+    async fn run_round(&self, round: usize, outcome: &mut SuiteOutcome) {
         let most_clients = self.loads.iter().map(Load::clients).max().unwrap_or(1);
         for (i, system) in self.systems.iter().enumerate() {
             let label = system.label();
@@ -168,7 +182,7 @@ impl Suite {
                         progress: self.progress,
                     };
                     match load::run(target.as_ref(), &spec).await {
-                        Ok(r) => outcome.results.push(r),
+                        Ok(r) => outcome.results.push(RunResult { round, ..r }),
                         Err(e) => {
                             eprintln!("{label}: {e}");
                             outcome.failures.push(format!("{label}: {e}"));
@@ -178,7 +192,6 @@ impl Suite {
             }
             drop(target);
         }
-        outcome
     }
 
     async fn start(

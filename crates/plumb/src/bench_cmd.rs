@@ -293,6 +293,11 @@ struct Common {
     /// No progress lines.
     #[arg(long)]
     quiet: bool,
+    /// Run every system this many times, interleaved, each on a fresh cluster; print each
+    /// level's median, lowest and highest throughput and p99, and take peaks and comparisons
+    /// from the median runs (this machine's figures swing by up to 2x between runs).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
+    rounds: u16,
 }
 
 /// The data of each znode `zk-create` makes: small, as a lock's or a member's znode is.
@@ -351,6 +356,7 @@ impl Common {
             dir,
             base_port: self.base_port,
             progress: !self.quiet,
+            rounds: usize::from(self.rounds),
         })
     }
 
@@ -414,9 +420,23 @@ impl Common {
         );
         out!("");
         out!("{}", report::table(results));
-        let peaks = report::peaks(results);
+        let peaks = if suite.rounds > 1 {
+            out!(
+                "over {} rounds, interleaved: each level's median, lowest and highest (each figure on its own):",
+                suite.rounds
+            );
+            out!("{}", report::spread(results));
+            report::peaks(&report::medians(results))
+        } else {
+            report::peaks(results)
+        };
         if compare {
-            out!("peak of each system, ratios to plumb u1r0 (on the zk- workloads, to plumb-coord u1r0):");
+            let of = if suite.rounds > 1 {
+                "median runs' "
+            } else {
+                ""
+            };
+            out!("{of}peak of each system, ratios to plumb u1r0 (on the zk- workloads, to plumb-coord u1r0):");
             out!(
                 "{}",
                 report::comparison(&peaks, &[("plumb", "u1r0"), ("plumb-coord", "u1r0")])
