@@ -158,6 +158,14 @@ pub fn medians(results: &[RunResult]) -> Vec<RunResult> {
         .collect()
 }
 
+/// The median (of an even count, the lower middle one), lowest and highest of `values` (at
+/// least one).
+fn median_and_range(values: impl Iterator<Item = f64>) -> (f64, f64, f64) {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    (v[(v.len() - 1) / 2], v[0], v[v.len() - 1])
+}
+
 /// The spread over rounds of each (system, config, workload, load): its median, lowest and
 /// highest throughput, p99 and CPU per operation, so a swing between runs shows as such.
 pub fn spread(results: &[RunResult]) -> String {
@@ -175,23 +183,16 @@ pub fn spread(results: &[RunResult]) -> String {
         "cpu us/op"
     );
     for level in by_level(results) {
-        let median = |f: &dyn Fn(&RunResult) -> f64| {
-            let mut v: Vec<f64> = level.iter().map(|r| f(r)).collect();
-            v.sort_by(f64::total_cmp);
-            (v[(v.len() - 1) / 2], v[0], v[v.len() - 1])
-        };
-        let (ops, ops_lo, ops_hi) = median(&|r| r.ops_per_s);
-        let (p99, p99_lo, p99_hi) = median(&|r| r.p99_ms);
-        let cpu: Vec<&RunResult> = level
-            .iter()
-            .copied()
-            .filter(|r| r.cpu_us_per_op.is_some())
-            .collect();
-        let cpu = (!cpu.is_empty()).then(|| {
-            let mut v: Vec<f64> = cpu.iter().filter_map(|r| r.cpu_us_per_op).collect();
-            v.sort_by(f64::total_cmp);
-            v[(v.len() - 1) / 2]
-        });
+        let (ops, ops_lo, ops_hi) = median_and_range(level.iter().map(|r| r.ops_per_s));
+        let (p99, p99_lo, p99_hi) = median_and_range(level.iter().map(|r| r.p99_ms));
+        let cpu = Some(
+            level
+                .iter()
+                .filter_map(|r| r.cpu_us_per_op)
+                .collect::<Vec<_>>(),
+        )
+        .filter(|v| !v.is_empty())
+        .map(|v| median_and_range(v.into_iter()).0);
         let r = level[0];
         s += &format!(
             "{:<11} {:<14} {:<12} {:<10} {:>6} {:>9.0} {:>17} {:>8.2} {:>15} {:>9}\n",

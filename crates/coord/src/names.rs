@@ -116,16 +116,23 @@ impl Names {
         self.text.len() + 2 * self.len() + 4
     }
 
+    /// Add `name` after every name held, if it sorts after them all.
+    fn push_greatest(&mut self, name: &str) -> bool {
+        if self.last().is_some_and(|last| last >= name) {
+            return false;
+        }
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+        true
+    }
+
     /// The names in order, if `names` are strictly increasing.
     fn from_sorted<I: IntoIterator<Item = S>, S: AsRef<str>>(names: I) -> Option<Names> {
         let mut out = Names::new();
         for n in names {
-            let n = n.as_ref();
-            if out.last().is_some_and(|last| last >= n) {
+            if !out.push_greatest(n.as_ref()) {
                 return None;
             }
-            out.text.push_str(n);
-            out.ends.push(out.text.len());
         }
         out.debug_check();
         Some(out)
@@ -178,12 +185,11 @@ impl<'de> Deserialize<'de> for Names {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Names, A::Error> {
                 let mut out = Names::new();
                 while let Some(n) = seq.next_element::<String>()? {
-                    if out.last().is_some_and(|last| last >= n.as_str()) {
+                    if !out.push_greatest(&n) {
                         return Err(serde::de::Error::custom("names out of order or repeated"));
                     }
-                    out.text.push_str(&n);
-                    out.ends.push(out.text.len());
                 }
+                out.debug_check();
                 Ok(out)
             }
         }

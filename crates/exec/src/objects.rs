@@ -34,7 +34,7 @@ use plumb_crypto::Digest;
 use plumb_objects::{Held, ObjectBytes, ObjectTree, TreeError};
 use plumb_wire::Seq;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// Storage key prefix of base object records.
 pub const OBJECT_PREFIX: &str = "exec/obj/";
@@ -74,8 +74,8 @@ pub(crate) fn parse_delta_key(key: &str) -> Option<(Seq, u32)> {
     Some((seq.parse().ok()?, chunk.parse().ok()?))
 }
 
-/// One object of a delta record.
-#[derive(Serialize, Deserialize)]
+/// One object of a delta record, as decoded ([`DeltaObjectRef`] encodes).
+#[derive(Deserialize)]
 pub(crate) struct DeltaObject {
     pub id: u64,
     #[serde(with = "serde_bytes")]
@@ -122,7 +122,7 @@ pub(crate) struct ObjectsState {
     pub on_demand: Option<crate::partial::OnDemand>,
     /// Objects used although their proofs failed (the `unverified-object` sabotage).
     #[cfg(feature = "sabotage")]
-    pub unverified: BTreeSet<ObjectId>,
+    pub unverified: std::collections::BTreeSet<ObjectId>,
 }
 
 /// A checkpoint's delta on disk.
@@ -144,7 +144,7 @@ impl ObjectsState {
             unfolded: Vec::new(),
             on_demand: None,
             #[cfg(feature = "sabotage")]
-            unverified: BTreeSet::new(),
+            unverified: std::collections::BTreeSet::new(),
         })
     }
 }
