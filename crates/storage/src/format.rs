@@ -300,6 +300,11 @@ pub(crate) struct Replay {
     /// Damaged spans identified as one record with one flipped bit (its key is reported
     /// corrupt instead of the span).
     pub repaired: u64,
+    /// Offsets, inside damaged spans that are kept, of record headers that verify but whose
+    /// record would end beyond `valid_len`. Only the file's end makes them damage: once
+    /// anything is appended they may become records that swallow what follows them, and a
+    /// later replay would disagree with this one. See [`neutralize`].
+    pub unstable_heads: Vec<usize>,
 }
 
 /// Remove every key starting with `prefix` from `map`; returns the removed entries.
@@ -347,6 +352,7 @@ pub(crate) fn replay(buf: &[u8], salt: u32) -> Replay {
         valid_len: buf.len() as u64,
         ..Replay::default()
     };
+    let mut kept_spans = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let synced = last_sync.is_some_and(|s| i < s);
         match *item {
@@ -391,6 +397,7 @@ pub(crate) fn replay(buf: &[u8], salt: u32) -> Replay {
                     r.valid_len = start as u64;
                     break;
                 }
+                kept_spans.push((start, end));
                 match repair(&buf[start..end], salt) {
                     // A lost sync point changes nothing.
                     Some((Kind::Sync, _)) => r.repaired += 1,
@@ -411,6 +418,7 @@ pub(crate) fn replay(buf: &[u8], salt: u32) -> Replay {
             }
         }
     }
+    r.unstable_heads = unstable_heads(buf, salt, &kept_spans, r.valid_len);
     r.ends_synced = r.valid_len == buf.len() as u64
         && matches!(
             items.last(),
@@ -420,6 +428,49 @@ pub(crate) fn replay(buf: &[u8], salt: u32) -> Replay {
             })
         );
     r
+}
+
+/// Record headers in the damaged spans `spans` that verify on their own but whose record
+/// would end beyond `valid_len` (see [`Replay::unstable_heads`]). Every other position in a
+/// damaged span failed to parse for reasons that appending to the file cannot change.
+fn unstable_heads(buf: &[u8], salt: u32, spans: &[(usize, usize)], valid_len: u64) -> Vec<usize> {
+    let mut out = Vec::new();
+    for &(start, end) in spans {
+        let mut i = start;
+        while i < end {
+            let Some(step) = buf[i..end].iter().position(|&b| b == REC_MAGIC[0]) else {
+                break;
+            };
+            i += step;
+            if let Some((_, key_len, value_len)) = buf
+                .get(i..i + REC_HEADER_LEN)
+                .and_then(|h| check_fields(h, salt))
+            {
+                if i as u64 + record_len(key_len, value_len) > valid_len {
+                    out.push(i);
+                }
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Break the magic of each of `heads` (see [`Replay::unstable_heads`]) in `buf`, the part of
+/// a log that is kept, so that no later append can turn them into records. They lie inside
+/// damaged spans and are not records now, so what `buf` replays to is unchanged; returns
+/// `false` (and leaves `buf` as it may be) if it would change after all.
+pub(crate) fn neutralize(buf: &mut [u8], salt: u32, heads: &[usize], before: &Replay) -> bool {
+    for &h in heads {
+        buf[h..h + REC_MAGIC.len()].fill(0);
+    }
+    let after = replay(buf, salt);
+    after.unstable_heads.is_empty()
+        && after.valid_len == buf.len() as u64
+        && after.records == before.records
+        && after.corrupt == before.corrupt
+        && after.damaged_spans == before.damaged_spans
+        && after.repaired == before.repaired
 }
 
 #[cfg(test)]
@@ -552,6 +603,43 @@ mod tests {
         let r = replay(&f, SALT);
         assert!(r.corrupt.is_empty());
         assert!(r.records.is_empty());
+    }
+
+    #[test]
+    fn headers_that_only_the_file_end_breaks_are_neutralized() {
+        let mut f = file();
+        rec(&mut f, Kind::Put, "a", b"1");
+        rec(&mut f, Kind::Sync, "", b"");
+        // A verified header whose value runs past the end, then records (copied from
+        // elsewhere, say) that resynchronisation finds, then a sync point.
+        let mut long = file();
+        let x = rec(&mut long, Kind::Put, "x", &[7; 200]);
+        let x_at = f.len();
+        f.extend_from_slice(&long[x..x + 60]);
+        rec(&mut f, Kind::Put, "b", b"2");
+        rec(&mut f, Kind::Sync, "", b"");
+        let r = replay(&f, SALT);
+        assert_eq!(r.unstable_heads, vec![x_at]);
+        assert_eq!(r.damaged_spans, vec![x_at as u64]);
+        assert_eq!(r.records.keys().collect::<Vec<_>>(), ["a", "b"]);
+        // Appending lets the header's record fit: it swallows what followed it.
+        let mut grown = f.clone();
+        while grown.len() < x_at + 229 {
+            rec(&mut grown, Kind::Sync, "", b"");
+        }
+        assert_eq!(
+            replay(&grown, SALT).records.keys().collect::<Vec<_>>(),
+            ["a"]
+        );
+        // Neutralized, the log replays as before, and still after growing.
+        assert!(neutralize(&mut f, SALT, &r.unstable_heads, &r));
+        while f.len() < x_at + 229 {
+            rec(&mut f, Kind::Sync, "", b"");
+        }
+        let again = replay(&f, SALT);
+        assert_eq!(again.records, r.records);
+        assert_eq!(again.damaged_spans, r.damaged_spans);
+        assert!(again.unstable_heads.is_empty());
     }
 
     #[test]

@@ -310,6 +310,20 @@ fn create_dir_durable<F: Fs>(fs: &F, dir: &Path) -> Result<(), StoreError> {
     }
 }
 
+/// Replace the log by a file holding exactly `bytes` (same salt): written under
+/// [`TEMP_FILE`], `fdatasync`ed, renamed over the log, directory fsynced, so a crash leaves
+/// the old log or the new one. Returns the new log, positioned at its end.
+fn rewrite_log<F: Fs>(fs: &F, dir: &Path, bytes: &[u8]) -> Result<F::File, StoreError> {
+    let tmp = dir.join(TEMP_FILE);
+    let mut file = fs.create(&tmp).map_err(io_err(&tmp, "create"))?;
+    file.write_all(bytes).map_err(io_err(&tmp, "write"))?;
+    file.sync_data().map_err(io_err(&tmp, "fdatasync"))?;
+    fs.rename(&tmp, &dir.join(LOG_FILE))
+        .map_err(io_err(&tmp, "rename to log"))?;
+    sync_dir(fs, dir)?;
+    Ok(file)
+}
+
 /// Log bytes a live record takes.
 fn live_len(key: &str, value: &[u8]) -> u64 {
     record_len(key.len(), value.len())
@@ -508,6 +522,17 @@ impl<F: Fs> Store<F> {
                 })?;
                 let replay = format::replay(&bytes, salt);
                 let file_len = bytes.len() as u64;
+                if !replay.unstable_heads.is_empty() {
+                    // Headers in damaged spans that only fail because the file ends too soon
+                    // would become records once the log grows, and a later open would replay
+                    // it differently: rewrite the kept part with them broken (nothing else
+                    // changes, so `?corrupt@` offsets stay), under the temporary name.
+                    let mut kept = bytes[..replay.valid_len as usize].to_vec();
+                    if format::neutralize(&mut kept, salt, &replay.unstable_heads, &replay) {
+                        let new = rewrite_log(&fs, &dir, &kept)?;
+                        fs.retire(std::mem::replace(&mut file, new));
+                    }
+                }
                 drop(bytes);
                 if replay.valid_len < file_len {
                     stats.torn_tail_bytes = file_len - replay.valid_len;
@@ -533,6 +558,7 @@ impl<F: Fs> Store<F> {
             valid_len: len,
             repaired,
             ends_synced,
+            unstable_heads: _,
         } = replay;
         stats.repaired_records = repaired;
 
