@@ -259,8 +259,17 @@ impl<A: Application> ExecReplica<A> {
     /// children of missing subtrees and for the objects at missing leaves, as much as fits
     /// beside what is in flight.
     pub(crate) fn fill_in_background(&mut self, out: &mut Vec<Action>) {
+        let held_part = self.holds_part();
         self.graft_from_base();
         if self.finish_fill_if_whole(out) {
+            if held_part {
+                // Whole through the graft alone: the batch that waited for these objects (or
+                // for the whole state, objects_ready) runs now. Nothing else would retry it:
+                // a whole replica has no on-demand tick, and NEXT-BATCH and COMMAND for a
+                // batch learned with its bodies do not execute (sim seed 205 --zz --u 2:
+                // two replicas stopped at a batch of the whole state for good).
+                self.execute_ready(out);
+            }
             return;
         }
         let seq = self.fetch_seq();
