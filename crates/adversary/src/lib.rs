@@ -77,6 +77,11 @@ pub enum Behaviour {
     /// (seed 004 Table 3.6). Only a node acts this out; the simulator's network has no
     /// capacity to exhaust.
     Flood,
+    /// Order, ZZ mode: besides its normal output, a WAKE to every execution replica on each
+    /// EXEC-REPORT it receives, whatever the reports say (simulator only: it acts on incoming
+    /// frames). Drawn only for the simulator's ZZ seeds (`plumb sim --zz`): alone, it must
+    /// never wake a sleeper.
+    WakeSleepers,
 }
 
 /// The rates at which a [`Behaviour::WrongEarlyReplies`] replica lies that the simulator draws
@@ -125,6 +130,7 @@ impl Behaviour {
         .flat_map(|p| Behaviour::for_stage(*p).iter().copied())
         .collect();
         all.push(Behaviour::Flood);
+        all.push(Behaviour::WakeSleepers);
         all.extend(
             EARLY_LIE_PERCENTS
                 .iter()
@@ -169,6 +175,7 @@ impl fmt::Display for Behaviour {
             Behaviour::StaleReads => f.write_str("stale-reads"),
             Behaviour::WrongEarlyReplies(pct) => write!(f, "wrong-early-replies-{pct}pct"),
             Behaviour::Flood => f.write_str("flood"),
+            Behaviour::WakeSleepers => f.write_str("wake-sleepers"),
         }
     }
 }

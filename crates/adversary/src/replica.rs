@@ -24,6 +24,19 @@ pub enum Outgoing {
     Delay(Vec<u8>, u64),
 }
 
+/// A WAKE to every execution replica `ring` has a key for, on an EXEC-REPORT received.
+fn wake_everyone(ring: &KeyRing, frame: &[u8]) -> Vec<(Principal, Vec<u8>)> {
+    let Ok((Principal::Exec(_), Message::ExecReport { reports })) = ring.open(frame) else {
+        return Vec::new();
+    };
+    let seq = reports.last().map_or(plumb_wire::Seq::ZERO, |r| r.seq);
+    (0..u16::MAX)
+        .map(|i| Principal::Exec(plumb_wire::ExecId(i)))
+        .take_while(|p| ring.knows(*p))
+        .filter_map(|p| Some((p, ring.seal(p, &Message::Wake { seq })?)))
+        .collect()
+}
+
 /// The client a starving order replica ignores.
 pub const STARVED_CLIENT: u32 = 0;
 
@@ -94,6 +107,9 @@ impl Adversary {
         if self.behaviour == Behaviour::StaleReads {
             self.note_read(ring, frame);
             return Vec::new();
+        }
+        if self.behaviour == Behaviour::WakeSleepers {
+            return wake_everyone(ring, frame);
         }
         if self.behaviour != Behaviour::RaceNewView {
             return Vec::new();
@@ -411,6 +427,24 @@ impl Adversary {
                     result: self.wrong_result(result),
                 })
             }
+            // ZZ: a copy for the order replicas that differs from the reply's, half the
+            // time; the other half the client's reply is the only lie (docs/zz.md).
+            (
+                Behaviour::WrongReplies,
+                Message::ReplyCopy {
+                    client,
+                    nc,
+                    req,
+                    result,
+                    at,
+                },
+            ) if self.lie() && self.rng.chance(0.5) => Some(Message::ReplyCopy {
+                client,
+                nc,
+                req,
+                result: self.wrong_result(result),
+                at,
+            }),
             (Behaviour::WrongReplies, Message::EarlyReply { nc, req, result }) if self.lie() => {
                 Some(Message::EarlyReply {
                     nc,

@@ -51,7 +51,7 @@ use plumb_core::{
 };
 use plumb_crypto::Digest;
 use plumb_wire::{
-    request_id, AuthId, ClientId, ExecId, Life, Message, Position, Principal, ReqNo, View,
+    request_id, AuthId, ClientId, ExecId, Life, Message, OrderId, Position, Principal, ReqNo, View,
 };
 use push::{PushVote, PushVotes};
 pub use read_only::Route;
@@ -95,6 +95,9 @@ struct Ordered {
     /// client (it answered a later number, or `nc` for another operation): evidence that `nc`
     /// is already used (see [`Client::on_number_used`]).
     used: HashMap<ExecId, ReqNo>,
+    /// ZZ (docs/zz.md): order replica -> the reply it relayed, every active execution
+    /// replica's copy alike; `r + 1` alike are accepted as the ordered answer.
+    relayed: HashMap<OrderId, (Vec<u8>, Position)>,
     /// The execution replica asked for an early reply ([`Route::Speculative`]); cleared once
     /// its early reply arrived, so it is passed on at most once.
     early: Option<ExecId>,
@@ -177,6 +180,7 @@ impl Client {
                 retransmitted: true,
                 votes: HashMap::new(),
                 used: HashMap::new(),
+                relayed: HashMap::new(),
                 // Its early reply, if any, went to the previous life.
                 early: None,
             })
@@ -374,6 +378,7 @@ impl Client {
             retransmitted: false,
             votes: HashMap::new(),
             used: HashMap::new(),
+            relayed: HashMap::new(),
             early,
         }));
     }
@@ -504,12 +509,56 @@ impl Client {
         }
     }
 
+    /// ZZ: order replica `from` relays a reply every active execution replica sent it alike
+    /// (one correct among them): `r + 1` order replicas relaying the same, one of them
+    /// correct, make it the answer.
+    fn on_relayed_reply(
+        &mut self,
+        now: Micros,
+        from: OrderId,
+        (nc, req, result, at): (ReqNo, Digest, Vec<u8>, Position),
+        out: &mut Vec<Action>,
+    ) {
+        let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
+            self.counters.add("stale-relayed-reply");
+            return;
+        };
+        if nc != o.nc || req != o.req {
+            self.counters.add("stale-relayed-reply");
+            return;
+        }
+        o.relayed.insert(from, (result, at));
+        let Some(mine) = o.relayed.get(&from) else {
+            return;
+        };
+        let alike = o.relayed.values().filter(|v| *v == mine).count();
+        if alike >= self.q.small() {
+            let (result, at) = mine.clone();
+            self.counters.add("relayed-reply-accepted");
+            if let Some(Outstanding::Ordered(o)) = self.outstanding.take() {
+                self.complete_ordered(now, o, result, at, out);
+            }
+        }
+    }
+
     /// Complete the outstanding request with the result `exec` voted for.
     fn accept_ordered(&mut self, now: Micros, exec: ExecId, out: &mut Vec<Action>) {
         let Some(Outstanding::Ordered(mut o)) = self.outstanding.take() else {
             return;
         };
         let (result, at) = o.votes.remove(&exec).unwrap_or_default();
+        self.complete_ordered(now, o, result, at, out);
+    }
+
+    /// Complete ordered request `o` with `result`, executed at `at`.
+    fn complete_ordered(
+        &mut self,
+        now: Micros,
+        o: Ordered,
+        result: Vec<u8>,
+        at: Position,
+        out: &mut Vec<Action>,
+    ) {
         // Replicas that answered something else: divergent (counted; the result stands on
         // r + 1 matching replies, one of them from a correct replica).
         let divergent = o
@@ -651,6 +700,20 @@ impl Client {
             }
             (Message::Push { event, payload }, Some(e)) => self.on_push(e, event, payload, out),
             (Message::LastRequest { nc }, Some(e)) => self.on_last_request(now, e, nc, out),
+            (
+                Message::RelayedReply {
+                    nc,
+                    req,
+                    result,
+                    at,
+                },
+                None,
+            ) => match from {
+                Principal::Order(o) if o.index() < self.q.order => {
+                    self.on_relayed_reply(now, o, (nc, req, result, at), out)
+                }
+                _ => self.counters.dropped(DropReason::ReplyNotExec),
+            },
             (
                 Message::Reply { .. }
                 | Message::ReadOnlyReply { .. }

@@ -158,6 +158,8 @@ pub struct ProtocolOverrides {
     pub flood_cut_us: Option<u64>,
     pub slow_request_us: Option<u64>,
     pub load_objects_on_demand: Option<bool>,
+    pub zz: Option<bool>,
+    pub zz_report_timeout_us: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -277,7 +279,9 @@ fn protocol(
         flood_floor_bytes,
         flood_cut_us,
         slow_request_us,
-        load_objects_on_demand
+        load_objects_on_demand,
+        zz,
+        zz_report_timeout_us
     );
     p.validate()
         .map_err(|e| ClusterError::new(path, format!("[protocol] {e}")))?;

@@ -300,6 +300,10 @@ mod tests {
         assert!(c.protocol.load_objects_on_demand);
         let c = with("").unwrap();
         assert!(!c.protocol.load_objects_on_demand);
+        assert!(!c.protocol.zz);
+        let c = with("zz = true\nzz_report_timeout_us = 80000").unwrap();
+        assert!(c.protocol.zz);
+        assert_eq!(c.protocol.zz_report_timeout_us, 80_000);
         let e = with("load_objects_lazily = true")
             .err()
             .unwrap()

@@ -159,6 +159,12 @@ impl Quorums {
     pub fn exec_checkpoint(&self) -> usize {
         self.faults.max_ur() + 1
     }
+    /// Execution replicas that execute in ZZ mode (docs/zz.md): `max(u, r) + 1`, as many as the
+    /// order stage needs matching tokens to learn a checkpoint, so checkpoints go on while the
+    /// rest sleep.
+    pub fn active_exec(&self) -> usize {
+        self.exec_checkpoint()
+    }
     /// Matching committed NEXT-BATCH, LOAD-CP or RETRANSMIT messages an execution replica
     /// acts on: `r + 1`.
     pub fn exec_learn(&self) -> usize {
@@ -245,6 +251,20 @@ pub struct ProtocolConfig {
     /// object that differs before it executes again. Off by default.
     #[serde(default)]
     pub load_objects_on_demand: bool,
+    /// Sleeping execution replicas (ZZ, seed 002; docs/zz.md): only the first
+    /// [`Quorums::active_exec`] execution replicas execute; the others sleep, holding no running
+    /// execution, until `r + 1` order replicas wake them. Off by default.
+    #[serde(default)]
+    pub zz: bool,
+    /// ZZ: an order replica asks the sleepers to wake when an active execution replica's report
+    /// of a batch is this late after another active's report of it (50 ms), or differs from
+    /// the agreed one.
+    #[serde(default = "default_zz_report_timeout_us")]
+    pub zz_report_timeout_us: u64,
+}
+
+fn default_zz_report_timeout_us() -> u64 {
+    50_000
 }
 
 fn default_slow_request_us() -> u64 {
@@ -281,7 +301,15 @@ impl ProtocolConfig {
             flood_cut_us: 600_000_000,
             slow_request_us: default_slow_request_us(),
             load_objects_on_demand: false,
+            zz: false,
+            zz_report_timeout_us: default_zz_report_timeout_us(),
         }
+    }
+
+    /// Whether execution replica `e` sleeps until woken: in ZZ mode, every one past the
+    /// [`Quorums::active_exec`] first.
+    pub fn is_sleeper(&self, e: u16) -> bool {
+        self.zz && usize::from(e) >= self.quorums.active_exec()
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -344,6 +372,13 @@ impl ProtocolConfig {
                 (1..=MAX_CLOCK_SKEW_US).contains(&self.max_clock_skew_us),
             ),
         ];
+        if self.zz && self.quorums.exec <= self.quorums.active_exec() {
+            return Err(ConfigError::BadValue {
+                field: "zz",
+                requirement: "off with only max(u, r) + 1 execution replicas (none would sleep; add execution replicas or turn zz off)",
+                value: 1,
+            });
+        }
         for (field, requirement, value, ok) in checks {
             if !ok {
                 return Err(ConfigError::BadValue {

@@ -96,6 +96,8 @@ drop_reasons! {
     StateUpdateBad = "state-update-bad",
     StateUpdateUnrequested = "state-update-unrequested",
     UnknownTimer = "unknown-timer",
+    // A sleeping execution replica (ZZ): anything but a WAKE from an order replica.
+    Asleep = "asleep",
     // Client.
     PushNotExec = "push-not-exec",
     ReadReplyNotAsked = "read-reply-not-asked",

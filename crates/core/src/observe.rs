@@ -55,6 +55,8 @@ pub enum Observation {
     /// An order replica recorded `r + 1` matching reports of a batch from execution replicas:
     /// the agreed report (docs/objects.md "Batch reports").
     ExecReportAgreed(plumb_wire::BatchReport),
+    /// A sleeping execution replica (ZZ, docs/zz.md) woke: these order replicas had asked.
+    Woken { asked: Vec<plumb_wire::OrderId> },
     /// An execution replica took checkpoint `seq` with token `token`.
     CheckpointTaken { seq: Seq, token: Digest },
     /// An execution replica loaded checkpoint `seq`: its next batch is `seq + 1`.
@@ -188,6 +190,11 @@ fn bracketed(items: impl ExactSizeIterator<Item = String>, cap: usize) -> String
 pub struct Counters(BTreeMap<&'static str, u64>);
 
 impl Counters {
+    /// No counts (usable in a `static`).
+    pub const fn new() -> Counters {
+        Counters(BTreeMap::new())
+    }
+
     /// Count an event. A dropped message is counted with [`Counters::dropped`] instead.
     pub fn add(&mut self, name: &'static str) {
         debug_assert!(

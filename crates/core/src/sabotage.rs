@@ -98,6 +98,10 @@ sabotages! {
     /// of `r + 1` matching ones (caught by the simulator's `OS-report-quorum` once a faulty
     /// execution replica's wrong report comes first).
     ReportQuorumOne = "report-quorum-one",
+    /// A sleeping execution replica (ZZ) wakes on the first order replica's WAKE instead of
+    /// `r + 1` (caught by the simulator's `ZZ-wake-quorum`, which counts the order replicas
+    /// whose WAKEs reached the sleeper before it woke).
+    WakeOnOne = "wake-on-one",
     /// The coordination application never renews a session once opened (its requests, a
     /// resume and a Touch leave it as it was), so a session whose client is busy expires
     /// (caught by `plumb sim --app coord`'s COORD-session-live).

@@ -35,6 +35,11 @@ impl<A: Application> ExecReplica<A> {
             };
             self.execute_batch(learned, out);
         }
+        if self.cfg().zz {
+            // In ZZ mode the order stage times the actives' reports against each other
+            // (docs/zz.md): one waiting for the next few batches would look late.
+            self.send_reports(true, out);
+        }
         self.forget_below(self.executed.next_seq);
         self.drop_overtaken_load();
     }

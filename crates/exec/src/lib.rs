@@ -557,6 +557,18 @@ impl<A: Application> ExecReplica<A> {
         else {
             return;
         };
+        if self.cfg().zz && self.me.index() < self.q().active_exec() {
+            // ZZ: the order replicas compare the actives' copies; a client that cannot get
+            // r + 1 matching replies gets them relayed, or a sleeper is woken (docs/zz.md).
+            let copy = Message::ReplyCopy {
+                client,
+                nc,
+                req,
+                result: result.clone(),
+                at,
+            };
+            self.send_to_order(&copy, out);
+        }
         self.send(
             Principal::Client(client),
             &Message::Reply {

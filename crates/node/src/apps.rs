@@ -19,6 +19,8 @@ use plumb_core::{Recovered, Stage, StageContext};
 use plumb_exec::ExecReplica;
 use plumb_runtime::{Mailbox, Outbox, Runner, StageShared};
 use plumb_storage::Store;
+use plumb_wire::Principal;
+use plumb_zz::Sleeper;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -191,6 +193,16 @@ where
         t: StageThread,
         observed: &Observed,
     ) -> std::io::Result<JoinHandle<()>> {
+        if let Principal::Exec(e) = ctx.keys.me() {
+            if ctx.config.is_sleeper(e.0) {
+                let sleeper = Sleeper::new(ctx, (self.0)(), recovered);
+                match sleeper.awake() {
+                    Some(replica) => observed.recovered_exec(replica.next_seq().minus(1)),
+                    None => observed.sleeping(),
+                }
+                return t.spawn(sleeper);
+            }
+        }
         let replica = ExecReplica::new(ctx, (self.0)(), recovered);
         observed.recovered_exec(replica.next_seq().minus(1));
         t.spawn(replica)

@@ -40,6 +40,8 @@ pub struct Status {
     /// Set while the node's order replica recovers from lost records: it casts no vote until
     /// a checkpoint above its fence is stable (docs/operations.md, "Losing a disk").
     pub order_recovery: Option<String>,
+    /// ZZ mode, a sleeper's node: `asleep`, or which order replicas woke it (docs/zz.md).
+    pub sleeper: Option<String>,
     /// The last divergence report of this node's execution replica, if its state ever
     /// differed from the agreed checkpoint (docs/divergence.md).
     pub last_divergence: Option<String>,
@@ -413,6 +415,10 @@ impl Observed {
                 ));
             }
             Observation::Rejoined { .. } => s.order_recovery = None,
+            Observation::Woken { asked } => {
+                let asked: Vec<String> = asked.iter().map(|o| o.0.to_string()).collect();
+                s.sleeper = Some(format!("woken by order replicas {}", asked.join(", ")));
+            }
             Observation::ClientAccepted { .. } => {}
             Observation::ExecCheckpointDiffers {
                 exec,
@@ -497,6 +503,11 @@ impl Observed {
         eprintln!("node {node}: slow: {slow}{more}");
         *last = Some(now);
         *skipped = 0;
+    }
+
+    /// ZZ mode: the node's execution replica sleeps until woken.
+    pub fn sleeping(&self) {
+        self.lock().sleeper = Some("asleep".to_string());
     }
 
     pub fn recovered_exec(&self, executed: Seq) {

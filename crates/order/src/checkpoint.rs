@@ -49,6 +49,14 @@ impl OrderReplica {
         if !seq.is_multiple_of(self.cfg().checkpoint_interval) {
             return;
         }
+        let (stable, interval) = (
+            self.checkpoints.stable().seq,
+            self.cfg().checkpoint_interval,
+        );
+        if let Some(z) = self.sleepers.as_mut() {
+            z.token(e, seq, token, (stable, interval));
+            self.wake_sleepers(now, out);
+        }
         // Learned already (kept from the stable checkpoint on): a late token that differs
         // is a divergent replica.
         if let Some(agreed) = self.checkpoints.learned_token(seq) {
@@ -75,6 +83,7 @@ impl OrderReplica {
     /// report agreed, and a report that differs from it names a faulty execution replica.
     pub(crate) fn on_exec_report(
         &mut self,
+        now: Micros,
         e: ExecId,
         reports: Vec<BatchReport>,
         out: &mut Vec<Action>,
@@ -92,6 +101,9 @@ impl OrderReplica {
             self.q().small()
         };
         for report in reports {
+            if let Some(z) = self.sleepers.as_mut() {
+                z.reported(now, e, report, (stable, interval));
+            }
             match self
                 .checkpoints
                 .reports
@@ -104,10 +116,19 @@ impl OrderReplica {
                     self.counters
                         .add_n("exec-report-differs", dissent.len() as u64);
                     out.push(Action::Observe(Observation::ExecReportAgreed(report)));
+                    if let Some(z) = self.sleepers.as_mut() {
+                        dissent.into_iter().for_each(|d| z.faulty(d));
+                    }
                 }
-                ReportVote::Differs => self.counters.add("exec-report-differs"),
+                ReportVote::Differs => {
+                    self.counters.add("exec-report-differs");
+                    if let Some(z) = self.sleepers.as_mut() {
+                        z.faulty(e);
+                    }
+                }
             }
         }
+        self.wake_sleepers(now, out);
     }
 
     /// Once batch `seq` is applied and its execution token learned, the order checkpoint at

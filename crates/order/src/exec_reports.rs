@@ -129,11 +129,12 @@ impl ExecReports {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use plumb_crypto::Digest;
 
-    fn report(seq: u64, replies: &[u8]) -> BatchReport {
+    /// A report of batch `seq` whose replies digest to `replies`' (sleepers.rs's tests too).
+    pub(crate) fn report(seq: u64, replies: &[u8]) -> BatchReport {
         BatchReport {
             seq: Seq(seq),
             replies: Digest::of(replies),

@@ -19,7 +19,10 @@
 //! (the catch-up ledger, a sub-machine: evidence of being behind, COMMITTED answers, asks of
 //! lagging peers waiting for idle time), `recovery.rs` (restart from durable
 //! records), `rejoin.rs` (a replica whose records are missing or damaged: new incarnation,
-//! fence, no vote until a stable checkpoint above the fence).
+//! fence, no vote until a stable checkpoint above the fence), and for ZZ mode (docs/zz.md)
+//! `sleepers.rs` (the watch over the active execution replicas, a sub-machine), `relay.rs`
+//! (replies relayed for a client that cannot get `r + 1` alike, a sub-machine) and `wake.rs`
+//! (the replica's side of both: WAKEs and RELAYED-REPLYs).
 
 mod agreement;
 mod agreement_log;
@@ -36,12 +39,15 @@ mod probe;
 mod proposer;
 mod recovery;
 mod rejoin;
+mod relay;
 mod skip;
+mod sleepers;
 mod slot;
 mod state;
 mod suspicion;
 mod view_change;
 mod views;
+mod wake;
 mod watch;
 
 pub use rejoin::{genesis, store_is_intact, GENESIS_KEY};
@@ -93,6 +99,11 @@ pub struct OrderReplica {
 
     /// Incarnations, our own rejoin after lost records, help for peers that rejoin (rejoin.rs).
     rejoins: rejoin::Rejoins,
+
+    /// In ZZ mode, the watch over the active execution replicas (sleepers.rs), and the
+    /// replies relayed for clients that cannot get them (relay.rs).
+    sleepers: Option<sleepers::Sleepers>,
+    relays: Option<relay::Relays>,
 }
 
 impl OrderReplica {
@@ -102,6 +113,11 @@ impl OrderReplica {
             _ => OrderId(u16::MAX),
         };
         let interval = ctx.config.checkpoint_interval;
+        let q = ctx.config.quorums;
+        let sleepers = ctx
+            .config
+            .zz
+            .then(|| sleepers::Sleepers::new(q.active_exec(), q.exec));
         let genesis = OrderState::default();
         let genesis_bytes = genesis.encode();
         let mut replica = OrderReplica {
@@ -119,6 +135,8 @@ impl OrderReplica {
             ahead: Default::default(),
             recovered: None,
             rejoins: Default::default(),
+            sleepers,
+            relays: ctx.config.zz.then(|| relay::Relays::new(q.active_exec())),
             ctx,
         };
         replica.recovered = Some(recovered);
@@ -239,6 +257,9 @@ impl OrderReplica {
         if let Principal::Order(j) = from {
             self.watch.liveness.heard(j, now);
         }
+        if let (Principal::Exec(e), Some(z)) = (from, self.sleepers.as_mut()) {
+            z.heard(now, e);
+        }
         if self.ignored_while_rejoining(&msg) {
             return;
         }
@@ -328,12 +349,33 @@ impl OrderReplica {
                 self.on_cp_token(now, e, seq, token, out)
             }
             (Principal::Exec(e), Message::ExecReport { reports }) => {
-                self.on_exec_report(e, reports, out)
+                self.on_exec_report(now, e, reports, out)
             }
             (Principal::Exec(e), Message::LastExec { next }) => {
                 self.on_last_exec(now, e, next, out)
             }
             (Principal::Exec(e), Message::ExecProbe { nonce }) => self.on_exec_probe(e, nonce, out),
+            (
+                Principal::Exec(e),
+                Message::ReplyCopy {
+                    client,
+                    nc,
+                    req,
+                    result,
+                    at,
+                },
+            ) => self.on_reply_copy(
+                now,
+                e,
+                client,
+                relay::Copy {
+                    nc,
+                    req,
+                    result,
+                    at,
+                },
+                out,
+            ),
             _ => self.counters.dropped(DropReason::Unexpected),
         }
     }
@@ -364,6 +406,7 @@ impl OrderReplica {
         } else {
             self.view_change_tick(now, out);
         }
+        self.wake_sleepers(now, out);
         if stalled {
             self.catch_up_tick(now, out);
             // Checkpoint messages get lost too, and the window cannot move without them.
@@ -454,6 +497,12 @@ impl Stage for OrderReplica {
         self.catch_up.check_invariants(self.state.seq)?;
         self.log.check_invariants()?;
         self.watch.check_invariants(self.views.current())?;
+        if let Some(z) = &self.sleepers {
+            z.check_invariants()?;
+        }
+        if let Some(r) = &self.relays {
+            r.check_invariants()?;
+        }
         let stable = self.checkpoints.stable().seq;
         BrokenInvariant::check(self.state.seq >= stable, "INV-stable-applied", || {
             format!(

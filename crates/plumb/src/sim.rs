@@ -64,6 +64,11 @@ pub struct SimArgs {
     /// replica loses its disk mid-run and three in four faulty ones serve wrong objects.
     #[arg(long)]
     partial: bool,
+    /// ZZ mode (docs/zz.md): only max(u, r) + 1 execution replicas execute, the others sleep
+    /// until r + 1 order replicas wake them; faulty and crashing execution replicas are mostly
+    /// actives. Needs u of at least 1.
+    #[arg(long)]
+    zz: bool,
     /// The linearizability checker's step budget per partition. A history it cannot decide
     /// within the budget fails the seed as undecided (lower it to see that gate work).
     #[arg(long, default_value_t = plumb_sim::lincheck::DEFAULT_MAX_STEPS)]
@@ -107,6 +112,10 @@ pub fn run(mut args: SimArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.zz && args.u == 0 {
+        eprintln!("plumb sim: --zz needs u of at least 1 (ZZ's sleepers are the u execution replicas beyond max(u, r) + 1)");
+        return ExitCode::from(2);
+    }
     if let Some(seed) = args.seed {
         return replay(&args, app, seed);
     }
@@ -119,6 +128,7 @@ fn options(args: &SimArgs, seed: u64) -> SimOptions {
         faults: !args.no_faults,
         sketcher: args.sketcher,
         partial: args.partial,
+        zz: args.zz,
         check_max_steps: args.check_max_steps,
         ..SimOptions::new(seed, args.u, args.r)
     }
@@ -178,6 +188,15 @@ fn replay(args: &SimArgs, app: &dyn Simulated, seed: u64) -> ExitCode {
             .map(|(name, n)| format!("{name} {n}"))
             .collect();
         out!("partial state: {}", partial.join(", "));
+    }
+    if report.zz {
+        let wakes: Vec<String> = s
+            .counters
+            .iter()
+            .filter(|(name, _)| name.starts_with("zz-") || name.starts_with("wake-"))
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        out!("zz: {} woken; {}", s.woken, wakes.join(", "));
     }
     let speculation: Vec<String> = s
         .counters
@@ -350,8 +369,8 @@ mod sabotage {
             );
             return ExitCode::from(2);
         }
-        if args.app.is_some() || args.sketcher || args.partial {
-            eprintln!("plumb sim: --sabotage picks its own workload (plumb_sim::sabotage's table); leave out --app, --sketcher and --partial");
+        if args.app.is_some() || args.sketcher || args.partial || args.zz {
+            eprintln!("plumb sim: --sabotage picks its own workload (plumb_sim::sabotage's table); leave out --app, --sketcher, --partial and --zz");
             return ExitCode::from(2);
         }
         // Every chosen breakage's workload resolved in this binary's registry before any hunt
@@ -421,7 +440,8 @@ mod sabotage {
     fn workload_text(w: plumb_sim::sabotage::Workload) -> String {
         let sketcher = if w.sketcher { " --sketcher" } else { "" };
         let partial = if w.partial { " --partial" } else { "" };
-        format!("--app {}{sketcher}{partial}", w.app)
+        let zz = if w.zz { " --zz" } else { "" };
+        format!("--app {}{sketcher}{partial}{zz}", w.app)
     }
 
     /// `--sabotage NAME --seed N`: switch it on and run the table's workload.
@@ -436,6 +456,7 @@ mod sabotage {
         args.app = Some(app.name().to_string());
         args.sketcher = workload.sketcher;
         args.partial = workload.partial;
+        args.zz = workload.zz;
         set(Some(s));
         Ok(())
     }

@@ -68,6 +68,10 @@ const PARTIAL_REGRESSIONS: &[(&[&str], &str)] = &[
         &["--seed", "366", "--u", "2", "--r", "1", "--partial"],
         "ES-report-agreement at (2,1): as seed 899",
     ),
+    (
+        &["--seed", "205", "--u", "2", "--r", "1", "--zz"],
+        "LL1 (ZZ soak, past CI's 60 seeds): two replicas that loaded checkpoint 48 on demand waited at batch 49, which needs the whole state; the fill then completed from the state they held before the load (a graft, no fetch), which left them whole with nothing to run batch 49 again, and checkpoint 60 never got its third token (fixed: a fill that completes runs the batches that waited)",
+    ),
 ];
 
 #[test]

@@ -236,6 +236,15 @@ impl fmt::Display for SimConfig {
             p.heartbeat_us,
             p.throughput_grace_us
         )?;
+        if p.zz {
+            writeln!(
+                f,
+                "  zz: {} active, {} sleeping, report timeout {}us",
+                q.active_exec(),
+                q.exec - q.active_exec(),
+                p.zz_report_timeout_us
+            )?;
+        }
         let n = &self.net;
         writeln!(
             f,

@@ -826,3 +826,74 @@ pub fn hold_part_of_the_state(plan: &mut FaultPlan, q: &Quorums, heal_at: Micros
     });
     plan.crashes.sort_by_key(|c| (c.at, c.node));
 }
+
+/// ZZ seeds (`plumb sim --zz`): a fault on a sleeper shows nothing until it wakes, so the
+/// plan's faulty and crashing execution replicas are mostly actives. Each faulty sleeper
+/// trades places with a fault-free active nine times in ten; half the faulty order replicas
+/// send WAKEs at will ([`Behaviour::WakeSleepers`]); a plan with no faulty execution
+/// replica gets a Byzantine active three times in five (within the stage's budget: `r >= 1`
+/// and none of the stage's other replicas faulty).
+pub fn fault_the_actives(plan: &mut FaultPlan, q: &Quorums, seed: u64) {
+    let mut rng = SimRng::new(seed, "zz actives");
+    let active = q.active_exec();
+    let exec = |i: usize| Principal::Exec(ExecId(i as u16));
+    let faulty = |plan: &FaultPlan, p: Principal| {
+        plan.byzantine.contains_key(&p) || plan.crashes.iter().any(|c| c.node == p)
+    };
+    for s in active..q.exec {
+        if !faulty(plan, exec(s)) || !rng.chance(0.9) {
+            continue;
+        }
+        let healthy: Vec<Principal> = (0..active)
+            .map(exec)
+            .filter(|p| !faulty(plan, *p))
+            .collect();
+        if let Some(&a) = rng.pick(&healthy) {
+            trade_places(plan, exec(s), a);
+        }
+    }
+    // Half the faulty order replicas try to wake sleepers at will.
+    for (p, behaviour) in plan.byzantine.iter_mut() {
+        if matches!(p, Principal::Order(_)) && rng.chance(0.5) {
+            *behaviour = Behaviour::WakeSleepers;
+        }
+    }
+    let none_faulty = (0..q.exec).all(|i| !faulty(plan, exec(i)));
+    if none_faulty && q.faults.r > 0 && rng.chance(0.6) {
+        let a = exec(rng.range(0, active as u64 - 1) as usize);
+        let behaviour = *rng
+            .pick(Behaviour::for_stage(a))
+            .unwrap_or(&Behaviour::Silent);
+        plan.byzantine.insert(a, behaviour);
+    }
+}
+
+/// Give `a` every fault the plan has for `b` and the other way round.
+fn trade_places(plan: &mut FaultPlan, a: Principal, b: Principal) {
+    let other = |p: Principal| {
+        if p == a {
+            b
+        } else if p == b {
+            a
+        } else {
+            p
+        }
+    };
+    plan.byzantine = std::mem::take(&mut plan.byzantine)
+        .into_iter()
+        .map(|(p, x)| (other(p), x))
+        .collect();
+    plan.clocks = std::mem::take(&mut plan.clocks)
+        .into_iter()
+        .map(|(p, x)| (other(p), x))
+        .collect();
+    for c in &mut plan.crashes {
+        c.node = other(c.node);
+    }
+    plan.crashes.sort_by_key(|c| (c.at, c.node));
+    for part in &mut plan.partitions {
+        for p in &mut part.side {
+            *p = other(*p);
+        }
+    }
+}

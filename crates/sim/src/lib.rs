@@ -83,6 +83,10 @@ pub struct SimOptions {
     /// background fill is done (`load_objects_on_demand`, docs/objects.md "Partial state"); a
     /// correct one loses its disk mid-run, and three in four faulty ones serve wrong objects.
     pub partial: bool,
+    /// ZZ mode (docs/zz.md): only `max(u, r) + 1` execution replicas execute, the rest sleep
+    /// until `r + 1` order replicas wake them; the plan's faulty and crashing execution
+    /// replicas are mostly actives, so sleepers must wake. Needs `u >= 1` (a sleeper).
+    pub zz: bool,
     /// The linearizability checker's step budget per partition; a history it cannot decide
     /// within it is reported as undecided, which fails the seed like a violation.
     pub check_max_steps: u64,
@@ -103,6 +107,7 @@ impl SimOptions {
             max_events: DEFAULT_MAX_EVENTS,
             sketcher: false,
             partial: false,
+            zz: false,
             check_max_steps: plumb_lincheck::DEFAULT_MAX_STEPS,
         }
     }
@@ -123,6 +128,8 @@ pub struct Stats {
     pub pushes: u64,
     /// Early (speculative) replies that reached clients.
     pub early_replies: u64,
+    /// Sleepers woken (ZZ mode).
+    pub woken: u64,
     pub agreed_batches: u64,
     pub sim_end: Micros,
     /// The slowest operation of a correct client invoked once the cluster had settled after
@@ -147,6 +154,8 @@ pub struct SeedReport {
     pub sketcher: bool,
     /// Execution replicas loaded checkpoints on demand (`--partial`).
     pub partial: bool,
+    /// ZZ mode (`--zz`).
+    pub zz: bool,
     /// False for safety-only seeds (more than `u` failures): liveness was not judged.
     pub liveness_checked: bool,
     pub violations: Vec<Violation>,
@@ -188,8 +197,9 @@ impl SeedReport {
         };
         let sketcher = if self.sketcher { " --sketcher" } else { "" };
         let partial = if self.partial { " --partial" } else { "" };
+        let zz = if self.zz { " --zz" } else { "" };
         format!(
-            "plumb sim --seed {} --u {} --r {}{app}{sketcher}{partial}",
+            "plumb sim --seed {} --u {} --r {}{app}{sketcher}{partial}{zz}",
             self.seed, self.u, self.r
         )
     }
@@ -216,6 +226,17 @@ pub fn seed_config(opts: &SimOptions) -> SimConfig {
         cfg.protocol.load_objects_on_demand = true;
         let q = cfg.protocol.quorums;
         faults::hold_part_of_the_state(&mut cfg.plan, &q, cfg.heal_at, cfg.seed);
+    }
+    if opts.zz {
+        cfg.protocol.zz = true;
+        // Lost and late messages make a correct active's report late: with the default floor
+        // most seeds wake their sleepers early. Half the seeds wait long, so that a sleeper
+        // wakes for the plan's faults, in the middle of the run.
+        if rng::SimRng::new(opts.seed, "zz timeout").chance(0.5) {
+            cfg.protocol.zz_report_timeout_us = 2_000_000;
+        }
+        let q = cfg.protocol.quorums;
+        faults::fault_the_actives(&mut cfg.plan, &q, cfg.seed);
     }
     cfg
 }
@@ -292,6 +313,7 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
             r: opts.r,
             sketcher: opts.sketcher,
             partial: opts.partial,
+            zz: opts.zz,
             liveness_checked: false,
             violations: vec![Violation {
                 property: "panic",

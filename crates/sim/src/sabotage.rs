@@ -25,6 +25,8 @@ pub struct Workload {
     pub sketcher: bool,
     /// Execution replicas hold part of the state (`--partial`).
     pub partial: bool,
+    /// ZZ mode (`--zz`).
+    pub zz: bool,
 }
 
 impl Workload {
@@ -41,6 +43,7 @@ impl Workload {
         app: "kv",
         sketcher: true,
         partial: false,
+        zz: false,
     };
     /// The key-value store on execution replicas that load checkpoints on demand
     /// (`--partial`).
@@ -48,6 +51,14 @@ impl Workload {
         app: "kv",
         sketcher: false,
         partial: true,
+        zz: false,
+    };
+    /// The key-value store in ZZ mode (`--zz`).
+    pub const ZZ: Workload = Workload {
+        app: "kv",
+        sketcher: false,
+        partial: false,
+        zz: true,
     };
 
     const fn plain(app: &'static str) -> Workload {
@@ -55,6 +66,7 @@ impl Workload {
             app,
             sketcher: false,
             partial: false,
+            zz: false,
         }
     }
 
@@ -79,6 +91,7 @@ pub fn run(app: &dyn Simulated, workload: Workload, opts: &SimOptions) -> SeedRe
     app.run_seed(&SimOptions {
         sketcher: opts.sketcher || workload.sketcher,
         partial: opts.partial || workload.partial,
+        zz: opts.zz || workload.zz,
         ..opts.clone()
     })
 }
@@ -103,6 +116,7 @@ pub fn expectation(s: Sabotage) -> Expectation {
     const COORD: Workload = Workload::COORD;
     const SPEC: Workload = Workload::SPEC;
     const SKETCHER: Workload = Workload::SKETCHER;
+    const ZZ: Workload = Workload::ZZ;
     let (workload, properties, seeds): (Workload, &'static [&'static str], u64) = match s {
         Sabotage::CommitQuorumMinusOne => (KV, &["OS-agreement", "ES-agreement"], 300),
         // A correct replica that loads a forged checkpoint holds another state from then on:
@@ -147,6 +161,9 @@ pub fn expectation(s: Sabotage) -> Expectation {
         Sabotage::UnverifiedObject => (PARTIAL, &["object-verified"], 300),
         Sabotage::EmptiedObjectKept => (PARTIAL, &["ES-report-agreement", "ES-report"], 300),
         Sabotage::ReportQuorumOne => (KV, &["OS-report-quorum"], 300),
+        // Correct order replicas send their WAKEs at different times: the first to arrive
+        // wakes the sleeper alone.
+        Sabotage::WakeOnOne => (ZZ, &["ZZ-wake-quorum"], 300),
         Sabotage::SessionNotRenewed => (COORD, &["COORD-session-live"], 300),
         Sabotage::CoordWatchFiresTwice => (COORD, &["COORD-watch"], 300),
         Sabotage::CoordExpiryKeepsEphemeral => (COORD, &["COORD-ephemeral"], 300),

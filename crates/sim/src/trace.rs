@@ -139,6 +139,9 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
             let seqs: Vec<String> = reports.iter().map(|r| r.seq.to_string()).collect();
             format!("exec-report n={}", seqs.join(","))
         }
+        Message::Wake { seq } => format!("wake n={seq}"),
+        Message::ReplyCopy { client, nc, .. } => format!("reply-copy c{client}/{nc}"),
+        Message::RelayedReply { nc, .. } => format!("relayed-reply {nc}"),
         Message::BatchComplete { seq, executed } => {
             format!("batch-complete n={seq} ({} executed)", executed.len())
         }

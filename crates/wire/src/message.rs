@@ -519,6 +519,33 @@ pub enum Message {
     ExecReport {
         reports: Vec<BatchReport>,
     },
+
+    // ---- order -> sleeping execution replica (ZZ, docs/zz.md).
+    /// `WAKE`: an active execution replica's report of batch `seq` differed from the agreed
+    /// one or did not come in time; the sleeper wakes once `r + 1` order replicas ask.
+    Wake {
+        seq: Seq,
+    },
+    /// ZZ: an active execution replica's copy of the reply it cached for `client`, sent to
+    /// every order replica when one relays the client's retransmission (docs/zz.md "A reply
+    /// a client cannot get"). The order replicas compare the actives' copies.
+    ReplyCopy {
+        client: ClientId,
+        nc: ReqNo,
+        req: Digest,
+        #[serde(with = "serde_bytes")]
+        result: Vec<u8>,
+        at: Position,
+    },
+    /// ZZ: an order replica passes on a reply every active execution replica sent it alike;
+    /// a client accepts a result `r + 1` order replicas relayed alike.
+    RelayedReply {
+        nc: ReqNo,
+        req: Digest,
+        #[serde(with = "serde_bytes")]
+        result: Vec<u8>,
+        at: Position,
+    },
 }
 
 /// Most reports in one [`Message::ExecReport`]; a longer one is dropped.
@@ -596,6 +623,9 @@ impl Message {
             Message::EarlyRequest { .. } => "early-request",
             Message::EarlyReply { .. } => "early-reply",
             Message::ExecReport { .. } => "exec-report",
+            Message::Wake { .. } => "wake",
+            Message::ReplyCopy { .. } => "reply-copy",
+            Message::RelayedReply { .. } => "relayed-reply",
             Message::Push { .. } => "push",
             Message::FetchExecCp { .. } => "fetch-exec-cp",
             Message::ExecCpState { .. } => "exec-cp-state",

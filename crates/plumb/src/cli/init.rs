@@ -46,6 +46,10 @@ pub struct InitArgs {
     /// Give each stage replica a node of its own instead of one replica of each stage per node.
     #[arg(long)]
     split: bool,
+    /// Sleeping execution replicas (ZZ, docs/zz.md): only max(u, r) + 1 execution replicas
+    /// execute, the other u sleep until r + 1 order replicas wake them. Needs u of at least 1.
+    #[arg(long)]
+    zz: bool,
 }
 
 pub(crate) fn init_cmd(cli: &Cli, a: InitArgs) -> ExitCode {
@@ -71,7 +75,10 @@ pub(crate) fn init_cmd(cli: &Cli, a: InitArgs) -> ExitCode {
         cli_clients: a.cli_clients,
         split: a.split,
         wan: None,
-        protocol: Default::default(),
+        protocol: plumb_cluster::ProtocolOverrides {
+            zz: a.zz.then_some(true),
+            ..Default::default()
+        },
     };
     match init(&a.dir, &o)
         .map_err(|e| e.to_string())

@@ -52,6 +52,11 @@ pub struct UpArgs {
     /// Shorthand for `--sketchers 1`.
     #[arg(long, conflicts_with = "sketchers")]
     sketcher: bool,
+    /// Sleeping execution replicas (ZZ, docs/zz.md), for a new cluster directory: only
+    /// max(u, r) + 1 execution replicas execute, the other u sleep inside their nodes until
+    /// r + 1 order replicas wake them. Needs u of at least 1.
+    #[arg(long)]
+    zz: bool,
 }
 
 struct Proc {
@@ -133,6 +138,7 @@ fn prepare(cli: &Cli, a: &UpArgs) -> Result<Cluster, String> {
             .or(front_end_port)
             .unwrap_or(o.resp_port);
         o.base_port = a.base_port.unwrap_or(o.base_port);
+        o.protocol.zz = a.zz.then_some(true);
         let path = init(&a.dir, &o).map_err(|e| e.to_string())?;
         let cluster = Cluster::load(&path).map_err(|e| e.to_string())?;
         plumb_node::init_stores(&cluster)?;
@@ -166,6 +172,7 @@ fn prepare(cli: &Cli, a: &UpArgs) -> Result<Cluster, String> {
             a.http_port.is_some_and(|p| Some(p) != gw_port),
         ),
         ("--base-port", a.base_port.is_some_and(|p| Some(p) != base)),
+        ("--zz", a.zz && !cluster.protocol.zz),
     ];
     if let Some((flag, _)) = clashes.iter().find(|(_, c)| *c) {
         return Err(format!(

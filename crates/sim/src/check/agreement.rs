@@ -126,6 +126,8 @@ impl Checker {
             | Observation::ViewChangeStarted { .. }
             | Observation::Suspected { .. }
             | Observation::SlowRequest(_) => {}
+            // The world checks a sleeper's waking against the WAKEs it saw (ZZ-wake-quorum).
+            Observation::Woken { .. } => {}
         }
     }
 

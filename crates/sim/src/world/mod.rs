@@ -36,6 +36,7 @@ use plumb_core::{Action, Event, Observation, Recovered, Stage, StageContext, Tim
 use plumb_exec::ExecReplica;
 use plumb_order::OrderReplica;
 use plumb_wire::{Message, Micros, OrderId, Principal};
+use plumb_zz::Sleeper;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
@@ -46,6 +47,8 @@ pub enum StageBox<P: Application> {
     Auth(Box<AuthReplica>),
     Order(Box<OrderReplica>),
     Exec(Box<ExecReplica<P>>),
+    /// A sleeping execution replica of ZZ mode, or the replica it woke as.
+    Sleeper(Box<Sleeper<P>>),
     Client(Box<Client>),
 }
 
@@ -55,7 +58,17 @@ impl<P: Application> StageBox<P> {
             StageBox::Auth(s) => s.as_mut(),
             StageBox::Order(s) => s.as_mut(),
             StageBox::Exec(s) => s.as_mut(),
+            StageBox::Sleeper(s) => s.as_mut(),
             StageBox::Client(s) => s.as_mut(),
+        }
+    }
+
+    /// The execution replica running here, if any (a sleeper runs none until woken).
+    fn exec(&self) -> Option<&ExecReplica<P>> {
+        match self {
+            StageBox::Exec(e) => Some(e),
+            StageBox::Sleeper(s) => s.awake(),
+            _ => None,
         }
     }
 }
@@ -75,6 +88,9 @@ struct Node<P: Application> {
     disk_fault: DiskFault,
     /// Syncs in flight and the actions waiting for them.
     syncs: syncs::Syncs,
+    /// A sleeper's (ZZ): the order replicas whose WAKEs reached it while it slept, as the
+    /// network saw them (what `ZZ-wake-quorum` holds its waking against).
+    wakes_seen: BTreeSet<OrderId>,
 }
 
 enum Ev {
@@ -224,6 +240,7 @@ impl<'a, A: SimApp> World<'a, A> {
                     correct: !cfg.plan.is_byzantine(p),
                     disk_fault: DiskFault::None,
                     syncs: Default::default(),
+                    wakes_seen: BTreeSet::new(),
                 }
             })
             .collect();
@@ -447,6 +464,7 @@ impl<'a, A: SimApp> World<'a, A> {
             }
         }
         self.stats.delivered += 1;
+        self.note_wake(to, &frame);
         self.trace.fold(&[
             self.now,
             1,
@@ -462,6 +480,40 @@ impl<'a, A: SimApp> World<'a, A> {
             );
         }
         self.step(to, Event::Receive(frame));
+    }
+
+    /// A WAKE from an order replica reaching a sleeper that sleeps: remember who sent it.
+    fn note_wake(&mut self, to: usize, frame: &[u8]) {
+        let Some(StageBox::Sleeper(s)) = &self.nodes[to].stage else {
+            return;
+        };
+        if s.awake().is_some() {
+            return;
+        }
+        let Some(ring) = self.keys.ring(self.nodes[to].p) else {
+            return;
+        };
+        if let Ok((Principal::Order(o), Message::Wake { .. })) = ring.open(frame) {
+            self.nodes[to].wakes_seen.insert(o);
+        }
+    }
+
+    /// `ZZ-wake-quorum`: a correct sleeper woke only after `r + 1` distinct order replicas'
+    /// WAKEs reached it (at least one correct order replica asked).
+    fn check_woken(&mut self, i: usize, asked: &[OrderId]) {
+        let quorum = self.cfg.protocol.quorums.small();
+        let seen = &self.nodes[i].wakes_seen;
+        if seen.len() < quorum {
+            let detail = format!(
+                "{} woke at {} with WAKEs from {:?} reaching it ({quorum} needed), saying {:?} asked",
+                self.nodes[i].p,
+                secs(self.now),
+                seen,
+                asked
+            );
+            self.checker.violate("ZZ-wake-quorum", detail);
+        }
+        self.stats.woken += 1;
     }
 
     fn describe_frame(&self, to: usize, frame: &[u8]) -> String {
@@ -560,6 +612,9 @@ impl<'a, A: SimApp> World<'a, A> {
                 ) = (&obs, self.nodes[i].correct)
                 {
                     self.workload.accepting(*client, *request);
+                }
+                if let (Observation::Woken { asked }, true) = (&obs, self.nodes[i].correct) {
+                    self.check_woken(i, asked);
                 }
                 if self.nodes[i].correct {
                     self.checker.observe(self.now, p, &obs);
@@ -747,6 +802,9 @@ impl<'a, A: SimApp> World<'a, A> {
         Some(match p {
             Principal::Auth(_) => StageBox::Auth(Box::new(AuthReplica::new(ctx, recovered))),
             Principal::Order(_) => StageBox::Order(Box::new(OrderReplica::new(ctx, recovered))),
+            Principal::Exec(e) if self.cfg.protocol.is_sleeper(e.0) => {
+                StageBox::Sleeper(Box::new(Sleeper::new(ctx, self.app.new_app(), recovered)))
+            }
             Principal::Exec(_) => StageBox::Exec(Box::new(ExecReplica::new(
                 ctx,
                 self.app.new_app(),

@@ -86,6 +86,7 @@ impl<A: SimApp> World<'_, A> {
             r,
             sketcher: self.sketcher.is_some(),
             partial: self.cfg.protocol.load_objects_on_demand,
+            zz: self.cfg.protocol.zz,
             liveness_checked,
             violations,
             suppressed_violations: suppressed,
@@ -114,13 +115,13 @@ impl<A: SimApp> World<'_, A> {
         self.nodes
             .iter()
             .filter(|n| n.correct)
-            .filter_map(|n| match &n.stage {
-                Some(StageBox::Exec(e)) => Some(ExecEnd {
+            .filter_map(|n| {
+                let e = n.stage.as_ref()?.exec()?;
+                Some(ExecEnd {
                     p: n.p,
                     executed: e.next_seq().minus(1),
                     state: (!e.holds_part()).then(|| e.app().state_digest()),
-                }),
-                _ => None,
+                })
             })
             .collect()
     }
@@ -128,7 +129,7 @@ impl<A: SimApp> World<'_, A> {
     /// The application's own invariants on every correct execution replica's final state.
     fn check_app_states(&mut self) {
         for n in self.nodes.iter().filter(|n| n.correct) {
-            if let Some(StageBox::Exec(e)) = &n.stage {
+            if let Some(e) = n.stage.as_ref().and_then(StageBox::exec) {
                 for v in self.app.check_state(e.app()) {
                     let detail = format!("{}: {}", n.p, v.detail);
                     self.checker.violate(v.property, detail);
@@ -176,6 +177,10 @@ impl<A: SimApp> World<'_, A> {
                     o.stable_checkpoint()
                 ),
                 Some(StageBox::Exec(e)) => format!("next {}", e.next_seq()),
+                Some(StageBox::Sleeper(s)) => match s.awake() {
+                    Some(e) => format!("woken, next {}", e.next_seq()),
+                    None => "asleep".to_string(),
+                },
                 Some(StageBox::Auth(a)) => format!("{} pending", a.pending_count()),
                 Some(StageBox::Client(_)) => continue,
             };

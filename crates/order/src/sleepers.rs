@@ -1,0 +1,379 @@
+//! ZZ mode (docs/zz.md): the order replica's watch over the active execution replicas, and the
+//! WAKEs it sends the sleepers. A sub-machine owning its state: the caller tells it of reports
+//! and of messages from sleepers, and asks it whom to wake.
+//!
+//! An active is *suspected* once its report of a batch differs from the agreed one, or comes
+//! more than the timeout after another active's report of that batch, or it has been silent
+//! for three catch-up periods (an idle execution replica sends LAST-EXEC every period). Two
+//! actives whose reports or checkpoint tokens of one batch differ are a *disagreement*: one of
+//! them is faulty, which one no order replica can tell (with `max(u, r) + 1` actives and one
+//! faulty, the `r + 1` matching reports or tokens that would name it may never come), so it
+//! counts as one suspect. The timeout of a late report:
+//! `zz_report_timeout_us`, or four times the 99th percentile of the recent spreads between
+//! the actives' reports of one batch if that is longer, so a busy cluster does not wake its
+//! sleepers). For each suspected active one sleeper is asked to wake, the lowest-numbered
+//! first, so that the correct order replicas ask the same ones; the WAKE is sent again after
+//! `resend`, the period doubling up to 64 times, until the sleeper is heard from. A suspicion is never lifted: the woken replica
+//! stays awake (the group does not shrink back yet, docs/zz.md "Not yet").
+//!
+//! Bounded: batches above the stable checkpoint within the report window only; the spread
+//! sample is a fixed ring.
+
+use crate::exec_reports::REPORT_WINDOW;
+use plumb_core::{BrokenInvariant, Micros};
+use plumb_crypto::Digest;
+use plumb_wire::{BatchReport, ExecId, Seq};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Spreads kept for the adaptive timeout.
+const SPREADS: usize = 256;
+
+#[derive(Debug)]
+pub(crate) struct Sleepers {
+    /// Execution replicas that execute: `0..active`; the rest sleep until woken.
+    active: usize,
+    exec: usize,
+    /// Batches above the stable checkpoint that some but not all actives reported: when the
+    /// first report came, and what each said.
+    open: BTreeMap<Seq, (Micros, BTreeMap<ExecId, BatchReport>)>,
+    /// Checkpoint tokens of the actives above the stable checkpoint, by checkpoint.
+    tokens: BTreeMap<Seq, BTreeMap<ExecId, Digest>>,
+    /// Actives found faulty (a wrong report) or late.
+    pub suspected: BTreeSet<ExecId>,
+    /// Two actives said different things of one batch or checkpoint.
+    pub disagreed: bool,
+    /// Sleepers heard from: awake, asked no more.
+    heard: BTreeSet<ExecId>,
+    /// When each active was last heard from (from the first [`Sleepers::due`] on): an idle
+    /// execution replica still sends LAST-EXEC every catch-up period, so a long silence is a
+    /// crash, a cut link or a silent fault even when no batch is ordered.
+    last_heard: BTreeMap<ExecId, Micros>,
+    /// Recent spreads between the first and the last active's report of a batch, a ring.
+    spreads: Vec<Micros>,
+    next_spread: usize,
+    /// Four times their 99th percentile, refreshed every few spreads.
+    adaptive: Micros,
+    last_wake: Option<Micros>,
+    /// WAKEs sent since the last new suspicion: the resend period doubles with each, up to
+    /// 64 times `resend`, so a sleeper that stays down is not asked forever at full rate.
+    wakes_sent: u32,
+    /// Why actives came under suspicion since the caller last took them (its counters).
+    causes: Vec<&'static str>,
+}
+
+impl Sleepers {
+    pub(crate) fn new(active: usize, exec: usize) -> Sleepers {
+        Sleepers {
+            active,
+            exec,
+            open: BTreeMap::new(),
+            tokens: BTreeMap::new(),
+            suspected: BTreeSet::new(),
+            disagreed: false,
+            heard: BTreeSet::new(),
+            last_heard: BTreeMap::new(),
+            spreads: Vec::new(),
+            next_spread: 0,
+            adaptive: 0,
+            last_wake: None,
+            wakes_sent: 0,
+            causes: Vec::new(),
+        }
+    }
+
+    fn is_active(&self, e: ExecId) -> bool {
+        e.index() < self.active
+    }
+
+    /// A message from execution replica `e` at `now`: a sleeper that speaks is awake.
+    pub(crate) fn heard(&mut self, now: Micros, e: ExecId) {
+        if self.is_active(e) {
+            self.last_heard.insert(e, now);
+        } else if e.index() < self.exec {
+            self.heard.insert(e);
+        }
+    }
+
+    /// Active `e`'s report at `now`: kept if within the report window above `stable`
+    /// (checkpoints every `interval` batches).
+    pub(crate) fn reported(
+        &mut self,
+        now: Micros,
+        e: ExecId,
+        report: BatchReport,
+        (stable, interval): (Seq, u64),
+    ) {
+        let seq = report.seq;
+        if !self.within(e, seq, stable, interval) {
+            return;
+        }
+        let (first, said) = self.open.entry(seq).or_insert((now, BTreeMap::new()));
+        said.insert(e, report);
+        let differ = said.values().any(|r| *r != report);
+        let spread = (said.len() == self.active).then(|| now.saturating_sub(*first));
+        if differ {
+            self.disagree("zz-reports-differ");
+        }
+        if let Some(spread) = spread {
+            self.open.remove(&seq);
+            self.note_spread(spread);
+        }
+    }
+
+    /// Active `e`'s token of checkpoint `seq`: actives that differ disagree.
+    pub(crate) fn token(
+        &mut self,
+        e: ExecId,
+        seq: Seq,
+        token: Digest,
+        (stable, interval): (Seq, u64),
+    ) {
+        if !self.within(e, seq, stable, interval) {
+            return;
+        }
+        let said = self.tokens.entry(seq).or_default();
+        said.insert(e, token);
+        if said.values().any(|t| *t != token) {
+            self.disagree("zz-tokens-differ");
+        }
+    }
+
+    /// Two actives said different things of one batch, checkpoint or reply.
+    pub(crate) fn disagree(&mut self, cause: &'static str) {
+        if !self.disagreed {
+            self.disagreed = true;
+            self.causes.push(cause);
+            self.wakes_sent = 0;
+        }
+    }
+
+    fn suspect(&mut self, e: ExecId, cause: &'static str) {
+        if self.suspected.insert(e) {
+            self.causes.push(cause);
+            self.wakes_sent = 0;
+        }
+    }
+
+    /// Why actives came under suspicion since last asked, one cause per new suspect.
+    pub(crate) fn take_causes(&mut self) -> Vec<&'static str> {
+        std::mem::take(&mut self.causes)
+    }
+
+    fn within(&self, e: ExecId, seq: Seq, stable: Seq, interval: u64) -> bool {
+        let top = stable.0.saturating_add(REPORT_WINDOW * interval);
+        self.is_active(e) && seq > stable && seq.0 <= top
+    }
+
+    /// Active `e` sent a report that differs from the agreed one.
+    pub(crate) fn faulty(&mut self, e: ExecId) {
+        if self.is_active(e) {
+            self.suspect(e, "zz-report-wrong");
+        }
+    }
+
+    fn note_spread(&mut self, spread: Micros) {
+        if self.spreads.len() < SPREADS {
+            self.spreads.push(spread);
+        } else {
+            self.spreads[self.next_spread] = spread;
+        }
+        self.next_spread = (self.next_spread + 1) % SPREADS;
+        if self.next_spread.is_multiple_of(32) {
+            let mut sorted = self.spreads.clone();
+            sorted.sort_unstable();
+            let p99 = sorted[(sorted.len() * 99 / 100).min(sorted.len() - 1)];
+            self.adaptive = p99.saturating_mul(4);
+        }
+    }
+
+    /// How late a report may be: the configured floor, or four times the recent p99 spread.
+    pub(crate) fn timeout(&self, floor: Micros) -> Micros {
+        floor.max(self.adaptive)
+    }
+
+    /// At `now`, suspect every active whose report of an open batch is overdue, or that has
+    /// been silent for `silence`; forget batches at or below `stable`. Returns the sleepers to
+    /// send a WAKE to now: one per suspected active, lowest first, not yet heard from, at most
+    /// once per `resend`.
+    pub(crate) fn due(
+        &mut self,
+        now: Micros,
+        stable: Seq,
+        (floor, silence, resend): (Micros, Micros, Micros),
+    ) -> Vec<ExecId> {
+        self.open = self.open.split_off(&(stable + 1));
+        self.tokens = self.tokens.split_off(&(stable + 1));
+        for i in 0..self.active {
+            let e = ExecId(i as u16);
+            let heard = *self.last_heard.entry(e).or_insert(now);
+            if now.saturating_sub(heard) >= silence {
+                self.suspect(e, "zz-active-silent");
+            }
+        }
+        let timeout = self.timeout(floor);
+        let mut late = Vec::new();
+        for (first, said) in self.open.values() {
+            if now.saturating_sub(*first) < timeout {
+                continue;
+            }
+            late.extend(
+                (0..self.active)
+                    .map(|i| ExecId(i as u16))
+                    .filter(|e| !said.contains_key(e)),
+            );
+        }
+        for e in late {
+            self.suspect(e, "zz-report-late");
+        }
+        let suspects = self.suspected.len().max(usize::from(self.disagreed));
+        let period = resend.saturating_mul(1 << self.wakes_sent.saturating_sub(1).min(6));
+        if suspects == 0
+            || self
+                .last_wake
+                .is_some_and(|t| now.saturating_sub(t) < period)
+        {
+            return Vec::new();
+        }
+        let wake: Vec<ExecId> = (self.active..self.exec)
+            .map(|i| ExecId(i as u16))
+            .take(suspects)
+            .filter(|e| !self.heard.contains(e))
+            .collect();
+        if !wake.is_empty() {
+            self.last_wake = Some(now);
+            self.wakes_sent += 1;
+        }
+        wake
+    }
+
+    /// Suspicions name actives only, sleepers heard from are sleepers, and each open batch is
+    /// reported by some but not all actives (those at or below the stable checkpoint go at the
+    /// next [`Sleepers::due`]).
+    pub(crate) fn check_invariants(&self) -> Result<(), BrokenInvariant> {
+        let stray = self.suspected.iter().find(|e| !self.is_active(**e));
+        BrokenInvariant::check(stray.is_none(), "INV-zz-suspects-actives", || {
+            format!("{stray:?} is suspected but is not an active execution replica")
+        })?;
+        let stranger = self.last_heard.keys().find(|e| !self.is_active(**e));
+        BrokenInvariant::check(stranger.is_none(), "INV-zz-heard-actives", || {
+            format!("{stranger:?} is timed as an active but is not one")
+        })?;
+        let odd = self
+            .heard
+            .iter()
+            .find(|e| self.is_active(**e) || e.index() >= self.exec);
+        BrokenInvariant::check(odd.is_none(), "INV-zz-heard-sleepers", || {
+            format!("{odd:?} is counted as a woken sleeper")
+        })?;
+        let bad = self.open.iter().find(|(s, (_, said))| {
+            said.is_empty()
+                || said.len() >= self.active
+                || said
+                    .iter()
+                    .any(|(e, r)| !self.is_active(*e) || r.seq != **s)
+        });
+        BrokenInvariant::check(bad.is_none(), "INV-zz-open-batches", || {
+            format!(
+                "open batch {:?} is reported by no active, by all or by others",
+                bad.map(|b| b.0)
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec_reports::tests::report;
+
+    #[test]
+    fn actives_that_disagree_wake_one_sleeper() {
+        let mut z = Sleepers::new(2, 3);
+        z.reported(10, ExecId(0), report(4, b"a"), (Seq(0), 128));
+        z.reported(20, ExecId(1), report(4, b"b"), (Seq(0), 128));
+        assert_eq!(z.due(30, Seq(0), T), vec![ExecId(2)]);
+        let mut z = Sleepers::new(2, 3);
+        z.token(ExecId(0), Seq(128), Digest::of(b"x"), (Seq(0), 128));
+        z.token(ExecId(1), Seq(128), Digest::of(b"x"), (Seq(0), 128));
+        assert!(z.due(30, Seq(0), T).is_empty());
+        z.token(ExecId(1), Seq(256), Digest::of(b"y"), (Seq(0), 128));
+        z.token(ExecId(0), Seq(256), Digest::of(b"z"), (Seq(0), 128));
+        assert_eq!(z.due(40, Seq(0), T), vec![ExecId(2)]);
+        z.check_invariants().unwrap();
+    }
+
+    /// Timeout floor 50 ms, silence 10 s, resend every 200 ms.
+    const T: (Micros, Micros, Micros) = (50_000, 10_000_000, 200_000);
+
+    #[test]
+    fn an_active_silent_while_idle_wakes_a_sleeper() {
+        let mut z = Sleepers::new(2, 3);
+        assert!(z.due(1_000, Seq(0), (50_000, 600_000, 200_000)).is_empty());
+        z.heard(500_000, ExecId(0));
+        assert!(z
+            .due(600_000, Seq(0), (50_000, 600_000, 200_000))
+            .is_empty());
+        assert_eq!(
+            z.due(700_000, Seq(0), (50_000, 600_000, 200_000)),
+            vec![ExecId(2)]
+        );
+        assert_eq!(
+            z.suspected.iter().copied().collect::<Vec<_>>(),
+            vec![ExecId(1)]
+        );
+        z.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_late_active_wakes_one_sleeper_until_it_is_heard_from() {
+        // u=2 r=1: 3 actives, 2 sleepers.
+        let mut z = Sleepers::new(3, 5);
+        z.reported(1_000, ExecId(0), report(5, b"r"), (Seq(0), 128));
+        z.reported(1_200, ExecId(1), report(5, b"r"), (Seq(0), 128));
+        assert!(z.due(40_000, Seq(0), T).is_empty());
+        assert_eq!(z.due(52_000, Seq(0), T), vec![ExecId(3)]);
+        assert_eq!(
+            z.suspected.iter().copied().collect::<Vec<_>>(),
+            vec![ExecId(2)]
+        );
+        // Not again before the resend period, which then doubles.
+        assert!(z.due(100_000, Seq(0), T).is_empty());
+        assert_eq!(z.due(260_000, Seq(0), T), vec![ExecId(3)]);
+        assert!(z.due(600_000, Seq(0), T).is_empty());
+        assert_eq!(z.due(660_000, Seq(0), T), vec![ExecId(3)]);
+        z.heard(700_000, ExecId(3));
+        assert!(z.due(5_000_000, Seq(0), T).is_empty());
+        z.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_wrong_report_wakes_at_once_and_two_faults_wake_two() {
+        let mut z = Sleepers::new(3, 5);
+        z.faulty(ExecId(1));
+        z.faulty(ExecId(4));
+        assert_eq!(z.due(10, Seq(0), T), vec![ExecId(3)]);
+        // A new suspect: asked at once, the period back to its start.
+        z.faulty(ExecId(0));
+        assert_eq!(z.due(300_000, Seq(0), T), vec![ExecId(3), ExecId(4)]);
+        z.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_busy_cluster_stretches_the_timeout_to_its_spreads() {
+        let mut z = Sleepers::new(2, 3);
+        for s in 1..=64u64 {
+            z.reported(s * 1_000_000, ExecId(0), report(s, b"r"), (Seq(0), 128));
+            z.reported(
+                s * 1_000_000 + 30_000,
+                ExecId(1),
+                report(s, b"r"),
+                (Seq(0), 128),
+            );
+        }
+        assert_eq!(z.timeout(50_000), 120_000);
+        assert!(z
+            .due(64_000_000, Seq(0), (50_000, u64::MAX, 200_000))
+            .is_empty());
+        assert!(z.suspected.is_empty());
+    }
+}
