@@ -4,7 +4,8 @@
 //!
 //! An active is *suspected* once its report of a batch differs from the agreed one, or comes
 //! more than the timeout after another active's report of that batch, or it has been silent
-//! for three catch-up periods (an idle execution replica sends LAST-EXEC every period). Two
+//! for three catch-up periods (and no less than that timeout) since another active was last
+//! heard from (an idle execution replica sends LAST-EXEC every period). Two
 //! actives whose reports or checkpoint tokens of one batch differ are a *disagreement*: one of
 //! them is faulty, which one no order replica can tell (with `max(u, r) + 1` actives and one
 //! faulty, the `r + 1` matching reports or tokens that would name it may never come), so it
@@ -48,6 +49,11 @@ pub(crate) struct Sleepers {
     /// execution replica still sends LAST-EXEC every catch-up period, so a long silence is a
     /// crash, a cut link or a silent fault even when no batch is ordered.
     last_heard: BTreeMap<ExecId, Micros>,
+    /// How long each active has been overdue (not heard from for a catch-up period and the
+    /// floor) while another active was not: silence that only it kept.
+    silent_alone: BTreeMap<ExecId, Micros>,
+    /// When [`Sleepers::due`] last ran, to add up `silent_alone`.
+    last_due: Option<Micros>,
     /// Recent spreads between the first and the last active's report of a batch, a ring.
     spreads: Vec<Micros>,
     next_spread: usize,
@@ -72,6 +78,8 @@ impl Sleepers {
             disagreed: false,
             heard: BTreeSet::new(),
             last_heard: BTreeMap::new(),
+            silent_alone: BTreeMap::new(),
+            last_due: None,
             spreads: Vec::new(),
             next_spread: 0,
             adaptive: 0,
@@ -203,14 +211,8 @@ impl Sleepers {
     ) -> Vec<ExecId> {
         self.open = self.open.split_off(&(stable + 1));
         self.tokens = self.tokens.split_off(&(stable + 1));
-        for i in 0..self.active {
-            let e = ExecId(i as u16);
-            let heard = *self.last_heard.entry(e).or_insert(now);
-            if now.saturating_sub(heard) >= silence {
-                self.suspect(e, "zz-active-silent");
-            }
-        }
         let timeout = self.timeout(floor);
+        self.note_silences(now, floor, silence.max(timeout), resend);
         let mut late = Vec::new();
         for (first, said) in self.open.values() {
             if now.saturating_sub(*first) < timeout {
@@ -246,6 +248,48 @@ impl Sleepers {
         wake
     }
 
+    /// Add up, per active, the time it has been overdue (silent for a catch-up period, the
+    /// period idle execution replicas send LAST-EXEC at, plus the floor) while another active
+    /// was not, and suspect an active once that and the overdue period reach `silence`.
+    /// Silence kept together is not counted: actives busy at once (each with the checkpoint
+    /// of a large state on a loaded machine: `plumb bench zz` saw steps of 2.4 s) or this
+    /// replica's own thread held up say nothing about any one of them, and the first to speak
+    /// again must not make the other look silent for the whole stall. The time added per call
+    /// is capped at the overdue period for the same reason.
+    fn note_silences(&mut self, now: Micros, floor: Micros, silence: Micros, period: Micros) {
+        let overdue_after = period.saturating_add(floor);
+        let dt = self
+            .last_due
+            .map_or(0, |t| now.saturating_sub(t))
+            .min(overdue_after);
+        self.last_due = Some(now);
+        for i in 0..self.active {
+            self.last_heard.entry(ExecId(i as u16)).or_insert(now);
+        }
+        let overdue: BTreeSet<ExecId> = self
+            .last_heard
+            .iter()
+            .filter(|(_, heard)| now.saturating_sub(**heard) > overdue_after)
+            .map(|(e, _)| *e)
+            .collect();
+        let someone_speaks = overdue.len() < self.last_heard.len();
+        let mut silent = Vec::new();
+        for e in self.last_heard.keys() {
+            let alone = self.silent_alone.entry(*e).or_insert(0);
+            if !overdue.contains(e) {
+                *alone = 0;
+            } else if someone_speaks {
+                *alone = alone.saturating_add(dt);
+            }
+            if overdue.contains(e) && alone.saturating_add(overdue_after) >= silence {
+                silent.push(*e);
+            }
+        }
+        for e in silent {
+            self.suspect(e, "zz-active-silent");
+        }
+    }
+
     /// Suspicions name actives only, sleepers heard from are sleepers, and each open batch is
     /// reported by some but not all actives (those at or below the stable checkpoint go at the
     /// next [`Sleepers::due`]).
@@ -254,7 +298,11 @@ impl Sleepers {
         BrokenInvariant::check(stray.is_none(), "INV-zz-suspects-actives", || {
             format!("{stray:?} is suspected but is not an active execution replica")
         })?;
-        let stranger = self.last_heard.keys().find(|e| !self.is_active(**e));
+        let stranger = self
+            .last_heard
+            .keys()
+            .chain(self.silent_alone.keys())
+            .find(|e| !self.is_active(**e));
         BrokenInvariant::check(stranger.is_none(), "INV-zz-heard-actives", || {
             format!("{stranger:?} is timed as an active but is not one")
         })?;
@@ -305,22 +353,52 @@ mod tests {
     /// Timeout floor 50 ms, silence 10 s, resend every 200 ms.
     const T: (Micros, Micros, Micros) = (50_000, 10_000_000, 200_000);
 
+    /// Floor 50 ms, silence 600 ms, LAST-EXEC (catch-up) every 200 ms.
+    const IDLE: (Micros, Micros, Micros) = (50_000, 600_000, 200_000);
+
     #[test]
     fn an_active_silent_while_idle_wakes_a_sleeper() {
         let mut z = Sleepers::new(2, 3);
-        assert!(z.due(1_000, Seq(0), (50_000, 600_000, 200_000)).is_empty());
-        z.heard(500_000, ExecId(0));
-        assert!(z
-            .due(600_000, Seq(0), (50_000, 600_000, 200_000))
-            .is_empty());
-        assert_eq!(
-            z.due(700_000, Seq(0), (50_000, 600_000, 200_000)),
-            vec![ExecId(2)]
-        );
+        z.heard(0, ExecId(1));
+        let mut woke = None;
+        for t in (0..=1_000_000u64).step_by(20_000) {
+            if t % 200_000 == 0 {
+                z.heard(t, ExecId(0));
+            }
+            if !z.due(t, Seq(0), IDLE).is_empty() && woke.is_none() {
+                woke = Some(t);
+            }
+        }
+        // e1 overdue after 250 ms, silent alone 350 ms more.
+        assert_eq!(woke, Some(600_000));
         assert_eq!(
             z.suspected.iter().copied().collect::<Vec<_>>(),
             vec![ExecId(1)]
         );
+        z.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn actives_quiet_together_are_not_suspected() {
+        let mut z = Sleepers::new(2, 3);
+        z.heard(0, ExecId(0));
+        z.heard(0, ExecId(1));
+        // Both busy for 2.4 s (due still runs on this replica's ticks), then e0 speaks and
+        // e1 only 74 ms later.
+        for t in (0..2_400_000u64).step_by(40_000) {
+            assert!(z.due(t, Seq(0), IDLE).is_empty());
+        }
+        z.heard(2_465_000, ExecId(0));
+        for t in (2_465_000..2_539_000u64).step_by(10_000) {
+            assert!(z.due(t, Seq(0), IDLE).is_empty());
+        }
+        z.heard(2_539_000, ExecId(1));
+        // This replica's own thread held up for ten seconds, then one of them first.
+        z.heard(12_600_000, ExecId(1));
+        assert!(z.due(12_600_000, Seq(0), IDLE).is_empty());
+        z.heard(12_600_100, ExecId(0));
+        assert!(z.due(12_600_200, Seq(0), IDLE).is_empty());
+        assert!(z.suspected.is_empty());
         z.check_invariants().unwrap();
     }
 
