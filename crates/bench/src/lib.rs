@@ -1,6 +1,7 @@
 //! `plumb bench`: a load generator for plumb and for the systems people compare it with.
 
 pub mod app;
+pub mod burnkv;
 pub mod chart;
 pub mod coord;
 pub mod cpu;
@@ -17,3 +18,4 @@ pub mod systems;
 pub mod target;
 pub mod unreplicated;
 pub mod workload;
+pub mod zz;

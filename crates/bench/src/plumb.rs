@@ -194,6 +194,20 @@ impl Plumb {
         Ok(())
     }
 
+    /// Node `id` crashes: killed (SIGKILL), not restarted.
+    pub fn kill(&mut self, id: u16) -> Result<(), String> {
+        let node = self
+            .nodes
+            .get_mut(usize::from(id))
+            .ok_or_else(|| format!("no running node {id}"))?;
+        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+        unsafe {
+            libc::kill(node.pid() as i32, libc::SIGKILL);
+        }
+        let _ = node.child.wait();
+        Ok(())
+    }
+
     /// Node `id`'s `/status`, parsed.
     pub async fn status(&self, id: u16) -> Option<serde_json::Value> {
         let n = self.cluster.nodes.iter().find(|n| n.id == id)?;

@@ -283,6 +283,12 @@ fn protocol(
         zz,
         zz_report_timeout_us
     );
+    // A woken sleeper answers before it holds the state only if it loads on demand
+    // (docs/zz.md): ZZ mode's default. `load_objects_on_demand = false` asks for the eager
+    // transfer (`plumb bench zz` compares the two).
+    if p.zz && o.load_objects_on_demand.is_none() {
+        p.load_objects_on_demand = true;
+    }
     p.validate()
         .map_err(|e| ClusterError::new(path, format!("[protocol] {e}")))?;
     Ok(p)

@@ -304,6 +304,12 @@ mod tests {
         let c = with("zz = true\nzz_report_timeout_us = 80000").unwrap();
         assert!(c.protocol.zz);
         assert_eq!(c.protocol.zz_report_timeout_us, 80_000);
+        assert!(
+            c.protocol.load_objects_on_demand,
+            "ZZ loads on demand unless told"
+        );
+        let c = with("zz = true\nload_objects_on_demand = false").unwrap();
+        assert!(c.protocol.zz && !c.protocol.load_objects_on_demand);
         let e = with("load_objects_lazily = true")
             .err()
             .unwrap()

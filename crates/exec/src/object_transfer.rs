@@ -118,10 +118,10 @@ impl<A: Application> ExecReplica<A> {
             self.complete_object_load(base, writes, out);
             return;
         }
-        // On demand (in ZZ mode always: a woken sleeper answers before it holds the state,
+        // On demand (ZZ mode's default: a woken sleeper answers before it holds the state,
         // docs/zz.md), or when this replica holds part of the state already (a tree walk
         // compares against a whole tree): adopt the root, fetch objects as batches need them.
-        if self.cfg().load_objects_on_demand || self.cfg().zz || !base.is_complete() {
+        if self.cfg().load_objects_on_demand || !base.is_complete() {
             self.load_on_demand(root, out);
             return;
         }

@@ -3,6 +3,7 @@
 
 mod nemesis;
 mod recovery;
+mod zz;
 
 use clap::{Args, Subcommand};
 use plumb::cli::{runtime, terminated};
@@ -97,6 +98,14 @@ enum BenchCommand {
     /// (docs/objects.md "Loading on demand"). --csv writes
     /// load,state_bytes,keys,fill_s,executing_ms,whole_ms,objects_fetched.
     Recovery(recovery::RecoveryArgs),
+    /// Sleeping execution replicas (ZZ, seed 002, docs/zz.md) at u=1,r=1 on burnkv (the
+    /// key-value store, each operation burning --burn-us of CPU): execution-stage CPU per
+    /// operation with ZZ against every replica executing; and, by state size and share written
+    /// since the stable checkpoint, the time from an active's crash to the client's next
+    /// correct reply with the woken replica loading on demand against eagerly, and p50 latency
+    /// before the fault and after the recovery. --csv writes
+    /// mode,state_mib,dirty_pct,recovery_ms,exec_cpu_us_per_op,p50_after_ms,p50_before_ms,woken_ms.
+    Zz(zz::ZzArgs),
 }
 
 #[derive(Args, Debug)]
@@ -617,6 +626,9 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
     if let Some(BenchCommand::Recovery(r)) = &a.command {
         return recovery::recovery_cmd(r);
     }
+    if let Some(BenchCommand::Zz(z)) = &a.command {
+        return zz::zz_cmd(z);
+    }
     if let (None, Some(faults)) = (&a.command, &a.nemesis) {
         return nemesis::nemesis_cmd(&a, faults);
     }
@@ -656,7 +668,8 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
             BenchCommand::Prophecy(_)
             | BenchCommand::Speculation(_)
             | BenchCommand::Unreplicated(_)
-            | BenchCommand::Recovery(_),
+            | BenchCommand::Recovery(_)
+            | BenchCommand::Zz(_),
         ) => unreachable!("handled above"),
         Some(BenchCommand::Matrix(m)) => (|| {
             let mut systems = Vec::new();

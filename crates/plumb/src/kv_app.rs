@@ -25,6 +25,12 @@ pub fn cli() -> Cli {
             plumb_bench::readwork::READWORK_APP,
             plumb_bench::readwork::ReadWork::default,
         )
+        // `plumb bench zz`'s application: the key-value store, each operation after a settable
+        // CPU burn.
+        .app(
+            plumb_bench::burnkv::BURNKV_APP,
+            plumb_bench::burnkv::BurnKv::default,
+        )
         // Client speculation's application (`plumb bench speculation`, docs/speculation.md):
         // counters and a small file store behind the predicated-request shim.
         .app(plumb_speculation::app::SPECBENCH_APP, || {

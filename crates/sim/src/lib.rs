@@ -229,6 +229,8 @@ pub fn seed_config(opts: &SimOptions) -> SimConfig {
     }
     if opts.zz {
         cfg.protocol.zz = true;
+        // As a cluster file with `zz = true` has it (docs/zz.md).
+        cfg.protocol.load_objects_on_demand = true;
         // Lost and late messages make a correct active's report late: with the default floor
         // most seeds wake their sleepers early. Half the seeds wait long, so that a sleeper
         // wakes for the plan's faults, in the middle of the run.

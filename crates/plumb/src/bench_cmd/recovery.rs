@@ -41,7 +41,7 @@ pub struct RecoveryArgs {
 }
 
 /// `10M`, `1G`, `16k`, `512`: a byte count.
-fn bytes(text: &str) -> Result<u64, String> {
+pub(super) fn bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let (n, mult) = match t.char_indices().last() {
         Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),

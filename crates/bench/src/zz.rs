@@ -1,0 +1,472 @@
+//! `plumb bench zz` (docs/zz.md, seed 002 §5): what sleeping execution replicas save and what
+//! a wake-up costs, on `burnkv` (the key-value store, each operation burning a settable,
+//! deterministic amount of CPU) at u=1, r=1: two active execution replicas of three.
+//!
+//! - **Execution CPU per operation** (mode `zz` against `all`, one fresh cluster each, one
+//!   after the other): closed-loop writers for a set time; the CPU time of the execution
+//!   stages' threads (`plumb-e<i>` and their syncers, read from `/proc`, whole nodes not
+//!   counted) over the operations done.
+//! - **Recovery** (mode `zz`: the woken replica loads the stable checkpoint on demand, against
+//!   `eager`: it transfers every object first): a ZZ cluster is filled to a state size, brought
+//!   to a stable checkpoint, then `dirty`% of its state is written again; the node of active e1
+//!   (of e0 if e1's hosts the primary) is killed and a new write timed from the kill to its reply, which needs the sleeper e2's (the
+//!   client accepts `r + 1 = 2` matching replies, and e1 gives none).
+//! - **Latency**: p50 of a few closed-loop writers over 5 s before the fault and over the 5 s
+//!   after the recovery (while e2 may still be filling its state in the background).
+
+use crate::app::BenchApp;
+use crate::burnkv::BurnKvBench;
+use crate::plumb::{Placement, Plumb, PlumbShape};
+use plumb_cluster::ProtocolOverrides;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Mode {
+    /// ZZ: max(u,r)+1 execution replicas execute; a woken one loads on demand.
+    Zz,
+    /// Every execution replica executes.
+    All,
+    /// ZZ, the woken replica transferring the whole state before it executes.
+    Eager,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Zz => "zz",
+            Mode::All => "all",
+            Mode::Eager => "eager",
+        }
+    }
+}
+
+pub struct ZzBench {
+    pub exe: PathBuf,
+    pub dir: PathBuf,
+    pub base_port: u16,
+    /// BLAKE3 rounds each measured operation burns, and the microseconds that took when
+    /// calibrated.
+    pub iterations: u32,
+    pub burn_us: f64,
+    /// Bytes per value.
+    pub value_bytes: usize,
+    /// CPU rows: closed-loop writers, and how long they are measured (after 1 s of warm-up).
+    pub cpu_clients: usize,
+    pub cpu_seconds: f64,
+    /// Recovery rows: state sizes (bytes of values) and shares written since the checkpoint.
+    pub sizes: Vec<u64>,
+    pub dirty_pcts: Vec<u32>,
+    /// Recovery rows: the loads compared (`zz`, `eager`).
+    pub recovery_modes: Vec<Mode>,
+    /// Closed-loop writers of the latency windows.
+    pub latency_clients: usize,
+    pub latency_seconds: f64,
+    pub progress: bool,
+}
+
+/// How long a row waits for the cluster (a fill, a checkpoint, the reply after the fault).
+pub const DEADLINE: Duration = Duration::from_secs(600);
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub mode: Mode,
+    pub state_bytes: u64,
+    pub dirty_pct: Option<u32>,
+    /// From the kill to the reply of the write sent after it.
+    pub recovery_ms: Option<f64>,
+    /// From the kill to the sleeper's status saying it woke (polled every 2 ms): detection
+    /// and the WAKE quorum; the rest of `recovery_ms` is the woken replica's recovery (seed
+    /// 002's "recovery time" starts at detection).
+    pub woken_ms: Option<f64>,
+    pub exec_cpu_us_per_op: Option<f64>,
+    /// Per execution replica: its stages' CPU seconds over the run (CPU rows).
+    pub exec_cpu_s: Vec<f64>,
+    pub ops: u64,
+    pub p50_before_ms: Option<f64>,
+    pub p50_after_ms: Option<f64>,
+    /// The sleeper's `/status` line after the fault, and the node killed (recovery rows).
+    pub sleeper: String,
+    pub killed: Option<u16>,
+}
+
+/// Execution replicas at u=1, r=1, and the one that sleeps in ZZ mode.
+const EXEC_REPLICAS: u16 = 3;
+const SLEEPER: u16 = 2;
+
+fn shape() -> PlumbShape {
+    PlumbShape {
+        u: 1,
+        r: 1,
+        split: false,
+    }
+}
+
+async fn sleeper_status(plumb: &Plumb) -> String {
+    plumb
+        .status(SLEEPER)
+        .await
+        .and_then(|s| s.get("sleeper")?.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+/// The order replicas' ZZ counters (why they suspected actives, WAKEs sent), summed.
+async fn zz_causes(plumb: &Plumb) -> String {
+    let mut sums = std::collections::BTreeMap::<String, u64>::new();
+    for node in 0..4 {
+        for (key, v) in plumb.stage_events(node).await {
+            if let Some(event) = key
+                .split_once('/')
+                .map(|(_, e)| e)
+                .filter(|e| e.starts_with("zz-"))
+            {
+                *sums.entry(event.to_string()).or_default() += v;
+            }
+        }
+    }
+    let parts: Vec<String> = sums.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    parts.join(", ")
+}
+
+async fn status_u64(plumb: &Plumb, node: u16, field: &str) -> u64 {
+    plumb
+        .status(node)
+        .await
+        .and_then(|s| s.get(field)?.as_u64())
+        .unwrap_or(0)
+}
+
+/// Closed-loop `clients` writing `value` to keys `{prefix}0..{prefix}{keys}` until `stop`,
+/// each call's latency in milliseconds.
+fn writers(
+    plumb: &Plumb,
+    app: &Arc<dyn BenchApp>,
+    clients: usize,
+    prefix: &'static str,
+    keys: u64,
+    value: &Arc<Vec<u8>>,
+    stop: &Arc<AtomicBool>,
+) -> tokio::task::JoinSet<Result<Vec<f64>, String>> {
+    let mut set = tokio::task::JoinSet::new();
+    for w in 0..clients.max(1) as u64 {
+        let (pool, app, value, stop) = (
+            plumb.pool().clone(),
+            app.clone(),
+            value.clone(),
+            stop.clone(),
+        );
+        set.spawn(async move {
+            let mut latencies = Vec::new();
+            let mut k = w;
+            while !stop.load(Ordering::Relaxed) {
+                let t0 = Instant::now();
+                pool.call(app.write(&format!("{prefix}{}", k % keys), &value), false)
+                    .await
+                    .map_err(|e| format!("a write failed: {e}"))?;
+                latencies.push(t0.elapsed().as_secs_f64() * 1e3);
+                k += 7919;
+            }
+            Ok(latencies)
+        });
+    }
+    set
+}
+
+async fn join_latencies(
+    mut set: tokio::task::JoinSet<Result<Vec<f64>, String>>,
+) -> Result<Vec<f64>, String> {
+    let mut all = Vec::new();
+    while let Some(done) = set.join_next().await {
+        all.extend(done.map_err(|e| e.to_string())??);
+    }
+    Ok(all)
+}
+
+/// The median of `ms` (`None` if empty).
+pub fn p50(ms: &mut [f64]) -> Option<f64> {
+    ms.sort_by(f64::total_cmp);
+    ms.get(ms.len() / 2).copied()
+}
+
+/// CPU seconds of each execution replica's stage threads, by replica index.
+fn exec_cpu(plumb: &Plumb) -> Vec<f64> {
+    let pids = plumb.node_pids();
+    (0..EXEC_REPLICAS)
+        .map(|e| {
+            pids.get(usize::from(e)).map_or(0.0, |&pid| {
+                crate::cpu::threads_cpu_seconds(pid, |name| {
+                    name == format!("plumb-e{e}") || name == format!("e{e}-sync")
+                })
+            })
+        })
+        .collect()
+}
+
+impl ZzBench {
+    pub async fn run(&self) -> Result<Vec<Row>, String> {
+        let mut rows = Vec::new();
+        let mut port = self.base_port;
+        // `--cpu-seconds 0`: recovery rows only.
+        for mode in [Mode::All, Mode::Zz]
+            .into_iter()
+            .filter(|_| self.cpu_seconds > 0.0)
+        {
+            rows.push(self.cpu_row(mode, port).await?);
+            port += 100;
+        }
+        for &size in &self.sizes {
+            for &dirty in &self.dirty_pcts {
+                for &mode in &self.recovery_modes {
+                    rows.push(self.recovery_row(mode, size, dirty, port).await?);
+                    port += 100;
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    async fn start(
+        &self,
+        mode: Mode,
+        name: String,
+        port: u16,
+        checkpoint_interval: u64,
+    ) -> Result<Plumb, String> {
+        let app: Arc<dyn BenchApp> = Arc::new(BurnKvBench {
+            iterations: self.iterations,
+        });
+        let placement = Placement {
+            protocol: ProtocolOverrides {
+                checkpoint_interval: Some(checkpoint_interval),
+                zz: Some(mode != Mode::All),
+                load_objects_on_demand: Some(mode != Mode::Eager),
+                ..ProtocolOverrides::default()
+            },
+            ..Placement::default()
+        };
+        let clients = (self.cpu_clients + self.latency_clients + 17) as u32;
+        Plumb::start(
+            app,
+            &self.exe,
+            &self.dir.join(name),
+            &shape(),
+            port,
+            clients,
+            0,
+            None,
+            &placement,
+        )
+        .await
+    }
+
+    async fn cpu_row(&self, mode: Mode, port: u16) -> Result<Row, String> {
+        let plumb = self
+            .start(mode, format!("cpu-{}", mode.name()), port, 128)
+            .await?;
+        let app = plumb.app().clone();
+        let value = Arc::new(vec![0x5a; self.value_bytes]);
+        let stop = Arc::new(AtomicBool::new(false));
+        let keys = 1024;
+        let set = writers(&plumb, &app, self.cpu_clients, "c", keys, &value, &stop);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let ops_before = status_u64(&plumb, 0, "requests_executed").await;
+        let cpu_before = exec_cpu(&plumb);
+        tokio::time::sleep(Duration::from_secs_f64(self.cpu_seconds)).await;
+        let cpu_after = exec_cpu(&plumb);
+        let ops = status_u64(&plumb, 0, "requests_executed").await - ops_before;
+        stop.store(true, Ordering::Relaxed);
+        let mut latencies = join_latencies(set).await?;
+        let exec_cpu_s: Vec<f64> = cpu_after
+            .iter()
+            .zip(&cpu_before)
+            .map(|(a, b)| a - b)
+            .collect();
+        let total: f64 = exec_cpu_s.iter().sum();
+        if self.progress {
+            eprintln!(
+                "cpu {}: {ops} operations, execution stages {:?} CPU s",
+                mode.name(),
+                exec_cpu_s
+            );
+        }
+        Ok(Row {
+            mode,
+            state_bytes: keys * self.value_bytes as u64,
+            dirty_pct: None,
+            recovery_ms: None,
+            woken_ms: None,
+            exec_cpu_us_per_op: (ops > 0).then(|| total * 1e6 / ops as f64),
+            exec_cpu_s,
+            ops,
+            p50_before_ms: p50(&mut latencies),
+            p50_after_ms: None,
+            sleeper: String::new(),
+            killed: None,
+        })
+    }
+
+    /// Writes `value` to keys `{prefix}{from..to}` with 16 writers, without burn.
+    async fn fill(
+        &self,
+        plumb: &Plumb,
+        prefix: &str,
+        from: u64,
+        to: u64,
+        value: &Arc<Vec<u8>>,
+    ) -> Result<(), String> {
+        let plain: Arc<dyn BenchApp> = Arc::new(BurnKvBench { iterations: 0 });
+        let mut set = tokio::task::JoinSet::new();
+        const WRITERS: u64 = 16;
+        for w in 0..WRITERS {
+            let (pool, app, value, prefix) = (
+                plumb.pool().clone(),
+                plain.clone(),
+                value.clone(),
+                prefix.to_string(),
+            );
+            set.spawn(async move {
+                let mut k = from + w;
+                while k < to {
+                    pool.call(app.write(&format!("{prefix}{k}"), &value), false)
+                        .await
+                        .map_err(|e| format!("filling the state: {e}"))?;
+                    k += WRITERS;
+                }
+                Ok::<(), String>(())
+            });
+        }
+        while let Some(done) = set.join_next().await {
+            done.map_err(|e| e.to_string())??;
+        }
+        Ok(())
+    }
+
+    async fn recovery_row(
+        &self,
+        mode: Mode,
+        size: u64,
+        dirty: u32,
+        port: u16,
+    ) -> Result<Row, String> {
+        let keys = (size / self.value_bytes.max(1) as u64).max(1);
+        let dirty_keys = keys * u64::from(dirty) / 100;
+        // The dirty writes must come after the stable checkpoint and before the next one: at
+        // most one batch each, after at most 63 of the filler's below, then the probe's.
+        let interval = (2 * dirty_keys + 256).next_power_of_two();
+        let name = format!("recovery-{}-{}-{dirty}", mode.name(), size >> 20);
+        let mut plumb = self.start(mode, name, port, interval).await?;
+        let app = plumb.app().clone();
+        let value = Arc::new(vec![0x11; self.value_bytes]);
+        let started = Instant::now();
+        self.fill(&plumb, "k", 0, keys, &value).await?;
+        if self.progress {
+            eprintln!(
+                "{} {} MiB {dirty}%: {keys} keys in {:.1} s",
+                mode.name(),
+                size >> 20,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        // Before the fault: the latency window (its writes go into the checkpoint below).
+        let stop = Arc::new(AtomicBool::new(false));
+        let set = writers(&plumb, &app, self.latency_clients, "p", 64, &value, &stop);
+        tokio::time::sleep(Duration::from_secs_f64(self.latency_seconds)).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut before = join_latencies(set).await?;
+        // A stable checkpoint that covers everything so far: small writes, one at a time (one
+        // batch each), until it comes.
+        let covered = status_u64(&plumb, 0, "last_executed").await;
+        let deadline = Instant::now() + DEADLINE;
+        let plain = BurnKvBench { iterations: 0 };
+        while status_u64(&plumb, 0, "stable_checkpoint").await < covered {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "no stable checkpoint past batch {covered} within {DEADLINE:?}"
+                ));
+            }
+            for _ in 0..64 {
+                plumb
+                    .pool()
+                    .call(plain.write("filler", b"f"), false)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        let stable = status_u64(&plumb, 0, "stable_checkpoint").await;
+        let dirty_value = Arc::new(vec![0x22; self.value_bytes]);
+        self.fill(&plumb, "k", 0, dirty_keys, &dirty_value).await?;
+        let ticks_before = status_u64(&plumb, 0, "stable_checkpoint").await;
+        if ticks_before != stable {
+            return Err(format!("a checkpoint was taken while {dirty}% of the state was written (batch {ticks_before}, interval {interval}): the row would not be what it says"));
+        }
+        // The fault, and the first write after it.
+        let sleeping = sleeper_status(&plumb).await;
+        if sleeping != "asleep" {
+            return Err(format!(
+                "the sleeper e{SLEEPER} was woken before the fault (status: {sleeping:?}; order replicas counted {})",
+                zz_causes(&plumb).await
+            ));
+        }
+        // An active's node that does not host the primary: a view change is not what this
+        // measures.
+        let primary = status_u64(&plumb, 0, "primary_node").await;
+        let faulty: u16 = if primary == 1 { 0 } else { 1 };
+        plumb.kill(faulty)?;
+        let fault = Instant::now();
+        // The write after the fault, and meanwhile the sleeper's status every few
+        // milliseconds: when it woke splits detection from recovery proper.
+        let probe = {
+            let (pool, op) = (plumb.pool().clone(), app.write("probe", &value));
+            tokio::spawn(async move { pool.call(op, false).await })
+        };
+        let mut woken = None;
+        while !probe.is_finished() && fault.elapsed() < DEADLINE {
+            if woken.is_none() && sleeper_status(&plumb).await.starts_with("woken") {
+                woken = Some(fault.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        if !probe.is_finished() {
+            probe.abort();
+            return Err(format!("no reply within {DEADLINE:?} of the fault"));
+        }
+        probe
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("the write after the fault failed: {e}"))?;
+        let recovery = fault.elapsed();
+        let sleeper = sleeper_status(&plumb).await;
+        // After: the latency window.
+        let stop = Arc::new(AtomicBool::new(false));
+        let set = writers(&plumb, &app, self.latency_clients, "p", 64, &value, &stop);
+        tokio::time::sleep(Duration::from_secs_f64(self.latency_seconds)).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut after = join_latencies(set).await?;
+        if self.progress {
+            eprintln!(
+                "{} {} MiB {dirty}%: node {faulty} killed; e{SLEEPER} woken after {}, the reply after {:.0} ms; e{SLEEPER}: {sleeper}",
+                mode.name(),
+                size >> 20,
+                woken.map_or("?".to_string(), |w| format!("{:.0} ms", w.as_secs_f64() * 1e3)),
+                recovery.as_secs_f64() * 1e3
+            );
+        }
+        Ok(Row {
+            mode,
+            state_bytes: size,
+            dirty_pct: Some(dirty),
+            recovery_ms: Some(recovery.as_secs_f64() * 1e3),
+            woken_ms: woken.map(|w| w.as_secs_f64() * 1e3),
+            exec_cpu_us_per_op: None,
+            exec_cpu_s: Vec::new(),
+            ops: 0,
+            p50_before_ms: p50(&mut before),
+            p50_after_ms: p50(&mut after),
+            sleeper,
+            killed: Some(faulty),
+        })
+    }
+}
