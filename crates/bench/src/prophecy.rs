@@ -128,6 +128,7 @@ pub struct Row {
 /// What every measurement of one cluster shares.
 struct Cluster {
     own: Arc<Pool>,
+    /// Execution replicas that execute: D-Prophecy's executors are drawn from these.
     exec: usize,
     node_pids: Vec<u32>,
 }
@@ -276,15 +277,17 @@ impl ProphecyBench {
             auto_blacklist: false,
             ..SketcherConfig::default()
         };
+        // Fast reads and executors go to replicas that execute (all of them unless ZZ).
+        let executing = cluster.protocol.executing_replicas();
         let mut sketched = Vec::new();
         for &n in &self.sketchers {
             let n = n.max(1);
-            let s = SketchedReads::new(sketcher_pools[..n].to_vec(), outcome.exec, config.clone())?;
+            let s = SketchedReads::new(sketcher_pools[..n].to_vec(), executing, config.clone())?;
             sketched.push((n, Arc::new(s)));
         }
         let cl = Cluster {
             own: plumb.pool().clone(),
-            exec: outcome.exec,
+            exec: executing,
             node_pids: plumb.node_pids(),
         };
         let own = cl.own.clone();

@@ -26,7 +26,9 @@
 //! execution replicas (`learn.rs`); `submit` waits for that.
 //!
 //! Read-only operations go straight to every execution replica and are accepted only when all of
-//! them answer alike; otherwise they are reissued as ordered requests (`read_only.rs`). Push
+//! them answer alike; otherwise they are reissued as ordered requests (`read_only.rs`). In ZZ
+//! mode they are ordered at once (`ProtocolConfig::unanimous_reads_ordered` says why), and
+//! the replicas a caller names for a fast read or an early reply are the actives. Push
 //! events are delivered once `r + 1` execution replicas agree on them (`push.rs`). What the
 //! client keeps on disk is in `record.rs`.
 
@@ -234,24 +236,46 @@ impl Client {
     }
 
     fn issue(&mut self, now: Micros, op: Vec<u8>, route: Route, out: &mut Vec<Action>) {
-        // A replica index beyond the cluster's is a caller's mistake; wrap it rather than
-        // send to nobody.
-        let exec = |i: ExecId| ExecId(i.0 % u16::try_from(self.q.exec.max(1)).unwrap_or(u16::MAX));
+        // Reads that need every execution replica's answer are ordered where that answer
+        // cannot be had safely (ZZ mode: `ProtocolConfig::unanimous_reads_ordered` says why).
+        if let Route::ReadOnly | Route::Sketched { .. } = route {
+            if self.cfg.unanimous_reads_ordered().is_some() {
+                self.counters.add("read-only-ordered-zz");
+                self.start_ordered(now, op, None, out);
+                return;
+            }
+        }
         match route {
             Route::Ordered => self.start_ordered(now, op, None, out),
-            Route::Speculative { early } => self.start_ordered(now, op, Some(exec(early)), out),
+            Route::Speculative { early } => {
+                let early = self.executing(early);
+                self.start_ordered(now, op, Some(early), out)
+            }
             Route::ReadOnly => self.start_read_only(op, ReadMode::Unanimous, out),
             Route::Fast { exec: e } => {
-                self.start_read_only(op, ReadMode::Fast { exec: exec(e) }, out)
+                let exec = self.executing(e);
+                self.start_read_only(op, ReadMode::Fast { exec }, out)
             }
-            Route::Sketched { executor } => self.start_read_only(
-                op,
-                ReadMode::Sketched {
-                    executor: exec(executor),
-                },
-                out,
-            ),
+            Route::Sketched { executor } => {
+                let executor = self.executing(executor);
+                self.start_read_only(op, ReadMode::Sketched { executor }, out)
+            }
         }
+    }
+
+    /// The execution replica a read or early reply named by the caller goes to: one that
+    /// executes (`ProtocolConfig::executing_replicas`; in ZZ mode an active, since a sleeper
+    /// answers nothing and a woken one is not known here). An index beyond those is a caller's
+    /// mistake (`net::Client` refuses a sleeper); wrap it rather than ask one that never answers.
+    fn executing(&mut self, e: ExecId) -> ExecId {
+        let n = self.cfg.executing_replicas().max(1);
+        if e.index() < n {
+            return e;
+        }
+        if self.cfg.is_sleeper(e.0) {
+            self.counters.add("read-target-asleep");
+        }
+        ExecId(e.0 % u16::try_from(n).unwrap_or(u16::MAX))
     }
 
     /// An operation is outstanding, or waits for the client to learn its request number.

@@ -15,6 +15,13 @@
 //!   the reason read-only requests need it (the last ordered read was vouched for by `r + 1`
 //!   replicas, of which maybe one correct). Otherwise (a transition, a lagging or lying
 //!   replica) the read is reissued on the ordered path, where every replica updates its history.
+//!
+//! **ZZ mode** (docs/zz.md): read-only requests and D-Prophecy reads are ordered at once
+//! (`Client::issue`). Both need every replica that may have acknowledged a write, and a woken
+//! sleeper acknowledges writes while no client knows it is awake; unanimity over the actives
+//! alone can miss the one correct replica that executed a write
+//! (`ProtocolConfig::unanimous_reads_ordered`). Fast reads go to actives only: their answers
+//! are checked by the sketcher, not by a quorum, so which active answers does not matter.
 
 use crate::{Client, Outstanding, READ_ONLY_DEADLINE};
 use plumb_core::{Action, Answered, DropReason, Micros};

@@ -33,7 +33,17 @@ struct World {
 
 impl World {
     fn new() -> World {
-        let cfg = ProtocolConfig::new(Quorums::minimal(Faults::new(1, 1)));
+        World::with(ProtocolConfig::new(Quorums::minimal(Faults::new(1, 1))))
+    }
+
+    /// The same cluster in ZZ mode: e0 and e1 are active, e2 sleeps (docs/zz.md).
+    fn zz() -> World {
+        let mut cfg = ProtocolConfig::new(Quorums::minimal(Faults::new(1, 1)));
+        cfg.zz = true;
+        World::with(cfg)
+    }
+
+    fn with(cfg: ProtocolConfig) -> World {
         let q = cfg.quorums;
         assert_eq!((q.auth, q.order, q.exec), (4, 4, 3));
         let mut principals = vec![ME];
@@ -1396,4 +1406,88 @@ fn a_speculative_request_goes_through_the_auth_replicas_from_its_early_replica_o
     assert_eq!(receivers(&w.sent(&out)), auths(&[0, 1, 2, 3]));
     answer(&w, &mut c, 600_000, ReqNo(1), b"ok");
     assert_eq!(speculative_request_receivers(&w, &mut c, 601_000), expected);
+}
+
+// ---- ZZ mode (docs/zz.md): what a client asks of the actives only
+
+fn submit_on(c: &mut Client, now: Micros, op: &[u8], route: Route) -> Vec<Action> {
+    let mut out = Vec::new();
+    c.submit(now, op.to_vec(), route, &mut out)
+        .expect("client idle");
+    out
+}
+
+/// In ZZ mode read-only and D-Prophecy reads are ordered at once: unanimity over every replica
+/// is out of reach while e2 sleeps, and over e0 and e1 alone it is not safe
+/// (`ProtocolConfig::unanimous_reads_ordered`). Nothing goes to an execution replica, no
+/// read-only deadline is armed, and `r + 1` ordered replies from the actives answer it.
+#[test]
+fn in_zz_read_only_and_d_prophecy_reads_are_ordered_at_once() {
+    let w = World::zz();
+    let mut c = w.client(Recovered::default());
+    let routes = [
+        Route::ReadOnly,
+        Route::Sketched {
+            executor: ExecId(0),
+        },
+    ];
+    for (i, route) in routes.into_iter().enumerate() {
+        let nc = ReqNo(i as u64 + 1);
+        let now = 1_000_000 * i as u64;
+        let out = submit_on(&mut c, now, b"get", route);
+        let sent = w.sent(&out);
+        assert_eq!(receivers(&sent), auths(&[3, 0, 1]), "{route:?}");
+        assert_eq!(request_number(&sent, b"get"), nc);
+        assert_eq!(timer_set(&out, READ_ONLY_DEADLINE), None);
+        assert_eq!(timer_set(&out, RETRANSMIT), Some(500_000));
+        assert!(
+            disk(&out).records.contains_key(OUT_KEY),
+            "CS3 as for any ordered request"
+        );
+        assert_eq!(c.counters().get("read-only-ordered-zz"), i as u64 + 1);
+        assert!(completes(&reply_run(&w, &mut c, now + 1, 0, nc, b"v")).is_empty());
+        let out = reply_run(&w, &mut c, now + 2, 1, nc, b"v");
+        assert_eq!(completes(&out), vec![(nc.0, b"v".to_vec())]);
+    }
+    assert_eq!(c.counters().get("read-only-accepted"), 0);
+}
+
+/// The replica of a fast read, a D-Prophecy executor's stand-in and an early replica are
+/// actives in ZZ mode: a caller naming the sleeper e2 gets e0 (counted), one naming an active
+/// gets it. Outside ZZ every replica is asked as named.
+#[test]
+fn in_zz_fast_reads_and_early_replies_go_to_actives_only() {
+    let fast_target = |w: &World, c: &mut Client, e: u16| {
+        let out = submit_on(c, 0, b"get", Route::Fast { exec: ExecId(e) });
+        let to = receivers(&w.sent(&out));
+        run(c, 500_000, Event::Timer(READ_ONLY_DEADLINE));
+        assert!(!c.outstanding());
+        to
+    };
+    let early_target = |w: &World, c: &mut Client, e: u16| {
+        let out = submit_on(c, 0, b"incr", Route::Speculative { early: ExecId(e) });
+        let to: BTreeSet<Principal> = w
+            .sent(&out)
+            .into_iter()
+            .filter(|(_, m)| matches!(m, Message::EarlyRequest { .. }))
+            .map(|(to, _)| to)
+            .collect();
+        to
+    };
+    let exec = |e: u16| BTreeSet::from([Principal::Exec(ExecId(e))]);
+
+    let w = World::zz();
+    let mut c = w.client(Recovered::default());
+    assert_eq!(fast_target(&w, &mut c, 1), exec(1));
+    assert_eq!(c.counters().get("read-target-asleep"), 0);
+    assert_eq!(fast_target(&w, &mut c, 2), exec(0));
+    assert_eq!(c.counters().get("read-target-asleep"), 1);
+    assert_eq!(early_target(&w, &mut c, 2), exec(0));
+    assert_eq!(c.counters().get("read-target-asleep"), 2);
+
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    assert_eq!(fast_target(&w, &mut c, 2), exec(2));
+    assert_eq!(early_target(&w, &mut c, 2), exec(2));
+    assert_eq!(c.counters().get("read-target-asleep"), 0);
 }

@@ -175,7 +175,8 @@ impl Quorums {
         self.small()
     }
     /// Matching read-only replies a client accepts without ordering: all execution replicas
-    /// (see docs/protocol.md: a smaller quorum can miss a completed write).
+    /// (see docs/protocol.md: a smaller quorum can miss a completed write). Out of reach in ZZ
+    /// mode, where the read-only path is not used ([`ProtocolConfig::unanimous_reads_ordered`]).
     pub fn read_only(&self) -> usize {
         self.exec
     }
@@ -271,6 +272,9 @@ fn default_slow_request_us() -> u64 {
     100_000
 }
 
+/// What [`ProtocolConfig::unanimous_reads_ordered`] says in ZZ mode.
+pub const ZZ_UNANIMOUS_READS_ORDERED: &str = "in ZZ mode read-only and D-Prophecy reads are ordered: a sleeping execution replica answers nothing, and the max(u, r) + 1 actives alone can all answer alike without a write a woken sleeper acknowledged (docs/zz.md)";
+
 /// The largest `max_clock_skew_us` a cluster may have (docs/protocol.md, "Agreed time").
 pub const MAX_CLOCK_SKEW_US: u64 = 500_000;
 
@@ -310,6 +314,33 @@ impl ProtocolConfig {
     /// [`Quorums::active_exec`] first.
     pub fn is_sleeper(&self, e: u16) -> bool {
         self.zz && usize::from(e) >= self.quorums.active_exec()
+    }
+
+    /// How many execution replicas execute from the start, `e0 .. e(n - 1)`: every one, or in
+    /// ZZ mode the [`Quorums::active_exec`] actives. The replicas a client asks on its own, by
+    /// name, to execute something for it (a Prophecy fast read, a D-Prophecy executor, a
+    /// speculative early reply) are these: a sleeper answers nothing, and a woken one is not
+    /// known to clients.
+    pub fn executing_replicas(&self) -> usize {
+        if self.zz {
+            self.quorums.active_exec().min(self.quorums.exec)
+        } else {
+            self.quorums.exec
+        }
+    }
+
+    /// Why reads that need every execution replica's answer (the read-only path, D-Prophecy's
+    /// vouching) are ordered instead in this configuration, or `None` where they are not.
+    ///
+    /// In ZZ mode they are always ordered. Unanimity over every execution replica is out of
+    /// reach while a sleeper sleeps. Unanimity over the actives alone is not safe: a woken
+    /// sleeper acknowledges writes like any replica (`r + 1` matching replies, of which maybe
+    /// one correct: the woken one), so a write acknowledged by a woken sleeper and a faulty
+    /// active can be missing from a correct active that lags, whose old answer the faulty active
+    /// repeats; every active then answers alike, and wrongly. No quorum of actives includes a
+    /// replica that a client cannot know is awake.
+    pub fn unanimous_reads_ordered(&self) -> Option<&'static str> {
+        self.zz.then_some(ZZ_UNANIMOUS_READS_ORDERED)
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -533,6 +564,28 @@ mod tests {
         c.checkpoint_interval = 1;
         let e = c.validate().unwrap_err();
         assert!(e.to_string().contains("checkpoint_interval"));
+    }
+
+    #[test]
+    fn only_actives_execute_in_zz_and_unanimous_reads_are_ordered() {
+        for (u, r, extra, actives) in [(1, 1, 0, 2), (2, 1, 0, 3), (1, 0, 0, 2), (1, 1, 2, 2)] {
+            let f = Faults::new(u, r);
+            let q = Quorums::new(f, f.min_auth(), f.min_order(), f.min_exec() + extra).unwrap();
+            let mut c = ProtocolConfig::new(q);
+            assert_eq!(c.executing_replicas(), q.exec);
+            assert_eq!(c.unanimous_reads_ordered(), None);
+            c.zz = true;
+            c.validate().unwrap();
+            assert_eq!(c.executing_replicas(), actives, "u={u} r={r} extra={extra}");
+            // The executing ones are exactly those that do not sleep.
+            for e in 0..q.exec as u16 {
+                assert_eq!(c.is_sleeper(e), usize::from(e) >= c.executing_replicas());
+            }
+            // The read-only quorum is out of reach of the actives.
+            assert!(q.read_only() > c.executing_replicas());
+            let why = c.unanimous_reads_ordered().unwrap();
+            assert!(why.contains("ZZ") && why.contains("woken sleeper"), "{why}");
+        }
     }
 
     proptest::proptest! {

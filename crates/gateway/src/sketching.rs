@@ -31,7 +31,9 @@ pub struct SketchedReads {
     core: SharedSketchers,
     /// Sketcher `i`'s replica clients.
     pools: Vec<Arc<Pool>>,
-    /// Execution replicas a fast read may go to.
+    /// Execution replicas a fast read may go to, `0..exec`: those that execute (in ZZ mode
+    /// the actives; a sleeper answers nothing). Safety does not depend on which one answers:
+    /// the answer is checked against the table.
     exec: u16,
     started: Instant,
     /// State of the replica picker (splitmix64): uniform, not adversarial (seed 000 §4.2
@@ -44,7 +46,8 @@ pub struct SketchedReads {
 }
 
 impl SketchedReads {
-    /// `pools[i]` are sketcher `i`'s replica clients; `exec` the cluster's execution replicas.
+    /// `pools[i]` are sketcher `i`'s replica clients; `exec` the cluster's execution replicas
+    /// that execute (`ProtocolConfig::executing_replicas`).
     pub fn new(
         pools: Vec<Arc<Pool>>,
         exec: usize,

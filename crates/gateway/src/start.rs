@@ -30,6 +30,12 @@ pub async fn listen_and_pool(
             gw.resp
         )
     })?;
+    if gw.fast_reads {
+        if let Some(why) = cluster.protocol.unanimous_reads_ordered() {
+            // The pool's clients order them (plumb_client); say so once, not per read.
+            out!("gateway: fast_reads is on, but {why}");
+        }
+    }
     let dir = cluster.dir().join("gateway");
     let pool = Pool::start(cluster, &gw.clients, &dir, true).map_err(|e| e.to_string())?;
     Ok((gw, listener, Arc::new(pool)))
@@ -46,9 +52,10 @@ pub fn sketched_reads(
         return Ok(None);
     }
     let pools = vec![pool.clone(); n as usize];
+    // Fast reads go to replicas that execute: in ZZ mode the actives (docs/zz.md).
     SketchedReads::new(
         pools,
-        cluster.protocol.quorums.exec,
+        cluster.protocol.executing_replicas(),
         SketcherConfig::default(),
     )
     .map(|s| Some(Arc::new(s)))

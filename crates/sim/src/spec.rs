@@ -128,10 +128,14 @@ impl SimApp for Spec {
     fn configure(&self, cfg: &mut SimConfig) {
         let mut rng = SimRng::new(cfg.seed, "speculation");
         cfg.clients = MAX_CLIENTS;
-        let execs = cfg.protocol.quorums.exec;
+        // Early replicas are replicas that execute: in ZZ mode the actives.
+        let execs = cfg.protocol.executing_replicas();
         let mut liars: Vec<ExecId> = Vec::new();
         for (p, behaviour) in cfg.plan.byzantine.iter_mut() {
             if let Principal::Exec(e) = p {
+                if cfg.protocol.is_sleeper(e.0) {
+                    continue;
+                }
                 if rng.chance(0.5) {
                     let pct = *rng.pick(&EARLY_LIE_PERCENTS).unwrap_or(&30);
                     *behaviour = Behaviour::WrongEarlyReplies(pct);

@@ -54,8 +54,15 @@ pub struct Session {
 impl Session {
     /// A session over `client`, speculating on execution replica `early` (the one nearest
     /// the client, or the one beside the primary). Every identity of `client` must be in one
-    /// speculation group.
+    /// speculation group. In a ZZ cluster `early` must be an active execution replica: a
+    /// sleeper answers nothing (docs/zz.md).
     pub fn new(client: Client, early: ExecId) -> Result<Session, SessionError> {
+        if client.is_sleeper(early) {
+            return Err(SessionError::Client(ClientError::Asleep {
+                exec: early.0,
+                actives: client.executing_replicas(),
+            }));
+        }
         let ids = client.identities().to_vec();
         let group = ids.first().map_or(0, |c| c / SPEC_GROUP);
         if ids.iter().any(|c| c / SPEC_GROUP != group) {

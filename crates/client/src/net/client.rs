@@ -76,6 +76,8 @@ struct Shared {
     /// The stage runner's view: counters.
     stage: Arc<StageShared>,
     ids: Vec<u32>,
+    /// The cluster's protocol configuration: which execution replicas sleep (ZZ).
+    protocol: Arc<plumb_config::ProtocolConfig>,
     op_timeout: Option<Duration>,
     record_dir: PathBuf,
     /// Removed after the thread has closed the store in it.
@@ -235,6 +237,7 @@ impl Client {
                 backlog,
                 stage: stage_shared,
                 ids,
+                protocol: cluster.protocol.clone(),
                 op_timeout: options.op_timeout,
                 record_dir,
                 _temporary: temporary,
@@ -286,6 +289,9 @@ impl Client {
     ///
     /// The application decides what is read-only (`Application::execute_read_only`); an
     /// operation it does not treat as one falls back to the ordered path.
+    ///
+    /// In a ZZ cluster (docs/zz.md) it is ordered at once: the sleepers answer nothing, and
+    /// the active replicas alone can agree on an answer that misses a write.
     pub async fn invoke_read_only(&self, op: impl Into<Vec<u8>>) -> Result<Vec<u8>, ClientError> {
         Ok(self.invoke_on(op.into(), Route::ReadOnly).await?.result)
     }
@@ -308,6 +314,10 @@ impl Client {
     ///
     /// Returns at once, without waiting for anything: issue the next operation while this one
     /// is unconfirmed (with several identities they run concurrently).
+    ///
+    /// In a ZZ cluster `early` must be an active execution replica
+    /// ([`Client::executing_replicas`]); a sleeper is refused ([`ClientError::Asleep`]), as it
+    /// is for [`Route::Fast`].
     pub fn invoke_speculative(
         &self,
         op: Vec<u8>,
@@ -341,6 +351,16 @@ impl Client {
                 max: MAX_OPERATION_BYTES,
             });
         }
+        // A sleeper answers nothing (ZZ). A D-Prophecy read is ordered in ZZ mode whatever
+        // its executor, so only these name a replica that must answer.
+        if let Route::Fast { exec: e } | Route::Speculative { early: e } = route {
+            if self.shared.protocol.is_sleeper(e.0) {
+                return Err(ClientError::Asleep {
+                    exec: e.0,
+                    actives: self.shared.protocol.executing_replicas(),
+                });
+            }
+        }
         let (reply, answer) = oneshot::channel();
         let open = self.shared.open.lock().unwrap_or_else(|p| p.into_inner());
         if !*open {
@@ -354,6 +374,18 @@ impl Client {
         };
         self.shared.mailbox.push(QueueKey::Local, Item::Job(job));
         Ok(answer)
+    }
+
+    /// How many execution replicas execute, `0..n`: every one, or in a ZZ cluster the
+    /// actives (docs/zz.md). A fast read or an early reply may be asked of these only.
+    pub fn executing_replicas(&self) -> usize {
+        self.shared.protocol.executing_replicas()
+    }
+
+    /// Whether execution replica `exec` sleeps until woken (ZZ mode, docs/zz.md): it answers
+    /// no read or early request.
+    pub fn is_sleeper(&self, exec: ExecId) -> bool {
+        self.shared.protocol.is_sleeper(exec.0)
     }
 
     /// Subscribe to the push events sent to this client's identities (from now on).

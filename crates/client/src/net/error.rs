@@ -98,6 +98,16 @@ pub enum ClientError {
     #[error("the client shut down before the operation completed; it may have been executed, but its answer is lost. Connect again to go on")]
     Closed,
 
+    /// A fast read or an early reply was asked of an execution replica that sleeps (ZZ mode,
+    /// docs/zz.md): it answers nothing, and a woken one is not known to clients.
+    #[error("execution replica {exec} sleeps in this ZZ cluster and answers no read or early request; ask one of the active execution replicas 0..{actives} (docs/zz.md)")]
+    Asleep {
+        /// The execution replica asked.
+        exec: u16,
+        /// Execution replicas `0..actives` are active.
+        actives: usize,
+    },
+
     /// The operation is larger than a request may be.
     #[error("an operation of {len} bytes is larger than the {max} bytes a request may carry; split it into smaller operations")]
     OperationTooLarge {

@@ -86,7 +86,9 @@ impl<A: SimApp> World<'_, A> {
     /// The route of a correct client's read under the sketcher.
     pub(super) fn sketched_route(&mut self, op: &[u8]) -> Route {
         let now = self.now;
-        let exec = self.cfg.protocol.quorums.exec;
+        // Replicas that execute: in ZZ mode the actives (a sleeper answers nothing; the
+        // client core orders a D-Prophecy read there anyway).
+        let exec = self.cfg.protocol.executing_replicas();
         let Some(s) = self.sketcher.as_mut() else {
             return Route::ReadOnly;
         };
