@@ -1,7 +1,8 @@
 //! Sleeping execution replicas with real processes (docs/zz.md): a ZZ cluster's third
 //! execution replica sleeps; an active one that answers wrongly (the `drifting` example,
 //! whose first stored value differs on node 0) makes the order replicas wake it, and the
-//! client gets the agreed answers throughout.
+//! client gets the agreed answers throughout. Before that, a read-only read is answered by
+//! the actives alone (ordered: ZZ mode has no read-only path) while the sleeper sleeps.
 //!
 //! Ports: slot 27 (23700..23799) of `common::Cluster`'s scheme.
 
@@ -21,7 +22,9 @@ fn wait_for(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
 #[test]
 fn a_wrong_active_wakes_the_sleeper_and_clients_get_agreed_answers() {
     let mut c = Cluster::init_binary(example_binary("drifting"), "zz", 27, &["--app", "drifting"]);
-    c.set_protocol("checkpoint_interval = 4\nzz = true");
+    // A report is late only after 10 s: on a busy machine a slow active must not wake the
+    // sleeper before the read below; the wrong active's differing reports wake it at once.
+    c.set_protocol("checkpoint_interval = 4\nzz = true\nzz_report_timeout_us = 10000000");
     // Node 0 hosts the active execution replica e0, whose first stored value gets a suffix.
     c.set_node_env(0, "DRIFTING_SUFFIX", "!");
     for i in 0..common::NODES {
@@ -40,6 +43,18 @@ fn a_wrong_active_wakes_the_sleeper_and_clients_get_agreed_answers() {
     let identity = plumb::client::Identity::issued(&config, config.cli_clients[0]).unwrap();
     let client = plumb::client::BlockingClient::connect(c.config(), identity)
         .expect("connect to the cluster");
+
+    // A read-only read is ordered at once in ZZ mode (docs/zz.md "Reads and early replies")
+    // and answered by the two actives while e2 sleeps.
+    // The client sums its counters every 100 ms of its own activity: read until they show.
+    wait_for("the read to be counted", Duration::from_secs(20), || {
+        assert_eq!(client.invoke_read_only("get a").unwrap(), b"");
+        client.client().counters().get("read-only-ordered-zz") > 0
+    });
+    let events = client.client().counters();
+    assert_eq!(events.get("read-only-accepted"), 0);
+    assert_eq!(events.get("read-only-timeout"), 0);
+    assert_eq!(sleeper(&c), "asleep");
 
     // e0 answers "1!", e1 "1": one matching reply of the two the client needs, until the
     // order replicas, seeing the actives' reports differ, wake e2.
