@@ -239,8 +239,17 @@ impl OrderReplica {
         }
     }
 
-    fn send_to_exec(&self, msg: &Message, out: &mut Vec<Action>) {
+    /// Per-batch traffic to the execution stage (NEXT-BATCH, RETRANSMIT). In ZZ mode not to a
+    /// sleeper this replica has not heard from: it drops everything but WAKEs. A woken one
+    /// sends LAST-EXEC at its start, answered directly (`on_last_exec`), then its reports, and
+    /// LAST-EXEC again every catch-up period while idle or behind: it catches up without what
+    /// was not sent to it here, and is heard from again after this replica restarts.
+    fn send_to_exec(&mut self, msg: &Message, out: &mut Vec<Action>) {
         for e in ExecId::all(self.q().exec) {
+            if self.sleepers.as_ref().is_some_and(|z| z.asleep(e)) {
+                self.counters.add("zz-not-sent-asleep");
+                continue;
+            }
             self.send(Principal::Exec(e), msg, out);
         }
     }

@@ -102,6 +102,14 @@ impl Sleepers {
         }
     }
 
+    /// Whether execution replica `e` is a sleeper not heard from: asleep as far as this
+    /// order replica knows. It drops everything but WAKEs, so the per-batch traffic to the
+    /// execution stage (NEXT-BATCH, RETRANSMIT) is not sent to it. Once woken it asks where
+    /// things stand (LAST-EXEC, answered directly), is heard from, and gets it from then on.
+    pub(crate) fn asleep(&self, e: ExecId) -> bool {
+        !self.is_active(e) && e.index() < self.exec && !self.heard.contains(&e)
+    }
+
     /// Active `e`'s report at `now`: kept if within the report window above `stable`
     /// (checkpoints every `interval` batches).
     pub(crate) fn reported(
@@ -347,6 +355,18 @@ mod tests {
         z.token(ExecId(1), Seq(256), Digest::of(b"y"), (Seq(0), 128));
         z.token(ExecId(0), Seq(256), Digest::of(b"z"), (Seq(0), 128));
         assert_eq!(z.due(40, Seq(0), T), vec![ExecId(2)]);
+        z.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_sleeper_is_asleep_until_heard_from() {
+        let mut z = Sleepers::new(2, 3);
+        assert!(!z.asleep(ExecId(0)) && !z.asleep(ExecId(1)));
+        assert!(z.asleep(ExecId(2)));
+        // Beyond the cluster: not a sleeper.
+        assert!(!z.asleep(ExecId(3)));
+        z.heard(10, ExecId(2));
+        assert!(!z.asleep(ExecId(2)));
         z.check_invariants().unwrap();
     }
 

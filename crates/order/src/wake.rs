@@ -76,3 +76,75 @@ impl OrderReplica {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::OrderReplica;
+    use plumb_config::{Faults, ProtocolConfig, Quorums};
+    use plumb_core::{run, Action, Event, KeyRing, Recovered, Stage, StageContext};
+    use plumb_crypto::{Digest, Identity, PublicIdentity};
+    use plumb_wire::{ExecId, Message, OrderId, Principal, Seq};
+    use std::collections::{BTreeSet, HashMap};
+    use std::sync::Arc;
+
+    fn ring(q: &Quorums, p: Principal) -> KeyRing {
+        let identity =
+            |p: Principal| Arc::new(Identity::from_seed(Digest::of(&p.label().to_le_bytes()).0));
+        let dir: HashMap<Principal, PublicIdentity> = OrderId::all(q.order)
+            .map(Principal::Order)
+            .chain(ExecId::all(q.exec).map(Principal::Exec))
+            .map(|p| (p, identity(p).public()))
+            .collect();
+        KeyRing::new(p, identity(p), Arc::new(dir))
+    }
+
+    /// Per-batch traffic (here RETRANSMIT; NEXT-BATCH leaves by the same door) goes to the
+    /// actives and to no sleeper until it is heard from; a woken one that asks where things
+    /// stand (LAST-EXEC) gets it from then on.
+    #[test]
+    fn per_batch_traffic_skips_a_sleeper_until_it_is_heard_from() {
+        let q = Quorums::minimal(Faults::new(1, 1));
+        let mut config = ProtocolConfig::new(q);
+        config.zz = true;
+        let me = Principal::Order(OrderId(1));
+        let mut fresh = Recovered::default();
+        for op in crate::genesis() {
+            if let plumb_core::StoreOp::Put { key, value } = op {
+                fresh.records.insert(key, value);
+            }
+        }
+        let ctx = StageContext {
+            config: Arc::new(config),
+            keys: ring(&q, me),
+            seed: 7,
+        };
+        let mut o = OrderReplica::new(ctx, fresh);
+        run(&mut o, 0, Event::Start);
+        let receivers = |o: &mut OrderReplica| {
+            let mut out = Vec::new();
+            let msg = Message::Retransmit {
+                client: 3,
+                next_seq: Seq(1),
+            };
+            o.send_to_exec(&msg, &mut out);
+            out.into_iter()
+                .filter_map(|a| match a {
+                    Action::Send { to, .. } => Some(to),
+                    _ => None,
+                })
+                .collect::<BTreeSet<_>>()
+        };
+        let actives: BTreeSet<Principal> = ExecId::all(2).map(Principal::Exec).collect();
+        assert_eq!(receivers(&mut o), actives);
+        assert_eq!(o.counters().get("zz-not-sent-asleep"), 1);
+
+        let woken = ring(&q, Principal::Exec(ExecId(2)));
+        let frame = woken
+            .seal(me, &Message::LastExec { next: Seq(1) })
+            .expect("order 1 is known");
+        run(&mut o, 1_000, Event::Receive(frame));
+        let all: BTreeSet<Principal> = ExecId::all(3).map(Principal::Exec).collect();
+        assert_eq!(receivers(&mut o), all);
+        assert_eq!(o.counters().get("zz-not-sent-asleep"), 1);
+    }
+}
