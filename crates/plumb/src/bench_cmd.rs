@@ -104,7 +104,7 @@ enum BenchCommand {
     /// since the stable checkpoint, the time from an active's crash to the client's next
     /// correct reply with the woken replica loading on demand against eagerly, and p50 latency
     /// before the fault and after the recovery. --csv writes
-    /// mode,state_mib,dirty_pct,recovery_ms,exec_cpu_us_per_op,p50_after_ms,p50_before_ms,woken_ms.
+    /// mode,state_mib,dirty_pct,recovery_ms,exec_cpu_us_per_op,p50_after_ms,p50_before_ms,woken_ms,early_wakes.
     Zz(zz::ZzArgs),
 }
 

@@ -41,6 +41,10 @@ pub struct ZzArgs {
     /// Seconds of each latency window.
     #[arg(long, default_value_t = 5.0)]
     latency_seconds: f64,
+    /// The clusters' `zz_report_timeout_us`, in milliseconds (default: the cluster default,
+    /// 50 ms): how late an active's report may be, at least.
+    #[arg(long)]
+    report_timeout_ms: Option<u64>,
     /// Write the rows to this CSV file.
     #[arg(long)]
     csv: Option<PathBuf>,
@@ -115,6 +119,7 @@ pub fn zz_cmd(z: &ZzArgs) -> ExitCode {
         recovery_modes: loads,
         latency_clients: z.latency_clients.max(1),
         latency_seconds: z.latency_seconds,
+        report_timeout_us: z.report_timeout_ms.map(|ms| ms.saturating_mul(1000)),
         progress: !z.quiet,
     };
     let command: Vec<String> = std::env::args().collect();
@@ -125,8 +130,11 @@ pub fn zz_cmd(z: &ZzArgs) -> ExitCode {
     };
     print_provenance(&command, &before, &plumb_bench::prophecy::loadavg());
     out!(
-        "cluster: plumb u1r1 co-located, 4 nodes on loopback, application burnkv: {} B values, each operation burning {:.0} us ({iterations} BLAKE3 rounds at {per_us:.2} per us); ZZ: e0 and e1 execute, e2 sleeps",
-        value_bytes, z.burn_us
+        "cluster: plumb u1r1 co-located, 4 nodes on loopback, application burnkv: {} B values, each operation burning {:.0} us ({iterations} BLAKE3 rounds at {per_us:.2} per us); ZZ: e0 and e1 execute, e2 sleeps; a report is late after max({}, 4 x the p99 spread between the actives' reports)",
+        value_bytes,
+        z.burn_us,
+        z.report_timeout_ms
+            .map_or("zz_report_timeout_us's default".to_string(), |ms| format!("{ms} ms"))
     );
     out!(
         "cpu rows: {} closed-loop writers for {} s; execution CPU: threads plumb-e<i> and e<i>-sync of every node, per operation executed",
@@ -140,12 +148,12 @@ pub fn zz_cmd(z: &ZzArgs) -> ExitCode {
     }
     let csv = || {
         let mut text =
-            "mode,state_mib,dirty_pct,recovery_ms,exec_cpu_us_per_op,p50_after_ms,p50_before_ms,woken_ms\n"
+            "mode,state_mib,dirty_pct,recovery_ms,exec_cpu_us_per_op,p50_after_ms,p50_before_ms,woken_ms,early_wakes\n"
                 .to_string();
         let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
         for r in &rows {
             text += &format!(
-                "{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{}\n",
                 r.mode.name(),
                 r.state_bytes >> 20,
                 r.dirty_pct.map_or(String::new(), |d| d.to_string()),
@@ -154,6 +162,7 @@ pub fn zz_cmd(z: &ZzArgs) -> ExitCode {
                 opt(r.p50_after_ms),
                 opt(r.p50_before_ms),
                 opt(r.woken_ms),
+                r.early_wakes,
             );
         }
         text
@@ -258,6 +267,13 @@ fn verdicts(rows: &[Row]) -> Vec<String> {
             );
         }
         lines.push(line);
+    }
+    let early: u32 = rows.iter().map(|r| r.early_wakes).sum();
+    let clusters = rows.iter().filter(|r| r.recovery_ms.is_some()).count() as u32 + early;
+    if clusters > 0 {
+        lines.push(format!(
+            "fault-free clusters whose sleeper woke before the fault (a loaded machine's hiccup read as a late or silent active): {early} of {clusters}"
+        ));
     }
     let flat = |dirty: u32| {
         let of = |mib: u64| recovery(Mode::Zz, mib << 20, dirty)?.recovery_ms;
