@@ -254,7 +254,7 @@ fn verdicts(rows: &[Row]) -> Vec<String> {
         if let Some(eager) = recovery(Mode::Eager, r.state_bytes, dirty).and_then(|e| e.recovery_ms)
         {
             let x = eager / ms.max(1e-3);
-            line += &format!("; eager {eager:.0} ms, {x:.1}x slower");
+            line += &format!("; eager {eager:.0} ms, {x:.1}x the on-demand time");
             if dirty > 0 {
                 line += &format!(" (target at least 5x): {}", mark(x >= 5.0));
             }
