@@ -103,6 +103,9 @@ struct Ordered {
     /// The execution replica asked for an early reply ([`Route::Speculative`]); cleared once
     /// its early reply arrived, so it is passed on at most once.
     early: Option<ExecId>,
+    /// ZZ: every executing replica answered and no `r + 1` agree, so the request was resent at
+    /// once for the order replicas to relay (at most once per request).
+    relay_asked: bool,
 }
 
 #[derive(Debug)]
@@ -185,6 +188,7 @@ impl Client {
                 relayed: HashMap::new(),
                 // Its early reply, if any, went to the previous life.
                 early: None,
+                relay_asked: false,
             })
         });
         let learning = (!resumed.trusted).then(|| Learning::new(base_timeout));
@@ -404,6 +408,7 @@ impl Client {
             used: HashMap::new(),
             relayed: HashMap::new(),
             early,
+            relay_asked: false,
         }));
     }
 
@@ -530,6 +535,16 @@ impl Client {
             .map_or(0, |r| o.votes.values().filter(|v| *v == r).count());
         if agreeing >= quorum {
             self.accept_ordered(now, exec, out);
+            return;
+        }
+        // ZZ: every active answered and they disagree (one lies to this client while its
+        // reports are right, and the sleeper sleeps): no reply that could still come from
+        // them completes the request, but a relay does (docs/zz.md "A reply a client cannot
+        // get"). Ask for it now rather than after the back-off.
+        if self.cfg.zz && !o.relay_asked && o.votes.len() >= self.cfg.executing_replicas() {
+            o.relay_asked = true;
+            self.counters.add("zz-relay-asked");
+            self.on_retransmit_timer(out);
         }
     }
 

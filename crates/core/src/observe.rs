@@ -57,6 +57,11 @@ pub enum Observation {
     ExecReportAgreed(plumb_wire::BatchReport),
     /// A sleeping execution replica (ZZ, docs/zz.md) woke: these order replicas had asked.
     Woken { asked: Vec<plumb_wire::OrderId> },
+    /// A woken execution replica (ZZ) went back to sleep: these order replicas had asked.
+    Slept { asked: Vec<plumb_wire::OrderId> },
+    /// ZZ: an order replica found execution replica `exec` faulty (its report or checkpoint
+    /// token differed from the agreed one) and stopped sending it batches.
+    ExecFoundFaulty { exec: ExecId },
     /// An execution replica took checkpoint `seq` with token `token`.
     CheckpointTaken { seq: Seq, token: Digest },
     /// An execution replica loaded checkpoint `seq`: its next batch is `seq + 1`.

@@ -102,6 +102,10 @@ sabotages! {
     /// `r + 1` (caught by the simulator's `ZZ-wake-quorum`, which counts the order replicas
     /// whose WAKEs reached the sleeper before it woke).
     WakeOnOne = "wake-on-one",
+    /// A woken execution replica (ZZ) goes back to sleep on the first order replica's SLEEP
+    /// instead of `r + 1` (caught by the simulator's `ZZ-sleep-quorum`, which counts the order
+    /// replicas whose SLEEPs reached it before it slept).
+    SleepOnOne = "sleep-on-one",
     /// The coordination application never renews a session once opened (its requests, a
     /// resume and a Touch leave it as it was), so a session whose client is busy expires
     /// (caught by `plumb sim --app coord`'s COORD-session-live).

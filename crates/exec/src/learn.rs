@@ -347,7 +347,7 @@ impl<A: Application> ExecReplica<A> {
             .unwrap_or(AuthId(start as u16))
     }
 
-    fn arm_fetch_timer(&mut self, out: &mut Vec<Action>) {
+    pub(crate) fn arm_fetch_timer(&mut self, out: &mut Vec<Action>) {
         if !self.learning.fetch_armed {
             self.learning.fetch_armed = true;
             out.push(Action::SetTimer {

@@ -26,6 +26,7 @@ mod learn;
 mod object_transfer;
 mod objects;
 mod partial;
+mod pause;
 mod recovery;
 mod report;
 mod serving;
@@ -105,6 +106,9 @@ pub struct ExecReplica<A: Application> {
 
     /// What this replica reports of each batch it executes (report.rs).
     reports: report::Reports,
+
+    /// ZZ: order replicas that sent SLEEP, for the sleeper stage to count (pause.rs).
+    sleep_asks: Vec<(OrderId, Seq)>,
 }
 
 impl<A: Application> ExecReplica<A> {
@@ -139,6 +143,7 @@ impl<A: Application> ExecReplica<A> {
             rng: Rng::new(ctx.seed),
             sketches: sketches::SketchHistory::default(),
             reports: report::Reports::default(),
+            sleep_asks: Vec::new(),
             ctx,
         };
         let bits = replica.app.objects().map(|o| o.object_id_bits());
@@ -391,6 +396,7 @@ impl<A: Application> ExecReplica<A> {
             Message::Retransmit { client, next_seq } => self.on_retransmit(client, next_seq, out),
             Message::LoadCp { seq, token } => self.on_load_cp(o, seq, token, out),
             Message::ExecProbeReply { nonce, seq } => self.on_probe_reply(o, nonce, seq),
+            Message::Sleep { seq } => self.on_sleep(o, seq),
             _ => self.counters.dropped(DropReason::Unexpected),
         }
     }

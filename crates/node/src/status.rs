@@ -40,8 +40,13 @@ pub struct Status {
     /// Set while the node's order replica recovers from lost records: it casts no vote until
     /// a checkpoint above its fence is stable (docs/operations.md, "Losing a disk").
     pub order_recovery: Option<String>,
-    /// ZZ mode, a sleeper's node: `asleep`, or which order replicas woke it (docs/zz.md).
+    /// ZZ mode, a sleeper's node: `asleep`, or which order replicas woke it or put it back to
+    /// sleep (docs/zz.md).
     pub sleeper: Option<String>,
+    /// ZZ mode, an order replica's node: execution replicas it found faulty (a report or
+    /// checkpoint token that differed from the agreed one) and stopped sending batches to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub zz_found_faulty: Vec<u16>,
     /// The last divergence report of this node's execution replica, if its state ever
     /// differed from the agreed checkpoint (docs/divergence.md).
     pub last_divergence: Option<String>,
@@ -418,6 +423,20 @@ impl Observed {
             Observation::Woken { asked } => {
                 let asked: Vec<String> = asked.iter().map(|o| o.0.to_string()).collect();
                 s.sleeper = Some(format!("woken by order replicas {}", asked.join(", ")));
+            }
+            Observation::Slept { asked } => {
+                let asked: Vec<String> = asked.iter().map(|o| o.0.to_string()).collect();
+                s.sleeper = Some(format!(
+                    "asleep again, asked by order replicas {}",
+                    asked.join(", ")
+                ));
+            }
+            Observation::ExecFoundFaulty { exec } => {
+                s.zz_found_faulty.push(exec.0);
+                eprintln!(
+                    "node {}: execution replica e{exec} said other than the agreed report or checkpoint token: found faulty, sent no more batches (docs/zz.md); repair or replace its node",
+                    s.node
+                );
             }
             Observation::ClientAccepted { .. } => {}
             Observation::ExecCheckpointDiffers {

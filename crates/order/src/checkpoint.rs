@@ -116,15 +116,13 @@ impl OrderReplica {
                     self.counters
                         .add_n("exec-report-differs", dissent.len() as u64);
                     out.push(Action::Observe(Observation::ExecReportAgreed(report)));
-                    if let Some(z) = self.sleepers.as_mut() {
-                        dissent.into_iter().for_each(|d| z.faulty(d));
+                    for d in dissent {
+                        self.exec_found_faulty(d, out);
                     }
                 }
                 ReportVote::Differs => {
                     self.counters.add("exec-report-differs");
-                    if let Some(z) = self.sleepers.as_mut() {
-                        z.faulty(e);
-                    }
+                    self.exec_found_faulty(e, out);
                 }
             }
         }

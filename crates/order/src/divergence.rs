@@ -64,8 +64,10 @@ impl OrderReplica {
         out: &mut Vec<Action>,
     ) {
         if reported == agreed {
+            self.exec_healthy(now, e, seq, out);
             return;
         }
+        self.exec_found_faulty(e, out);
         let again_after = self.cfg().catch_up_us;
         match self.checkpoints.diverged(e, seq, now, again_after) {
             Tell::Nothing => return,

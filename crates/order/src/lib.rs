@@ -117,7 +117,7 @@ impl OrderReplica {
         let sleepers = ctx
             .config
             .zz
-            .then(|| sleepers::Sleepers::new(q.active_exec(), q.exec));
+            .then(|| sleepers::Sleepers::new(q.active_exec(), q.exec, ctx.config.catch_up_us));
         let genesis = OrderState::default();
         let genesis_bytes = genesis.encode();
         let mut replica = OrderReplica {

@@ -13,9 +13,17 @@
 //! `zz_report_timeout_us`, or four times the 99th percentile of the recent spreads between
 //! the actives' reports of one batch if that is longer, so a busy cluster does not wake its
 //! sleepers). For each suspected active one sleeper is asked to wake, the lowest-numbered
-//! first, so that the correct order replicas ask the same ones; the WAKE is sent again after
-//! `resend`, the period doubling up to 64 times, until the sleeper is heard from. A suspicion is never lifted: the woken replica
-//! stays awake (the group does not shrink back yet, docs/zz.md "Not yet").
+//! first, so that the correct order replicas ask the same ones (one more for every three
+//! WAKEs that woke nobody: a sleeper may be down); the WAKE is sent again after
+//! `resend`, the period doubling up to 64 times, until the sleeper is heard from.
+//!
+//! The group shrinks back (docs/zz.md "Back to sleep"): once every active and every woken
+//! sleeper has sent the agreed token of one checkpoint, and nothing proved an active faulty
+//! (only timing woke the sleeper), the woken sleepers are asked to sleep again (SLEEP) and the
+//! suspicions are lifted. An
+//! execution replica whose report or token differed from the agreed one is *found faulty*
+//! (correct replicas agree): it is reported, sent no per-batch traffic from then on (stopped,
+//! as far as this order replica goes), and keeps the sleeper that replaced it awake.
 //!
 //! Bounded: batches above the stable checkpoint within the report window only; the spread
 //! sample is a fixed ring.
@@ -43,8 +51,24 @@ pub(crate) struct Sleepers {
     pub suspected: BTreeSet<ExecId>,
     /// Two actives said different things of one batch or checkpoint.
     pub disagreed: bool,
-    /// Sleepers heard from: awake, asked no more.
-    heard: BTreeSet<ExecId>,
+    /// Sleepers heard from, and when last: awake, asked no more. One not heard from for the
+    /// silence period counts as asleep again (an awake execution replica speaks at least every
+    /// catch-up period): it may have been put back to sleep by other order replicas' SLEEPs
+    /// while this one had reason not to ask, and must be askable again.
+    heard: BTreeMap<ExecId, Micros>,
+    /// Execution replicas whose report or checkpoint token differed from the agreed one.
+    found_faulty: BTreeSet<ExecId>,
+    /// The newest checkpoint some replica sent the agreed token of, and who did.
+    healthy: (Seq, BTreeSet<ExecId>),
+    /// Sleepers sent a SLEEP, and when: for two catch-up periods after, what comes from them
+    /// was sent before they paused and does not make them heard.
+    slept: BTreeMap<ExecId, Micros>,
+    /// The catch-up period: an awake execution replica speaks at least this often.
+    catch_up: Micros,
+    /// The newest checkpoint with an agreed token when an active last came under suspicion:
+    /// only tokens of later checkpoints show the group whole again (a token sent before the
+    /// fault says nothing of the replica now).
+    suspected_at: Seq,
     /// When each active was last heard from (from the first [`Sleepers::due`] on): an idle
     /// execution replica still sends LAST-EXEC every catch-up period, so a long silence is a
     /// crash, a cut link or a silent fault even when no batch is ordered.
@@ -63,20 +87,28 @@ pub(crate) struct Sleepers {
     /// WAKEs sent since the last new suspicion: the resend period doubles with each, up to
     /// 64 times `resend`, so a sleeper that stays down is not asked forever at full rate.
     wakes_sent: u32,
+    /// WAKE rounds since a sleeper was last newly heard from: every three, one more sleeper
+    /// is asked.
+    unanswered: u32,
     /// Why actives came under suspicion since the caller last took them (its counters).
     causes: Vec<&'static str>,
 }
 
 impl Sleepers {
-    pub(crate) fn new(active: usize, exec: usize) -> Sleepers {
+    pub(crate) fn new(active: usize, exec: usize, catch_up: Micros) -> Sleepers {
         Sleepers {
             active,
             exec,
+            found_faulty: BTreeSet::new(),
+            healthy: (Seq(0), BTreeSet::new()),
+            slept: BTreeMap::new(),
+            catch_up,
+            suspected_at: Seq(0),
             open: BTreeMap::new(),
             tokens: BTreeMap::new(),
             suspected: BTreeSet::new(),
             disagreed: false,
-            heard: BTreeSet::new(),
+            heard: BTreeMap::new(),
             last_heard: BTreeMap::new(),
             silent_alone: BTreeMap::new(),
             last_due: None,
@@ -85,6 +117,7 @@ impl Sleepers {
             adaptive: 0,
             last_wake: None,
             wakes_sent: 0,
+            unanswered: 0,
             causes: Vec::new(),
         }
     }
@@ -98,7 +131,16 @@ impl Sleepers {
         if self.is_active(e) {
             self.last_heard.insert(e, now);
         } else if e.index() < self.exec {
-            self.heard.insert(e);
+            let grace = self.catch_up.saturating_mul(2);
+            if let Some(t) = self.slept.get(&e) {
+                if now.saturating_sub(*t) < grace {
+                    return;
+                }
+                self.slept.remove(&e);
+            }
+            if self.heard.insert(e, now).is_none() {
+                self.unanswered = 0;
+            }
         }
     }
 
@@ -106,8 +148,10 @@ impl Sleepers {
     /// order replica knows. It drops everything but WAKEs, so the per-batch traffic to the
     /// execution stage (NEXT-BATCH, RETRANSMIT) is not sent to it. Once woken it asks where
     /// things stand (LAST-EXEC, answered directly), is heard from, and gets it from then on.
+    /// A replica found faulty counts as asleep too: it is stopped.
     pub(crate) fn asleep(&self, e: ExecId) -> bool {
-        !self.is_active(e) && e.index() < self.exec && !self.heard.contains(&e)
+        (!self.is_active(e) && e.index() < self.exec && !self.heard.contains_key(&e))
+            || self.found_faulty.contains(&e)
     }
 
     /// Active `e`'s report at `now`: kept if within the report window above `stable`
@@ -156,6 +200,7 @@ impl Sleepers {
 
     /// Two actives said different things of one batch, checkpoint or reply.
     pub(crate) fn disagree(&mut self, cause: &'static str) {
+        self.suspected_at = self.suspected_at.max(self.healthy.0);
         if !self.disagreed {
             self.disagreed = true;
             self.causes.push(cause);
@@ -164,6 +209,7 @@ impl Sleepers {
     }
 
     fn suspect(&mut self, e: ExecId, cause: &'static str) {
+        self.suspected_at = self.suspected_at.max(self.healthy.0);
         if self.suspected.insert(e) {
             self.causes.push(cause);
             self.wakes_sent = 0;
@@ -180,11 +226,62 @@ impl Sleepers {
         self.is_active(e) && seq > stable && seq.0 <= top
     }
 
-    /// Active `e` sent a report that differs from the agreed one.
-    pub(crate) fn faulty(&mut self, e: ExecId) {
+    /// Execution replica `e` sent a report or token that differs from the agreed one: found
+    /// faulty. `true` the first time.
+    pub(crate) fn faulty(&mut self, e: ExecId) -> bool {
         if self.is_active(e) {
             self.suspect(e, "zz-report-wrong");
         }
+        self.healthy.1.remove(&e);
+        e.index() < self.exec && self.found_faulty.insert(e)
+    }
+
+    /// Execution replica `e` sent the agreed token of checkpoint `seq` at `now`. Returns the
+    /// woken sleepers to ask to sleep again: none unless every active and every woken sleeper
+    /// has now sent the agreed token of `seq`, a checkpoint after the last suspicion, every
+    /// active has been heard from lately, and nothing proved an active faulty: none was
+    /// found faulty, and no two said different things (a disagreement proves one of them
+    /// faulty without saying which, so the woken sleeper stays to outvote it). So a wake on
+    /// timing alone (a crash, a cut link, a replica slow for a while, a false alarm) is undone,
+    /// a proven fault is not. Then the timing suspicions are lifted and those sleepers count
+    /// as asleep again.
+    pub(crate) fn healthy(&mut self, now: Micros, e: ExecId, seq: Seq) -> Vec<ExecId> {
+        if seq < self.healthy.0 || self.found_faulty.contains(&e) || e.index() >= self.exec {
+            return Vec::new();
+        }
+        if seq > self.healthy.0 {
+            self.healthy = (seq, BTreeSet::new());
+        }
+        self.healthy.1.insert(e);
+        let actives = (0..self.active).map(|i| ExecId(i as u16));
+        // An idle active speaks every catch-up period: one unheard for three may have
+        // crashed since it sent its token.
+        let lately = self.catch_up.saturating_mul(3);
+        let heard_lately = |a: &ExecId| {
+            self.last_heard
+                .get(a)
+                .is_some_and(|t| now.saturating_sub(*t) <= lately)
+        };
+        let whole = !self.heard.is_empty()
+            && seq > self.suspected_at
+            && actives.clone().all(|a| heard_lately(&a))
+            && !self.disagreed
+            && !actives.clone().any(|a| self.found_faulty.contains(&a))
+            && actives
+                .chain(self.heard.keys().copied())
+                .all(|x| self.healthy.1.contains(&x));
+        if !whole {
+            return Vec::new();
+        }
+        let woken = std::mem::take(&mut self.heard);
+        for s in woken.keys() {
+            self.slept.insert(*s, now);
+        }
+        self.suspected.clear();
+        self.silent_alone.clear();
+        self.wakes_sent = 0;
+        self.last_wake = None;
+        woken.into_keys().collect()
     }
 
     fn note_spread(&mut self, spread: Micros) {
@@ -221,6 +318,9 @@ impl Sleepers {
         self.tokens = self.tokens.split_off(&(stable + 1));
         let timeout = self.timeout(floor);
         self.note_silences(now, floor, silence.max(timeout), resend);
+        let quiet = silence.max(timeout);
+        self.heard
+            .retain(|_, heard| now.saturating_sub(*heard) <= quiet);
         let mut late = Vec::new();
         for (first, said) in self.open.values() {
             if now.saturating_sub(*first) < timeout {
@@ -244,14 +344,24 @@ impl Sleepers {
         {
             return Vec::new();
         }
+        // One sleeper per suspect, less those awake already; one more for every three WAKEs
+        // that woke nobody (a sleeper that crashed, or cannot be reached, is passed over).
+        let widen = (self.unanswered / 3) as usize;
+        let awake = self
+            .heard
+            .keys()
+            .filter(|e| !self.found_faulty.contains(e))
+            .count();
+        let needed = (suspects + widen).saturating_sub(awake);
         let wake: Vec<ExecId> = (self.active..self.exec)
             .map(|i| ExecId(i as u16))
-            .take(suspects)
-            .filter(|e| !self.heard.contains(e))
+            .filter(|e| !self.found_faulty.contains(e) && !self.heard.contains_key(e))
+            .take(needed)
             .collect();
         if !wake.is_empty() {
             self.last_wake = Some(now);
             self.wakes_sent += 1;
+            self.unanswered += 1;
         }
         wake
     }
@@ -316,11 +426,27 @@ impl Sleepers {
         })?;
         let odd = self
             .heard
-            .iter()
+            .keys()
+            .chain(self.slept.keys())
             .find(|e| self.is_active(**e) || e.index() >= self.exec);
         BrokenInvariant::check(odd.is_none(), "INV-zz-heard-sleepers", || {
-            format!("{odd:?} is counted as a woken sleeper")
+            format!("{odd:?} is counted as a woken or slept sleeper")
         })?;
+        let stranger = self.found_faulty.iter().find(|e| e.index() >= self.exec);
+        BrokenInvariant::check(stranger.is_none(), "INV-zz-found-faulty-known", || {
+            format!("{stranger:?} is found faulty but is no execution replica")
+        })?;
+        let healthy_faulty = self.healthy.1.intersection(&self.found_faulty).next();
+        BrokenInvariant::check(
+            healthy_faulty.is_none(),
+            "INV-zz-healthy-not-faulty",
+            || {
+                format!(
+                    "{healthy_faulty:?} counts as healthy at {} but was found faulty",
+                    self.healthy.0
+                )
+            },
+        )?;
         let bad = self.open.iter().find(|(s, (_, said))| {
             said.is_empty()
                 || said.len() >= self.active
@@ -344,11 +470,11 @@ mod tests {
 
     #[test]
     fn actives_that_disagree_wake_one_sleeper() {
-        let mut z = Sleepers::new(2, 3);
+        let mut z = Sleepers::new(2, 3, 200_000);
         z.reported(10, ExecId(0), report(4, b"a"), (Seq(0), 128));
         z.reported(20, ExecId(1), report(4, b"b"), (Seq(0), 128));
         assert_eq!(z.due(30, Seq(0), T), vec![ExecId(2)]);
-        let mut z = Sleepers::new(2, 3);
+        let mut z = Sleepers::new(2, 3, 200_000);
         z.token(ExecId(0), Seq(128), Digest::of(b"x"), (Seq(0), 128));
         z.token(ExecId(1), Seq(128), Digest::of(b"x"), (Seq(0), 128));
         assert!(z.due(30, Seq(0), T).is_empty());
@@ -360,13 +486,19 @@ mod tests {
 
     #[test]
     fn a_sleeper_is_asleep_until_heard_from() {
-        let mut z = Sleepers::new(2, 3);
+        let mut z = Sleepers::new(2, 3, 200_000);
         assert!(!z.asleep(ExecId(0)) && !z.asleep(ExecId(1)));
         assert!(z.asleep(ExecId(2)));
         // Beyond the cluster: not a sleeper.
         assert!(!z.asleep(ExecId(3)));
         z.heard(10, ExecId(2));
         assert!(!z.asleep(ExecId(2)));
+        // Silent for longer than an awake replica ever is (other order replicas may have put
+        // it back to sleep): asleep again, so that this replica can ask it to wake.
+        z.due(500_000, Seq(0), IDLE);
+        assert!(!z.asleep(ExecId(2)));
+        z.due(700_000, Seq(0), IDLE);
+        assert!(z.asleep(ExecId(2)));
         z.check_invariants().unwrap();
     }
 
@@ -378,7 +510,7 @@ mod tests {
 
     #[test]
     fn an_active_silent_while_idle_wakes_a_sleeper() {
-        let mut z = Sleepers::new(2, 3);
+        let mut z = Sleepers::new(2, 3, 200_000);
         z.heard(0, ExecId(1));
         let mut woke = None;
         for t in (0..=1_000_000u64).step_by(20_000) {
@@ -400,7 +532,7 @@ mod tests {
 
     #[test]
     fn actives_quiet_together_are_not_suspected() {
-        let mut z = Sleepers::new(2, 3);
+        let mut z = Sleepers::new(2, 3, 200_000);
         z.heard(0, ExecId(0));
         z.heard(0, ExecId(1));
         // Both busy for 2.4 s (due still runs on this replica's ticks), then e0 speaks and
@@ -425,7 +557,7 @@ mod tests {
     #[test]
     fn a_late_active_wakes_one_sleeper_until_it_is_heard_from() {
         // u=2 r=1: 3 actives, 2 sleepers.
-        let mut z = Sleepers::new(3, 5);
+        let mut z = Sleepers::new(3, 5, 200_000);
         z.reported(1_000, ExecId(0), report(5, b"r"), (Seq(0), 128));
         z.reported(1_200, ExecId(1), report(5, b"r"), (Seq(0), 128));
         assert!(z.due(40_000, Seq(0), T).is_empty());
@@ -445,10 +577,28 @@ mod tests {
     }
 
     #[test]
+    fn a_sleeper_that_never_answers_is_passed_over() {
+        let mut z = Sleepers::new(3, 5, 200_000);
+        z.faulty(ExecId(0));
+        let mut asked = Vec::new();
+        for t in (0..20_000_000u64).step_by(100_000) {
+            asked.extend(z.due(t, Seq(0), T));
+        }
+        // e3 three times, then e3 and e4 together.
+        assert_eq!(
+            &asked[..5],
+            &[ExecId(3), ExecId(3), ExecId(3), ExecId(3), ExecId(4)]
+        );
+        // e4 woke: it stands for the one suspect, and e3 is asked no more.
+        z.heard(20_000_000, ExecId(4));
+        assert!(z.due(26_000_000, Seq(0), T).is_empty());
+        z.check_invariants().unwrap();
+    }
+
+    #[test]
     fn a_wrong_report_wakes_at_once_and_two_faults_wake_two() {
-        let mut z = Sleepers::new(3, 5);
+        let mut z = Sleepers::new(3, 5, 200_000);
         z.faulty(ExecId(1));
-        z.faulty(ExecId(4));
         assert_eq!(z.due(10, Seq(0), T), vec![ExecId(3)]);
         // A new suspect: asked at once, the period back to its start.
         z.faulty(ExecId(0));
@@ -457,8 +607,62 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_group_sends_its_woken_sleeper_back_to_sleep() {
+        let mut z = Sleepers::new(2, 3, 200_000);
+        z.reported(10, ExecId(0), report(4, b"a"), (Seq(0), 128));
+        assert_eq!(z.due(100_000, Seq(0), T), vec![ExecId(2)]);
+        z.heard(150_000, ExecId(2));
+        assert!(!z.asleep(ExecId(2)));
+        // Not while the woken one has not sent the agreed token (it is still filling).
+        assert!(z.healthy(1_000_000, ExecId(0), Seq(128)).is_empty());
+        assert!(z.healthy(1_000_000, ExecId(1), Seq(128)).is_empty());
+        // A newer checkpoint starts the count again; actives heard from lately.
+        z.heard(1_900_000, ExecId(0));
+        z.heard(1_900_000, ExecId(1));
+        assert!(z.healthy(2_000_000, ExecId(2), Seq(256)).is_empty());
+        assert!(z.healthy(2_000_000, ExecId(0), Seq(256)).is_empty());
+        assert_eq!(z.healthy(2_000_100, ExecId(1), Seq(256)), vec![ExecId(2)]);
+        assert!(z.asleep(ExecId(2)) && z.suspected.is_empty());
+        // What it sent before it paused does not wake it in this replica's eyes; what it
+        // says two catch-up periods later does.
+        z.heard(2_300_000, ExecId(2));
+        assert!(z.asleep(ExecId(2)));
+        z.heard(2_500_000, ExecId(2));
+        assert!(!z.asleep(ExecId(2)));
+        z.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_disagreement_keeps_the_sleeper_awake() {
+        let mut z = Sleepers::new(2, 3, 200_000);
+        z.disagree("zz-reply-copies-differ");
+        assert_eq!(z.due(10, Seq(0), T), vec![ExecId(2)]);
+        z.heard(20, ExecId(2));
+        for e in [ExecId(0), ExecId(1), ExecId(2)] {
+            assert!(z.healthy(30, e, Seq(128)).is_empty());
+        }
+        assert!(!z.asleep(ExecId(2)));
+    }
+
+    #[test]
+    fn an_active_found_faulty_is_stopped_and_keeps_the_sleeper_awake() {
+        let mut z = Sleepers::new(2, 3, 200_000);
+        assert!(z.healthy(10, ExecId(0), Seq(128)).is_empty());
+        assert!(z.faulty(ExecId(0)));
+        assert!(!z.faulty(ExecId(0)), "reported once");
+        assert!(z.asleep(ExecId(0)), "stopped: sent no batches");
+        assert_eq!(z.due(20, Seq(0), T), vec![ExecId(2)]);
+        z.heard(30, ExecId(2));
+        for e in [ExecId(0), ExecId(1), ExecId(2)] {
+            assert!(z.healthy(40, e, Seq(256)).is_empty());
+        }
+        assert!(!z.asleep(ExecId(2)));
+        z.check_invariants().unwrap();
+    }
+
+    #[test]
     fn a_busy_cluster_stretches_the_timeout_to_its_spreads() {
-        let mut z = Sleepers::new(2, 3);
+        let mut z = Sleepers::new(2, 3, 200_000);
         for s in 1..=64u64 {
             z.reported(s * 1_000_000, ExecId(0), report(s, b"r"), (Seq(0), 128));
             z.reported(

@@ -1,11 +1,11 @@
 //! ZZ mode, the replica's side (docs/zz.md): WAKEs to the sleepers when the watch over the
-//! actives says so (sleepers.rs), and replies relayed for clients that cannot get them
-//! (relay.rs).
+//! actives says so (sleepers.rs), SLEEPs once the group is whole again, replicas found faulty
+//! reported, and replies relayed for clients that cannot get them (relay.rs).
 
 use crate::relay::{Copied, Copy};
 use crate::OrderReplica;
-use plumb_core::{Action, DropReason, Micros};
-use plumb_wire::{ClientId, ExecId, Message, Principal};
+use plumb_core::{Action, DropReason, Micros, Observation};
+use plumb_wire::{ClientId, ExecId, Message, Principal, Seq};
 
 impl OrderReplica {
     /// ZZ mode: an active's copy of the reply it cached for `client` (relay.rs): relay it once
@@ -47,6 +47,28 @@ impl OrderReplica {
                 }
                 self.wake_sleepers(now, out);
             }
+        }
+    }
+
+    /// ZZ mode: execution replica `e` said something other than the agreed report or token of
+    /// a batch or checkpoint: faulty. Reported once, and stopped (sleepers.rs).
+    pub(crate) fn exec_found_faulty(&mut self, e: ExecId, out: &mut Vec<Action>) {
+        if self.sleepers.as_mut().is_some_and(|z| z.faulty(e)) {
+            self.counters.add("zz-found-faulty");
+            out.push(Action::Observe(Observation::ExecFoundFaulty { exec: e }));
+        }
+    }
+
+    /// ZZ mode: execution replica `e` sent the agreed token of checkpoint `seq`. Once every
+    /// active and woken replica has, and no active was found faulty, the woken ones are
+    /// asked to sleep again (docs/zz.md "Back to sleep").
+    pub(crate) fn exec_healthy(&mut self, now: Micros, e: ExecId, seq: Seq, out: &mut Vec<Action>) {
+        let Some(z) = self.sleepers.as_mut() else {
+            return;
+        };
+        for sleeper in z.healthy(now, e, seq) {
+            self.counters.add("zz-sleep-sent");
+            self.send(Principal::Exec(sleeper), &Message::Sleep { seq }, out);
         }
     }
 

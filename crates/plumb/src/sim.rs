@@ -196,7 +196,12 @@ fn replay(args: &SimArgs, app: &dyn Simulated, seed: u64) -> ExitCode {
             .filter(|(name, _)| name.starts_with("zz-") || name.starts_with("wake-"))
             .map(|(name, n)| format!("{name} {n}"))
             .collect();
-        out!("zz: {} woken; {}", s.woken, wakes.join(", "));
+        out!(
+            "zz: {} woken, {} back to sleep; {}",
+            s.woken,
+            s.slept,
+            wakes.join(", ")
+        );
     }
     let speculation: Vec<String> = s
         .counters

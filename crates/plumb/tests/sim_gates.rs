@@ -72,6 +72,26 @@ const PARTIAL_REGRESSIONS: &[(&[&str], &str)] = &[
         &["--seed", "205", "--u", "2", "--r", "1", "--zz"],
         "LL1 (ZZ soak, past CI's 60 seeds): two replicas that loaded checkpoint 48 on demand waited at batch 49, which needs the whole state; the fill then completed from the state they held before the load (a graft, no fetch), which left them whole with nothing to run batch 49 again, and checkpoint 60 never got its third token (fixed: a fill that completes runs the batches that waited)",
     ),
+    (
+        &["--seed", "241", "--u", "1", "--r", "1", "--zz"],
+        "LL2 (ZZ back to sleep, while it was built): the crashed active's token of checkpoint 6, sent before the crash, counted it healthy, and the woken replica was put back to sleep at every token it resent (fixed: only tokens of checkpoints after the last suspicion, and only actives heard from lately)",
+    ),
+    (
+        &["--seed", "16", "--u", "2", "--r", "1", "--zz"],
+        "LL1 (ZZ back to sleep, while it was built): a replica paused with request bodies asked for never asked again once resumed, its fetch timer cancelled (fixed: resuming arms it)",
+    ),
+    (
+        &["--seed", "70", "--u", "2", "--r", "1", "--zz"],
+        "LL1 (ZZ back to sleep, while it was built): the one sleeper asked had crashed, and the other was never asked (fixed: one more sleeper every three WAKEs that woke nobody)",
+    ),
+    (
+        &["--seed", "181", "--u", "1", "--r", "1", "--zz"],
+        "LB (ZZ back to sleep, while it was built): order replicas that had not sent SLEEP still counted the paused replica awake and never asked it to wake, and an active lying to clients alone made every reply wait for a relay (fixed: a woken sleeper unheard for the silence period counts as asleep)",
+    ),
+    (
+        &["--seed", "106", "--u", "1", "--r", "1", "--zz", "--app", "spec"],
+        "LB (ZZ back to sleep, while it was built): with the group shrunk back and an active lying to clients alone, each reply came by relay after a retransmission at the longest back-off (fixed: a client with every active's reply and no r + 1 alike asks for the relay at once)",
+    ),
 ];
 
 #[test]

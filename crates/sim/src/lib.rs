@@ -130,6 +130,8 @@ pub struct Stats {
     pub early_replies: u64,
     /// Sleepers woken (ZZ mode).
     pub woken: u64,
+    /// Woken replicas that went back to sleep (ZZ mode).
+    pub slept: u64,
     pub agreed_batches: u64,
     pub sim_end: Micros,
     /// The slowest operation of a correct client invoked once the cluster had settled after

@@ -164,6 +164,8 @@ pub fn expectation(s: Sabotage) -> Expectation {
         // Correct order replicas send their WAKEs at different times: the first to arrive
         // wakes the sleeper alone.
         Sabotage::WakeOnOne => (ZZ, &["ZZ-wake-quorum"], 300),
+        // Likewise SLEEPs, once the group is whole again after a wake.
+        Sabotage::SleepOnOne => (ZZ, &["ZZ-sleep-quorum"], 300),
         Sabotage::SessionNotRenewed => (COORD, &["COORD-session-live"], 300),
         Sabotage::CoordWatchFiresTwice => (COORD, &["COORD-watch"], 300),
         Sabotage::CoordExpiryKeepsEphemeral => (COORD, &["COORD-ephemeral"], 300),

@@ -140,6 +140,7 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
             format!("exec-report n={}", seqs.join(","))
         }
         Message::Wake { seq } => format!("wake n={seq}"),
+        Message::Sleep { seq } => format!("sleep n={seq}"),
         Message::ReplyCopy { client, nc, .. } => format!("reply-copy c{client}/{nc}"),
         Message::RelayedReply { nc, .. } => format!("relayed-reply {nc}"),
         Message::BatchComplete { seq, executed } => {

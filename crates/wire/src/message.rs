@@ -546,6 +546,12 @@ pub enum Message {
         result: Vec<u8>,
         at: Position,
     },
+    /// `SLEEP` (ZZ, docs/zz.md "Back to sleep"): at checkpoint `seq` every active and every
+    /// woken replica sent the agreed token, so the woken one is not needed; it sleeps again
+    /// once `r + 1` order replicas ask.
+    Sleep {
+        seq: Seq,
+    },
 }
 
 /// Most reports in one [`Message::ExecReport`]; a longer one is dropped.
@@ -624,6 +630,7 @@ impl Message {
             Message::EarlyReply { .. } => "early-reply",
             Message::ExecReport { .. } => "exec-report",
             Message::Wake { .. } => "wake",
+            Message::Sleep { .. } => "sleep",
             Message::ReplyCopy { .. } => "reply-copy",
             Message::RelayedReply { .. } => "relayed-reply",
             Message::Push { .. } => "push",

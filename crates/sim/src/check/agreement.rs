@@ -126,8 +126,11 @@ impl Checker {
             | Observation::ViewChangeStarted { .. }
             | Observation::Suspected { .. }
             | Observation::SlowRequest(_) => {}
-            // The world checks a sleeper's waking against the WAKEs it saw (ZZ-wake-quorum).
-            Observation::Woken { .. } => {}
+            // The world checks a sleeper's waking and sleeping against the WAKEs and SLEEPs it
+            // saw (ZZ-wake-quorum, ZZ-sleep-quorum).
+            Observation::Woken { .. }
+            | Observation::Slept { .. }
+            | Observation::ExecFoundFaulty { .. } => {}
         }
     }
 

@@ -91,6 +91,9 @@ struct Node<P: Application> {
     /// A sleeper's (ZZ): the order replicas whose WAKEs reached it while it slept, as the
     /// network saw them (what `ZZ-wake-quorum` holds its waking against).
     wakes_seen: BTreeSet<OrderId>,
+    /// A woken sleeper's: the order replicas whose SLEEPs reached it while awake
+    /// (`ZZ-sleep-quorum`).
+    sleeps_seen: BTreeSet<OrderId>,
 }
 
 enum Ev {
@@ -241,6 +244,7 @@ impl<'a, A: SimApp> World<'a, A> {
                     disk_fault: DiskFault::None,
                     syncs: Default::default(),
                     wakes_seen: BTreeSet::new(),
+                    sleeps_seen: BTreeSet::new(),
                 }
             })
             .collect();
@@ -482,38 +486,59 @@ impl<'a, A: SimApp> World<'a, A> {
         self.step(to, Event::Receive(frame));
     }
 
-    /// A WAKE from an order replica reaching a sleeper that sleeps: remember who sent it.
+    /// A WAKE from an order replica reaching a sleeper that sleeps, or a SLEEP reaching one
+    /// that is awake: remember who sent it.
     fn note_wake(&mut self, to: usize, frame: &[u8]) {
         let Some(StageBox::Sleeper(s)) = &self.nodes[to].stage else {
             return;
         };
-        if s.awake().is_some() {
-            return;
-        }
+        let awake = s.awake().is_some();
         let Some(ring) = self.keys.ring(self.nodes[to].p) else {
             return;
         };
-        if let Ok((Principal::Order(o), Message::Wake { .. })) = ring.open(frame) {
-            self.nodes[to].wakes_seen.insert(o);
+        match (ring.open(frame), awake) {
+            (Ok((Principal::Order(o), Message::Wake { .. })), false) => {
+                self.nodes[to].wakes_seen.insert(o);
+            }
+            (Ok((Principal::Order(o), Message::Sleep { .. })), true) => {
+                self.nodes[to].sleeps_seen.insert(o);
+            }
+            _ => {}
         }
     }
 
     /// `ZZ-wake-quorum`: a correct sleeper woke only after `r + 1` distinct order replicas'
-    /// WAKEs reached it (at least one correct order replica asked).
-    fn check_woken(&mut self, i: usize, asked: &[OrderId]) {
+    /// WAKEs reached it (at least one correct order replica asked). `ZZ-sleep-quorum`: a
+    /// correct woken replica went back to sleep only after `r + 1` distinct order replicas'
+    /// SLEEPs reached it while awake. Either way the count starts again.
+    fn check_zz_quorum(&mut self, i: usize, woke: bool, asked: &[OrderId]) {
         let quorum = self.cfg.protocol.quorums.small();
-        let seen = &self.nodes[i].wakes_seen;
+        let node = &self.nodes[i];
+        let (seen, what, property) = if woke {
+            (&node.wakes_seen, "woke with WAKEs", "ZZ-wake-quorum")
+        } else {
+            (
+                &node.sleeps_seen,
+                "went back to sleep with SLEEPs",
+                "ZZ-sleep-quorum",
+            )
+        };
         if seen.len() < quorum {
             let detail = format!(
-                "{} woke at {} with WAKEs from {:?} reaching it ({quorum} needed), saying {:?} asked",
-                self.nodes[i].p,
+                "{} {what} from {seen:?} reaching it at {} ({quorum} needed), saying {asked:?} asked",
+                node.p,
                 secs(self.now),
-                seen,
-                asked
             );
-            self.checker.violate("ZZ-wake-quorum", detail);
+            self.checker.violate(property, detail);
         }
-        self.stats.woken += 1;
+        if woke {
+            self.stats.woken += 1;
+        } else {
+            self.stats.slept += 1;
+        }
+        let node = &mut self.nodes[i];
+        node.wakes_seen.clear();
+        node.sleeps_seen.clear();
     }
 
     fn describe_frame(&self, to: usize, frame: &[u8]) -> String {
@@ -613,8 +638,10 @@ impl<'a, A: SimApp> World<'a, A> {
                 {
                     self.workload.accepting(*client, *request);
                 }
-                if let (Observation::Woken { asked }, true) = (&obs, self.nodes[i].correct) {
-                    self.check_woken(i, asked);
+                match (&obs, self.nodes[i].correct) {
+                    (Observation::Woken { asked }, true) => self.check_zz_quorum(i, true, asked),
+                    (Observation::Slept { asked }, true) => self.check_zz_quorum(i, false, asked),
+                    _ => {}
                 }
                 if self.nodes[i].correct {
                     self.checker.observe(self.now, p, &obs);
