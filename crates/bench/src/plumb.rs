@@ -194,6 +194,17 @@ impl Plumb {
         Ok(())
     }
 
+    /// Node `id`, killed before ([`Plumb::kill`]), starts again with what its disk holds.
+    pub fn restart(&mut self, id: u16) -> Result<(), String> {
+        let index = usize::from(id);
+        if index >= self.nodes.len() {
+            return Err(format!("no node {id}"));
+        }
+        let logs = self.cluster.dir().join("logs");
+        self.nodes[index] = spawn_node(&self.exe, &self.config, id, &logs, None)?;
+        Ok(())
+    }
+
     /// Node `id` crashes: killed (SIGKILL), not restarted.
     pub fn kill(&mut self, id: u16) -> Result<(), String> {
         let node = self

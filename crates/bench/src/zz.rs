@@ -13,6 +13,10 @@
 //!   client accepts `r + 1 = 2` matching replies, and e1 gives none).
 //! - **Latency**: p50 of a few closed-loop writers over 5 s before the fault and over the 5 s
 //!   after the recovery (while e2 may still be filling its state in the background).
+//! - **After a wake undone** (mode `zz-after-wake`): a ZZ cluster under the CPU rows' load has
+//!   an active's node killed, which wakes e2, and restarted, which puts e2 back to sleep once
+//!   the group is in step (docs/zz.md "Back to sleep"); then execution CPU per operation as in
+//!   the CPU rows: ZZ's saving is back.
 
 use crate::app::BenchApp;
 use crate::burnkv::BurnKvBench;
@@ -32,6 +36,9 @@ pub enum Mode {
     All,
     /// ZZ, the woken replica transferring the whole state before it executes.
     Eager,
+    /// ZZ, measured after a crash woke the sleeper and the restarted active put it back to
+    /// sleep.
+    ZzAfterWake,
 }
 
 impl Mode {
@@ -40,6 +47,7 @@ impl Mode {
             Mode::Zz => "zz",
             Mode::All => "all",
             Mode::Eager => "eager",
+            Mode::ZzAfterWake => "zz-after-wake",
         }
     }
 }
@@ -95,6 +103,17 @@ pub struct Row {
     pub killed: Option<u16>,
     /// Fresh clusters whose sleeper woke before the fault, before this row's (recovery rows).
     pub early_wakes: u32,
+    /// `zz-after-wake`: from the killed node's restart to the sleeper's status saying it is
+    /// asleep again.
+    pub asleep_again_ms: Option<f64>,
+}
+
+/// What [`ZzBench::wake_and_undo`] saw.
+struct Undone {
+    killed: u16,
+    woken_ms: f64,
+    asleep_again_ms: f64,
+    sleeper: String,
 }
 
 /// A recovery row measured, or not: the sleeper woke before the fault (why).
@@ -223,7 +242,7 @@ impl ZzBench {
         let mut rows = Vec::new();
         let mut port = self.base_port;
         // `--cpu-seconds 0`: recovery rows only.
-        for mode in [Mode::All, Mode::Zz]
+        for mode in [Mode::All, Mode::Zz, Mode::ZzAfterWake]
             .into_iter()
             .filter(|_| self.cpu_seconds > 0.0)
         {
@@ -299,7 +318,7 @@ impl ZzBench {
     }
 
     async fn cpu_row(&self, mode: Mode, port: u16) -> Result<Row, String> {
-        let plumb = self
+        let mut plumb = self
             .start(mode, format!("cpu-{}", mode.name()), port, 128)
             .await?;
         let app = plumb.app().clone();
@@ -308,11 +327,37 @@ impl ZzBench {
         let keys = 1024;
         let set = writers(&plumb, &app, self.cpu_clients, "c", keys, &value, &stop);
         tokio::time::sleep(Duration::from_secs(1)).await;
+        let undone = match mode {
+            Mode::ZzAfterWake => {
+                let undone = self.wake_and_undo(&mut plumb).await?;
+                // What the woken replica had in flight when it paused (its last syncs, the
+                // frames order replicas sent before they counted it asleep) is not the
+                // steady state measured.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Some(undone)
+            }
+            Mode::All | Mode::Zz | Mode::Eager => None,
+        };
         let ops_before = status_u64(&plumb, 0, "requests_executed").await;
         let cpu_before = exec_cpu(&plumb);
         tokio::time::sleep(Duration::from_secs_f64(self.cpu_seconds)).await;
         let cpu_after = exec_cpu(&plumb);
         let ops = status_u64(&plumb, 0, "requests_executed").await - ops_before;
+        // After a wake undone: whether the sleeper stayed asleep while measured.
+        let mut undone = undone;
+        if let Some(u) = undone.as_mut() {
+            let now = sleeper_status(&plumb).await;
+            if now != u.sleeper {
+                u.sleeper = format!(
+                    "{} (then: {now}; order replicas counted {})",
+                    u.sleeper,
+                    zz_causes(&plumb).await
+                );
+            }
+            if self.progress {
+                eprintln!("zz-after-wake: e{SLEEPER} while measured: {}", u.sleeper);
+            }
+        }
         stop.store(true, Ordering::Relaxed);
         let mut latencies = join_latencies(set).await?;
         let exec_cpu_s: Vec<f64> = cpu_after
@@ -333,15 +378,73 @@ impl ZzBench {
             state_bytes: keys * self.value_bytes as u64,
             dirty_pct: None,
             recovery_ms: None,
-            woken_ms: None,
             exec_cpu_us_per_op: (ops > 0).then(|| total * 1e6 / ops as f64),
             exec_cpu_s,
             ops,
             p50_before_ms: p50(&mut latencies),
             p50_after_ms: None,
-            sleeper: String::new(),
-            killed: None,
+            sleeper: undone.as_ref().map_or(String::new(), |u| u.sleeper.clone()),
+            killed: undone.as_ref().map(|u| u.killed),
+            woken_ms: undone.as_ref().map(|u| u.woken_ms),
+            asleep_again_ms: undone.as_ref().map(|u| u.asleep_again_ms),
             early_wakes: 0,
+        })
+    }
+
+    /// Under load: kill the node of an active that does not host the primary, wait for the
+    /// sleeper to wake, restart the node, and wait for the sleeper to be asleep again.
+    async fn wake_and_undo(&self, plumb: &mut Plumb) -> Result<Undone, String> {
+        const WAIT: Duration = Duration::from_secs(120);
+        // A sleeper a hiccup of the loaded machine woke goes back to sleep by itself: wait.
+        let start = Instant::now();
+        let mut sleeping = sleeper_status(plumb).await;
+        while !sleeping.starts_with("asleep") {
+            if start.elapsed() > WAIT {
+                return Err(format!(
+                    "zz-after-wake: the sleeper e{SLEEPER} woke before the fault and stayed awake {WAIT:?} ({sleeping}; order replicas counted {})",
+                    zz_causes(plumb).await
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            sleeping = sleeper_status(plumb).await;
+        }
+        let primary = status_u64(plumb, 0, "primary_node").await;
+        let killed: u16 = if primary == 1 { 0 } else { 1 };
+        plumb.kill(killed)?;
+        let fault = Instant::now();
+        while !sleeper_status(plumb).await.starts_with("woken") {
+            if fault.elapsed() > WAIT {
+                return Err(format!(
+                    "zz-after-wake: e{SLEEPER} not woken {WAIT:?} after node {killed} was killed"
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let woken_ms = fault.elapsed().as_secs_f64() * 1e3;
+        plumb.restart(killed)?;
+        let restart = Instant::now();
+        let mut sleeper = sleeper_status(plumb).await;
+        while !sleeper.starts_with("asleep again") {
+            if restart.elapsed() > WAIT {
+                return Err(format!(
+                    "zz-after-wake: e{SLEEPER} not asleep again {WAIT:?} after node {killed} restarted ({sleeper}; order replicas counted {})",
+                    zz_causes(plumb).await
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            sleeper = sleeper_status(plumb).await;
+        }
+        let asleep_again_ms = restart.elapsed().as_secs_f64() * 1e3;
+        if self.progress {
+            eprintln!(
+                "zz-after-wake: node {killed} killed, e{SLEEPER} woken after {woken_ms:.0} ms; restarted, e{SLEEPER} asleep again after {asleep_again_ms:.0} ms"
+            );
+        }
+        Ok(Undone {
+            killed,
+            woken_ms,
+            asleep_again_ms,
+            sleeper,
         })
     }
 
@@ -508,6 +611,7 @@ impl ZzBench {
             sleeper,
             killed: Some(faulty),
             early_wakes: 0,
+            asleep_again_ms: None,
         }))
     }
 }
