@@ -175,7 +175,7 @@ fn replay(args: &SimArgs, app: &dyn Simulated, seed: u64) -> ExitCode {
             .collect();
         out!("sketcher: {}", sketcher.join(", "));
     }
-    if report.partial {
+    if report.on_demand {
         let partial: Vec<String> = s
             .counters
             .iter()

@@ -154,8 +154,10 @@ pub struct SeedReport {
     pub r: u16,
     /// The reads went through a Prophecy sketcher.
     pub sketcher: bool,
-    /// Execution replicas loaded checkpoints on demand (`--partial`).
+    /// The run was asked for replicas that hold part of the state (`--partial`).
     pub partial: bool,
+    /// Execution replicas loaded checkpoints on demand (`--partial`, or implied by `--zz`).
+    pub on_demand: bool,
     /// ZZ mode (`--zz`).
     pub zz: bool,
     /// False for safety-only seeds (more than `u` failures): liveness was not judged.
@@ -302,7 +304,11 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
         let mut world = world::World::new(app, cfg, opts.trace, opts.max_events);
         world.check_max_steps = opts.check_max_steps;
         world.run();
-        world.finish(opts.u, opts.r)
+        let mut report = world.finish(opts.u, opts.r);
+        // What was asked for, so that the replay command runs this seed again: `--zz` implies
+        // loads on demand without `--partial`'s plan.
+        report.partial = opts.partial;
+        report
     }));
     outcome.unwrap_or_else(|payload| {
         let text = payload
@@ -317,6 +323,7 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
             r: opts.r,
             sketcher: opts.sketcher,
             partial: opts.partial,
+            on_demand: opts.partial || opts.zz,
             zz: opts.zz,
             liveness_checked: false,
             violations: vec![Violation {

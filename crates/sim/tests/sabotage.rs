@@ -26,6 +26,7 @@ fn report(properties: &[&'static str], undecided: bool) -> SeedReport {
         r: 1,
         sketcher: false,
         partial: false,
+        on_demand: false,
         zz: false,
         liveness_checked: true,
         violations: properties

@@ -921,6 +921,9 @@ impl<'a, A: SimApp> World<'a, A> {
         node.timers.clear();
         node.syncs = Default::default();
         node.incarnation += 1;
+        // A sleeper's next life counts the WAKEs and SLEEPs that reach it, not its last's.
+        node.wakes_seen.clear();
+        node.sleeps_seen.clear();
         node.disk.crash(&mut self.fault_rng);
         node.disk_fault = disk;
         self.trace.fold(&[self.now, 4, i as u64]);

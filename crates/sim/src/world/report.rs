@@ -85,7 +85,9 @@ impl<A: SimApp> World<'_, A> {
             u,
             r,
             sketcher: self.sketcher.is_some(),
+            // What was asked for is set by `run_app_seed`; until then, what the run did.
             partial: self.cfg.protocol.load_objects_on_demand,
+            on_demand: self.cfg.protocol.load_objects_on_demand,
             zz: self.cfg.protocol.zz,
             liveness_checked,
             violations,
