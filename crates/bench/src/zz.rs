@@ -145,6 +145,22 @@ async fn sleeper_status(plumb: &Plumb) -> String {
         .unwrap_or_default()
 }
 
+/// Poll the sleeper's status every 2 ms until it starts with `prefix` (`Ok`, the status) or
+/// `wait` has passed (`Err`, the last status).
+async fn await_sleeper(plumb: &Plumb, prefix: &str, wait: Duration) -> Result<String, String> {
+    let start = Instant::now();
+    loop {
+        let status = sleeper_status(plumb).await;
+        if status.starts_with(prefix) {
+            return Ok(status);
+        }
+        if start.elapsed() > wait {
+            return Err(status);
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 /// The order replicas' ZZ counters (why they suspected actives, WAKEs sent), summed.
 async fn zz_causes(plumb: &Plumb) -> String {
     let mut sums = std::collections::BTreeMap::<String, u64>::new();
@@ -396,44 +412,33 @@ impl ZzBench {
     async fn wake_and_undo(&self, plumb: &mut Plumb) -> Result<Undone, String> {
         const WAIT: Duration = Duration::from_secs(120);
         // A sleeper a hiccup of the loaded machine woke goes back to sleep by itself: wait.
-        let start = Instant::now();
-        let mut sleeping = sleeper_status(plumb).await;
-        while !sleeping.starts_with("asleep") {
-            if start.elapsed() > WAIT {
-                return Err(format!(
-                    "zz-after-wake: the sleeper e{SLEEPER} woke before the fault and stayed awake {WAIT:?} ({sleeping}; order replicas counted {})",
-                    zz_causes(plumb).await
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            sleeping = sleeper_status(plumb).await;
+        if let Err(sleeping) = await_sleeper(plumb, "asleep", WAIT).await {
+            return Err(format!(
+                "zz-after-wake: the sleeper e{SLEEPER} woke before the fault and stayed awake {WAIT:?} ({sleeping}; order replicas counted {})",
+                zz_causes(plumb).await
+            ));
         }
         let primary = status_u64(plumb, 0, "primary_node").await;
         let killed: u16 = if primary == 1 { 0 } else { 1 };
         plumb.kill(killed)?;
         let fault = Instant::now();
-        while !sleeper_status(plumb).await.starts_with("woken") {
-            if fault.elapsed() > WAIT {
-                return Err(format!(
-                    "zz-after-wake: e{SLEEPER} not woken {WAIT:?} after node {killed} was killed"
-                ));
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
+        if let Err(status) = await_sleeper(plumb, "woken", WAIT).await {
+            return Err(format!(
+                "zz-after-wake: e{SLEEPER} not woken {WAIT:?} after node {killed} was killed ({status})"
+            ));
         }
         let woken_ms = fault.elapsed().as_secs_f64() * 1e3;
         plumb.restart(killed)?;
         let restart = Instant::now();
-        let mut sleeper = sleeper_status(plumb).await;
-        while !sleeper.starts_with("asleep again") {
-            if restart.elapsed() > WAIT {
+        let sleeper = match await_sleeper(plumb, "asleep again", WAIT).await {
+            Ok(status) => status,
+            Err(status) => {
                 return Err(format!(
-                    "zz-after-wake: e{SLEEPER} not asleep again {WAIT:?} after node {killed} restarted ({sleeper}; order replicas counted {})",
+                    "zz-after-wake: e{SLEEPER} not asleep again {WAIT:?} after node {killed} restarted ({status}; order replicas counted {})",
                     zz_causes(plumb).await
-                ));
+                ))
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            sleeper = sleeper_status(plumb).await;
-        }
+        };
         let asleep_again_ms = restart.elapsed().as_secs_f64() * 1e3;
         if self.progress {
             eprintln!(
