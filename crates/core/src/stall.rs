@@ -20,6 +20,10 @@ pub enum ViewChangeCause {
     Unfair,
     /// A pending request waited the progress timeout and nothing committed (PBFT).
     ProgressTimeout,
+    /// A batch accepted in this view waited the progress timeout without committing: the view
+    /// cannot gather its commit quorum (a primary that died after proposing, with too few of
+    /// the others holding its PRE-PREPARE).
+    Uncommitted,
     /// The view change to the previous view did not complete in time.
     Incomplete,
     /// The primary proposed an invalid batch, or two batches for one slot.
@@ -34,13 +38,14 @@ pub enum ViewChangeCause {
 }
 
 impl ViewChangeCause {
-    pub const ALL: [ViewChangeCause; 11] = [
+    pub const ALL: [ViewChangeCause; 12] = [
         ViewChangeCause::Heartbeat,
         ViewChangeCause::SlowPrimary,
         ViewChangeCause::Rotation,
         ViewChangeCause::NoReference,
         ViewChangeCause::Unfair,
         ViewChangeCause::ProgressTimeout,
+        ViewChangeCause::Uncommitted,
         ViewChangeCause::Incomplete,
         ViewChangeCause::Commission,
         ViewChangeCause::Joined,
@@ -71,6 +76,11 @@ impl ViewChangeCause {
                 "progress-timeout",
                 "view-change-progress-timeout",
                 "suspect-progress-timeout",
+            ],
+            ViewChangeCause::Uncommitted => [
+                "uncommitted",
+                "view-change-uncommitted",
+                "suspect-uncommitted",
             ],
             ViewChangeCause::Incomplete => {
                 ["incomplete", "view-change-incomplete", "suspect-incomplete"]
@@ -139,6 +149,15 @@ pub enum Evidence {
         orders: u32,
         since: Micros,
     },
+    /// Batch `first` was accepted in this view (with others up to `accepted`) and has not
+    /// committed after `waited`, holding commits from `commits` of the `needed` replicas.
+    Uncommitted {
+        first: Seq,
+        accepted: Seq,
+        waited: Micros,
+        commits: usize,
+        needed: usize,
+    },
     /// The cause says it all (a bad batch, a timeout, peers in a later view).
     None,
 }
@@ -202,6 +221,17 @@ impl std::fmt::Display for Evidence {
                 held as f64 / 1000.0,
                 pending as f64 / 1000.0,
                 since as f64 / 1000.0
+            ),
+            Evidence::Uncommitted {
+                first,
+                accepted,
+                waited,
+                commits,
+                needed,
+            } => write!(
+                f,
+                "batch {first} (of those accepted up to {accepted}) uncommitted for {} ms with {commits} of {needed} commits",
+                waited / 1000
             ),
             Evidence::None => Ok(()),
         }

@@ -261,7 +261,7 @@ impl Metrics {
         }
         registry.register(
             "view_changes",
-            "View changes this node's order replica asked for, by cause (heartbeat, slow-primary, unfair, progress-timeout and commission are suspicions of the primary; rotation is the deliberate rising bar; joined: peers asked first)",
+            "View changes this node's order replica asked for, by cause (heartbeat, slow-primary, unfair, progress-timeout, uncommitted and commission are suspicions of the primary; rotation is the deliberate rising bar; joined: peers asked first)",
             m.view_changes.clone(),
         );
         registry.register(

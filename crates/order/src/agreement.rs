@@ -494,7 +494,7 @@ impl OrderReplica {
         }
     }
 
-    fn medium(&self) -> usize {
+    pub(crate) fn medium(&self) -> usize {
         let m = self.q().order_medium();
         if plumb_core::sabotaged!(CommitQuorumMinusOne) {
             m.saturating_sub(1).max(1)

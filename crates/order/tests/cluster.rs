@@ -1008,3 +1008,39 @@ fn exec_reports_agree_on_r_plus_one_matching_and_count_the_dissenter() {
         r.check_invariants().unwrap();
     }
 }
+
+/// A batch accepted in the view that never commits is suspected after the progress timeout,
+/// though no request is pending (it left `pending` when the batch was accepted): simulator
+/// seed 2192 stalled for good with clients waiting behind such batches.
+#[test]
+fn a_batch_accepted_and_never_committed_is_suspected() {
+    let mut h = Harness::new(1, 1, 8);
+    // o1 gets the PRE-PREPARE and the PREPAREs, never a COMMIT nor a commit certificate, nor
+    // the request itself from the authentication replicas (so it is never pending there, as
+    // the clients' next requests were not in seed 2192).
+    h.drop_to = ["commit", "committed", "auth-req"]
+        .into_iter()
+        .map(|k| (OrderId(1), k))
+        .collect();
+    h.request(0, 1, b"a");
+    h.advance(1_000);
+    assert_eq!(h.committed.len(), 1, "the others commit it");
+    let timeout = h.cfg.view_change_timeout_us;
+    h.advance(timeout / 2);
+    let r1 = h.replica(OrderId(1));
+    assert_eq!(
+        r1.counters().get("suspect-uncommitted"),
+        0,
+        "not before the timeout"
+    );
+    h.advance(timeout);
+    let r1 = h.replica(OrderId(1));
+    assert_eq!(
+        r1.counters().get("suspect-uncommitted"),
+        1,
+        "{:?}",
+        r1.counters().iter().collect::<Vec<_>>()
+    );
+    assert_eq!(r1.counters().get("suspect-heartbeat"), 0);
+    assert_eq!(r1.counters().get("suspect-progress-timeout"), 0);
+}

@@ -305,7 +305,7 @@ fn wiped_primary_node(name: &str, slot: u16, u: u16, r: u16) {
     let suspected: u64 = (1..4)
         .map(|n| {
             let text = c.metrics(n).unwrap_or_default();
-            ["heartbeat", "progress-timeout"]
+            ["heartbeat", "progress-timeout", "uncommitted"]
                 .iter()
                 .map(|cause| {
                     metric_sample(
