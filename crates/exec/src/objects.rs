@@ -274,6 +274,15 @@ impl<A: Application> ExecReplica<A> {
         changed.reverse();
         changed.sort_by_key(|(id, _)| *id);
         changed.dedup_by_key(|(id, _)| *id);
+        // A load in progress compares against our objects as they were when it started.
+        if let Some(load) = self
+            .transfer
+            .loading
+            .as_mut()
+            .and_then(|l| l.objects.as_mut())
+        {
+            load.written_since.extend(changed.iter().map(|(id, _)| *id));
+        }
         #[cfg_attr(not(feature = "sabotage"), allow(unused_mut))]
         let (mut written, recorded) = state.record(changed);
         if recorded.is_err() {
