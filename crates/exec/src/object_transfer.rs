@@ -446,8 +446,9 @@ impl<A: Application> ExecReplica<A> {
             .chain(written_since)
             .collect();
         for id in changed.difference(&written) {
-            // Not held here (a replica holding part of the state): let go of, and fetched
-            // with its proof before any operation uses it.
+            // The checkpoint's bytes; `None` also where the tree does not hold the object (a
+            // replica holding part of the state): let go of here, fetched with its proof
+            // before an operation uses it.
             ok &= app.load_object(*id, tree.get(*id).map(|b| &b[..])).is_ok();
         }
         for (id, bytes) in &writes {
