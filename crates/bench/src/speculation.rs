@@ -704,8 +704,8 @@ impl SpeculationBench {
         let run_s = start.elapsed().as_secs_f64();
         if self.progress {
             eprintln!(
-                "    {name}: {} issued, {} went on with early replies, {} waited, {} rollbacks",
-                stats.issued, stats.speculated, stats.waited, stats.rollbacks
+                "    {name}: {} issued, {} went on with early replies, {} waited, {} rollbacks ({} on a wrong early reply)",
+                stats.issued, stats.speculated, stats.waited, stats.rollbacks, stats.wrong_early
             );
         }
         Ok((self.ops, run_s))

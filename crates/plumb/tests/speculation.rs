@@ -68,16 +68,20 @@ fn a_speculative_chain_commits_and_a_failed_speculation_has_no_effect() {
             stats.speculated > 0,
             "the chain went on with early replies: {stats:?}"
         );
-        // Without a lying replica only a view change may order a step before the one its
-        // predicate names (the new primary picks its own order for what was not committed),
-        // which the chain rolls back: on a machine loaded by other tests a heartbeat can expire.
+        // Consecutive steps go out on different lanes, so the committed order may put a step
+        // before the one its predicate names (its request reached the primary first); the
+        // replicas answer it Aborted and the chain rolls back, as PBFT-CS allows. What a
+        // correct early replier never does in a stable view is answer an execution whose
+        // bytes differ from the agreed ones. After a view change (on a machine loaded by other
+        // tests a heartbeat can expire) the new primary picks its own order for what was not
+        // committed, which can make even that happen.
         let views: Vec<u64> = (0..NODES)
             .filter_map(|n| c.status(n)?.get("view")?.as_u64())
             .collect();
         if views.iter().all(|v| *v == 0) {
-            assert_eq!(stats.rollbacks, 0, "no replica lied, view 0: {stats:?}");
+            assert_eq!(stats.wrong_early, 0, "no replica lied, view 0: {stats:?}");
         } else {
-            eprintln!("the view changed ({views:?}): rollbacks are allowed");
+            eprintln!("the view changed ({views:?}): wrong early replies are allowed");
         }
         eprintln!("chain of 60 dependent increments: {stats:?}");
 

@@ -26,6 +26,12 @@ pub struct ChainStats {
     /// Times the chain went back to an earlier step after going on past it: a speculation
     /// failed, or the replicas answered a step with a no-op or Retry.
     pub rollbacks: u64,
+    /// Of those, the ones whose agreed reply was an execution with other bytes than the early
+    /// reply the chain went on with: the early replier was wrong (it lied, or its fork had
+    /// not seen what the committed order put first). The others were answered with a no-op
+    /// (`Aborted`: the committed order put the step before the one its predicate names, as
+    /// it may when consecutive steps go out on different lanes; or `Retry`).
+    pub wrong_early: u64,
 }
 
 /// A speculative chain of `steps` dependent operations over state `S` (module docs).
@@ -133,6 +139,9 @@ impl<S: Clone> Chain<S> {
         if corrected || !went_on {
             if went_on {
                 self.stats.rollbacks += 1;
+                if corrected && matches!(reply, SpecReply::Executed(_)) {
+                    self.stats.wrong_early += 1;
+                }
             }
             // Later steps started from a wrong reply: void (replicas executed them as
             // no-ops), and issued again.
@@ -250,6 +259,10 @@ mod tests {
         let (state, stats) = c.finish();
         assert_eq!(state, vec![1, 2, 3]);
         assert_eq!(stats.rollbacks, 1);
+        assert_eq!(
+            stats.wrong_early, 1,
+            "the agreed reply executed, with other bytes"
+        );
         assert_eq!(stats.issued, 4);
     }
 
@@ -282,7 +295,10 @@ mod tests {
         assert!(!c.early(None, fold));
         c.confirmed(22, confirmed(2), fold);
         assert!(c.done());
-        assert_eq!(c.finish().0, vec![1, 2]);
+        let (state, stats) = c.finish();
+        assert_eq!(state, vec![1, 2]);
+        assert_eq!(stats.rollbacks, 1, "only step 0 had gone on");
+        assert_eq!(stats.wrong_early, 0, "a no-op is not a wrong early reply");
     }
 
     /// Found by `plumb bench speculation`: a step waiting for its agreed reply was issued

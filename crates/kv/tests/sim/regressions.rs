@@ -4,7 +4,7 @@
 //! changing how a seed's configuration is drawn reshuffles every scenario, after which these
 //! seeds still have to pass but may no longer exercise what they once found.
 
-mod sim_support;
+use crate::sim_support;
 
 const REGRESSIONS: &[(u64, u16, u16, &str)] = &[
     (

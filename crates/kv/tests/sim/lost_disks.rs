@@ -6,7 +6,7 @@
 //! record learn their number anew, and their abandoned operations leave no trace in what the
 //! others read (CS1 per numbering epoch, LS1, LS6, linearizability, LL1).
 
-mod sim_support;
+use crate::sim_support;
 
 use plumb_config::Faults;
 use plumb_sim::faults::DiskFault;

@@ -1,7 +1,7 @@
 //! Same seed, same run: the event trace digest of two runs of one seed is identical, so a
 //! failing seed replays exactly.
 
-mod sim_support;
+use crate::sim_support;
 
 use plumb_sim::SimOptions;
 use sim_support::run_seed;

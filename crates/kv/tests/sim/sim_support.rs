@@ -1,5 +1,5 @@
-//! Shared by the key-value store's simulator tests (`sim_*.rs`): one seed, and sweeps of seeds,
-//! of the store's adapter (`plumb_kv::sim::Kv`).
+//! Shared by the key-value store's simulator tests (this directory): one seed, and sweeps of
+//! seeds, of the store's adapter (`plumb_kv::sim::Kv`).
 #![allow(dead_code)]
 
 use plumb_kv::sim::Kv;

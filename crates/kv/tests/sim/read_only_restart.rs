@@ -9,7 +9,7 @@
 //! longer shows the stale read with the gate removed (its schedule changed since), so that half
 //! checked nothing and is gone.
 
-mod sim_support;
+use crate::sim_support;
 
 const SEED: u64 = 39;
 

@@ -1,7 +1,7 @@
 //! A few seeds of every standard fault model in `cargo test`; `plumb sim --seeds 1000` runs
 //! the full sweep.
 
-mod sim_support;
+use crate::sim_support;
 
 #[test]
 fn crash_fault_tolerant_u1_r0() {
