@@ -9,7 +9,7 @@
 //! Writes, and reads unless the fast read path is on, go through the ordered path and are
 //! linearizable.
 
-use super::blocking::{Waiters, POLL_FIRST, POLL_MAX};
+use super::blocking::{Waiters, FIRST_ATTEMPT_AGE, POLL_FIRST, POLL_MAX};
 use super::clients::{Clients, Registration, Unblock};
 use super::pubsub::{PubSubHub, Subscriber};
 use crate::ScriptCache;
@@ -428,6 +428,13 @@ impl RespServer {
             },
         };
         let mut waiter = self.waiters.register(&keys, *arrived);
+        let age = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .saturating_sub(*arrived);
+        if age < FIRST_ATTEMPT_AGE {
+            tokio::time::sleep(FIRST_ATTEMPT_AGE - age).await;
+        }
         let waits_on_kind = !matches!(op, KvOp::Move { .. });
         let mut tried = false;
         let encoded = op.encode();
