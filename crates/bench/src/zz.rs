@@ -52,6 +52,7 @@ impl Mode {
     }
 }
 
+#[derive(Clone, Debug)]
 pub struct ZzBench {
     pub exe: PathBuf,
     pub dir: PathBuf,
@@ -75,6 +76,9 @@ pub struct ZzBench {
     pub latency_seconds: f64,
     /// `zz_report_timeout_us` of the clusters (`None`: the default).
     pub report_timeout_us: Option<u64>,
+    /// Every row measured this many times, the rows of one round before the next round's
+    /// (so a slow stretch of the machine falls on every mode alike).
+    pub rounds: u32,
     pub progress: bool,
 }
 
@@ -106,6 +110,8 @@ pub struct Row {
     /// `zz-after-wake`: from the killed node's restart to the sleeper's status saying it is
     /// asleep again.
     pub asleep_again_ms: Option<f64>,
+    /// The round it was measured in, from 1; 0 for a row of medians ([`medians`]).
+    pub round: u32,
 }
 
 /// What [`ZzBench::wake_and_undo`] saw.
@@ -239,6 +245,44 @@ pub fn p50(ms: &mut [f64]) -> Option<f64> {
     ms.get(ms.len() / 2).copied()
 }
 
+/// One row per row measured in rounds (same mode, size and dirty share; first-seen order), each
+/// figure the median over its rounds ([`p50`]), early wakes summed, round 0.
+pub fn medians(rows: &[Row]) -> Vec<Row> {
+    let key = |r: &Row| (r.mode, r.state_bytes, r.dirty_pct);
+    let mut keys = Vec::new();
+    for r in rows {
+        if !keys.contains(&key(r)) {
+            keys.push(key(r));
+        }
+    }
+    keys.into_iter()
+        .map(|k| {
+            let of: Vec<&Row> = rows.iter().filter(|r| key(r) == k).collect();
+            let median = |f: &dyn Fn(&Row) -> Option<f64>| {
+                p50(&mut of.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+            };
+            let replicas = of.iter().map(|r| r.exec_cpu_s.len()).max().unwrap_or(0);
+            let mut ops: Vec<u64> = of.iter().map(|r| r.ops).collect();
+            ops.sort_unstable();
+            Row {
+                recovery_ms: median(&|r| r.recovery_ms),
+                woken_ms: median(&|r| r.woken_ms),
+                exec_cpu_us_per_op: median(&|r| r.exec_cpu_us_per_op),
+                exec_cpu_s: (0..replicas)
+                    .filter_map(|i| median(&|r| r.exec_cpu_s.get(i).copied()))
+                    .collect(),
+                ops: ops[ops.len() / 2],
+                p50_before_ms: median(&|r| r.p50_before_ms),
+                p50_after_ms: median(&|r| r.p50_after_ms),
+                asleep_again_ms: median(&|r| r.asleep_again_ms),
+                early_wakes: of.iter().map(|r| r.early_wakes).sum(),
+                round: 0,
+                ..of[0].clone()
+            }
+        })
+        .collect()
+}
+
 /// CPU seconds of each execution replica's stage threads, by replica index.
 fn exec_cpu(plumb: &Plumb) -> Vec<f64> {
     let pids = plumb.node_pids();
@@ -255,6 +299,30 @@ fn exec_cpu(plumb: &Plumb) -> Vec<f64> {
 
 impl ZzBench {
     pub async fn run(&self) -> Result<Vec<Row>, String> {
+        let mut rows = Vec::new();
+        for round in 1..=self.rounds.max(1) {
+            if self.progress && self.rounds > 1 {
+                eprintln!("round {round} of {}", self.rounds);
+            }
+            // Each round's clusters in a directory of their own: the rows name theirs by
+            // mode, size and attempt only.
+            let bench = match self.rounds {
+                0 | 1 => self.clone(),
+                _ => ZzBench {
+                    dir: self.dir.join(format!("round-{round}")),
+                    ..self.clone()
+                },
+            };
+            for row in bench.round().await? {
+                rows.push(Row { round, ..row });
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Every row once. Ports start again at the base each round: the clusters of the round
+    /// before are stopped, and a long run would otherwise count past the last port.
+    async fn round(&self) -> Result<Vec<Row>, String> {
         let mut rows = Vec::new();
         let mut port = self.base_port;
         // `--cpu-seconds 0`: recovery rows only.
@@ -404,6 +472,7 @@ impl ZzBench {
             woken_ms: undone.as_ref().map(|u| u.woken_ms),
             asleep_again_ms: undone.as_ref().map(|u| u.asleep_again_ms),
             early_wakes: 0,
+            round: 0,
         })
     }
 
@@ -617,6 +686,56 @@ impl ZzBench {
             killed: Some(faulty),
             early_wakes: 0,
             asleep_again_ms: None,
+            round: 0,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recovery(round: u32, mode: Mode, ms: f64, woken: f64, early: u32) -> Row {
+        Row {
+            mode,
+            state_bytes: 10 << 20,
+            dirty_pct: Some(0),
+            recovery_ms: Some(ms),
+            woken_ms: Some(woken),
+            exec_cpu_us_per_op: None,
+            exec_cpu_s: Vec::new(),
+            ops: 0,
+            p50_before_ms: Some(ms / 100.0),
+            p50_after_ms: None,
+            sleeper: format!("round {round}"),
+            killed: Some(1),
+            early_wakes: early,
+            asleep_again_ms: None,
+            round,
+        }
+    }
+
+    #[test]
+    fn medians_take_each_figure_over_the_rounds_of_one_row() {
+        let rows = vec![
+            recovery(1, Mode::Zz, 900.0, 700.0, 0),
+            recovery(1, Mode::Eager, 800.0, 600.0, 1),
+            recovery(2, Mode::Zz, 300.0, 100.0, 1),
+            recovery(2, Mode::Eager, 850.0, 650.0, 0),
+            recovery(3, Mode::Zz, 400.0, 900.0, 0),
+            recovery(3, Mode::Eager, 2000.0, 1500.0, 1),
+        ];
+        let m = medians(&rows);
+        assert_eq!(m.len(), 2, "one row per mode, size and dirty share");
+        assert_eq!(m[0].mode, Mode::Zz, "first-seen order");
+        // Each figure its own median: 400 ms recovery, 700 ms woken (not the same round's).
+        assert_eq!(m[0].recovery_ms, Some(400.0));
+        assert_eq!(m[0].woken_ms, Some(700.0));
+        assert_eq!(m[0].p50_before_ms, Some(4.0));
+        assert_eq!(m[0].p50_after_ms, None, "no round measured it");
+        assert_eq!(m[0].early_wakes, 1);
+        assert_eq!(m[0].round, 0);
+        assert_eq!(m[1].recovery_ms, Some(850.0));
+        assert_eq!(m[1].early_wakes, 2);
     }
 }

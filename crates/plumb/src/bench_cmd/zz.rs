@@ -45,7 +45,11 @@ pub struct ZzArgs {
     /// 50 ms): how late an active's report may be, at least.
     #[arg(long)]
     report_timeout_ms: Option<u64>,
-    /// Write the rows to this CSV file.
+    /// Measure every row this many times, round after round, and judge the targets by each
+    /// row's medians (single recovery figures swing by 3x on a shared machine).
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
+    /// Write the rows to this CSV file (a row per round).
     #[arg(long)]
     csv: Option<PathBuf>,
     /// Where the clusters keep their data (default: a temporary directory, removed after).
@@ -85,6 +89,9 @@ pub fn zz_cmd(z: &ZzArgs) -> ExitCode {
                 "--dirty {d}: a percentage of the state, at most 100"
             ));
         }
+        if !(1..=100).contains(&z.rounds) {
+            return Err(format!("--rounds {}: between 1 and 100", z.rounds));
+        }
         if !(z.burn_us >= 0.0 && z.burn_us <= 100_000.0) {
             return Err(format!("--burn-us {}: between 0 and 100000", z.burn_us));
         }
@@ -120,6 +127,7 @@ pub fn zz_cmd(z: &ZzArgs) -> ExitCode {
         latency_clients: z.latency_clients.max(1),
         latency_seconds: z.latency_seconds,
         report_timeout_us: z.report_timeout_ms.map(|ms| ms.saturating_mul(1000)),
+        rounds: z.rounds,
         progress: !z.quiet,
     };
     let command: Vec<String> = std::env::args().collect();
@@ -143,18 +151,28 @@ pub fn zz_cmd(z: &ZzArgs) -> ExitCode {
     out!("zz-after-wake: a ZZ cluster under the cpu rows' load; the node of an active (not the primary's) killed, which wakes e2, then restarted, which puts e2 back to sleep once in step (woken ms: from the kill; asleep again ms: from the restart); then measured as the cpu rows");
     out!("recovery rows: filled without burn, {} s of {} writers (the p50 before), a stable checkpoint, the dirty share written again; then the node of an active (e1's, or e0's if e1's hosts the primary: no view change) is killed and one write timed from the kill to its reply (which needs e2's), then {} s of writers again (the p50 after)", z.latency_seconds, z.latency_clients, z.latency_seconds);
     out!("");
-    out!("{}", table(&rows));
-    for line in verdicts(&rows) {
+    out!("{}", table(&rows, z.rounds > 1));
+    let judged = if z.rounds > 1 {
+        out!(
+            "over {} rounds: each row's median, lowest and highest (each figure on its own); the targets are judged on the medians",
+            z.rounds
+        );
+        out!("{}", spreads(&rows));
+        plumb_bench::zz::medians(&rows)
+    } else {
+        rows.clone()
+    };
+    for line in verdicts(&judged, &rows) {
         out!("{line}");
     }
     let csv = || {
         let mut text =
-            "mode,state_mib,dirty_pct,recovery_ms,exec_cpu_us_per_op,p50_after_ms,p50_before_ms,woken_ms,early_wakes,asleep_again_ms\n"
+            "mode,state_mib,dirty_pct,recovery_ms,exec_cpu_us_per_op,p50_after_ms,p50_before_ms,woken_ms,early_wakes,asleep_again_ms,round\n"
                 .to_string();
         let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
         for r in &rows {
             text += &format!(
-                "{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{}\n",
                 r.mode.name(),
                 r.state_bytes >> 20,
                 r.dirty_pct.map_or(String::new(), |d| d.to_string()),
@@ -165,6 +183,7 @@ pub fn zz_cmd(z: &ZzArgs) -> ExitCode {
                 opt(r.woken_ms),
                 r.early_wakes,
                 opt(r.asleep_again_ms),
+                r.round,
             );
         }
         text
@@ -172,8 +191,16 @@ pub fn zz_cmd(z: &ZzArgs) -> ExitCode {
     exit_code(report_and_write(WHO, &[], &[(&z.csv, &csv)]))
 }
 
-fn table(rows: &[Row]) -> String {
-    let mut out = format!(
+fn table(rows: &[Row], rounds: bool) -> String {
+    let round = |r: &str| {
+        if rounds {
+            format!("{r:>5} ")
+        } else {
+            String::new()
+        }
+    };
+    let mut out = round("round");
+    out += &format!(
         "{:<13} {:>9} {:>6} {:>12} {:>9} {:>12} {:>16} {:>22} {:>8} {:>14} {:>13}\n",
         "mode",
         "state MiB",
@@ -190,6 +217,7 @@ fn table(rows: &[Row]) -> String {
     let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |v| format!("{v:.p$}"));
     for r in rows {
         let per: Vec<String> = r.exec_cpu_s.iter().map(|s| format!("{s:.2}")).collect();
+        out += &round(&r.round.to_string());
         out += &format!(
             "{:<13} {:>9} {:>6} {:>12} {:>9} {:>12} {:>16} {:>22} {:>8} {:>14} {:>13}\n",
             r.mode.name(),
@@ -216,8 +244,56 @@ fn table(rows: &[Row]) -> String {
     out
 }
 
-/// Each figure against issue 38's target, one line each.
-fn verdicts(rows: &[Row]) -> Vec<String> {
+/// Per row measured in rounds: each figure's median and its lowest and highest.
+fn spreads(rows: &[Row]) -> String {
+    let mut out = format!(
+        "{:<13} {:>9} {:>6} {:>20} {:>20} {:>20} {:>16} {:>16}\n",
+        "mode",
+        "state MiB",
+        "dirty",
+        "recovery ms",
+        "woken ms",
+        "exec CPU us/op",
+        "p50 before ms",
+        "p50 after ms"
+    );
+    let medians = plumb_bench::zz::medians(rows);
+    for m in &medians {
+        let of: Vec<&Row> = rows
+            .iter()
+            .filter(|r| {
+                (r.mode, r.state_bytes, r.dirty_pct) == (m.mode, m.state_bytes, m.dirty_pct)
+            })
+            .collect();
+        let spread = |median: Option<f64>, f: &dyn Fn(&Row) -> Option<f64>, p: usize| {
+            let vals: Vec<f64> = of.iter().filter_map(|r| f(r)).collect();
+            match (
+                median,
+                vals.iter().copied().reduce(f64::min),
+                vals.iter().copied().reduce(f64::max),
+            ) {
+                (Some(m), Some(lo), Some(hi)) => format!("{m:.p$} ({lo:.p$}-{hi:.p$})"),
+                _ => "-".to_string(),
+            }
+        };
+        out += &format!(
+            "{:<13} {:>9} {:>6} {:>20} {:>20} {:>20} {:>16} {:>16}\n",
+            m.mode.name(),
+            m.state_bytes >> 20,
+            m.dirty_pct.map_or("-".to_string(), |d| format!("{d}%")),
+            spread(m.recovery_ms, &|r| r.recovery_ms, 0),
+            spread(m.woken_ms, &|r| r.woken_ms, 0),
+            spread(m.exec_cpu_us_per_op, &|r| r.exec_cpu_us_per_op, 0),
+            spread(m.p50_before_ms, &|r| r.p50_before_ms, 1),
+            spread(m.p50_after_ms, &|r| r.p50_after_ms, 1),
+        );
+    }
+    out
+}
+
+/// Each figure of `rows` (one per row, or the rounds' medians) against issue 38's target, one
+/// line each; the count of early wakes over every cluster `measured`.
+fn verdicts(rows: &[Row], measured: &[Row]) -> Vec<String> {
     let mut lines = Vec::new();
     let mark = |ok: bool| if ok { "met" } else { "MISSED" };
     let cpu = |m: Mode| {
@@ -279,8 +355,8 @@ fn verdicts(rows: &[Row]) -> Vec<String> {
         }
         lines.push(line);
     }
-    let early: u32 = rows.iter().map(|r| r.early_wakes).sum();
-    let clusters = rows.iter().filter(|r| r.recovery_ms.is_some()).count() as u32 + early;
+    let early: u32 = measured.iter().map(|r| r.early_wakes).sum();
+    let clusters = measured.iter().filter(|r| r.recovery_ms.is_some()).count() as u32 + early;
     if clusters > 0 {
         lines.push(format!(
             "fault-free clusters whose sleeper woke before the fault (a loaded machine's hiccup read as a late or silent active): {early} of {clusters}"
