@@ -71,7 +71,8 @@ fn a_speculative_chain_commits_and_a_failed_speculation_has_no_effect() {
         // Consecutive steps go out on different lanes, so the committed order may put a step
         // before the one its predicate names (its request reached the primary first); the
         // replicas answer it Aborted and the chain rolls back, as PBFT-CS allows. What a
-        // correct early replier never does in a stable view is answer an execution whose
+        // correct early replier never does in a stable view, for this chain (each step names
+        // the one before, and nothing else writes its counter), is answer an execution whose
         // bytes differ from the agreed ones. After a view change (on a machine loaded by other
         // tests a heartbeat can expire) the new primary picks its own order for what was not
         // committed, which can make even that happen.

@@ -36,7 +36,7 @@ pub const POLL_MAX: Duration = Duration::from_secs(2);
 /// tokio runs the task woken last first (its LIFO slot): of two commands read in one pass, the
 /// second registers, finds the queue empty and tries before the first is queued. Redis' suite
 /// ("BRPOPLPUSH with multiple blocked clients": two callers, then a push at once) then hung in
-/// 1 run of 2, the second caller served and the first waiting forever on an empty list. The
+/// 3 runs of 9, the second caller served and the first waiting forever on an empty list. The
 /// pause lets every command that arrived earlier be read and queued; it delays only a first
 /// attempt, by at most this.
 pub const FIRST_ATTEMPT_AGE: Duration = Duration::from_millis(2);
