@@ -245,42 +245,49 @@ pub fn p50(ms: &mut [f64]) -> Option<f64> {
     ms.get(ms.len() / 2).copied()
 }
 
-/// One row per row measured in rounds (same mode, size and dirty share; first-seen order), each
-/// figure the median over its rounds ([`p50`]), early wakes summed, round 0.
-pub fn medians(rows: &[Row]) -> Vec<Row> {
+/// The rows measured in rounds, grouped by the row they measure (same mode, size and dirty
+/// share), in first-seen order; no group is empty.
+pub fn by_row(rows: &[Row]) -> Vec<Vec<&Row>> {
     let key = |r: &Row| (r.mode, r.state_bytes, r.dirty_pct);
-    let mut keys = Vec::new();
+    let mut groups: Vec<Vec<&Row>> = Vec::new();
     for r in rows {
-        if !keys.contains(&key(r)) {
-            keys.push(key(r));
+        match groups.iter_mut().find(|g| key(g[0]) == key(r)) {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
         }
     }
-    keys.into_iter()
-        .map(|k| {
-            let of: Vec<&Row> = rows.iter().filter(|r| key(r) == k).collect();
-            let median = |f: &dyn Fn(&Row) -> Option<f64>| {
-                p50(&mut of.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
-            };
-            let replicas = of.iter().map(|r| r.exec_cpu_s.len()).max().unwrap_or(0);
-            let mut ops: Vec<u64> = of.iter().map(|r| r.ops).collect();
-            ops.sort_unstable();
-            Row {
-                recovery_ms: median(&|r| r.recovery_ms),
-                woken_ms: median(&|r| r.woken_ms),
-                exec_cpu_us_per_op: median(&|r| r.exec_cpu_us_per_op),
-                exec_cpu_s: (0..replicas)
-                    .filter_map(|i| median(&|r| r.exec_cpu_s.get(i).copied()))
-                    .collect(),
-                ops: ops[ops.len() / 2],
-                p50_before_ms: median(&|r| r.p50_before_ms),
-                p50_after_ms: median(&|r| r.p50_after_ms),
-                asleep_again_ms: median(&|r| r.asleep_again_ms),
-                early_wakes: of.iter().map(|r| r.early_wakes).sum(),
-                round: 0,
-                ..of[0].clone()
-            }
-        })
-        .collect()
+    groups
+}
+
+/// One row per row measured in rounds ([`by_row`]), each figure the median over its rounds
+/// ([`p50`]), early wakes summed, round 0.
+pub fn medians(rows: &[Row]) -> Vec<Row> {
+    by_row(rows).iter().map(|g| median_row(g)).collect()
+}
+
+/// The medians of one group of [`by_row`] (not empty).
+pub fn median_row(of: &[&Row]) -> Row {
+    let median = |f: &dyn Fn(&Row) -> Option<f64>| {
+        p50(&mut of.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+    };
+    let replicas = of.iter().map(|r| r.exec_cpu_s.len()).max().unwrap_or(0);
+    let mut ops: Vec<u64> = of.iter().map(|r| r.ops).collect();
+    ops.sort_unstable();
+    Row {
+        recovery_ms: median(&|r| r.recovery_ms),
+        woken_ms: median(&|r| r.woken_ms),
+        exec_cpu_us_per_op: median(&|r| r.exec_cpu_us_per_op),
+        exec_cpu_s: (0..replicas)
+            .filter_map(|i| median(&|r| r.exec_cpu_s.get(i).copied()))
+            .collect(),
+        ops: ops.get(ops.len() / 2).copied().unwrap_or(0),
+        p50_before_ms: median(&|r| r.p50_before_ms),
+        p50_after_ms: median(&|r| r.p50_after_ms),
+        asleep_again_ms: median(&|r| r.asleep_again_ms),
+        early_wakes: of.iter().map(|r| r.early_wakes).sum(),
+        round: 0,
+        ..of[0].clone()
+    }
 }
 
 /// CPU seconds of each execution replica's stage threads, by replica index.

@@ -257,14 +257,8 @@ fn spreads(rows: &[Row]) -> String {
         "p50 before ms",
         "p50 after ms"
     );
-    let medians = plumb_bench::zz::medians(rows);
-    for m in &medians {
-        let of: Vec<&Row> = rows
-            .iter()
-            .filter(|r| {
-                (r.mode, r.state_bytes, r.dirty_pct) == (m.mode, m.state_bytes, m.dirty_pct)
-            })
-            .collect();
+    for of in plumb_bench::zz::by_row(rows) {
+        let m = plumb_bench::zz::median_row(&of);
         let spread = |median: Option<f64>, f: &dyn Fn(&Row) -> Option<f64>, p: usize| {
             let vals: Vec<f64> = of.iter().filter_map(|r| f(r)).collect();
             match (
