@@ -60,8 +60,9 @@ pub(crate) struct CatchUp {
     resent_at: Micros,
     /// Each peer's latest ask of each kind, waiting for idle time.
     deferred: BTreeMap<(OrderId, u8), Ask>,
-    /// When each execution replica's LAST-EXEC was last answered (rate limit).
-    exec_served: HashMap<ExecId, Micros>,
+    /// When each execution replica's LAST-EXEC was last answered, and the checkpoint that
+    /// answer told it to load, if it did (rate limit).
+    exec_served: HashMap<ExecId, (Micros, Option<Seq>)>,
 }
 
 impl CatchUp {
@@ -164,13 +165,25 @@ impl CatchUp {
         )
     }
 
-    /// Whether execution replica `e`'s LAST-EXEC is answered now: at most once per `wait`.
-    pub fn exec_due(&mut self, e: ExecId, now: Micros, wait: Micros) -> bool {
-        if self.exec_served.get(&e).is_some_and(|t| now < t + wait) {
-            return false;
+    /// Whether execution replica `e`'s LAST-EXEC asking from `next` is answered now: at most
+    /// once per `wait`, except right after a LOAD-CP: a replica that loaded the checkpoint it
+    /// was told to load asks for the batches after it, and should not wait a catch-up period
+    /// for them (a woken sleeper did, docs/zz.md). That exception is taken once per LOAD-CP,
+    /// and a LOAD-CP is sent at most once per `wait`, so a faulty replica gets at most two
+    /// answers per `wait`. Call [`CatchUp::exec_answered`] after answering.
+    pub fn exec_due(&mut self, e: ExecId, now: Micros, wait: Micros, next: Seq) -> bool {
+        match self.exec_served.get(&e) {
+            Some((at, told_to_load)) => {
+                told_to_load.is_some_and(|cp| next > cp) || now >= at.saturating_add(wait)
+            }
+            None => true,
         }
-        self.exec_served.insert(e, now);
-        true
+    }
+
+    /// Execution replica `e`'s LAST-EXEC was answered at `now`: with a LOAD-CP of checkpoint
+    /// `Some(cp)`, or with batches.
+    pub fn exec_answered(&mut self, e: ExecId, now: Micros, told_to_load: Option<Seq>) {
+        self.exec_served.insert(e, (now, told_to_load));
     }
 }
 

@@ -443,12 +443,16 @@ impl OrderReplica {
         next: Seq,
         out: &mut Vec<Action>,
     ) {
-        if !self.catch_up.exec_due(e, now, self.cfg().catch_up_us / 2) {
+        if !self
+            .catch_up
+            .exec_due(e, now, self.cfg().catch_up_us / 2, next)
+        {
             return;
         }
         let to = Principal::Exec(e);
         let stable = self.checkpoints.stable();
         if next <= stable.seq && stable.seq > Seq::ZERO {
+            self.catch_up.exec_answered(e, now, Some(stable.seq));
             let msg = Message::LoadCp {
                 seq: stable.seq,
                 token: stable.exec_token,
@@ -461,6 +465,7 @@ impl OrderReplica {
             .state
             .seq
             .min(next + 2 * self.cfg().checkpoint_interval);
+        self.catch_up.exec_answered(e, now, None);
         for s in next.through(end) {
             if let Some(batch) = self.log.get(s).and_then(|x| x.record.committed.clone()) {
                 self.send(

@@ -1044,3 +1044,56 @@ fn a_batch_accepted_and_never_committed_is_suspected() {
     assert_eq!(r1.counters().get("suspect-heartbeat"), 0);
     assert_eq!(r1.counters().get("suspect-progress-timeout"), 0);
 }
+
+/// An execution replica told to load the stable checkpoint asks for the batches after it as
+/// soon as it holds it, and gets them at once (a woken sleeper used to wait a catch-up period
+/// for them: the LAST-EXEC rate limit had just answered its first ask with the LOAD-CP); the
+/// same ask again within the period gets nothing more.
+#[test]
+fn batches_after_a_load_cp_are_sent_at_once_and_a_repeat_waits() {
+    let mut h = Harness::new(1, 1, 4);
+    let mut nc = 0;
+    while h.replica(OrderId(0)).stable_checkpoint() < Seq(8) {
+        nc += 1;
+        assert!(nc < 40, "no stable checkpoint at 8");
+        h.request(0, nc, format!("op{nc}").as_bytes());
+        h.run_with_tokens(20_000);
+    }
+    // A batch after the checkpoint to send.
+    for _ in 0..2 {
+        nc += 1;
+        h.request(0, nc, format!("op{nc}").as_bytes());
+        h.advance(20_000);
+    }
+    let stable = h.replica(OrderId(0)).stable_checkpoint();
+    assert!(h.replica(OrderId(0)).last_committed() > stable);
+    let order = h.q().order;
+    h.load_cps.clear();
+    h.next_batches.clear();
+    h.exec_sends(ExecId(2), &Message::LastExec { next: Seq(1) });
+    h.advance(1_000);
+    assert_eq!(
+        h.load_cps.len(),
+        order,
+        "each order replica names the checkpoint"
+    );
+    assert!(h
+        .load_cps
+        .iter()
+        .all(|(e, _, s, _)| *e == ExecId(2) && *s == stable));
+    h.exec_sends(ExecId(2), &Message::LastExec { next: stable + 1 });
+    h.advance(1_000);
+    for o in OrderId::all(order) {
+        assert!(
+            h.next_batches.contains_key(&(o, stable + 1)),
+            "{o:?} sent the batch after the checkpoint at once"
+        );
+    }
+    h.next_batches.clear();
+    h.exec_sends(ExecId(2), &Message::LastExec { next: stable + 1 });
+    h.advance(1_000);
+    assert!(
+        h.next_batches.is_empty(),
+        "a repeat within the period waits"
+    );
+}
