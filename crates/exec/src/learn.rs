@@ -359,22 +359,26 @@ impl<A: Application> ExecReplica<A> {
 
     /// Bodies still missing a timeout after they were last asked for: ask every
     /// authentication replica. Bodies asked for more recently are most likely on their way;
-    /// asking again for them would only bring `n_auth` copies of each.
+    /// asking again for them would only bring `n_auth` copies of each. The timer is set again
+    /// for the batch asked for longest ago, so a body waits one period, not up to two (a
+    /// batch learned just after the timer was set would otherwise wait for the one after).
     pub(crate) fn on_fetch_tick(&mut self, out: &mut Vec<Action>) {
         self.learning.fetch_armed = false;
         let (now, period) = (self.now, self.cfg().catch_up_us);
         let mut fetches = Vec::new();
-        let mut waiting = false;
+        let mut next_due: Option<Micros> = None;
         for (seq, l) in self.learning.learned.iter_mut() {
             if l.complete() {
                 continue;
             }
-            if now < l.asked_at.saturating_add(period) {
-                waiting = true;
+            let due = l.asked_at.saturating_add(period);
+            if now < due {
+                next_due = Some(next_due.map_or(due, |d| d.min(due)));
                 continue;
             }
             l.asked_at = now;
             l.fetch_timer_fired = true;
+            next_due = Some(next_due.map_or(now + period, |d| d.min(now + period)));
             for asked in l.first_asked.iter_mut().zip(&l.bodies) {
                 if let (Some(a), None) = (asked.0.take(), asked.1) {
                     self.learning
@@ -392,8 +396,12 @@ impl<A: Application> ExecReplica<A> {
         for msg in &fetches {
             self.send_to_auth(msg, out);
         }
-        if waiting || !fetches.is_empty() {
-            self.arm_fetch_timer(out);
+        if let Some(due) = next_due {
+            self.learning.fetch_armed = true;
+            out.push(Action::SetTimer {
+                id: FETCH,
+                after: due.saturating_sub(now).max(1),
+            });
         }
     }
 

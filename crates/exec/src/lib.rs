@@ -423,7 +423,7 @@ impl<A: Application> ExecReplica<A> {
                 }
             }
             Message::FetchExecCp { seq } => self.on_fetch_exec_cp(e, seq, out),
-            Message::ExecCpState { seq, state } => self.on_exec_cp_state(seq, state, out),
+            Message::ExecCpState { seq, state } => self.on_exec_cp_state(e, seq, state, out),
             Message::FetchState { token } => self.on_fetch_state(e, token, out),
             Message::State { token, data } => self.on_state(token, data, out),
             Message::FetchObjectNodes { seq, nodes } => {

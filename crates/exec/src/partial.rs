@@ -94,6 +94,7 @@ impl<A: Application> ExecReplica<A> {
         let Some(loading) = self.transfer.loading.take() else {
             return;
         };
+        let peer = self.first_load_peer(&loading);
         let Some((cp, bytes)) = loading.fetched else {
             return;
         };
@@ -101,7 +102,6 @@ impl<A: Application> ExecReplica<A> {
             self.counters.add("load-cp-object-bits-mismatch");
             return;
         };
-        let peer = self.next_exec_peer(self.me);
         let (Some(state), Some(app)) = (self.objects.as_mut(), self.app.objects()) else {
             return;
         };

@@ -769,6 +769,12 @@ fn batch_reports_chain_from_the_last_checkpoint_and_agree_after_a_load() {
 /// Replica 1 with `load_objects_on_demand`, having loaded checkpoint 12 of a's (replica 0's)
 /// state on demand: it holds none of the objects.
 fn loaded_on_demand() -> (Net, Replica, Replica) {
+    loaded_on_demand_from(ExecId(2))
+}
+
+/// Replica 1 loads checkpoint 12 on demand, its copy of the checkpoint coming from `sender`
+/// (the bytes are replica 0's).
+fn loaded_on_demand_from(sender: ExecId) -> (Net, Replica, Replica) {
     let mut net = Net::new(2);
     Arc::make_mut(&mut net.cfg).load_objects_on_demand = true;
     let (mut a, out) = object_leader(&net, 12);
@@ -779,7 +785,7 @@ fn loaded_on_demand() -> (Net, Replica, Replica) {
     let fetch = Message::FetchExecCp { seq: Seq(12) };
     let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &fetch);
     let cp = net.sent_to(&served, Principal::Exec(ExecId(1)));
-    let out = net.deliver(&mut b, Principal::Exec(ExecId(0)), &cp[0]);
+    let out = net.deliver(&mut b, Principal::Exec(sender), &cp[0]);
     // Adopted at once, holding nothing: neither persisted nor vouched for with a token.
     assert_eq!(b.next_seq(), Seq(13));
     assert_eq!(b.counters().get("load-cp-on-demand"), 1);
@@ -795,7 +801,8 @@ fn loaded_on_demand() -> (Net, Replica, Replica) {
 #[test]
 fn a_replica_loading_on_demand_executes_a_batch_once_its_objects_proved_against_the_root() {
     let (net, mut a, mut b) = loaded_on_demand();
-    // A batch reading k3: b asks the next peer for k3's bucket, with its proof, and waits.
+    // A batch reading k3: b asks the peer whose copy of the checkpoint verified (2) for k3's
+    // bucket, with its proof, and waits.
     let get = vec![batch(vec![inline(1, 13, "get k3")], 1_300)];
     let out = net.learn_all(&mut b, Seq(13), &get);
     assert_eq!(b.next_seq(), Seq(13));
@@ -847,6 +854,24 @@ fn a_replica_loading_on_demand_executes_a_batch_once_its_objects_proved_against_
     assert_eq!(token_sent(&out_b), token_sent(&out_a));
     assert!(token_sent(&out_b) > 0);
     assert!(!store_ops(&out_b).is_empty());
+}
+
+/// The first peer asked for a load's objects is the one whose copy of the checkpoint just
+/// verified, not the next in turn, which may be the crashed replica whose silence woke a ZZ
+/// sleeper (it waited a catch-up period for an answer that never came).
+#[test]
+fn objects_are_first_asked_of_the_peer_whose_checkpoint_verified() {
+    let (net, _a, mut b) = loaded_on_demand_from(ExecId(0));
+    let get = vec![batch(vec![inline(1, 13, "get k3")], 1_300)];
+    let out = net.learn_all(&mut b, Seq(13), &get);
+    let fetches_to = |e: u16| {
+        net.sent_to(&out, Principal::Exec(ExecId(e)))
+            .iter()
+            .filter(|m| matches!(m, Message::FetchObjects { proofs: true, .. }))
+            .count()
+    };
+    assert!(fetches_to(0) > 0);
+    assert_eq!(fetches_to(2), 0, "the next peer in turn is not asked");
 }
 
 #[test]
@@ -917,8 +942,7 @@ fn loading_on_demand_keeps_what_did_not_change_and_fetches_only_the_rest() {
     let cp = net.sent_to(&served, Principal::Exec(ExecId(1)));
     let out = net.deliver(&mut b, Principal::Exec(ExecId(0)), &cp[0]);
     assert_eq!(b.next_seq(), Seq(13));
-    // Replica 2 (asked first) is silent; replica 0 serves the walk.
-    let out = [out, silent_peer_period(&mut b)].concat();
+    // Replica 0, whose copy of the checkpoint verified, is asked first and serves the walk.
     pump(&net, &mut a, &mut b, out);
     assert_eq!(b.counters().get("on-demand-fill-complete"), 1);
     assert_eq!(b.app().state_digest(), a.app().state_digest());

@@ -65,6 +65,10 @@ pub(crate) struct Loading {
     missing: BTreeSet<Digest>,
     /// For an application with objects: the object-level transfer (object_transfer.rs).
     pub(crate) objects: Option<crate::object_transfer::ObjectLoad>,
+    /// The peer whose copy of the checkpoint verified: alive a moment ago, so the first one
+    /// asked for its objects (the next peer in turn may be the replica whose crash woke this
+    /// one, and cost a catch-up period without an answer).
+    pub(crate) from: Option<ExecId>,
 }
 
 impl Loading {
@@ -75,6 +79,7 @@ impl Loading {
             fetched: None,
             missing: BTreeSet::new(),
             objects: None,
+            from: None,
         }
     }
 }
@@ -171,7 +176,13 @@ impl<A: Application> ExecReplica<A> {
     }
 
     /// EXEC-CP-STATE: the checkpoint we asked for, loaded only if it matches the token.
-    pub(crate) fn on_exec_cp_state(&mut self, seq: Seq, state: Vec<u8>, out: &mut Vec<Action>) {
+    pub(crate) fn on_exec_cp_state(
+        &mut self,
+        e: ExecId,
+        seq: Seq,
+        state: Vec<u8>,
+        out: &mut Vec<Action>,
+    ) {
         let Some(loading) = &self.transfer.loading else {
             self.counters.dropped(DropReason::ExecCpUnrequested);
             return;
@@ -185,7 +196,12 @@ impl<A: Application> ExecReplica<A> {
             return;
         }
         match ExecCheckpoint::decode(&state) {
-            Some(cp) if cp.seq == seq => self.accept_checkpoint(cp, state, out),
+            Some(cp) if cp.seq == seq => {
+                if let Some(loading) = self.transfer.loading.as_mut() {
+                    loading.from = Some(e);
+                }
+                self.accept_checkpoint(cp, state, out)
+            }
             _ => self.counters.dropped(DropReason::ExecCpMalformed),
         }
     }
@@ -296,6 +312,16 @@ impl<A: Application> ExecReplica<A> {
         if !self.learning.learned.contains_key(&self.executed.next_seq) {
             self.send_last_exec(out);
         }
+    }
+
+    /// The first peer to ask for the objects of `loading` on demand: the one whose copy of
+    /// the checkpoint verified, else the next in turn. (The eager transfer
+    /// still starts with the next in turn: it is not what a woken sleeper waits on.)
+    pub(crate) fn first_load_peer(&self, loading: &Loading) -> ExecId {
+        loading
+            .from
+            .filter(|e| *e != self.me && e.index() < self.q().exec)
+            .unwrap_or_else(|| self.next_exec_peer(self.me))
     }
 
     /// FETCH-EXEC-CP from a peer: send the checkpoint if we hold it. The same request from the
