@@ -258,14 +258,14 @@ pub struct ProtocolConfig {
     #[serde(default)]
     pub zz: bool,
     /// ZZ: an order replica asks the sleepers to wake when an active execution replica's report
-    /// of a batch is this late after another active's report of it (50 ms), or differs from
-    /// the agreed one.
+    /// of a batch is this late after another active's report of it (100 ms; docs/zz.md says
+    /// why not 50), or differs from the agreed one.
     #[serde(default = "default_zz_report_timeout_us")]
     pub zz_report_timeout_us: u64,
 }
 
 fn default_zz_report_timeout_us() -> u64 {
-    50_000
+    100_000
 }
 
 fn default_slow_request_us() -> u64 {

@@ -477,6 +477,7 @@ impl Stage for OrderReplica {
             }
             Event::Timer(monitor::HEARTBEAT) => self.on_heartbeat(now, out),
             Event::Timer(catch_up::CATCH_UP_IDLE) => self.serve_deferred_catch_up(now, out),
+            Event::Timer(wake::ZZ_WATCH) => self.wake_sleepers(now, out),
             Event::Timer(_) => {}
             Event::Receive(frame) => match self.ctx.keys.open(&frame) {
                 Ok((from, msg)) => self.on_message(now, from, msg, out),

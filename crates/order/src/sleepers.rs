@@ -92,6 +92,8 @@ pub(crate) struct Sleepers {
     unanswered: u32,
     /// Why actives came under suspicion since the caller last took them (its counters).
     causes: Vec<&'static str>,
+    /// When the watch timer set last is due to fire, if one is set.
+    watch_at: Option<Micros>,
 }
 
 impl Sleepers {
@@ -119,6 +121,7 @@ impl Sleepers {
             wakes_sent: 0,
             unanswered: 0,
             causes: Vec::new(),
+            watch_at: None,
         }
     }
 
@@ -297,6 +300,26 @@ impl Sleepers {
             let p99 = sorted[(sorted.len() * 99 / 100).min(sorted.len() - 1)];
             self.adaptive = p99.saturating_mul(4);
         }
+    }
+
+    /// After [`Sleepers::due`] at `now`: the delay after which it should run again, if a timer
+    /// must be set for that, so that a report is found late when it becomes late rather than
+    /// at the next catch-up tick (which would add up to a period to every detection). `None`
+    /// if no open batch becomes late later, or a timer already set fires in time.
+    pub(crate) fn watch_timer(&mut self, now: Micros, floor: Micros) -> Option<Micros> {
+        let timeout = self.timeout(floor);
+        // Batches late already were dealt with by `due` at `now`.
+        let at = self
+            .open
+            .values()
+            .map(|(first, _)| first.saturating_add(timeout))
+            .filter(|at| *at > now)
+            .min()?;
+        if self.watch_at.is_some_and(|set| set > now && set <= at) {
+            return None;
+        }
+        self.watch_at = Some(at);
+        Some(at - now)
     }
 
     /// How late a report may be: the configured floor, or four times the recent p99 spread.
@@ -677,5 +700,32 @@ mod tests {
             .due(64_000_000, Seq(0), (50_000, u64::MAX, 200_000))
             .is_empty());
         assert!(z.suspected.is_empty());
+    }
+
+    /// A report is found late when it becomes late, not at the next tick: the watch timer is
+    /// set for the oldest open batch, not set again while it would fire in time, and set
+    /// earlier for a batch that becomes late sooner; a batch late already sets nothing.
+    #[test]
+    fn the_watch_timer_fires_when_the_oldest_open_report_becomes_late() {
+        let floor = 50_000;
+        let mut z = Sleepers::new(2, 3, 200_000);
+        assert_eq!(z.watch_timer(0, floor), None, "nothing open");
+        z.reported(1_000, ExecId(0), report(4, b"r"), (Seq(0), 128));
+        assert!(z.due(1_000, Seq(0), T).is_empty());
+        assert_eq!(z.watch_timer(1_000, floor), Some(50_000));
+        // Another batch open later: the timer set fires first, so none is set.
+        z.reported(2_000, ExecId(0), report(5, b"r"), (Seq(0), 128));
+        assert_eq!(z.watch_timer(2_000, floor), None);
+        // At the deadline, exec 1 is late for batch 4; batch 5's deadline is next.
+        assert_eq!(z.due(51_000, Seq(0), T), vec![ExecId(2)]);
+        assert!(z.suspected.contains(&ExecId(1)));
+        assert_eq!(z.watch_timer(51_000, floor), Some(1_000));
+        z.due(52_000, Seq(0), T);
+        assert_eq!(
+            z.watch_timer(52_000, floor),
+            None,
+            "every open batch is late already"
+        );
+        z.check_invariants().unwrap();
     }
 }

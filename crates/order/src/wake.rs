@@ -4,8 +4,11 @@
 
 use crate::relay::{Copied, Copy};
 use crate::OrderReplica;
-use plumb_core::{Action, DropReason, Micros, Observation};
+use plumb_core::{Action, DropReason, Micros, Observation, TimerId};
 use plumb_wire::{ClientId, ExecId, Message, Principal, Seq};
+
+/// ZZ mode: fires when an open batch's missing reports become late (sleepers.rs).
+pub(crate) const ZZ_WATCH: TimerId = TimerId(5);
 
 impl OrderReplica {
     /// ZZ mode: an active's copy of the reply it cached for `client` (relay.rs): relay it once
@@ -88,6 +91,12 @@ impl OrderReplica {
             return;
         };
         let due = z.due(now, stable, times);
+        if let Some(after) = z.watch_timer(now, floor) {
+            out.push(Action::SetTimer {
+                id: ZZ_WATCH,
+                after,
+            });
+        }
         for cause in z.take_causes() {
             self.counters.add(cause);
         }

@@ -42,7 +42,7 @@ pub struct ZzArgs {
     #[arg(long, default_value_t = 5.0)]
     latency_seconds: f64,
     /// The clusters' `zz_report_timeout_us`, in milliseconds (default: the cluster default,
-    /// 50 ms): how late an active's report may be, at least.
+    /// 100 ms): how late an active's report may be, at least.
     #[arg(long)]
     report_timeout_ms: Option<u64>,
     /// Measure every row this many times, round after round, and judge the targets by each
