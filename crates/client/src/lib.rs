@@ -99,8 +99,9 @@ struct Ordered {
     timeout: Micros,
     /// Whether the retransmission timer fired for it: a slow request's reason.
     retransmitted: bool,
-    /// Whether it went to every authentication replica without a retransmission: at once
-    /// (after a retransmission, or a speculative lane's) or widened (the WIDEN timer).
+    /// Whether the WIDEN timer leaves it alone: it went to every authentication replica at
+    /// once (after a retransmission) or on that timer already, or it is a speculative lane's,
+    /// which keeps to its session's replicas.
     widened: bool,
     /// Execution replica -> the result it last sent for `nc` and where it executed it (a
     /// vote is for both: correct replicas agree on the position as on the result).
