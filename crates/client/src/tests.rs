@@ -350,48 +350,6 @@ fn after_a_retransmission_requests_go_to_every_auth_replica_for_a_while() {
     }
 }
 
-/// A first transmission still unanswered after four times the usual latency goes to the
-/// authentication replicas outside the preferred quorum too, once, without touching the
-/// retransmission timeout: a crashed replica in the quorum (which the primary needs whole)
-/// costs a short wait, not the 500 ms timeout. Requests that went to every replica already
-/// are not widened, and an answered one cancels its timer.
-#[test]
-fn an_unanswered_first_transmission_is_widened_after_four_times_the_usual_latency() {
-    let w = World::new();
-    let mut c = w.client(Recovered::default());
-    // Before any request completed: a quarter of the first timeout.
-    let out = submit(&mut c, 0, b"a", false);
-    assert_eq!(timer_set(&out, WIDEN), Some(125_000));
-    answer(&w, &mut c, 8_000, ReqNo(1), b"r");
-    // Usual latency 8 ms: widened after 32 ms.
-    let out = submit(&mut c, 10_000, b"b", false);
-    assert_eq!(receivers(&w.sent(&out)), auths(&[3, 0, 1]));
-    assert_eq!(timer_set(&out, WIDEN), Some(32_000));
-    let out = run(&mut c, 42_000, Event::Timer(WIDEN));
-    let sent = w.sent(&out);
-    assert_eq!(receivers(&sent), auths(&[2]), "only the replica left out");
-    assert_eq!(request_number(&sent, b"b"), ReqNo(2));
-    assert_eq!(c.counters().get("request-widened"), 1);
-    assert_eq!(
-        timer_set(&out, RETRANSMIT),
-        None,
-        "the timeout is not touched"
-    );
-    assert!(run(&mut c, 43_000, Event::Timer(WIDEN)).is_empty(), "once");
-    // Answered: the timer is cancelled.
-    let out = answer(&w, &mut c, 50_000, ReqNo(2), b"r");
-    assert!(out.contains(&Action::CancelTimer { id: WIDEN }));
-    // After a retransmission requests go to every replica at once: nothing to widen.
-    submit(&mut c, 60_000, b"c", false);
-    run(&mut c, 560_000, Event::Timer(RETRANSMIT));
-    assert!(run(&mut c, 560_001, Event::Timer(WIDEN)).is_empty());
-    answer(&w, &mut c, 570_000, ReqNo(3), b"r");
-    let out = submit(&mut c, 580_000, b"d", false);
-    assert_eq!(w.sent(&out).len(), 4);
-    assert_eq!(timer_set(&out, WIDEN), None);
-    assert!(out.contains(&Action::CancelTimer { id: WIDEN }));
-}
-
 #[test]
 fn cl1_retransmission_timeout_doubles_up_to_the_cap() {
     let w = World::new();
