@@ -113,10 +113,12 @@ impl Plumb {
         for (n, p) in running.into_iter().zip(nodes.iter_mut()) {
             loop {
                 if let Some(status) = p.exited() {
+                    let log = logs.join(format!("node-{}.log", n.id));
                     return Err(format!(
-                        "plumb node {} exited ({status}) while starting; its log: {}",
+                        "plumb node {} exited ({status}) while starting: {}; its log: {}",
                         n.id,
-                        logs.join(format!("node-{}.log", n.id)).display()
+                        last_line(&log),
+                        log.display()
                     ));
                 }
                 if matches!(
@@ -270,6 +272,20 @@ fn labelled(text: &str, name: &str) -> Vec<(String, u64)> {
             Some((key, value.trim().parse::<f64>().ok()? as u64))
         })
         .collect()
+}
+
+/// The last non-empty line of a log (a node's reason for exiting), for an error message that
+/// must say why where only the message is kept (a CI log).
+fn last_line(log: &Path) -> String {
+    std::fs::read_to_string(log)
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| "its log is empty".to_string())
 }
 
 fn spawn_node(

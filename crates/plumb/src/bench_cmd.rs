@@ -149,8 +149,11 @@ struct SpeculationArgs {
     /// Where the clusters keep their data (default: a temporary directory, removed after).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// First port: each system and topology takes 20 from here on.
-    #[arg(long, default_value_t = 41400)]
+    /// First port: each system and topology takes 20 from here on. Below 32768, where Linux's
+    /// ephemeral range begins: the nodes' outgoing connections bind their own addresses with
+    /// any port, so a later cluster's listening port in that range could be held (a CI run's
+    /// node exited on start with the default at 41400).
+    #[arg(long, default_value_t = 25400)]
     base_port: u16,
     /// Loopback network of the servers: nodes on A.B.C.11 and up, the unreplicated server on
     /// A.B.C.2.
