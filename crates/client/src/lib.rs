@@ -15,8 +15,11 @@
 //! replicas, retransmissions to all of them, with a timeout that doubles up to a cap and adapts
 //! to the latency last observed (§5.7.1). Once a request needed a retransmission, the next
 //! `ALL_AUTH_AFTER_RETRANSMIT` requests go to every authentication replica at once: a silent
-//! replica in the preferred quorum would otherwise cost every request a timeout. A reply is
-//! accepted once `r + 1` execution replicas sent the same bytes *for the same operation*: a
+//! replica in the preferred quorum would otherwise cost every request a timeout. A first
+//! transmission unanswered after four times the usual latency is widened to the replicas
+//! outside the preferred quorum, and the next requests go to all as after a retransmission,
+//! so the first request to meet such a replica does not wait the whole timeout either. A
+//! reply is accepted once `r + 1` execution replicas sent the same bytes *for the same operation*: a
 //! reply names the request it answers (its identity digest `H(client, life, nc, H(op))`, where
 //! the [`Life`] is drawn afresh at every start), so a client that lost its record and reused a
 //! number never takes the answer to its previous life's operation for the answer to its new
@@ -68,6 +71,12 @@ const RETRANSMIT: TimerId = TimerId(1);
 const READ_ONLY_DEADLINE: TimerId = TimerId(2);
 /// Fires when the last-request query has not been answered by enough replicas: ask again.
 const LEARN: TimerId = TimerId(3);
+/// Fires when an ordered request sent to the preferred quorum only has waited several times
+/// the usual latency: send it to the other authentication replicas too.
+const WIDEN: TimerId = TimerId(4);
+
+/// The shortest wait before a first transmission is widened to every authentication replica.
+const WIDEN_MIN_US: Micros = 20_000;
 
 /// Returned by [`Client::submit`] while a request is outstanding, or one submitted while the
 /// client learns its request number waits (CS2: closed loop).
@@ -90,6 +99,9 @@ struct Ordered {
     timeout: Micros,
     /// Whether the retransmission timer fired for it: a slow request's reason.
     retransmitted: bool,
+    /// Whether the widening timer sent it to the authentication replicas outside the
+    /// preferred quorum.
+    widened: bool,
     /// Execution replica -> the result it last sent for `nc` and where it executed it (a
     /// vote is for both: correct replicas agree on the position as on the result).
     votes: HashMap<ExecId, (Vec<u8>, Position)>,
@@ -143,6 +155,9 @@ pub struct Client {
     next_ro: ReqNo,
     /// Timeout of a new request's first transmission (§5.7.1).
     base_timeout: Micros,
+    /// Ordered requests' latency, a moving average (1/8 weight to the newest): how long to
+    /// wait before widening a first transmission.
+    usual_latency: Option<Micros>,
     /// Requests numbered up to this go to every authentication replica at once.
     all_auth_through: ReqNo,
     outstanding: Option<Outstanding>,
@@ -183,6 +198,7 @@ impl Client {
                 timeout: base_timeout,
                 // Resent to everyone at start, like a retransmission.
                 retransmitted: true,
+                widened: false,
                 votes: HashMap::new(),
                 used: HashMap::new(),
                 relayed: HashMap::new(),
@@ -202,6 +218,7 @@ impl Client {
             next_nc: resumed.next_nc,
             next_ro: ReqNo(1),
             base_timeout,
+            usual_latency: None,
             all_auth_through: ReqNo::NONE,
             outstanding,
             learning,
@@ -375,6 +392,7 @@ impl Client {
             nc,
             op: op.clone(),
         };
+        let widen = early.is_none() && nc > self.all_auth_through;
         let receivers = if let Some(e) = early {
             // Every identity of a speculative session sends through the same authentication
             // replicas (from the early replica's index on): each forwards requests in the order
@@ -396,6 +414,14 @@ impl Client {
             id: RETRANSMIT,
             after: self.base_timeout,
         });
+        if widen {
+            out.push(Action::SetTimer {
+                id: WIDEN,
+                after: self.widen_after(),
+            });
+        } else {
+            out.push(Action::CancelTimer { id: WIDEN });
+        }
         self.outstanding = Some(Outstanding::Ordered(Ordered {
             life,
             nc,
@@ -404,6 +430,7 @@ impl Client {
             first_sent: now,
             timeout: self.base_timeout,
             retransmitted: false,
+            widened: false,
             votes: HashMap::new(),
             used: HashMap::new(),
             relayed: HashMap::new(),
@@ -458,6 +485,50 @@ impl Client {
             id: RETRANSMIT,
             after: base,
         });
+    }
+
+    /// How long a first transmission to the preferred quorum waits before it is widened: four
+    /// times the usual latency, at least [`WIDEN_MIN_US`], at most half the first timeout
+    /// (a quarter of it before any request completed).
+    fn widen_after(&self) -> Micros {
+        let first = self.cfg.client_retry_us;
+        self.usual_latency
+            .map_or(first / 4, |l| l.saturating_mul(4))
+            .max(WIDEN_MIN_US)
+            .min(first / 2)
+            .max(1)
+    }
+
+    /// The outstanding request went to the preferred quorum only and is still unanswered
+    /// after several times the usual latency: send it to the other authentication replicas
+    /// too. The primary orders a request once `n_auth - u` replicas vouch for it, which is
+    /// the whole preferred quorum: one crashed or cut-off replica in it held every request
+    /// until the retransmission timeout (500 ms; a woken ZZ sleeper's client waited it
+    /// out, docs/zz.md). As after a retransmission, the next `ALL_AUTH_AFTER_RETRANSMIT`
+    /// requests go to every replica at once: with a node down, each would otherwise wait
+    /// to be widened in turn. The timeout and its back-off are unchanged. A speculative
+    /// lane's requests keep to their replicas (`submit`).
+    fn on_widen_timer(&mut self, out: &mut Vec<Action>) {
+        let Some(Outstanding::Ordered(o)) = &mut self.outstanding else {
+            return;
+        };
+        if o.widened || o.retransmitted || o.early.is_some() || o.nc <= self.all_auth_through {
+            return;
+        }
+        o.widened = true;
+        self.all_auth_through = o.nc.plus(ALL_AUTH_AFTER_RETRANSMIT);
+        let msg = Message::Request {
+            life: o.life,
+            nc: o.nc,
+            op: o.op.clone(),
+        };
+        let preferred = self.preferred_auth();
+        self.counters.add("request-widened");
+        for to in self.all_auth() {
+            if !preferred.contains(&to) {
+                self.send(to, &msg, out);
+            }
+        }
     }
 
     /// CL1 with exponential back-off capped at `client_retry_max_us` (§5.7.1).
@@ -627,6 +698,16 @@ impl Client {
                 view: View::ZERO,
             })));
         }
+        // Only a request answered from its first transmission tells the usual latency: a
+        // widened or retransmitted one's wait would raise the widening wait it is a multiple
+        // of.
+        if !o.widened && !o.retransmitted {
+            self.usual_latency = Some(
+                self.usual_latency
+                    .map_or(latency, |l| l - l / 8 + latency / 8),
+            );
+        }
+        out.push(Action::CancelTimer { id: WIDEN });
         // §5.7.1: max(initial timeout, observed latency); capped like every timeout.
         self.base_timeout = latency
             .max(self.cfg.client_retry_us)
@@ -811,6 +892,7 @@ impl Stage for Client {
             Event::Timer(RETRANSMIT) => self.on_retransmit_timer(out),
             Event::Timer(READ_ONLY_DEADLINE) => self.on_read_only_deadline(now, out),
             Event::Timer(LEARN) => self.on_learn_timer(out),
+            Event::Timer(WIDEN) => self.on_widen_timer(out),
             Event::Timer(_) => self.counters.add("unknown-timer"),
         }
     }

@@ -350,6 +350,78 @@ fn after_a_retransmission_requests_go_to_every_auth_replica_for_a_while() {
     }
 }
 
+/// A first transmission still unanswered after four times the usual latency goes to the
+/// authentication replicas outside the preferred quorum too, once, without touching the
+/// retransmission timeout: a crashed replica in the quorum (which the primary needs whole)
+/// costs a short wait, not the 500 ms timeout. As after a retransmission, the next requests go
+/// to every replica at once (else, with a node down, each would wait to be widened), and the
+/// widened request's wait does not count as usual latency (else the wait would grow with
+/// itself). An answered request cancels its timer.
+#[test]
+fn an_unanswered_first_transmission_is_widened_after_four_times_the_usual_latency() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    // Before any request completed: a quarter of the first timeout.
+    let out = submit(&mut c, 0, b"a", false);
+    assert_eq!(timer_set(&out, WIDEN), Some(125_000));
+    let out = answer(&w, &mut c, 8_000, ReqNo(1), b"r");
+    assert!(out.contains(&Action::CancelTimer { id: WIDEN }));
+    // Usual latency 8 ms: widened after 32 ms.
+    let out = submit(&mut c, 10_000, b"b", false);
+    assert_eq!(receivers(&w.sent(&out)), auths(&[3, 0, 1]));
+    assert_eq!(timer_set(&out, WIDEN), Some(32_000));
+    let out = run(&mut c, 42_000, Event::Timer(WIDEN));
+    let sent = w.sent(&out);
+    assert_eq!(receivers(&sent), auths(&[2]), "only the replica left out");
+    assert_eq!(request_number(&sent, b"b"), ReqNo(2));
+    assert_eq!(c.counters().get("request-widened"), 1);
+    assert_eq!(
+        timer_set(&out, RETRANSMIT),
+        None,
+        "the timeout is not touched"
+    );
+    assert!(run(&mut c, 43_000, Event::Timer(WIDEN)).is_empty(), "once");
+    answer(&w, &mut c, 50_000, ReqNo(2), b"r");
+    assert_eq!(
+        c.usual_latency,
+        Some(8_000),
+        "a widened request's wait is not usual"
+    );
+    // The next requests go to every replica at once: nothing to widen, and their latency
+    // is usual again.
+    let out = submit(&mut c, 60_000, b"c", false);
+    assert_eq!(w.sent(&out).len(), 4);
+    assert_eq!(timer_set(&out, WIDEN), None);
+    assert!(out.contains(&Action::CancelTimer { id: WIDEN }));
+    assert!(run(&mut c, 100_000, Event::Timer(WIDEN)).is_empty());
+    answer(&w, &mut c, 76_000, ReqNo(3), b"r");
+    assert_eq!(c.usual_latency, Some(9_000));
+    // Nor is a retransmitted request's.
+    submit(&mut c, 80_000, b"d", false);
+    run(&mut c, 580_000, Event::Timer(RETRANSMIT));
+    answer(&w, &mut c, 590_000, ReqNo(4), b"r");
+    assert_eq!(c.usual_latency, Some(9_000));
+}
+
+/// A speculative lane keeps to its authentication replicas (so its session's requests are
+/// vouched for in the order sent): never widened.
+#[test]
+fn a_speculative_lanes_request_is_not_widened() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    let mut out = Vec::new();
+    c.submit(
+        0,
+        b"a".to_vec(),
+        Route::Speculative { early: ExecId(2) },
+        &mut out,
+    )
+    .expect("client idle");
+    assert_eq!(timer_set(&out, WIDEN), None);
+    assert!(run(&mut c, 200_000, Event::Timer(WIDEN)).is_empty());
+    assert_eq!(c.counters().get("request-widened"), 0);
+}
+
 #[test]
 fn cl1_retransmission_timeout_doubles_up_to_the_cap() {
     let w = World::new();
