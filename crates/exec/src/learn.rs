@@ -31,7 +31,11 @@ pub(crate) struct Learning {
     /// The next batch to execute at the last tick: the same now, with that batch learned,
     /// means execution waits on something (objects, for a replica holding part of the state).
     pub next_at_last_tick: Seq,
-    pub fetch_armed: bool,
+    /// When the fetch timer is set to fire, if it is.
+    pub fetch_timer_at: Option<Micros>,
+    /// How long a body takes to come back from the replica first asked for it, a moving
+    /// average (1/8 weight to the newest): how long to wait before asking every replica.
+    pub usual_fetch: Option<Micros>,
     /// Authentication replicas that left a FETCH unanswered for a whole timeout, and until
     /// when first asks go to another replica instead (a silent one would otherwise stall every
     /// batch holding a request of its clients by a timeout).
@@ -107,6 +111,9 @@ impl SeqVotes {
 /// How long an authentication replica that left a FETCH unanswered is skipped for first asks.
 const UNANSWERING_SKIP_US: Micros = 10_000_000;
 
+/// The shortest wait before a body asked of one authentication replica is asked of all.
+const FETCH_WIDEN_MIN_US: Micros = 20_000;
+
 #[derive(Debug)]
 pub(crate) struct Learned {
     pub(crate) batch: Batch,
@@ -114,11 +121,12 @@ pub(crate) struct Learned {
     pub(crate) bodies: Vec<Option<Vec<u8>>>,
     /// When its missing bodies were last asked for.
     pub(crate) asked_at: Micros,
-    /// Per request, the one authentication replica its body was first asked from, until the
-    /// fetch timer gives up on it.
+    /// Per request, the one authentication replica its body was first asked from (at
+    /// `learned_at`): its answer, however late, tells how long bodies take.
     pub(crate) first_asked: Vec<Option<AuthId>>,
-    /// When the batch was learned, and whether the fetch timer had to ask every
-    /// authentication replica for its bodies: what a slow request waited for.
+    /// When the batch was learned (and its missing bodies first asked for), and whether the
+    /// fetch timer had to ask every authentication replica for them: what a slow request
+    /// waited for.
     pub(crate) learned_at: Micros,
     pub(crate) fetch_timer_fired: bool,
 }
@@ -347,45 +355,71 @@ impl<A: Application> ExecReplica<A> {
             .unwrap_or(AuthId(start as u16))
     }
 
-    pub(crate) fn arm_fetch_timer(&mut self, out: &mut Vec<Action>) {
-        if !self.learning.fetch_armed {
-            self.learning.fetch_armed = true;
+    /// How long a body asked of one replica is awaited before every replica is asked: four
+    /// times the usual round trip, at least [`FETCH_WIDEN_MIN_US`], at most the fetch period
+    /// (a quarter of it before any body came back). A crashed replica first in the quorum of
+    /// some clients held each of their bodies the whole period (200 ms; a woken ZZ replica
+    /// re-executing the batches since the checkpoint, or an active after a node's crash,
+    /// waited it out, docs/zz.md).
+    fn fetch_wait(&self) -> Micros {
+        let period = self.cfg().catch_up_us.max(1);
+        self.learning
+            .usual_fetch
+            .map_or(period / 4, |l| l.saturating_mul(4))
+            .max(FETCH_WIDEN_MIN_US)
+            .min(period)
+    }
+
+    /// Make the fetch timer fire by `now + after`, unless it already fires sooner.
+    fn set_fetch_timer(&mut self, after: Micros, out: &mut Vec<Action>) {
+        let at = self.now.saturating_add(after.max(1));
+        if self.learning.fetch_timer_at.is_none_or(|t| at < t) {
+            self.learning.fetch_timer_at = Some(at);
             out.push(Action::SetTimer {
                 id: FETCH,
-                after: self.cfg().catch_up_us,
+                after: after.max(1),
             });
         }
     }
 
-    /// Bodies still missing a timeout after they were last asked for: ask every
-    /// authentication replica. Bodies asked for more recently are most likely on their way;
-    /// asking again for them would only bring `n_auth` copies of each. The timer is set again
-    /// for the batch asked for longest ago, so a body waits one period, not up to two (a
-    /// batch learned just after the timer was set would otherwise wait for the one after).
+    pub(crate) fn arm_fetch_timer(&mut self, out: &mut Vec<Action>) {
+        self.set_fetch_timer(self.fetch_wait(), out);
+    }
+
+    /// Bodies still missing a while after they were last asked for: ask every authentication
+    /// replica. The first time, after [`Self::fetch_wait`] (the replica asked first may have
+    /// crashed); then every period. Bodies asked for more recently are most likely on their
+    /// way; asking again for them would only bring `n_auth` copies of each. The timer is set
+    /// again for the batch due soonest, so a body waits its due time, not up to two (a batch
+    /// learned just after the timer was set would otherwise wait for the one after).
     pub(crate) fn on_fetch_tick(&mut self, out: &mut Vec<Action>) {
-        self.learning.fetch_armed = false;
-        let (now, period) = (self.now, self.cfg().catch_up_us);
+        self.learning.fetch_timer_at = None;
+        let (now, period, wait) = (self.now, self.cfg().catch_up_us, self.fetch_wait());
         let mut fetches = Vec::new();
         let mut next_due: Option<Micros> = None;
         for (seq, l) in self.learning.learned.iter_mut() {
             if l.complete() {
                 continue;
             }
-            let due = l.asked_at.saturating_add(period);
+            let due = l
+                .asked_at
+                .saturating_add(if l.fetch_timer_fired { period } else { wait });
             if now < due {
                 next_due = Some(next_due.map_or(due, |d| d.min(due)));
                 continue;
             }
+            if !l.fetch_timer_fired {
+                for (asked, body) in l.first_asked.iter().zip(&l.bodies) {
+                    if let (Some(a), None) = (asked, body) {
+                        self.learning
+                            .unanswering_auth
+                            .insert(*a, now.saturating_add(UNANSWERING_SKIP_US));
+                    }
+                }
+            }
             l.asked_at = now;
             l.fetch_timer_fired = true;
             next_due = Some(next_due.map_or(now + period, |d| d.min(now + period)));
-            for asked in l.first_asked.iter_mut().zip(&l.bodies) {
-                if let (Some(a), None) = (asked.0.take(), asked.1) {
-                    self.learning
-                        .unanswering_auth
-                        .insert(a, now.saturating_add(UNANSWERING_SKIP_US));
-                }
-            }
             fetches.extend(l.missing().map(|(client, nc, digest)| Message::Fetch {
                 seq: *seq,
                 client,
@@ -397,11 +431,7 @@ impl<A: Application> ExecReplica<A> {
             self.send_to_auth(msg, out);
         }
         if let Some(due) = next_due {
-            self.learning.fetch_armed = true;
-            out.push(Action::SetTimer {
-                id: FETCH,
-                after: due.saturating_sub(now).max(1),
-            });
+            self.set_fetch_timer(due.saturating_sub(now), out);
         }
     }
 
@@ -409,6 +439,7 @@ impl<A: Application> ExecReplica<A> {
     /// carries (a faulty authentication replica cannot substitute an operation).
     pub(crate) fn on_command(
         &mut self,
+        from: AuthId,
         seq: Seq,
         client: ClientId,
         nc: ReqNo,
@@ -425,9 +456,20 @@ impl<A: Application> ExecReplica<A> {
             .requests
             .iter()
             .zip(learned.bodies.iter_mut())
-            .find(|(r, b)| r.client == client && r.nc == nc && b.is_none());
+            .zip(&learned.first_asked)
+            .find(|((r, b), _)| r.client == client && r.nc == nc && b.is_none());
         match slot {
-            Some((r, body)) if matches!(r.body, Body::Digest(d) if d == got) => *body = Some(op),
+            Some(((r, body), asked)) if matches!(r.body, Body::Digest(d) if d == got) => {
+                *body = Some(op);
+                if *asked == Some(from) {
+                    let took = self.now.saturating_sub(learned.learned_at);
+                    self.learning.usual_fetch = Some(
+                        self.learning
+                            .usual_fetch
+                            .map_or(took, |l| l - l / 8 + took / 8),
+                    );
+                }
+            }
             Some(_) => {
                 self.counters.dropped(DropReason::CommandBadDigest);
                 return;

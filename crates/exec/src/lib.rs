@@ -366,7 +366,7 @@ impl<A: Application> ExecReplica<A> {
                     nc,
                     op,
                 },
-            ) if a.index() < q.auth => self.on_command(seq, client, nc, op, out),
+            ) if a.index() < q.auth => self.on_command(a, seq, client, nc, op, out),
             (Principal::Exec(e), msg) if e.index() < q.exec && e != self.me => {
                 self.on_peer_message(e, msg, out)
             }

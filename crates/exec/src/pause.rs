@@ -34,7 +34,7 @@ impl<A: Application> ExecReplica<A> {
     pub fn pause(&mut self, out: &mut Vec<Action>) {
         out.push(Action::CancelTimer { id: CATCH_UP });
         out.push(Action::CancelTimer { id: FETCH });
-        self.learning.fetch_armed = false;
+        self.learning.fetch_timer_at = None;
         self.gate = Some(crate::gate::Gate::default());
         self.sleep_asks.clear();
     }

@@ -561,6 +561,91 @@ fn el1a_batch_complete_and_fetch_then_bodies_checked_against_digest() {
     assert!(out.is_empty());
 }
 
+/// A body asked of one authentication replica is asked of all after four times the usual
+/// round trip (a quarter of the fetch period before any came back), not the whole period: a
+/// crashed replica first in some clients' quorum held each of their bodies 200 ms (a woken ZZ
+/// replica re-executing the batches since the checkpoint waited it out). Only answers from
+/// the replica first asked tell the round trip, and later asks of all wait the period.
+#[test]
+fn a_body_is_asked_of_every_replica_after_four_usual_round_trips() {
+    let mut net = Net::new(8);
+    Arc::make_mut(&mut net.cfg).catch_up_us = 200_000;
+    let mut r = fresh(&net, 0);
+    let fetch_of = |seq, client, nc, op: &str| Message::Fetch {
+        seq,
+        client,
+        nc,
+        digest: Digest::of(op.as_bytes()),
+    };
+    let command = |seq, client, nc, op: &str| Message::Command {
+        seq,
+        client,
+        nc,
+        op: op.as_bytes().to_vec(),
+    };
+    // No body came back yet: a quarter of the period.
+    let out = net.next_batch(
+        &mut r,
+        Seq(1),
+        &batch(vec![by_digest(2, 1, "put a 1")], 10),
+        &[0, 1],
+    );
+    assert!(out.contains(&Action::SetTimer {
+        id: FETCH,
+        after: 50_000
+    }));
+    // Answered by the replica asked (client 2's first, a2) 4 ms later: a usual 4 ms, so the
+    // next body waits the 20 ms floor.
+    let out = net.deliver_at(
+        &mut r,
+        NOW + 4_000,
+        Principal::Auth(AuthId(2)),
+        &command(Seq(1), 2, ReqNo(1), "put a 1"),
+    );
+    assert_eq!(delivered(&out).len(), 1);
+    assert_eq!(r.learning.usual_fetch, Some(4_000));
+    let later = NOW + 10_000;
+    let out = plumb_core::run(&mut r, later, Event::Timer(FETCH));
+    assert!(out.is_empty(), "nothing left to fetch");
+    let b2 = batch(vec![by_digest(3, 1, "put b 1")], 11);
+    let msg = Message::NextBatch {
+        view: View::ZERO,
+        seq: Seq(2),
+        batch: b2,
+    };
+    let mut out = net.deliver_at(&mut r, later, Principal::Order(OrderId(0)), &msg);
+    out.extend(net.deliver_at(&mut r, later, Principal::Order(OrderId(1)), &msg));
+    assert_eq!(
+        net.receivers(&out, |m| *m == fetch_of(Seq(2), 3, ReqNo(1), "put b 1")),
+        vec![Principal::Auth(AuthId(3))]
+    );
+    assert!(out.contains(&Action::SetTimer {
+        id: FETCH,
+        after: 20_000
+    }));
+    // a3 is silent: every replica is asked 20 ms later, and a3 is no longer asked first.
+    let out = plumb_core::run(&mut r, later + 20_000, Event::Timer(FETCH));
+    assert_eq!(
+        net.receivers(&out, |m| *m == fetch_of(Seq(2), 3, ReqNo(1), "put b 1")),
+        net.auths()
+    );
+    assert!(
+        out.contains(&Action::SetTimer {
+            id: FETCH,
+            after: 200_000
+        }),
+        "then every period"
+    );
+    // Another replica's answer is not a round trip of the one asked first.
+    net.deliver_at(
+        &mut r,
+        later + 21_000,
+        Principal::Auth(AuthId(0)),
+        &command(Seq(2), 3, ReqNo(1), "put b 1"),
+    );
+    assert_eq!(r.learning.usual_fetch, Some(4_000));
+}
+
 /// A silent authentication replica is asked first once: after it leaves a FETCH unanswered for
 /// a whole timeout, first asks for its clients go to the next replica of their preferred
 /// quorum, so it no longer stalls every batch holding one of their requests.
