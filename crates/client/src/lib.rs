@@ -19,11 +19,11 @@
 //! transmission unanswered after four times the usual latency is widened to the replicas
 //! outside the preferred quorum, and the next requests go to all as after a retransmission,
 //! so the first request to meet such a replica does not wait the whole timeout either. A
-//! reply is accepted once `r + 1` execution replicas sent the same bytes *for the same operation*: a
-//! reply names the request it answers (its identity digest `H(client, life, nc, H(op))`, where
-//! the [`Life`] is drawn afresh at every start), so a client that lost its record and reused a
-//! number never takes the answer to its previous life's operation for the answer to its new
-//! one, even when both lives sent the same bytes.
+//! reply is accepted once `r + 1` execution replicas sent the same bytes *for the same
+//! operation*: a reply names the request it answers (its identity digest
+//! `H(client, life, nc, H(op))`, where the [`Life`] is drawn afresh at every start), so a
+//! client that lost its record and reused a number never takes the answer to its previous
+//! life's operation for the answer to its new one, even when both lives sent the same bytes.
 //!
 //! A client without a trustworthy record first learns the last number it used from the
 //! execution replicas (`learn.rs`); `submit` waits for that.

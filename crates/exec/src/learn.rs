@@ -36,7 +36,7 @@ pub(crate) struct Learning {
     /// How long a body takes to come back from the replica first asked for it, a moving
     /// average (1/8 weight to the newest): how long to wait before asking every replica.
     pub usual_fetch: Option<Micros>,
-    /// Authentication replicas that left a FETCH unanswered for a whole timeout, and until
+    /// Authentication replicas that left a FETCH unanswered for the fetch wait, and until
     /// when first asks go to another replica instead (a silent one would otherwise stall every
     /// batch holding a request of its clients by a timeout).
     pub unanswering_auth: BTreeMap<AuthId, Micros>,
