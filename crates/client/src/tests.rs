@@ -409,14 +409,7 @@ fn an_unanswered_first_transmission_is_widened_after_four_times_the_usual_latenc
 fn a_speculative_lanes_request_is_not_widened() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
-    let mut out = Vec::new();
-    c.submit(
-        0,
-        b"a".to_vec(),
-        Route::Speculative { early: ExecId(2) },
-        &mut out,
-    )
-    .expect("client idle");
+    let out = submit_on(&mut c, 0, b"a", Route::Speculative { early: ExecId(2) });
     assert_eq!(timer_set(&out, WIDEN), None);
     assert!(run(&mut c, 200_000, Event::Timer(WIDEN)).is_empty());
     assert_eq!(c.counters().get("request-widened"), 0);
@@ -1357,14 +1350,7 @@ fn early_reply(w: &World, exec: u16, nc: ReqNo, op: &[u8], result: &[u8]) -> Eve
 fn a_speculative_request_also_goes_to_its_early_replica_and_passes_its_early_reply_on_once() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
-    let mut out = Vec::new();
-    c.submit(
-        0,
-        b"incr".to_vec(),
-        Route::Speculative { early: ExecId(2) },
-        &mut out,
-    )
-    .expect("idle");
+    let out = submit_on(&mut c, 0, b"incr", Route::Speculative { early: ExecId(2) });
     let sent = w.sent(&out);
     let early: Vec<_> = sent
         .iter()
@@ -1426,14 +1412,7 @@ fn a_speculative_request_also_goes_to_its_early_replica_and_passes_its_early_rep
 fn an_early_reply_is_never_a_vote() {
     let w = World::new();
     let mut c = w.client(Recovered::default());
-    let mut out = Vec::new();
-    c.submit(
-        0,
-        b"incr".to_vec(),
-        Route::Speculative { early: ExecId(0) },
-        &mut out,
-    )
-    .expect("idle");
+    submit_on(&mut c, 0, b"incr", Route::Speculative { early: ExecId(0) });
     run(&mut c, 1, early_reply(&w, 0, ReqNo(1), b"incr", b"9"));
     // r = 1: one ordered reply matching the early one is still one vote.
     let out = reply_run(&w, &mut c, 2, 0, ReqNo(1), b"9");
@@ -1445,14 +1424,7 @@ fn an_early_reply_is_never_a_vote() {
 /// Submit a speculative request asking execution replica 1 for an early reply, at `now`;
 /// the authentication replicas it went to.
 fn speculative_request_receivers(w: &World, c: &mut Client, now: Micros) -> BTreeSet<Principal> {
-    let mut out = Vec::new();
-    c.submit(
-        now,
-        b"incr".to_vec(),
-        Route::Speculative { early: ExecId(1) },
-        &mut out,
-    )
-    .expect("idle");
+    let out = submit_on(c, now, b"incr", Route::Speculative { early: ExecId(1) });
     w.sent(&out)
         .into_iter()
         .filter(|(_, m)| matches!(m, Message::Request { .. }))
