@@ -270,7 +270,7 @@ impl<A: Application> ExecReplica<A> {
         // A replica holding part of the state could not restore this checkpoint after a crash:
         // its token must not count toward making it stable (partial.rs).
         if tree.as_ref().is_none_or(|t| t.is_complete()) {
-            self.send_to_order(&Message::CpToken { seq, token }, out);
+            self.send_token(seq, token, out);
         }
         out.push(Action::Observe(Observation::CheckpointTaken { seq, token }));
         self.transfer.held.insert(seq, Held { token, bytes, tree });

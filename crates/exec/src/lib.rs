@@ -184,9 +184,15 @@ impl<A: Application> ExecReplica<A> {
         self.cfg().checkpoint_interval.max(1)
     }
 
+    /// Every message but a checkpoint token leaves at once, ahead of a checkpoint still being
+    /// synced: replies, reports, fetches and the rest say what ordered batches did, which a
+    /// replica says again after a crash (it executes them again from the checkpoint it
+    /// recovers; the order stage keeps every batch above the stable checkpoint, which needs
+    /// durable tokens). Holding them behind the sync stalled every reply, body fetch and
+    /// report of a replica for as long as its checkpoint took to sync (docs/protocol.md).
     fn send(&mut self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
         match self.ctx.keys.seal(to, msg) {
-            Some(frame) => out.push(Action::Send { to, frame }),
+            Some(frame) => out.push(Action::SendUnsynced { to, frame }),
             None => self.counters.dropped(DropReason::SendUnknownPeer),
         }
     }
@@ -194,6 +200,20 @@ impl<A: Application> ExecReplica<A> {
     fn send_to_order(&mut self, msg: &Message, out: &mut Vec<Action>) {
         for o in OrderId::all(self.q().order) {
             self.send(Principal::Order(o), msg, out);
+        }
+    }
+
+    /// CP-TOKEN of checkpoint `seq` to every order replica, once the syncs asked for before it
+    /// are done (ES4): the order stage must never learn a token that no correct replica can
+    /// produce after a power loss.
+    fn send_token(&mut self, seq: Seq, token: Digest, out: &mut Vec<Action>) {
+        let msg = Message::CpToken { seq, token };
+        for o in OrderId::all(self.q().order) {
+            let to = Principal::Order(o);
+            match self.ctx.keys.seal(to, &msg) {
+                Some(frame) => out.push(Action::Send { to, frame }),
+                None => self.counters.dropped(DropReason::SendUnknownPeer),
+            }
         }
     }
 
@@ -296,11 +316,8 @@ impl<A: Application> ExecReplica<A> {
             if let Some((seq, held)) =
                 newest.filter(|(_, h)| h.tree.as_ref().is_none_or(|t| t.is_complete()))
             {
-                let msg = Message::CpToken {
-                    seq: *seq,
-                    token: held.token,
-                };
-                self.send_to_order(&msg, out);
+                let (seq, token) = (*seq, held.token);
+                self.send_token(seq, token, out);
             }
         }
     }

@@ -579,7 +579,7 @@ impl<A: Application> ExecReplica<A> {
         for (seq, token, bytes, tree) in completed {
             self.counters.add("on-demand-checkpoint-completed");
             self.persist_checkpoint(seq, bytes, Some(&tree), out);
-            self.send_to_order(&Message::CpToken { seq, token }, out);
+            self.send_token(seq, token, out);
         }
     }
 

@@ -243,7 +243,9 @@ impl Net {
         actions
             .iter()
             .filter_map(|a| match a {
-                Action::Send { to, frame } => Some((*to, self.rings[to].open(frame).unwrap().1)),
+                Action::Send { to, frame } | Action::SendUnsynced { to, frame } => {
+                    Some((*to, self.rings[to].open(frame).unwrap().1))
+                }
                 _ => None,
             })
             .collect()
@@ -879,6 +881,39 @@ fn es4_checkpoint_persisted_and_synced_before_cp_token() {
     assert_eq!(cp.seq, Seq(2));
     assert_eq!(cp.agreed_time, 200);
     assert_eq!(cp.replies.len(), 2);
+}
+
+/// Only the token waits for its checkpoint's sync: the replies, reports and fetches of the
+/// batches after it leave at once (a crash before the sync re-executes them alike).
+#[test]
+fn only_the_checkpoint_token_waits_for_the_checkpoints_sync() {
+    let net = Net::new(2);
+    let mut r = fresh(&net, 0);
+    let out = net.learn_all(&mut r, Seq(1), &puts(Seq(1), 3));
+    let sync_at = out
+        .iter()
+        .position(|a| *a == Action::Store(StoreOp::Sync))
+        .expect("the checkpoint of batch 2 is synced");
+    let (mut held, mut unsynced) = (Vec::new(), Vec::new());
+    for a in &out[sync_at + 1..] {
+        match a {
+            Action::Send { .. } => held.extend(net.sent(std::slice::from_ref(a))),
+            Action::SendUnsynced { .. } => unsynced.extend(net.sent(std::slice::from_ref(a))),
+            _ => {}
+        }
+    }
+    assert!(!held.is_empty());
+    assert!(
+        held.iter()
+            .all(|(p, m)| matches!((p, m), (Principal::Order(_), Message::CpToken { .. }))),
+        "held behind the sync: {held:?}"
+    );
+    assert!(
+        unsynced
+            .iter()
+            .any(|(p, m)| matches!((p, m), (Principal::Client(3), Message::Reply { .. }))),
+        "batch 3's reply leaves at once: {unsynced:?}"
+    );
 }
 
 #[test]

@@ -174,6 +174,11 @@ pub struct FaultPlan {
     /// of its disk crashes at once (power loss) and restarts `down` later; `times` such
     /// crashes, each armed again half a second after the previous restart.
     pub crash_ahead: Option<CrashAhead>,
+    /// The same for execution replicas: from `at` until `until`, the first correct execution
+    /// replica to send while a sync of its own is pending (a reply, report or fetch that left
+    /// ahead of its checkpoint) crashes at once, losing the checkpoint, and restarts `down`
+    /// later; `times` such crashes.
+    pub exec_crash_ahead: Option<CrashAhead>,
     pub clocks: BTreeMap<Principal, Clock>,
     /// The plan restarts every execution replica while the order stage is cut off (the
     /// workload then sends every `Get` read-only).
@@ -259,6 +264,8 @@ pub fn generate(rng: &mut SimRng, q: &Quorums, clients: u32, heal_at: Micros) ->
     plan.crash_ahead = crash_ahead(rng, &plan, &stage_lists, u, heal_at);
     // And after that.
     bend_clocks(rng, &mut plan, heal_at);
+    // And after that.
+    plan.exec_crash_ahead = exec_crash_ahead(rng, &plan, &stage_lists, u, heal_at);
     plan
 }
 
@@ -314,6 +321,35 @@ fn crash_ahead(
     heal_at: Micros,
 ) -> Option<CrashAhead> {
     let latest = spare_order_replica(rng, plan, stages, u, heal_at, Spare::BesideFailures)?;
+    Some(CrashAhead {
+        at: rng.range(300_000, latest),
+        until: latest,
+        down: rng.range(1_000, 30_000),
+        times: rng.range(1, 4) as u32,
+    })
+}
+
+/// In 30% of seeds with `u >= 1`: execution replicas that send ahead of their checkpoint's
+/// sync must survive losing it (they execute the batches again from the checkpoint they
+/// recover, and say the same). In a liveness seed only when no execution replica fails
+/// otherwise: the crashed one is the stage's failure while it is down.
+fn exec_crash_ahead(
+    rng: &mut SimRng,
+    plan: &FaultPlan,
+    stages: &[Vec<Principal>; 3],
+    u: usize,
+    heal_at: Micros,
+) -> Option<CrashAhead> {
+    if u == 0 || !rng.chance(0.3) {
+        return None;
+    }
+    let exec_failed = stages[2]
+        .iter()
+        .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p));
+    let latest = heal_at.saturating_sub(1_500_000);
+    if (plan.liveness && exec_failed) || latest <= 600_000 {
+        return None;
+    }
     Some(CrashAhead {
         at: rng.range(300_000, latest),
         until: latest,
@@ -745,6 +781,16 @@ impl fmt::Display for FaultPlan {
             writeln!(
                 f,
                 "  from {} until {}: the first order replica to send a PRE-PREPARE ahead of its disk crashes, down {}, {} times",
+                secs(c.at),
+                secs(c.until),
+                secs(c.down),
+                c.times
+            )?;
+        }
+        if let Some(c) = &self.exec_crash_ahead {
+            writeln!(
+                f,
+                "  from {} until {}: the first execution replica to send ahead of its checkpoint's sync crashes, down {}, {} times",
                 secs(c.at),
                 secs(c.until),
                 secs(c.down),

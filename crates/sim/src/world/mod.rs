@@ -129,8 +129,8 @@ enum Ev {
     PartitionStart(usize),
     PartitionEnd(usize),
     Heal,
-    /// From now, the next correct order replica to send ahead of its disk crashes.
-    ArmCrashAhead,
+    /// From now, the next correct replica of the stage to send ahead of its disk crashes.
+    ArmCrashAhead(Ahead),
     /// Node `node`'s sync in flight completes (void if it crashed since: `life`).
     Synced {
         node: usize,
@@ -177,9 +177,9 @@ pub struct World<'a, A: SimApp> {
     fault_rng: SimRng,
     /// Draws sync latencies.
     sync_rng: SimRng,
-    /// The plan's crash ahead of the disk is armed (faults.rs), and how many it did.
-    crash_ahead_armed: bool,
-    crashes_ahead: u32,
+    /// The plan's crashes ahead of the disk (faults.rs): of order replicas, of execution
+    /// replicas.
+    crashes_ahead: [CrashesAhead; 2],
     workload: Workload,
     checker: Checker,
     trace: Trace,
@@ -269,8 +269,7 @@ impl<'a, A: SimApp> World<'a, A> {
             net,
             fault_rng: SimRng::new(cfg.seed, "faults"),
             sync_rng: SimRng::new(cfg.seed, "disk syncs"),
-            crash_ahead_armed: false,
-            crashes_ahead: 0,
+            crashes_ahead: Default::default(),
             workload,
             checker,
             trace: Trace::new(verbose),
@@ -336,7 +335,10 @@ impl<'a, A: SimApp> World<'a, A> {
             self.push(p.until, Ev::PartitionEnd(i));
         }
         if let Some(c) = self.cfg.plan.crash_ahead {
-            self.push(c.at, Ev::ArmCrashAhead);
+            self.push(c.at, Ev::ArmCrashAhead(Ahead::Order));
+        }
+        if let Some(c) = self.cfg.plan.exec_crash_ahead {
+            self.push(c.at, Ev::ArmCrashAhead(Ahead::Exec));
         }
         if let Some(t) = &self.cfg.plan.targeted_amnesia {
             self.push(t.at, Ev::TargetedAmnesia);
@@ -434,7 +436,7 @@ impl<'a, A: SimApp> World<'a, A> {
                 self.net.end_partition(i);
             }
             Ev::Synced { node, life } => self.synced(node, life),
-            Ev::ArmCrashAhead => self.crash_ahead_armed = true,
+            Ev::ArmCrashAhead(stage) => self.crashes_ahead[stage as usize].armed = true,
             Ev::Heal => {
                 self.trace.line(self.now, format_args!("faults stop"));
                 self.net.heal();
@@ -937,20 +939,31 @@ impl<'a, A: SimApp> World<'a, A> {
     /// The plan's crash ahead of the disk: node `i` just sent ahead of its pending syncs. It
     /// crashes before they complete (right after this step), losing what they would have made
     /// durable, and restarts soon.
+    /// An order replica sends ahead of its disk only a PRE-PREPARE; an execution replica
+    /// sends everything but checkpoint tokens so, and strikes only while a sync of its own is
+    /// pending (the checkpoint it loses).
     fn maybe_crash_ahead(&mut self, i: usize) {
-        let (Some(plan), true) = (self.cfg.plan.crash_ahead, self.crash_ahead_armed) else {
+        let (stage, plan) = match self.nodes[i].p {
+            Principal::Order(_) => (Ahead::Order, self.cfg.plan.crash_ahead),
+            Principal::Exec(_) if self.nodes[i].syncs.pending() => {
+                (Ahead::Exec, self.cfg.plan.exec_crash_ahead)
+            }
+            _ => return,
+        };
+        let crashes = &mut self.crashes_ahead[stage as usize];
+        let (Some(plan), true) = (plan, crashes.armed) else {
             return;
         };
-        if !self.nodes[i].correct || !matches!(self.nodes[i].p, Principal::Order(_)) {
+        if !self.nodes[i].correct {
             return;
         }
-        self.crash_ahead_armed = false;
+        crashes.armed = false;
         if self.now > plan.until {
             return;
         }
-        self.crashes_ahead += 1;
-        if self.crashes_ahead < plan.times {
-            self.push(self.now + plan.down + 500_000, Ev::ArmCrashAhead);
+        crashes.done += 1;
+        if crashes.done < plan.times {
+            self.push(self.now + plan.down + 500_000, Ev::ArmCrashAhead(stage));
         }
         self.trace.line(
             self.now,
@@ -972,6 +985,21 @@ impl<'a, A: SimApp> World<'a, A> {
         let life = self.nodes[i].incarnation;
         self.push(at, Ev::Wake { node: i, life });
     }
+}
+
+/// The stage a crash ahead of the disk strikes (the fault plan's `crash_ahead` and
+/// `exec_crash_ahead`).
+#[derive(Clone, Copy, Debug)]
+enum Ahead {
+    Order = 0,
+    Exec = 1,
+}
+
+/// One stage's crashes ahead of the disk: armed, and how many struck.
+#[derive(Default)]
+struct CrashesAhead {
+    armed: bool,
+    done: u32,
 }
 
 /// The kind of an event, for reports.

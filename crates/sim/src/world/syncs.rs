@@ -13,7 +13,7 @@
 use super::{Ev, World};
 use crate::app::SimApp;
 use crate::rng::SimRng;
-use plumb_core::{Action, StoreOp};
+use plumb_core::{Action, Observation, StoreOp};
 use plumb_wire::Micros;
 use std::collections::VecDeque;
 
@@ -34,6 +34,11 @@ impl Syncs {
         self.begun + u64::from(self.wanted)
     }
 
+    /// A sync asked for is not complete: what was written since the last one is not durable.
+    pub(super) fn pending(&self) -> bool {
+        self.needed() > self.done
+    }
+
     /// Hold `action` if a sync asked for before it is not complete; otherwise give it back.
     pub(super) fn hold(&mut self, action: Action) -> Option<Action> {
         match action {
@@ -41,6 +46,10 @@ impl Syncs {
                 self.wanted = true;
                 None
             }
+            // An execution replica's reports leave ahead of its syncs (docs/protocol.md
+            // "Execution ahead of its checkpoint"), so the checker learns of them as the order
+            // stage does, also from a life that a crash cuts short.
+            Action::Observe(Observation::BatchReported(_)) => Some(action),
             Action::Send { .. }
             | Action::Complete { .. }
             | Action::Pushed { .. }
