@@ -938,10 +938,9 @@ impl<'a, A: SimApp> World<'a, A> {
 
     /// The plan's crash ahead of the disk: node `i` just sent ahead of its pending syncs. It
     /// crashes before they complete (right after this step), losing what they would have made
-    /// durable, and restarts soon.
-    /// An order replica sends ahead of its disk only a PRE-PREPARE; an execution replica
-    /// sends everything but checkpoint tokens so, and strikes only while a sync of its own is
-    /// pending (the checkpoint it loses).
+    /// durable, and restarts soon. An order replica sends ahead of its disk only
+    /// PRE-PREPAREs; an execution replica sends everything but checkpoint tokens so, and is
+    /// struck only while a sync of its own is pending (it loses the checkpoint behind it).
     fn maybe_crash_ahead(&mut self, i: usize) {
         let (stage, plan) = match self.nodes[i].p {
             Principal::Order(_) => (Ahead::Order, self.cfg.plan.crash_ahead),
