@@ -59,7 +59,8 @@ pub enum Behaviour {
     RaceNewView,
     /// Execution: wrong results in REPLY and READ-ONLY-REPLY.
     WrongReplies,
-    /// Execution: wrong CP-TOKENs, and corrupted checkpoint and state in state transfer.
+    /// Execution: wrong CP-TOKENs, corrupted checkpoints (three answers in four) and state in
+    /// state transfer, corrupted objects and object nodes.
     WrongCheckpoint,
     /// Execution: answers unordered reads (read-only, Prophecy's fast reads, D-Prophecy's
     /// sketches) from the past: with the answer its state gave to the same operation before the

@@ -542,8 +542,14 @@ impl Adversary {
                     token: other_digest(token),
                 })
             }
-            // State transfer is rare: lie in every answer.
-            (Behaviour::WrongCheckpoint, Message::ExecCpState { seq, state }) => {
+            // State transfer is rare: lie in most answers. Not in all: a replica that loads on
+            // demand first asks for objects the peer whose copy of the checkpoint verified, so a
+            // peer that always lied here was almost never asked, and the objects it corrupts
+            // below almost never tested the proofs (the `unverified-object` sabotage went
+            // unseen for 301 seeds).
+            (Behaviour::WrongCheckpoint, Message::ExecCpState { seq, state })
+                if self.rng.chance(0.75) =>
+            {
                 Some(Message::ExecCpState {
                     seq,
                     state: self.wrong_checkpoint(state),

@@ -158,9 +158,7 @@ pub fn expectation(s: Sabotage) -> Expectation {
         Sabotage::ExpiryRoundsDown => (REDIS, &["KV-ttl"], 300),
         Sabotage::StaleAccessSet => (REDIS, &["access-set"], 300),
         Sabotage::ReportSkipsWrite => (KV, &["ES-report"], 300),
-        // Needs a faulty peer to serve a replica loading on demand: seed 302 since execution
-        // replicas send ahead of their checkpoints (39 before).
-        Sabotage::UnverifiedObject => (PARTIAL, &["object-verified"], 600),
+        Sabotage::UnverifiedObject => (PARTIAL, &["object-verified"], 300),
         Sabotage::EmptiedObjectKept => (PARTIAL, &["ES-report-agreement", "ES-report"], 300),
         Sabotage::ReportQuorumOne => (KV, &["OS-report-quorum"], 300),
         // Correct order replicas send their WAKEs at different times: the first to arrive
