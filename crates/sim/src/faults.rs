@@ -321,12 +321,26 @@ fn crash_ahead(
     heal_at: Micros,
 ) -> Option<CrashAhead> {
     let latest = spare_order_replica(rng, plan, stages, u, heal_at, Spare::BesideFailures)?;
-    Some(CrashAhead {
-        at: rng.range(300_000, latest),
-        until: latest,
-        down: rng.range(1_000, 30_000),
-        times: rng.range(1, 4) as u32,
-    })
+    Some(CrashAhead::draw(rng, latest))
+}
+
+impl CrashAhead {
+    /// Armed from 0.3 s until `latest`, each crash down for 1 to 30 ms, one to three times.
+    fn draw(rng: &mut SimRng, latest: Micros) -> CrashAhead {
+        CrashAhead {
+            at: rng.range(300_000, latest),
+            until: latest,
+            down: rng.range(1_000, 30_000),
+            times: rng.range(1, 4) as u32,
+        }
+    }
+}
+
+/// Whether the plan makes a replica of `stage` Byzantine or crashes one.
+fn stage_fails(plan: &FaultPlan, stage: &[Principal]) -> bool {
+    stage
+        .iter()
+        .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p))
 }
 
 /// In 30% of seeds with `u >= 1`: execution replicas that send ahead of their checkpoint's
@@ -343,19 +357,11 @@ fn exec_crash_ahead(
     if u == 0 || !rng.chance(0.3) {
         return None;
     }
-    let exec_failed = stages[2]
-        .iter()
-        .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p));
     let latest = heal_at.saturating_sub(1_500_000);
-    if (plan.liveness && exec_failed) || latest <= 600_000 {
+    if (plan.liveness && stage_fails(plan, &stages[2])) || latest <= 600_000 {
         return None;
     }
-    Some(CrashAhead {
-        at: rng.range(300_000, latest),
-        until: latest,
-        down: rng.range(1_000, 30_000),
-        times: rng.range(1, 4) as u32,
-    })
+    Some(CrashAhead::draw(rng, latest))
 }
 
 /// Up to two crashes of correct clients, each restarting within a second, most with their
@@ -654,10 +660,8 @@ fn spare_order_replica(
     if u == 0 || !rng.chance(0.3) {
         return None;
     }
-    let order_failed = stages[1]
-        .iter()
-        .any(|p| plan.byzantine.contains_key(p) || plan.crashes.iter().any(|c| c.node == *p));
-    let taken = plan.targeted_amnesia.is_some() || (spare == Spare::Alone && order_failed);
+    let taken =
+        plan.targeted_amnesia.is_some() || (spare == Spare::Alone && stage_fails(plan, &stages[1]));
     if plan.liveness && taken {
         return None;
     }
