@@ -4,7 +4,7 @@
 //!
 //! - **Execution CPU per operation** (mode `zz` against `all`, one fresh cluster each, one
 //!   after the other): closed-loop writers for a set time; the CPU time of the execution
-//!   stages' threads (`plumb-e<i>` and their syncers, read from `/proc`, whole nodes not
+//!   stages' threads (`plumb-e<i>` and their store threads, read from `/proc`, whole nodes not
 //!   counted) over the operations done.
 //! - **Recovery** (mode `zz`: the woken replica loads the stable checkpoint on demand, against
 //!   `eager`: it transfers every object first): a ZZ cluster is filled to a state size, brought
@@ -297,7 +297,7 @@ fn exec_cpu(plumb: &Plumb) -> Vec<f64> {
         .map(|e| {
             pids.get(usize::from(e)).map_or(0.0, |&pid| {
                 crate::cpu::threads_cpu_seconds(pid, |name| {
-                    name == format!("plumb-e{e}") || name == format!("e{e}-sync")
+                    name == format!("plumb-e{e}") || name == format!("e{e}-store")
                 })
             })
         })

@@ -1,6 +1,7 @@
 //! The production driver of plumb's pure stages (the simulator is the other one).
 //!
-//! - [`runner`]: a stage on its own thread, with real time, timers and a durable store;
+//! - [`runner`]: a stage on its own thread, with real time, timers and a durable store
+//!   (written on a thread of its own, `store_thread`);
 //! - [`mailbox`]: per-sender bounded queues served round-robin;
 //! - [`link`]: TCP framing and self-redialing connections;
 //! - [`handshake`]: a node proving which node dialed a connection;
@@ -26,6 +27,7 @@ pub mod mailbox;
 pub mod runner;
 pub mod signal;
 pub mod source_limit;
+mod store_thread;
 pub mod wan;
 
 pub use handshake::NodeKeys;

@@ -32,7 +32,7 @@ impl QueueKey {
 pub enum Item<J> {
     Frame(Vec<u8>),
     Job(J),
-    /// The stage's disk finished a sync (the runner's syncer thread wakes it with this).
+    /// The stage's disk finished a sync (the runner's store thread wakes it with this).
     Synced,
 }
 

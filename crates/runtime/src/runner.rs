@@ -5,10 +5,11 @@
 //! - **Group commit.** A sync is not begun at once: the thread goes on with the next waiting
 //!   events (up to [`GROUP_MAX`]), and when the mailbox is empty or the group is full, one
 //!   `fdatasync` covers them all. N requests cost one sync instead of N.
-//! - **Syncs off the thread.** The `fdatasync` runs on a syncer thread, and the stage's thread
-//!   goes on handling events meanwhile: a disk that stalls for 100 ms stalls this stage's
-//!   messages that wait for it, not the stage. At most one sync is in flight; syncs asked for
-//!   meanwhile wait for it and then share the next.
+//! - **Storage off the thread.** Writes and `fdatasync`s run on the stage's store thread
+//!   ([`crate::store_thread`]), in order, and the stage's thread goes on handling events
+//!   meanwhile: a disk that stalls for 100 ms, or a checkpoint that writes megabytes, stalls
+//!   this stage's messages that wait for it, not the stage. At most one sync is in flight;
+//!   syncs asked for meanwhile wait for it and then share the next.
 //!
 //! What a sync promises stays: every externally visible action (send, completion, push) after
 //! a `Sync` is held until a sync begun after that `Sync` was asked for has completed, and held
@@ -18,12 +19,12 @@
 //! the dirty pages, and carrying on could acknowledge what is not on disk.
 
 use crate::mailbox::{Item, Mailbox, QueueKey};
+use crate::store_thread::StoreThread;
 use plumb_core::{Action, Counters, Event, Micros, Observation, Stage, StoreOp, TimerId};
-use plumb_storage::{PendingSync, Store, StoreError, StoreStats, SyncDone};
+use plumb_storage::{Store, StoreStats};
 use plumb_wire::{Principal, ReqNo};
 use prometheus_client::metrics::histogram::Histogram;
 use std::collections::{HashMap, VecDeque};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -52,7 +53,7 @@ pub struct StageShared {
     pub counters: Mutex<Counters>,
     /// Seconds per `Sync`.
     pub fsync_seconds: Histogram,
-    /// The store's counters (log size, compactions), refreshed with `counters`.
+    /// The store's counters (log size, compactions), refreshed after every sync.
     pub store: Mutex<StoreStats>,
 }
 
@@ -84,7 +85,7 @@ pub fn wall_micros() -> Micros {
 
 pub struct Runner<S: Stage, H: Host<S>> {
     stage: S,
-    store: Store,
+    store: StoreThread,
     mailbox: Arc<Mailbox<H::Job>>,
     outbox: Arc<dyn Outbox>,
     host: H,
@@ -93,7 +94,8 @@ pub struct Runner<S: Stage, H: Host<S>> {
     actions: Vec<Action>,
     /// Syncs and the actions that wait for them.
     syncs: Syncs,
-    /// Time spent in storage so far: the part of a slow step that was the disk's.
+    /// Time spent waiting for the store thread so far (its queue full): the part of a slow
+    /// step that was the disk's.
     store_time: Duration,
     /// When a slow step was last logged, and how many went unlogged since.
     slow_logged: Option<(Instant, u64)>,
@@ -140,6 +142,7 @@ fn thread_cpu_time() -> Duration {
 
 /// The syncs of one stage. Syncs are numbered from 1 in the order they begin; `begun` and
 /// `done` are the latest begun and completed (0: none), and at most one is in flight.
+#[derive(Default)]
 struct Syncs {
     /// A `Sync` was asked for since the latest sync began: the next one (`begun + 1`) must
     /// cover it.
@@ -148,39 +151,9 @@ struct Syncs {
     done: u64,
     /// Visible actions in order, each with the sync it waits for.
     held: VecDeque<(u64, Action)>,
-    /// The syncer thread's work queue and answers.
-    jobs: mpsc::Sender<PendingSync>,
-    answers: mpsc::Receiver<Result<SyncDone, StoreError>>,
-    /// When the sync in flight began, for the fsync histogram.
-    began_at: Instant,
 }
 
 impl Syncs {
-    /// Start the syncer thread, which wakes the stage's thread through its mailbox.
-    fn start<J: Send + 'static>(name: &str, mailbox: Arc<Mailbox<J>>) -> std::io::Result<Syncs> {
-        let (jobs, job_rx) = mpsc::channel::<PendingSync>();
-        let (answer_tx, answers) = mpsc::channel();
-        std::thread::Builder::new()
-            .name(format!("{name}-sync"))
-            .spawn(move || {
-                for job in job_rx {
-                    if answer_tx.send(job.run()).is_err() {
-                        break;
-                    }
-                    mailbox.push(QueueKey::Local, Item::Synced);
-                }
-            })?;
-        Ok(Syncs {
-            wanted: false,
-            begun: 0,
-            done: 0,
-            held: VecDeque::new(),
-            jobs,
-            answers,
-            began_at: Instant::now(),
-        })
-    }
-
     fn in_flight(&self) -> bool {
         self.begun > self.done
     }
@@ -198,7 +171,7 @@ pub const GROUP_MAX: usize = 64;
 const TICK: Duration = Duration::from_millis(100);
 
 impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
-    /// A runner for `stage`; fails only if the syncer thread cannot be started.
+    /// A runner for `stage`; fails only if the store thread cannot be started.
     pub fn new(
         stage: S,
         store: Store,
@@ -207,7 +180,16 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
         host: H,
         shared: Arc<StageShared>,
     ) -> std::io::Result<Self> {
-        let syncs = Syncs::start(&shared.principal.to_string(), mailbox.clone())?;
+        *shared.store.lock().unwrap_or_else(|p| p.into_inner()) = store.stats();
+        let on_synced = {
+            let (mailbox, shared) = (mailbox.clone(), shared.clone());
+            move |stats, took: Duration| {
+                shared.fsync_seconds.observe(took.as_secs_f64());
+                *shared.store.lock().unwrap_or_else(|p| p.into_inner()) = stats;
+                mailbox.push(QueueKey::Local, Item::Synced);
+            }
+        };
+        let store = StoreThread::start(store, shared.principal, on_synced)?;
         Ok(Runner {
             stage,
             store,
@@ -217,7 +199,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
             shared,
             timers: HashMap::new(),
             actions: Vec::new(),
-            syncs,
+            syncs: Syncs::default(),
             store_time: Duration::ZERO,
             slow_logged: None,
             round_cpu: Duration::ZERO,
@@ -296,24 +278,21 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner());
                 *c = self.stage.counters().clone();
-                drop(c);
-                *self.shared.store.lock().unwrap_or_else(|p| p.into_inner()) = self.store.stats();
             }
         }
         // Make sure everything written so far is durable before the thread ends.
         if self.syncs.in_flight() {
-            let answer = self.syncs.answers.recv().unwrap_or_else(|_| {
-                self.fail(StoreError::Poisoned {
-                    path: self.store.log_path().to_path_buf(),
-                })
-            });
-            self.end_sync(answer);
+            self.store.wait_synced();
+            self.completed();
         }
-        self.store_op(StoreOp::Sync);
+        self.syncs.begun += 1;
+        if self.store.sync() {
+            self.store.wait_synced();
+        }
         // Everything is durable now: what waited for it may go (a completion's caller learns
         // its operation's outcome rather than that the client closed).
-        self.syncs.begun += 1;
         self.completed();
+        self.store.stop();
     }
 
     /// The group is over: begin the sync it asked for, unless one is in flight (then the
@@ -328,42 +307,19 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
     }
 
     fn begin_sync(&mut self) {
-        let started = Instant::now();
-        let pending = self.store.begin_sync();
-        self.store_time += started.elapsed();
         self.syncs.wanted = false;
         self.syncs.begun += 1;
-        self.syncs.began_at = started;
-        match pending {
-            Ok(Some(job)) => {
-                if self.syncs.jobs.send(job).is_err() {
-                    self.fail(StoreError::Poisoned {
-                        path: self.store.log_path().to_path_buf(),
-                    });
-                }
-            }
-            // Durable already (nothing written since the last sync, or a finished compaction
-            // synced its new log).
-            Ok(None) => self.completed(),
-            Err(e) => self.fail(e),
-        }
-    }
-
-    /// The syncer thread says the sync in flight is over.
-    fn synced(&mut self) {
-        while let Ok(answer) = self.syncs.answers.try_recv() {
-            self.end_sync(answer);
+        if !self.store.sync() {
+            // Durable already: nothing was written since the last sync.
             self.completed();
         }
     }
 
-    fn end_sync(&mut self, answer: Result<SyncDone, StoreError>) {
-        if let Err(e) = self.store.end_sync(answer) {
-            self.fail(e);
+    /// The store thread says the sync in flight is over.
+    fn synced(&mut self) {
+        for _ in 0..self.store.take_synced() {
+            self.completed();
         }
-        self.shared
-            .fsync_seconds
-            .observe(self.syncs.began_at.elapsed().as_secs_f64());
     }
 
     /// The latest sync begun is complete: release what waited for it. What was released may
@@ -494,26 +450,7 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
         }
     }
 
-    /// A write or sync failed: stop the process.
-    fn fail(&self, e: StoreError) -> ! {
-        eprintln!(
-            "plumb: {}: durable storage failed: {e}; stopping so nothing unsynced is acknowledged. Fix the disk, then restart the process: it recovers from what is on disk and from its peers.",
-            self.shared.principal
-        );
-        std::process::exit(70);
-    }
-
     fn store_op(&mut self, op: StoreOp) {
-        let sync = matches!(op, StoreOp::Sync);
-        let started = Instant::now();
-        if let Err(e) = self.store.apply(op) {
-            self.fail(e);
-        }
-        self.store_time += started.elapsed();
-        if sync {
-            self.shared
-                .fsync_seconds
-                .observe(started.elapsed().as_secs_f64());
-        }
+        self.store_time += self.store.write(op);
     }
 }

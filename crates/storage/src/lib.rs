@@ -118,7 +118,6 @@ mod writer;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::fs::File;
 use std::io;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
@@ -361,86 +360,6 @@ enum Sealed {
     Durable,
     /// The sync point is written to the file; an `fdatasync` makes it durable.
     NeedsSync,
-}
-
-/// A `Sync` begun by [`Store::begin_sync`]: its `fdatasync`, for another thread to do while
-/// the store's own thread goes on (ops applied meanwhile are not covered by it).
-#[derive(Debug)]
-pub struct PendingSync {
-    /// The log, through a second descriptor.
-    file: File,
-    path: PathBuf,
-    /// The log's length at the sync point.
-    len: u64,
-    started: Instant,
-}
-
-impl PendingSync {
-    /// `fdatasync` the log: when it returns, every op applied before
-    /// [`Store::begin_sync`] is durable. Hand the result to [`Store::end_sync`].
-    pub fn run(self) -> Result<SyncDone, StoreError> {
-        self.file
-            .sync_data()
-            .map_err(io_err(&self.path, "fdatasync"))?;
-        Ok(SyncDone {
-            len: self.len,
-            started: self.started,
-        })
-    }
-}
-
-/// A completed [`PendingSync`].
-#[derive(Debug)]
-pub struct SyncDone {
-    len: u64,
-    started: Instant,
-}
-
-impl Store<RealFs> {
-    /// Begin a `Sync` whose `fdatasync` another thread carries out ([`PendingSync::run`]), so
-    /// that a slow disk does not stop the store's thread. `None`: every op is durable already.
-    /// Begin the next only after the last one ended ([`Store::end_sync`]).
-    pub fn begin_sync(&mut self) -> Result<Option<PendingSync>, StoreError> {
-        if self.poisoned {
-            return Err(StoreError::Poisoned {
-                path: self.log_path.clone(),
-            });
-        }
-        let started = Instant::now();
-        let sealed = self.seal();
-        if matches!(sealed, Err(StoreError::Io { .. })) {
-            self.poisoned = true;
-        }
-        if sealed? == Sealed::Durable {
-            return Ok(None);
-        }
-        let file = self.log.file().try_clone().map_err(|e| {
-            self.poisoned = true;
-            io_err(&self.log_path, "duplicate the descriptor of")(e)
-        })?;
-        Ok(Some(PendingSync {
-            file,
-            path: self.log_path.clone(),
-            len: self.log.len(),
-            started,
-        }))
-    }
-
-    /// A sync begun by [`Store::begin_sync`] completed (or failed: then the store is poisoned,
-    /// since the kernel may have dropped the pages it could not write).
-    pub fn end_sync(&mut self, done: Result<SyncDone, StoreError>) -> Result<(), StoreError> {
-        match done {
-            Ok(d) => {
-                self.synced = self.synced.max(d.len);
-                self.count_sync(d.started);
-                Ok(())
-            }
-            Err(e) => {
-                self.poisoned = true;
-                Err(e)
-            }
-        }
-    }
 }
 
 impl<F: Fs> fmt::Debug for Store<F> {

@@ -124,11 +124,6 @@ impl<File: FsFile> LogWriter<File> {
         &self.path
     }
 
-    /// The file (the buffer is not in it).
-    pub(crate) fn file(&self) -> &File {
-        &self.file
-    }
-
     /// The file, without writing the buffer.
     pub(crate) fn into_file(self) -> File {
         self.file

@@ -145,7 +145,7 @@ pub fn zz_cmd(z: &ZzArgs) -> ExitCode {
             .map_or("zz_report_timeout_us's default".to_string(), |ms| format!("{ms} ms"))
     );
     out!(
-        "cpu rows: {} closed-loop writers for {} s; execution CPU: threads plumb-e<i> and e<i>-sync of every node, per operation executed",
+        "cpu rows: {} closed-loop writers for {} s; execution CPU: threads plumb-e<i> and e<i>-store of every node, per operation executed",
         z.clients, z.cpu_seconds
     );
     out!("zz-after-wake: a ZZ cluster under the cpu rows' load; the node of an active (not the primary's) killed, which wakes e2, then restarted, which puts e2 back to sleep once in step (woken ms: from the kill; asleep again ms: from the restart); then measured as the cpu rows");
