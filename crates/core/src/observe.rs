@@ -59,6 +59,13 @@ pub enum Observation {
     Woken { asked: Vec<plumb_wire::OrderId> },
     /// A woken execution replica (ZZ) went back to sleep: these order replicas had asked.
     Slept { asked: Vec<plumb_wire::OrderId> },
+    /// ZZ: an order replica came to suspect an active execution replica (or two of
+    /// disagreeing), for `cause` (its counter's name), on `evidence` (what showed it, for the
+    /// log): it will wake a sleeper.
+    ActiveSuspected {
+        cause: &'static str,
+        evidence: String,
+    },
     /// ZZ: an order replica found execution replica `exec` faulty (its report or checkpoint
     /// token differed from the agreed one) and stopped sending it batches.
     ExecFoundFaulty { exec: ExecId },

@@ -431,6 +431,12 @@ impl Observed {
                     asked.join(", ")
                 ));
             }
+            Observation::ActiveSuspected { cause, evidence } => {
+                eprintln!(
+                    "node {}: ZZ: suspect an active execution replica: {cause} ({evidence}); waking a sleeper (docs/zz.md)",
+                    s.node
+                );
+            }
             Observation::ExecFoundFaulty { exec } => {
                 s.zz_found_faulty.push(exec.0);
                 eprintln!(

@@ -90,8 +90,9 @@ pub(crate) struct Sleepers {
     /// WAKE rounds since a sleeper was last newly heard from: every three, one more sleeper
     /// is asked.
     unanswered: u32,
-    /// Why actives came under suspicion since the caller last took them (its counters).
-    causes: Vec<&'static str>,
+    /// Why actives came under suspicion since the caller last took them (its counters and
+    /// log), each with what showed it.
+    causes: Vec<(&'static str, String)>,
     /// When the watch timer set last is due to fire, if one is set.
     watch_at: Option<Micros>,
 }
@@ -175,7 +176,9 @@ impl Sleepers {
         let differ = said.values().any(|r| *r != report);
         let spread = (said.len() == self.active).then(|| now.saturating_sub(*first));
         if differ {
-            self.disagree("zz-reports-differ");
+            self.disagree("zz-reports-differ", || {
+                format!("actives reported batch {seq} differently")
+            });
         }
         if let Some(spread) = spread {
             self.open.remove(&seq);
@@ -197,30 +200,34 @@ impl Sleepers {
         let said = self.tokens.entry(seq).or_default();
         said.insert(e, token);
         if said.values().any(|t| *t != token) {
-            self.disagree("zz-tokens-differ");
+            self.disagree("zz-tokens-differ", || {
+                format!("actives sent different tokens of checkpoint {seq}")
+            });
         }
     }
 
-    /// Two actives said different things of one batch, checkpoint or reply.
-    pub(crate) fn disagree(&mut self, cause: &'static str) {
+    /// Two actives said different things of one batch, checkpoint or reply (`evidence`
+    /// says which, for the log).
+    pub(crate) fn disagree(&mut self, cause: &'static str, evidence: impl FnOnce() -> String) {
         self.suspected_at = self.suspected_at.max(self.healthy.0);
         if !self.disagreed {
             self.disagreed = true;
-            self.causes.push(cause);
+            self.causes.push((cause, evidence()));
             self.wakes_sent = 0;
         }
     }
 
-    fn suspect(&mut self, e: ExecId, cause: &'static str) {
+    fn suspect(&mut self, e: ExecId, cause: &'static str, evidence: impl FnOnce() -> String) {
         self.suspected_at = self.suspected_at.max(self.healthy.0);
         if self.suspected.insert(e) {
-            self.causes.push(cause);
+            self.causes.push((cause, format!("e{e}: {}", evidence())));
             self.wakes_sent = 0;
         }
     }
 
-    /// Why actives came under suspicion since last asked, one cause per new suspect.
-    pub(crate) fn take_causes(&mut self) -> Vec<&'static str> {
+    /// Why actives came under suspicion since last asked, one cause per new suspect, each
+    /// with what showed it.
+    pub(crate) fn take_causes(&mut self) -> Vec<(&'static str, String)> {
         std::mem::take(&mut self.causes)
     }
 
@@ -233,7 +240,9 @@ impl Sleepers {
     /// faulty. `true` the first time.
     pub(crate) fn faulty(&mut self, e: ExecId) -> bool {
         if self.is_active(e) {
-            self.suspect(e, "zz-report-wrong");
+            self.suspect(e, "zz-report-wrong", || {
+                "its report or checkpoint token differs from the agreed one".to_string()
+            });
         }
         self.healthy.1.remove(&e);
         e.index() < self.exec && self.found_faulty.insert(e)
@@ -345,18 +354,28 @@ impl Sleepers {
         self.heard
             .retain(|_, heard| now.saturating_sub(*heard) <= quiet);
         let mut late = Vec::new();
-        for (first, said) in self.open.values() {
-            if now.saturating_sub(*first) < timeout {
+        for (seq, (first, said)) in &self.open {
+            let waited = now.saturating_sub(*first);
+            if waited < timeout {
                 continue;
             }
             late.extend(
                 (0..self.active)
                     .map(|i| ExecId(i as u16))
-                    .filter(|e| !said.contains_key(e)),
+                    .filter(|e| !said.contains_key(e))
+                    .map(|e| (e, *seq, waited)),
             );
         }
-        for e in late {
-            self.suspect(e, "zz-report-late");
+        for (e, seq, waited) in late {
+            let p99 = self.adaptive / 4;
+            self.suspect(e, "zz-report-late", || {
+                format!(
+                    "no report of batch {seq} {} ms after the first active's (late after {} ms: the floor, or 4 x the p99 spread of {} ms)",
+                    waited / 1000,
+                    timeout / 1000,
+                    p99 / 1000
+                )
+            });
         }
         let suspects = self.suspected.len().max(usize::from(self.disagreed));
         let period = resend.saturating_mul(1 << self.wakes_sent.saturating_sub(1).min(6));
@@ -415,7 +434,7 @@ impl Sleepers {
             .collect();
         let someone_speaks = overdue.len() < self.last_heard.len();
         let mut silent = Vec::new();
-        for e in self.last_heard.keys() {
+        for (e, heard) in &self.last_heard {
             let alone = self.silent_alone.entry(*e).or_insert(0);
             if !overdue.contains(e) {
                 *alone = 0;
@@ -423,11 +442,17 @@ impl Sleepers {
                 *alone = alone.saturating_add(dt);
             }
             if overdue.contains(e) && alone.saturating_add(overdue_after) >= silence {
-                silent.push(*e);
+                silent.push((*e, now.saturating_sub(*heard)));
             }
         }
-        for e in silent {
-            self.suspect(e, "zz-active-silent");
+        for (e, quiet) in silent {
+            self.suspect(e, "zz-active-silent", || {
+                format!(
+                    "not heard from for {} ms while another active spoke (silent after {} ms)",
+                    quiet / 1000,
+                    silence / 1000
+                )
+            });
         }
     }
 
@@ -504,6 +529,36 @@ mod tests {
         z.token(ExecId(1), Seq(256), Digest::of(b"y"), (Seq(0), 128));
         z.token(ExecId(0), Seq(256), Digest::of(b"z"), (Seq(0), 128));
         assert_eq!(z.due(40, Seq(0), T), vec![ExecId(2)]);
+        z.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn each_suspicion_says_what_showed_it() {
+        let mut z = Sleepers::new(2, 3, 200_000);
+        z.reported(10_000, ExecId(0), report(4, b"a"), (Seq(0), 128));
+        assert!(z.due(59_000, Seq(0), T).is_empty());
+        assert!(z.take_causes().is_empty());
+        assert_eq!(z.due(72_000, Seq(0), T), vec![ExecId(2)]);
+        assert_eq!(
+            z.take_causes(),
+            vec![(
+                "zz-report-late",
+                "e1: no report of batch 4 62 ms after the first active's (late after 50 ms: the floor, or 4 x the p99 spread of 0 ms)"
+                    .to_string()
+            )]
+        );
+        // Said once per suspect.
+        z.due(90_000, Seq(0), T);
+        assert!(z.take_causes().is_empty());
+        z.reported(95_000, ExecId(1), report(5, b"b"), (Seq(0), 128));
+        z.reported(96_000, ExecId(0), report(5, b"c"), (Seq(0), 128));
+        assert_eq!(
+            z.take_causes(),
+            vec![(
+                "zz-reports-differ",
+                "actives reported batch 5 differently".to_string()
+            )]
+        );
         z.check_invariants().unwrap();
     }
 
@@ -658,7 +713,7 @@ mod tests {
     #[test]
     fn a_disagreement_keeps_the_sleeper_awake() {
         let mut z = Sleepers::new(2, 3, 200_000);
-        z.disagree("zz-reply-copies-differ");
+        z.disagree("zz-reply-copies-differ", String::new);
         assert_eq!(z.due(10, Seq(0), T), vec![ExecId(2)]);
         z.heard(20, ExecId(2));
         for e in [ExecId(0), ExecId(1), ExecId(2)] {

@@ -46,7 +46,9 @@ impl OrderReplica {
             }
             Copied::Differ => {
                 if let Some(z) = self.sleepers.as_mut() {
-                    z.disagree("zz-reply-copies-differ");
+                    z.disagree("zz-reply-copies-differ", || {
+                        format!("actives' copies of c{client}'s reply differ")
+                    });
                 }
                 self.wake_sleepers(now, out);
             }
@@ -97,8 +99,12 @@ impl OrderReplica {
                 after,
             });
         }
-        for cause in z.take_causes() {
+        for (cause, evidence) in z.take_causes() {
             self.counters.add(cause);
+            out.push(Action::Observe(Observation::ActiveSuspected {
+                cause,
+                evidence,
+            }));
         }
         let seq = self.state.seq;
         for sleeper in due {

@@ -130,6 +130,7 @@ impl Checker {
             // saw (ZZ-wake-quorum, ZZ-sleep-quorum).
             Observation::Woken { .. }
             | Observation::Slept { .. }
+            | Observation::ActiveSuspected { .. }
             | Observation::ExecFoundFaulty { .. } => {}
         }
     }
