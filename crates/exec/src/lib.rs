@@ -211,6 +211,14 @@ impl<A: Application> ExecReplica<A> {
         for o in OrderId::all(self.q().order) {
             let to = Principal::Order(o);
             match self.ctx.keys.seal(to, &msg) {
+                #[cfg(feature = "sabotage")]
+                Some(frame)
+                    if plumb_core::sabotage::on(
+                        plumb_core::sabotage::Sabotage::TokenBeforeSync,
+                    ) =>
+                {
+                    out.push(Action::SendUnsynced { to, frame })
+                }
                 Some(frame) => out.push(Action::Send { to, frame }),
                 None => self.counters.dropped(DropReason::SendUnknownPeer),
             }

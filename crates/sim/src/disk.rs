@@ -173,6 +173,21 @@ impl Disk {
 }
 
 impl Disk {
+    /// The disk holds a value of `key`, or of a key after it that starts with `prefix`, that
+    /// a power loss now would not take: that key's newest record in the log is a put, and lies
+    /// before the log's last sync point.
+    pub fn holds_durably(&self, key: &str, or_later_under: &str) -> bool {
+        let Some((records, end)) = self.durable_log() else {
+            return false;
+        };
+        newest_records(&records)
+            .range::<str, _>((std::ops::Bound::Included(key), std::ops::Bound::Unbounded))
+            .take_while(|(k, _)| *k == key || k.starts_with(or_later_under))
+            .any(|(_, (latest, _))| {
+                latest.kind == RecordKind::Put && latest.off + latest.len <= end
+            })
+    }
+
     fn damage(&self, off: u64, mask: u8) {
         let done = self.fs.damage(&Self::log_path(), off, mask);
         debug_assert!(done, "damaged byte {off} lies in the durable log");
@@ -250,6 +265,34 @@ mod tests {
                 None => assert_eq!(rec.records.get("b").map(Vec::as_slice), Some(&b"2"[..])),
             }
         }
+    }
+
+    /// `holds_durably` (what `ES4-token-durable` asks): a put counts from the sync after it, a
+    /// delete likewise, and a later key under the prefix counts once synced.
+    #[test]
+    fn holds_durably_what_a_sync_covered() {
+        let mut d = started(3);
+        d.apply(put("cp/1", b"1"));
+        assert!(!d.holds_durably("cp/1", "cp/"));
+        d.apply(StoreOp::Sync);
+        assert!(d.holds_durably("cp/1", "cp/"));
+        assert!(
+            !d.holds_durably("cp/0", "cp/x"),
+            "an earlier key counts only for itself"
+        );
+        assert!(!d.holds_durably("other", "other"));
+        d.apply(StoreOp::Delete { key: "cp/1".into() });
+        d.apply(put("cp/2", b"2"));
+        assert!(
+            d.holds_durably("cp/1", "cp/"),
+            "a power loss now would keep cp/1: its delete is not synced"
+        );
+        d.apply(StoreOp::Sync);
+        assert!(!d.holds_durably("cp/1", "zz/"), "deleted, and synced");
+        assert!(
+            d.holds_durably("cp/1", "cp/"),
+            "a later durable key under the prefix counts"
+        );
     }
 
     /// A flipped durable bit never passes as data: the hit key is reported corrupt, or the

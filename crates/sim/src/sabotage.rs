@@ -158,6 +158,8 @@ pub fn expectation(s: Sabotage) -> Expectation {
         Sabotage::ExpiryRoundsDown => (REDIS, &["KV-ttl"], 300),
         Sabotage::StaleAccessSet => (REDIS, &["access-set"], 300),
         Sabotage::ReportSkipsWrite => (KV, &["ES-report"], 300),
+        // The first checkpoint's token leaves while its sync is in flight.
+        Sabotage::TokenBeforeSync => (KV, &["ES4-token-durable"], 300),
         Sabotage::UnverifiedObject => (PARTIAL, &["object-verified"], 300),
         Sabotage::EmptiedObjectKept => (PARTIAL, &["ES-report-agreement", "ES-report"], 300),
         Sabotage::ReportQuorumOne => (KV, &["OS-report-quorum"], 300),

@@ -35,7 +35,7 @@ use plumb_config::ProtocolConfig;
 use plumb_core::{Action, Event, Observation, Recovered, Stage, StageContext, TimerId};
 use plumb_exec::ExecReplica;
 use plumb_order::OrderReplica;
-use plumb_wire::{Message, Micros, OrderId, Principal};
+use plumb_wire::{ExecId, Message, Micros, OrderId, Principal};
 use plumb_zz::Sleeper;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
@@ -693,6 +693,11 @@ impl<'a, A: SimApp> World<'a, A> {
         if let (Principal::Order(o), true) = (sender, self.nodes[from].correct) {
             self.record_order_frame(from, o, to, &frame);
         }
+        if let (Principal::Exec(e), Principal::Order(_), true) =
+            (sender, to, self.nodes[from].correct)
+        {
+            self.check_token_durable(from, e, to, &frame);
+        }
         let frame = match (self.nodes[from].adversary.as_mut(), self.keys.ring(sender)) {
             (Some(adv), Some(ring)) => match adv.outgoing(ring, frame) {
                 Outgoing::Drop => return,
@@ -769,6 +774,34 @@ impl<'a, A: SimApp> World<'a, A> {
             }
         }
         self.checker.order_sent(o, &msg);
+    }
+
+    /// ES4 (`ES4-token-durable`): a correct execution replica sends the token of a checkpoint
+    /// only once its disk holds that checkpoint durably, so that the order stage never counts
+    /// toward a stable checkpoint a token that the replica could not stand behind after a
+    /// power loss. A later durable checkpoint counts too: a token held behind a long sync can
+    /// leave after the replica took later checkpoints and let this one go (sim seed 1 `--app
+    /// spec --partial`: a 127 ms sync), and the sync that released it made those durable.
+    fn check_token_durable(&mut self, from: usize, e: ExecId, to: Principal, frame: &[u8]) {
+        let Some(ring) = self.keys.ring(to) else {
+            return;
+        };
+        let Ok((_, Message::CpToken { seq, .. })) = ring.open(frame) else {
+            return;
+        };
+        let key = plumb_exec::checkpoint_key(seq);
+        if !self.nodes[from]
+            .disk
+            .holds_durably(&key, plumb_exec::CHECKPOINT_PREFIX)
+        {
+            self.checker.violate(
+                "ES4-token-durable",
+                format!(
+                    "e{} sent the token of checkpoint {seq} before its disk held it (or a later one) durably",
+                    e.0
+                ),
+            );
+        }
     }
 
     /// Wipe the correct order replica that sent the newest COMMIT and cut off the others that
