@@ -88,7 +88,7 @@ sabotages! {
     ReportSkipsWrite = "report-skips-write",
     /// Execution replicas send a checkpoint's token without waiting for the checkpoint's sync
     /// (caught by the simulator's `ES4-token-durable`, which checks at every token a correct
-    /// execution replica sends that its disk holds that checkpoint durably).
+    /// execution replica sends that its disk holds that checkpoint, or a later one, durably).
     TokenBeforeSync = "token-before-sync",
     /// An execution replica holding part of the state uses an object a peer sent although its
     /// proof does not verify (caught by the simulator's `object-verified`, which compares

@@ -38,7 +38,7 @@ use plumb_order::OrderReplica;
 use plumb_wire::{ExecId, Message, Micros, OrderId, Principal};
 use plumb_zz::Sleeper;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// The stage a principal runs (boxed: the stages differ a lot in size); `P` is the
@@ -197,6 +197,10 @@ pub struct World<'a, A: SimApp> {
     /// Correct order replicas that sent a COMMIT, for the newest few sequence numbers: whom
     /// targeted amnesia wipes and whom it cuts off.
     commit_senders: BTreeMap<plumb_wire::Seq, BTreeSet<usize>>,
+    /// Checkpoint tokens found durable (`ES4-token-durable`), by node, life and checkpoint:
+    /// within one life a checkpoint found durable stays so (or gives way to later durable
+    /// ones), so its resends need not read the disk again.
+    durable_tokens: HashSet<(usize, u64, plumb_wire::Seq)>,
     /// Prophecy's sketching core, when the correct clients' reads go through one.
     sketcher: Option<sketching::SimSketcher>,
     /// Speculative sessions, when the application runs some (`speculating.rs`).
@@ -281,6 +285,7 @@ impl<'a, A: SimApp> World<'a, A> {
             max_events,
             check_max_steps: plumb_lincheck::DEFAULT_MAX_STEPS,
             commit_senders: BTreeMap::new(),
+            durable_tokens: HashSet::new(),
             sketcher: cfg.sketcher.then(|| sketching::SimSketcher::new(cfg.seed)),
             sessions: speculating::Sessions::new(cfg.seed, &cfg.sessions),
             cfg,
@@ -789,11 +794,17 @@ impl<'a, A: SimApp> World<'a, A> {
         let Ok((_, Message::CpToken { seq, .. })) = ring.open(frame) else {
             return;
         };
+        let checked = (from, self.nodes[from].incarnation, seq);
+        if self.durable_tokens.contains(&checked) {
+            return;
+        }
         let key = plumb_exec::checkpoint_key(seq);
-        if !self.nodes[from]
+        if self.nodes[from]
             .disk
             .holds_durably(&key, plumb_exec::CHECKPOINT_PREFIX)
         {
+            self.durable_tokens.insert(checked);
+        } else {
             self.checker.violate(
                 "ES4-token-durable",
                 format!(
