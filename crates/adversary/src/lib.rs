@@ -83,6 +83,12 @@ pub enum Behaviour {
     /// frames). Drawn only for the simulator's ZZ seeds (`plumb sim --zz`): alone, it must
     /// never wake a sleeper.
     WakeSleepers,
+    /// Execution, ZZ mode: after its first 64 batches, every REPLY, REPLY-COPY and
+    /// EXEC-REPORT held back, 50 ms at first and twice as long after every 64 batches it
+    /// reports, up to a minute: an active that lags a little more each time, so that the order
+    /// replicas' late-report bound, stretched by its own lags, never catches it unless that
+    /// bound has a most. Drawn only for the simulator's ZZ seeds (`plumb sim --zz`).
+    CreepingExec,
 }
 
 /// The rates at which a [`Behaviour::WrongEarlyReplies`] replica lies that the simulator draws
@@ -132,6 +138,7 @@ impl Behaviour {
         .collect();
         all.push(Behaviour::Flood);
         all.push(Behaviour::WakeSleepers);
+        all.push(Behaviour::CreepingExec);
         all.extend(
             EARLY_LIE_PERCENTS
                 .iter()
@@ -177,6 +184,7 @@ impl fmt::Display for Behaviour {
             Behaviour::WrongEarlyReplies(pct) => write!(f, "wrong-early-replies-{pct}pct"),
             Behaviour::Flood => f.write_str("flood"),
             Behaviour::WakeSleepers => f.write_str("wake-sleepers"),
+            Behaviour::CreepingExec => f.write_str("creeping-exec"),
         }
     }
 }

@@ -66,7 +66,22 @@ pub struct Adversary {
     /// id), and per operation the last two different answers its state gave (older, newer).
     read_ops: HashMap<Digest, Digest>,
     answers: HashMap<Digest, (Option<Vec<u8>>, Vec<u8>)>,
+    /// `CreepingExec`: batches reported so far.
+    reported: u64,
 }
+
+/// `CreepingExec`: batches it reports on time first (a replica that turns slow, not one slow
+/// from the start: a sleeper woken early by other faults has gone back to sleep by then).
+const CREEP_ON_TIME: u64 = 64;
+/// `CreepingExec`: the first lag (under the default floor of the late-report bound, 100 ms),
+/// and the most (a minute: longer than any simulated run).
+const CREEP_FIRST_US: u64 = 50_000;
+const CREEP_MAX_US: u64 = 60_000_000;
+/// `CreepingExec`: batches reported at each lag before it doubles. The order replicas' bound
+/// is four times the p99 spread, refreshed every 32 spreads: a lag held for 64 batches fills a
+/// refresh, so the next lag, twice it, stays under the bound it set, with room for the reports
+/// a busy replica gathers before it sends them.
+const CREEP_BATCHES: u64 = 64;
 
 /// Reads a stale replica remembers (beyond, it forgets the oldest half at random).
 const STALE_READS_KEPT: usize = 4096;
@@ -89,6 +104,7 @@ impl Adversary {
             forgery: Arc::new(AnyApp),
             read_ops: HashMap::new(),
             answers: HashMap::new(),
+            reported: 0,
         }
     }
 
@@ -209,12 +225,42 @@ impl Adversary {
         {
             return Outgoing::Delay(frame, delay);
         }
+        if self.behaviour == Behaviour::CreepingExec {
+            if let Some(lag) = self.creep(&msg) {
+                return Outgoing::Delay(frame, lag);
+            }
+        }
         match self.mutate(ring, to, msg) {
             Some(lie) => match ring.seal(to, &lie) {
                 Some(f) => Outgoing::Replace(f),
                 None => Outgoing::Keep(frame),
             },
             None => Outgoing::Keep(frame),
+        }
+    }
+
+    /// `CreepingExec`: how long `msg` is held back, if it is one of those held.
+    fn creep(&mut self, msg: &Message) -> Option<u64> {
+        let lag = |reported: u64| {
+            let Some(creeping) = reported.checked_sub(CREEP_ON_TIME) else {
+                return 0;
+            };
+            let mut lag = CREEP_FIRST_US;
+            for _ in 0..(creeping / CREEP_BATCHES).min(32) {
+                lag = lag.saturating_mul(2).min(CREEP_MAX_US);
+            }
+            lag
+        };
+        match msg {
+            Message::ExecReport { reports } => {
+                let now = lag(self.reported);
+                self.reported = self.reported.saturating_add(reports.len() as u64);
+                (now > 0).then_some(now)
+            }
+            Message::Reply { .. } | Message::ReplyCopy { .. } => {
+                Some(lag(self.reported)).filter(|l| *l > 0)
+            }
+            _ => None,
         }
     }
 

@@ -160,6 +160,7 @@ pub struct ProtocolOverrides {
     pub load_objects_on_demand: Option<bool>,
     pub zz: Option<bool>,
     pub zz_report_timeout_us: Option<u64>,
+    pub zz_report_timeout_max_us: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -281,7 +282,8 @@ fn protocol(
         slow_request_us,
         load_objects_on_demand,
         zz,
-        zz_report_timeout_us
+        zz_report_timeout_us,
+        zz_report_timeout_max_us
     );
     // A woken sleeper answers before it holds the state only if it loads on demand
     // (docs/zz.md): ZZ mode's default. `load_objects_on_demand = false` asks for the eager

@@ -301,9 +301,11 @@ mod tests {
         let c = with("").unwrap();
         assert!(!c.protocol.load_objects_on_demand);
         assert!(!c.protocol.zz);
-        let c = with("zz = true\nzz_report_timeout_us = 80000").unwrap();
+        let c = with("zz = true\nzz_report_timeout_us = 80000\nzz_report_timeout_max_us = 400000")
+            .unwrap();
         assert!(c.protocol.zz);
         assert_eq!(c.protocol.zz_report_timeout_us, 80_000);
+        assert_eq!(c.protocol.zz_report_timeout_max_us, 400_000);
         assert!(
             c.protocol.load_objects_on_demand,
             "ZZ loads on demand unless told"

@@ -262,10 +262,19 @@ pub struct ProtocolConfig {
     /// why not 50), or differs from the agreed one.
     #[serde(default = "default_zz_report_timeout_us")]
     pub zz_report_timeout_us: u64,
+    /// ZZ: the most the recent spreads between the actives' reports may raise that bound to
+    /// (1 s; a floor above it stands). A faulty active can hold each of its replies back by up
+    /// to the larger of the two before it is found late (docs/zz.md, "What wakes a sleeper").
+    #[serde(default = "default_zz_report_timeout_max_us")]
+    pub zz_report_timeout_max_us: u64,
 }
 
 fn default_zz_report_timeout_us() -> u64 {
     100_000
+}
+
+fn default_zz_report_timeout_max_us() -> u64 {
+    1_000_000
 }
 
 fn default_slow_request_us() -> u64 {
@@ -307,6 +316,7 @@ impl ProtocolConfig {
             load_objects_on_demand: false,
             zz: false,
             zz_report_timeout_us: default_zz_report_timeout_us(),
+            zz_report_timeout_max_us: default_zz_report_timeout_max_us(),
         }
     }
 

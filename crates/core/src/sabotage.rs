@@ -110,6 +110,11 @@ sabotages! {
     /// instead of `r + 1` (caught by the simulator's `ZZ-sleep-quorum`, which counts the order
     /// replicas whose SLEEPs reached it before it slept).
     SleepOnOne = "sleep-on-one",
+    /// Order replicas let the recent spreads between the actives' reports raise the
+    /// late-report bound without a most (ZZ), so an active that lags a little more each time
+    /// is never found late (caught by the simulator's latency bound `LB`, which in ZZ mode
+    /// allows the bound's most and a wake).
+    ReportBoundUncapped = "report-bound-uncapped",
     /// The coordination application never renews a session once opened (its requests, a
     /// resume and a Touch leave it as it was), so a session whose client is busy expires
     /// (caught by `plumb sim --app coord`'s COORD-session-live).

@@ -114,10 +114,14 @@ impl OrderReplica {
         };
         let interval = ctx.config.checkpoint_interval;
         let q = ctx.config.quorums;
-        let sleepers = ctx
-            .config
-            .zz
-            .then(|| sleepers::Sleepers::new(q.active_exec(), q.exec, ctx.config.catch_up_us));
+        let sleepers = ctx.config.zz.then(|| {
+            sleepers::Sleepers::new(
+                q.active_exec(),
+                q.exec,
+                ctx.config.catch_up_us,
+                ctx.config.zz_report_timeout_max_us,
+            )
+        });
         let genesis = OrderState::default();
         let genesis_bytes = genesis.encode();
         let mut replica = OrderReplica {

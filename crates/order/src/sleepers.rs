@@ -12,21 +12,23 @@
 //! counts as one suspect. The timeout of a late report:
 //! `zz_report_timeout_us`, or four times the 99th percentile of the recent spreads between
 //! the actives' reports of one batch if that is longer, so a busy cluster does not wake its
-//! sleepers). For each suspected active one sleeper is asked to wake, the lowest-numbered
-//! first, so that the correct order replicas ask the same ones (one more for every three
-//! WAKEs that woke nobody: a sleeper may be down); the WAKE is sent again after
-//! `resend`, the period doubling up to 64 times, until the sleeper is heard from.
+//! sleepers, but never more than `zz_report_timeout_max_us`: the spreads are what the slowest
+//! active makes them, and a faulty active that lags a little more each time would otherwise
+//! raise the bound as fast as it lags and never be found late). For each suspected active one
+//! sleeper is asked to wake, the lowest-numbered first, so that the correct order replicas ask
+//! the same ones (one more for every three WAKEs that woke nobody: a sleeper may be down); the
+//! WAKE is sent again after `resend`, the period doubling up to 64 times, until the sleeper is
+//! heard from.
 //!
 //! The group shrinks back (docs/zz.md "Back to sleep"): once every active and every woken
-//! sleeper has sent the agreed token of one checkpoint, and nothing proved an active faulty
-//! (only timing woke the sleeper), the woken sleepers are asked to sleep again (SLEEP) and the
-//! suspicions are lifted. An
-//! execution replica whose report or token differed from the agreed one is *found faulty*
+//! sleeper has sent the agreed token of one checkpoint, every active has reported its batches,
+//! and nothing proved an active faulty (only timing woke the sleeper), the woken sleepers are
+//! asked to sleep again (SLEEP) and the suspicions are lifted. An execution replica whose report or token differed from the agreed one is *found faulty*
 //! (correct replicas agree): it is reported, sent no per-batch traffic from then on (stopped,
 //! as far as this order replica goes), and keeps the sleeper that replaced it awake.
 //!
-//! Bounded: batches above the stable checkpoint within the report window only; the spread
-//! sample is a fixed ring.
+//! Bounded: batches opened within the report window above the stable checkpoint, each kept
+//! once at or below it for at most the late-report timeout; the spread sample is a fixed ring.
 
 use crate::exec_reports::REPORT_WINDOW;
 use plumb_core::{BrokenInvariant, Micros};
@@ -83,6 +85,8 @@ pub(crate) struct Sleepers {
     next_spread: usize,
     /// Four times their 99th percentile, refreshed every few spreads.
     adaptive: Micros,
+    /// The most `adaptive` counts for (`zz_report_timeout_max_us`).
+    adaptive_max: Micros,
     last_wake: Option<Micros>,
     /// WAKEs sent since the last new suspicion: the resend period doubles with each, up to
     /// 64 times `resend`, so a sleeper that stays down is not asked forever at full rate.
@@ -98,7 +102,13 @@ pub(crate) struct Sleepers {
 }
 
 impl Sleepers {
-    pub(crate) fn new(active: usize, exec: usize, catch_up: Micros) -> Sleepers {
+    /// `adaptive_max`: the most the recent spreads may raise the late-report bound to.
+    pub(crate) fn new(
+        active: usize,
+        exec: usize,
+        catch_up: Micros,
+        adaptive_max: Micros,
+    ) -> Sleepers {
         Sleepers {
             active,
             exec,
@@ -118,6 +128,7 @@ impl Sleepers {
             spreads: Vec::new(),
             next_spread: 0,
             adaptive: 0,
+            adaptive_max,
             last_wake: None,
             wakes_sent: 0,
             unanswered: 0,
@@ -168,7 +179,10 @@ impl Sleepers {
         (stable, interval): (Seq, u64),
     ) {
         let seq = report.seq;
-        if !self.within(e, seq, stable, interval) {
+        // A batch still open is taken even at or below the stable checkpoint (`due`).
+        if !(self.open.contains_key(&seq) && self.is_active(e))
+            && !self.within(e, seq, stable, interval)
+        {
             return;
         }
         let (first, said) = self.open.entry(seq).or_insert((now, BTreeMap::new()));
@@ -279,6 +293,10 @@ impl Sleepers {
             && actives.clone().all(|a| heard_lately(&a))
             && !self.disagreed
             && !actives.clone().any(|a| self.found_faulty.contains(&a))
+            // Every active reported every batch up to the checkpoint: tokens on time say
+            // nothing of reports and replies held back (`creeping-exec`), and clients need the
+            // replies of `r + 1` actives once the sleeper sleeps.
+            && self.open.range(..=seq).next().is_none()
             && actives
                 .chain(self.heard.keys().copied())
                 .all(|x| self.healthy.1.contains(&x));
@@ -331,22 +349,25 @@ impl Sleepers {
         Some(at - now)
     }
 
-    /// How late a report may be: the configured floor, or four times the recent p99 spread.
+    /// How late a report may be: the configured floor, or four times the recent p99 spread
+    /// up to the configured most.
     pub(crate) fn timeout(&self, floor: Micros) -> Micros {
-        floor.max(self.adaptive)
+        if plumb_core::sabotaged!(ReportBoundUncapped) {
+            return floor.max(self.adaptive);
+        }
+        floor.max(self.adaptive.min(self.adaptive_max))
     }
 
     /// At `now`, suspect every active whose report of an open batch is overdue, or that has
-    /// been silent for `silence`; forget batches at or below `stable`. Returns the sleepers to
-    /// send a WAKE to now: one per suspected active, lowest first, not yet heard from, at most
-    /// once per `resend`.
+    /// been silent for `silence`; forget batches at or below `stable` once late. Returns the
+    /// sleepers to send a WAKE to now: one per suspected active, lowest first, not yet heard
+    /// from, at most once per `resend`.
     pub(crate) fn due(
         &mut self,
         now: Micros,
         stable: Seq,
         (floor, silence, resend): (Micros, Micros, Micros),
     ) -> Vec<ExecId> {
-        self.open = self.open.split_off(&(stable + 1));
         self.tokens = self.tokens.split_off(&(stable + 1));
         let timeout = self.timeout(floor);
         self.note_silences(now, floor, silence.max(timeout), resend);
@@ -366,14 +387,21 @@ impl Sleepers {
                     .map(|e| (e, *seq, waited)),
             );
         }
+        // Open batches at or below the stable checkpoint are kept until they are late: the
+        // checkpoint shows that the actives executed them, not that each reported them, and an
+        // active that sends its tokens on time while it holds its reports and replies back
+        // (`creeping-exec`) must still be found late. Once late, they have said what they can.
+        self.open
+            .retain(|seq, (first, _)| *seq > stable || now.saturating_sub(*first) < timeout);
         for (e, seq, waited) in late {
-            let p99 = self.adaptive / 4;
+            let (p99, max) = (self.adaptive / 4, self.adaptive_max);
             self.suspect(e, "zz-report-late", || {
                 format!(
-                    "no report of batch {seq} {} ms after the first active's (late after {} ms: the floor, or 4 x the p99 spread of {} ms)",
+                    "no report of batch {seq} {} ms after the first active's (late after {} ms: the floor, or 4 x the p99 spread of {} ms up to {} ms)",
                     waited / 1000,
                     timeout / 1000,
-                    p99 / 1000
+                    p99 / 1000,
+                    max / 1000
                 )
             });
         }
@@ -457,8 +485,8 @@ impl Sleepers {
     }
 
     /// Suspicions name actives only, sleepers heard from are sleepers, and each open batch is
-    /// reported by some but not all actives (those at or below the stable checkpoint go at the
-    /// next [`Sleepers::due`]).
+    /// reported by some but not all actives (those at or below the stable checkpoint go once
+    /// late, at a [`Sleepers::due`]).
     pub(crate) fn check_invariants(&self) -> Result<(), BrokenInvariant> {
         let stray = self.suspected.iter().find(|e| !self.is_active(**e));
         BrokenInvariant::check(stray.is_none(), "INV-zz-suspects-actives", || {
@@ -518,11 +546,11 @@ mod tests {
 
     #[test]
     fn actives_that_disagree_wake_one_sleeper() {
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         z.reported(10, ExecId(0), report(4, b"a"), (Seq(0), 128));
         z.reported(20, ExecId(1), report(4, b"b"), (Seq(0), 128));
         assert_eq!(z.due(30, Seq(0), T), vec![ExecId(2)]);
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         z.token(ExecId(0), Seq(128), Digest::of(b"x"), (Seq(0), 128));
         z.token(ExecId(1), Seq(128), Digest::of(b"x"), (Seq(0), 128));
         assert!(z.due(30, Seq(0), T).is_empty());
@@ -534,7 +562,7 @@ mod tests {
 
     #[test]
     fn each_suspicion_says_what_showed_it() {
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         z.reported(10_000, ExecId(0), report(4, b"a"), (Seq(0), 128));
         assert!(z.due(59_000, Seq(0), T).is_empty());
         assert!(z.take_causes().is_empty());
@@ -543,7 +571,7 @@ mod tests {
             z.take_causes(),
             vec![(
                 "zz-report-late",
-                "e1: no report of batch 4 62 ms after the first active's (late after 50 ms: the floor, or 4 x the p99 spread of 0 ms)"
+                "e1: no report of batch 4 62 ms after the first active's (late after 50 ms: the floor, or 4 x the p99 spread of 0 ms up to 1000 ms)"
                     .to_string()
             )]
         );
@@ -564,7 +592,7 @@ mod tests {
 
     #[test]
     fn a_sleeper_is_asleep_until_heard_from() {
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         assert!(!z.asleep(ExecId(0)) && !z.asleep(ExecId(1)));
         assert!(z.asleep(ExecId(2)));
         // Beyond the cluster: not a sleeper.
@@ -588,7 +616,7 @@ mod tests {
 
     #[test]
     fn an_active_silent_while_idle_wakes_a_sleeper() {
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         z.heard(0, ExecId(1));
         let mut woke = None;
         for t in (0..=1_000_000u64).step_by(20_000) {
@@ -610,7 +638,7 @@ mod tests {
 
     #[test]
     fn actives_quiet_together_are_not_suspected() {
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         z.heard(0, ExecId(0));
         z.heard(0, ExecId(1));
         // Both busy for 2.4 s (due still runs on this replica's ticks), then e0 speaks and
@@ -635,7 +663,7 @@ mod tests {
     #[test]
     fn a_late_active_wakes_one_sleeper_until_it_is_heard_from() {
         // u=2 r=1: 3 actives, 2 sleepers.
-        let mut z = Sleepers::new(3, 5, 200_000);
+        let mut z = Sleepers::new(3, 5, 200_000, 1_000_000);
         z.reported(1_000, ExecId(0), report(5, b"r"), (Seq(0), 128));
         z.reported(1_200, ExecId(1), report(5, b"r"), (Seq(0), 128));
         assert!(z.due(40_000, Seq(0), T).is_empty());
@@ -656,7 +684,7 @@ mod tests {
 
     #[test]
     fn a_sleeper_that_never_answers_is_passed_over() {
-        let mut z = Sleepers::new(3, 5, 200_000);
+        let mut z = Sleepers::new(3, 5, 200_000, 1_000_000);
         z.faulty(ExecId(0));
         let mut asked = Vec::new();
         for t in (0..20_000_000u64).step_by(100_000) {
@@ -675,7 +703,7 @@ mod tests {
 
     #[test]
     fn a_wrong_report_wakes_at_once_and_two_faults_wake_two() {
-        let mut z = Sleepers::new(3, 5, 200_000);
+        let mut z = Sleepers::new(3, 5, 200_000, 1_000_000);
         z.faulty(ExecId(1));
         assert_eq!(z.due(10, Seq(0), T), vec![ExecId(3)]);
         // A new suspect: asked at once, the period back to its start.
@@ -686,7 +714,7 @@ mod tests {
 
     #[test]
     fn a_whole_group_sends_its_woken_sleeper_back_to_sleep() {
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         z.reported(10, ExecId(0), report(4, b"a"), (Seq(0), 128));
         assert_eq!(z.due(100_000, Seq(0), T), vec![ExecId(2)]);
         z.heard(150_000, ExecId(2));
@@ -694,9 +722,11 @@ mod tests {
         // Not while the woken one has not sent the agreed token (it is still filling).
         assert!(z.healthy(1_000_000, ExecId(0), Seq(128)).is_empty());
         assert!(z.healthy(1_000_000, ExecId(1), Seq(128)).is_empty());
-        // A newer checkpoint starts the count again; actives heard from lately.
+        // A newer checkpoint starts the count again; actives heard from lately. Batch 4, below
+        // it, was found late and is forgotten once the checkpoint is stable.
         z.heard(1_900_000, ExecId(0));
         z.heard(1_900_000, ExecId(1));
+        assert!(z.due(1_950_000, Seq(128), T).is_empty());
         assert!(z.healthy(2_000_000, ExecId(2), Seq(256)).is_empty());
         assert!(z.healthy(2_000_000, ExecId(0), Seq(256)).is_empty());
         assert_eq!(z.healthy(2_000_100, ExecId(1), Seq(256)), vec![ExecId(2)]);
@@ -710,9 +740,37 @@ mod tests {
         z.check_invariants().unwrap();
     }
 
+    /// An active whose tokens come on time while its reports lag keeps the woken sleeper
+    /// awake: the group is whole only once every active reported the checkpoint's batches.
+    #[test]
+    fn an_active_whose_reports_lag_keeps_the_sleeper_awake() {
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
+        z.reported(10, ExecId(0), report(4, b"a"), (Seq(0), 128));
+        assert_eq!(z.due(100_000, Seq(0), T), vec![ExecId(2)]);
+        z.heard(150_000, ExecId(2));
+        z.reported(200_000, ExecId(0), report(200, b"a"), (Seq(128), 128));
+        assert!(z.due(200_000, Seq(128), T).is_empty());
+        for e in [ExecId(0), ExecId(1), ExecId(2)] {
+            z.heard(250_000, e);
+            assert!(
+                z.healthy(250_000, e, Seq(256)).is_empty(),
+                "e1 owes batch 200"
+            );
+        }
+        assert!(!z.asleep(ExecId(2)));
+        // Its report comes in time: at the next checkpoint the group is whole.
+        z.reported(240_000, ExecId(1), report(200, b"a"), (Seq(128), 128));
+        for e in [ExecId(0), ExecId(1)] {
+            z.heard(300_000, e);
+            assert!(z.healthy(300_000, e, Seq(384)).is_empty());
+        }
+        assert_eq!(z.healthy(300_000, ExecId(2), Seq(384)), vec![ExecId(2)]);
+        z.check_invariants().unwrap();
+    }
+
     #[test]
     fn a_disagreement_keeps_the_sleeper_awake() {
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         z.disagree("zz-reply-copies-differ", String::new);
         assert_eq!(z.due(10, Seq(0), T), vec![ExecId(2)]);
         z.heard(20, ExecId(2));
@@ -724,7 +782,7 @@ mod tests {
 
     #[test]
     fn an_active_found_faulty_is_stopped_and_keeps_the_sleeper_awake() {
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         assert!(z.healthy(10, ExecId(0), Seq(128)).is_empty());
         assert!(z.faulty(ExecId(0)));
         assert!(!z.faulty(ExecId(0)), "reported once");
@@ -740,7 +798,7 @@ mod tests {
 
     #[test]
     fn a_busy_cluster_stretches_the_timeout_to_its_spreads() {
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         for s in 1..=64u64 {
             z.reported(s * 1_000_000, ExecId(0), report(s, b"r"), (Seq(0), 128));
             z.reported(
@@ -757,13 +815,74 @@ mod tests {
         assert!(z.suspected.is_empty());
     }
 
+    /// A faulty active that lags a little more every few batches, each time under the bound its
+    /// earlier lags set, raises the bound only up to its most: past it, it is late.
+    #[test]
+    fn a_creeping_active_cannot_raise_the_bound_past_its_most() {
+        let floor = 50_000;
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
+        let mut lag = 10_000u64;
+        let mut seq = 0u64;
+        while lag < 1_000_000 {
+            for _ in 0..64 {
+                seq += 1;
+                let at = seq * 10_000_000;
+                z.reported(at, ExecId(0), report(seq, b"r"), (Seq(0), 1 << 20));
+                assert!(
+                    lag < z.timeout(floor),
+                    "a lag of {lag} us is within the bound"
+                );
+                z.reported(at + lag, ExecId(1), report(seq, b"r"), (Seq(0), 1 << 20));
+                assert!(z.due(at + lag, Seq(0), T).is_empty(), "{lag} us");
+            }
+            lag *= 2;
+        }
+        assert!(z.suspected.is_empty());
+        assert_eq!(
+            z.timeout(floor),
+            1_000_000,
+            "four times the lags, at most 1 s"
+        );
+        // The next lag, twice the last, is late.
+        seq += 1;
+        let at = seq * 10_000_000;
+        z.reported(at, ExecId(0), report(seq, b"r"), (Seq(0), 1 << 20));
+        assert_eq!(z.due(at + 1_000_001, Seq(0), T), vec![ExecId(2)]);
+        assert!(z.suspected.contains(&ExecId(1)));
+        // Without the most, the same lags would have raised the bound to four times the last.
+        let mut unbounded = Sleepers::new(2, 3, 200_000, u64::MAX);
+        unbounded.adaptive = z.adaptive;
+        assert_eq!(unbounded.timeout(floor), 4 * lag / 2);
+        z.check_invariants().unwrap();
+    }
+
+    /// A checkpoint that becomes stable does not excuse a missing report of a batch below it: the
+    /// tokens show the actives executed it, not that each reported it. A report of it that comes
+    /// in time closes it; one that does not is late, and the batch is then forgotten.
+    #[test]
+    fn a_stable_checkpoint_does_not_excuse_a_missing_report() {
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
+        z.reported(1_000, ExecId(0), report(3, b"r"), (Seq(0), 4));
+        z.reported(1_000, ExecId(0), report(4, b"r"), (Seq(0), 4));
+        assert!(z.due(2_000, Seq(4), T).is_empty(), "checkpoint 4 stable");
+        z.reported(30_000, ExecId(1), report(3, b"r"), (Seq(4), 4));
+        assert!(z.due(40_000, Seq(4), T).is_empty(), "batch 3 came in time");
+        assert_eq!(z.due(51_000, Seq(4), T), vec![ExecId(2)], "batch 4 did not");
+        assert!(z.suspected.contains(&ExecId(1)));
+        assert!(
+            z.open.is_empty(),
+            "a late batch below the stable checkpoint is forgotten"
+        );
+        z.check_invariants().unwrap();
+    }
+
     /// A report is found late when it becomes late, not at the next tick: the watch timer is
     /// set for the oldest open batch, not set again while it would fire in time, and set
     /// earlier for a batch that becomes late sooner; a batch late already sets nothing.
     #[test]
     fn the_watch_timer_fires_when_the_oldest_open_report_becomes_late() {
         let floor = 50_000;
-        let mut z = Sleepers::new(2, 3, 200_000);
+        let mut z = Sleepers::new(2, 3, 200_000, 1_000_000);
         assert_eq!(z.watch_timer(0, floor), None, "nothing open");
         z.reported(1_000, ExecId(0), report(4, b"r"), (Seq(0), 128));
         assert!(z.due(1_000, Seq(0), T).is_empty());

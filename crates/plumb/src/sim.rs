@@ -446,7 +446,8 @@ mod sabotage {
         let sketcher = if w.sketcher { " --sketcher" } else { "" };
         let partial = if w.partial { " --partial" } else { "" };
         let zz = if w.zz { " --zz" } else { "" };
-        format!("--app {}{sketcher}{partial}{zz}", w.app)
+        let quiet = if w.quiet { " --no-faults" } else { "" };
+        format!("--app {}{sketcher}{partial}{zz}{quiet}", w.app)
     }
 
     /// `--sabotage NAME --seed N`: switch it on and run the table's workload.
@@ -462,6 +463,7 @@ mod sabotage {
         args.sketcher = workload.sketcher;
         args.partial = workload.partial;
         args.zz = workload.zz;
+        args.no_faults = workload.quiet;
         set(Some(s));
         Ok(())
     }

@@ -173,10 +173,22 @@ impl SimConfig {
     /// longest regular delay. Without them the bound was exceeded by 6 ms in 1 of 1000 `spec`
     /// seeds at u=2 r=1 (seed 882): a retransmission after 0.996 s, then a view change that
     /// waited exactly two timeouts, then the request's own path through the stages.
+    ///
+    /// In ZZ mode, plus what a faulty active may make clients wait: its replies are needed
+    /// (`r + 1` alike from `max(u, r) + 1` actives) until it is found late, which the order
+    /// replicas' late-report bound allows (at most `max(zz_report_timeout_us,
+    /// zz_report_timeout_max_us)`), and then a sleeper woken ([`ZZ_WAKE_US`]).
     pub fn latency_bound(&self) -> Micros {
-        self.protocol.client_retry_max_us
-            + 2 * self.protocol.view_change_timeout_us
+        let p = &self.protocol;
+        let zz = if p.zz {
+            p.zz_report_timeout_us.max(p.zz_report_timeout_max_us) + ZZ_WAKE_US
+        } else {
+            0
+        };
+        p.client_retry_max_us
+            + 2 * p.view_change_timeout_us
             + LB_MESSAGE_DELAYS * self.net.delay_max_us
+            + zz
     }
 }
 
@@ -206,6 +218,11 @@ fn protocol_config(rng: &mut SimRng, quorums: Quorums) -> ProtocolConfig {
 /// (client, authentication, pre-prepare, prepare, commit, next batch, reply: 7), a view change
 /// (view-change, new-view, next batch: 3), a body fetch (2), with room for a retransmitted hop.
 const LB_MESSAGE_DELAYS: Micros = 16;
+
+/// ZZ mode: from a faulty active found late to the client's reply from the sleeper woken in its
+/// place (the WAKEs of `r + 1` order replicas, each at its own tick, then the woken replica asks
+/// where things stand, loads on demand and executes the batches since the stable checkpoint).
+const ZZ_WAKE_US: Micros = 500_000;
 
 /// How long after faults stop the cluster may take to recover before the latency bound applies.
 const SETTLE_US: Micros = 2_000_000;
@@ -239,10 +256,11 @@ impl fmt::Display for SimConfig {
         if p.zz {
             writeln!(
                 f,
-                "  zz: {} active, {} sleeping, report timeout {}us",
+                "  zz: {} active, {} sleeping, report timeout {}us (at most {}us)",
                 q.active_exec(),
                 q.exec - q.active_exec(),
-                p.zz_report_timeout_us
+                p.zz_report_timeout_us,
+                p.zz_report_timeout_max_us.max(p.zz_report_timeout_us)
             )?;
         }
         let n = &self.net;

@@ -880,7 +880,8 @@ pub fn hold_part_of_the_state(plan: &mut FaultPlan, q: &Quorums, heal_at: Micros
 /// ZZ seeds (`plumb sim --zz`): a fault on a sleeper shows nothing until it wakes, so the
 /// plan's faulty and crashing execution replicas are mostly actives. Each faulty sleeper
 /// trades places with a fault-free active nine times in ten; half the faulty order replicas
-/// send WAKEs at will ([`Behaviour::WakeSleepers`]); a plan with no faulty execution
+/// send WAKEs at will ([`Behaviour::WakeSleepers`]) and a quarter of the Byzantine actives
+/// lag more and more ([`Behaviour::CreepingExec`]); a plan with no faulty execution
 /// replica gets a Byzantine active three times in five (within the stage's budget: `r >= 1`
 /// and none of the stage's other replicas faulty).
 pub fn fault_the_actives(plan: &mut FaultPlan, q: &Quorums, seed: u64) {
@@ -902,18 +903,23 @@ pub fn fault_the_actives(plan: &mut FaultPlan, q: &Quorums, seed: u64) {
             trade_places(plan, exec(s), a);
         }
     }
-    // Half the faulty order replicas try to wake sleepers at will.
+    // Half the faulty order replicas try to wake sleepers at will, and a quarter of the
+    // Byzantine actives lag a little more each time.
     for (p, behaviour) in plan.byzantine.iter_mut() {
-        if matches!(p, Principal::Order(_)) && rng.chance(0.5) {
-            *behaviour = Behaviour::WakeSleepers;
+        match p {
+            Principal::Order(_) if rng.chance(0.5) => *behaviour = Behaviour::WakeSleepers,
+            Principal::Exec(e) if e.index() < active && rng.chance(0.25) => {
+                *behaviour = Behaviour::CreepingExec
+            }
+            _ => {}
         }
     }
     let none_faulty = (0..q.exec).all(|i| !faulty(plan, exec(i)));
     if none_faulty && q.faults.r > 0 && rng.chance(0.6) {
         let a = exec(rng.range(0, active as u64 - 1) as usize);
-        let behaviour = *rng
-            .pick(Behaviour::for_stage(a))
-            .unwrap_or(&Behaviour::Silent);
+        let mut behaviours = Behaviour::for_stage(a).to_vec();
+        behaviours.push(Behaviour::CreepingExec);
+        let behaviour = *rng.pick(&behaviours).unwrap_or(&Behaviour::Silent);
         plan.byzantine.insert(a, behaviour);
     }
 }
