@@ -187,6 +187,11 @@ fn coordination_node_wiped_loads_on_demand() {
         write(next, next + 10, &mut expected);
         next += 10;
     }
+    // Its execution replica loading a checkpoint says nothing of its order replica, which
+    // votes again only once a checkpoint above its fence is stable by three *other* replicas'
+    // votes: with node 1 down before that, no quorum is left (a lost disk and a crash are two
+    // faults against u = 1), which is how this test once stalled in CI.
+    c.wait_rejoined(2, T);
     // Node 1 down: every reply now needs node 2's execution replica.
     c.kill_node(1);
     rt.block_on(async {
