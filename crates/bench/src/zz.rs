@@ -22,6 +22,7 @@ use crate::app::BenchApp;
 use crate::burnkv::BurnKvBench;
 use crate::plumb::{Placement, Plumb, PlumbShape};
 use plumb_cluster::ProtocolOverrides;
+use plumb_config::MAX_CHECKPOINT_INTERVAL;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -134,6 +135,12 @@ pub const ATTEMPTS: usize = 3;
 /// Execution replicas at u=1, r=1, and the one that sleeps in ZZ mode.
 const EXEC_REPLICAS: u16 = 3;
 const SLEEPER: u16 = 2;
+
+/// Writes in flight while filling the state, and while writing the share of it that the fault
+/// finds dirty: the latter many, so that 10% of 1 GiB (6 554 writes) packs into fewer batches
+/// than the 512 of a checkpoint interval (256 at a time took 538 batches, filler included).
+const FILL_WRITERS: u64 = 16;
+const DIRTY_WRITERS: u64 = 512;
 
 fn shape() -> PlumbShape {
     PlumbShape {
@@ -393,7 +400,8 @@ impl ZzBench {
             },
             ..Placement::default()
         };
-        let clients = (self.cpu_clients + self.latency_clients + 17) as u32;
+        let clients =
+            (self.cpu_clients + self.latency_clients + 17).max(DIRTY_WRITERS as usize + 1) as u32;
         Plumb::start(
             app,
             &self.exe,
@@ -537,11 +545,11 @@ impl ZzBench {
         from: u64,
         to: u64,
         value: &Arc<Vec<u8>>,
+        writers: u64,
     ) -> Result<(), String> {
         let plain: Arc<dyn BenchApp> = Arc::new(BurnKvBench { iterations: 0 });
         let mut set = tokio::task::JoinSet::new();
-        const WRITERS: u64 = 16;
-        for w in 0..WRITERS {
+        for w in 0..writers {
             let (pool, app, value, prefix) = (
                 plumb.pool().clone(),
                 plain.clone(),
@@ -554,7 +562,7 @@ impl ZzBench {
                     pool.call(app.write(&format!("{prefix}{k}"), &value), false)
                         .await
                         .map_err(|e| format!("filling the state: {e}"))?;
-                    k += WRITERS;
+                    k += writers;
                 }
                 Ok::<(), String>(())
             });
@@ -575,15 +583,20 @@ impl ZzBench {
     ) -> Result<Outcome, String> {
         let keys = (size / self.value_bytes.max(1) as u64).max(1);
         let dirty_keys = keys * u64::from(dirty) / 100;
-        // The dirty writes must come after the stable checkpoint and before the next one: at
-        // most one batch each, after at most 63 of the filler's below, then the probe's.
-        let interval = (2 * dirty_keys + 256).next_power_of_two();
+        // The dirty writes must come after the stable checkpoint and before the next one. The
+        // interval is at most 512 (a view change re-votes two intervals at once,
+        // plumb_config::MAX_CHECKPOINT_INTERVAL), so they go DIRTY_WRITERS at a time, many to
+        // a batch; a checkpoint among them voids the row (checked below).
+        let interval = (2 * dirty_keys + 256)
+            .next_power_of_two()
+            .min(MAX_CHECKPOINT_INTERVAL);
         let name = format!("recovery-{}-{}-{dirty}-{attempt}", mode.name(), size >> 20);
         let mut plumb = self.start(mode, name, port, interval).await?;
         let app = plumb.app().clone();
         let value = Arc::new(vec![0x11; self.value_bytes]);
         let started = Instant::now();
-        self.fill(&plumb, "k", 0, keys, &value).await?;
+        self.fill(&plumb, "k", 0, keys, &value, FILL_WRITERS)
+            .await?;
         if self.progress {
             eprintln!(
                 "{} {} MiB {dirty}%: {keys} keys in {:.1} s",
@@ -599,7 +612,7 @@ impl ZzBench {
         stop.store(true, Ordering::Relaxed);
         let mut before = join_latencies(set).await?;
         // A stable checkpoint that covers everything so far: small writes, one at a time (one
-        // batch each), until it comes.
+        // batch each), until it comes, looked for every few so that few batches follow it.
         let covered = status_u64(&plumb, 0, "last_executed").await;
         let deadline = Instant::now() + DEADLINE;
         let plain = BurnKvBench { iterations: 0 };
@@ -609,7 +622,7 @@ impl ZzBench {
                     "no stable checkpoint past batch {covered} within {DEADLINE:?}"
                 ));
             }
-            for _ in 0..64 {
+            for _ in 0..4 {
                 plumb
                     .pool()
                     .call(plain.write("filler", b"f"), false)
@@ -618,11 +631,20 @@ impl ZzBench {
             }
         }
         let stable = status_u64(&plumb, 0, "stable_checkpoint").await;
+        let first_dirty = status_u64(&plumb, 0, "last_executed").await + 1;
         let dirty_value = Arc::new(vec![0x22; self.value_bytes]);
-        self.fill(&plumb, "k", 0, dirty_keys, &dirty_value).await?;
-        let ticks_before = status_u64(&plumb, 0, "stable_checkpoint").await;
-        if ticks_before != stable {
-            return Err(format!("a checkpoint was taken while {dirty}% of the state was written (batch {ticks_before}, interval {interval}): the row would not be what it says"));
+        self.fill(&plumb, "k", 0, dirty_keys, &dirty_value, DIRTY_WRITERS)
+            .await?;
+        let executed = status_u64(&plumb, 0, "last_executed").await;
+        if executed >= stable + interval {
+            return Err(format!("{dirty}% of the state took batches {first_dirty} to {executed}, past the next checkpoint at {} (interval {interval}): the row would not be what it says", stable + interval));
+        }
+        if self.progress {
+            eprintln!(
+                "{} {} MiB {dirty}%: {dirty_keys} keys written again in batches {first_dirty} to {executed}, after the stable checkpoint at {stable} (interval {interval})",
+                mode.name(),
+                size >> 20,
+            );
         }
         // The fault, and the first write after it.
         let sleeping = sleeper_status(&plumb).await;

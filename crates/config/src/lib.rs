@@ -287,6 +287,17 @@ pub const ZZ_UNANIMOUS_READS_ORDERED: &str = "in ZZ mode read-only and D-Prophec
 /// The largest `max_clock_skew_us` a cluster may have (docs/protocol.md, "Agreed time").
 pub const MAX_CLOCK_SKEW_US: u64 = 500_000;
 
+/// The largest `checkpoint_interval` a cluster may have. A view change votes again on every
+/// slot above the stable checkpoint, up to two intervals of them: a PREPARE and a COMMIT per
+/// slot to every peer at once, which a peer's mailbox must hold (the node asserts that its
+/// per-peer queue takes twice this burst). With a 16384 interval, 10 180 slots re-voted into
+/// 4096-frame queues were dropped in every view, and a view change never completed.
+pub const MAX_CHECKPOINT_INTERVAL: u64 = 512;
+
+/// Frames one peer sends another in a view change with a full window: a PREPARE and a COMMIT
+/// for each of `2 x MAX_CHECKPOINT_INTERVAL` slots.
+pub const VIEW_CHANGE_BURST_FRAMES: usize = 4 * MAX_CHECKPOINT_INTERVAL as usize;
+
 impl ProtocolConfig {
     pub fn new(quorums: Quorums) -> ProtocolConfig {
         ProtocolConfig {
@@ -363,9 +374,9 @@ impl ProtocolConfig {
         let checks: [(&'static str, &'static str, u64, bool); 8] = [
             (
                 "checkpoint_interval",
-                "at least 2",
+                "between 2 and 512 (a view change votes again on up to two intervals of batches at once, and larger bursts overflow the peers' queues)",
                 self.checkpoint_interval,
-                self.checkpoint_interval >= 2,
+                (2..=MAX_CHECKPOINT_INTERVAL).contains(&self.checkpoint_interval),
             ),
             (
                 "batch_max",
@@ -574,6 +585,14 @@ mod tests {
         c.checkpoint_interval = 1;
         let e = c.validate().unwrap_err();
         assert!(e.to_string().contains("checkpoint_interval"));
+        c.checkpoint_interval = MAX_CHECKPOINT_INTERVAL;
+        c.validate().unwrap();
+        c.checkpoint_interval = MAX_CHECKPOINT_INTERVAL + 1;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("between 2 and 512") && e.contains("view change"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -40,6 +40,9 @@ use tokio::net::TcpListener;
 
 /// Frames waiting per peer, and for all clients together, in a stage's mailbox.
 const PEER_QUEUE: usize = 4096;
+// A view change's re-votes with a full window must fit a peer's queue with room to spare
+// (plumb_config::MAX_CHECKPOINT_INTERVAL says why).
+const _: () = assert!(PEER_QUEUE >= 2 * plumb_config::VIEW_CHANGE_BURST_FRAMES);
 const CLIENT_QUEUE: usize = 8192;
 /// Frames waiting for an outgoing link or a client connection.
 const LINK_QUEUE: usize = 8192;

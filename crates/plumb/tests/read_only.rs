@@ -29,7 +29,7 @@ fn get(port: u16, key: &[u8]) -> Answer {
 #[test]
 fn read_only_after_restart_returns_the_newest_value() {
     let mut c = Cluster::init_with("read-only-restart", 6, &["--u", "1", "--r", "0", "--split"]);
-    c.set_protocol("checkpoint_interval = 1000");
+    c.set_protocol("checkpoint_interval = 512");
     c.set_fast_reads();
     c.start_all();
 
