@@ -921,6 +921,12 @@ pub fn fault_the_actives(plan: &mut FaultPlan, q: &Quorums, seed: u64) {
         behaviours.push(Behaviour::CreepingExec);
         let behaviour = *rng.pick(&behaviours).unwrap_or(&Behaviour::Silent);
         plan.byzantine.insert(a, behaviour);
+        // A quiet plan (`--no-faults`) drew no lying rate, and at 0 an active that returns
+        // wrong replies or wrong checkpoints would never lie. A plan with faults keeps its
+        // own (its trace unchanged).
+        if plan.byzantine_rate == 0.0 {
+            plan.byzantine_rate = if rng.chance(0.5) { 1.0 } else { 0.5 };
+        }
     }
 }
 
