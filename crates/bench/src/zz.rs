@@ -682,9 +682,23 @@ impl ZzBench {
             tokio::spawn(async move { pool.call(op, false).await })
         };
         let mut woken = None;
+        // With --progress, when the woken replica executed the first dirty batch, half of
+        // them and the last: where recovery spends its time.
+        let marks = [first_dirty, (first_dirty + executed) / 2, executed];
+        let mut reached: Vec<Option<Duration>> = vec![None; marks.len()];
         while !probe.is_finished() && fault.elapsed() < DEADLINE {
-            if woken.is_none() && sleeper_status(&plumb).await.starts_with("woken") {
+            let status = plumb.status(SLEEPER).await;
+            let field = |f: &str| status.as_ref().and_then(|s| s.get(f).cloned());
+            let awake = field("sleeper")
+                .is_some_and(|v| v.as_str().is_some_and(|s| s.starts_with("woken")));
+            if woken.is_none() && awake {
                 woken = Some(fault.elapsed());
+            }
+            let last = field("last_executed").and_then(|v| v.as_u64()).unwrap_or(0);
+            for (mark, at) in marks.iter().zip(reached.iter_mut()) {
+                if at.is_none() && awake && last >= *mark {
+                    *at = Some(fault.elapsed());
+                }
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
@@ -711,6 +725,36 @@ impl ZzBench {
                 size >> 20,
                 woken.map_or("?".to_string(), |w| format!("{:.0} ms", w.as_secs_f64() * 1e3)),
                 recovery.as_secs_f64() * 1e3
+            );
+        }
+        if self.progress {
+            let ms = |d: &Option<Duration>| {
+                d.map_or("-".to_string(), |d| {
+                    format!("{:.0} ms", d.as_secs_f64() * 1e3)
+                })
+            };
+            let counted: Vec<String> = plumb
+                .stage_events(SLEEPER)
+                .await
+                .into_iter()
+                .filter(|(k, _)| {
+                    ["on-demand", "fetch", "load", "objects", "learn", "drop-"]
+                        .iter()
+                        .any(|p| k.split_once('/').is_some_and(|(_, e)| e.starts_with(p)))
+                })
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            eprintln!(
+                "{} {} MiB {dirty}%: e{SLEEPER} executed batch {} at {}, {} at {}, {} at {}; counted: {}",
+                mode.name(),
+                size >> 20,
+                marks[0],
+                ms(&reached[0]),
+                marks[1],
+                ms(&reached[1]),
+                marks[2],
+                ms(&reached[2]),
+                counted.join(", ")
             );
         }
         Ok(Outcome::Measured(Row {
