@@ -35,6 +35,10 @@ impl<A: Application> ExecReplica<A> {
             };
             self.execute_batch(learned, out);
         }
+        if self.holds_part() && !self.learning.learned.contains_key(&self.executed.next_seq) {
+            // Caught up: the background fill, which waits while batches do, goes on.
+            self.fill_in_background(out);
+        }
         if self.cfg().zz {
             // In ZZ mode the order stage times the actives' reports against each other
             // (docs/zz.md): one waiting for the next few batches would look late.

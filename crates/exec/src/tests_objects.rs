@@ -1011,3 +1011,86 @@ fn a_replica_holding_part_that_stops_executing_while_batches_come_asks_the_order
     // replica for batch 13 on (which answers with LOAD-CP once it has moved past).
     assert_eq!(asked, [0, net.q().order, net.q().order], "{asked:?}");
 }
+
+/// A FETCH-OBJECTS whose objects outweigh one reply is answered whole, in several OBJECTS: a
+/// reply cut at its size bound left the rest asked and unanswered until the asker's next
+/// catch-up period (a woken ZZ replica's batch waited up to 200 ms for it).
+#[test]
+fn objects_that_outweigh_one_reply_are_served_in_several() {
+    let net = Net::new(2);
+    let (mut a, _) = object_leader(&net, 2);
+    let tree = a
+        .transfer
+        .held
+        .get_mut(&Seq(2))
+        .unwrap()
+        .tree
+        .as_mut()
+        .unwrap();
+    tree.apply_vecs((0..12).map(|i| (ObjectId(i), Some(vec![i as u8; 1 << 20]))))
+        .unwrap();
+    let slots = 1u64 << tree.bits();
+    let ask = Message::FetchObjects {
+        seq: Seq(2),
+        ids: (0..slots).collect(),
+        proofs: true,
+    };
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &ask);
+    let replies = net.sent_to(&served, Principal::Exec(ExecId(1)));
+    assert!(replies.len() >= 2, "{} replies", replies.len());
+    let mut ids = Vec::new();
+    for reply in &replies {
+        let Message::Objects { objects, .. } = reply else {
+            panic!("expected OBJECTS, got {reply:?}")
+        };
+        let bytes: usize = objects
+            .iter()
+            .map(|o| o.bytes.as_ref().map_or(0, Vec::len))
+            .sum();
+        assert!(bytes <= 9 << 20, "a reply of {bytes} bytes");
+        ids.extend(objects.iter().map(|o| o.id));
+    }
+    assert_eq!(
+        ids,
+        (0..slots).collect::<Vec<_>>(),
+        "every object, once, in order"
+    );
+}
+
+/// While a batch waits for objects, the background fill asks for nothing: its answers would
+/// come first and take the peer's serving budget (a woken ZZ replica re-executing after a
+/// 100 MiB checkpoint fetched all of it before its batches were done). Once the batch ran,
+/// the fill goes on.
+#[test]
+fn the_background_fill_waits_while_a_batch_waits_for_objects() {
+    let (net, mut a, mut b) = loaded_on_demand();
+    let get = vec![batch(vec![inline(1, 13, "get k3")], 1_300)];
+    let out = net.learn_all(&mut b, Seq(13), &get);
+    assert_eq!(b.next_seq(), Seq(13));
+    let asked: Vec<Message> = net.sent_to(&out, Principal::Exec(ExecId(2)));
+    assert_eq!(asked.len(), 1, "only the batch's objects: {asked:?}");
+    assert!(matches!(&asked[0],
+        Message::FetchObjects { ids, .. } if *ids == vec![bucket("k3")]));
+    // The catch-up period asks again for the batch's object, and for nothing of the fill.
+    let tick = silent_peer_period(&mut b);
+    let fill_asks = |out: &[Action]| {
+        (0..3)
+            .flat_map(|e| net.sent_to(out, Principal::Exec(ExecId(e))))
+            .filter(|m| match m {
+                Message::FetchObjectNodes { .. } => true,
+                Message::FetchObjects { ids, .. } => *ids != vec![bucket("k3")],
+                _ => false,
+            })
+            .count()
+    };
+    assert_eq!(fill_asks(&tick), 0);
+    assert!(b.counters().get("on-demand-fill-deferred") > 0);
+    // The answer comes: the batch runs, and the fill asks for the rest.
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &asked[0]);
+    let mut after = Vec::new();
+    for reply in net.sent_to(&served, Principal::Exec(ExecId(1))) {
+        after.extend(net.deliver(&mut b, Principal::Exec(ExecId(2)), &reply));
+    }
+    assert_eq!(b.next_seq(), Seq(14));
+    assert!(fill_asks(&after) > 0, "the fill goes on after the batch");
+}
