@@ -318,9 +318,15 @@ impl<A: Application> ExecReplica<A> {
     }
 
     /// Catch-up period: ask again for whatever is still missing, from the next peer if this
-    /// one made no progress. A peer that answers keeps the background fill's requests
-    /// (object_transfer.rs says why); only the objects the next batch waits for are asked
-    /// again, a few, so that one lost request does not hold the batch until the fill is done.
+    /// one left something asked unanswered. A peer that answers keeps the background fill's
+    /// requests (object_transfer.rs says why); only the objects the next batch waits for are
+    /// asked again, a few, so that one lost request does not hold the batch until the fill
+    /// is done.
+    ///
+    /// A peer asked nothing is not left: while the fill waits behind a batch that waits for
+    /// its bodies, nothing is asked, and leaving the peer then sent the next batch's objects
+    /// to the next in turn, in a woken ZZ replica the crashed active, for another period
+    /// (`plumb bench zz --sizes 1G --dirty 10`: four changes of peer in a recovery).
     pub(crate) fn on_demand_tick(&mut self, out: &mut Vec<Action>) {
         let urgent = self.next_batch_missing();
         let next = self
@@ -328,7 +334,8 @@ impl<A: Application> ExecReplica<A> {
             .as_ref()
             .and_then(|o| o.on_demand.as_ref())
             .map(|od| {
-                if od.progressed {
+                let asked = !od.asked_objects.is_empty() || !od.asked_nodes.is_empty();
+                if od.progressed || !asked {
                     od.peer
                 } else {
                     self.next_exec_peer(od.peer)

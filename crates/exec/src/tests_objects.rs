@@ -1094,3 +1094,26 @@ fn the_background_fill_waits_while_a_batch_waits_for_objects() {
     assert_eq!(b.next_seq(), Seq(14));
     assert!(fill_asks(&after) > 0, "the fill goes on after the batch");
 }
+
+/// A catch-up period in which the peer was asked nothing (the fill waits behind a batch that
+/// waits for its bodies) does not make the replica leave it: the next in turn may be the
+/// crashed replica whose silence woke a ZZ sleeper.
+#[test]
+fn a_peer_asked_nothing_is_not_left() {
+    let (net, _a, mut b) = loaded_on_demand();
+    // Batch 13's body is missing: it waits for it, and the fill waits behind it.
+    net.next_batch(
+        &mut b,
+        Seq(13),
+        &batch(vec![by_digest(2, 13, "put k3 x")], 1_300),
+        &[0, 1],
+    );
+    // The load's fill asked peer 2 and got nothing back: left for the next at the first period.
+    silent_peer_period(&mut b);
+    let changed = b.counters().get("on-demand-peer-changed");
+    assert_eq!(changed, 1);
+    // Nothing was asked since: the next periods keep the peer.
+    silent_peer_period(&mut b);
+    silent_peer_period(&mut b);
+    assert_eq!(b.counters().get("on-demand-peer-changed"), changed);
+}
