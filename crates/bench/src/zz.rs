@@ -744,16 +744,23 @@ impl ZzBench {
                 })
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();
+            let timeline = if dirty_keys > 0 {
+                format!(
+                    "executed dirty batch {} at {}, {} at {}, {} at {}; ",
+                    marks[0],
+                    ms(&reached[0]),
+                    marks[1],
+                    ms(&reached[1]),
+                    marks[2],
+                    ms(&reached[2]),
+                )
+            } else {
+                String::new()
+            };
             eprintln!(
-                "{} {} MiB {dirty}%: e{SLEEPER} executed batch {} at {}, {} at {}, {} at {}; counted: {}",
+                "{} {} MiB {dirty}%: e{SLEEPER} {timeline}counted: {}",
                 mode.name(),
                 size >> 20,
-                marks[0],
-                ms(&reached[0]),
-                marks[1],
-                ms(&reached[1]),
-                marks[2],
-                ms(&reached[2]),
                 counted.join(", ")
             );
         }
