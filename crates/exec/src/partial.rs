@@ -222,13 +222,14 @@ impl<A: Application> ExecReplica<A> {
             return;
         };
         let room = limit.saturating_sub(od.asked_objects.len());
+        // `ids` may name an object twice (two batches of the lookahead use it): each is asked
+        // once, as it goes into the set.
         let ids: Vec<u64> = ids
             .into_iter()
-            .filter(|id| !od.asked_objects.contains(id))
+            .filter(|id| od.asked_objects.insert(*id))
             .take(room)
             .map(|id| id.0)
             .collect();
-        od.asked_objects.extend(ids.iter().map(|id| ObjectId(*id)));
         let peer = od.peer;
         for chunk in ids.chunks(crate::object_transfer::OBJECTS_PER_FETCH) {
             let msg = Message::FetchObjects {

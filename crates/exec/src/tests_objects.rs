@@ -1117,3 +1117,24 @@ fn a_peer_asked_nothing_is_not_left() {
     silent_peer_period(&mut b);
     assert_eq!(b.counters().get("on-demand-peer-changed"), changed);
 }
+
+/// An object two learned batches use is asked for once.
+#[test]
+fn an_object_two_batches_use_is_asked_for_once() {
+    let (net, _a, mut b) = loaded_on_demand();
+    let gets = vec![
+        batch(vec![inline(1, 13, "get k3")], 1_300),
+        batch(vec![inline(2, 14, "get k3")], 1_400),
+    ];
+    let mut out = net.learn_all(&mut b, Seq(14), &gets[1..]);
+    out.extend(net.learn_all(&mut b, Seq(13), &gets[..1]));
+    let asked: Vec<u64> = net
+        .sent_to(&out, Principal::Exec(ExecId(2)))
+        .into_iter()
+        .flat_map(|m| match m {
+            Message::FetchObjects { ids, .. } => ids,
+            _ => Vec::new(),
+        })
+        .collect();
+    assert_eq!(asked, vec![bucket("k3")]);
+}
