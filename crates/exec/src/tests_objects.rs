@@ -76,6 +76,15 @@ fn buckets_of_puts(first: Seq, count: u64) -> BTreeSet<u64> {
         .collect()
 }
 
+/// The object tree `r` holds for its checkpoint `seq` (the test took that checkpoint).
+fn held_tree(r: &mut Replica, seq: Seq) -> &mut plumb_objects::ObjectTree {
+    r.transfer
+        .held
+        .get_mut(&seq)
+        .and_then(|h| h.tree.as_mut())
+        .expect("the test's replica holds this checkpoint's tree")
+}
+
 /// A catch-up period passes without an answer from the peer asked.
 fn silent_peer_period(b: &mut Replica) -> Vec<Action> {
     plumb_core::run(b, NOW, Event::Timer(CATCH_UP))
@@ -371,14 +380,7 @@ fn a_busy_replica_serves_proven_objects_at_once_and_only_those_it_holds() {
     assert_eq!(objects.len(), 2);
     assert_eq!(a.counters().get("state-transfer-deferred"), 1);
     // The same checkpoint's tree held as its root alone: nothing is served, not even as empty.
-    let tree = a
-        .transfer
-        .held
-        .get_mut(&Seq(2))
-        .unwrap()
-        .tree
-        .as_mut()
-        .unwrap();
+    let tree = held_tree(&mut a, Seq(2));
     tree.prune(plumb_objects::NodePos::ROOT);
     assert_eq!(tree.lookup(ObjectId(held)), plumb_objects::Held::Missing);
     let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &ask);
@@ -1019,14 +1021,7 @@ fn a_replica_holding_part_that_stops_executing_while_batches_come_asks_the_order
 fn objects_that_outweigh_one_reply_are_served_in_several() {
     let net = Net::new(2);
     let (mut a, _) = object_leader(&net, 2);
-    let tree = a
-        .transfer
-        .held
-        .get_mut(&Seq(2))
-        .unwrap()
-        .tree
-        .as_mut()
-        .unwrap();
+    let tree = held_tree(&mut a, Seq(2));
     tree.apply_vecs((0..12).map(|i| (ObjectId(i), Some(vec![i as u8; 1 << 20]))))
         .unwrap();
     let slots = 1u64 << tree.bits();
