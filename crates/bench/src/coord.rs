@@ -147,6 +147,10 @@ impl Target for PlumbCoord {
     fn batch_stats(&self) -> BoxFuture<'_, Option<BatchStats>> {
         Box::pin(crate::plumb::cluster_batch_stats(&self.cluster))
     }
+
+    fn cost_counters(&self) -> BoxFuture<'_, std::collections::BTreeMap<String, u64>> {
+        Box::pin(crate::plumb::cluster_cost_counters(&self.cluster, true))
+    }
 }
 
 /// Turn the gateway's `fast_reads` on in the cluster file `init` wrote at `path`.

@@ -4,6 +4,7 @@ pub mod app;
 pub mod burnkv;
 pub mod chart;
 pub mod coord;
+pub mod cost;
 pub mod cpu;
 pub mod load;
 pub mod plumb;

@@ -2,6 +2,7 @@
 //! loop (requests issued at a target rate, whatever the system's speed), measured after a
 //! warm-up, with a progress line while it runs.
 
+use crate::cost;
 use crate::cpu::total_cpu_seconds;
 use crate::report::RunResult;
 use crate::target::{BatchStats, Op, Session, Target};
@@ -48,6 +49,8 @@ pub struct RunSpec {
     pub max_ops: Option<u64>,
     /// Print a progress line on stderr.
     pub progress: bool,
+    /// Count the servers' system calls and fsyncs with `perf` ([`crate::cost`]).
+    pub syscalls: bool,
 }
 
 /// What the clients share while a run goes on.
@@ -194,6 +197,16 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
     tokio::time::sleep(spec.warmup).await;
     let cpu_before = total_cpu_seconds(&pids);
     let batches_before = target.batch_stats().await;
+    let cost_before = cost::Cost {
+        counters: target.cost_counters().await,
+        ..cost::Cost::default()
+    };
+    let switches_before = cost::Switches::of(&pids);
+    let syscalls = if spec.syscalls {
+        Some(cost::SyscallCount::start(&pids)?)
+    } else {
+        None
+    };
     let measure_start = Instant::now();
     *shared.gaps.lock().unwrap_or_else(|p| p.into_inner()) = (measure_start, Duration::ZERO);
     shared.measuring.store(true, Ordering::Relaxed);
@@ -237,6 +250,21 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
     shared.completed_at(Instant::now());
     let seconds = measure_start.elapsed().as_secs_f64();
     let cpu = total_cpu_seconds(&pids) - cpu_before;
+    let switches = cost::Switches::of(&pids);
+    let (syscalls, fsyncs) = match syscalls.map(cost::SyscallCount::stop).transpose()? {
+        Some((s, f)) => (Some(s), Some(f)),
+        None => (None, None),
+    };
+    let cost = cost::Cost {
+        wakeups: switches.voluntary.saturating_sub(switches_before.voluntary),
+        preemptions: switches
+            .involuntary
+            .saturating_sub(switches_before.involuntary),
+        syscalls,
+        fsyncs,
+        counters: target.cost_counters().await,
+    }
+    .since(&cost_before);
     let batches_after = target.batch_stats().await;
     if spec.progress && tty {
         eprintln!();
@@ -283,6 +311,7 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
         mean_ms: h.mean() / 1000.0,
         longest_gap_ms,
         cpu_us_per_op: (!pids.is_empty()).then(|| cpu * 1e6 / ops as f64),
+        cost: (!pids.is_empty()).then_some(cost),
         batch_mean: during.as_ref().and_then(BatchStats::mean),
         views: during.as_ref().map(|d| d.view),
         stalls: during.as_ref().map(|d| {

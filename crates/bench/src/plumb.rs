@@ -7,6 +7,7 @@ use crate::target::{BatchStats, BoxFuture, Op, ServerProcess, Session, Target};
 use plumb_cluster::{init, Cluster, InitOptions};
 use plumb_gateway::Pool;
 use plumb_wire::Principal;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -341,6 +342,29 @@ impl Target for Plumb {
     fn batch_stats(&self) -> BoxFuture<'_, Option<BatchStats>> {
         Box::pin(cluster_batch_stats(&self.cluster))
     }
+
+    fn cost_counters(&self) -> BoxFuture<'_, BTreeMap<String, u64>> {
+        Box::pin(cluster_cost_counters(&self.cluster, false))
+    }
+}
+
+/// plumb's cost counters ([`crate::cost`]) summed over `cluster`'s nodes, and its gateway's
+/// if `with_gateway` (a server process of its own there).
+pub(crate) async fn cluster_cost_counters(
+    cluster: &Cluster,
+    with_gateway: bool,
+) -> BTreeMap<String, u64> {
+    let mut admins: Vec<std::net::SocketAddr> = cluster.nodes.iter().map(|n| n.admin).collect();
+    if with_gateway {
+        admins.extend(cluster.gateway.as_ref().map(|g| g.admin));
+    }
+    let mut counters = BTreeMap::new();
+    for admin in admins {
+        if let Some(text) = metrics(admin).await {
+            crate::cost::add_plumb_counters(&text, &mut counters);
+        }
+    }
+    counters
 }
 
 /// Batches, views and stalls read off the `/metrics` of `cluster`'s nodes (none if no node

@@ -28,6 +28,9 @@ pub struct RunResult {
     pub longest_gap_ms: f64,
     /// CPU time (user + system) of every server process, per completed operation.
     pub cpu_us_per_op: Option<f64>,
+    /// What the servers spent while measuring, as totals (docs/performance.md "The cost
+    /// model"; [`crate::cost::PerOp`] divides them by `ops`).
+    pub cost: Option<crate::cost::Cost>,
     /// Mean requests per batch the order stage formed, where the system reports it (empty
     /// batches, which the order stage makes to fill a checkpoint interval or a view change,
     /// count too).
@@ -122,6 +125,57 @@ pub fn table(results: &[RunResult]) -> String {
             "  {} {} {} {}: longest window without a completed operation {:.0} ms{stalls}\n",
             r.system, r.config, r.workload, r.load, r.longest_gap_ms
         );
+    }
+    s
+}
+
+/// The cost table (docs/performance.md, "The cost model"): what one operation cost the
+/// servers while measured, each run on a line, then each plumb run's frames by sender.
+pub fn cost_table(results: &[RunResult]) -> String {
+    use crate::cost::{frames_by_sender, PerOp};
+    let mut s = String::from(
+        "per operation, all servers together (wake-ups: voluntary context switches; frames: \
+         routed by plumb's nodes, socket: those to another node or a client):\n",
+    );
+    s += &format!(
+        "{:<11} {:<14} {:<12} {:<11} {:>7} {:>8} {:>7} {:>8} {:>6} {:>7} {:>7} {:>8} {:>7} {:>8} {:>6} {:>7} {:>7}\n",
+        "system", "config", "workload", "load", "cpu us", "wake-ups", "preempt", "syscalls",
+        "fsyncs", "frames", "socket", "sent KiB", "hashes", "hash KiB", "MACs", "MAC KiB", "allocs"
+    );
+    let o = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+    for r in results {
+        let Some(cost) = &r.cost else { continue };
+        let p = PerOp::of(cost, r.ops);
+        s += &format!(
+            "{:<11} {:<14} {:<12} {:<11} {:>7} {:>8.1} {:>7.1} {:>8} {:>6} {:>7} {:>7} {:>8} {:>7} {:>8} {:>6} {:>7} {:>7}\n",
+            r.system,
+            r.config,
+            r.workload,
+            r.load,
+            opt(r.cpu_us_per_op, 0),
+            p.wakeups,
+            p.preemptions,
+            o(p.syscalls, 1),
+            o(p.fsyncs, 3),
+            o(p.frames, 1),
+            o(p.socket_frames, 1),
+            o(p.frame_kib, 1),
+            o(p.hashes, 1),
+            o(p.hashed_kib, 1),
+            o(p.macs, 1),
+            o(p.maced_kib, 1),
+            o(p.allocations, 0),
+        );
+    }
+    for r in results {
+        let Some(cost) = &r.cost else { continue };
+        let by_sender = frames_by_sender(cost, r.ops);
+        if !by_sender.is_empty() {
+            s += &format!(
+                "  {} {} {} {}: frames per operation by sender: {by_sender}\n",
+                r.system, r.config, r.workload, r.load
+            );
+        }
     }
     s
 }
@@ -271,12 +325,25 @@ pub fn comparison_csv(peaks: &[RunResult]) -> String {
 /// Every run as CSV, every field.
 pub fn runs_csv(results: &[RunResult]) -> String {
     let mut s = String::from(
-        "system,config,workload,load,clients,ops,errors,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,mean_ms,cpu_us_per_op,batch_mean,longest_gap_ms,round\n",
+        "system,config,workload,load,clients,ops,errors,seconds,ops_per_s,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,mean_ms,cpu_us_per_op,batch_mean,longest_gap_ms,round,wakeups_per_op,syscalls_per_op,fsyncs_per_op,frames_per_op,socket_frames_per_op,hashes_per_op,macs_per_op,allocations_per_op\n",
     );
     let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.2}"));
     for r in results {
+        let per = r.cost.as_ref().map(|c| crate::cost::PerOp::of(c, r.ops));
+        let cost_fields = [
+            per.map(|p| p.wakeups),
+            per.and_then(|p| p.syscalls),
+            per.and_then(|p| p.fsyncs),
+            per.and_then(|p| p.frames),
+            per.and_then(|p| p.socket_frames),
+            per.and_then(|p| p.hashes),
+            per.and_then(|p| p.macs),
+            per.and_then(|p| p.allocations),
+        ]
+        .map(o)
+        .join(",");
         s += &format!(
-            "{},{},{},{},{},{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{:.1},{}\n",
+            "{},{},{},{},{},{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{:.1},{},{cost_fields}\n",
             r.system,
             r.config,
             r.workload,
@@ -333,6 +400,7 @@ pub(crate) fn sample_run(
         mean_ms: latency_ms,
         longest_gap_ms: latency_ms,
         cpu_us_per_op: None,
+        cost: None,
         batch_mean: None,
         views: None,
         stalls: None,
@@ -375,7 +443,23 @@ mod tests {
         for part in [" 3 ", " 2000 ", "1000..3000", "12.00", "9.0..30.0", " 200"] {
             assert!(plumb.contains(part), "{part:?} in {plumb}");
         }
-        assert!(runs_csv(&rs).lines().nth(3).unwrap().ends_with(",2"));
+        let csv = runs_csv(&rs);
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let field = |row: usize, name: &str| {
+            let column = header.iter().position(|h| *h == name).unwrap();
+            csv.lines()
+                .nth(row)
+                .unwrap()
+                .split(',')
+                .nth(column)
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(field(3, "round"), "2");
+        // No cost measured for these runs: the cost columns are empty, not zero.
+        assert_eq!(field(3, "wakeups_per_op"), "");
+        assert_eq!(field(3, "allocations_per_op"), "");
+        assert_eq!(csv.lines().nth(3).unwrap().split(',').count(), header.len());
     }
 
     #[test]

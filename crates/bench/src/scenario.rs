@@ -273,6 +273,7 @@ impl Scoreboard {
             duration: self.duration,
             max_ops: None,
             progress: self.progress,
+            syscalls: false,
         };
         let result = load::run(&plumb as &dyn Target, &spec).await;
         let measured_for = Instant::now().saturating_duration_since(measuring_from);

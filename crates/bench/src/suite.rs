@@ -114,6 +114,8 @@ pub struct Suite {
     /// Run every system this many times, interleaved (round 1 of each, then round 2, ...), so
     /// that a machine's swings fall on every system alike; [`crate::report::spread`] shows them.
     pub rounds: usize,
+    /// Count the servers' system calls and fsyncs (`--syscalls`, needs perf).
+    pub syscalls: bool,
 }
 
 /// What a suite produced: every measured run, and the systems that could not be measured.
@@ -180,6 +182,7 @@ impl Suite {
                         duration: self.duration,
                         max_ops: self.max_ops,
                         progress: self.progress,
+                        syscalls: self.syscalls,
                     };
                     match load::run(target.as_ref(), &spec).await {
                         Ok(r) => outcome.results.push(RunResult { round, ..r }),

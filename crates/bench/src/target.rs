@@ -44,6 +44,11 @@ pub trait Target: Send + Sync {
     fn batch_stats(&self) -> BoxFuture<'_, Option<BatchStats>> {
         Box::pin(async { None })
     }
+    /// The servers' own cost counters, summed over them (plumb's `/metrics`: frames, hashes,
+    /// allocations; [`crate::cost`]); empty for a system that keeps none.
+    fn cost_counters(&self) -> BoxFuture<'_, BTreeMap<String, u64>> {
+        Box::pin(async { BTreeMap::new() })
+    }
 }
 
 pub trait Session: Send {

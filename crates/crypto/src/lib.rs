@@ -11,6 +11,12 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// One digest over `bytes` bytes, for the per-operation cost table (docs/performance.md).
+fn count_hash(bytes: usize) {
+    plumb_cost::HASHES.add(1);
+    plumb_cost::HASHED_BYTES.add(bytes as u64);
+}
+
 /// A 32-byte BLAKE3 digest.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
 pub struct Digest(pub [u8; 32]);
@@ -19,6 +25,7 @@ impl Digest {
     pub const ZERO: Digest = Digest([0; 32]);
 
     pub fn of(bytes: &[u8]) -> Digest {
+        count_hash(bytes.len());
         Digest(*blake3::hash(bytes).as_bytes())
     }
 
@@ -26,6 +33,7 @@ impl Digest {
     /// digests under different keys cannot be taken for one another). Over 64 bytes it is one
     /// compression, half the cost of [`Digest::of_parts`] over the same bytes with a prefix.
     pub fn keyed(key: &[u8; 32], bytes: &[u8]) -> Digest {
+        count_hash(bytes.len());
         Digest(*blake3::keyed_hash(key, bytes).as_bytes())
     }
 
@@ -37,6 +45,7 @@ impl Digest {
 
     /// Digest of several fields, each length-prefixed so that field boundaries are unambiguous.
     pub fn of_parts(parts: &[&[u8]]) -> Digest {
+        count_hash(parts.iter().map(|p| 8 + p.len()).sum());
         let mut h = blake3::Hasher::new();
         for p in parts {
             h.update(&(p.len() as u64).to_le_bytes());
@@ -76,6 +85,8 @@ impl MacKey {
     }
 
     pub fn mac(&self, msg: &[u8]) -> Mac {
+        plumb_cost::MACS.add(1);
+        plumb_cost::MACED_BYTES.add(msg.len() as u64);
         let full = blake3::keyed_hash(&self.0, msg);
         let mut out = [0u8; 16];
         out.copy_from_slice(&full.as_bytes()[..16]);

@@ -134,6 +134,7 @@ pub fn admin_response(
             }
             text.push_str(&client_events_text(&pool.counters()));
             text.push_str(extra);
+            text.push_str(&plumb_cost::metrics_text());
             admin::Response::ok("text/plain; version=0.0.4", text)
         }
         _ => admin::Response::not_found(),

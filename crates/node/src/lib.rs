@@ -11,10 +11,13 @@
 #[cfg(feature = "adversary")]
 mod adversary;
 mod apps;
+mod cost_metrics;
 mod flood;
+mod mirror;
 mod peers;
 mod router;
 mod status;
+mod traffic;
 
 pub use apps::Apps;
 pub use status::Status;
@@ -240,6 +243,7 @@ pub async fn start_faulty(
         links,
         clients: Mutex::new(HashMap::new()),
         drops: Drops::default(),
+        traffic: Default::default(),
         flood: flood::FloodGuard::new(
             cluster.protocol.flood_factor,
             cluster.protocol.flood_floor_bytes,

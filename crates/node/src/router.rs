@@ -11,6 +11,7 @@
 //! so nobody can divert another client's replies, not even by replaying a frame the client
 //! sent on another connection.
 
+use crate::traffic::Dest;
 use bytes::Bytes;
 use plumb_core::KeyRing;
 use plumb_runtime::handshake::{Nonce, Refused};
@@ -48,6 +49,8 @@ pub struct Router {
     pub links: BTreeMap<u16, Link>,
     pub clients: Mutex<HashMap<u32, ClientRoute>>,
     pub drops: Drops,
+    /// Frames routed, for the per-operation cost table.
+    pub traffic: crate::traffic::Traffic,
     pub flood: crate::flood::FloodGuard,
     /// Test builds: principals of this node whose adversary refuses some incoming frames.
     #[cfg(feature = "adversary")]
@@ -227,6 +230,9 @@ impl Router {
                 return true;
             }
         }
+        if let Principal::Client(_) = sender {
+            self.traffic.sent(sender, Dest::Local, frame.len());
+        }
         mailbox.push(queue, Item::Frame(frame));
         true
     }
@@ -274,10 +280,12 @@ impl Router {
 impl Outbox for Router {
     fn send(&self, from: Principal, to: Principal, frame: Vec<u8>) {
         if let Some(mailbox) = self.local.get(&to) {
+            self.traffic.sent(from, Dest::Local, frame.len());
             mailbox.push(QueueKey::of_sender(from), Item::Frame(frame));
             return;
         }
         if let Principal::Client(c) = to {
+            self.traffic.sent(from, Dest::Client, frame.len());
             let route = self
                 .clients
                 .lock()
@@ -297,6 +305,7 @@ impl Outbox for Router {
             return;
         }
         if let Some(link) = self.remote.get(&to).and_then(|n| self.links.get(n)) {
+            self.traffic.sent(from, Dest::Peer, frame.len());
             link.send(frame);
         } else {
             self.drops.not_hosted.fetch_add(1, Ordering::Relaxed);
@@ -326,6 +335,7 @@ mod tests {
             links: BTreeMap::new(),
             clients: Mutex::new(HashMap::new()),
             drops: Drops::default(),
+            traffic: Default::default(),
             flood: crate::flood::FloodGuard::new(20, 1 << 30, std::time::Duration::from_secs(1)),
             #[cfg(feature = "adversary")]
             ignoring: HashMap::new(),

@@ -1,6 +1,7 @@
 //! What a node shows its operator: `/status` (JSON) and `/metrics` (Prometheus text), both fed
 //! by the stages' observations and counters.
 
+use crate::mirror::advance_to;
 use crate::router::Router;
 use plumb_core::{Observation, StallStage, ViewChangeCause, WaitReason};
 use plumb_runtime::{Host, Mailbox, StageShared};
@@ -159,6 +160,7 @@ pub struct Metrics {
     store_live_bytes: Family<StoreLabels, Gauge>,
     store_compactions: Family<StoreLabels, Counter>,
     store_max_compaction_step_us: Family<StoreLabels, Gauge>,
+    cost: crate::cost_metrics::CostMetrics,
 }
 
 impl Metrics {
@@ -191,6 +193,7 @@ impl Metrics {
             store_live_bytes: Family::default(),
             store_compactions: Family::default(),
             store_max_compaction_step_us: Family::default(),
+            cost: crate::cost_metrics::CostMetrics::register(&mut registry),
             registry: Registry::default(),
         };
         registry.register(
@@ -673,17 +676,10 @@ impl Observed {
         for (labels, v) in current {
             advance_to(&m.dropped.get_or_create(&labels), v);
         }
+        m.cost.update(router);
         let mut text = String::new();
         let _ = encode(&mut text, &m.registry);
         text
-    }
-}
-
-/// Bring a Prometheus counter up to `total`, a count kept elsewhere (stage counters, atomics).
-fn advance_to(counter: &Counter, total: u64) {
-    let now = counter.get();
-    if total > now {
-        counter.inc_by(total - now);
     }
 }
 

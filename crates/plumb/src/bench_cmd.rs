@@ -310,6 +310,10 @@ struct Common {
     /// from the median runs (this machine's figures swing by up to 2x between runs).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
     rounds: u16,
+    /// Count the servers' system calls and fsyncs per operation too (perf's syscall
+    /// tracepoints: needs perf and root; each system call costs a little more while counted).
+    #[arg(long)]
+    syscalls: bool,
 }
 
 /// The data of each znode `zk-create` makes: small, as a lock's or a member's znode is.
@@ -369,6 +373,7 @@ impl Common {
             base_port: self.base_port,
             progress: !self.quiet,
             rounds: usize::from(self.rounds),
+            syscalls: self.syscalls,
         })
     }
 
@@ -432,6 +437,7 @@ impl Common {
         );
         out!("");
         out!("{}", report::table(results));
+        out!("{}", report::cost_table(results));
         let peaks = if suite.rounds > 1 {
             out!(
                 "over {} rounds, interleaved: each level's median, lowest and highest (each figure on its own):",

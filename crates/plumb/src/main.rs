@@ -7,6 +7,11 @@
 #[macro_use]
 extern crate plumb_runtime;
 
+/// Every allocation counted, for the per-operation cost table (`plumb bench`,
+/// docs/performance.md "The cost model"): a relaxed add on a per-thread stripe each.
+#[global_allocator]
+static ALLOCATOR: plumb_cost::CountingAllocator = plumb_cost::CountingAllocator;
+
 mod bench_cmd;
 mod gateway_cmd;
 mod kv_app;

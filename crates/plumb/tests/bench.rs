@@ -80,8 +80,13 @@ fn csv_rows(csv: &str) -> Vec<Vec<&str>> {
 }
 
 /// The table's rows for `system`: (ops/s, p50 ms).
+/// The first line of the cost table (docs/performance.md, "The cost model").
+const COST_TABLE: &str = "per operation, all servers together";
+
+/// The latency table's rows of `system` (the cost table below it is left out).
 fn rows(table: &str, system: &str) -> Vec<(f64, f64)> {
-    table
+    let latency = table.split(COST_TABLE).next().unwrap_or(table);
+    latency
         .lines()
         .filter(|l| l.starts_with(system))
         .filter_map(|l| {
@@ -156,6 +161,32 @@ fn closed_loop_sweep_writes_csv_json_and_chart() {
     assert!(
         runs.iter().all(|r| r["batch_mean"].as_f64().unwrap() > 0.5),
         "{runs:?}"
+    );
+    // The cost model: the nodes routed frames (stage to stage, peer, client), computed
+    // digests and MACs, and allocated; their threads blocked and were woken.
+    for r in runs {
+        let cost = &r["cost"];
+        let counted = |name: &str| cost["counters"][name].as_u64().unwrap_or(0);
+        assert!(cost["wakeups"].as_u64().unwrap() > 0, "{cost}");
+        for name in [
+            "frames auth->peer",
+            "frames exec->client",
+            "frames client->local",
+        ] {
+            assert!(counted(name) > 0, "{name}: {cost}");
+        }
+        for name in ["hashes", "hashed bytes", "macs", "allocations"] {
+            assert!(counted(name) > 0, "{name}: {cost}");
+        }
+    }
+    let cost_rows = table.split(COST_TABLE).nth(1).expect("a cost table");
+    assert_eq!(
+        cost_rows
+            .lines()
+            .filter(|l| l.starts_with("plumb "))
+            .count(),
+        2,
+        "{table}"
     );
     let svg = std::fs::read_to_string(chart).unwrap();
     assert!(svg.contains("plumb u1r0 mixed50-0/0"), "{svg}");
