@@ -202,11 +202,11 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
         ..cost::Cost::default()
     };
     let switches_before = cost::Switches::of(&pids);
-    let syscalls = if spec.syscalls {
-        Some(cost::SyscallCount::start(&pids)?)
-    } else {
-        None
-    };
+    // An error of perf's is returned once the clients are stopped, below.
+    let syscalls = spec
+        .syscalls
+        .then(|| cost::SyscallCount::start(&pids))
+        .transpose();
     let measure_start = Instant::now();
     *shared.gaps.lock().unwrap_or_else(|p| p.into_inner()) = (measure_start, Duration::ZERO);
     shared.measuring.store(true, Ordering::Relaxed);
@@ -251,17 +251,14 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
     let seconds = measure_start.elapsed().as_secs_f64();
     let cpu = total_cpu_seconds(&pids) - cpu_before;
     let switches = cost::Switches::of(&pids);
-    let (syscalls, fsyncs) = match syscalls.map(cost::SyscallCount::stop).transpose()? {
-        Some((s, f)) => (Some(s), Some(f)),
-        None => (None, None),
-    };
+    let counted = syscalls.and_then(|c| c.map(cost::SyscallCount::stop).transpose());
     let cost = cost::Cost {
         wakeups: switches.voluntary.saturating_sub(switches_before.voluntary),
         preemptions: switches
             .involuntary
             .saturating_sub(switches_before.involuntary),
-        syscalls,
-        fsyncs,
+        syscalls: None,
+        fsyncs: None,
         counters: target.cost_counters().await,
     }
     .since(&cost_before);
@@ -275,6 +272,14 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
     for t in tasks {
         let _ = t.await;
     }
+    let cost = match counted? {
+        Some((syscalls, fsyncs)) => cost::Cost {
+            syscalls: Some(syscalls),
+            fsyncs: Some(fsyncs),
+            ..cost
+        },
+        None => cost,
+    };
     let during = match (&batches_before, &batches_after) {
         (Some(b), Some(a)) => Some(a.since(b)),
         _ => None,
