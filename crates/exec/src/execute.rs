@@ -35,8 +35,10 @@ impl<A: Application> ExecReplica<A> {
             };
             self.execute_batch(learned, out);
         }
-        if self.holds_part() && !self.learning.learned.contains_key(&self.executed.next_seq) {
-            // Caught up: the background fill, which waits while batches do, goes on.
+        if self.fill_deferred() && !self.learning.learned.contains_key(&self.executed.next_seq) {
+            // Caught up: the background fill, which stopped while a batch waited, goes on.
+            // Only then: restarting a fill whose asks are in flight walked up to 2 560
+            // missing subtrees at every call, per batch and per answer.
             self.fill_in_background(out);
         }
         if self.cfg().zz {

@@ -54,6 +54,11 @@ pub(crate) struct OnDemand {
     /// when it sends something that does not verify.
     peer: ExecId,
     progressed: bool,
+    /// The background fill stopped for a batch that waits for objects or bodies: it asks for
+    /// nothing until [`ExecReplica::execute_ready`] has caught up and restarts it. A fill that
+    /// did not stop needs no restart: each answer to what it asked drives it on, and the
+    /// catch-up period asks again for what was lost.
+    fill_deferred: bool,
     /// What the replica held before the load: a missing subtree whose digest this tree has
     /// too is taken from it instead of fetched ([`ObjectTree::graft`]).
     base: ObjectTree,
@@ -66,6 +71,7 @@ impl OnDemand {
             asked_nodes: BTreeSet::new(),
             peer,
             progressed: false,
+            fill_deferred: false,
             base,
         }
     }
@@ -283,10 +289,15 @@ impl<A: Application> ExecReplica<A> {
             }
             return;
         }
-        if self.next_batch_waits() {
+        let deferred = self.next_batch_waits();
+        if let Some(od) = self.objects.as_mut().and_then(|o| o.on_demand.as_mut()) {
+            od.fill_deferred = deferred;
+        }
+        if deferred {
             self.counters.add("on-demand-fill-deferred");
             return;
         }
+        self.counters.add("on-demand-fill-walked");
         let seq = self.fetch_seq();
         let Some(state) = self.objects.as_mut() else {
             return;
@@ -316,6 +327,15 @@ impl<A: Application> ExecReplica<A> {
             self.send(Principal::Exec(peer), &msg, out);
         }
         self.ask_objects(leaves, OBJECTS_IN_FLIGHT, out);
+    }
+
+    /// Whether the background fill stopped for a batch (and so waits for
+    /// [`ExecReplica::execute_ready`] to restart it once caught up).
+    pub(crate) fn fill_deferred(&self) -> bool {
+        self.objects
+            .as_ref()
+            .and_then(|o| o.on_demand.as_ref())
+            .is_some_and(|od| od.fill_deferred)
     }
 
     /// Catch-up period: ask again for whatever is still missing, from the next peer if this

@@ -1133,3 +1133,27 @@ fn an_object_two_batches_use_is_asked_for_once() {
         .collect();
     assert_eq!(asked, vec![bucket("k3")]);
 }
+
+/// A background fill whose asks are in flight is left to its answers: batches executed
+/// meanwhile do not walk the missing subtrees again (each walk looks at up to 2 560 of them).
+#[test]
+fn batches_executed_while_the_fill_runs_do_not_walk_it_again() {
+    let (net, mut a, mut b) = loaded_on_demand();
+    let get = |seq: u64| batch(vec![inline(1, seq, "get k3")], seq * 100);
+    let asked = net.sent_to(
+        &net.learn_all(&mut b, Seq(13), &[get(13)]),
+        Principal::Exec(ExecId(2)),
+    );
+    let served = net.deliver(&mut a, Principal::Exec(ExecId(1)), &asked[0]);
+    for reply in net.sent_to(&served, Principal::Exec(ExecId(1))) {
+        net.deliver(&mut b, Principal::Exec(ExecId(2)), &reply);
+    }
+    assert_eq!(b.next_seq(), Seq(14));
+    assert!(b.holds_part(), "the fill is still under way");
+    let walked = b.counters().get("on-demand-fill-walked");
+    assert!(walked > 0, "the fill went on after the batch");
+    let later: Vec<_> = (14..19).map(get).collect();
+    net.learn_all(&mut b, Seq(14), &later);
+    assert_eq!(b.next_seq(), Seq(19));
+    assert_eq!(b.counters().get("on-demand-fill-walked"), walked);
+}
