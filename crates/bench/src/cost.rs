@@ -173,17 +173,10 @@ pub fn add_plumb_counters(text: &str, into: &mut BTreeMap<String, u64>) {
         } else if let Some(labels) = name.strip_prefix("plumb_frame_bytes_routed_total{") {
             traffic_key("frame bytes", labels)
         } else {
-            [
-                "allocations",
-                "allocated_bytes",
-                "hashes",
-                "hashed_bytes",
-                "macs",
-                "maced_bytes",
-            ]
-            .into_iter()
-            .find(|k| name == format!("plumb_{k}_total"))
-            .map(|k| k.replace('_', " "))
+            plumb_cost::PROCESS_COUNTERS
+                .iter()
+                .find(|(k, _, _)| name == format!("plumb_{k}_total"))
+                .map(|(k, _, _)| k.replace('_', " "))
         };
         if let Some(key) = key {
             *into.entry(key).or_insert(0) += value as u64;

@@ -120,43 +120,40 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 }
 
+/// Every process-wide counter: its name in `/metrics` (`plumb_<name>_total`), what it
+/// counts, and the counter. The node's registry, a gateway's `/metrics` and `plumb bench`
+/// take the names from here.
+pub static PROCESS_COUNTERS: [(&str, &str, &Counter); 6] = [
+    (
+        "allocations",
+        "Heap allocations made by this process (0 unless its binary counts them)",
+        &ALLOCATIONS,
+    ),
+    (
+        "allocated_bytes",
+        "Bytes those heap allocations asked for",
+        &ALLOCATED_BYTES,
+    ),
+    (
+        "hashes",
+        "BLAKE3 digests this process computed (MACs apart)",
+        &HASHES,
+    ),
+    ("hashed_bytes", "Bytes those digests covered", &HASHED_BYTES),
+    (
+        "macs",
+        "MACs this process computed, to send or to check",
+        &MACS,
+    ),
+    ("maced_bytes", "Bytes those MACs covered", &MACED_BYTES),
+];
+
 /// The process-wide counters as Prometheus text lines (`plumb_allocations_total 123`, ...),
 /// for a process's `/metrics`.
 pub fn metrics_text() -> String {
-    let counters: [(&str, &str, &Counter); 6] = [
-        (
-            "plumb_allocations_total",
-            "Heap allocations by this process (0 unless its binary counts them)",
-            &ALLOCATIONS,
-        ),
-        (
-            "plumb_allocated_bytes_total",
-            "Bytes those heap allocations asked for",
-            &ALLOCATED_BYTES,
-        ),
-        (
-            "plumb_hashes_total",
-            "BLAKE3 digests computed by this process (MACs apart)",
-            &HASHES,
-        ),
-        (
-            "plumb_hashed_bytes_total",
-            "Bytes those digests covered",
-            &HASHED_BYTES,
-        ),
-        (
-            "plumb_macs_total",
-            "MACs computed by this process, to send or to check",
-            &MACS,
-        ),
-        (
-            "plumb_maced_bytes_total",
-            "Bytes those MACs covered",
-            &MACED_BYTES,
-        ),
-    ];
     let mut text = String::new();
-    for (name, help, counter) in counters {
+    for (name, help, counter) in &PROCESS_COUNTERS {
+        let name = format!("plumb_{name}_total");
         text += &format!(
             "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}\n",
             counter.get()
@@ -185,14 +182,8 @@ mod tests {
     fn the_metrics_text_names_every_counter_once() {
         HASHES.add(3);
         let text = metrics_text();
-        for name in [
-            "plumb_allocations_total",
-            "plumb_allocated_bytes_total",
-            "plumb_hashes_total",
-            "plumb_hashed_bytes_total",
-            "plumb_macs_total",
-            "plumb_maced_bytes_total",
-        ] {
+        for (short, _, _) in &PROCESS_COUNTERS {
+            let name = format!("plumb_{short}_total");
             let samples: Vec<&str> = text
                 .lines()
                 .filter(|l| l.starts_with(&format!("{name} ")))

@@ -41,41 +41,10 @@ impl CostMetrics {
             m.frame_bytes.clone(),
         );
         let mut m = m;
-        for (name, help, counter) in [
-            (
-                "allocations",
-                "Heap allocations made by this node process",
-                &plumb_cost::ALLOCATIONS,
-            ),
-            (
-                "allocated_bytes",
-                "Bytes those heap allocations asked for",
-                &plumb_cost::ALLOCATED_BYTES,
-            ),
-            (
-                "hashes",
-                "BLAKE3 digests this node process computed (MACs apart)",
-                &plumb_cost::HASHES,
-            ),
-            (
-                "hashed_bytes",
-                "Bytes those digests covered",
-                &plumb_cost::HASHED_BYTES,
-            ),
-            (
-                "macs",
-                "MACs this node process computed, to send or to check",
-                &plumb_cost::MACS,
-            ),
-            (
-                "maced_bytes",
-                "Bytes those MACs covered",
-                &plumb_cost::MACED_BYTES,
-            ),
-        ] {
+        for (name, help, counter) in &plumb_cost::PROCESS_COUNTERS {
             let c = Counter::default();
-            registry.register(name, help, c.clone());
-            m.process.push((counter, c));
+            registry.register(*name, *help, c.clone());
+            m.process.push((*counter, c));
         }
         m
     }
