@@ -60,7 +60,7 @@ use plumb_wire::{
 };
 use push::{PushVote, PushVotes};
 pub use read_only::Route;
-use read_only::{ReadMode, ReadOnly};
+use read_only::{ReadMode, ReadOnly, ReadOnlyPause};
 use record::OutRecord;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -153,6 +153,9 @@ pub struct Client {
     /// a read's identity includes the life, so a late answer to a read of an earlier life
     /// never counts for one of this life, and nothing needs to be kept on disk.
     next_ro: ReqNo,
+    /// Reads that need every execution replica are ordered at once while this says so (a
+    /// recent timeout: `read_only.rs`).
+    read_only_pause: ReadOnlyPause,
     /// Timeout of a new request's first transmission (§5.7.1).
     base_timeout: Micros,
     /// Ordered requests' latency, a moving average (1/8 weight to the newest): how long to
@@ -217,6 +220,7 @@ impl Client {
             counters,
             next_nc: resumed.next_nc,
             next_ro: ReqNo(1),
+            read_only_pause: ReadOnlyPause::default(),
             base_timeout,
             usual_latency: None,
             all_auth_through: ReqNo::NONE,
@@ -262,6 +266,11 @@ impl Client {
         if let Route::ReadOnly | Route::Sketched { .. } = route {
             if self.cfg.unanimous_reads_ordered().is_some() {
                 self.counters.add("read-only-ordered-zz");
+                self.start_ordered(now, op, None, out);
+                return;
+            }
+            if self.read_only_pause.paused(now) {
+                self.counters.add("read-only-paused");
                 self.start_ordered(now, op, None, out);
                 return;
             }

@@ -59,6 +59,40 @@ impl Route {
     }
 }
 
+/// Timeouts in a row after which the pause stops doubling: 64 deadlines (32 s at the default
+/// 0.5 s), so a client probes a replica that stays down once in that long.
+const MAX_PAUSE_DOUBLINGS: u32 = 6;
+
+/// After a read that needs every execution replica's answer timed out, such reads are ordered
+/// at once for a while. One execution replica down is a fault the cluster tolerates, but it
+/// makes every unanimous read wait out the whole deadline before it is ordered: without the
+/// pause each read would take the deadline (0.5 s) plus an ordered request. The pause lasts
+/// one deadline after the first timeout and doubles with each timeout in a row (each read
+/// after a pause is a probe); a unanimous answer ends the streak. A mismatch does not pause:
+/// it costs one round trip, not the deadline.
+#[derive(Debug, Default)]
+pub(crate) struct ReadOnlyPause {
+    until: Micros,
+    /// Timeouts since the last unanimous answer.
+    streak: u32,
+}
+
+impl ReadOnlyPause {
+    pub(crate) fn paused(&self, now: Micros) -> bool {
+        now < self.until
+    }
+
+    fn timed_out(&mut self, now: Micros, deadline: Micros) {
+        let pause = deadline.saturating_mul(1 << self.streak.min(MAX_PAUSE_DOUBLINGS));
+        self.until = now.saturating_add(pause);
+        self.streak = self.streak.saturating_add(1);
+    }
+
+    fn answered(&mut self) {
+        self.streak = 0;
+    }
+}
+
 /// How an outstanding unordered read is answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ReadMode {
@@ -258,6 +292,13 @@ impl Client {
         out.push(Action::CancelTimer {
             id: READ_ONLY_DEADLINE,
         });
+        if matches!(
+            pending.mode,
+            ReadMode::Unanimous | ReadMode::Sketched { .. }
+        ) {
+            // Every replica answered: whatever timed out before is back.
+            self.read_only_pause.answered();
+        }
         let result = pending.votes.remove(&exec).unwrap_or_default();
         out.push(Action::Complete {
             nc: ReqNo::NONE,
@@ -282,6 +323,8 @@ impl Client {
             return;
         }
         self.counters.add("read-only-timeout");
+        self.read_only_pause
+            .timed_out(now, self.cfg.client_retry_us);
         self.fall_back_to_ordered(now, out);
     }
 

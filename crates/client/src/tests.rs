@@ -1038,6 +1038,91 @@ fn read_only_timeout_falls_back_to_an_ordered_request() {
     );
 }
 
+/// One execution replica down: after a read times out, reads are ordered at once for a pause
+/// that doubles with each timeout in a row, rather than each waiting out the deadline; a
+/// unanimous answer ends the streak.
+#[test]
+fn after_a_read_only_timeout_reads_are_ordered_for_a_pause_that_doubles() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    let is_read_only = |sent: &[(Principal, Message)]| {
+        !sent.is_empty()
+            && sent
+                .iter()
+                .all(|(to, m)| matches!((to, m), (Principal::Exec(_), Message::ReadOnly { .. })))
+    };
+    // Read 1 (read-only number 1): replica 2 never answers; ordered as request 1.
+    let t = 0;
+    assert!(is_read_only(&w.sent(&submit(&mut c, t, b"get", true))));
+    run(&mut c, t + 1, w.ro_reply(0, ReqNo(1), b"v", 5));
+    run(&mut c, t + 2, w.ro_reply(1, ReqNo(1), b"v", 5));
+    run(&mut c, t + 500_000, Event::Timer(READ_ONLY_DEADLINE));
+    assert_eq!(
+        completes(&answer(&w, &mut c, t + 510_000, ReqNo(1), b"v")).len(),
+        1
+    );
+    // Paused for one deadline from the timeout: the next read is ordered at once.
+    let out = submit(&mut c, 990_000, b"get", true);
+    assert_eq!(request_number(&w.sent(&out), b"get"), ReqNo(2));
+    assert_eq!(c.counters().get("read-only-paused"), 1);
+    assert_eq!(
+        completes(&answer(&w, &mut c, 995_000, ReqNo(2), b"v")).len(),
+        1
+    );
+    // The pause is over: a probe (read-only number 2) times out again, and the pause doubles.
+    let t = 1_000_000;
+    assert!(is_read_only(&w.sent(&submit(&mut c, t, b"get", true))));
+    run(&mut c, t + 500_000, Event::Timer(READ_ONLY_DEADLINE));
+    assert_eq!(
+        completes(&answer(&w, &mut c, t + 510_000, ReqNo(3), b"v")).len(),
+        1
+    );
+    let out = submit(&mut c, t + 1_490_000, b"get", true);
+    assert_eq!(request_number(&w.sent(&out), b"get"), ReqNo(4));
+    assert_eq!(
+        completes(&answer(&w, &mut c, t + 1_495_000, ReqNo(4), b"v")).len(),
+        1
+    );
+    assert_eq!(c.counters().get("read-only-paused"), 2);
+    // Replica 2 is back: the next probe (read-only number 3) is answered by all three.
+    let t = 2_500_000;
+    assert!(is_read_only(&w.sent(&submit(&mut c, t, b"get", true))));
+    let mut done = Vec::new();
+    for e in 0..3 {
+        done.extend(completes(&run(
+            &mut c,
+            t + 1,
+            w.ro_reply(e, ReqNo(3), b"v", 9),
+        )));
+    }
+    assert_eq!(done, vec![(0, b"v".to_vec())]);
+    // The streak is over: the next timeout pauses for one deadline again, not four.
+    let t = 3_000_000;
+    assert!(is_read_only(&w.sent(&submit(&mut c, t, b"get", true))));
+    run(&mut c, t + 500_000, Event::Timer(READ_ONLY_DEADLINE));
+    assert_eq!(
+        completes(&answer(&w, &mut c, t + 510_000, ReqNo(5), b"v")).len(),
+        1
+    );
+    assert!(!is_read_only(&w.sent(&submit(
+        &mut c,
+        t + 990_000,
+        b"get",
+        true
+    ))));
+    assert_eq!(
+        completes(&answer(&w, &mut c, t + 995_000, ReqNo(6), b"v")).len(),
+        1
+    );
+    assert!(is_read_only(&w.sent(&submit(
+        &mut c,
+        t + 1_000_000,
+        b"get",
+        true
+    ))));
+    assert_eq!(c.counters().get("read-only-timeout"), 3);
+}
+
 /// "Reply names its operation" for reads: a reply for the right read-only number that names
 /// another read (one issued before a lost record, say) never counts.
 #[test]

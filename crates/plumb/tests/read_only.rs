@@ -81,3 +81,72 @@ fn read_only_after_restart_returns_the_newest_value() {
         c.statuses()
     );
 }
+
+/// The gateway's count of client event `event` (`plumb_gateway_client_events_total`), waiting
+/// up to 10 s for it to reach `min` (the pool sums its clients' counters at most every 100 ms
+/// of client activity, so `read` runs one more read each round).
+fn client_events(c: &Cluster, event: &str, min: u64, mut read: impl FnMut()) -> u64 {
+    let series = format!("plumb_gateway_client_events_total{{event=\"{event}\"}}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = http_get(c.gateway_admin(), "/metrics").unwrap_or_default();
+        let n = metric_sample(&metrics, &series);
+        if n >= min || std::time::Instant::now() >= deadline {
+            return n;
+        }
+        read();
+        sleep(Duration::from_millis(150));
+    }
+}
+
+fn set(redis: &mut Redis, key: &[u8], v: &str) {
+    let op = KvOp::Set {
+        key: key.to_vec(),
+        value: v.as_bytes().to_vec(),
+    };
+    assert!(matches!(redis.exec(&op), Answer::Ret(KvRet::Ok)));
+}
+
+fn expect(port: u16, key: &[u8], v: &str) {
+    let got = match get(port, key) {
+        Answer::Ret(KvRet::Value(Some(x))) => String::from_utf8_lossy(&x).into_owned(),
+        Answer::Ret(_) => "a non-value answer".to_string(),
+        Answer::Unknown(e) => format!("an error: {e}"),
+    };
+    assert_eq!(got, v, "GET after SET {v}");
+}
+
+/// One execution replica down, a fault u=1 tolerates: a read on the read-only path cannot get
+/// every replica's answer, waits out the read-only deadline and is ordered. Without a pause
+/// every GET paid that deadline. Now the pool's client orders reads at once for a while after
+/// a timeout (`read-only-paused`), and every GET still returns the value just written.
+#[test]
+fn with_an_execution_replica_down_reads_are_ordered_at_once_after_a_timeout() {
+    let mut c = Cluster::init_with(
+        "read-only-replica-down",
+        118,
+        &["--u", "1", "--r", "0", "--split"],
+    );
+    c.set_fast_reads();
+    c.start_all();
+    let (port, key) = (c.resp_port, b"down-key");
+    let mut redis = Redis::new(port);
+    set(&mut redis, key, "v0");
+    // Every replica answers: the read-only path works before the fault.
+    read_only_accepted(c.gateway_admin(), 1, || expect(port, key, "v0"));
+
+    c.kill_node(EXEC_NODES_SPLIT[2]);
+    for i in 1..=20 {
+        let v = format!("v{i}");
+        set(&mut redis, key, &v);
+        expect(port, key, &v);
+    }
+    let timeouts = client_events(&c, "read-only-timeout", 1, || expect(port, key, "v20"));
+    let paused = client_events(&c, "read-only-paused", 1, || expect(port, key, "v20"));
+    c.assert_running();
+    assert!(
+        timeouts >= 1 && paused >= 1,
+        "{timeouts} read-only timeouts and {paused} reads ordered at once for a pause, each at least 1 expected\n{}",
+        c.statuses()
+    );
+}
