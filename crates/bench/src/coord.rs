@@ -5,12 +5,12 @@
 //! library -> ZooKeeper wire -> gateway -> cluster, as a ZooKeeper user's would; nothing goes
 //! through plumb's own client library in this process.
 //!
-//! The gateway runs as `plumb up` starts it for a coordination cluster: reads go through the
-//! ordered path (`fast_reads` off), so a `getData` is linearizable where ZooKeeper's is served
-//! from the connected server's own state. The `-fast-reads` systems (config `u1r0-fast-reads`)
-//! turn the gateway's `fast_reads` on: reads that set no watch take the read-only path, which
-//! answers from what every execution replica has executed, as ZooKeeper answers from one
-//! server's state.
+//! The gateway runs as `plumb up` starts it for a coordination cluster: `fast_reads` on, so
+//! reads that set no watch take the read-only path, answered from what every execution replica
+//! has executed (as ZooKeeper answers from one server's state), and ordered when the replicas
+//! do not all answer alike. The `-ordered-reads` systems (config `u1r0-ordered-reads`) turn
+//! `fast_reads` off: every read is ordered. (Until 2026-12-03 ordered reads were the default
+//! and the read-only ones were the `-fast-reads` systems.)
 
 use crate::plumb::PlumbShape;
 use crate::systems::zookeeper::{wait_for_a_write, ZkSession};
@@ -27,12 +27,15 @@ pub const COORD_APP: &str = "coord";
 /// Nodes, then the gateway's admin port, take the first ports from the base; the ZooKeeper
 /// port is this far above it (inside the 100 ports a suite gives each system).
 const ZK_PORT_OFFSET: u16 = 90;
+/// The suffix of a coordination system whose gateway has `fast_reads` off (every read ordered).
+pub(crate) const ORDERED_READS: &str = "-ordered-reads";
+
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A running coordination cluster and its ZooKeeper gateway, stopped when dropped.
 pub struct PlumbCoord {
     shape: PlumbShape,
-    fast_reads: bool,
+    ordered_reads: bool,
     cluster: Cluster,
     /// The nodes, then the gateway.
     servers: Vec<Launched>,
@@ -45,13 +48,13 @@ impl PlumbCoord {
     /// `base_port` and ZooKeeper clients on `base_port + 90`, start its nodes and gateway with
     /// `exe` (the `plumb` binary, which registers the coordination application), and wait until
     /// a ZooKeeper session through the gateway stores a znode. The gateway gets a pool client
-    /// per benchmark session and a few more for its session keep-alives; `fast_reads` is the
-    /// gateway's setting of that name.
+    /// per benchmark session and a few more for its session keep-alives; `ordered_reads` turns
+    /// the gateway's `fast_reads` off.
     pub async fn start(
         exe: &Path,
         dir: &Path,
         shape: &PlumbShape,
-        fast_reads: bool,
+        ordered_reads: bool,
         base_port: u16,
         clients: u32,
     ) -> Result<PlumbCoord, String> {
@@ -65,12 +68,11 @@ impl PlumbCoord {
             gateway_clients: clients.max(1) + 4,
             cli_clients: 0,
             split: shape.split,
+            // What `plumb init --app coord` writes.
+            fast_reads: !ordered_reads,
             ..InitOptions::default()
         };
         let path = init(dir, &o).map_err(|e| e.to_string())?;
-        if fast_reads {
-            set_fast_reads(&path)?;
-        }
         let cluster = Cluster::load(&path).map_err(|e| e.to_string())?;
         let mut ports: Vec<u16> = cluster
             .nodes
@@ -112,7 +114,7 @@ impl PlumbCoord {
         .await?;
         Ok(PlumbCoord {
             shape: shape.clone(),
-            fast_reads,
+            ordered_reads,
             cluster,
             servers,
             zk_port,
@@ -127,8 +129,8 @@ impl Target for PlumbCoord {
     }
 
     fn config(&self) -> String {
-        if self.fast_reads {
-            format!("{}-fast-reads", self.shape.label())
+        if self.ordered_reads {
+            format!("{}{ORDERED_READS}", self.shape.label())
         } else {
             self.shape.label()
         }
@@ -151,19 +153,4 @@ impl Target for PlumbCoord {
     fn cost_counters(&self) -> BoxFuture<'_, std::collections::BTreeMap<String, u64>> {
         Box::pin(crate::plumb::cluster_cost_counters(&self.cluster, true))
     }
-}
-
-/// Turn the gateway's `fast_reads` on in the cluster file `init` wrote at `path`.
-fn set_fast_reads(path: &Path) -> Result<(), String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let off = "fast_reads = false";
-    if text.matches(off).count() != 1 {
-        return Err(format!(
-            "{}: expected one `{off}` line to turn on",
-            path.display()
-        ));
-    }
-    std::fs::write(path, text.replace(off, "fast_reads = true"))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

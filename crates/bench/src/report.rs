@@ -80,7 +80,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 /// The full table of runs, one line each.
 pub fn table(results: &[RunResult]) -> String {
     let mut s = format!(
-        "{:<11} {:<14} {:<12} {:<11} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6} {:>5}\n",
+        "{:<11} {:<24} {:<12} {:<11} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>6} {:>5}\n",
         "system",
         "config",
         "workload",
@@ -97,7 +97,7 @@ pub fn table(results: &[RunResult]) -> String {
     );
     for r in results {
         s += &format!(
-            "{:<11} {:<14} {:<12} {:<11} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>9} {:>6} {:>5}{}\n",
+            "{:<11} {:<24} {:<12} {:<11} {:>9.0} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>9} {:>6} {:>5}{}\n",
             r.system,
             r.config,
             r.workload,
@@ -138,7 +138,7 @@ pub fn cost_table(results: &[RunResult]) -> String {
          routed by plumb's nodes, socket: those to another node or a client):\n",
     );
     s += &format!(
-        "{:<11} {:<14} {:<12} {:<11} {:>7} {:>8} {:>7} {:>8} {:>6} {:>7} {:>7} {:>8} {:>7} {:>8} {:>6} {:>7} {:>7}\n",
+        "{:<11} {:<24} {:<12} {:<11} {:>7} {:>8} {:>7} {:>8} {:>6} {:>7} {:>7} {:>8} {:>7} {:>8} {:>6} {:>7} {:>7}\n",
         "system", "config", "workload", "load", "cpu us", "wake-ups", "preempt", "syscalls",
         "fsyncs", "frames", "socket", "sent KiB", "hashes", "hash KiB", "MACs", "MAC KiB", "allocs"
     );
@@ -147,7 +147,7 @@ pub fn cost_table(results: &[RunResult]) -> String {
         let Some(cost) = &r.cost else { continue };
         let p = PerOp::of(cost, r.ops);
         s += &format!(
-            "{:<11} {:<14} {:<12} {:<11} {:>7} {:>8.1} {:>7.1} {:>8} {:>6} {:>7} {:>7} {:>8} {:>7} {:>8} {:>6} {:>7} {:>7}\n",
+            "{:<11} {:<24} {:<12} {:<11} {:>7} {:>8.1} {:>7.1} {:>8} {:>6} {:>7} {:>7} {:>8} {:>7} {:>8} {:>6} {:>7} {:>7}\n",
             r.system,
             r.config,
             r.workload,
@@ -224,7 +224,7 @@ fn median_and_range(values: impl Iterator<Item = f64>) -> (f64, f64, f64) {
 /// highest throughput, p99 and CPU per operation, so a swing between runs shows as such.
 pub fn spread(results: &[RunResult]) -> String {
     let mut s = format!(
-        "{:<11} {:<14} {:<12} {:<10} {:>6} {:>9} {:>17} {:>8} {:>15} {:>9}\n",
+        "{:<11} {:<24} {:<12} {:<10} {:>6} {:>9} {:>17} {:>8} {:>15} {:>9}\n",
         "system",
         "config",
         "workload",
@@ -249,7 +249,7 @@ pub fn spread(results: &[RunResult]) -> String {
         .map(|v| median_and_range(v.into_iter()).0);
         let r = level[0];
         s += &format!(
-            "{:<11} {:<14} {:<12} {:<10} {:>6} {:>9.0} {:>17} {:>8.2} {:>15} {:>9}\n",
+            "{:<11} {:<24} {:<12} {:<10} {:>6} {:>9.0} {:>17} {:>8.2} {:>15} {:>9}\n",
             r.system,
             r.config,
             r.workload,
@@ -285,7 +285,7 @@ pub fn peaks(results: &[RunResult]) -> Vec<RunResult> {
 /// row of that workload whose system and config match the first of `references` that has one).
 pub fn comparison(peaks: &[RunResult], references: &[(&str, &str)]) -> String {
     let mut s = format!(
-        "{:<11} {:<14} {:<12} {:>9} {:>8} {:>8} {:>11} {:>11}\n",
+        "{:<11} {:<24} {:<12} {:>9} {:>8} {:>8} {:>11} {:>11}\n",
         "system", "config", "workload", "ops/s", "p50 ms", "p99 ms", "ops/s ratio", "p99 ratio"
     );
     for r in peaks {
@@ -296,7 +296,7 @@ pub fn comparison(peaks: &[RunResult], references: &[(&str, &str)]) -> String {
         });
         let ratio = |a: f64, b: Option<f64>| b.filter(|b| *b > 0.0).map(|b| a / b);
         s += &format!(
-            "{:<11} {:<14} {:<12} {:>9.0} {:>8.2} {:>8.2} {:>11} {:>11}\n",
+            "{:<11} {:<24} {:<12} {:>9.0} {:>8.2} {:>8.2} {:>11} {:>11}\n",
             r.system,
             r.config,
             r.workload,

@@ -2,7 +2,7 @@
 //! workloads and load levels. `plumb bench compare` and `plumb bench matrix` are suites.
 
 use crate::app::BenchApp;
-use crate::coord::PlumbCoord;
+use crate::coord::{PlumbCoord, ORDERED_READS};
 use crate::load::{self, Load, RunSpec};
 use crate::plumb::{Placement, Plumb, PlumbShape};
 use crate::report::RunResult;
@@ -13,14 +13,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The suffix of a coordination system whose gateway has `fast_reads` on.
-const FAST_READS: &str = "-fast-reads";
-
 #[derive(Clone, Debug)]
 pub enum SystemSpec {
     Plumb(PlumbShape),
-    /// plumb's coordination service behind its ZooKeeper gateway; with `true`, the gateway's
-    /// `fast_reads` on (reads that set no watch take the read-only path).
+    /// plumb's coordination service behind its ZooKeeper gateway, `fast_reads` on as `plumb
+    /// init` writes it (reads that set no watch take the read-only path); with `true`, off
+    /// (ordered reads).
     PlumbCoord(PlumbShape, bool),
     /// A three-member etcd cluster.
     Etcd,
@@ -34,10 +32,10 @@ impl SystemSpec {
     pub fn label(&self) -> String {
         match self {
             SystemSpec::Plumb(s) => format!("plumb-{}", s.label()),
-            SystemSpec::PlumbCoord(s, fast_reads) => format!(
+            SystemSpec::PlumbCoord(s, ordered_reads) => format!(
                 "plumb-coord-{}{}",
                 s.label(),
-                if *fast_reads { FAST_READS } else { "" }
+                if *ordered_reads { ORDERED_READS } else { "" }
             ),
             SystemSpec::Etcd => "etcd".into(),
             SystemSpec::ZooKeeper => "zookeeper".into(),
@@ -56,7 +54,7 @@ impl SystemSpec {
         }
     }
 
-    /// `plumb-u1r0`, `plumb-u1r1-split`, `plumb-coord-u1r0`, `plumb-coord-u1r0-fast-reads`,
+    /// `plumb-u1r0`, `plumb-u1r1-split`, `plumb-coord-u1r0`, `plumb-coord-u1r0-ordered-reads`,
     /// `etcd`, `zookeeper`, `redis`.
     pub fn parse(text: &str) -> Result<SystemSpec, String> {
         match text {
@@ -66,13 +64,13 @@ impl SystemSpec {
             _ => {}
         }
         let bad = || {
-            format!("unknown system `{text}`: use plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split][-fast-reads], etcd, zookeeper or redis")
+            format!("unknown system `{text}`: use plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split][-ordered-reads], etcd, zookeeper or redis")
         };
         let (coord, shape) = match text.strip_prefix("plumb-coord-u") {
             Some(rest) => (true, rest),
             None => (false, text.strip_prefix("plumb-u").ok_or_else(bad)?),
         };
-        let (shape, fast_reads) = match shape.strip_suffix(FAST_READS) {
+        let (shape, ordered_reads) = match shape.strip_suffix(ORDERED_READS) {
             Some(s) if coord => (s, true),
             Some(_) => return Err(bad()),
             None => (shape, false),
@@ -88,7 +86,7 @@ impl SystemSpec {
             split,
         };
         Ok(if coord {
-            SystemSpec::PlumbCoord(shape, fast_reads)
+            SystemSpec::PlumbCoord(shape, ordered_reads)
         } else {
             SystemSpec::Plumb(shape)
         })
@@ -225,8 +223,8 @@ impl Suite {
                 )
                 .await?,
             ),
-            SystemSpec::PlumbCoord(shape, fast_reads) => Box::new(
-                PlumbCoord::start(&self.exe, &dir, shape, *fast_reads, port, clients as u32)
+            SystemSpec::PlumbCoord(shape, ordered_reads) => Box::new(
+                PlumbCoord::start(&self.exe, &dir, shape, *ordered_reads, port, clients as u32)
                     .await?,
             ),
             SystemSpec::Etcd => Box::new(Etcd::start(&dir, 3, port).await?),
@@ -247,8 +245,8 @@ mod tests {
             "plumb-u2r1-split",
             "plumb-coord-u1r0",
             "plumb-coord-u1r1-split",
-            "plumb-coord-u1r0-fast-reads",
-            "plumb-coord-u1r1-split-fast-reads",
+            "plumb-coord-u1r0-ordered-reads",
+            "plumb-coord-u1r1-split-ordered-reads",
             "etcd",
             "zookeeper",
             "redis",
@@ -260,7 +258,7 @@ mod tests {
             "plumb-u1",
             "plumb-uxr1",
             "plumb-coord",
-            "plumb-u1r0-fast-reads",
+            "plumb-u1r0-ordered-reads",
             "mysql",
         ] {
             assert!(SystemSpec::parse(bad).is_err(), "{bad}");

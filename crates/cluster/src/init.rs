@@ -22,6 +22,8 @@ pub struct InitOptions {
     pub gateway_host: String,
     pub resp_port: u16,
     pub gateway_clients: u32,
+    /// The gateway's `fast_reads` (reads that set no watch take the read-only path).
+    pub fast_reads: bool,
     pub cli_clients: u32,
     /// Give each stage replica a node of its own instead of co-locating one replica of each
     /// stage per node (seed 004 Fig. 6.9 against 6.10).
@@ -43,6 +45,7 @@ impl Default for InitOptions {
             gateway_host: "127.0.0.1".to_string(),
             resp_port: 7379,
             gateway_clients: 32,
+            fast_reads: false,
             cli_clients: 8,
             split: false,
             wan: None,
@@ -168,7 +171,7 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
                 first: 0,
                 last: o.gateway_clients - 1,
             },
-            fast_reads: false,
+            fast_reads: o.fast_reads,
             sketchers: 0,
         }),
         cli_clients: (o.cli_clients > 0).then_some(ClientRange {

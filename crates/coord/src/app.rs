@@ -891,7 +891,16 @@ impl CoordApp {
                 if !self.sessions.contains_key(session) {
                     return self.reply(None, Err(ErrorCode::SessionExpired));
                 }
-                self.reply(Some(*session), self.read(*session, *acked_events, request))
+                let reply = self.reply(Some(*session), self.read(*session, *acked_events, request));
+                // No zxid: it is the whole tree's, so replicas a write apart would answer a read
+                // of an untouched node differently and every read under writes would be
+                // ordered after all. The gateway keeps its connection's highest zxid for the
+                // header. What is read (a node's stat has its own zxids) and the session's
+                // event count still have to agree.
+                Reply {
+                    zxid: Zxid(0),
+                    ..reply
+                }
             }
             _ => self.reply(None, Err(ErrorCode::Unimplemented)),
         }

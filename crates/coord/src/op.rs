@@ -457,7 +457,8 @@ pub enum MultiResult {
 /// The reply to a [`CoordOp`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reply {
-    /// The application's last zxid when the operation executed.
+    /// The application's last zxid when the operation executed (0 in a read-only reply: see
+    /// `CoordApp::read_only`).
     pub zxid: Zxid,
     /// The session's event count when the operation executed (0 for sessionless operations):
     /// deliver that many events before this reply.

@@ -780,6 +780,38 @@ fn garbage_and_the_read_only_path() {
     );
 }
 
+/// Replicas a write apart (the write on another node) answer a read-only read of an untouched
+/// node with the same bytes: the reply carries no zxid, which is the whole tree's, or under
+/// writes no read could be unanimous. A read of the written node differs, as it must.
+#[test]
+fn a_read_only_reply_is_the_same_a_write_elsewhere_apart() {
+    let mut behind = H::default();
+    let s = behind.open(1);
+    behind.create(s, "/a", b"v", Persistent).unwrap();
+    let mut ahead = H {
+        app: behind.app.clone(),
+        seq: behind.seq,
+        time: behind.time,
+        pushes: Vec::new(),
+    };
+    ahead.create(s, "/b", b"w", Persistent).unwrap();
+    assert!(ahead.app.zxid() > behind.app.zxid());
+    let ro = |path: &str| {
+        CoordOp::Session {
+            session: s,
+            acked_events: 0,
+            request: get_data(path, false),
+        }
+        .encode()
+    };
+    let answer = |h: &H, path: &str| h.app.execute_read_only(1, &ro(path));
+    assert_eq!(answer(&behind, "/a"), answer(&ahead, "/a"));
+    assert_ne!(answer(&behind, "/b"), answer(&ahead, "/b"));
+    let r = Reply::decode(&answer(&ahead, "/a")).unwrap();
+    assert!(matches!(r.result, Ok(Response::Data { .. })));
+    assert_eq!(r.zxid, Zxid(0));
+}
+
 #[test]
 fn checkpoints_round_trip_and_refuse_corruption() {
     let mut h = H::default();

@@ -227,9 +227,10 @@ struct ProphecyArgs {
 
 #[derive(Args, Debug)]
 struct CompareArgs {
-    /// The systems, in order: plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split][-fast-reads]
-    /// (-fast-reads: the ZooKeeper gateway sends reads that set no watch down the read-only
-    /// path), etcd, zookeeper, redis.
+    /// The systems, in order: plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split][-ordered-reads]
+    /// (the ZooKeeper gateway sends reads that set no watch down the read-only path, as `plumb
+    /// init --app coord` configures it; -ordered-reads: it orders every read), etcd, zookeeper,
+    /// redis.
     #[arg(
         long,
         value_delimiter = ',',

@@ -69,6 +69,7 @@ fn gateway(
     serve: fn(Cluster, Option<u32>) -> Serving,
     hints: fn(&Cluster) -> Vec<String>,
     default_port: Option<u16>,
+    fast_reads: bool,
 ) -> FrontEnd {
     FrontEnd {
         name: "gateway",
@@ -77,6 +78,7 @@ fn gateway(
         hints,
         needs_gateway_section: true,
         default_port,
+        fast_reads,
         serve,
     }
 }
@@ -92,7 +94,7 @@ fn redis_gateway() -> FrontEnd {
     let serve = |cluster, sketchers| -> Serving {
         Box::pin(plumb_script::gateway::serve(cluster, sketchers))
     };
-    gateway(serve, hints, None)
+    gateway(serve, hints, None, false)
 }
 
 /// The coordination application's name in cluster files.
@@ -113,7 +115,7 @@ fn zk_gateway() -> FrontEnd {
     };
     // No sketchers in front of ZooKeeper reads.
     let serve = |cluster, _sketchers| -> Serving { Box::pin(plumb_coord::gateway::serve(cluster)) };
-    gateway(serve, hints, Some(ZK_DEFAULT_PORT))
+    gateway(serve, hints, Some(ZK_DEFAULT_PORT), true)
 }
 
 /// The web application's name in cluster files (docs/web.md).
@@ -134,7 +136,7 @@ fn http_gateway() -> FrontEnd {
     };
     let serve =
         |cluster, sketchers| -> Serving { Box::pin(plumb_web::gateway::serve(cluster, sketchers)) };
-    gateway(serve, hints, Some(HTTP_DEFAULT_PORT))
+    gateway(serve, hints, Some(HTTP_DEFAULT_PORT), false)
 }
 
 /// `Ok(cluster)` if it replicates the key-value store; `plumb kv`, which speaks its operations,

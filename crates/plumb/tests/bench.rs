@@ -319,10 +319,10 @@ fn compare_selects_the_coordination_rows() {
 }
 
 #[test]
-fn compare_measures_the_coordination_service_with_fast_reads() {
+fn compare_measures_the_coordination_service_with_ordered_reads() {
     let dir = tempfile::tempdir().unwrap();
     let csv = compare_one(
-        "plumb-coord-u1r0-fast-reads",
+        "plumb-coord-u1r0-ordered-reads",
         "zk-get-1k",
         "26000",
         dir.path(),
@@ -331,17 +331,17 @@ fn compare_measures_the_coordination_service_with_fast_reads() {
     assert_eq!(rows.len(), 1, "{csv}");
     assert_eq!(
         &rows[0][..3],
-        ["plumb-coord", "u1r0-fast-reads", "zk-get-1k"],
+        ["plumb-coord", "u1r0-ordered-reads", "zk-get-1k"],
         "{csv}"
     );
     assert!(rows[0][3].parse::<f64>().unwrap() > 0.0, "{csv}");
-    // The gateway was started with fast_reads on.
+    // The gateway was started with fast_reads off.
     let cluster = std::fs::read_to_string(
         dir.path()
-            .join("data/plumb-coord-u1r0-fast-reads/cluster.toml"),
+            .join("data/plumb-coord-u1r0-ordered-reads/cluster.toml"),
     )
     .unwrap();
-    assert!(cluster.contains("fast_reads = true"), "{cluster}");
+    assert!(cluster.contains("fast_reads = false"), "{cluster}");
 }
 
 #[test]

@@ -25,7 +25,7 @@ fn start(fast_reads: bool) -> Cluster {
         "web-clients",
         SLOT,
         "web",
-        fast_reads,
+        Some(fast_reads),
         "the web gateway did not answer GET /",
         |port| {
             raw(port, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")

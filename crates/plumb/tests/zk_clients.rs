@@ -20,7 +20,7 @@ use zookeeper_client::{Acls, AddWatchMode, Client, CreateMode, EventType, MultiW
 /// Port slot 85: nodes from 29500, ZooKeeper clients on 29550.
 const SLOT: u16 = 85;
 
-fn start(fast_reads: bool) -> Cluster {
+fn start(fast_reads: Option<bool>) -> Cluster {
     Cluster::start_app(
         "zk-clients",
         SLOT,
@@ -64,29 +64,29 @@ async fn connect(port: u16) -> Client {
         .expect("zookeeper-client connects")
 }
 
-/// The gateway with `fast_reads`: reads without a watch take the read-only path.
+/// The gateway with `fast_reads` off (not the default for a coordination cluster): every read
+/// is ordered.
 #[test]
-fn zookeeper_clients_with_fast_reads() {
-    let mut c = start(true);
+fn zookeeper_clients_with_reads_ordered() {
+    let mut c = start(Some(false));
     let port = c.resp_port;
     let rt = runtime();
     rt.block_on(rust_crate(port));
     zkcli(port);
-    // The reads above took the read-only path (a read that met a lagging replica falls back
-    // to the ordered path, so not necessarily all of them).
-    let accepted = common::read_only_accepted(c.gateway_admin(), 3, || {
-        rt.block_on(async {
-            let client = connect(port).await;
-            client.get_data("/").await.expect("a read of /");
-        })
-    });
-    eprintln!("{accepted} reads answered on the read-only path");
+    let metrics = common::http_get(c.gateway_admin(), "/metrics").unwrap_or_default();
+    let series = "plumb_gateway_client_events_total{event=\"read-only-accepted\"}";
+    assert_eq!(common::metric_sample(&metrics, series), 0, "{metrics}");
     c.assert_running();
 }
 
+/// A coordination cluster as `plumb init --app coord` writes it (`fast_reads` on: reads that
+/// set no watch take the read-only path) under unmodified clients, kazoo's recipes and their
+/// watches among them.
 #[test]
 fn unmodified_zookeeper_clients() {
-    let mut c = start(false);
+    let mut c = start(None);
+    let file = std::fs::read_to_string(c.config()).unwrap();
+    assert!(file.contains("\nfast_reads = true\n"), "{file}");
     let port = c.resp_port;
     let rt = runtime();
     rt.block_on(rust_crate(port));
@@ -101,6 +101,15 @@ fn unmodified_zookeeper_clients() {
     four_letter_words(port);
     zkcli(port);
     kazoo(port);
+    // The reads above took the read-only path (a read that met a lagging replica falls back
+    // to the ordered path, so not necessarily all of them).
+    let accepted = common::read_only_accepted(c.gateway_admin(), 3, || {
+        rt.block_on(async {
+            let client = connect(port).await;
+            client.get_data("/").await.expect("a read of /");
+        })
+    });
+    eprintln!("{accepted} reads answered on the read-only path");
     c.assert_running();
 }
 

@@ -20,11 +20,14 @@
 //! - **Hostile input.** A frame over the limit, a negative length or a body that does not
 //!   decode closes the connection, counted by reason in [`ZkStats`]; an unknown operation code
 //!   is answered with `UNIMPLEMENTED`.
-//! - **Reads** go through the ordered path, unless the gateway's `fast_reads` is on: then the
-//!   reads that set no watch (exists, getData, getChildren, getACL, multiRead, the descendant
-//!   count, and fetching lost events) take the read-only path, falling back to the ordered path
-//!   when it does not answer. Off by default: ZooKeeper promises a client reads its own writes,
-//!   and the read-only path answers from what replicas have executed.
+//! - **Reads** that set no watch (exists, getData, getChildren, getACL, multiRead, the
+//!   descendant count, and fetching lost events) take the read-only path when the gateway's
+//!   `fast_reads` is on (`plumb init --app coord` turns it on), falling back to the ordered path
+//!   when it does not answer. That keeps ZooKeeper's promises: the read-only path needs every
+//!   execution replica's answer, so a session reads its own writes and never goes back in
+//!   time (it is linearizable), and a reply carries the session's event count, so a watch's
+//!   event is written before a reply showing the change (docs/coordination.md, "Reads").
+//!   With `fast_reads` off every read is ordered.
 
 use super::translate::{plan, render, Plan};
 use crate as coord;

@@ -31,6 +31,10 @@ pub struct FrontEnd {
     /// The port a new cluster file gives it unless `--resp-port`/`--zk-port`/`--http-port` says otherwise
     /// (`None`: the Redis gateway's default, 7379).
     pub default_port: Option<u16>,
+    /// Whether a new cluster file turns the gateway's `fast_reads` on: reads that set no watch
+    /// take the read-only path (unanimous answers, else ordered). The ZooKeeper front end's
+    /// do, as ZooKeeper serves reads without ordering them (docs/coordination.md, "Reads").
+    pub fast_reads: bool,
     /// What the process `args` start runs: serve this front end for `cluster` until told to
     /// stop (the `plumb` binary's `gateway` command finds it by the cluster's application and
     /// runs it on its runtime). `sketchers` overrides the cluster file's `[gateway] sketchers`

@@ -63,6 +63,7 @@ pub(crate) fn init_cmd(cli: &Cli, a: InitArgs) -> ExitCode {
     let gateway_clients = a
         .gateway_clients
         .unwrap_or_else(|| cli.default_gateway_clients(&app));
+    let fast_reads = cli.default_fast_reads(&app);
     let o = InitOptions {
         app,
         u: a.u,
@@ -72,6 +73,7 @@ pub(crate) fn init_cmd(cli: &Cli, a: InitArgs) -> ExitCode {
         gateway_host: a.gateway_host,
         resp_port: a.resp_port,
         gateway_clients,
+        fast_reads,
         cli_clients: a.cli_clients,
         split: a.split,
         wan: None,

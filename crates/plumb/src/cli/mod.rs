@@ -181,6 +181,11 @@ impl Cli {
         }
     }
 
+    /// Whether a new cluster of `app` has the gateway's `fast_reads` on (its front end says).
+    fn default_fast_reads(&self, app: &str) -> bool {
+        self.front_ends.get(app).is_some_and(|f| f.fast_reads)
+    }
+
     /// The application `--app` names, or the default; an error if this binary lacks it.
     fn chosen_app(&self, asked: Option<&str>) -> Result<String, String> {
         let Some(name) = asked.or(self.default_app.as_deref()) else {

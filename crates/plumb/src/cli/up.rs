@@ -125,6 +125,7 @@ fn prepare(cli: &Cli, a: &UpArgs) -> Result<Cluster, String> {
         let app = cli.chosen_app(a.app.as_deref())?;
         let mut o = InitOptions {
             gateway_clients: cli.default_gateway_clients(&app),
+            fast_reads: cli.default_fast_reads(&app),
             app,
             ..InitOptions::default()
         };

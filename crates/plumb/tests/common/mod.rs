@@ -167,13 +167,19 @@ impl Cluster {
 
     /// Sends read-only operations (GET) on the read-only path (before starting the gateway).
     pub fn set_fast_reads(&self) {
+        self.set_fast_reads_to(true);
+    }
+
+    /// The gateway's `fast_reads` (before starting the gateway), whatever `init` wrote.
+    pub fn set_fast_reads_to(&self, on: bool) {
         let path = self.config();
         let text = std::fs::read_to_string(&path).unwrap();
+        let line = |on: bool| format!("\nfast_reads = {on}\n");
         assert!(
-            text.contains("\nfast_reads = false\n"),
+            text.contains(&line(false)) || text.contains(&line(true)),
             "no fast_reads in {text}"
         );
-        let text = text.replacen("\nfast_reads = false\n", "\nfast_reads = true\n", 1);
+        let text = text.replacen(&line(!on), &line(on), 1);
         std::fs::write(&path, text).unwrap();
     }
 
@@ -365,7 +371,8 @@ impl Cluster {
         }
     }
 
-    /// A cluster of `plumb init --app <app>` (with `fast_reads` if asked), started, once its
+    /// A cluster of `plumb init --app <app>` (with `fast_reads` as asked, or as `init` wrote it
+    /// if `None`), started, once its
     /// gateway answers a real client: the gateway accepts connections before its pool has
     /// reached the nodes, so `answers(client port)` is tried until it says yes, for up to 60 s.
     /// `not_answering` says what did not happen, for the failure.
@@ -373,13 +380,13 @@ impl Cluster {
         name: &str,
         slot: u16,
         app: &str,
-        fast_reads: bool,
+        fast_reads: Option<bool>,
         not_answering: &str,
         mut answers: impl FnMut(u16) -> bool,
     ) -> Cluster {
         let mut c = Cluster::init_with(name, slot, &["--app", app]);
-        if fast_reads {
-            c.set_fast_reads();
+        if let Some(on) = fast_reads {
+            c.set_fast_reads_to(on);
         }
         c.start_all();
         c.wait_ready(Duration::from_secs(60));
