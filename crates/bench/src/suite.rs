@@ -66,6 +66,14 @@ impl SystemSpec {
         let bad = || {
             format!("unknown system `{text}`: use plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split][-ordered-reads], etcd, zookeeper or redis")
         };
+        if let Some(default) = text
+            .strip_prefix("plumb-coord-")
+            .and_then(|s| s.strip_suffix("-fast-reads"))
+        {
+            return Err(format!(
+                "unknown system `{text}`: the read-only path is a coordination cluster's default since 2026-12-03, so use plumb-coord-{default} (and plumb-coord-{default}{ORDERED_READS} for ordered reads)"
+            ));
+        }
         let (coord, shape) = match text.strip_prefix("plumb-coord-u") {
             Some(rest) => (true, rest),
             None => (false, text.strip_prefix("plumb-u").ok_or_else(bad)?),
@@ -263,6 +271,12 @@ mod tests {
         ] {
             assert!(SystemSpec::parse(bad).is_err(), "{bad}");
         }
+        // The name the default had before 2026-12-03 says what to use now.
+        let e = SystemSpec::parse("plumb-coord-u1r1-split-fast-reads").unwrap_err();
+        assert!(
+            e.contains("use plumb-coord-u1r1-split (and plumb-coord-u1r1-split-ordered-reads"),
+            "{e}"
+        );
     }
 
     #[test]
