@@ -82,23 +82,6 @@ fn read_only_after_restart_returns_the_newest_value() {
     );
 }
 
-/// The gateway's count of client event `event` (`plumb_gateway_client_events_total`), waiting
-/// up to 10 s for it to reach `min` (the pool sums its clients' counters at most every 100 ms
-/// of client activity, so `read` runs one more read each round).
-fn client_events(c: &Cluster, event: &str, min: u64, mut read: impl FnMut()) -> u64 {
-    let series = format!("plumb_gateway_client_events_total{{event=\"{event}\"}}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let metrics = http_get(c.gateway_admin(), "/metrics").unwrap_or_default();
-        let n = metric_sample(&metrics, &series);
-        if n >= min || std::time::Instant::now() >= deadline {
-            return n;
-        }
-        read();
-        sleep(Duration::from_millis(150));
-    }
-}
-
 fn set(redis: &mut Redis, key: &[u8], v: &str) {
     let op = KvOp::Set {
         key: key.to_vec(),
@@ -107,7 +90,7 @@ fn set(redis: &mut Redis, key: &[u8], v: &str) {
     assert!(matches!(redis.exec(&op), Answer::Ret(KvRet::Ok)));
 }
 
-fn expect(port: u16, key: &[u8], v: &str) {
+fn get_returns(port: u16, key: &[u8], v: &str) {
     let got = match get(port, key) {
         Answer::Ret(KvRet::Value(Some(x))) => String::from_utf8_lossy(&x).into_owned(),
         Answer::Ret(_) => "a non-value answer".to_string(),
@@ -133,16 +116,20 @@ fn with_an_execution_replica_down_reads_are_ordered_at_once_after_a_timeout() {
     let mut redis = Redis::new(port);
     set(&mut redis, key, "v0");
     // Every replica answers: the read-only path works before the fault.
-    read_only_accepted(c.gateway_admin(), 1, || expect(port, key, "v0"));
+    read_only_accepted(c.gateway_admin(), 1, || get_returns(port, key, "v0"));
 
     c.kill_node(EXEC_NODES_SPLIT[2]);
     for i in 1..=20 {
         let v = format!("v{i}");
         set(&mut redis, key, &v);
-        expect(port, key, &v);
+        get_returns(port, key, &v);
     }
-    let timeouts = client_events(&c, "read-only-timeout", 1, || expect(port, key, "v20"));
-    let paused = client_events(&c, "read-only-paused", 1, || expect(port, key, "v20"));
+    let timeouts = client_events(c.gateway_admin(), "read-only-timeout", 1, || {
+        get_returns(port, key, "v20")
+    });
+    let paused = client_events(c.gateway_admin(), "read-only-paused", 1, || {
+        get_returns(port, key, "v20")
+    });
     c.assert_running();
     assert!(
         timeouts >= 1 && paused >= 1,

@@ -580,22 +580,36 @@ pub fn metric_sample(text: &str, series: &str) -> u64 {
 }
 
 /// How many reads the gateway's pool answered on the read-only path (`fast_reads`): the
-/// `read-only-accepted` client event, which no other path counts. The pool sums its clients'
-/// counters at most every 100 ms of client activity, so this calls `read` (one more read on the
-/// path under test) until the count is at least `min`, for up to 10 s.
-pub fn read_only_accepted(gateway_admin: SocketAddr, min: u64, mut read: impl FnMut()) -> u64 {
-    let series = "plumb_gateway_client_events_total{event=\"read-only-accepted\"}";
+/// `read-only-accepted` client event, which no other path counts. Fails unless it reaches
+/// `min` within 10 s (see [`client_events`]).
+pub fn read_only_accepted(gateway_admin: SocketAddr, min: u64, read: impl FnMut()) -> u64 {
+    let accepted = client_events(gateway_admin, "read-only-accepted", min, read);
+    assert!(
+        accepted >= min,
+        "{accepted} reads answered on the read-only path, {min} expected:\n{}",
+        http_get(gateway_admin, "/metrics").unwrap_or_default()
+    );
+    accepted
+}
+
+/// The gateway pool's count of client event `event` (`plumb_gateway_client_events_total`).
+/// The pool sums its clients' counters at most every 100 ms of client activity, so this calls
+/// `read` (one more read on the path under test) until the count is at least `min`, for up to
+/// 10 s, and returns the count then, whatever it is.
+pub fn client_events(
+    gateway_admin: SocketAddr,
+    event: &str,
+    min: u64,
+    mut read: impl FnMut(),
+) -> u64 {
+    let series = format!("plumb_gateway_client_events_total{{event=\"{event}\"}}");
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let metrics = http_get(gateway_admin, "/metrics").unwrap_or_default();
-        let accepted = metric_sample(&metrics, series);
-        if accepted >= min {
-            return accepted;
+        let count = metric_sample(&metrics, &series);
+        if count >= min || Instant::now() >= deadline {
+            return count;
         }
-        assert!(
-            Instant::now() < deadline,
-            "{accepted} reads answered on the read-only path, {min} expected:\n{metrics}"
-        );
         read();
         std::thread::sleep(Duration::from_millis(150));
     }
