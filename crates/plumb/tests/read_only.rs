@@ -107,7 +107,7 @@ fn get_returns(port: u16, key: &[u8], v: &str) {
 fn with_an_execution_replica_down_reads_are_ordered_at_once_after_a_timeout() {
     let mut c = Cluster::init_with(
         "read-only-replica-down",
-        118,
+        13,
         &["--u", "1", "--r", "0", "--split"],
     );
     c.set_fast_reads();

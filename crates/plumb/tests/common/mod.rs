@@ -75,6 +75,9 @@ pub struct Cluster {
     _serial: std::sync::MutexGuard<'static, ()>,
 }
 
+/// The highest slot whose ports (21000 + 100*slot .. +99) stay below 32768.
+const MAX_SLOT: u16 = 116;
+
 static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 impl Cluster {
@@ -105,6 +108,12 @@ impl Cluster {
             .prefix(&format!("plumb-{name}-"))
             .tempdir()
             .expect("tempdir");
+        // Linux hands out outgoing connections' local ports from 32768 up: a listening port in
+        // that range may already be taken by some connection (slot 118 was, in CI).
+        assert!(
+            slot <= MAX_SLOT,
+            "port slot {slot} reaches Linux's ephemeral ports (32768 and up): use a slot of at most {MAX_SLOT}"
+        );
         let base_port = 21000 + 100 * slot;
         let resp_port = base_port + 50;
         let out = Command::new(&binary)
