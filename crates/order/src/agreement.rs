@@ -97,7 +97,7 @@ impl OrderReplica {
     pub(crate) fn tentative_last_ordered(&self) -> Tentative<'_> {
         let mut in_flight = BTreeMap::new();
         for (_, slot) in self.log.accepted_unapplied(self.state.seq) {
-            if let Some((_, b)) = &slot.record.accepted {
+            if let Some((_, b)) = slot.record.accepted() {
                 for r in &b.requests {
                     let e = in_flight.entry(r.client).or_insert(ReqNo::NONE);
                     *e = (*e).max(r.nc);
@@ -394,10 +394,9 @@ impl OrderReplica {
         batch: Batch,
         out: &mut Vec<Action>,
     ) {
-        let d = batch.digest(seq);
         let me = self.me;
         let slot = self.log.entry(seq);
-        slot.accept(seq, view, batch);
+        let d = slot.accept(seq, view, batch);
         slot.accepted_at = now;
         slot.prepares.insert(me, d);
         let record = plumb_core::storage::encode(&slot.record);
@@ -516,7 +515,7 @@ impl OrderReplica {
             return;
         }
         slot.sent_commit = true;
-        slot.record.prepared = slot.record.accepted.clone();
+        slot.record.prepared = slot.record.accepted().cloned();
         slot.commits.insert(self.me, d);
         let record = plumb_core::storage::encode(&slot.record);
         self.note_prepared(seq);
@@ -548,7 +547,7 @@ impl OrderReplica {
             return;
         }
         slot.committed_in = Some(v);
-        slot.record.committed = slot.record.accepted.as_ref().map(|(_, b)| b.clone());
+        slot.record.committed = slot.record.accepted().map(|(_, b)| b.clone());
         let record = plumb_core::storage::encode(&slot.record);
         self.put(slot_key(seq), record, out);
         self.apply_committed(now, out);
@@ -567,10 +566,10 @@ impl OrderReplica {
                 break;
             };
             self.report_slow(now, seq, &batch, out);
-            self.state.apply(seq, &batch);
+            let digest = batch.digest(seq);
+            self.state.apply(seq, &batch, digest);
             progressed = true;
             applied_requests += batch.requests.len();
-            let digest = batch.digest(seq);
             let slot = self.log.get(seq);
             let carried = slot.is_some_and(|s| s.carried);
             out.push(Action::Observe(Observation::Committed {
@@ -681,13 +680,13 @@ impl OrderReplica {
             if slot.record.committed.is_some() {
                 continue;
             }
-            let Some((v, b)) = &slot.record.accepted else {
+            let (Some((v, b)), Some((_, d))) = (slot.record.accepted(), slot.accepted_digest(*seq))
+            else {
                 continue;
             };
             if *v != view {
                 continue;
             }
-            let d = b.digest(*seq);
             if primary == self.me {
                 // Backups need the matrix rows again; rebuild them from collected AUTH-REQs
                 // where we still have them, else resend the commit-path votes only.

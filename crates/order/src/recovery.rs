@@ -69,13 +69,7 @@ impl OrderReplica {
             }
             match storage::decode::<SlotRecord>(value) {
                 Some(record) => {
-                    self.log.restore(
-                        seq,
-                        Slot {
-                            record,
-                            ..Default::default()
-                        },
-                    );
+                    self.log.restore(seq, Slot::restored(seq, record));
                 }
                 None => self.counters.add("recovered-corrupt"),
             }
@@ -110,7 +104,7 @@ impl OrderReplica {
         // Contiguous accepted pre-prepares of the current view continue where they left off.
         let mut accepted_upto = self.state.seq;
         while let Some(slot) = self.log.get(accepted_upto + 1) {
-            match &slot.record.accepted {
+            match slot.record.accepted() {
                 Some((v, _)) if *v == self.views.current() => accepted_upto += 1,
                 _ => break,
             }
@@ -120,15 +114,14 @@ impl OrderReplica {
             .log
             .range(..=accepted_upto)
             .next_back()
-            .and_then(|(_, slot)| slot.record.accepted.as_ref())
+            .and_then(|(_, slot)| slot.record.accepted())
             .map(|(_, b)| b.time);
         self.proposer.resume_after(accepted_upto, last_time);
         // Our own prepares and commits stand: re-count them so resends carry them.
         let (view, me) = (self.views.current(), self.me);
         for (seq, slot) in self.log.slots_mut() {
-            if let Some((v, b)) = &slot.record.accepted {
-                if *v == view {
-                    let d = b.digest(*seq);
+            if let Some((v, d)) = slot.accepted_digest(*seq) {
+                if v == view {
                     slot.votes_view = view;
                     slot.prepares.insert(me, d);
                     if slot

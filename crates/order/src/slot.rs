@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 /// crash (no second PREPARE in a view, honest P and Q sets in VIEW-CHANGE).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SlotRecord {
-    /// The pre-prepare accepted in the latest view: (view, batch).
-    pub accepted: Option<(View, Batch)>,
+    /// The pre-prepare accepted in the latest view: (view, batch). Set and cleared only
+    /// through [`Slot`], which keeps its digest.
+    accepted: Option<(View, Batch)>,
     /// The batch prepared in the highest view (PBFT's P set entry).
     pub prepared: Option<(View, Batch)>,
     /// Every digest this replica accepted a pre-prepare for, with the latest view (Q set).
@@ -39,14 +40,44 @@ pub struct Slot {
     /// When this replica accepted the slot's pre-prepare (or proposed it): a slow request's
     /// wait splits into before (the primary) and after (the votes).
     pub accepted_at: plumb_wire::Micros,
+    /// The digest of `record.accepted`'s batch, computed once when it is accepted: every
+    /// PREPARE and COMMIT that arrives asks for it, and hashing the batch again each time was
+    /// half of the simulator's batch hashing.
+    accepted_digest: Option<Digest>,
+}
+
+impl SlotRecord {
+    /// The pre-prepare accepted in the latest view: (view, batch).
+    pub fn accepted(&self) -> Option<&(View, Batch)> {
+        self.accepted.as_ref()
+    }
 }
 
 impl Slot {
+    /// A slot as a restart finds it on the disk.
+    pub fn restored(seq: Seq, record: SlotRecord) -> Slot {
+        let accepted_digest = record.accepted.as_ref().map(|(_, b)| b.digest(seq));
+        Slot {
+            record,
+            accepted_digest,
+            ..Slot::default()
+        }
+    }
+
+    /// The view and digest of the accepted pre-prepare.
     pub fn accepted_digest(&self, seq: Seq) -> Option<(View, Digest)> {
-        self.record
-            .accepted
-            .as_ref()
-            .map(|(v, b)| (*v, b.digest(seq)))
+        let (view, batch) = self.record.accepted.as_ref()?;
+        let digest = self
+            .accepted_digest
+            .expect("an accepted batch's digest is kept with it");
+        debug_assert_eq!(digest, batch.digest(seq), "the kept digest is the batch's");
+        Some((*view, digest))
+    }
+
+    /// Forget the accepted pre-prepare (a NEW-VIEW that ends below it); whether there was one.
+    pub fn void_accepted(&mut self) -> bool {
+        self.accepted_digest = None;
+        self.record.accepted.take().is_some()
     }
 
     /// Accept a pre-prepare (or a NEW-VIEW choice) for `view`: votes of other views are void,
@@ -56,7 +87,8 @@ impl Slot {
     /// PREPARE that overtook its PRE-PREPARE (a few bytes against a batch of requests) was
     /// wiped when the PRE-PREPARE came, and with one replica down (every live vote needed)
     /// the slot waited for the 200 ms resend: a 300 ms stall every few seconds.
-    pub fn accept(&mut self, seq: Seq, view: View, batch: Batch) {
+    /// Returns the batch's digest.
+    pub fn accept(&mut self, seq: Seq, view: View, batch: Batch) -> Digest {
         let d = batch.digest(seq);
         let prior = self
             .record
@@ -68,6 +100,8 @@ impl Slot {
         self.enter_votes_view(view);
         self.carried = false;
         self.record.accepted = Some((view, batch));
+        self.accepted_digest = Some(d);
+        d
     }
 
     /// Votes from now on are of `view`: forget those of any other.

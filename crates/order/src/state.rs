@@ -23,7 +23,7 @@ pub struct OrderState {
 impl OrderState {
     /// Apply committed batch `seq` (which must be `self.seq + 1`). Null batches (no requests)
     /// advance the sequence only.
-    pub fn apply(&mut self, seq: Seq, batch: &Batch) {
+    pub fn apply(&mut self, seq: Seq, batch: &Batch, digest: Digest) {
         debug_assert_eq!(seq, self.seq + 1);
         self.seq = seq;
         if batch.requests.is_empty() {
@@ -34,7 +34,8 @@ impl OrderState {
             *e = (*e).max(r.nc);
         }
         self.agreed_time = batch.time.max(self.agreed_time + 1);
-        self.history = chain_history(self.history, seq, batch.digest(seq), self.agreed_time);
+        debug_assert_eq!(digest, batch.digest(seq), "the digest given is the batch's");
+        self.history = chain_history(self.history, seq, digest, self.agreed_time);
     }
 
     pub fn encode(&self) -> Vec<u8> {

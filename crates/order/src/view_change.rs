@@ -489,7 +489,7 @@ impl OrderReplica {
         let void: Vec<Seq> = self.log.range(top + 1..).map(|(s, _)| *s).collect();
         for s in void {
             if let Some(slot) = self.log.get_mut(s) {
-                if slot.record.accepted.take().is_some() {
+                if slot.void_accepted() {
                     let record = plumb_core::storage::encode(&slot.record);
                     self.put(slot_key(s), record, out);
                 }
