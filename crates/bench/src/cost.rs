@@ -355,7 +355,7 @@ mod tests {
         assert_eq!(counters["allocations"], 2000);
         let before = Cost {
             wakeups: 10,
-            counters: counters.iter().map(|(k, _)| (k.clone(), 0)).collect(),
+            counters: counters.keys().map(|k| (k.clone(), 0)).collect(),
             ..Cost::default()
         };
         let after = Cost {

@@ -1117,7 +1117,7 @@ fn a_peer_asked_nothing_is_not_left() {
 #[test]
 fn an_object_two_batches_use_is_asked_for_once() {
     let (net, _a, mut b) = loaded_on_demand();
-    let gets = vec![
+    let gets = [
         batch(vec![inline(1, 13, "get k3")], 1_300),
         batch(vec![inline(2, 14, "get k3")], 1_400),
     ];

@@ -180,9 +180,8 @@ impl Sleepers {
     ) {
         let seq = report.seq;
         // A batch still open is taken even at or below the stable checkpoint (`due`).
-        if !(self.open.contains_key(&seq) && self.is_active(e))
-            && !self.within(e, seq, stable, interval)
-        {
+        let still_open = self.open.contains_key(&seq) && self.is_active(e);
+        if !still_open && !self.within(e, seq, stable, interval) {
             return;
         }
         let (first, said) = self.open.entry(seq).or_insert((now, BTreeMap::new()));
