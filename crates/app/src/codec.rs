@@ -23,7 +23,7 @@ pub enum DecodeError {
 
 /// `value` encoded under `version`.
 pub fn encode_versioned<T: Serialize>(version: u8, value: &T) -> Vec<u8> {
-    encode_versioned_sized(version, value, 0)
+    plumb_wire::encode::append(vec![version], value)
 }
 
 /// [`encode_versioned`] into a buffer that starts with room for `size_hint` bytes: a caller

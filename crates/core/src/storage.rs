@@ -39,7 +39,7 @@ impl Recovered {
 
 /// Encode a stored value (postcard); decoding failures are treated like checksum failures.
 pub fn encode<T: serde::Serialize>(v: &T) -> Vec<u8> {
-    postcard::to_stdvec(v).unwrap_or_default()
+    plumb_wire::encode::to_vec(v)
 }
 
 pub fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {

@@ -76,8 +76,7 @@ impl CachedReply {
 
 impl ExecCheckpoint {
     pub fn encode(&self) -> Vec<u8> {
-        // Encoding an in-memory value into a Vec cannot fail (no unsupported types).
-        postcard::to_stdvec(self).unwrap_or_default()
+        plumb_wire::encode::to_vec(self)
     }
 
     /// Decode bytes that passed the token check (or came from our own disk). Trailing bytes

@@ -35,10 +35,7 @@ impl KvStore {
             .filter_map(|k| self.entry(k).map(|e| (k, e)))
             .collect();
         debug_assert_eq!(pairs.len(), keys.len(), "bucket index in step with entries");
-        let mut out = vec![BUCKET_VERSION];
-        // Serializing plain data into a Vec cannot fail.
-        out.extend_from_slice(&postcard::to_stdvec(&pairs).unwrap_or_default());
-        Some(out)
+        Some(plumb_wire::encode::append(vec![BUCKET_VERSION], &pairs))
     }
 
     /// The entries bucket `id`'s bytes hold, if they are exactly a canonical encoding of a

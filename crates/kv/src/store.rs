@@ -907,9 +907,7 @@ impl KvStore {
     /// then the subscriptions if there are any (so a state without them has the bytes it had
     /// before pub/sub existed, and older checkpoints load unchanged).
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        let mut out = vec![CHECKPOINT_VERSION];
-        // Serializing a map of plain data cannot fail.
-        out.extend_from_slice(&postcard::to_stdvec(&self.entries).unwrap_or_default());
+        let mut out = plumb_wire::encode::append(vec![CHECKPOINT_VERSION], &self.entries);
         if !self.pubsub.is_empty() {
             out.extend_from_slice(&self.pubsub.to_bytes());
         }
@@ -2224,14 +2222,12 @@ fn random_index(rng: &mut u64, len: usize) -> Option<usize> {
 /// The fingerprint `WATCH` takes of a key: a digest of its entry, value and expiry, or of its
 /// absence. Equal entries have equal fingerprints on every replica (the encoding is canonical).
 pub fn fingerprint(entry: Option<&Entry>) -> [u8; 32] {
-    // Serializing plain data cannot fail.
-    let bytes = postcard::to_stdvec(&entry).unwrap_or_default();
-    Digest::of(&bytes).0
+    Digest::of(&plumb_wire::encode::to_vec(&entry)).0
 }
 
 /// Bytes of the entry's canonical encoding.
 fn encoded_len(entry: &Entry) -> usize {
-    postcard::to_stdvec(entry).map_or(0, |bytes| bytes.len())
+    plumb_wire::encode::encoded_len(entry)
 }
 
 /// Run a pipeline's ops in order with `run` (given each op's index) until they are done or

@@ -67,7 +67,7 @@ pub struct DeltaCheckpoint {
 impl DeltaCheckpoint {
     /// The canonical encoding.
     pub fn encode(&self) -> Vec<u8> {
-        postcard::to_stdvec(self).unwrap_or_default()
+        plumb_wire::encode::to_vec(self)
     }
 
     /// Decode, refusing trailing bytes and logs that are not in increasing batch order after

@@ -142,9 +142,7 @@ pub fn seal(sender: Principal, receiver: Principal, msg: &Message, key: &MacKey)
 
 /// Canonical body bytes of a message.
 pub fn encode_body(msg: &Message) -> Vec<u8> {
-    // Serialising an in-memory `Message` into a Vec cannot fail: postcard only fails on
-    // unsupported types or a full fixed buffer, neither of which applies here.
-    postcard::to_stdvec(msg).unwrap_or_default()
+    crate::encode::to_vec(msg)
 }
 
 /// Parse, check the receiver, look up the sender's key, check the MAC, decode.

@@ -8,6 +8,7 @@
 //!
 //! Decoding is total: every malformed input is an [`WireError`], never a panic.
 
+pub mod encode;
 pub mod envelope;
 pub mod message;
 pub mod principal;

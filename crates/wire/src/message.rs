@@ -189,9 +189,7 @@ pub struct ViewChange {
 
 impl ViewChange {
     pub fn signing_bytes(&self) -> Vec<u8> {
-        let mut v = b"plumb view-change v1".to_vec();
-        v.extend_from_slice(&postcard::to_stdvec(self).unwrap_or_default());
-        v
+        crate::encode::append(b"plumb view-change v1".to_vec(), self)
     }
 }
 
@@ -594,8 +592,7 @@ pub struct ObjectPayload {
 pub fn new_view_signing_bytes(view: View, proofs: &[SignedViewChange]) -> Vec<u8> {
     let mut v = b"plumb new-view v1".to_vec();
     v.extend_from_slice(&view.to_le_bytes());
-    v.extend_from_slice(&postcard::to_stdvec(proofs).unwrap_or_default());
-    v
+    crate::encode::append(v, proofs)
 }
 
 impl Message {
