@@ -188,8 +188,12 @@ impl AuthReplica {
     }
 
     fn send_to_order(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for o in OrderId::all(self.q.order) {
-            self.send(Principal::Order(o), msg, out);
+        let to = OrderId::all(self.q.order).map(Principal::Order);
+        for (to, frame) in self.ctx.keys.seal_each(to, msg) {
+            match frame {
+                Some(frame) => out.push(Action::Send { to, frame }),
+                None => self.counters.add("send-no-key"),
+            }
         }
     }
 

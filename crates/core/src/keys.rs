@@ -63,6 +63,29 @@ impl KeyRing {
         Some(plumb_wire::seal(self.me, to, msg, key))
     }
 
+    /// Seal `msg` for each of `to`, encoding it once: only the header and MAC differ between
+    /// the frames. `None` for a receiver that is not a known peer.
+    pub fn seal_each(
+        &self,
+        to: impl IntoIterator<Item = Principal>,
+        msg: &Message,
+    ) -> Vec<(Principal, Option<Vec<u8>>)> {
+        let to: Vec<Principal> = to.into_iter().collect();
+        if let [one] = to[..] {
+            return vec![(one, self.seal(one, msg))];
+        }
+        let body = plumb_wire::envelope::encode_body(msg);
+        to.into_iter()
+            .map(|p| {
+                let frame = self
+                    .macs
+                    .get(&p)
+                    .map(|key| plumb_wire::envelope::seal_encoded(self.me, p, &body, key));
+                (p, frame)
+            })
+            .collect()
+    }
+
     pub fn open(&self, frame: &[u8]) -> Result<(Principal, Message), WireError> {
         plumb_wire::open(frame, self.me, |p| self.macs.get(&p))
     }

@@ -191,16 +191,27 @@ impl<A: Application> ExecReplica<A> {
     /// durable tokens). Holding them behind the sync stalled every reply, body fetch and
     /// report of a replica for as long as its checkpoint took to sync (docs/protocol.md).
     fn send(&mut self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
-        match self.ctx.keys.seal(to, msg) {
-            Some(frame) => out.push(Action::SendUnsynced { to, frame }),
-            None => self.counters.dropped(DropReason::SendUnknownPeer),
+        self.send_each([to], msg, out);
+    }
+
+    /// `msg` to each of `to`, encoded once.
+    fn send_each(
+        &mut self,
+        to: impl IntoIterator<Item = Principal>,
+        msg: &Message,
+        out: &mut Vec<Action>,
+    ) {
+        for (to, frame) in self.ctx.keys.seal_each(to, msg) {
+            match frame {
+                Some(frame) => out.push(Action::SendUnsynced { to, frame }),
+                None => self.counters.dropped(DropReason::SendUnknownPeer),
+            }
         }
     }
 
     fn send_to_order(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for o in OrderId::all(self.q().order) {
-            self.send(Principal::Order(o), msg, out);
-        }
+        let to = OrderId::all(self.q().order).map(Principal::Order);
+        self.send_each(to, msg, out);
     }
 
     /// CP-TOKEN of checkpoint `seq` to every order replica, once the syncs asked for before it
@@ -226,17 +237,14 @@ impl<A: Application> ExecReplica<A> {
     }
 
     fn send_to_auth(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for a in AuthId::all(self.q().auth) {
-            self.send(Principal::Auth(a), msg, out);
-        }
+        let to = AuthId::all(self.q().auth).map(Principal::Auth);
+        self.send_each(to, msg, out);
     }
 
     fn send_to_exec_peers(&mut self, msg: &Message, out: &mut Vec<Action>) {
-        for e in ExecId::all(self.q().exec) {
-            if e != self.me {
-                self.send(Principal::Exec(e), msg, out);
-            }
-        }
+        let me = self.me;
+        let to = ExecId::all(self.q().exec).filter(|e| *e != me);
+        self.send_each(to.map(Principal::Exec), msg, out);
     }
 
     fn persist(&mut self, key: String, value: Vec<u8>, out: &mut Vec<Action>) {

@@ -218,12 +218,24 @@ impl OrderReplica {
 
     /// `unsynced`: the message may overtake pending syncs (ahead.rs).
     fn send_as(&self, to: Principal, msg: &Message, unsynced: bool, out: &mut Vec<Action>) {
+        self.send_each_as([to], msg, unsynced, out);
+    }
+
+    /// `msg` to each of `to`, encoded once.
+    fn send_each_as(
+        &self,
+        to: impl IntoIterator<Item = Principal>,
+        msg: &Message,
+        unsynced: bool,
+        out: &mut Vec<Action>,
+    ) {
         // A replica recovering from lost records casts no vote of any kind and vouches for
         // nothing (rejoin.rs): it only asks. This is the one door every message leaves by.
         if self.rejoins.own.is_some() && !rejoin::may_send_while_rejoining(msg) {
             return;
         }
-        if let Some(frame) = self.ctx.keys.seal(to, msg) {
+        for (to, frame) in self.ctx.keys.seal_each(to, msg) {
+            let Some(frame) = frame else { continue };
             out.push(match unsynced {
                 false => Action::Send { to, frame },
                 true => Action::SendUnsynced { to, frame },
@@ -236,11 +248,8 @@ impl OrderReplica {
     }
 
     fn send_to_peers_as(&self, msg: &Message, unsynced: bool, out: &mut Vec<Action>) {
-        for j in OrderId::all(self.q().order) {
-            if j != self.me {
-                self.send_as(Principal::Order(j), msg, unsynced, out);
-            }
-        }
+        let peers = OrderId::all(self.q().order).filter(|j| *j != self.me);
+        self.send_each_as(peers.map(Principal::Order), msg, unsynced, out);
     }
 
     /// Per-batch traffic to the execution stage (NEXT-BATCH, RETRANSMIT). In ZZ mode not to a
@@ -249,13 +258,15 @@ impl OrderReplica {
     /// LAST-EXEC again every catch-up period while idle or behind: it catches up without what
     /// was not sent to it here, and is heard from again after this replica restarts.
     fn send_to_exec(&mut self, msg: &Message, out: &mut Vec<Action>) {
+        let mut to = Vec::new();
         for e in ExecId::all(self.q().exec) {
             if self.sleepers.as_ref().is_some_and(|z| z.asleep(e)) {
                 self.counters.add("zz-not-sent-asleep");
                 continue;
             }
-            self.send(Principal::Exec(e), msg, out);
+            to.push(Principal::Exec(e));
         }
+        self.send_each_as(to, msg, false, out);
     }
 
     fn put(&self, key: String, value: Vec<u8>, out: &mut Vec<Action>) {

@@ -125,16 +125,41 @@ fn arr8(s: &[u8]) -> [u8; 8] {
     a
 }
 
-/// Encode `msg` from `sender` to `receiver` and authenticate it under their pairwise key.
+/// Encode `msg` from `sender` to `receiver` and authenticate it under their pairwise key. The
+/// body is encoded straight into the frame, which is allocated once at its final size.
 pub fn seal(sender: Principal, receiver: Principal, msg: &Message, key: &MacKey) -> Vec<u8> {
-    let body = encode_body(msg);
-    let mut frame = Vec::with_capacity(HEADER + body.len() + MAC_LEN);
+    let len = crate::encode::encoded_len(msg);
+    let mut frame = header(sender, receiver, len);
+    frame = postcard::to_extend(msg, frame).unwrap_or_default();
+    finish(frame, key)
+}
+
+/// [`seal`] for a body already encoded ([`encode_body`]): a message to several receivers is
+/// encoded once, and only the header and MAC differ between their frames.
+pub fn seal_encoded(sender: Principal, receiver: Principal, body: &[u8], key: &MacKey) -> Vec<u8> {
+    let mut frame = header(sender, receiver, body.len());
+    frame.extend_from_slice(body);
+    finish(frame, key)
+}
+
+/// A frame's header, in a buffer with room for a body of `len` bytes and the MAC.
+fn header(sender: Principal, receiver: Principal, len: usize) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(HEADER + len + MAC_LEN);
     frame.extend_from_slice(&MAGIC);
     frame.push(VERSION);
     frame.extend_from_slice(&sender.label().to_le_bytes());
     frame.extend_from_slice(&receiver.label().to_le_bytes());
-    frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    frame.extend_from_slice(&body);
+    frame.extend_from_slice(&(len as u32).to_le_bytes());
+    frame
+}
+
+/// Append the MAC over everything so far.
+fn finish(mut frame: Vec<u8>, key: &MacKey) -> Vec<u8> {
+    debug_assert_eq!(
+        frame.len() - HEADER,
+        u32::from_le_bytes(frame[HEADER - 4..HEADER].try_into().unwrap_or_default()) as usize,
+        "the body is as long as the header says"
+    );
     let mac = key.mac(&frame);
     frame.extend_from_slice(&mac.0);
     frame
@@ -187,6 +212,21 @@ mod tests {
         let (s, got) = open(&f, Principal::Order(OrderId(2)), |_| Some(&k)).unwrap();
         assert_eq!(s, Principal::Order(OrderId(1)));
         assert_eq!(got, m);
+    }
+
+    #[test]
+    fn a_body_encoded_once_seals_to_the_same_frame() {
+        let m = Message::Request {
+            life: crate::Life(2),
+            nc: ReqNo(7),
+            op: vec![5; 1500],
+        };
+        let (from, to) = (Principal::Exec(ExecId(1)), Principal::Order(OrderId(3)));
+        let frame = seal(from, to, &m, &key());
+        assert_eq!(frame, seal_encoded(from, to, &encode_body(&m), &key()));
+        assert_eq!(frame.capacity(), frame.len(), "allocated once, at its size");
+        let k = key();
+        assert_eq!(open(&frame, to, |_| Some(&k)).unwrap(), (from, m));
     }
 
     #[test]
