@@ -129,9 +129,12 @@ fn arr8(s: &[u8]) -> [u8; 8] {
 /// body is encoded straight into the frame, which is allocated once at its final size.
 pub fn seal(sender: Principal, receiver: Principal, msg: &Message, key: &MacKey) -> Vec<u8> {
     let len = crate::encode::encoded_len(msg);
-    let mut frame = header(sender, receiver, len);
-    frame = postcard::to_extend(msg, frame).unwrap_or_default();
-    finish(frame, key)
+    match postcard::to_extend(msg, header(sender, receiver, len)) {
+        Ok(frame) => finish(frame, key),
+        // Encoding an in-memory message into a Vec cannot fail (crate::encode); were it to,
+        // the frame carries an empty body, which the receiver drops as undecodable.
+        Err(_) => seal_encoded(sender, receiver, &[], key),
+    }
 }
 
 /// [`seal`] for a body already encoded ([`encode_body`]): a message to several receivers is
