@@ -191,7 +191,8 @@ impl<A: Application> ExecReplica<A> {
     /// durable tokens). Holding them behind the sync stalled every reply, body fetch and
     /// report of a replica for as long as its checkpoint took to sync (docs/protocol.md).
     fn send(&mut self, to: Principal, msg: &Message, out: &mut Vec<Action>) {
-        self.send_each([to], msg, out);
+        let frame = self.ctx.keys.seal(to, msg);
+        self.push_sent(to, frame, out);
     }
 
     /// `msg` to each of `to`, encoded once.
@@ -202,10 +203,15 @@ impl<A: Application> ExecReplica<A> {
         out: &mut Vec<Action>,
     ) {
         for (to, frame) in self.ctx.keys.seal_each(to, msg) {
-            match frame {
-                Some(frame) => out.push(Action::SendUnsynced { to, frame }),
-                None => self.counters.dropped(DropReason::SendUnknownPeer),
-            }
+            self.push_sent(to, frame, out);
+        }
+    }
+
+    /// A sealed frame leaves; `None` (no key for `to`) is dropped and counted.
+    fn push_sent(&mut self, to: Principal, frame: Option<Vec<u8>>, out: &mut Vec<Action>) {
+        match frame {
+            Some(frame) => out.push(Action::SendUnsynced { to, frame }),
+            None => self.counters.dropped(DropReason::SendUnknownPeer),
         }
     }
 

@@ -218,7 +218,12 @@ impl OrderReplica {
 
     /// `unsynced`: the message may overtake pending syncs (ahead.rs).
     fn send_as(&self, to: Principal, msg: &Message, unsynced: bool, out: &mut Vec<Action>) {
-        self.send_each_as([to], msg, unsynced, out);
+        if !self.may_send(msg) {
+            return;
+        }
+        if let Some(frame) = self.ctx.keys.seal(to, msg) {
+            out.push(sent(to, frame, unsynced));
+        }
     }
 
     /// `msg` to each of `to`, encoded once.
@@ -229,18 +234,20 @@ impl OrderReplica {
         unsynced: bool,
         out: &mut Vec<Action>,
     ) {
-        // A replica recovering from lost records casts no vote of any kind and vouches for
-        // nothing (rejoin.rs): it only asks. This is the one door every message leaves by.
-        if self.rejoins.own.is_some() && !rejoin::may_send_while_rejoining(msg) {
+        if !self.may_send(msg) {
             return;
         }
         for (to, frame) in self.ctx.keys.seal_each(to, msg) {
-            let Some(frame) = frame else { continue };
-            out.push(match unsynced {
-                false => Action::Send { to, frame },
-                true => Action::SendUnsynced { to, frame },
-            });
+            if let Some(frame) = frame {
+                out.push(sent(to, frame, unsynced));
+            }
         }
+    }
+
+    /// A replica recovering from lost records casts no vote of any kind and vouches for
+    /// nothing (rejoin.rs): it only asks. Both ways out (`send_as`, `send_each_as`) ask here.
+    fn may_send(&self, msg: &Message) -> bool {
+        self.rejoins.own.is_none() || rejoin::may_send_while_rejoining(msg)
     }
 
     fn send_to_peers(&self, msg: &Message, out: &mut Vec<Action>) {
@@ -548,5 +555,13 @@ impl Stage for OrderReplica {
             "INV-slots-above-stable",
             || format!("slot {lowest:?} kept at or below the stable checkpoint {stable}"),
         )
+    }
+}
+
+/// The action that sends `frame` to `to`; `unsynced`: ahead of pending syncs (ahead.rs).
+fn sent(to: Principal, frame: Vec<u8>, unsynced: bool) -> Action {
+    match unsynced {
+        false => Action::Send { to, frame },
+        true => Action::SendUnsynced { to, frame },
     }
 }
