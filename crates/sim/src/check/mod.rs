@@ -56,7 +56,8 @@ pub struct Agreed {
     pub at: Micros,
 }
 
-/// Violations are capped so that one broken property does not drown a run in output.
+/// Violations are capped so that one broken property does not drown a run in output; the first
+/// of each property is kept beyond the cap ([`Checker::violate`]).
 const MAX_VIOLATIONS: usize = 100;
 
 #[derive(Default)]
@@ -100,7 +101,12 @@ pub struct Checker {
 
 impl Checker {
     pub fn violate(&mut self, property: &'static str, detail: String) {
-        if self.violations.len() < MAX_VIOLATIONS {
+        // Past the cap, the first violation of each property is still kept: a report names
+        // every property the run broke, however many violations of another came first (the
+        // sabotage gate judges a seed by the properties it names).
+        if self.violations.len() < MAX_VIOLATIONS
+            || !self.violations.iter().any(|v| v.property == property)
+        {
             self.violations.push(Violation { property, detail });
         } else {
             self.suppressed += 1;
