@@ -409,6 +409,15 @@ impl Adversary {
                     batch: self.alter_batch(batch),
                 })
             }
+            (Behaviour::WrongNextBatch, Message::TentativeBatch { view, seq, batch })
+                if self.lie() =>
+            {
+                Some(Message::TentativeBatch {
+                    view,
+                    seq,
+                    batch: self.alter_batch(batch),
+                })
+            }
             (Behaviour::WrongNextBatch, Message::Committed { seq, batch }) if self.lie() => {
                 Some(Message::Committed {
                     seq,

@@ -70,6 +70,10 @@ impl PlumbCoord {
             split: shape.split,
             // What `plumb init --app coord` writes.
             fast_reads: !ordered_reads,
+            protocol: plumb_cluster::ProtocolOverrides {
+                tentative_agreement: shape.tentative.then_some(true),
+                ..Default::default()
+            },
             ..InitOptions::default()
         };
         let path = init(dir, &o).map_err(|e| e.to_string())?;

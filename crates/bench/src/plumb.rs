@@ -16,21 +16,27 @@ use std::time::{Duration, Instant};
 /// The `faulty` behaviour of `Plumb::start` that leaves the node down.
 pub const DOWN: &str = "down";
 
+/// The label suffix of a shape with tentative agreement on.
+pub const TENTATIVE: &str = "-tentative";
+
 #[derive(Clone, Debug)]
 pub struct PlumbShape {
     pub u: u16,
     pub r: u16,
     /// Each stage replica in its own process instead of one process per node.
     pub split: bool,
+    /// Tentative agreement on (`tentative_agreement = true`, docs/protocol.md).
+    pub tentative: bool,
 }
 
 impl PlumbShape {
     pub fn label(&self) -> String {
         format!(
-            "u{}r{}{}",
+            "u{}r{}{}{}",
             self.u,
             self.r,
-            if self.split { "-split" } else { "" }
+            if self.split { "-split" } else { "" },
+            if self.tentative { TENTATIVE } else { "" }
         )
     }
 }
@@ -90,7 +96,13 @@ impl Plumb {
             split: shape.split,
             hosts: placement.hosts.clone(),
             wan: placement.wan.clone(),
-            protocol: placement.protocol.clone(),
+            protocol: plumb_cluster::ProtocolOverrides {
+                tentative_agreement: shape
+                    .tentative
+                    .then_some(true)
+                    .or(placement.protocol.tentative_agreement),
+                ..placement.protocol.clone()
+            },
             ..InitOptions::default()
         };
         let path = init(dir, &o).map_err(|e| e.to_string())?;

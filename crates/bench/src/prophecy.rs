@@ -231,6 +231,7 @@ impl ProphecyBench {
             u: 1,
             r: 1,
             split: false,
+            tentative: false,
         };
         let c = self.clients.max(1);
         let max_sketchers = if self.systems.contains(&System::Prophecy) {

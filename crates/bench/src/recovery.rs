@@ -122,6 +122,7 @@ impl RecoveryBench {
             u: 1,
             r: 0,
             split: false,
+            tentative: false,
         };
         let clients = self.clients.max(1) as u32;
         let mut plumb = Plumb::start(

@@ -111,16 +111,25 @@ pub enum System {
     Unreplicated,
     Plumb,
     PlumbSpec,
+    /// `plumb` with tentative agreement (docs/protocol.md): a round of COMMITs fewer before a
+    /// batch executes.
+    PlumbTentative,
 }
 
 impl System {
-    pub const ALL: [System; 3] = [System::Unreplicated, System::Plumb, System::PlumbSpec];
+    pub const ALL: [System; 4] = [
+        System::Unreplicated,
+        System::Plumb,
+        System::PlumbSpec,
+        System::PlumbTentative,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             System::Unreplicated => "unreplicated",
             System::Plumb => "plumb",
             System::PlumbSpec => "plumb-spec",
+            System::PlumbTentative => "plumb-tentative",
         }
     }
 
@@ -129,7 +138,9 @@ impl System {
             .into_iter()
             .find(|s| s.name() == text.trim())
             .ok_or_else(|| {
-                format!("unknown system `{text}`: use unreplicated, plumb or plumb-spec")
+                format!(
+                    "unknown system `{text}`: use unreplicated, plumb, plumb-spec or plumb-tentative"
+                )
             })
     }
 }
@@ -464,11 +475,12 @@ impl SpeculationBench {
                     _servers: Box::new(server),
                 })
             }
-            System::Plumb | System::PlumbSpec => {
+            System::Plumb | System::PlumbSpec | System::PlumbTentative => {
                 let shape = PlumbShape {
                     u: 1,
                     r: 1,
                     split: false,
+                    tentative: system == System::PlumbTentative,
                 };
                 // u = 1, r = 1 co-located: 4 authentication, 4 order and 3 execution
                 // replicas on 4 nodes (seed 004 Table 6.1).
@@ -939,12 +951,12 @@ pub fn csv(rows: &[Row]) -> String {
 /// One line per run.
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<13} {:<8} {:<8} {:>7} {:>9} {:>10} {:>8}\n",
+        "{:<15} {:<8} {:<8} {:>7} {:>9} {:>10} {:>8}\n",
         "system", "workload", "topology", "ops", "run s", "ops/s", "ms/op"
     );
     for r in rows {
         out.push_str(&format!(
-            "{:<13} {:<8} {:<8} {:>7} {:>9.3} {:>10.1} {:>8.3}\n",
+            "{:<15} {:<8} {:<8} {:>7} {:>9.3} {:>10.1} {:>8.3}\n",
             r.system,
             r.workload,
             r.topology,
@@ -965,7 +977,7 @@ pub fn ratios(rows: &[Row]) -> String {
             .find(|r| r.system == system && r.topology == topology && r.workload == workload)
     };
     let mut out = format!(
-        "{:<13} {:<8} {:<8} {:>28}\n",
+        "{:<15} {:<8} {:<8} {:>28}\n",
         "system", "workload", "topology", "÷ unreplicated"
     );
     for r in rows
@@ -981,13 +993,15 @@ pub fn ratios(rows: &[Row]) -> String {
             _ => "-".into(),
         };
         out.push_str(&format!(
-            "{:<13} {:<8} {:<8} {:>28}\n",
+            "{:<15} {:<8} {:<8} {:>28}\n",
             r.system, r.workload, r.topology, text
         ));
     }
-    // Speculation against the same cluster without it: the speed-up of a run, and the peak
-    // throughput kept.
-    for r in rows.iter().filter(|r| r.system == System::PlumbSpec.name()) {
+    // Speculation and tentative agreement against the same cluster without them: the speed-up
+    // of a run, and the peak throughput kept.
+    for r in rows.iter().filter(|r| {
+        r.system == System::PlumbSpec.name() || r.system == System::PlumbTentative.name()
+    }) {
         let Some(b) = find(System::Plumb.name(), r.topology, &r.workload) else {
             continue;
         };
@@ -999,7 +1013,7 @@ pub fn ratios(rows: &[Row]) -> String {
             continue;
         };
         out.push_str(&format!(
-            "{:<13} {:<8} {:<8} {:>28}\n",
+            "{:<15} {:<8} {:<8} {:>28}\n",
             r.system, r.workload, r.topology, text
         ));
     }

@@ -4,7 +4,7 @@
 use crate::app::BenchApp;
 use crate::coord::{PlumbCoord, ORDERED_READS};
 use crate::load::{self, Load, RunSpec};
-use crate::plumb::{Placement, Plumb, PlumbShape};
+use crate::plumb::{Placement, Plumb, PlumbShape, TENTATIVE};
 use crate::report::RunResult;
 use crate::systems::{etcd::Etcd, redis::Redis, zookeeper::ZooKeeper};
 use crate::target::Target;
@@ -64,7 +64,7 @@ impl SystemSpec {
             _ => {}
         }
         let bad = || {
-            format!("unknown system `{text}`: use plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split][-ordered-reads], etcd, zookeeper or redis")
+            format!("unknown system `{text}`: use plumb-u<U>r<R>[-split][-tentative], plumb-coord-u<U>r<R>[-split][-tentative][-ordered-reads], etcd, zookeeper or redis")
         };
         if let Some(default) = text
             .strip_prefix("plumb-coord-")
@@ -83,6 +83,10 @@ impl SystemSpec {
             Some(_) => return Err(bad()),
             None => (shape, false),
         };
+        let (shape, tentative) = match shape.strip_suffix(TENTATIVE) {
+            Some(s) => (s, true),
+            None => (shape, false),
+        };
         let (shape, split) = match shape.strip_suffix("-split") {
             Some(s) => (s, true),
             None => (shape, false),
@@ -92,6 +96,7 @@ impl SystemSpec {
             u: u.parse().map_err(|_| bad())?,
             r: r.parse().map_err(|_| bad())?,
             split,
+            tentative,
         };
         Ok(if coord {
             SystemSpec::PlumbCoord(shape, ordered_reads)

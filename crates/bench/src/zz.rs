@@ -147,6 +147,7 @@ fn shape() -> PlumbShape {
         u: 1,
         r: 1,
         split: false,
+        tentative: false,
     }
 }
 

@@ -161,6 +161,7 @@ pub struct ProtocolOverrides {
     pub zz: Option<bool>,
     pub zz_report_timeout_us: Option<u64>,
     pub zz_report_timeout_max_us: Option<u64>,
+    pub tentative_agreement: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -283,7 +284,8 @@ fn protocol(
         load_objects_on_demand,
         zz,
         zz_report_timeout_us,
-        zz_report_timeout_max_us
+        zz_report_timeout_max_us,
+        tentative_agreement
     );
     // A woken sleeper answers before it holds the state only if it loads on demand
     // (docs/zz.md): ZZ mode's default. `load_objects_on_demand = false` asks for the eager

@@ -170,6 +170,12 @@ impl Quorums {
     pub fn exec_learn(&self) -> usize {
         self.small()
     }
+    /// Matching tentative NEXT-BATCH messages of one view an execution replica learns a batch
+    /// from: `n_order - u`, as many replicas as a commit certificate names (docs/protocol.md,
+    /// "Tentative agreement").
+    pub fn exec_learn_tentative(&self) -> usize {
+        self.order_medium()
+    }
     /// Matching replies a client accepts: `r + 1`.
     pub fn reply(&self) -> usize {
         self.small()
@@ -267,6 +273,12 @@ pub struct ProtocolConfig {
     /// to the larger of the two before it is found late (docs/zz.md, "What wakes a sleeper").
     #[serde(default = "default_zz_report_timeout_max_us")]
     pub zz_report_timeout_max_us: u64,
+    /// Tentative agreement (seed 004 §6.2.3; docs/protocol.md "Tentative agreement"): an order
+    /// replica also sends a batch to the execution stage once it holds the batch's prepared
+    /// certificate, and an execution replica learns it from `n - u` of those matching in one
+    /// view, a round of COMMITs earlier than from `r + 1` committed ones.
+    #[serde(default)]
+    pub tentative_agreement: bool,
 }
 
 fn default_zz_report_timeout_us() -> u64 {
@@ -328,6 +340,7 @@ impl ProtocolConfig {
             zz: false,
             zz_report_timeout_us: default_zz_report_timeout_us(),
             zz_report_timeout_max_us: default_zz_report_timeout_max_us(),
+            tentative_agreement: false,
         }
     }
 

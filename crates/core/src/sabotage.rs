@@ -26,6 +26,9 @@ sabotages! {
     SkipRequestSequenceCheck = "skip-request-sequence-check",
     /// Execution replicas deliver a batch learned from a single NEXT-BATCH instead of r+1.
     ExecLearnBelowQuorum = "exec-learn-below-quorum",
+    /// Execution replicas learn a batch from a single TENTATIVE-BATCH instead of `n - u`
+    /// matching ones of one view: a faulty order replica's batch is executed.
+    TentativeBelowQuorum = "tentative-below-quorum",
     /// An order replica whose records are gone starts as if new, without the recovery
     /// protocol, and votes at once.
     Amnesia = "amnesia",

@@ -1,15 +1,20 @@
 //! Learning batches (execution consensus, seed 004 §6.3.1) and fetching their bodies (EL1a).
 //!
 //! A batch is learned when `r + 1` distinct order replicas sent the same digest for its
-//! sequence number: at least one of them is correct, so the batch is the committed one (ES2).
-//! Each order replica has at most one vote per sequence number; a later one replaces it.
+//! sequence number in a committed NEXT-BATCH: at least one of them is correct, so the batch is
+//! the committed one (ES2). Or, with tentative agreement (seed 004 §6.2.3), when `n - u` sent it
+//! in a TENTATIVE-BATCH of one view: each says it holds the batch's prepared certificate on its
+//! disk, which is what a commit certificate says, so the batch is the one every correct order
+//! replica commits (docs/protocol.md, "Tentative agreement").
+//! Each order replica has at most one vote per sequence number; a later one for another batch
+//! replaces it, and a committed and a tentative one for the same batch are one vote of both.
 
 use crate::{ExecReplica, FETCH};
 use plumb_app::Application;
 use plumb_core::{Action, BrokenInvariant, DropReason, Micros};
 use plumb_crypto::Digest;
 use plumb_wire::{
-    AuthId, Batch, Body, ClientId, Executed, Message, OrderId, Principal, ReqNo, Seq,
+    AuthId, Batch, Body, ClientId, Executed, Message, OrderId, Principal, ReqNo, Seq, View,
 };
 use std::collections::BTreeMap;
 
@@ -53,16 +58,16 @@ impl Learning {
     pub fn check_invariants(&self, next_seq: Seq) -> Result<(), BrokenInvariant> {
         let mut held: BTreeMap<OrderId, usize> = BTreeMap::new();
         for (seq, v) in &self.votes {
-            for (o, (d, weight)) in &v.by_replica {
-                *held.entry(*o).or_insert(0) += weight;
+            for (o, vote) in &v.by_replica {
+                *held.entry(*o).or_insert(0) += vote.weight;
                 BrokenInvariant::check(
-                    v.batches.contains_key(d),
+                    v.batches.contains_key(&vote.digest),
                     "INV-vote-batches-voted",
                     || format!("o{o}'s vote at {seq} names a batch not kept"),
                 )?;
             }
             for d in v.batches.keys() {
-                BrokenInvariant::check(v.count(d) > 0, "INV-vote-batches-voted", || {
+                BrokenInvariant::check(v.naming(d) > 0, "INV-vote-batches-voted", || {
                     format!("a batch kept at {seq} that no vote names")
                 })?;
             }
@@ -89,20 +94,87 @@ impl Learning {
     }
 }
 
+/// What kind of NEXT-BATCH an order replica sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VoteKind {
+    /// A committed NEXT-BATCH: `r + 1` matching teach the batch.
+    Committed,
+    /// A TENTATIVE-BATCH of this view: `n - u` matching in one view teach it.
+    Tentative(View),
+}
+
+/// One order replica's vote at one sequence number.
+#[derive(Debug)]
+struct Vote {
+    digest: Digest,
+    /// Bytes its batch weighs against the sender's budget.
+    weight: usize,
+    /// It sent the batch committed.
+    committed: bool,
+    /// It sent the batch tentatively, in this view (the latest it said so in).
+    tentative_in: Option<View>,
+}
+
+impl Vote {
+    fn new(digest: Digest, weight: usize, kind: VoteKind) -> Vote {
+        let mut vote = Vote {
+            digest,
+            weight,
+            committed: false,
+            tentative_in: None,
+        };
+        vote.add(kind);
+        vote
+    }
+
+    /// Whether this vote stands against a vote of `kind` for another batch from the same
+    /// replica: a committed batch is final, and a tentative one of a later view is newer.
+    fn outranks(&self, kind: VoteKind) -> bool {
+        match kind {
+            VoteKind::Committed => false,
+            VoteKind::Tentative(view) => {
+                self.committed || self.tentative_in.is_some_and(|v| v > view)
+            }
+        }
+    }
+
+    fn add(&mut self, kind: VoteKind) {
+        match kind {
+            VoteKind::Committed => self.committed = true,
+            VoteKind::Tentative(view) => {
+                self.tentative_in = Some(self.tentative_in.map_or(view, |v| v.max(view)));
+            }
+        }
+    }
+}
+
 /// Votes for one not-yet-learned sequence number.
 #[derive(Debug, Default)]
 pub(crate) struct SeqVotes {
-    /// Order replica -> (digest it sent, bytes its batch weighs).
-    by_replica: BTreeMap<OrderId, (Digest, usize)>,
+    /// Order replica -> its vote.
+    by_replica: BTreeMap<OrderId, Vote>,
     /// One copy of each proposed batch.
     batches: BTreeMap<Digest, Batch>,
 }
 
 impl SeqVotes {
-    fn count(&self, digest: &Digest) -> usize {
+    /// Votes of either kind naming `digest`.
+    fn naming(&self, digest: &Digest) -> usize {
         self.by_replica
             .values()
-            .filter(|(d, _)| d == digest)
+            .filter(|v| v.digest == *digest)
+            .count()
+    }
+
+    /// Votes of `kind` for `digest`: committed ones, or tentative ones of the view.
+    fn count(&self, digest: &Digest, kind: VoteKind) -> usize {
+        self.by_replica
+            .values()
+            .filter(|v| v.digest == *digest)
+            .filter(|v| match kind {
+                VoteKind::Committed => v.committed,
+                VoteKind::Tentative(view) => v.tentative_in == Some(view),
+            })
             .count()
     }
 }
@@ -182,19 +254,32 @@ impl<A: Application> ExecReplica<A> {
             .saturating_mul(2)
     }
 
-    fn learn_quorum(&self) -> usize {
-        #[cfg(feature = "sabotage")]
-        if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::ExecLearnBelowQuorum) {
-            return 1;
+    /// Matching votes of `kind` that teach a batch.
+    fn learn_quorum(&self, kind: VoteKind) -> usize {
+        match kind {
+            VoteKind::Committed => {
+                #[cfg(feature = "sabotage")]
+                if plumb_core::sabotage::on(plumb_core::sabotage::Sabotage::ExecLearnBelowQuorum) {
+                    return 1;
+                }
+                self.q().exec_learn()
+            }
+            VoteKind::Tentative(_) => {
+                if plumb_core::sabotaged!(TentativeBelowQuorum) {
+                    return 1;
+                }
+                self.q().exec_learn_tentative()
+            }
         }
-        self.q().exec_learn()
     }
 
+    /// A committed NEXT-BATCH or a TENTATIVE-BATCH (`kind`) from order replica `o`.
     pub(crate) fn on_next_batch(
         &mut self,
         o: OrderId,
         seq: Seq,
         batch: Batch,
+        kind: VoteKind,
         out: &mut Vec<Action>,
     ) {
         if seq < self.executed.next_seq {
@@ -215,7 +300,7 @@ impl<A: Application> ExecReplica<A> {
             return;
         }
         let digest = batch.digest(seq);
-        if !self.record_vote(o, seq, digest, batch) {
+        if !self.record_vote(o, seq, digest, batch, kind) {
             self.counters.dropped(DropReason::NextBatchOverBudget);
             return;
         }
@@ -223,25 +308,48 @@ impl<A: Application> ExecReplica<A> {
             .learning
             .votes
             .get(&seq)
-            .map_or(0, |v| v.count(&digest));
-        if votes >= self.learn_quorum() {
+            .map_or(0, |v| v.count(&digest, kind));
+        if votes >= self.learn_quorum(kind) {
+            self.counters.add(match kind {
+                VoteKind::Committed => "learned-committed",
+                VoteKind::Tentative(_) => "learned-tentative",
+            });
             self.learn(seq, digest, out);
             self.execute_ready(out);
         }
     }
 
-    /// Record `o`'s vote for `digest` at `seq`, replacing its earlier one. False if it would
-    /// push `o` over its budget (its earlier vote is then gone too).
-    fn record_vote(&mut self, o: OrderId, seq: Seq, digest: Digest, batch: Batch) -> bool {
+    /// Record `o`'s vote of `kind` for `digest` at `seq`: added to its vote for the same batch,
+    /// else replacing its earlier one. False if it would push `o` over its budget (its earlier
+    /// vote is then gone too).
+    fn record_vote(
+        &mut self,
+        o: OrderId,
+        seq: Seq,
+        digest: Digest,
+        batch: Batch,
+        kind: VoteKind,
+    ) -> bool {
         let budget = self.vote_budget();
         let weight = batch_weight(&batch);
         let entry = self.learning.votes.entry(seq).or_default();
-        if let Some((old, old_weight)) = entry.by_replica.remove(&o) {
-            if !plumb_core::sabotaged!(VoteBytesKeptOnReplace) {
-                sub_weight(&mut self.learning.vote_bytes, o, old_weight);
+        if let Some(vote) = entry.by_replica.get_mut(&o) {
+            if vote.digest == digest {
+                vote.add(kind);
+                return true;
             }
-            if entry.count(&old) == 0 {
-                entry.batches.remove(&old);
+            if vote.outranks(kind) {
+                // A tentative vote that overtook its sender's later word: kept out, or a late
+                // one would take back the sender's committed vote.
+                return true;
+            }
+        }
+        if let Some(old) = entry.by_replica.remove(&o) {
+            if !plumb_core::sabotaged!(VoteBytesKeptOnReplace) {
+                sub_weight(&mut self.learning.vote_bytes, o, old.weight);
+            }
+            if entry.naming(&old.digest) == 0 {
+                entry.batches.remove(&old.digest);
             }
         }
         let used = self.learning.vote_bytes.get(&o).copied().unwrap_or(0);
@@ -251,7 +359,7 @@ impl<A: Application> ExecReplica<A> {
             }
             return false;
         }
-        entry.by_replica.insert(o, (digest, weight));
+        entry.by_replica.insert(o, Vote::new(digest, weight, kind));
         entry.batches.entry(digest).or_insert(batch);
         *self.learning.vote_bytes.entry(o).or_insert(0) += weight;
         true
@@ -260,8 +368,8 @@ impl<A: Application> ExecReplica<A> {
     /// Forget the votes for `seq`, returning the batch with `digest` if one was proposed.
     fn take_votes(&mut self, seq: Seq, digest: Option<Digest>) -> Option<Batch> {
         let mut entry = self.learning.votes.remove(&seq)?;
-        for (o, (_, weight)) in &entry.by_replica {
-            sub_weight(&mut self.learning.vote_bytes, *o, *weight);
+        for (o, vote) in &entry.by_replica {
+            sub_weight(&mut self.learning.vote_bytes, *o, vote.weight);
         }
         digest.and_then(|d| entry.batches.remove(&d))
     }

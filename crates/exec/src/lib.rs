@@ -39,6 +39,7 @@ mod tests;
 pub use checkpoint::{checkpoint_key, CachedReply, ExecCheckpoint, ObjectsRoot, CHECKPOINT_PREFIX};
 pub use objects::{DELTA_PREFIX, OBJECT_PREFIX};
 
+use learn::VoteKind;
 use plumb_app::{Application, Command};
 use plumb_config::{ProtocolConfig, Quorums};
 use plumb_core::{
@@ -431,7 +432,12 @@ impl<A: Application> ExecReplica<A> {
 
     fn on_order_message(&mut self, o: OrderId, msg: Message, out: &mut Vec<Action>) {
         match msg {
-            Message::NextBatch { seq, batch, .. } => self.on_next_batch(o, seq, batch, out),
+            Message::NextBatch { seq, batch, .. } => {
+                self.on_next_batch(o, seq, batch, VoteKind::Committed, out)
+            }
+            Message::TentativeBatch { view, seq, batch } => {
+                self.on_next_batch(o, seq, batch, VoteKind::Tentative(view), out)
+            }
             Message::Retransmit { client, next_seq } => self.on_retransmit(client, next_seq, out),
             Message::LoadCp { seq, token } => self.on_load_cp(o, seq, token, out),
             Message::ExecProbeReply { nonce, seq } => self.on_probe_reply(o, nonce, seq),

@@ -228,6 +228,26 @@ impl Net {
             .collect()
     }
 
+    /// TENTATIVE-BATCH for `seq` in `view` from each of `orders`.
+    fn tentative(
+        &self,
+        r: &mut Replica,
+        view: u64,
+        seq: Seq,
+        batch: &Batch,
+        orders: &[u16],
+    ) -> Vec<Action> {
+        let msg = Message::TentativeBatch {
+            view: View(view),
+            seq,
+            batch: batch.clone(),
+        };
+        orders
+            .iter()
+            .flat_map(|o| self.deliver(r, Principal::Order(OrderId(*o)), &msg))
+            .collect()
+    }
+
     /// Learn batches `seq, seq+1, ...` from r + 1 order replicas.
     fn learn_all(&self, r: &mut Replica, first: Seq, batches: &[Batch]) -> Vec<Action> {
         let quorum: Vec<u16> = (0..self.q().exec_learn() as u16).collect();
@@ -389,6 +409,61 @@ fn es2_single_faulty_order_replica_cannot_make_it_execute_its_batch() {
     let out = net.next_batch(&mut r, Seq(1), &good, &[1]);
     assert_eq!(delivered(&out).len(), 1);
     assert_eq!(r.app().map.get("x").map(String::as_str), Some("good"));
+}
+
+#[test]
+fn tentative_batches_teach_a_batch_from_n_minus_u_of_one_view() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let b = batch(vec![inline(1, 1, "put x 1")], 10);
+    // u = 1, r = 1: 4 order replicas, n - u = 3. Two of view 0 are not enough, however often.
+    assert!(delivered(&net.tentative(&mut r, 0, Seq(1), &b, &[0, 1, 0])).is_empty());
+    // A third replica prepared the batch in another view: not the same certificate.
+    assert!(delivered(&net.tentative(&mut r, 1, Seq(1), &b, &[2])).is_empty());
+    // A committed NEXT-BATCH is one vote; the committed quorum is r + 1 committed ones.
+    assert!(delivered(&net.next_batch(&mut r, Seq(1), &b, &[0])).is_empty());
+    let out = net.tentative(&mut r, 0, Seq(1), &b, &[3]);
+    assert_eq!(delivered(&out), vec![(1, 10, false)]);
+    assert_eq!(r.counters().get("learned-tentative"), 1);
+    // The committed ones that follow find it learned.
+    net.next_batch(&mut r, Seq(1), &b, &[1, 2]);
+    assert_eq!(r.app().calls.len(), 1);
+}
+
+#[test]
+fn a_committed_and_a_tentative_vote_of_one_replica_for_one_batch_are_one_vote_of_both() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let b = batch(vec![inline(1, 1, "put x 1")], 10);
+    net.tentative(&mut r, 0, Seq(1), &b, &[0]);
+    assert!(delivered(&net.next_batch(&mut r, Seq(1), &b, &[0])).is_empty());
+    // Replica 0's tentative vote still counts with two more of view 0...
+    let out = net.tentative(&mut r, 0, Seq(1), &b, &[1, 2]);
+    assert_eq!(delivered(&out).len(), 1);
+    // ...and on another replica, its committed one with one more committed.
+    let mut r = fresh(&net, 1);
+    net.tentative(&mut r, 0, Seq(1), &b, &[0]);
+    net.next_batch(&mut r, Seq(1), &b, &[0]);
+    let out = net.next_batch(&mut r, Seq(1), &b, &[3]);
+    assert_eq!(delivered(&out).len(), 1);
+    assert_eq!(r.counters().get("learned-committed"), 1);
+}
+
+#[test]
+fn a_late_tentative_vote_for_another_batch_takes_back_nothing() {
+    let net = Net::new(8);
+    let mut r = fresh(&net, 0);
+    let a = batch(vec![inline(1, 1, "put x a")], 10);
+    let b = batch(vec![inline(1, 1, "put x b")], 10);
+    // Replica 0 committed b; its TENTATIVE-BATCH of a, from an earlier view, arrives after.
+    net.next_batch(&mut r, Seq(1), &b, &[0]);
+    net.tentative(&mut r, 0, Seq(1), &a, &[0]);
+    // Replica 1 prepared a in view 1, then b in view 2: the view-1 one arriving late is kept out.
+    net.tentative(&mut r, 2, Seq(1), &b, &[1]);
+    net.tentative(&mut r, 1, Seq(1), &a, &[1]);
+    let out = net.next_batch(&mut r, Seq(1), &b, &[2]);
+    assert_eq!(delivered(&out).len(), 1);
+    assert_eq!(r.app().map.get("x").map(String::as_str), Some("b"));
 }
 
 #[test]

@@ -132,6 +132,23 @@ fn sabotage_switches_break_the_execution_stage() {
     assert_eq!(broken.next_seq(), Seq(2));
     assert_eq!(broken.app().0, vec![b"evil".to_vec()]);
 
+    // TentativeBelowQuorum: one faulty order replica's TENTATIVE-BATCH makes it execute; n - u
+    // of one view are needed.
+    let tentative = Message::TentativeBatch {
+        view: plumb_wire::View::ZERO,
+        seq: Seq(1),
+        batch: evil_batch(),
+    };
+    sabotage::set(None);
+    let mut honest = net.replica();
+    net.deliver(&mut honest, Principal::Order(OrderId(3)), &tentative);
+    assert_eq!(honest.next_seq(), Seq(1));
+    sabotage::set(Some(Sabotage::TentativeBelowQuorum));
+    let mut broken = net.replica();
+    net.deliver(&mut broken, Principal::Order(OrderId(3)), &tentative);
+    assert_eq!(broken.next_seq(), Seq(2));
+    assert_eq!(broken.app().0, vec![b"evil".to_vec()]);
+
     // UncheckedCheckpoint: a checkpoint that does not match the token is loaded.
     let forged = ExecCheckpoint {
         seq: Seq(4),

@@ -505,6 +505,7 @@ impl OrderReplica {
     pub(crate) fn check_prepared(&mut self, now: Micros, seq: Seq, out: &mut Vec<Action>) {
         let medium = self.medium();
         let view = self.views.current();
+        let tentative_agreement = self.cfg().tentative_agreement;
         let Some(slot) = self.log.get_mut(seq) else {
             return;
         };
@@ -518,6 +519,17 @@ impl OrderReplica {
         slot.record.prepared = slot.record.accepted().cloned();
         slot.commits.insert(self.me, d);
         let record = plumb_core::storage::encode(&slot.record);
+        // Tentative agreement: the prepared certificate is on the disk once the sync below
+        // completes, and the TENTATIVE-BATCH waits behind it like the COMMIT.
+        let tentative = slot
+            .record
+            .prepared
+            .as_ref()
+            .filter(|_| tentative_agreement)
+            .map(|(_, b)| b.clone());
+        if tentative.is_some() {
+            slot.tentative_sent_in = Some(view);
+        }
         self.note_prepared(seq);
         self.put(slot_key(seq), record, out);
         self.sync(out);
@@ -529,6 +541,9 @@ impl OrderReplica {
             },
             out,
         );
+        if let Some(batch) = tentative {
+            self.send_to_exec(&Message::TentativeBatch { view, seq, batch }, out);
+        }
         self.check_committed(now, seq, out);
     }
 
@@ -572,20 +587,29 @@ impl OrderReplica {
             applied_requests += batch.requests.len();
             let slot = self.log.get(seq);
             let carried = slot.is_some_and(|s| s.carried);
+            // Sent tentatively in the view it committed in: every execution replica has it
+            // from us already, and one that cannot gather the tentative quorum (a peer caught
+            // up without preparing it) asks with LAST-EXEC, answered with committed ones.
+            let sent_tentatively = slot
+                .is_some_and(|s| s.committed_in.is_some() && s.tentative_sent_in == s.committed_in);
             out.push(Action::Observe(Observation::Committed {
                 seq,
                 view: slot.and_then(|s| s.committed_in),
                 digest,
                 carried,
             }));
-            self.send_to_exec(
-                &Message::NextBatch {
-                    view: self.views.current(),
-                    seq,
-                    batch,
-                },
-                out,
-            );
+            if sent_tentatively {
+                self.counters.add("next-batch-sent-tentatively");
+            } else {
+                self.send_to_exec(
+                    &Message::NextBatch {
+                        view: self.views.current(),
+                        seq,
+                        batch,
+                    },
+                    out,
+                );
+            }
             if seq.is_multiple_of(self.cfg().checkpoint_interval) {
                 self.checkpoints.snapshot(seq, self.state.clone());
                 self.finish_checkpoint(now, seq, out);

@@ -33,6 +33,9 @@ pub struct Slot {
     pub committed_in: Option<View>,
     /// We sent COMMIT in `votes_view`.
     pub sent_commit: bool,
+    /// The view we last sent the slot's prepared batch to the execution stage in, tentatively
+    /// (tentative agreement): committed in that view, the batch is not sent again.
+    pub tentative_sent_in: Option<View>,
     pub votes_view: View,
     /// The accepted batch came from a NEW-VIEW decision, not a fresh PRE-PREPARE (reported to
     /// the simulator, which allows a request in two batches only for such carried-over ones).

@@ -31,6 +31,36 @@ fn ol1_requests_are_ordered_and_sent_to_execution() {
 }
 
 #[test]
+fn with_tentative_agreement_every_replica_sends_each_batch_it_prepared_tentatively_and_once() {
+    let mut h = Harness::with_config(1, 1, 8, |c| c.tentative_agreement = true);
+    for c in 0..4 {
+        h.request(c, 1, b"op");
+    }
+    // The harness checks each TENTATIVE-BATCH leaves after its slot's sync.
+    h.advance(50_000);
+    assert!(!h.committed.is_empty());
+    for (seq, digest) in &h.committed {
+        let senders = h
+            .tentatives
+            .iter()
+            .filter(|((_, s), (view, d))| s == seq && *view == View::ZERO && d == digest)
+            .count();
+        assert_eq!(
+            senders, 4,
+            "batch {seq}: every order replica prepared it in view 0"
+        );
+    }
+    // Committed in the view it was sent tentatively in: not sent again.
+    assert!(h.next_batches.is_empty(), "{:?}", h.next_batches);
+    // Off (the default): committed NEXT-BATCHes only.
+    let mut h = Harness::new(1, 1, 8);
+    h.request(0, 1, b"op");
+    h.advance(50_000);
+    assert!(!h.exec_seen.is_empty());
+    assert!(h.tentatives.is_empty());
+}
+
+#[test]
 fn os3_next_request_only_after_previous() {
     let mut h = Harness::new(1, 1, 8);
     h.request(0, 2, b"second first");

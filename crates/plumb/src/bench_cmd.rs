@@ -116,7 +116,8 @@ struct SpeculationArgs {
     /// Operations before each timed run (not counted).
     #[arg(long, default_value_t = 20)]
     warmup_ops: u64,
-    /// The systems, in order.
+    /// The systems, in order: unreplicated, plumb, plumb-spec, plumb-tentative (plumb with
+    /// tentative agreement, docs/protocol.md).
     #[arg(
         long,
         value_delimiter = ',',
@@ -227,10 +228,11 @@ struct ProphecyArgs {
 
 #[derive(Args, Debug)]
 struct CompareArgs {
-    /// The systems, in order: plumb-u<U>r<R>[-split], plumb-coord-u<U>r<R>[-split][-ordered-reads]
-    /// (the ZooKeeper gateway sends reads that set no watch down the read-only path, as `plumb
-    /// init --app coord` configures it; -ordered-reads: it orders every read), etcd, zookeeper,
-    /// redis.
+    /// The systems, in order: plumb-u<U>r<R>[-split][-tentative],
+    /// plumb-coord-u<U>r<R>[-split][-tentative][-ordered-reads] (-tentative: with tentative
+    /// agreement; the ZooKeeper gateway sends reads that set no watch down the read-only path,
+    /// as `plumb init --app coord` configures it; -ordered-reads: it orders every read), etcd,
+    /// zookeeper, redis.
     #[arg(
         long,
         value_delimiter = ',',
@@ -651,6 +653,7 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
                 u: a.u,
                 r: a.r.unwrap_or(0),
                 split: a.split,
+                tentative: false,
             };
             Ok((
                 &a.common,
@@ -688,7 +691,12 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
                     continue;
                 }
                 for (u, r) in [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)] {
-                    systems.push(SystemSpec::Plumb(PlumbShape { u, r, split }));
+                    systems.push(SystemSpec::Plumb(PlumbShape {
+                        u,
+                        r,
+                        split,
+                        tentative: false,
+                    }));
                 }
             }
             Ok((
@@ -888,7 +896,7 @@ fn speculation_cmd(s: &SpeculationArgs) -> ExitCode {
     };
     print_provenance(&command, &outcome.load_before, &outcome.load_after);
     out!(
-        "plumb: u1r1 co-located, {} node processes, node i on {}.{}, specbench behind the predicated-request shim, called through the client library one operation at a time (client record synced per request); plumb-spec: the same cluster through a speculative session of {} lanes going on with execution replica 0's early replies; peak: clients of 2 identities each, a speculative session per client (plumb-spec) or 2 callers per client (plumb); primary rotation off (throughput_grace_us = 1 h) so the view-0 primary stays on node 0",
+        "plumb: u1r1 co-located, {} node processes, node i on {}.{}, specbench behind the predicated-request shim, called through the client library one operation at a time (client record synced per request); plumb-tentative: the same with tentative agreement; plumb-spec: the same cluster through a speculative session of {} lanes going on with execution replica 0's early replies; peak: clients of 2 identities each, a speculative session per client (plumb-spec) or 2 callers per client (plumb); primary rotation off (throughput_grace_us = 1 h) so the view-0 primary stays on node 0",
         outcome.nodes,
         s.net,
         "11+i",
@@ -961,6 +969,7 @@ fn scoreboard_cmd(a: &BenchArgs, names: &str) -> ExitCode {
             u: a.u,
             r: a.r.unwrap_or(1),
             split: a.split,
+            tentative: false,
         },
         workload,
         clients: a.common.clients.iter().copied().max().unwrap_or(32).max(1),

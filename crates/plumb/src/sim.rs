@@ -69,6 +69,10 @@ pub struct SimArgs {
     /// actives. Needs u of at least 1.
     #[arg(long)]
     zz: bool,
+    /// Tentative agreement (docs/protocol.md) on or off in every seed; absent, each seed draws
+    /// it (half of them on). A seed found before tentative agreement existed replays with off.
+    #[arg(long, value_parser = ["on", "off"])]
+    tentative: Option<String>,
     /// The linearizability checker's step budget per partition. A history it cannot decide
     /// within the budget fails the seed as undecided (lower it to see that gate work).
     #[arg(long, default_value_t = plumb_sim::lincheck::DEFAULT_MAX_STEPS)]
@@ -129,6 +133,7 @@ fn options(args: &SimArgs, seed: u64) -> SimOptions {
         sketcher: args.sketcher,
         partial: args.partial,
         zz: args.zz,
+        tentative: args.tentative.as_deref().map(|t| t == "on"),
         check_max_steps: args.check_max_steps,
         ..SimOptions::new(seed, args.u, args.r)
     }

@@ -79,7 +79,11 @@ impl SimConfig {
     pub fn generate(seed: u64, faults: Faults, with_faults: bool) -> SimConfig {
         let mut rng = SimRng::new(seed, &format!("config u={} r={}", faults.u, faults.r));
         let quorums = Quorums::minimal(faults);
-        let protocol = protocol_config(&mut rng, quorums);
+        let mut protocol = protocol_config(&mut rng, quorums);
+        // Half the seeds run tentative agreement (docs/protocol.md): both ways an execution
+        // replica learns a batch are under every fault. A stream of its own leaves the rest of
+        // a seed's draws as they were.
+        protocol.tentative_agreement = SimRng::new(seed, "tentative agreement").chance(0.5);
         let clients = rng.range(3, MAX_CLIENTS as u64) as u32;
         let heal_at = rng.range(8_000_000, 15_000_000);
         let window = rng.range(20_000_000, 30_000_000);
@@ -238,7 +242,7 @@ impl fmt::Display for SimConfig {
         let p = &self.protocol;
         writeln!(
             f,
-            "  protocol: cp_interval {}, batch_max {}, batch_timeout {}us, inline_max {}B, client_retry {}..{}us, view_change {}us, auth_resend {}us, catch_up {}us, clock_skew {}us, blacklist {}us, heartbeat {}us, throughput grace {}us",
+            "  protocol: cp_interval {}, batch_max {}, batch_timeout {}us, inline_max {}B, client_retry {}..{}us, view_change {}us, auth_resend {}us, catch_up {}us, clock_skew {}us, blacklist {}us, heartbeat {}us, throughput grace {}us{}",
             p.checkpoint_interval,
             p.batch_max,
             p.batch_timeout_us,
@@ -251,7 +255,12 @@ impl fmt::Display for SimConfig {
             p.max_clock_skew_us,
             p.blacklist_us,
             p.heartbeat_us,
-            p.throughput_grace_us
+            p.throughput_grace_us,
+            if p.tentative_agreement {
+                ", tentative agreement"
+            } else {
+                ""
+            }
         )?;
         if p.zz {
             writeln!(

@@ -87,6 +87,9 @@ pub struct SimOptions {
     /// until `r + 1` order replicas wake them; the plan's faulty and crashing execution
     /// replicas are mostly actives, so sleepers must wake. Needs `u >= 1` (a sleeper).
     pub zz: bool,
+    /// Tentative agreement (docs/protocol.md): `None` draws it per seed (half the seeds),
+    /// `Some` sets it, as a seed found before it existed must run to keep its scenario.
+    pub tentative: Option<bool>,
     /// The linearizability checker's step budget per partition; a history it cannot decide
     /// within it is reported as undecided, which fails the seed like a violation.
     pub check_max_steps: u64,
@@ -108,6 +111,7 @@ impl SimOptions {
             sketcher: false,
             partial: false,
             zz: false,
+            tentative: None,
             check_max_steps: plumb_lincheck::DEFAULT_MAX_STEPS,
         }
     }
@@ -160,6 +164,8 @@ pub struct SeedReport {
     pub on_demand: bool,
     /// ZZ mode (`--zz`).
     pub zz: bool,
+    /// Tentative agreement as asked for (`--tentative`); `None`: drawn per seed.
+    pub tentative: Option<bool>,
     /// False for safety-only seeds (more than `u` failures): liveness was not judged.
     pub liveness_checked: bool,
     pub violations: Vec<Violation>,
@@ -202,8 +208,13 @@ impl SeedReport {
         let sketcher = if self.sketcher { " --sketcher" } else { "" };
         let partial = if self.partial { " --partial" } else { "" };
         let zz = if self.zz { " --zz" } else { "" };
+        let tentative = match self.tentative {
+            None => "",
+            Some(true) => " --tentative on",
+            Some(false) => " --tentative off",
+        };
         format!(
-            "plumb sim --seed {} --u {} --r {}{app}{sketcher}{partial}{zz}",
+            "plumb sim --seed {} --u {} --r {}{app}{sketcher}{partial}{zz}{tentative}",
             self.seed, self.u, self.r
         )
     }
@@ -212,6 +223,9 @@ impl SeedReport {
 /// The configuration a seed runs with (printable).
 pub fn seed_config(opts: &SimOptions) -> SimConfig {
     let mut cfg = SimConfig::generate(opts.seed, Faults::new(opts.u, opts.r), opts.faults);
+    if let Some(on) = opts.tentative {
+        cfg.protocol.tentative_agreement = on;
+    }
     if opts.sketcher {
         // A read-mostly workload, as Prophecy is for: most reads go through the sketcher.
         cfg.sketcher = true;
@@ -257,10 +271,16 @@ pub fn assert_seeds_pass<A: SimApp>(
     r: u16,
     seeds: impl IntoIterator<Item = u64>,
 ) -> u64 {
+    assert_runs_pass(app, seeds.into_iter().map(|s| SimOptions::new(s, u, r)))
+}
+
+/// [`assert_seeds_pass`] over runs given whole: a regression seed kept with the options it
+/// was found with.
+pub fn assert_runs_pass<A: SimApp>(app: &A, runs: impl IntoIterator<Item = SimOptions>) -> u64 {
     let mut failures = Vec::new();
     let mut completed = 0;
-    for seed in seeds {
-        let report = run_app_seed(app, &SimOptions::new(seed, u, r));
+    for opts in runs {
+        let report = run_app_seed(app, &opts);
         completed += report.stats.completed;
         if !report.ok() {
             let first: Vec<String> = report
@@ -308,6 +328,7 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
         // What was asked for, so that the replay command runs this seed again: `--zz` implies
         // loads on demand without `--partial`'s plan.
         report.partial = opts.partial;
+        report.tentative = opts.tentative;
         report
     }));
     outcome.unwrap_or_else(|payload| {
@@ -325,6 +346,7 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
             partial: opts.partial,
             on_demand: opts.partial || opts.zz,
             zz: opts.zz,
+            tentative: opts.tentative,
             liveness_checked: false,
             violations: vec![Violation {
                 property: "panic",

@@ -140,6 +140,7 @@ pub fn expectation(s: Sabotage) -> Expectation {
         Sabotage::UncheckedCheckpoint => (KV, &["ES-checkpoint-agreement", "ES-state"], 300),
         Sabotage::SkipRequestSequenceCheck => (KV, &["OS3", "LS4", "CS1"], 300),
         Sabotage::ExecLearnBelowQuorum => (KV, &["ES-agreement", "LS1", "LS3"], 300),
+        Sabotage::TentativeBelowQuorum => (KV, &["ES-committed", "ES-agreement"], 300),
         // A replica that forgot what it voted votes again as if new: its VIEW-CHANGE leaves out
         // slots it committed, or it votes for another batch in a slot it voted in.
         Sabotage::Amnesia => (

@@ -59,6 +59,25 @@ fn short(life: &plumb_wire::Life) -> String {
     format!("{:04x}", life.0 >> 48)
 }
 
+/// A NEXT-BATCH or TENTATIVE-BATCH: view, sequence number, agreed time and requests.
+fn batch_line(
+    kind: &str,
+    view: plumb_wire::View,
+    seq: plumb_wire::Seq,
+    batch: &plumb_wire::Batch,
+) -> String {
+    let reqs: Vec<String> = batch
+        .requests
+        .iter()
+        .map(|r| format!("c{}/{}", r.client, r.nc))
+        .collect();
+    format!(
+        "{kind} v={view} n={seq} t={} [{}]",
+        batch.time,
+        reqs.join(" ")
+    )
+}
+
 /// A one-line summary of a message; operations and results in `app`'s words.
 pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
     let op_text = |op: &[u8]| app.op_text(op);
@@ -119,17 +138,9 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
         Message::Committed { seq, batch } => format!("committed n={seq} {:?}", batch.digest(*seq)),
         Message::FetchOrderState { seq } => format!("fetch-order-state n={seq}"),
         Message::OrderState { seq, state } => format!("order-state n={seq} {}B", state.len()),
-        Message::NextBatch { view, seq, batch } => {
-            let reqs: Vec<String> = batch
-                .requests
-                .iter()
-                .map(|r| format!("c{}/{}", r.client, r.nc))
-                .collect();
-            format!(
-                "next-batch v={view} n={seq} t={} [{}]",
-                batch.time,
-                reqs.join(" ")
-            )
+        Message::NextBatch { view, seq, batch } => batch_line("next-batch", *view, *seq, batch),
+        Message::TentativeBatch { view, seq, batch } => {
+            batch_line("tentative-batch", *view, *seq, batch)
         }
         Message::Retransmit { client, next_seq } => format!("retransmit c{client} next={next_seq}"),
         Message::LoadCp { seq, token } => format!("load-cp n={seq} {token:?}"),

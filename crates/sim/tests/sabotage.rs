@@ -28,6 +28,7 @@ fn report(properties: &[&'static str], undecided: bool) -> SeedReport {
         partial: false,
         on_demand: false,
         zz: false,
+        tentative: None,
         liveness_checked: true,
         violations: properties
             .iter()

@@ -550,6 +550,15 @@ pub enum Message {
     Sleep {
         seq: Seq,
     },
+    /// Tentative `NEXT-BATCH` (seed 004 §6.2.3, docs/protocol.md "Tentative agreement"): the
+    /// sender holds a prepared certificate for `batch` at `(view, seq)`, durably. An execution
+    /// replica learns the batch from `n - u` of these matching in one view, a round before
+    /// `r + 1` committed [`Message::NextBatch`]es.
+    TentativeBatch {
+        view: View,
+        seq: Seq,
+        batch: Batch,
+    },
 }
 
 /// Most reports in one [`Message::ExecReport`]; a longer one is dropped.
@@ -628,6 +637,7 @@ impl Message {
             Message::ExecReport { .. } => "exec-report",
             Message::Wake { .. } => "wake",
             Message::Sleep { .. } => "sleep",
+            Message::TentativeBatch { .. } => "tentative-batch",
             Message::ReplyCopy { .. } => "reply-copy",
             Message::RelayedReply { .. } => "relayed-reply",
             Message::Push { .. } => "push",

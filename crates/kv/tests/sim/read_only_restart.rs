@@ -15,5 +15,10 @@ const SEED: u64 = 39;
 
 #[test]
 fn read_only_after_restart_seed_passes() {
-    sim_support::assert_seeds_pass(1, 0, [SEED]);
+    // Found before tentative agreement existed: run as found.
+    let opts = plumb_sim::SimOptions {
+        tentative: Some(false),
+        ..plumb_sim::SimOptions::new(SEED, 1, 0)
+    };
+    sim_support::assert_runs_pass([opts]);
 }

@@ -14,3 +14,8 @@ pub fn run_seed(opts: &SimOptions) -> SeedReport {
 pub fn assert_seeds_pass(u: u16, r: u16, seeds: impl IntoIterator<Item = u64>) {
     plumb_sim::assert_seeds_pass(&Kv, u, r, seeds);
 }
+
+/// Runs of the key-value store given whole (`plumb_sim::assert_runs_pass`).
+pub fn assert_runs_pass(runs: impl IntoIterator<Item = SimOptions>) {
+    plumb_sim::assert_runs_pass(&Kv, runs);
+}

@@ -24,6 +24,8 @@ pub struct Harness {
     pub timers: Vec<BTreeMap<u32, u64>>,
     /// (replica, seq) -> digest of committed NextBatch
     pub next_batches: BTreeMap<(OrderId, Seq), Digest>,
+    /// TENTATIVE-BATCHes execution replicas received: (sender, seq) -> (view, digest).
+    pub tentatives: BTreeMap<(OrderId, Seq), (plumb_wire::View, Digest)>,
     pub committed: BTreeMap<Seq, Digest>,
     /// Frames each replica sent ahead of its pending syncs (`Action::SendUnsynced`).
     pub unsynced: Vec<usize>,
@@ -117,6 +119,7 @@ impl Harness {
             now: 1_000,
             timers: vec![BTreeMap::new(); q.order],
             next_batches: BTreeMap::new(),
+            tentatives: BTreeMap::new(),
             committed: BTreeMap::new(),
             unsynced: vec![0; q.order],
             down: vec![false; q.order],
@@ -162,6 +165,7 @@ impl Harness {
         let mut out = Vec::new();
         let local = self.now.saturating_add_signed(self.clock_offset[i.index()]);
         r.handle(local, ev, &mut out);
+        self.check_tentatives_follow_their_sync(i, &out);
         for a in out {
             match a {
                 Action::SendUnsynced { to, frame } if !self.cut[i.index()] => {
@@ -252,8 +256,44 @@ impl Harness {
                 self.next_batches.insert((o, seq), d);
                 self.exec_seen.insert(seq, batch);
             }
+            Message::TentativeBatch { view, seq, batch } => {
+                self.tentatives.insert((o, seq), (view, batch.digest(seq)));
+            }
             Message::LoadCp { seq, token } => self.load_cps.push((e, o, seq, token)),
             _ => {}
+        }
+    }
+
+    /// A TENTATIVE-BATCH vouches for a prepared certificate on the disk: in the actions of one
+    /// step, it comes after a sync that follows the last write of its slot.
+    fn check_tentatives_follow_their_sync(&self, i: OrderId, out: &[Action]) {
+        let mut last_sync = None;
+        let mut last_put: HashMap<&str, usize> = HashMap::new();
+        for (k, a) in out.iter().enumerate() {
+            match a {
+                Action::Store(StoreOp::Sync) => last_sync = Some(k),
+                Action::Store(StoreOp::Put { key, .. }) => {
+                    last_put.insert(key.as_str(), k);
+                }
+                Action::Send {
+                    to: to @ Principal::Exec(_),
+                    frame,
+                } => {
+                    let Ok((_, Message::TentativeBatch { seq, .. })) = self.rings[to].open(frame)
+                    else {
+                        continue;
+                    };
+                    let key = format!("order/slot/{:020}", seq.0);
+                    let put_at = last_put.get(key.as_str()).copied().unwrap_or_else(|| {
+                        panic!("o{i} sent a TENTATIVE-BATCH for {seq} without writing its slot")
+                    });
+                    assert!(
+                        last_sync.is_some_and(|s| s > put_at),
+                        "o{i} sent a TENTATIVE-BATCH for {seq} before its slot was synced"
+                    );
+                }
+                _ => {}
+            }
         }
     }
 

@@ -161,6 +161,15 @@ impl Checker {
                 ),
             );
         }
+        if let Some((committed, by)) = self.committed.get(&seq) {
+            if *committed != got.digest {
+                let detail = format!(
+                    "batch {seq}: {p} executed {:?}, {by} committed {committed:?}",
+                    got.digest
+                );
+                self.violate("ES-committed", detail);
+            }
+        }
         match self.agreed.get(&seq) {
             None => {
                 self.agreed.insert(seq, got);
@@ -222,7 +231,20 @@ impl Checker {
         }
     }
 
+    /// OS-agreement; and ES-committed: what correct execution replicas execute at a sequence
+    /// number is what correct order replicas commit there, whichever the checker sees first
+    /// (with tentative agreement an execution replica may execute a batch before any order
+    /// replica commits it).
     fn committed_batch(&mut self, p: Principal, seq: Seq, digest: plumb_crypto::Digest) {
+        if let Some(executed) = self.agreed.get(&seq) {
+            if executed.digest != digest {
+                let detail = format!(
+                    "batch {seq}: {} executed {:?}, {p} committed {digest:?}",
+                    executed.by, executed.digest
+                );
+                self.violate("ES-committed", detail);
+            }
+        }
         match self.committed.get(&seq) {
             None => {
                 self.committed.insert(seq, (digest, p));

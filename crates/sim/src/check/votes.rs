@@ -40,6 +40,7 @@ fn is_vote(msg: &Message) -> bool {
             | Message::Committed { .. }
             | Message::OrderState { .. }
             | Message::NextBatch { .. }
+            | Message::TentativeBatch { .. }
             | Message::LoadCp { .. }
             | Message::RecoveryReply { .. }
     )

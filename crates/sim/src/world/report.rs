@@ -89,6 +89,7 @@ impl<A: SimApp> World<'_, A> {
             partial: self.cfg.protocol.load_objects_on_demand,
             on_demand: self.cfg.protocol.load_objects_on_demand,
             zz: self.cfg.protocol.zz,
+            tentative: None,
             liveness_checked,
             violations,
             suppressed_violations: suppressed,
