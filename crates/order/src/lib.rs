@@ -51,6 +51,7 @@ mod wake;
 mod watch;
 
 pub use rejoin::{genesis, store_is_intact, GENESIS_KEY};
+pub use slot::slot_key;
 pub use state::OrderState;
 pub use view_change::{decide, Decision};
 

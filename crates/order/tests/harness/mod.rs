@@ -283,7 +283,7 @@ impl Harness {
                     else {
                         continue;
                     };
-                    let key = format!("order/slot/{:020}", seq.0);
+                    let key = plumb_order::slot_key(seq);
                     let put_at = last_put.get(key.as_str()).copied().unwrap_or_else(|| {
                         panic!("o{i} sent a TENTATIVE-BATCH for {seq} without writing its slot")
                     });
