@@ -21,6 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) struct Transfer {
     /// Checkpoints held (on disk and in memory), to load or to serve to peers.
     pub(crate) held: BTreeMap<Seq, Held>,
+    /// Trees of checkpoints no longer held, freed a few nodes after each batch
+    /// ([`RETIRED_FREED_PER_BATCH`]) instead of all at once inside the next checkpoint's step.
+    pub(crate) retired: plumb_objects::Retired,
     /// Each order replica's latest LOAD-CP.
     pub(crate) load_votes: BTreeMap<OrderId, (Seq, Digest)>,
     pub(crate) loading: Option<Loading>,

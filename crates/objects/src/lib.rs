@@ -32,7 +32,7 @@ pub use plumb_app::{ObjectId, ObjectState, ObjectWrite, OBJECT_ID_BITS_MAX};
 pub use position::NodePos;
 pub use proof::{Proof, ProofError};
 pub use sync::{serve_children, SyncReject, SyncStats, TreeSync};
-pub use tree::{Held, ObjectBytes, ObjectTree};
+pub use tree::{Held, ObjectBytes, ObjectTree, Retired};
 pub use update::{ProvenWrite, StateUpdate, UpdateError};
 
 /// The deepest tree supported (the application contract's limit).

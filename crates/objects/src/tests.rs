@@ -7,6 +7,7 @@ use plumb_wire::{ClientId, Seq};
 use plumb_wire::{Life, ReqNo};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 mod partial;
 
@@ -365,4 +366,54 @@ fn corrupt_delta_checkpoints_are_errors() {
     let mut decoded = DeltaCheckpoint::decode(&cp).unwrap();
     decoded.log.reverse();
     assert!(DeltaCheckpoint::decode(&decoded.encode()).is_err());
+}
+
+#[test]
+fn a_retired_tree_frees_only_what_no_later_tree_holds() {
+    let before: BTreeMap<u64, Vec<u8>> = (0..64u64).map(|i| (i, vec![i as u8; 8])).collect();
+    let old = tree_of(10, &before);
+    let mut new = old.clone();
+    new.apply_vecs((0..8u64).map(|i| (ObjectId(i), Some(vec![0xee; 4]))))
+        .unwrap();
+    let root = new.root();
+    // The old tree is the only holder of object 3's old bytes (besides this copy), and shares
+    // object 40's leaf with the new tree.
+    let bytes_of = |t: &ObjectTree, id: u64| match t.lookup(ObjectId(id)) {
+        Held::Object(Some(b)) => b.clone(),
+        other => panic!("object {id}: {other:?}"),
+    };
+    let (overwritten, shared) = (bytes_of(&old, 3), bytes_of(&old, 40));
+    assert_eq!(Arc::strong_count(&overwritten), 2);
+    assert_eq!(Arc::strong_count(&shared), 2);
+    let mut retired = Retired::default();
+    retired.retire(old);
+    let mut steps = 0;
+    while !retired.free(1) {
+        steps += 1;
+        assert!(
+            steps < 10_000,
+            "a retired tree is freed in finitely many steps"
+        );
+    }
+    assert!(retired.is_empty());
+    assert_eq!(
+        Arc::strong_count(&overwritten),
+        1,
+        "its old bytes were freed"
+    );
+    assert_eq!(
+        Arc::strong_count(&shared),
+        2,
+        "the new tree still holds the rest"
+    );
+    assert_eq!(new.root(), root);
+    assert_eq!(
+        new.root(),
+        tree_of(10, &{
+            let mut after = before.clone();
+            after.extend((0..8u64).map(|i| (i, vec![0xee; 4])));
+            after
+        })
+        .root()
+    );
 }

@@ -1028,3 +1028,49 @@ fn update(
     let right = update(r, bit, &writes[split..], len);
     inner(left, right, bit)
 }
+
+/// Trees no longer needed, freed a few nodes at a time.
+///
+/// Dropping a checkpoint's tree frees every node no later tree shares: the paths of all the
+/// objects written in the interval after it, tens of thousands of allocations under load. The
+/// execution stage dropped it inside the step that takes the next checkpoint, on every replica
+/// at the same batch: a quarter of that step's CPU (a profile of u1r0 writes at 64 clients,
+/// 2026-12-04, docs/performance.md). A retired tree is taken apart instead by
+/// [`Retired::free`], a bounded number of nodes per call, between batches.
+#[derive(Debug, Default)]
+pub struct Retired {
+    /// Nodes still to free. A node is taken apart only if no other tree shares it (its
+    /// children are then pushed here); a shared one is only released.
+    stack: Vec<Arc<Node>>,
+}
+
+impl Retired {
+    /// Retire `tree`. What an earlier tree left is freed first, so at most one tree's worth of
+    /// nodes ever waits here.
+    pub fn retire(&mut self, tree: ObjectTree) {
+        self.free(usize::MAX);
+        self.stack.extend(tree.root);
+    }
+
+    /// Free up to `budget` nodes (each step frees or releases one node). Returns whether
+    /// nothing is left.
+    pub fn free(&mut self, budget: usize) -> bool {
+        for _ in 0..budget {
+            let Some(node) = self.stack.pop() else {
+                return true;
+            };
+            if let Ok(Node::Inner { left, right, .. }) = Arc::try_unwrap(node) {
+                self.stack.extend(left);
+                self.stack.extend(right);
+            }
+            // A leaf, a missing subtree, or a node another tree holds: dropped here, one
+            // allocation at most.
+        }
+        self.stack.is_empty()
+    }
+
+    /// Whether nothing waits to be freed.
+    pub fn is_empty(&self) -> bool {
+        self.stack.is_empty()
+    }
+}
