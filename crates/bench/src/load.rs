@@ -330,6 +330,12 @@ pub async fn run(target: &dyn Target, spec: &RunSpec) -> Result<RunResult, Strin
             if !d.slow.is_empty() {
                 parts.push(format!("slow requests: {}", BatchStats::line(&d.slow)));
             }
+            if !d.drops.is_empty() {
+                parts.push(format!("messages dropped: {}", BatchStats::line(&d.drops)));
+            }
+            if d.slow_syncs > 0 {
+                parts.push(format!("syncs over 50 ms: {}", d.slow_syncs));
+            }
             parts.join("; ")
         }),
         round: 1,

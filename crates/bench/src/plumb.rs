@@ -388,21 +388,39 @@ pub(crate) async fn cluster_batch_stats(cluster: &Cluster) -> Option<BatchStats>
             continue;
         };
         let s = stats.get_or_insert_with(BatchStats::default);
-        // Any execution replica executes every batch; count the first that answers.
         let is_exec = n.principals.iter().any(|p| matches!(p, Principal::Exec(_)));
-        if is_exec && s.batches == 0 {
-            s.batches = metric(&text, "plumb_batches_executed_total").unwrap_or(0);
-            s.requests = metric(&text, "plumb_requests_executed_total").unwrap_or(0);
-        }
-        s.view = s.view.max(metric(&text, "plumb_view").unwrap_or(0));
-        for (k, v) in labelled(&text, "plumb_view_changes_total") {
-            *s.view_changes.entry(k).or_insert(0) += v;
-        }
-        for (k, v) in labelled(&text, "plumb_slow_requests_total") {
-            *s.slow.entry(k).or_insert(0) += v;
-        }
+        add_node_stats(&text, is_exec, s);
     }
     stats
+}
+
+/// Add one node's `/metrics` text to `s` (`is_exec`: the node hosts an execution replica).
+fn add_node_stats(text: &str, is_exec: bool, s: &mut BatchStats) {
+    // Any execution replica executes every batch; count the first that answers.
+    if is_exec && s.batches == 0 {
+        s.batches = metric(text, "plumb_batches_executed_total").unwrap_or(0);
+        s.requests = metric(text, "plumb_requests_executed_total").unwrap_or(0);
+    }
+    s.view = s.view.max(metric(text, "plumb_view").unwrap_or(0));
+    for (k, v) in labelled(text, "plumb_view_changes_total") {
+        *s.view_changes.entry(k).or_insert(0) += v;
+    }
+    for (k, v) in labelled(text, "plumb_slow_requests_total") {
+        *s.slow.entry(k).or_insert(0) += v;
+    }
+    // Keyed `principal/reason`: summed over principals.
+    for (k, v) in labelled(text, "plumb_messages_dropped_total") {
+        let reason = k.rsplit_once('/').map_or(k.as_str(), |(_, r)| r);
+        *s.drops.entry(reason.to_string()).or_insert(0) += v;
+    }
+    // Keyed `principal` and `principal/le`: each stage's syncs less those within 50 ms.
+    let within: BTreeMap<String, u64> = labelled(text, "plumb_fsync_seconds_bucket")
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.strip_suffix("/0.05")?.to_string(), v)))
+        .collect();
+    for (principal, all) in labelled(text, "plumb_fsync_seconds_count") {
+        s.slow_syncs += all.saturating_sub(within.get(&principal).copied().unwrap_or(all));
+    }
 }
 
 /// The pool queues operations for its clients, so a session is just a handle on it: with as
@@ -430,5 +448,43 @@ impl Session for PlumbSession {
                 .map_err(|e| e.to_string())?;
             self.app.reply_bytes(&reply)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines as a node's `/metrics` gives them (prometheus_client's text format).
+    const NODE: &str = r#"plumb_view 2
+plumb_batches_executed_total 40
+plumb_requests_executed_total 400
+plumb_view_changes_total{cause="rotation"} 1
+plumb_slow_requests_total{stage="order",reason="votes"} 3
+plumb_messages_dropped_total{principal="e0",reason="command-unknown-batch"} 5
+plumb_messages_dropped_total{principal="o0",reason="vote-view"} 2
+plumb_messages_dropped_total{principal="e1",reason="command-unknown-batch"} 1
+plumb_fsync_seconds_count{principal="a0"} 100
+plumb_fsync_seconds_bucket{principal="a0",le="0.025"} 96
+plumb_fsync_seconds_bucket{principal="a0",le="0.05"} 97
+plumb_fsync_seconds_bucket{principal="a0",le="0.1"} 100
+plumb_fsync_seconds_count{principal="o0"} 10
+plumb_fsync_seconds_bucket{principal="o0",le="0.05"} 10
+"#;
+
+    #[test]
+    fn a_node_s_metrics_give_its_stalls_drops_and_slow_syncs() {
+        let mut s = BatchStats::default();
+        add_node_stats(NODE, true, &mut s);
+        add_node_stats(NODE, false, &mut s);
+        assert_eq!((s.batches, s.requests, s.view), (40, 400, 2));
+        assert_eq!(s.view_changes.get("rotation"), Some(&2));
+        assert_eq!(s.slow.get("order/votes"), Some(&6));
+        assert_eq!(s.drops.get("command-unknown-batch"), Some(&12));
+        assert_eq!(s.drops.get("vote-view"), Some(&4));
+        assert_eq!(
+            s.slow_syncs, 6,
+            "three of a0's syncs over 50 ms, on each node"
+        );
     }
 }

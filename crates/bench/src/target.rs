@@ -57,7 +57,8 @@ pub trait Session: Send {
 }
 
 /// Totals read off the replicas: how many batches and requests they ordered, the view, and
-/// what stalled (view changes by cause, slow requests by stage and reason, summed over nodes).
+/// what stalled (view changes by cause, slow requests by stage and reason, messages dropped by
+/// reason, summed over nodes).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BatchStats {
     pub batches: u64,
@@ -66,6 +67,12 @@ pub struct BatchStats {
     pub view: u64,
     pub view_changes: BTreeMap<String, u64>,
     pub slow: BTreeMap<String, u64>,
+    /// Messages the nodes dropped, by reason, summed over principals and nodes: a stall that
+    /// waited out a timer often began with one.
+    pub drops: BTreeMap<String, u64>,
+    /// Syncs (fdatasync) that took over 50 ms, summed over stages and nodes: every process
+    /// of a cluster on one machine shares one disk, so one slow sync often stalls a quorum.
+    pub slow_syncs: u64,
 }
 
 impl BatchStats {
@@ -87,6 +94,8 @@ impl BatchStats {
             view: self.view.saturating_sub(earlier.view),
             view_changes: diff(&self.view_changes, &earlier.view_changes),
             slow: diff(&self.slow, &earlier.slow),
+            drops: diff(&self.drops, &earlier.drops),
+            slow_syncs: self.slow_syncs.saturating_sub(earlier.slow_syncs),
         }
     }
 
