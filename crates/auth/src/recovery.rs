@@ -41,8 +41,7 @@ pub fn superseded_key(client: ClientId) -> String {
 
 /// Key of a superseded body of ordered number `(client, nc)` in cache interval `interval`.
 pub fn cached_superseded_key(interval: u64, client: ClientId, nc: ReqNo, digest: Digest) -> String {
-    let hex: String = digest.0.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}/{hex}", cached_key(interval, client, nc))
+    format!("{}/{}", cached_key(interval, client, nc), digest.hex())
 }
 
 /// Prefix of every body of cache interval `interval` (the trailing `/` keeps interval 1 from

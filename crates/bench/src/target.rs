@@ -58,7 +58,7 @@ pub trait Session: Send {
 
 /// Totals read off the replicas: how many batches and requests they ordered, the view, and
 /// what stalled (view changes by cause, slow requests by stage and reason, messages dropped by
-/// reason, summed over nodes).
+/// reason, syncs over 50 ms, summed over nodes).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BatchStats {
     pub batches: u64,

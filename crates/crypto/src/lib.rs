@@ -54,6 +54,16 @@ impl Digest {
         Digest(*h.finalize().as_bytes())
     }
 
+    /// All 32 bytes in lowercase hex (64 characters), one allocation.
+    pub fn hex(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::with_capacity(2 * self.0.len());
+        for b in self.0 {
+            let _ = write!(out, "{b:02x}");
+        }
+        out
+    }
+
     pub fn short(&self) -> String {
         self.0[..4].iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -201,6 +211,16 @@ impl PublicIdentity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_digest_in_hex_is_every_byte_lowercase_and_starts_as_its_short_form() {
+        let mut d = Digest::ZERO;
+        d.0[0] = 0xab;
+        d.0[31] = 0x0f;
+        let hex = d.hex();
+        assert_eq!(hex, format!("ab{}0f", "00".repeat(30)));
+        assert!(hex.starts_with(&d.short()));
+    }
 
     #[test]
     fn pairwise_keys_agree() {

@@ -95,12 +95,7 @@ impl LastReport {
 }
 
 fn hex<S: serde::Serializer>(d: &Digest, s: S) -> Result<S::Ok, S::Error> {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(2 * d.0.len());
-    for b in d.0 {
-        let _ = write!(out, "{b:02x}");
-    }
-    s.serialize_str(&out)
+    s.serialize_str(&d.hex())
 }
 
 /// Only called for `Some` (`skip_serializing_if` skips `None`).
