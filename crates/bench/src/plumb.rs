@@ -27,14 +27,20 @@ pub struct PlumbShape {
     pub split: bool,
     /// Tentative agreement on (`tentative_agreement = true`, docs/protocol.md).
     pub tentative: bool,
+    /// Execution replicas (`plumb init --exec`); `None`: the minimum, `u + max(u, r) + 1`.
+    pub exec: Option<usize>,
 }
 
 impl PlumbShape {
     pub fn label(&self) -> String {
         format!(
-            "u{}r{}{}{}",
+            "u{}r{}{}{}{}",
             self.u,
             self.r,
+            match self.exec {
+                Some(n) => format!("-e{n}"),
+                None => String::new(),
+            },
             if self.split { "-split" } else { "" },
             if self.tentative { TENTATIVE } else { "" }
         )
@@ -90,6 +96,7 @@ impl Plumb {
             app: app.name().to_string(),
             u: shape.u,
             r: shape.r,
+            exec: shape.exec,
             base_port,
             gateway_clients: 0,
             cli_clients: clients.max(1) + reserved,

@@ -232,6 +232,7 @@ impl ProphecyBench {
             r: 1,
             split: false,
             tentative: false,
+            exec: None,
         };
         let c = self.clients.max(1);
         let max_sketchers = if self.systems.contains(&System::Prophecy) {

@@ -123,6 +123,7 @@ impl RecoveryBench {
             r: 0,
             split: false,
             tentative: false,
+            exec: None,
         };
         let clients = self.clients.max(1) as u32;
         let mut plumb = Plumb::start(

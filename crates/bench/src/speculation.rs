@@ -481,6 +481,7 @@ impl SpeculationBench {
                     r: 1,
                     split: false,
                     tentative: system == System::PlumbTentative,
+                    exec: None,
                 };
                 // u = 1, r = 1 co-located: 4 authentication, 4 order and 3 execution
                 // replicas on 4 nodes (seed 004 Table 6.1).

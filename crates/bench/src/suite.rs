@@ -64,7 +64,7 @@ impl SystemSpec {
             _ => {}
         }
         let bad = || {
-            format!("unknown system `{text}`: use plumb-u<U>r<R>[-split][-tentative], plumb-coord-u<U>r<R>[-split][-tentative][-ordered-reads], etcd, zookeeper or redis")
+            format!("unknown system `{text}`: use plumb-u<U>r<R>[-e<N>][-split][-tentative], plumb-coord-u<U>r<R>[-e<N>][-split][-tentative][-ordered-reads], etcd, zookeeper or redis")
         };
         if let Some(default) = text
             .strip_prefix("plumb-coord-")
@@ -91,12 +91,18 @@ impl SystemSpec {
             Some(s) => (s, true),
             None => (shape, false),
         };
+        // `-e<N>`: N execution replicas (`plumb init --exec`).
+        let (shape, exec) = match shape.rsplit_once("-e") {
+            Some((s, n)) => (s, Some(n.parse().map_err(|_| bad())?)),
+            None => (shape, None),
+        };
         let (u, r) = shape.split_once('r').ok_or_else(bad)?;
         let shape = PlumbShape {
             u: u.parse().map_err(|_| bad())?,
             r: r.parse().map_err(|_| bad())?,
             split,
             tentative,
+            exec,
         };
         Ok(if coord {
             SystemSpec::PlumbCoord(shape, ordered_reads)
@@ -256,6 +262,8 @@ mod tests {
         for name in [
             "plumb-u1r0",
             "plumb-u2r1-split",
+            "plumb-u1r1-e6",
+            "plumb-u1r1-e4-split-tentative",
             "plumb-coord-u1r0",
             "plumb-coord-u1r1-split",
             "plumb-coord-u1r0-ordered-reads",
@@ -272,6 +280,8 @@ mod tests {
             "plumb-uxr1",
             "plumb-coord",
             "plumb-u1r0-ordered-reads",
+            "plumb-u1r1-e",
+            "plumb-u1r1-ex",
             "mysql",
         ] {
             assert!(SystemSpec::parse(bad).is_err(), "{bad}");

@@ -148,6 +148,7 @@ fn shape() -> PlumbShape {
         r: 1,
         split: false,
         tentative: false,
+        exec: None,
     }
 }
 

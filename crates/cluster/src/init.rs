@@ -3,7 +3,7 @@
 use crate::file::{ClientEntry, ClientRange, ClusterFile, GatewayEntry, NodeEntry, RoleKeys};
 use crate::keys::{identity_for, public_to_hex, write_secret};
 use crate::{Cluster, ClusterError, ProtocolOverrides, RoleName, WanEntry};
-use plumb_config::Faults;
+use plumb_config::{Faults, Quorums};
 use plumb_wire::{AuthId, ExecId, OrderId, Principal, SPEC_GROUP};
 use std::path::{Path, PathBuf};
 
@@ -13,6 +13,9 @@ pub struct InitOptions {
     pub app: String,
     pub u: u16,
     pub r: u16,
+    /// Execution replicas; `None` is the minimum, `u + max(u, r) + 1`. More give selective
+    /// execution room to spread work (docs/odrc.md); every quorum stays what `u` and `r` make it.
+    pub exec: Option<usize>,
     /// One host name or address per node; empty means every node on 127.0.0.1.
     pub hosts: Vec<String>,
     /// Node `i` listens on `base_port + 2i` and serves admin HTTP on `base_port + 2i + 1`;
@@ -40,6 +43,7 @@ impl Default for InitOptions {
             app: crate::DEFAULT_APP.to_string(),
             u: 1,
             r: 1,
+            exec: None,
             hosts: Vec::new(),
             base_port: 7400,
             gateway_host: "127.0.0.1".to_string(),
@@ -65,7 +69,10 @@ pub fn init(dir: &Path, o: &InitOptions) -> Result<PathBuf, ClusterError> {
         ));
     }
     let faults = Faults::new(o.u, o.r);
-    let (auth, order, exec) = (faults.min_auth(), faults.min_order(), faults.min_exec());
+    let exec = o.exec.unwrap_or(faults.min_exec());
+    let q = Quorums::new(faults, faults.min_auth(), faults.min_order(), exec)
+        .map_err(|e| ClusterError::new(&path, e.to_string()))?;
+    let (auth, order) = (q.auth, q.order);
     // The roles of each node.
     let layout: Vec<Vec<RoleName>> = if o.split {
         [
@@ -261,6 +268,32 @@ mod tests {
             let c = Cluster::load(&init(dir.path(), &o).unwrap()).unwrap();
             assert_eq!(c.faults(), Faults::new(u, r));
         }
+    }
+
+    #[test]
+    fn execution_replicas_beyond_the_minimum_get_nodes_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = InitOptions {
+            exec: Some(6),
+            ..InitOptions::default()
+        };
+        let c = Cluster::load(&init(dir.path(), &o).unwrap()).unwrap();
+        let q = c.quorums();
+        assert_eq!((q.auth, q.order, q.exec), (4, 4, 6));
+        // Four nodes with a replica of each stage, two with an execution replica only.
+        assert_eq!(c.nodes.len(), 6);
+        assert!(c.nodes[4..]
+            .iter()
+            .all(|n| n.principals == [Principal::Exec(ExecId(n.id))]));
+        // The quorums are still those of u=1, r=1.
+        assert_eq!((q.reply(), q.exec_checkpoint()), (2, 2));
+        // Fewer than the minimum is refused, saying what is needed.
+        let o = InitOptions {
+            exec: Some(2),
+            ..InitOptions::default()
+        };
+        let e = init(tempfile::tempdir().unwrap().path(), &o).err().unwrap();
+        assert!(e.to_string().contains("requires at least 3"), "{e}");
     }
 
     #[test]

@@ -444,6 +444,16 @@ impl ProtocolConfig {
                 value: 1,
             });
         }
+        // ZZ's sleepers stand in for the `u` replicas that may fail; more would only sleep, and
+        // a client that lost its record could no longer hear `n_exec - u` of them while they do
+        // (found by `plumb sim --zz --extra-exec 1`, seed 4).
+        if self.zz && self.quorums.exec > self.quorums.faults.min_exec() {
+            return Err(ConfigError::BadValue {
+                field: "zz",
+                requirement: "off with more than u + max(u, r) + 1 execution replicas (ZZ keeps max(u, r) + 1 executing and u asleep; use the minimum or turn zz off)",
+                value: 1,
+            });
+        }
         for (field, requirement, value, ok) in checks {
             if !ok {
                 return Err(ConfigError::BadValue {
@@ -610,15 +620,15 @@ mod tests {
 
     #[test]
     fn only_actives_execute_in_zz_and_unanimous_reads_are_ordered() {
-        for (u, r, extra, actives) in [(1, 1, 0, 2), (2, 1, 0, 3), (1, 0, 0, 2), (1, 1, 2, 2)] {
+        for (u, r, actives) in [(1, 1, 2), (2, 1, 3), (1, 0, 2)] {
             let f = Faults::new(u, r);
-            let q = Quorums::new(f, f.min_auth(), f.min_order(), f.min_exec() + extra).unwrap();
+            let q = Quorums::minimal(f);
             let mut c = ProtocolConfig::new(q);
             assert_eq!(c.executing_replicas(), q.exec);
             assert_eq!(c.unanimous_reads_ordered(), None);
             c.zz = true;
             c.validate().unwrap();
-            assert_eq!(c.executing_replicas(), actives, "u={u} r={r} extra={extra}");
+            assert_eq!(c.executing_replicas(), actives, "u={u} r={r}");
             // The executing ones are exactly those that do not sleep.
             for e in 0..q.exec as u16 {
                 assert_eq!(c.is_sleeper(e), usize::from(e) >= c.executing_replicas());
@@ -628,6 +638,13 @@ mod tests {
             let why = c.unanimous_reads_ordered().unwrap();
             assert!(why.contains("ZZ") && why.contains("woken sleeper"), "{why}");
         }
+        // More execution replicas than the minimum would only sleep: refused, saying why.
+        let f = Faults::new(1, 1);
+        let q = Quorums::new(f, f.min_auth(), f.min_order(), f.min_exec() + 1).unwrap();
+        let mut c = ProtocolConfig::new(q);
+        c.zz = true;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("more than u + max(u, r) + 1"), "{e}");
     }
 
     proptest::proptest! {

@@ -32,6 +32,9 @@ pub struct BenchArgs {
     /// Run each stage replica in its own process instead of co-locating one of each per node.
     #[arg(long)]
     split: bool,
+    /// Execution replicas [default: the minimum, u + max(u, r) + 1] (`plumb init --exec`).
+    #[arg(long)]
+    exec: Option<usize>,
     /// Request and reply payload sizes, `REQUEST/REPLY` in bytes, `k` for KiB: 0/0, 1k/1k, 4k/0.
     #[arg(long, default_value = "1k/1k")]
     size: String,
@@ -654,6 +657,7 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
                 r: a.r.unwrap_or(0),
                 split: a.split,
                 tentative: false,
+                exec: a.exec,
             };
             Ok((
                 &a.common,
@@ -696,6 +700,7 @@ pub fn bench_cmd(a: BenchArgs) -> ExitCode {
                         r,
                         split,
                         tentative: false,
+                        exec: None,
                     }));
                 }
             }
@@ -970,6 +975,7 @@ fn scoreboard_cmd(a: &BenchArgs, names: &str) -> ExitCode {
             r: a.r.unwrap_or(1),
             split: a.split,
             tentative: false,
+            exec: None,
         },
         workload,
         clients: a.common.clients.iter().copied().max().unwrap_or(32).max(1),

@@ -77,6 +77,10 @@ pub struct SimArgs {
     /// within the budget fails the seed as undecided (lower it to see that gate work).
     #[arg(long, default_value_t = plumb_sim::lincheck::DEFAULT_MAX_STEPS)]
     check_max_steps: u64,
+    /// Execution replicas beyond the minimum u + max(u, r) + 1, as `plumb init --exec` makes
+    /// (faults drawn from the same u and r budget).
+    #[arg(long, default_value_t = 0)]
+    extra_exec: usize,
 }
 
 impl SimArgs {
@@ -120,6 +124,10 @@ pub fn run(mut args: SimArgs) -> ExitCode {
         eprintln!("plumb sim: --zz needs u of at least 1 (ZZ's sleepers are the u execution replicas beyond max(u, r) + 1)");
         return ExitCode::from(2);
     }
+    if args.zz && args.extra_exec > 0 {
+        eprintln!("plumb sim: --zz takes no --extra-exec (ZZ keeps max(u, r) + 1 execution replicas executing and u asleep; more would only sleep, and a cluster file refuses them)");
+        return ExitCode::from(2);
+    }
     if let Some(seed) = args.seed {
         return replay(&args, app, seed);
     }
@@ -135,6 +143,7 @@ fn options(args: &SimArgs, seed: u64) -> SimOptions {
         zz: args.zz,
         tentative: args.tentative.as_deref().map(|t| t == "on"),
         check_max_steps: args.check_max_steps,
+        extra_exec: args.extra_exec,
         ..SimOptions::new(seed, args.u, args.r)
     }
 }

@@ -141,6 +141,39 @@ fn deleted_data_directory_rejoins_by_state_transfer() {
     );
 }
 
+/// Execution replicas beyond the minimum (`plumb init --exec`, docs/operations.md): a u=1 r=1
+/// cluster with five, nodes 0-3 holding one replica of each stage and node 4 an execution
+/// replica alone. Under load, node 4 is killed, its data directory deleted, and started again:
+/// it rejoins by state transfer like any execution replica and catches up; then node 1 goes
+/// down and the service goes on. The gateway's fast reads are on, so GETs also take the
+/// read-only path, whose quorum is every execution replica, the extra one included.
+#[test]
+fn an_extra_execution_replica_rejoins_after_losing_its_disk() {
+    let t0 = Instant::now();
+    let mut c = Cluster::init_with("extra-exec", 15, &["--exec", "5"]);
+    c.set_protocol("checkpoint_interval = 8");
+    c.set_fast_reads();
+    let (rec, load) = start_under_load(&mut c);
+    c.wait_stable_checkpoint(0, 16, T20);
+
+    c.kill_node(4);
+    std::fs::remove_dir_all(c.data_dir(4)).unwrap();
+    wait_more_progress(&load, "node 4 (an extra execution replica) down");
+    restart_node(&mut c, 4);
+    wait_more_progress(&load, "after node 4 restarted empty");
+    let caught_up = c.wait_caught_up(4, T20);
+
+    c.kill_node(1);
+    wait_more_progress(&load, "node 1 down");
+    let (acked, unknown) = stop_load(&mut c, load);
+    let (ops, unanswered) = check_history(&c, &rec);
+    eprintln!(
+        "extra-exec: {acked} acked, {unknown} unknown; {ops} ops ({unanswered} unanswered); node 4 caught up in {caught_up:?}; {:?} total\n{}",
+        t0.elapsed(),
+        c.statuses()
+    );
+}
+
 /// With `load_objects_on_demand`, a node that lost its data directory loads the stable
 /// checkpoint at once (docs/objects.md "Loading on demand"): it executes on, fetching each
 /// batch's buckets with proofs, fills the rest in the background, and then holds the whole

@@ -77,8 +77,14 @@ pub struct SessionPlan {
 impl SimConfig {
     /// The configuration of seed `seed` for the fault model `faults`.
     pub fn generate(seed: u64, faults: Faults, with_faults: bool) -> SimConfig {
+        SimConfig::generate_for(seed, Quorums::minimal(faults), with_faults)
+    }
+
+    /// The configuration of seed `seed` for a cluster of the shape `quorums` (more replicas
+    /// than the minimum draw their faults from the same budget, `u` and `r`).
+    pub fn generate_for(seed: u64, quorums: Quorums, with_faults: bool) -> SimConfig {
+        let faults = quorums.faults;
         let mut rng = SimRng::new(seed, &format!("config u={} r={}", faults.u, faults.r));
-        let quorums = Quorums::minimal(faults);
         let mut protocol = protocol_config(&mut rng, quorums);
         // Half the seeds run tentative agreement (docs/protocol.md): both ways an execution
         // replica learns a batch are under every fault. A stream of its own leaves the rest of

@@ -60,7 +60,7 @@ pub use rng::SimRng;
 #[cfg(feature = "sabotage")]
 pub mod sabotage;
 
-use plumb_config::Faults;
+use plumb_config::{Faults, Quorums};
 use plumb_wire::Micros;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -93,6 +93,9 @@ pub struct SimOptions {
     /// The linearizability checker's step budget per partition; a history it cannot decide
     /// within it is reported as undecided, which fails the seed like a violation.
     pub check_max_steps: u64,
+    /// Execution replicas beyond the minimum `u + max(u, r) + 1` (`plumb init --exec`): room
+    /// for selective execution to spread work. Every quorum stays what `u` and `r` make it.
+    pub extra_exec: usize,
 }
 
 /// Events one seed may take by default. Correct runs take tens of thousands to a few hundred
@@ -113,6 +116,7 @@ impl SimOptions {
             zz: false,
             tentative: None,
             check_max_steps: plumb_lincheck::DEFAULT_MAX_STEPS,
+            extra_exec: 0,
         }
     }
 }
@@ -166,6 +170,8 @@ pub struct SeedReport {
     pub zz: bool,
     /// Tentative agreement as asked for (`--tentative`); `None`: drawn per seed.
     pub tentative: Option<bool>,
+    /// Execution replicas beyond the minimum (`--extra-exec`).
+    pub extra_exec: usize,
     /// False for safety-only seeds (more than `u` failures): liveness was not judged.
     pub liveness_checked: bool,
     pub violations: Vec<Violation>,
@@ -213,8 +219,12 @@ impl SeedReport {
             Some(true) => " --tentative on",
             Some(false) => " --tentative off",
         };
+        let extra_exec = match self.extra_exec {
+            0 => String::new(),
+            n => format!(" --extra-exec {n}"),
+        };
         format!(
-            "plumb sim --seed {} --u {} --r {}{app}{sketcher}{partial}{zz}{tentative}",
+            "plumb sim --seed {} --u {} --r {}{app}{sketcher}{partial}{zz}{tentative}{extra_exec}",
             self.seed, self.u, self.r
         )
     }
@@ -222,7 +232,17 @@ impl SeedReport {
 
 /// The configuration a seed runs with (printable).
 pub fn seed_config(opts: &SimOptions) -> SimConfig {
-    let mut cfg = SimConfig::generate(opts.seed, Faults::new(opts.u, opts.r), opts.faults);
+    let faults = Faults::new(opts.u, opts.r);
+    let mut cfg = if opts.extra_exec == 0 {
+        SimConfig::generate(opts.seed, faults, opts.faults)
+    } else {
+        let minimal = Quorums::minimal(faults);
+        let quorums = Quorums {
+            exec: minimal.exec + opts.extra_exec,
+            ..minimal
+        };
+        SimConfig::generate_for(opts.seed, quorums, opts.faults)
+    };
     if let Some(on) = opts.tentative {
         cfg.protocol.tentative_agreement = on;
     }
@@ -329,6 +349,7 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
         // loads on demand without `--partial`'s plan.
         report.partial = opts.partial;
         report.tentative = opts.tentative;
+        report.extra_exec = opts.extra_exec;
         report
     }));
     outcome.unwrap_or_else(|payload| {
@@ -347,6 +368,7 @@ pub fn run_app_seed<A: SimApp>(app: &A, opts: &SimOptions) -> SeedReport {
             on_demand: opts.partial || opts.zz,
             zz: opts.zz,
             tentative: opts.tentative,
+            extra_exec: opts.extra_exec,
             liveness_checked: false,
             violations: vec![Violation {
                 property: "panic",

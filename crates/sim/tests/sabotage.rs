@@ -29,6 +29,7 @@ fn report(properties: &[&'static str], undecided: bool) -> SeedReport {
         on_demand: false,
         zz: false,
         tentative: None,
+        extra_exec: 0,
         liveness_checked: true,
         violations: properties
             .iter()

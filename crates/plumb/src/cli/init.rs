@@ -24,6 +24,11 @@ pub struct InitArgs {
     /// Commission failures tolerated while every answer stays right.
     #[arg(long, default_value_t = 1)]
     r: u16,
+    /// Execution replicas [default: the minimum, u + max(u, r) + 1]. More give selective
+    /// execution room to spread work; those beyond the other stages' count get nodes of their
+    /// own. Quorums stay what u and r make them.
+    #[arg(long)]
+    exec: Option<usize>,
     /// One host per node, comma-separated [default: every node on 127.0.0.1].
     #[arg(long, value_delimiter = ',')]
     hosts: Vec<String>,
@@ -68,6 +73,7 @@ pub(crate) fn init_cmd(cli: &Cli, a: InitArgs) -> ExitCode {
         app,
         u: a.u,
         r: a.r,
+        exec: a.exec,
         hosts: a.hosts,
         base_port: a.base_port,
         gateway_host: a.gateway_host,

@@ -24,6 +24,10 @@ pub struct UpArgs {
     /// Commission failures tolerated while right [default: 1, or as above].
     #[arg(long)]
     r: Option<u16>,
+    /// Execution replicas, for a new cluster directory [default: the minimum, u + max(u, r) + 1];
+    /// those beyond the nodes' count get nodes of their own.
+    #[arg(long)]
+    exec: Option<usize>,
     /// Cluster directory: created if missing, reused (with its data) if it exists.
     #[arg(long, default_value = DEFAULT_DIR)]
     dir: PathBuf,
@@ -131,6 +135,7 @@ fn prepare(cli: &Cli, a: &UpArgs) -> Result<Cluster, String> {
         };
         o.u = a.u.unwrap_or(o.u);
         o.r = a.r.unwrap_or(o.r);
+        o.exec = a.exec;
         let front_end_port = cli.front_ends.get(&o.app).and_then(|f| f.default_port);
         o.resp_port = a
             .resp_port
@@ -163,6 +168,10 @@ fn prepare(cli: &Cli, a: &UpArgs) -> Result<Cluster, String> {
         ),
         ("--u", a.u.is_some_and(|u| u != f.u)),
         ("--r", a.r.is_some_and(|r| r != f.r)),
+        (
+            "--exec",
+            a.exec.is_some_and(|e| e != cluster.quorums().exec),
+        ),
         (
             "--resp-port",
             a.resp_port.is_some_and(|p| Some(p) != gw_port),

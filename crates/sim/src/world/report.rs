@@ -90,6 +90,7 @@ impl<A: SimApp> World<'_, A> {
             on_demand: self.cfg.protocol.load_objects_on_demand,
             zz: self.cfg.protocol.zz,
             tentative: None,
+            extra_exec: self.cfg.protocol.quorums.exec - self.cfg.faults().min_exec(),
             liveness_checked,
             violations,
             suppressed_violations: suppressed,
