@@ -16,4 +16,6 @@ mod selector;
 mod tests;
 
 pub use maintenance::{Maintenance, MaintenanceError, Partition};
-pub use selector::{CatchUp, Decision, Position, Selector};
+/// Where a request stands in the agreed order: its batch and its place in the batch.
+pub use plumb_wire::Position;
+pub use selector::{CatchUp, Decision, Selector};

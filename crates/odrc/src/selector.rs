@@ -27,15 +27,8 @@
 
 use crate::maintenance::Maintenance;
 use plumb_app::{AccessSet, ObjectId};
-use plumb_wire::{ExecId, Seq};
+use plumb_wire::{ExecId, Position, Seq};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-
-/// Where a request stands in the agreed order: its batch and its place in the batch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Position {
-    pub seq: Seq,
-    pub index: u32,
-}
 
 /// What the selector decides for one agreed request.
 #[derive(Clone, Debug, PartialEq, Eq)]

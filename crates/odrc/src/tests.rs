@@ -11,7 +11,10 @@ use plumb_wire::{ExecId, Seq};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
+/// Ten objects, ids 0 to 9 of 4-bit ids: partitions of 3 bits hold two of them (or none),
+/// of 4 bits one (or none).
 const OBJECTS: u64 = 10;
+const OBJECT_ID_BITS: u8 = 4;
 
 fn pos(seq: u64, index: u32) -> Position {
     Position {
@@ -132,13 +135,13 @@ proptest! {
     fn a_selective_replica_replies_as_a_full_one(
         n in 3usize..=6,
         m in 1usize..=3,
-        partitions_per_replica in 1u32..=2,
+        partition_bits in 3u8..=4,
         batches in proptest::collection::vec(proptest::collection::vec(access_strategy(), 1..=4), 1..=30),
         certify in proptest::collection::vec(proptest::option::of(0u64..=30), 30),
         force in proptest::collection::vec(proptest::collection::vec((0u64..30, 0u32..4), 0..=2), 30),
     ) {
         let m = m.min(n);
-        let maintenance = Maintenance::new(n, m, n as u32 * partitions_per_replica).unwrap();
+        let maintenance = Maintenance::new(n, m, partition_bits, OBJECT_ID_BITS).unwrap();
         let full = full(&batches);
         let access: HashMap<Position, AccessSet> = batches
             .iter()
@@ -212,11 +215,11 @@ proptest! {
     }
 }
 
-/// Seed 003 Figure 3 on three replicas with one maintainer each: e0 maintains objects 0, 3,
-/// 6, 9; e1 1, 4, ...; e2 2, 5, ...
+/// Seed 003 Figure 3 on three replicas with one maintainer each and one object per partition:
+/// e0 maintains objects 0, 3, 6, 9; e1 1, 4, ...; e2 2, 5, ...
 #[test]
 fn a_cross_border_request_brings_in_what_it_touches_and_only_that() {
-    let m = Maintenance::new(3, 1, 3).unwrap();
+    let m = Maintenance::new(3, 1, 4, OBJECT_ID_BITS).unwrap();
     let mut s = Selector::new(ExecId(0), m);
     assert_eq!(s.insert(pos(1, 0), &ids(&[1])), Decision::Stored);
     assert_eq!(s.insert(pos(2, 0), &ids(&[2])), Decision::Stored);
@@ -261,7 +264,10 @@ fn a_cross_border_request_brings_in_what_it_touches_and_only_that() {
 #[test]
 #[should_panic(expected = "certified before its batch was inserted")]
 fn a_checkpoint_ahead_of_the_requests_inserted_is_refused() {
-    let mut s = Selector::new(ExecId(0), Maintenance::new(3, 1, 3).unwrap());
+    let mut s = Selector::new(
+        ExecId(0),
+        Maintenance::new(3, 1, 4, OBJECT_ID_BITS).unwrap(),
+    );
     s.insert(pos(1, 0), &ids(&[1]));
     // Loading object 1 as of checkpoint 2 and then running (2, 0) would apply its write twice.
     s.on_certified(Seq(2));
@@ -270,7 +276,10 @@ fn a_checkpoint_ahead_of_the_requests_inserted_is_refused() {
 #[test]
 #[should_panic(expected = "at or below the certified checkpoint")]
 fn a_request_of_a_certified_batch_is_refused() {
-    let mut s = Selector::new(ExecId(0), Maintenance::new(3, 1, 3).unwrap());
+    let mut s = Selector::new(
+        ExecId(0),
+        Maintenance::new(3, 1, 4, OBJECT_ID_BITS).unwrap(),
+    );
     s.insert(pos(1, 0), &ids(&[1]));
     s.on_certified(Seq(1));
     s.insert(pos(1, 1), &ids(&[1]));
@@ -279,7 +288,10 @@ fn a_request_of_a_certified_batch_is_refused() {
 #[test]
 #[should_panic(expected = "inserted after")]
 fn a_request_out_of_agreed_order_is_refused() {
-    let mut s = Selector::new(ExecId(0), Maintenance::new(3, 2, 3).unwrap());
+    let mut s = Selector::new(
+        ExecId(0),
+        Maintenance::new(3, 2, 4, OBJECT_ID_BITS).unwrap(),
+    );
     s.insert(pos(2, 0), &ids(&[0]));
     s.insert(pos(1, 5), &ids(&[0]));
 }
