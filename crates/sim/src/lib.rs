@@ -232,17 +232,12 @@ impl SeedReport {
 
 /// The configuration a seed runs with (printable).
 pub fn seed_config(opts: &SimOptions) -> SimConfig {
-    let faults = Faults::new(opts.u, opts.r);
-    let mut cfg = if opts.extra_exec == 0 {
-        SimConfig::generate(opts.seed, faults, opts.faults)
-    } else {
-        let minimal = Quorums::minimal(faults);
-        let quorums = Quorums {
-            exec: minimal.exec + opts.extra_exec,
-            ..minimal
-        };
-        SimConfig::generate_for(opts.seed, quorums, opts.faults)
+    let minimal = Quorums::minimal(Faults::new(opts.u, opts.r));
+    let quorums = Quorums {
+        exec: minimal.exec + opts.extra_exec,
+        ..minimal
     };
+    let mut cfg = SimConfig::generate_for(opts.seed, quorums, opts.faults);
     if let Some(on) = opts.tentative {
         cfg.protocol.tentative_agreement = on;
     }
