@@ -96,6 +96,33 @@ pub trait Application {
     /// executed at most once per state, and `nd.time` increases strictly.
     fn execute(&mut self, seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput;
 
+    /// Execute some commands of batch `seq`, each given with its index in the batch, in that
+    /// order; `None` if the application cannot (the default). Selective execution (seed 003,
+    /// docs/odrc.md) runs a command only on the replicas that maintain an object it touches,
+    /// and on the others later, when a request needs its objects: then after later batches
+    /// ran, with its own batch's `nd`.
+    ///
+    /// Must: give each command the reply, pushes and object writes that
+    /// [`Application::execute`] of the whole batch gives it, provided the objects of its
+    /// access set ([`ObjectState::access_set`]) and the metadata hold what they held before it
+    /// in agreed order (the other objects may be older or newer); so depend on nothing kept
+    /// across commands but those objects and the metadata (no clock of the latest batch:
+    /// `nd.time` may be earlier than a batch executed before), give the command at index `i`
+    /// the randomness `execute` gives it at `i`, and change no object outside its access set.
+    /// The metadata may change only in commands whose access set is empty or
+    /// [`AccessSet::All`] (every replica runs those, in order, at their own time), and nothing
+    /// may change at a batch's start by time alone. plumb calls it only when
+    /// [`Application::objects`] is `Some`, and refuses selective execution for an application
+    /// that returns `None`.
+    fn execute_selected(
+        &mut self,
+        _seq: Seq,
+        _commands: &[(usize, Command<'_>)],
+        _nd: NonDeterminism,
+    ) -> Option<BatchOutput> {
+        None
+    }
+
     /// Answer `op` from `client` against the current state, without ordering it (the
     /// read-only path).
     ///

@@ -38,6 +38,13 @@ fn split(op: &[u8]) -> (u32, &[u8]) {
     }
 }
 
+/// `command`'s store operation, once its rounds of work are burnt.
+fn burn<'a>(command: &Command<'a>) -> Command<'a> {
+    let (rounds, op) = split(command.op);
+    work(op, rounds);
+    Command { op, ..*command }
+}
+
 /// The store behind the burn.
 #[derive(Debug, Default)]
 pub struct BurnKv {
@@ -46,15 +53,20 @@ pub struct BurnKv {
 
 impl Application for BurnKv {
     fn execute(&mut self, seq: Seq, batch: &[Command<'_>], nd: NonDeterminism) -> BatchOutput {
-        let inner: Vec<Command<'_>> = batch
-            .iter()
-            .map(|c| {
-                let (rounds, op) = split(c.op);
-                work(op, rounds);
-                Command { op, ..*c }
-            })
-            .collect();
+        let inner: Vec<Command<'_>> = batch.iter().map(burn).collect();
         self.store.execute(seq, &inner, nd)
+    }
+
+    /// What selective execution runs (`plumb bench odrc`): the same burn, then the store's.
+    fn execute_selected(
+        &mut self,
+        seq: Seq,
+        commands: &[(usize, Command<'_>)],
+        nd: NonDeterminism,
+    ) -> Option<BatchOutput> {
+        let inner: Vec<(usize, Command<'_>)> =
+            commands.iter().map(|(i, c)| (*i, burn(c))).collect();
+        self.store.execute_selected(seq, &inner, nd)
     }
 
     fn execute_read_only(&self, client: ClientId, op: &[u8]) -> Vec<u8> {
@@ -185,5 +197,9 @@ mod tests {
             plain.batch_access_set(&[&w], 1)
         );
         assert_eq!(a.take_changed_objects(), plain.take_changed_objects());
+        let selected = a.execute_selected(Seq(2), &[(3, cmd(&burn_op(7, &get)))], nd);
+        let reference = plain.execute_selected(Seq(2), &[(3, cmd(&get))], nd);
+        assert!(selected.is_some(), "selective execution runs the store's");
+        assert_eq!(selected, reference);
     }
 }

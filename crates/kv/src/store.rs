@@ -2283,6 +2283,28 @@ impl Application for KvStore {
         }
     }
 
+    /// Each command as [`Application::execute`] runs it at its index: an operation reads the
+    /// batch's time `nd.time`, never the store's clock, and expires only the keys it names,
+    /// so it runs alike after later batches (docs/odrc.md). The clock stays the latest time
+    /// seen, for the read-only path.
+    fn execute_selected(
+        &mut self,
+        _seq: Seq,
+        commands: &[(usize, Command<'_>)],
+        nd: NonDeterminism,
+    ) -> Option<BatchOutput> {
+        self.advance(nd.time);
+        self.pushes.clear();
+        let replies = commands
+            .iter()
+            .map(|(i, cmd)| execute_one(self, cmd.op, nd.time, request_seed(nd.seed, *i)))
+            .collect();
+        Some(BatchOutput {
+            replies,
+            pushes: self.take_pushes(),
+        })
+    }
+
     /// The single-key and multi-key reads whose answer is the state's alone: D-Prophecy's
     /// replicas remember their last ordered answers (docs/prophecy.md). Reads that depend on
     /// the caller or on time only (`TTL`, `SCAN` cursors, random picks) are left out: their

@@ -4,17 +4,21 @@
 //! (`maintenance.rs`); the others execute a request only when it touches an object they
 //! maintain, and then bring its other objects up to date first, from the last certified
 //! checkpoint and the requests they stored instead of executing (`selector.rs`, seed 003
-//! Figures 2-4). Both are pure: the execution stage feeds the selector the agreed requests'
-//! access sets and carries out what it decides.
+//! Figures 2-4). `execution.rs` carries out what the selector decides on an application, in
+//! jobs: objects to load, held commands to replay at their own batch's time and seed
+//! (`Application::execute_selected`), commands to answer. All of it is pure: the caller
+//! fetches the objects and hands in the agreed batches.
 //!
 //! Not wired into the execution stage yet: docs/odrc.md says what is built and what is not.
 
+mod execution;
 mod maintenance;
 mod selector;
 
 #[cfg(test)]
 mod tests;
 
+pub use execution::{AgreedCommand, Answers, Execution, Job, RunError};
 pub use maintenance::{Maintenance, MaintenanceError, Partition};
 /// Where a request stands in the agreed order: its batch and its place in the batch.
 pub use plumb_wire::Position;
