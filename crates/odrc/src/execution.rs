@@ -175,9 +175,14 @@ impl Execution {
     /// Bring every object up to date (when idle, seed 003 §5.4, or to hold the whole state).
     pub fn catch_up_all(&mut self) -> Job {
         let catch_up = self.selector.catch_up_all();
-        let mut job = self.job(catch_up.load, catch_up.as_of);
-        job.steps = catch_up.replay.into_iter().map(Step::Replay).collect();
-        job
+        self.replay_only(catch_up)
+    }
+
+    /// Bring partition `p` up to date, to report its root at the checkpoint just reached
+    /// ([`Selector::catch_up_partition`]).
+    pub fn catch_up_partition(&mut self, p: crate::Partition) -> Job {
+        let catch_up = self.selector.catch_up_partition(p);
+        self.replay_only(catch_up)
     }
 
     /// A checkpoint at `seq` is certified ([`Selector::on_certified`]): the commands held from
@@ -248,6 +253,13 @@ impl Execution {
             }
         }
         Ok(answers)
+    }
+
+    /// A job that only brings objects up to date: nothing to answer.
+    fn replay_only(&mut self, catch_up: CatchUp) -> Job {
+        let mut job = self.job(catch_up.load, catch_up.as_of);
+        job.steps = catch_up.replay.into_iter().map(Step::Replay).collect();
+        job
     }
 
     fn job(&mut self, load: Vec<ObjectId>, as_of: Seq) -> Job {

@@ -6,18 +6,24 @@
 //! checkpoint and the requests they stored instead of executing (`selector.rs`, seed 003
 //! Figures 2-4). `execution.rs` carries out what the selector decides on an application, in
 //! jobs: objects to load, held commands to replay at their own batch's time and seed
-//! (`Application::execute_selected`), commands to answer. All of it is pure: the caller
-//! fetches the objects and hands in the agreed batches.
+//! (`Application::execute_selected`), commands to answer. `certify.rs` is how replicas whose
+//! states legitimately differ agree on a checkpoint: by certified partition roots, forcing
+//! the partitions of suspected maintainers. All of it is pure: the caller fetches the objects,
+//! hands in the agreed batches and carries the reports.
 //!
 //! Not wired into the execution stage yet: docs/odrc.md says what is built and what is not.
 
+mod certify;
 mod execution;
 mod maintenance;
 mod selector;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_certify;
 
+pub use certify::{Certifier, CertifierError, Refusal, PARTITION_BITS_MAX, WINDOW};
 pub use execution::{AgreedCommand, Answers, Execution, Job, RunError};
 pub use maintenance::{Maintenance, MaintenanceError, Partition};
 /// Where a request stands in the agreed order: its batch and its place in the batch.

@@ -25,7 +25,7 @@
 //! no object or every object). The coordination service's zxid, which every write changes and
 //! every reply carries, breaks that; it is out of scope (issue 39).
 
-use crate::maintenance::Maintenance;
+use crate::maintenance::{Maintenance, Partition};
 use plumb_app::{AccessSet, ObjectId};
 use plumb_wire::{ExecId, Position, Seq};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -166,6 +166,26 @@ impl Selector {
         let catch_up = self.bring_up_to_date(objects.iter().copied().collect(), pos);
         self.touched_here(pos, &objects);
         Some(catch_up)
+    }
+
+    /// Bring every object of partition `p` up to date, as of the last request inserted: what
+    /// a replica that reports `p`'s root at a checkpoint without maintaining it (a partition
+    /// forced here, `certify.rs`) does when it reaches the checkpoint.
+    pub fn catch_up_partition(&mut self, p: Partition) -> CatchUp {
+        let in_p = |o: &ObjectId| self.maintenance.partition_of(*o) == p;
+        let want: BTreeSet<ObjectId> = self
+            .stored
+            .values()
+            .flatten()
+            .chain(self.behind.iter())
+            .copied()
+            .filter(in_p)
+            .collect();
+        let end = Position {
+            seq: Seq::MAX,
+            index: u32::MAX,
+        };
+        self.bring_up_to_date(want, end)
     }
 
     /// Bring every object up to date (seed 003 §5.4, proactive updating when idle; also what

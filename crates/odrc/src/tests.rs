@@ -5,7 +5,7 @@
 //! everything. And each request runs, as it comes, on at least `m` replicas (the replies a
 //! client needs while every maintainer is correct).
 
-use crate::{CatchUp, Decision, Maintenance, Position, Selector};
+use crate::{CatchUp, Decision, Maintenance, Partition, Position, Selector};
 use plumb_app::{AccessSet, ObjectId};
 use plumb_wire::{ExecId, Seq};
 use proptest::prelude::*;
@@ -139,6 +139,7 @@ proptest! {
         batches in proptest::collection::vec(proptest::collection::vec(access_strategy(), 1..=4), 1..=30),
         certify in proptest::collection::vec(proptest::option::of(0u64..=30), 30),
         force in proptest::collection::vec(proptest::collection::vec((0u64..30, 0u32..4), 0..=2), 30),
+        partition in proptest::collection::vec(proptest::option::of(0u32..16), 30),
     ) {
         let m = m.min(n);
         let maintenance = Maintenance::new(n, m, partition_bits, OBJECT_ID_BITS).unwrap();
@@ -184,6 +185,16 @@ proptest! {
                 if let Some(c) = certify[b].filter(|&c| c <= seq) {
                     r.selector.on_certified(Seq(c));
                     r.selector.check_invariants();
+                    r.check_current(now)?;
+                }
+                // A partition forced here is brought up to date at a checkpoint.
+                if let Some(p) = partition[b].map(|p| Partition(p % maintenance.partitions())) {
+                    let c = r.selector.catch_up_partition(p);
+                    r.catch_up(c);
+                    r.selector.check_invariants();
+                    for o in (0..OBJECTS).map(ObjectId).filter(|&o| maintenance.partition_of(o) == p) {
+                        prop_assert!(r.selector.is_current(o), "{:?} of {} after its catch-up", o, p);
+                    }
                     r.check_current(now)?;
                 }
                 for &(fb, fi) in &force[b] {

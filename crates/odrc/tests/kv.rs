@@ -1,17 +1,18 @@
 //! Selective execution of the real key-value store against a store that executes everything
 //! (docs/odrc.md): whatever the assignment, the operations (expiries, random pops, two-key
 //! writes across partitions, operations on the whole key space, pub/sub), the checkpoints
-//! certified and the commands forced, every command a selective replica answers gets the
-//! full store's reply, each command is answered as it comes on at least `m` replicas, and a
-//! replica that catches up on everything holds the full store's state.
+//! certified, the commands forced and the partitions brought up to date, every command a
+//! selective replica answers gets the full store's reply, a partition brought up to date
+//! holds the full store's keys, each command is answered as it comes on at least `m`
+//! replicas, and a replica that catches up on everything holds the full store's state.
 //!
 //! It is the application side of the contract: [`Application::execute_selected`] running a
 //! command after later batches, at its own batch's time and seed, must give what the whole
 //! batch gave it in order.
 
 use plumb_app::{Application, Command, NonDeterminism, ObjectState, ObjectWrite};
-use plumb_kv::{random_op_with_expiry, ExpireCondition, KvOp, KvStore, BUCKET_BITS};
-use plumb_odrc::{AgreedCommand, Execution, Job, Maintenance, Position, Selector};
+use plumb_kv::{bucket_of, random_op_with_expiry, ExpireCondition, KvOp, KvStore, BUCKET_BITS};
+use plumb_odrc::{AgreedCommand, Execution, Job, Maintenance, Partition, Position, Selector};
 use plumb_wire::{ExecId, Life, ReqNo, Seq};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -172,7 +173,23 @@ proptest! {
                 replica.execution.selector().check_invariants();
             }
             // A client whose vote came up short forces a command held somewhere.
+            // A partition forced here is brought up to date at a checkpoint: its keys then hold
+            // what the full store's do.
             let f = usize::from(force[k % force.len()]);
+            let p = Partition((f / 3) as u32 % maintenance.partitions());
+            let replica = &mut group[(f / 5) % replicas];
+            let job = replica.execution.catch_up_partition(p);
+            prop_assert_eq!(replica.run(job, &snapshots).len(), 0, "nothing answered");
+            for key in (0..KEYS).map(|k| format!("k{k}")) {
+                let id = bucket_of(key.as_bytes());
+                if maintenance.partition_of(id) == p {
+                    prop_assert_eq!(
+                        replica.store.object_bytes(id),
+                        snapshots[&b.seq].object_bytes(id),
+                        "{} in {} after its catch-up", key, p
+                    );
+                }
+            }
             let replica = &mut group[f % replicas];
             let held: Vec<Position> = replica.execution.held().collect();
             if !held.is_empty() {
