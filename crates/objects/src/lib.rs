@@ -57,6 +57,10 @@ pub enum TreeError {
     /// Two trees differ under a subtree one of them holds only the digest of.
     #[error("the trees differ under {0:?}, which one of them holds only the digest of")]
     MissingSubtree(NodePos),
+    /// A node was named that this tree has no place for (deeper than the tree, or an index
+    /// past its depth), or that lies inside a subtree it holds only the digest of.
+    #[error("no node {0:?} to set in this tree")]
+    NoSuchNode(NodePos),
 }
 
 /// Why [`ObjectTree::fill`] refused an object (remote input: the tree is left as it was).

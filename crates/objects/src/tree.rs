@@ -458,6 +458,32 @@ impl ObjectTree {
         self.debug_check();
     }
 
+    /// Hold the subtree at `pos` as `digest` alone, whatever it held before: its objects are
+    /// missing from now on (or it is empty, if `digest` is the empty subtree's), and the
+    /// digests above it are recomputed. For a digest agreed elsewhere: selective execution
+    /// (docs/odrc.md) holds each partition it does not keep current as the certified root of
+    /// its subtree, so that its tree's root is every correct replica's.
+    pub fn set_subtree_digest(&mut self, pos: NodePos, digest: Digest) -> Result<(), TreeError> {
+        if !pos.is_valid(self.bits) {
+            return Err(TreeError::NoSuchNode(pos));
+        }
+        let old = self
+            .node(pos)
+            .map_err(|()| TreeError::NoSuchNode(pos))?
+            .cloned();
+        let mut counts = (0u64, 0u64);
+        if let Some(old) = &old {
+            count_node(old, &mut counts);
+        }
+        let new = missing(digest, pos.height(self.bits));
+        let added = u64::from(new.is_some());
+        self.root = set_node(self.root.as_ref(), pos, new, self.bits);
+        self.len -= counts.0;
+        self.missing = self.missing + added - counts.1;
+        self.debug_check();
+        Ok(())
+    }
+
     /// Object `id` as this tree holds it: its bytes, empty, or missing.
     pub fn lookup(&self, id: ObjectId) -> Held<'_> {
         if !self.contains_id(id) {
@@ -832,6 +858,31 @@ fn replace_node(node: Option<&Arc<Node>>, pos: NodePos, with: Arc<Node>) -> Opti
         (replace_node(l, below, with), r.cloned())
     };
     Some(inner_node(node.digest(), left, right))
+}
+
+/// `node` (the subtree of height `height`) with the node at `pos` under it replaced by `with`,
+/// the digests on the way recomputed; an empty subtree on the way is made.
+fn set_node(
+    node: Option<&Arc<Node>>,
+    pos: NodePos,
+    with: Option<Arc<Node>>,
+    height: u8,
+) -> Option<Arc<Node>> {
+    if pos.depth == 0 {
+        return with;
+    }
+    let right = (pos.index >> (pos.depth - 1)) & 1 == 1;
+    let below = NodePos {
+        depth: pos.depth - 1,
+        index: pos.index & ((1u64 << (pos.depth - 1)) - 1),
+    };
+    let (l, r) = node.map_or((None, None), |n| n.children());
+    let (left, right) = if right {
+        (l.cloned(), set_node(r, below, with, height - 1))
+    } else {
+        (set_node(l, below, with, height - 1), r.cloned())
+    };
+    inner(left, right, height - 1)
 }
 
 /// [`ObjectTree::with_missing_from`] on the subtree `node` of `height`, `from` at the same

@@ -3,6 +3,7 @@
 
 use super::{objects, tree_of, writes};
 use crate::*;
+use plumb_crypto::Digest;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -67,6 +68,51 @@ proptest! {
         prop_assert!(part.is_complete());
         prop_assert_eq!(part.diff(&whole).unwrap(), Vec::<ObjectId>::new());
         prop_assert_eq!(part.len(), whole.len());
+    }
+
+    /// A replica that holds a subtree as a digest agreed elsewhere (selective execution's
+    /// certified partition roots): after its own writes, setting each subtree it did not keep
+    /// current to the digest the up-to-date tree has there gives that tree's root; the
+    /// objects outside stay held, with proofs against the new root, and those inside are
+    /// missing (or known empty). A subtree inside a missing one cannot be set.
+    #[test]
+    fn a_subtree_set_to_an_agreed_digest_gives_the_agreed_root(
+        objs in objects(6),
+        ws in writes(6),
+        cuts in prop::collection::vec((1u8..=6, any::<u64>()), 1..4),
+    ) {
+        let before = tree_of(6, &objs);
+        let mut current = before.clone();
+        current.apply_vecs(ws.iter().map(|(k, v)| (ObjectId(*k), v.clone()))).unwrap();
+        let cuts: Vec<NodePos> = cuts.into_iter().map(|(d, i)| position(6, d, i)).collect();
+        // This replica ran only the writes outside the cut subtrees.
+        let mut stale = before.clone();
+        stale
+            .apply_vecs(
+                ws.iter()
+                    .filter(|(k, _)| !cuts.iter().any(|c| under(6, *c, *k)))
+                    .map(|(k, v)| (ObjectId(*k), v.clone())),
+            )
+            .unwrap();
+        for &pos in &cuts {
+            // A cut inside one set before lies in a missing subtree, unless that one was empty.
+            let inside = stale.node_digest(pos).is_none();
+            let result = stale.set_subtree_digest(pos, current.node_digest(pos).unwrap());
+            prop_assert_eq!(result.is_err(), inside, "{:?}", pos);
+            stale.check_invariants();
+        }
+        prop_assert_eq!(stale.root(), current.root());
+        for i in 0..64u64 {
+            let id = ObjectId(i);
+            if cuts.iter().any(|c| under(6, *c, i)) {
+                prop_assert!(matches!(stale.lookup(id), Held::Missing | Held::Object(None)));
+            } else {
+                prop_assert_eq!(stale.lookup(id), current.lookup(id));
+                let proof = stale.proof(id).unwrap();
+                let bytes = current.get(id).map(|b| b.to_vec());
+                prop_assert_eq!(proof.verify(current.root(), 6, id, bytes.as_deref()), Ok(()));
+            }
+        }
     }
 
     /// A tree that starts from a root alone holds nothing; its writes are refused until the
@@ -263,6 +309,30 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_subtree_set_to_the_empty_digest_is_empty_and_a_node_outside_the_tree_is_refused() {
+    let mut t = tree_of(4, &BTreeMap::from([(1, vec![1]), (9, vec![2])]));
+    let left = NodePos { depth: 1, index: 0 };
+    t.set_subtree_digest(left, empty_subtree(3)).unwrap();
+    t.check_invariants();
+    assert_eq!(t.len(), 1);
+    assert!(t.is_complete() && t.is_empty_at(left));
+    assert_eq!(t.lookup(ObjectId(1)), Held::Object(None));
+    let deep = NodePos { depth: 5, index: 0 };
+    assert_eq!(
+        t.set_subtree_digest(deep, empty_subtree(0)),
+        Err(TreeError::NoSuchNode(deep))
+    );
+    // Under a missing subtree there is no node to set.
+    t.set_subtree_digest(left, Digest::of(b"x")).unwrap();
+    let below = NodePos { depth: 2, index: 1 };
+    assert_eq!(
+        t.set_subtree_digest(below, Digest::of(b"y")),
+        Err(TreeError::NoSuchNode(below))
+    );
+    assert_eq!(t.missing_subtrees(), 1);
 }
 
 #[test]
