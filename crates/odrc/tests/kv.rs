@@ -10,93 +10,16 @@
 //! command after later batches, at its own batch's time and seed, must give what the whole
 //! batch gave it in order.
 
-use plumb_app::{Application, Command, NonDeterminism, ObjectState, ObjectWrite};
-use plumb_kv::{bucket_of, random_op_with_expiry, ExpireCondition, KvOp, KvStore, BUCKET_BITS};
-use plumb_odrc::{AgreedCommand, Execution, Job, Maintenance, Partition, Position, Selector};
-use plumb_wire::{ExecId, Life, ReqNo, Seq};
+use plumb_app::{ObjectState, ObjectWrite};
+use plumb_kv::{KvStore, BUCKET_BITS};
+use plumb_odrc::{Execution, Job, Maintenance, Partition, Position, Selector};
+use plumb_wire::{ExecId, Seq};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
-const KEYS: usize = 12;
-/// Expiries up to a few batches ahead, so keys expire between a command and its replay.
-const MAX_EXPIRE: u64 = 4_000;
-const BATCH_TIME: u64 = 1_000;
+mod common;
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// A random operation: the store's own generator (expiries included) most of the time, and
-/// the ones that stress selective execution: writes of two keys (mostly across partitions),
-/// time-relative reads and writes, seeded random pops, publishing (no object: runs
-/// everywhere).
-fn op(rng: &mut u64) -> KvOp {
-    let names: Vec<Vec<u8>> = (0..KEYS).map(|k| format!("k{k}").into_bytes()).collect();
-    let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
-    let mut next = || splitmix(rng);
-    let key = |r: u64| names[r as usize % KEYS].clone();
-    match next() % 10 {
-        0 => KvOp::MSet {
-            pairs: vec![(key(next()), b"1".to_vec()), (key(next()), b"2".to_vec())],
-        },
-        1 => KvOp::Ttl { key: key(next()) },
-        2 => KvOp::Expire {
-            key: key(next()),
-            after: (next() % MAX_EXPIRE) as i64,
-            condition: ExpireCondition::default(),
-        },
-        3 => match next() % 2 {
-            0 => KvOp::SAdd {
-                key: key(next()),
-                members: vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()],
-            },
-            _ => KvOp::SPop {
-                key: key(next()),
-                count: None,
-            },
-        },
-        4 => KvOp::Publish {
-            channel: b"c".to_vec(),
-            message: b"m".to_vec(),
-        },
-        _ => random_op_with_expiry(&mut next, &keys, MAX_EXPIRE),
-    }
-}
-
-struct Batch {
-    seq: Seq,
-    nd: NonDeterminism,
-    commands: Vec<AgreedCommand>,
-}
-
-fn batches(seeds: &[(u64, u8)]) -> Vec<Batch> {
-    seeds
-        .iter()
-        .enumerate()
-        .map(|(b, &(seed, len))| {
-            let mut rng = seed;
-            let commands = (0..len)
-                .map(|i| {
-                    let bytes = op(&mut rng).encode();
-                    let client = u32::from(i % 3);
-                    AgreedCommand::of(&Command::new(client, Life(0), ReqNo(b as u64), &bytes))
-                })
-                .collect();
-            Batch {
-                seq: Seq(b as u64 + 1),
-                nd: NonDeterminism {
-                    time: (b as u64 + 1) * BATCH_TIME + seed % 500,
-                    seed,
-                },
-                commands,
-            }
-        })
-        .collect()
-}
+use common::{batches, bucket_keys, full, Full};
 
 /// One selective replica: its store and what decides what the store runs.
 struct Replica {
@@ -135,18 +58,7 @@ proptest! {
     ) {
         let batches = batches(&seeds);
 
-        // The full store, and its state after every batch.
-        let mut full = KvStore::default();
-        let mut snapshots = BTreeMap::from([(Seq(0), full.clone())]);
-        let mut replies: HashMap<Position, Vec<u8>> = HashMap::new();
-        for b in &batches {
-            let commands: Vec<Command<'_>> = b.commands.iter().map(command).collect();
-            let out = full.execute(b.seq, &commands, b.nd);
-            for (i, reply) in out.replies.into_iter().enumerate() {
-                replies.insert(Position { seq: b.seq, index: i as u32 }, reply);
-            }
-            snapshots.insert(b.seq, full.clone());
-        }
+        let Full { snapshots, replies, .. } = full(&batches);
 
         let maintenance = Maintenance::new(replicas, maintainers, partition_bits, BUCKET_BITS)
             .expect("a valid assignment");
@@ -180,8 +92,7 @@ proptest! {
             let replica = &mut group[(f / 5) % replicas];
             let job = replica.execution.catch_up_partition(p);
             prop_assert_eq!(replica.run(job, &snapshots).len(), 0, "nothing answered");
-            for key in (0..KEYS).map(|k| format!("k{k}")) {
-                let id = bucket_of(key.as_bytes());
+            for (key, id) in bucket_keys() {
                 if maintenance.partition_of(id) == p {
                     prop_assert_eq!(
                         replica.store.object_bytes(id),
@@ -217,16 +128,7 @@ proptest! {
             let job = replica.execution.catch_up_all();
             prop_assert_eq!(job.answers().count(), 0);
             replica.run(job, &snapshots);
-            prop_assert!(replica.store == full, "a selective replica caught up on everything");
+            prop_assert!(replica.store == snapshots[&batches.last().expect("a batch").seq], "a selective replica caught up on everything");
         }
-    }
-}
-
-fn command(c: &AgreedCommand) -> Command<'_> {
-    Command {
-        client: c.client,
-        nc: c.nc,
-        op: &c.op,
-        request: c.request,
     }
 }
