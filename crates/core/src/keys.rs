@@ -1,16 +1,57 @@
-use plumb_crypto::{Identity, Mac, MacKey, PublicIdentity, Signature};
+use plumb_crypto::{Digest, Identity, Mac, MacKey, PublicIdentity, Signature, Verifier};
 use plumb_wire::{Message, Principal, WireError};
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 /// A principal's keys: pairwise MAC keys with every peer it may talk to, the public identities
 /// of peers (for view-change signatures), and its own identity for signing.
-#[derive(Clone)]
 pub struct KeyRing {
     me: Principal,
     identity: Arc<Identity>,
     macs: HashMap<Principal, MacKey>,
-    publics: Arc<HashMap<Principal, PublicIdentity>>,
+    /// Peers' signing keys, parsed once and shared by the ring's copies.
+    verifiers: Arc<HashMap<Principal, Verifier>>,
+    /// Signatures verified lately: a view change's messages come again inside NEW-VIEW and
+    /// in resends, and a signature costs tens of microseconds to verify. Each copy of the
+    /// ring has its own.
+    verified: Mutex<Verified>,
+}
+
+impl Clone for KeyRing {
+    fn clone(&self) -> KeyRing {
+        KeyRing {
+            me: self.me,
+            identity: self.identity.clone(),
+            macs: self.macs.clone(),
+            verifiers: self.verifiers.clone(),
+            verified: Mutex::new(Verified::default()),
+        }
+    }
+}
+
+/// The digests of `(signer, signature, bytes)` that verified, at most [`VERIFIED_MAX`]: when
+/// full it starts over. Only true results are kept, so a hit is the answer verifying would
+/// give (a digest collision aside).
+#[derive(Default)]
+struct Verified(HashSet<Digest>);
+
+const VERIFIED_MAX: usize = 1024;
+
+impl Verified {
+    fn key(signer: Principal, bytes: &[u8], sig: &Signature) -> Digest {
+        Digest::of_parts(&[&signer.label().to_le_bytes(), &sig.0, bytes])
+    }
+}
+
+/// Each directory entry's signing key, parsed (an entry whose key is no curve point verifies
+/// nothing).
+fn verifiers(directory: &HashMap<Principal, PublicIdentity>) -> Arc<HashMap<Principal, Verifier>> {
+    Arc::new(
+        directory
+            .iter()
+            .filter_map(|(p, pk)| Some((*p, pk.verifier()?)))
+            .collect(),
+    )
 }
 
 impl KeyRing {
@@ -29,7 +70,8 @@ impl KeyRing {
             me,
             identity,
             macs,
-            publics: directory,
+            verifiers: verifiers(&directory),
+            verified: Mutex::new(Verified::default()),
         }
     }
 
@@ -44,7 +86,8 @@ impl KeyRing {
             me,
             identity,
             macs,
-            publics,
+            verifiers: verifiers(&publics),
+            verified: Mutex::new(Verified::default()),
         }
     }
 
@@ -117,8 +160,78 @@ impl KeyRing {
     }
 
     pub fn verify_signature(&self, signer: Principal, bytes: &[u8], sig: &Signature) -> bool {
-        self.publics
+        let key = Verified::key(signer, bytes, sig);
+        let mut verified = match self.verified.lock() {
+            Ok(v) => v,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if verified.0.contains(&key) {
+            return true;
+        }
+        let ok = self
+            .verifiers
             .get(&signer)
-            .is_some_and(|pk| pk.verify(bytes, sig))
+            .is_some_and(|v| v.verify(bytes, sig));
+        if ok {
+            if verified.0.len() >= VERIFIED_MAX {
+                verified.0.clear();
+            }
+            verified.0.insert(key);
+        }
+        ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plumb_wire::OrderId;
+
+    fn ring(me: Principal, ids: &[(Principal, Arc<Identity>)]) -> KeyRing {
+        let directory = Arc::new(ids.iter().map(|(p, i)| (*p, i.public())).collect());
+        let identity = ids
+            .iter()
+            .find(|(p, _)| *p == me)
+            .expect("listed")
+            .1
+            .clone();
+        KeyRing::new(me, identity, directory)
+    }
+
+    #[test]
+    fn a_remembered_signature_answers_only_for_its_own_signer_and_bytes() {
+        let (a, b) = (Principal::Order(OrderId(0)), Principal::Order(OrderId(1)));
+        let ids = [
+            (a, Arc::new(Identity::from_seed([1; 32]))),
+            (b, Arc::new(Identity::from_seed([2; 32]))),
+        ];
+        let (signer, checker) = (ring(a, &ids), ring(b, &ids));
+        let sig = signer.sign(b"view change");
+        for _ in 0..2 {
+            assert!(
+                checker.verify_signature(a, b"view change", &sig),
+                "verified, then remembered"
+            );
+        }
+        assert!(
+            !checker.verify_signature(a, b"view chance", &sig),
+            "other bytes"
+        );
+        assert!(
+            !checker.verify_signature(b, b"view change", &sig),
+            "another signer"
+        );
+        let mut forged = sig;
+        forged.0[0] ^= 1;
+        assert!(!checker.verify_signature(a, b"view change", &forged));
+        // A copy of the ring starts with nothing remembered, and verifies alike.
+        assert!(checker.clone().verify_signature(a, b"view change", &sig));
+        // When full it starts over, still answering right.
+        for i in 0..VERIFIED_MAX + 1 {
+            let bytes = i.to_le_bytes();
+            assert!(checker.verify_signature(a, &bytes, &signer.sign(&bytes)));
+        }
+        assert!(checker.verify_signature(a, b"view change", &sig));
+        assert!(!checker.verify_signature(a, b"view chance", &sig));
     }
 }

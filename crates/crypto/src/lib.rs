@@ -200,10 +200,26 @@ mod sig_bytes {
 
 impl PublicIdentity {
     pub fn verify(&self, msg: &[u8], sig: &Signature) -> bool {
-        let Ok(vk) = ed25519_consensus::VerificationKey::try_from(self.signing) else {
-            return false;
-        };
-        vk.verify(&ed25519_consensus::Signature::from(sig.0), msg)
+        self.verifier().is_some_and(|v| v.verify(msg, sig))
+    }
+
+    /// The signing key, parsed once (`None` if its bytes are no point of the curve): verifying
+    /// with a [`Verifier`] skips decompressing the key, about a quarter of a verification.
+    pub fn verifier(&self) -> Option<Verifier> {
+        ed25519_consensus::VerificationKey::try_from(self.signing)
+            .ok()
+            .map(Verifier)
+    }
+}
+
+/// A principal's signing key, parsed: what a key ring keeps to verify its signatures.
+#[derive(Clone, Copy, Debug)]
+pub struct Verifier(ed25519_consensus::VerificationKey);
+
+impl Verifier {
+    pub fn verify(&self, msg: &[u8], sig: &Signature) -> bool {
+        self.0
+            .verify(&ed25519_consensus::Signature::from(sig.0), msg)
             .is_ok()
     }
 }
