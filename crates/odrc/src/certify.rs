@@ -66,6 +66,8 @@ pub enum Refusal {
 pub enum CertifierError {
     #[error("{quorum} matching reports needed but only {replicas} execution replicas")]
     Quorum { quorum: usize, replicas: usize },
+    #[error("replica {0:?} is not one of the {1} execution replicas")]
+    NoSuchReplica(ExecId, usize),
     #[error("{0} partition bits: at most {PARTITION_BITS_MAX} (every report carries a root per partition)")]
     PartitionBits(u8),
     #[error("checkpoint interval 0")]
@@ -146,17 +148,20 @@ struct Suspicion {
 }
 
 impl Certifier {
-    /// The certifier of replica `me` among `replicas`, certifying with `quorum` (`r + 1`)
+    /// The certifier of replica `me` under `maintenance`, certifying with `quorum` (`r + 1`)
     /// matching reports, at checkpoints every `interval` batches; a checkpoint not certified
-    /// `timeout` after this replica reached it forces its uncertified partitions here.
+    /// `timeout` after this replica reached it gets its maintainers suspected.
     pub fn new(
         me: ExecId,
         maintenance: Maintenance,
-        replicas: usize,
         quorum: usize,
         interval: u64,
         timeout: Micros,
     ) -> Result<Certifier, CertifierError> {
+        let replicas = maintenance.replicas();
+        if me.index() >= replicas {
+            return Err(CertifierError::NoSuchReplica(me, replicas));
+        }
         if quorum == 0 || quorum > replicas {
             return Err(CertifierError::Quorum { quorum, replicas });
         }

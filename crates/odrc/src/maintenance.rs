@@ -115,6 +115,11 @@ impl Maintenance {
         self.partition_bits
     }
 
+    /// Execution replicas: `n`.
+    pub fn replicas(&self) -> usize {
+        self.replicas
+    }
+
     /// Maintainers per partition: `m`.
     pub fn maintainers_per_partition(&self) -> usize {
         self.maintainers

@@ -2,7 +2,7 @@
 //! certified root is a correct replica's; and with up to `u` replicas faulty (up to `r` of
 //! them lying, the others silent), forcing makes a checkpoint certify at least every `u + 1`.
 
-use crate::{Certifier, Maintenance, Partition, Refusal, WINDOW};
+use crate::{Certifier, CertifierError, Maintenance, Partition, Refusal, WINDOW};
 use plumb_crypto::Digest;
 use plumb_wire::{ExecId, Seq};
 use proptest::prelude::*;
@@ -27,7 +27,7 @@ fn roots(c: &Certifier, seq: Seq) -> Vec<(Partition, Digest)> {
 fn group() -> Vec<Certifier> {
     let maintenance = Maintenance::new(3, 2, 2, 8).expect("valid");
     ExecId::all(3)
-        .map(|e| Certifier::new(e, maintenance, 3, 2, INTERVAL, TIMEOUT).expect("valid"))
+        .map(|e| Certifier::new(e, maintenance, 2, INTERVAL, TIMEOUT).expect("valid"))
         .collect()
 }
 
@@ -172,6 +172,36 @@ fn a_suspect_is_cleared_after_window_true_reports_in_a_row() {
 }
 
 #[test]
+fn a_certifier_that_cannot_work_is_refused_saying_why() {
+    let maintenance = Maintenance::new(3, 2, 2, 8).expect("valid");
+    let new = |me, quorum, interval| Certifier::new(ExecId(me), maintenance, quorum, interval, 1);
+    assert_eq!(
+        new(3, 2, 8).err(),
+        Some(CertifierError::NoSuchReplica(ExecId(3), 3))
+    );
+    assert_eq!(
+        new(0, 4, 8).err(),
+        Some(CertifierError::Quorum {
+            quorum: 4,
+            replicas: 3
+        })
+    );
+    assert_eq!(
+        new(0, 0, 8).err(),
+        Some(CertifierError::Quorum {
+            quorum: 0,
+            replicas: 3
+        })
+    );
+    assert_eq!(new(0, 2, 0).err(), Some(CertifierError::Interval));
+    let wide = Maintenance::new(3, 2, 13, 16).expect("valid");
+    assert_eq!(
+        Certifier::new(ExecId(0), wide, 2, 8, 1).err(),
+        Some(CertifierError::PartitionBits(13))
+    );
+}
+
+#[test]
 fn reports_outside_the_window_or_contradicting_earlier_ones_are_refused() {
     let mut c = group().remove(0);
     let r = |p: u32| vec![(Partition(p), Digest::of(b"x"))];
@@ -241,7 +271,7 @@ proptest! {
         let mut group: Vec<Option<Certifier>> = (0..n)
             .map(|i| {
                 (!faulty.contains(&i)).then(|| {
-                    Certifier::new(ExecId(i as u16), maintenance, n, quorum, INTERVAL, TIMEOUT)
+                    Certifier::new(ExecId(i as u16), maintenance, quorum, INTERVAL, TIMEOUT)
                         .expect("valid")
                 })
             })

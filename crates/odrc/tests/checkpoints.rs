@@ -102,7 +102,7 @@ proptest! {
             .map(|me| Replica {
                 store: KvStore::default(),
                 execution: Execution::new(Selector::new(me, maintenance)),
-                certifier: Certifier::new(me, maintenance, replicas, 2, INTERVAL, TIMEOUT)
+                certifier: Certifier::new(me, maintenance, 2, INTERVAL, TIMEOUT)
                     .expect("valid"),
                 tree: ObjectTree::new(BUCKET_BITS).expect("the store's bits"),
                 taken: BTreeMap::new(),
