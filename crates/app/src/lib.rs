@@ -111,7 +111,8 @@ pub trait Application {
     /// the randomness `execute` gives it at `i`, and change no object outside its access set.
     /// The metadata may change only in commands whose access set is empty or
     /// [`AccessSet::All`] (every replica runs those, in order, at their own time), and nothing
-    /// may change at a batch's start by time alone. plumb calls it only when
+    /// may change at a batch's start by time alone. Selective execution is not yet wired into
+    /// the execution stage (docs/odrc.md); once it is, plumb calls this only when
     /// [`Application::objects`] is `Some`, and refuses selective execution for an application
     /// that returns `None`.
     fn execute_selected(

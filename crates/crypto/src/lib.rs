@@ -203,8 +203,8 @@ impl PublicIdentity {
         self.verifier().is_some_and(|v| v.verify(msg, sig))
     }
 
-    /// The signing key, parsed once (`None` if its bytes are no point of the curve): verifying
-    /// with a [`Verifier`] skips decompressing the key, about a quarter of a verification.
+    /// The signing key, parsed (`None` if its bytes are no point of the curve): a [`Verifier`]
+    /// kept for many verifications decompresses the key once instead of at each.
     pub fn verifier(&self) -> Option<Verifier> {
         ed25519_consensus::VerificationKey::try_from(self.signing)
             .ok()
