@@ -124,7 +124,6 @@ impl Round {
 pub struct Certifier {
     me: ExecId,
     maintenance: Maintenance,
-    replicas: usize,
     /// Matching reports that certify a root: `r + 1`.
     quorum: usize,
     interval: u64,
@@ -174,7 +173,6 @@ impl Certifier {
         Ok(Certifier {
             me,
             maintenance,
-            replicas,
             quorum,
             interval,
             timeout,
@@ -251,7 +249,10 @@ impl Certifier {
         roots: &[(Partition, Digest)],
     ) -> Result<Option<Seq>, Refusal> {
         let partitions = self.maintenance.partitions();
-        let round = if seq == self.certified && seq > Seq::ZERO && from.index() < self.replicas {
+        let round = if seq == self.certified
+            && seq > Seq::ZERO
+            && from.index() < self.maintenance.replicas()
+        {
             // Late: kept to judge suspects by, and certifying nothing more.
             &mut self.last
         } else if let Some(refusal) = self.refusal(from, seq) {
@@ -286,19 +287,15 @@ impl Certifier {
                     .filter(|p| !round.roots.contains_key(p)),
             );
         }
+        // Suspected at the newest checkpoint seen: only later ones can clear them.
+        let at = self
+            .rounds
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or(self.certified);
         for p in late {
-            let others: Vec<ExecId> = self
-                .maintenance
-                .maintainers(p)
-                .filter(|&e| e != self.me)
-                .collect();
-            for e in others {
-                let at = self
-                    .rounds
-                    .keys()
-                    .next_back()
-                    .copied()
-                    .unwrap_or(self.certified);
+            for e in self.maintenance.maintainers(p).filter(|&e| e != self.me) {
                 self.suspects.insert(e, Suspicion { at, needed: WINDOW });
             }
         }
@@ -306,7 +303,7 @@ impl Certifier {
     }
 
     fn refusal(&self, from: ExecId, seq: Seq) -> Option<Refusal> {
-        if from.index() >= self.replicas {
+        if from.index() >= self.maintenance.replicas() {
             Some(Refusal::NoSuchReplica)
         } else if !seq.0.is_multiple_of(self.interval) || seq == Seq::ZERO {
             Some(Refusal::NotACheckpoint)
