@@ -55,23 +55,60 @@ DEFAULT_UNITS = [
     "unit/info",
     "unit/protocol",
 ]
-# The gate `--check-floors` applies per unit (`.ci/run`): (tests redis-server passes at least,
-# tests plumb passes at least), both measured (docs/redis.md) less one test for timing on a
-# loaded machine (none for list-2 and list-3, whose few tests are all long ones). A unit whose
-# redis-server count falls short means the harness, not plumb, is
-# broken (a taken port, a missing tool), and fails the run instead of reading as 100%.
-FLOORS = {
-    "unit/type/string": (74, 73),
-    "unit/type/incr": (23, 22),
-    "unit/type/hash": (71, 69),
-    "unit/type/list": (214, 208),
-    "unit/type/list-2": (2, 2),
-    "unit/type/list-3": (11, 11),
-    "unit/type/set": (93, 93),
-    "unit/type/zset": (286, 286),
-    "unit/expire": (56, 56),
-    "unit/keyspace": (41, 39),
-    "unit/protocol": (16, 16),
+# The gate `--check-floors` (`.ci/run`) fails a run in which, in any unit, redis-server passes
+# fewer tests than its floor below (then the harness is broken: a taken port, a missing tool,
+# and the run must not read as 100%), or plumb fails a test redis-server passed that is not
+# named in KNOWN_FAILURES or RACES. Naming them, rather than allowing a count, means a new
+# failure fails the run even where a fix elsewhere in the unit would have made up the count.
+# The floors are redis-server's measured passes less one for timing on a loaded machine.
+REF_FLOORS = {
+    "unit/type/string": 74,
+    "unit/type/incr": 23,
+    "unit/type/hash": 71,
+    "unit/type/list": 214,
+    "unit/type/list-2": 2,
+    "unit/type/list-3": 11,
+    "unit/type/set": 93,
+    "unit/type/zset": 286,
+    "unit/expire": 56,
+    "unit/keyspace": 41,
+    "unit/protocol": 16,
+}
+# What plumb does not do, each for the reason docs/redis.md ("Redis' own test suite") gives.
+# One that passes is reported, to be taken off the list.
+KNOWN_FAILURES = {
+    "unit/type/string": {
+        "trim on SET with big value": "runs only on a server whose INFO names jemalloc",
+    },
+    "unit/type/incr": {
+        "INCR uses shared objects in the 0-9999 range": "OBJECT REFCOUNT is 1: no shared integers",
+    },
+    "unit/type/hash": {
+        "Hash ziplist of various encodings": "no DUMP",
+        "Hash ziplist of various encodings - sanitize dump": "no DUMP",
+    },
+    "unit/type/list": {
+        "List ziplist of various encodings": "no DUMP",
+        "List ziplist of various encodings - sanitize dump": "no DUMP",
+        "BLPOP when result key is created by SORT..STORE": "no SORT",
+        "BLMPOP_LEFT when result key is created by SORT..STORE": "no SORT",
+        "BLPOP: with 0.001 timeout should not block indefinitely":
+            "the SORT tests before it leave their callers blocked",
+        "BLMPOP_LEFT when new key is moved into place":
+            "a RENAME onto a key a pop waits on serves another element (not analysed)",
+    },
+    "unit/keyspace": {
+        "COPY basic usage for stream": "no streams",
+        "COPY basic usage for stream-cgroups": "no streams",
+    },
+}
+# Tests that read the lists right after the push that wakes two chained blocked moves, and
+# pass only if both waiters were served before that read. Redis serves them inside the push;
+# plumb's waiters try again after the push is answered (docs/redis.md, "Blocking commands"),
+# so the read races their retries and a loaded machine loses (CI run of 151124c: both failed
+# together; the same binary on the unit alone passed them 3 times of 3). Counted neither way.
+RACES = {
+    "unit/type/list": {"Circular BRPOPLPUSH", "Linked LMOVEs"},
 }
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RESULT = re.compile(r"^\[(ok|err|exception|ignore|skip)\]: (.*?)(?: \(\d+ ms\))?$")
@@ -235,6 +272,29 @@ def passed(results):
     return {n for n, (s, _) in results.items() if s == "ok"}
 
 
+def gate(redis, plumb, units):
+    """What fails `--check-floors` on plumb's side: a test redis-server passed that plumb did
+    not, unless KNOWN_FAILURES or RACES name it. Logs the races lost and the known failures
+    that passed."""
+    failed = []
+    for unit in units:
+        if unit not in redis:
+            continue
+        known = KNOWN_FAILURES.get(unit, {})
+        races = RACES.get(unit, set())
+        ours = passed(plumb[unit])
+        for name in sorted(passed(redis[unit]) - ours):
+            if name in races:
+                log(f"redis_suite: {unit}: lost the race in {name!r} (RACES)")
+            elif name not in known:
+                status, detail = plumb[unit].get(name, ("not run", ""))
+                failed.append(f"{unit}: plumb failed {name!r} ({status}: {detail[:120]}); "
+                              f"redis-server passed it")
+        for name in sorted(ours & set(known)):
+            log(f"redis_suite: {unit}: {name!r} passes now: take it off KNOWN_FAILURES")
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--units", nargs="*", default=DEFAULT_UNITS)
@@ -259,8 +319,9 @@ def main():
     ap.add_argument("--min-percent", type=float, default=0.0,
                     help="exit non-zero if plumb passes less than this share")
     ap.add_argument("--check-floors", action="store_true",
-                    help="exit non-zero if, in any unit, redis-server or plumb passes fewer tests "
-                         "than its floor (FLOORS in this script)")
+                    help="exit non-zero if, in any unit, redis-server passes fewer tests than "
+                         "its floor (REF_FLOORS in this script), or plumb fails a test "
+                         "redis-server passed that KNOWN_FAILURES or RACES does not name")
     ap.add_argument("--suite-port", type=int, default=21111,
                     help="the suite harness' --baseport (it listens just below it); give "
                          "two runs on one machine different ones")
@@ -297,7 +358,7 @@ def main():
                                        suite_port=a.suite_port)
                 log(f"redis-server {unit}: {len(passed(redis[unit]))} passed ({time.time() - t0:.0f} s)")
         # Only a run that met every floor is kept to be reused: a broken harness is not.
-        short = [u for u in a.units if u in FLOORS and len(passed(redis[u])) < FLOORS[u][0]]
+        short = [u for u in a.units if u in REF_FLOORS and len(passed(redis[u])) < REF_FLOORS[u]]
         if not short:
             saved["units"].update({u: sorted(passed(r)) for u, r in redis.items()})
             baseline.write_text(json.dumps(saved))
@@ -346,16 +407,13 @@ def main():
     if a.check_floors:
         if not redis:
             failed.append("--check-floors needs redis-server's run (not --plumb-only)")
-        for unit, ref, both in rows:
-            if unit not in FLOORS:
-                failed.append(f"{unit} has no floor in FLOORS")
-                continue
-            ref_floor, plumb_floor = FLOORS[unit]
-            if ref < ref_floor:
+        for unit, ref, _ in rows:
+            if unit not in REF_FLOORS:
+                failed.append(f"{unit} has no floor in REF_FLOORS")
+            elif ref < REF_FLOORS[unit]:
                 failed.append(f"{unit}: redis-server passed {ref} tests, expected at least "
-                              f"{ref_floor} (is the harness broken? see {a.out})")
-            if both < plumb_floor:
-                failed.append(f"{unit}: plumb passed {both} tests, its floor is {plumb_floor}")
+                              f"{REF_FLOORS[unit]} (is the harness broken? see {a.out})")
+        failed += gate(redis, plumb, a.units)
     for f in failed:
         log(f"redis_suite: {f}")
     if failed:
