@@ -436,10 +436,12 @@ impl Adversary {
                     state: self.corrupt_bytes(state),
                 })
             }
-            // A wrong result for the right operation, or a reply naming another operation
-            // (which tries to make the client believe its number is used and move on).
-            // Or the right result at a later position (to make a Prophecy sketcher take it
-            // for newer than it is).
+            // A wrong result for the right operation, in full or (for odd numbers, drawing no
+            // more randomness) as a digest-only reply that vouches for it (ODRC's form: a
+            // client must never complete on digests whose bytes nobody correct sent). Or a
+            // reply naming another operation (which tries to make the client believe its
+            // number is used and move on). Or the right result at a later position (to make a
+            // Prophecy sketcher take it for newer than it is).
             (
                 Behaviour::WrongReplies,
                 Message::Reply {
@@ -449,6 +451,12 @@ impl Adversary {
                     at,
                 },
             ) if self.lie() => Some(match self.rng.index(3) {
+                0 if nc.0 % 2 == 1 => Message::ReplyDigest {
+                    nc,
+                    req,
+                    result: Digest::of(&self.wrong_result(result)),
+                    at,
+                },
                 0 => Message::Reply {
                     nc,
                     req,

@@ -102,9 +102,8 @@ struct Ordered {
     /// Whether the widening timer sent it to the authentication replicas outside the
     /// preferred quorum.
     widened: bool,
-    /// Execution replica -> the result it last sent for `nc` and where it executed it (a
-    /// vote is for both: correct replicas agree on the position as on the result).
-    votes: HashMap<ExecId, (Vec<u8>, Position)>,
+    /// Execution replica -> its vote: what it last answered for `nc`.
+    votes: HashMap<ExecId, Vote>,
     /// Execution replica -> the highest number it says is used by another request of this
     /// client (it answered a later number, or `nc` for another operation): evidence that `nc`
     /// is already used (see [`Client::on_number_used`]).
@@ -118,6 +117,33 @@ struct Ordered {
     /// ZZ: every executing replica answered and no `r + 1` agree, so the request was resent at
     /// once for the order replicas to relay (at most once per request).
     relay_asked: bool,
+}
+
+/// One execution replica's vote for the outstanding request: the digest of the result it
+/// answered and where it executed the request (correct replicas agree on both), with the
+/// result's bytes if it sent them. A [`Message::ReplyDigest`] vouches for the digest only
+/// (ODRC: the replica did not run the request).
+#[derive(Debug)]
+struct Vote {
+    result: Digest,
+    at: Position,
+    bytes: Option<Vec<u8>>,
+}
+
+/// What a reply to an ordered request carries: the result, or only its digest.
+#[derive(Debug)]
+enum Answer {
+    Full(Vec<u8>),
+    Digest(Digest),
+}
+
+impl Answer {
+    fn digest(&self) -> Digest {
+        match self {
+            Answer::Full(bytes) => Digest::of(bytes),
+            Answer::Digest(d) => *d,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -570,18 +596,19 @@ impl Client {
         exec: ExecId,
         nc: ReqNo,
         req: Digest,
-        result: Vec<u8>,
+        answer: Answer,
         at: Position,
         out: &mut Vec<Action>,
     ) {
         let quorum = self.q.reply();
+        let result = answer.digest();
         let late = self
             .last_accepted
             .filter(|(n, r, _)| *n == nc && *r == req)
             .map(|(_, _, d)| d);
         if let Some(accepted) = late {
             // A reply after acceptance: it agrees, or its replica's state diverged.
-            if Digest::of(&result) != accepted {
+            if result != accepted {
                 self.counters.add("reply-divergent");
             }
             return;
@@ -608,14 +635,29 @@ impl Client {
             return;
         }
         // A later reply from the same replica replaces its earlier vote: one replica, one vote.
-        o.votes.insert(exec, (result, at));
+        // A digest of what it already sent in full keeps the bytes.
+        let bytes = match answer {
+            Answer::Full(bytes) => Some(bytes),
+            Answer::Digest(_) => o
+                .votes
+                .remove(&exec)
+                .filter(|v| v.result == result && v.at == at)
+                .and_then(|v| v.bytes),
+        };
+        o.votes.insert(exec, Vote { result, at, bytes });
+        // `r + 1` replicas vouch for the result, so one correct replica does; the bytes may
+        // come from any of them that sent a full reply, since they hash to the digest. Digests
+        // alone complete nothing: someone must send the bytes.
         let agreeing = o
             .votes
-            .get(&exec)
-            .map_or(0, |r| o.votes.values().filter(|v| *v == r).count());
-        if agreeing >= quorum {
-            self.accept_ordered(now, exec, out);
-            return;
+            .values()
+            .filter(|v| v.result == result && v.at == at);
+        if agreeing.clone().count() >= quorum {
+            if let Some(bytes) = agreeing.filter_map(|v| v.bytes.clone()).next() {
+                self.accept_ordered(now, bytes, at, out);
+                return;
+            }
+            self.counters.add("reply-digests-wait-for-bytes");
         }
         // ZZ: every active answered and they disagree (one lies to this client while its
         // reports are right, and the sleeper sleeps): no reply that could still come from
@@ -660,12 +702,18 @@ impl Client {
         }
     }
 
-    /// Complete the outstanding request with the result `exec` voted for.
-    fn accept_ordered(&mut self, now: Micros, exec: ExecId, out: &mut Vec<Action>) {
-        let Some(Outstanding::Ordered(mut o)) = self.outstanding.take() else {
+    /// Complete the outstanding request with `result`, executed at `at`, that `r + 1`
+    /// replicas voted for.
+    fn accept_ordered(
+        &mut self,
+        now: Micros,
+        result: Vec<u8>,
+        at: Position,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(Outstanding::Ordered(o)) = self.outstanding.take() else {
             return;
         };
-        let (result, at) = o.votes.remove(&exec).unwrap_or_default();
         self.complete_ordered(now, o, result, at, out);
     }
 
@@ -680,13 +728,14 @@ impl Client {
     ) {
         // Replicas that answered something else: divergent (counted; the result stands on
         // r + 1 matching replies, one of them from a correct replica).
+        let digest = Digest::of(&result);
         let divergent = o
             .votes
             .values()
-            .filter(|(r, a)| *r != result || *a != at)
+            .filter(|v| v.result != digest || v.at != at)
             .count();
         self.counters.add_n("reply-divergent", divergent as u64);
-        self.last_accepted = Some((o.nc, o.req, Digest::of(&result)));
+        self.last_accepted = Some((o.nc, o.req, digest));
         let latency = now.saturating_sub(o.first_sent);
         if latency > self.cfg.slow_request_us {
             let reason = if o.retransmitted {
@@ -811,7 +860,16 @@ impl Client {
                     at,
                 },
                 Some(e),
-            ) => self.on_reply(now, e, nc, req, result, at, out),
+            ) => self.on_reply(now, e, nc, req, Answer::Full(result), at, out),
+            (
+                Message::ReplyDigest {
+                    nc,
+                    req,
+                    result,
+                    at,
+                },
+                Some(e),
+            ) => self.on_reply(now, e, nc, req, Answer::Digest(result), at, out),
             (
                 Message::ReadOnlyReply {
                     nc,
@@ -845,6 +903,7 @@ impl Client {
             },
             (
                 Message::Reply { .. }
+                | Message::ReplyDigest { .. }
                 | Message::ReadOnlyReply { .. }
                 | Message::SketchReply { .. }
                 | Message::EarlyReply { .. }

@@ -147,6 +147,27 @@ impl World {
         self.reply_for(exec, nc, &op, result)
     }
 
+    /// `exec`'s digest-only reply (ODRC) for `nc`, vouching for `result` at `at_seq`, naming the
+    /// operation `c` has outstanding under `nc`.
+    fn reply_digest(&self, c: &Client, exec: u16, nc: ReqNo, result: &[u8], at_seq: u64) -> Event {
+        let op = match &c.outstanding {
+            Some(Outstanding::Ordered(o)) if o.nc == nc => o.op.clone(),
+            _ => b"some other operation".to_vec(),
+        };
+        self.from(
+            Principal::Exec(ExecId(exec)),
+            Message::ReplyDigest {
+                nc,
+                req: request_id(C, life(), nc, Digest::of(&op)),
+                result: Digest::of(result),
+                at: plumb_wire::Position {
+                    seq: Seq(at_seq),
+                    index: 0,
+                },
+            },
+        )
+    }
+
     /// A read-only reply naming the read `(C, nc, "get")`, the only read these tests issue.
     fn ro_reply(&self, exec: u16, nc: ReqNo, result: &[u8], executed: u64) -> Event {
         let msg = Message::ReadOnlyReply {
@@ -502,6 +523,90 @@ fn a_later_reply_replaces_the_replicas_earlier_vote() {
     assert!(completes(&reply_run(&w, &mut c, 3, 1, ReqNo(1), b"good")).is_empty());
     assert_eq!(
         completes(&reply_run(&w, &mut c, 4, 2, ReqNo(1), b"good")),
+        vec![(1, b"good".to_vec())]
+    );
+}
+
+// ---- digest-only replies (ODRC, docs/odrc.md "The reply cache")
+
+/// A digest vouches as a vote but carries no result: `r + 1` digests alone complete nothing;
+/// a full reply whose result hashes to them does, at the same position.
+#[test]
+fn digest_replies_count_towards_r_plus_1_once_a_full_reply_matches() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"a", false);
+    let d0 = w.reply_digest(&c, 0, ReqNo(1), b"good", 1);
+    let d1 = w.reply_digest(&c, 1, ReqNo(1), b"good", 1);
+    assert!(completes(&run(&mut c, 1, d0)).is_empty());
+    assert!(completes(&run(&mut c, 2, d1)).is_empty());
+    assert_eq!(c.counters().get("reply-digests-wait-for-bytes"), 1);
+    // A full reply for another result, then one at another position: neither matches.
+    assert!(completes(&reply_run(&w, &mut c, 3, 2, ReqNo(1), b"evil")).is_empty());
+    let elsewhere = w.from(
+        Principal::Exec(ExecId(2)),
+        Message::Reply {
+            nc: ReqNo(1),
+            req: request_id(C, life(), ReqNo(1), Digest::of(b"a")),
+            result: b"good".to_vec(),
+            at: plumb_wire::Position {
+                seq: Seq(9),
+                index: 0,
+            },
+        },
+    );
+    assert!(completes(&run(&mut c, 4, elsewhere)).is_empty());
+    assert_eq!(
+        completes(&reply_run(&w, &mut c, 5, 2, ReqNo(1), b"good")),
+        vec![(1, b"good".to_vec())]
+    );
+    assert_eq!(c.counters().get("reply-divergent"), 0);
+}
+
+/// A faulty replica's digest, for a result nobody else sent, is one vote: with one correct
+/// full reply it is not `r + 1`; and a faulty replica that sends the bytes of its lie cannot
+/// make a correct replica's digest vouch for them.
+#[test]
+fn a_faulty_digest_or_full_reply_is_one_vote() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"a", false);
+    let lie = w.reply_digest(&c, 0, ReqNo(1), b"evil", 1);
+    assert!(completes(&run(&mut c, 1, lie)).is_empty());
+    assert!(completes(&reply_run(&w, &mut c, 2, 1, ReqNo(1), b"good")).is_empty());
+    let vouch = w.reply_digest(&c, 2, ReqNo(1), b"good", 1);
+    assert_eq!(
+        completes(&run(&mut c, 3, vouch)),
+        vec![(1, b"good".to_vec())]
+    );
+    assert_eq!(c.counters().get("reply-divergent"), 1);
+    // A late digest for another result is divergent too; one for the accepted result is not.
+    let late = w.from(
+        Principal::Exec(ExecId(0)),
+        Message::ReplyDigest {
+            nc: ReqNo(1),
+            req: request_id(C, life(), ReqNo(1), Digest::of(b"a")),
+            result: Digest::of(b"good"),
+            at: plumb_wire::Position::default(),
+        },
+    );
+    run(&mut c, 4, late);
+    assert_eq!(c.counters().get("reply-divergent"), 1);
+}
+
+/// A replica that sent the result in full and later only its digest keeps its bytes: the
+/// digest repeats its vote, it does not take the result back.
+#[test]
+fn a_digest_after_a_full_reply_from_the_same_replica_keeps_the_bytes() {
+    let w = World::new();
+    let mut c = w.client(Recovered::default());
+    submit(&mut c, 0, b"a", false);
+    reply_run(&w, &mut c, 1, 0, ReqNo(1), b"good");
+    let again = w.reply_digest(&c, 0, ReqNo(1), b"good", 1);
+    run(&mut c, 2, again);
+    let vouch = w.reply_digest(&c, 1, ReqNo(1), b"good", 1);
+    assert_eq!(
+        completes(&run(&mut c, 3, vouch)),
         vec![(1, b"good".to_vec())]
     );
 }

@@ -179,6 +179,9 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
                 result_text(result)
             )
         }
+        Message::ReplyDigest { nc, result, at, .. } => {
+            format!("reply-digest nc={nc} at={}.{} {result:?}", at.seq, at.index)
+        }
         Message::SketchReply { nc, sketch, .. } => {
             format!("sketch-reply nc={nc} {sketch:?}")
         }

@@ -311,7 +311,7 @@ mod tests {
         /// answer, decode to an error or a message, never a panic; a genuine one round-trips.
         #[test]
         fn reply_and_last_request_decoding_never_panics(
-            which in 0u8..9,
+            which in 0u8..10,
             nc in any::<u64>(),
             result in proptest::collection::vec(any::<u8>(), 0..64),
             cut in 0usize..200,
@@ -327,6 +327,7 @@ mod tests {
                 4 => Message::SketchReply { nc: ReqNo(nc), req, sketch: (nc % 2 == 0).then_some(req) },
                 5 => Message::EarlyRequest { life: crate::Life(nc >> 3), nc: ReqNo(nc), op: result },
                 6 => Message::EarlyReply { nc: ReqNo(nc), req, result },
+                8 => Message::ReplyDigest { nc: ReqNo(nc), req, result: plumb_crypto::Digest::of(&result), at: crate::Position { seq: Seq(nc / 5), index: (nc % 3) as u32 } },
                 7 => Message::ExecReport { reports: vec![crate::BatchReport { seq: Seq(nc), replies: req, writes: (nc % 2 == 0).then_some(req), history: None }; (nc % 4) as usize] },
                 _ => Message::LastRequest { nc: ReqNo(nc) },
             };

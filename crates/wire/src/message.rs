@@ -559,6 +559,21 @@ pub enum Message {
         seq: Seq,
         batch: Batch,
     },
+
+    // ---- execution -> client: selective execution (ODRC, seed 003 §4.2.1; docs/odrc.md).
+    /// The digest of the reply to request `nc`, from an execution replica that holds the
+    /// reply's digest but not its bytes (it did not run the request: it does not maintain the
+    /// objects it touched). A client counts it towards the `r + 1` matching replies once a
+    /// full [`Message::Reply`] whose result has this digest, at the same position, is in; it
+    /// never completes a request by itself. `req` is [`request_id`], as for
+    /// [`Message::Reply`].
+    ReplyDigest {
+        nc: ReqNo,
+        req: Digest,
+        /// `Digest::of(result)` of the reply vouched for.
+        result: Digest,
+        at: Position,
+    },
 }
 
 /// Most reports in one [`Message::ExecReport`]; a longer one is dropped.
@@ -630,6 +645,7 @@ impl Message {
             Message::Fetch { .. } => "fetch",
             Message::Command { .. } => "command",
             Message::Reply { .. } => "reply",
+            Message::ReplyDigest { .. } => "reply-digest",
             Message::ReadOnlyReply { .. } => "read-only-reply",
             Message::SketchReply { .. } => "sketch-reply",
             Message::EarlyRequest { .. } => "early-request",
