@@ -30,7 +30,10 @@ impl OrderReplica {
             self.counters.dropped(DropReason::BadAuthenticator);
             return;
         }
-        let id = core.id_digest();
+        let id = self
+            .pending
+            .known_id(&core)
+            .unwrap_or_else(|| core.id_digest());
         let mine = macs.get(self.me.index()).copied().unwrap_or_default();
         if !self.ctx.keys.verify_from(Principal::Auth(f), &id.0, &mine) {
             // The envelope is authentic, so auth replica f itself sent a bad authenticator.
@@ -361,7 +364,10 @@ impl OrderReplica {
 
     /// At least r+1 rows from distinct auth replicas carry a valid MAC for this replica.
     fn matrix_valid(&self, r: &SignedRequest) -> bool {
-        let id = r.core.id_digest();
+        let id = self
+            .pending
+            .known_id(&r.core)
+            .unwrap_or_else(|| r.core.id_digest());
         let mut valid = BTreeSet::new();
         for row in &r.matrix {
             if row.auth.index() >= self.q().auth || row.macs.len() != self.q().order {
@@ -577,11 +583,19 @@ impl OrderReplica {
         let mut applied_requests = 0;
         loop {
             let seq = self.state.seq + 1;
-            let Some(batch) = self.log.get(seq).and_then(|s| s.record.committed.clone()) else {
+            let Some(slot) = self.log.get(seq) else {
                 break;
             };
+            let Some(batch) = slot.record.committed.clone() else {
+                break;
+            };
+            // Committed here from the accepted pre-prepare (the usual way), the batch is the
+            // accepted one, whose digest the slot keeps; from peers or the disk, it may not be.
+            let digest = match slot.accepted_digest(seq) {
+                Some((_, d)) if slot.record.accepted().is_some_and(|(_, a)| *a == batch) => d,
+                _ => batch.digest(seq),
+            };
             self.report_slow(now, seq, &batch, out);
-            let digest = batch.digest(seq);
             self.state.apply(seq, &batch, digest);
             progressed = true;
             applied_requests += batch.requests.len();

@@ -77,6 +77,16 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
+    /// The id digest of `core` if an AUTH-REQ for exactly it was collected: a request comes
+    /// from several authentication replicas and again in the PRE-PREPARE, and comparing it
+    /// with the copy kept costs less than hashing its identity (and an inline body) again.
+    pub fn known_id(&self, core: &ReqCore) -> Option<Digest> {
+        let collected = self.by_client.get(&core.client)?;
+        let (id, _) = collected.by_id.iter().find(|(_, (kept, _))| kept == core)?;
+        debug_assert_eq!(*id, core.id_digest(), "collected requests are keyed by id");
+        Some(*id)
+    }
+
     /// Auth replica `f` vouches for `core` (whose id digest is `id`) with `macs`; `needed` is
     /// the next request number its client may have ordered.
     #[allow(clippy::too_many_arguments)]
