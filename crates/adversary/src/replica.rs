@@ -10,7 +10,7 @@ use plumb_crypto::{Digest, Mac};
 use plumb_exec::ExecCheckpoint;
 use plumb_wire::{
     new_view_signing_bytes, Batch, Body, Message, OrderId, PrePreparedEntry, PreparedEntry,
-    Principal, ReqNo, Seq, SignedRequest, SignedViewChange, View, ViewChange,
+    Principal, ReqNo, Seq, SignedRequest, SignedViewChange, View, ViewChange, Vouched,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -264,20 +264,47 @@ impl Adversary {
         }
     }
 
-    /// Whether the principal acts on an incoming frame at all: a starving order replica does
-    /// not see its victim's AUTH-REQs.
-    pub fn accepts(&self, ring: &KeyRing, frame: &[u8]) -> bool {
+    /// The incoming frame as the principal acts on it, `None` if not at all: a starving
+    /// order replica does not see its victim's AUTH-REQs, alone or in an AUTH-REQS.
+    pub fn accepts(&self, ring: &KeyRing, frame: Vec<u8>) -> Option<Vec<u8>> {
         if self.behaviour != Behaviour::Starve {
-            return true;
+            return Some(frame);
         }
-        let Ok((_, msg)) = ring.open(frame) else {
-            return true;
+        let Ok((from, msg)) = ring.open(&frame) else {
+            return Some(frame);
         };
-        !matches!(msg, Message::AuthReq { core, .. } if core.client == STARVED_CLIENT)
+        match msg {
+            Message::AuthReq { core, .. } if core.client == STARVED_CLIENT => None,
+            Message::AuthReqs { mut reqs }
+                if reqs.iter().any(|v| v.core.client == STARVED_CLIENT) =>
+            {
+                reqs.retain(|v| v.core.client != STARVED_CLIENT);
+                if reqs.is_empty() {
+                    return None;
+                }
+                ring.seal_from(from, &Message::AuthReqs { reqs })
+            }
+            _ => Some(frame),
+        }
     }
 
     fn lie(&mut self) -> bool {
         self.rng.chance(self.rate)
+    }
+
+    /// `v` with a forged operation under the same client and number, vouched for as if real.
+    fn forge_vouched(&mut self, ring: &KeyRing, v: Vouched) -> Vouched {
+        let Vouched { mut core, macs } = v;
+        let forged = self.forgery.forged_op(core.nc.0);
+        core.body = match core.body {
+            Body::Inline(_) => Body::Inline(forged),
+            Body::Digest(_) => Body::Digest(Digest::of(&forged)),
+        };
+        let id = core.id_digest();
+        let macs = OrderId::all(macs.len())
+            .map(|o| ring.mac_for(Principal::Order(o), &id.0).unwrap_or_default())
+            .collect();
+        Vouched { core, macs }
     }
 
     /// The altered message, or `None` to send the original.
@@ -290,17 +317,39 @@ impl Adversary {
                     .collect();
                 Some(Message::AuthReq { core, macs })
             }
-            (Behaviour::ForgedRequests, Message::AuthReq { mut core, macs }) if self.lie() => {
-                let forged = self.forgery.forged_op(core.nc.0);
-                core.body = match core.body {
-                    Body::Inline(_) => Body::Inline(forged),
-                    Body::Digest(_) => Body::Digest(Digest::of(&forged)),
-                };
-                let id = core.id_digest();
-                let macs = OrderId::all(macs.len())
-                    .map(|o| ring.mac_for(Principal::Order(o), &id.0).unwrap_or_default())
-                    .collect();
+            (Behaviour::ForgedRequests, Message::AuthReq { core, macs }) if self.lie() => {
+                let Vouched { core, macs } = self.forge_vouched(ring, Vouched { core, macs });
                 Some(Message::AuthReq { core, macs })
+            }
+            // In a bundle, each request is lied about as it would be alone.
+            (Behaviour::BadMacs, Message::AuthReqs { reqs }) => {
+                let reqs = reqs
+                    .into_iter()
+                    .map(|mut v| {
+                        if self.lie() {
+                            v.macs = v
+                                .macs
+                                .into_iter()
+                                .map(|m| if self.rng.chance(0.7) { flip_mac(m) } else { m })
+                                .collect();
+                        }
+                        v
+                    })
+                    .collect();
+                Some(Message::AuthReqs { reqs })
+            }
+            (Behaviour::ForgedRequests, Message::AuthReqs { reqs }) => {
+                let reqs = reqs
+                    .into_iter()
+                    .map(|v| {
+                        if self.lie() {
+                            self.forge_vouched(ring, v)
+                        } else {
+                            v
+                        }
+                    })
+                    .collect();
+                Some(Message::AuthReqs { reqs })
             }
             (
                 Behaviour::ForgedRequests,

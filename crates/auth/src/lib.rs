@@ -71,6 +71,9 @@ pub struct AuthReplica {
     superseded: BTreeMap<ClientId, Vec<Pending>>,
     /// Clients caught sending what no correct client sends: refused until their entry expires.
     blacklist: blacklist::Blacklist,
+    /// AUTH-REQs built since the last sync began: they go to the order replicas together, in
+    /// one AUTH-REQS behind the sync that makes their bodies durable ([`Stage::before_sync`]).
+    unsent: Vec<plumb_wire::Vouched>,
 }
 
 impl AuthReplica {
@@ -94,6 +97,7 @@ impl AuthReplica {
             deferred: BTreeMap::new(),
             superseded: BTreeMap::new(),
             blacklist: Default::default(),
+            unsent: Vec::new(),
         };
         replica.recover(recovered);
         replica
@@ -197,6 +201,33 @@ impl AuthReplica {
         }
     }
 
+    /// Send the AUTH-REQs built since the last sync began: one alone as an AUTH-REQ, more in
+    /// AUTH-REQS of at most [`plumb_wire::AUTH_REQS_MAX`] requests and about a megabyte each.
+    fn send_unsent(&mut self, out: &mut Vec<Action>) {
+        const BUNDLE_BYTES: usize = 1 << 20;
+        let mut unsent = std::mem::take(&mut self.unsent).into_iter().peekable();
+        while let Some(first) = unsent.next() {
+            if unsent.peek().is_none() {
+                let msg = Message::AuthReq {
+                    core: first.core,
+                    macs: first.macs,
+                };
+                self.send_to_order(&msg, out);
+                break;
+            }
+            let mut bytes = vouched_bytes(&first);
+            let mut reqs = vec![first];
+            while let Some(next) = unsent.next_if(|v| {
+                reqs.len() < plumb_wire::AUTH_REQS_MAX && bytes + vouched_bytes(v) <= BUNDLE_BYTES
+            }) {
+                bytes += vouched_bytes(&next);
+                reqs.push(next);
+            }
+            self.counters.add_n("auth-reqs-bundled", reqs.len() as u64);
+            self.send_to_order(&Message::AuthReqs { reqs }, out);
+        }
+    }
+
     /// Delete cache intervals recovery found already outside the kept window.
     fn on_start(&mut self, out: &mut Vec<Action>) {
         // Requests recovered as pending wait anew for their stranded time from now.
@@ -226,7 +257,21 @@ impl Stage for AuthReplica {
         }
     }
 
+    fn before_sync(&mut self, now: Micros, out: &mut Vec<Action>) {
+        self.now = now;
+        self.send_unsent(out);
+    }
+
     fn counters(&self) -> &Counters {
         &self.counters
     }
+}
+
+/// About how many bytes `v` adds to an AUTH-REQS.
+fn vouched_bytes(v: &plumb_wire::Vouched) -> usize {
+    let body = match &v.core.body {
+        plumb_wire::Body::Inline(op) => op.len(),
+        plumb_wire::Body::Digest(_) => 32,
+    };
+    body + 16 * v.macs.len() + 64
 }

@@ -124,13 +124,19 @@ impl Net {
             .collect()
     }
 
-    /// Every AUTH-REQ in `actions`, opened by the order replica it is addressed to.
+    /// Every AUTH-REQ in `actions`, alone or in an AUTH-REQS, opened by the order replica it
+    /// is addressed to.
     fn auth_reqs(&self, actions: &[Action]) -> Vec<(OrderId, ReqCore, Vec<Mac>)> {
         self.opened(actions)
             .into_iter()
-            .filter_map(|(to, msg)| match (to, msg) {
-                (Principal::Order(o), Message::AuthReq { core, macs }) => Some((o, core, macs)),
-                _ => None,
+            .flat_map(|(to, msg)| match (to, msg) {
+                (Principal::Order(o), Message::AuthReq { core, macs }) => {
+                    vec![(o, core, macs)]
+                }
+                (Principal::Order(o), Message::AuthReqs { reqs }) => {
+                    reqs.into_iter().map(|v| (o, v.core, v.macs)).collect()
+                }
+                _ => vec![],
             })
             .collect()
     }
@@ -324,6 +330,73 @@ fn persist_and_sync_precede_the_auth_req() {
         .position(|a| matches!(a, Action::Send { .. }))
         .expect("sent");
     assert!(put < sync && sync < first_send, "{actions:?}");
+}
+
+/// The AUTH-REQs of one group leave together, one AUTH-REQS per order replica, behind the
+/// group's sync: requests handled while a sync is in flight wait for the next one.
+#[test]
+fn a_groups_auth_reqs_leave_in_one_message_per_order_replica_behind_its_sync() {
+    let net = Net::new();
+    let mut r = net.replica(Recovered::default());
+    let mut group = Vec::new();
+    for c in 1..=3u32 {
+        let frame = net
+            .ring(Principal::Client(c))
+            .seal(
+                ME,
+                &Message::Request {
+                    life: plumb_wire::Life::default(),
+                    nc: ReqNo(1),
+                    op: format!("put k{c} v").into_bytes(),
+                },
+            )
+            .unwrap();
+        r.handle(0, Event::Receive(frame), &mut group);
+    }
+    assert_eq!(
+        sends(&group),
+        0,
+        "nothing leaves before the group's sync: {group:?}"
+    );
+    assert_eq!(
+        stores(&group)
+            .iter()
+            .filter(|op| matches!(op, StoreOp::Sync))
+            .count(),
+        3
+    );
+    let mut flushed = Vec::new();
+    r.before_sync(0, &mut flushed);
+    let opened = net.opened(&flushed);
+    assert_eq!(
+        opened.len(),
+        net.cfg.quorums.order,
+        "one frame per order replica"
+    );
+    for (to, msg) in &opened {
+        let Message::AuthReqs { reqs } = msg else {
+            panic!("{to}: {msg:?}");
+        };
+        let clients: Vec<u32> = reqs.iter().map(|v| v.core.client).collect();
+        assert_eq!(clients, [1, 2, 3], "in the order they were authenticated");
+    }
+    // Each request's row of the matrix verifies at each order replica, as alone.
+    let vouched = net.auth_reqs(&flushed);
+    assert_eq!(vouched.len(), 3 * net.cfg.quorums.order);
+    for (o, core, macs) in vouched {
+        let ring = net.ring(Principal::Order(o));
+        assert!(ring.verify_from(ME, &core.id_digest().0, &macs[o.index()]));
+    }
+    assert_eq!(r.counters().get("auth-reqs-bundled"), 3);
+    // Nothing is left for the next sync; one request alone goes as an AUTH-REQ.
+    let mut again = Vec::new();
+    r.before_sync(0, &mut again);
+    assert!(again.is_empty());
+    let one = net.request(&mut r, 0, 0, ReqNo(1), b"put k0 v");
+    assert!(net
+        .opened(&one)
+        .iter()
+        .all(|(_, m)| matches!(m, Message::AuthReq { .. })));
 }
 
 #[test]

@@ -69,6 +69,7 @@ drop_reasons! {
     VoteView = "vote-view",
     WhileRejoining = "while-rejoining",
     ExecReportTooMany = "exec-report-too-many",
+    AuthReqsTooMany = "auth-reqs-too-many",
     // Execution stage.
     CommandBadDigest = "command-bad-digest",
     CommandUnknownBatch = "command-unknown-batch",

@@ -145,6 +145,14 @@ impl KeyRing {
         Ok((to, env.open(key)?))
     }
 
+    /// `msg` as `from` would have sealed it for this principal. MAC keys are pairwise, so the
+    /// receiver of a frame can make one its sender could have sent; a test adversary uses it
+    /// to take part of a message out before its own stage sees it.
+    pub fn seal_from(&self, from: Principal, msg: &Message) -> Option<Vec<u8>> {
+        let key = self.macs.get(&from)?;
+        Some(plumb_wire::seal(from, self.me, msg, key))
+    }
+
     /// MAC over `bytes` for `peer` (one entry of a MAC authenticator).
     pub fn mac_for(&self, peer: Principal, bytes: &[u8]) -> Option<Mac> {
         self.macs.get(&peer).map(|k| k.mac(bytes))

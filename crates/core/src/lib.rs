@@ -9,7 +9,8 @@
 //! an action list means the message leaves only once the record is durable. The one
 //! exception is [`Action::SendUnsynced`], which may overtake pending syncs (and the actions
 //! held behind them); a driver may also carry out a sync while it goes on handling later
-//! events, holding their visible actions until it completes.
+//! events, holding their visible actions until it completes. It tells the stage as it begins
+//! one ([`Stage::before_sync`]), so that what several events produced can leave as one message.
 
 pub mod drop_reason;
 pub mod keys;
@@ -130,6 +131,14 @@ pub enum Answered {
 pub trait Stage {
     fn principal(&self) -> Principal;
     fn handle(&mut self, now: Micros, event: Event, out: &mut Vec<Action>);
+    /// The driver is about to begin a sync covering every write this stage asked for so far
+    /// (it asked for a `Sync` since the last one began). What the stage does here is held
+    /// behind that sync like everything it did since asking: the place to send, as one
+    /// message, what several events produced. Drivers call it once per sync they begin, so a
+    /// stage that keeps something back for it must have asked for a `Sync`.
+    fn before_sync(&mut self, now: Micros, out: &mut Vec<Action>) {
+        let _ = (now, out);
+    }
     /// Dropped messages by reason, and other counts.
     fn counters(&self) -> &Counters;
     /// The invariants of this stage's own state, each checked where it lives. The simulator
@@ -167,10 +176,17 @@ impl BrokenInvariant {
     }
 }
 
-/// Convenience for tests and drivers.
+/// Convenience for tests: one event as a group of its own, as a driver runs it when nothing
+/// else waits (the event, then [`Stage::before_sync`] if it asked for a sync).
 pub fn run(stage: &mut dyn Stage, now: Micros, event: Event) -> Vec<Action> {
     let mut out = Vec::new();
     stage.handle(now, event, &mut out);
+    if out
+        .iter()
+        .any(|a| matches!(a, Action::Store(StoreOp::Sync)))
+    {
+        stage.before_sync(now, &mut out);
+    }
     out
 }
 

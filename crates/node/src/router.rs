@@ -220,11 +220,13 @@ impl Router {
             return true;
         };
         #[cfg(feature = "adversary")]
-        if let (Some(adv), Some(ring)) = (self.ignoring.get(&receiver), self.rings.get(&receiver)) {
-            if !adv.accepts(ring, &frame) {
-                return true;
-            }
-        }
+        let frame = match (self.ignoring.get(&receiver), self.rings.get(&receiver)) {
+            (Some(adv), Some(ring)) => match adv.accepts(ring, frame) {
+                Some(frame) => frame,
+                None => return true,
+            },
+            _ => frame,
+        };
         if let (Principal::Client(c), Origin::Client(route)) = (sender, from) {
             if self.take_greeting(c, receiver, &frame, route) {
                 return true;

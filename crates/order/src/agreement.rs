@@ -12,13 +12,52 @@ use plumb_core::{
 use plumb_crypto::{Digest, Mac};
 use plumb_wire::{
     AuthId, Batch, ClientId, Message, OrderId, Principal, ReqCore, ReqNo, Seq, SignedRequest, View,
+    Vouched, AUTH_REQS_MAX,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
 impl OrderReplica {
     // ---------------------------------------------------------------- requests
 
+    /// AUTH-REQ: authentication replica `f` vouches for `core`; the primary proposes what is
+    /// ready.
     pub(crate) fn on_auth_req(
+        &mut self,
+        now: Micros,
+        f: AuthId,
+        core: ReqCore,
+        macs: Vec<Mac>,
+        out: &mut Vec<Action>,
+    ) {
+        self.on_vouched(now, f, core, macs, out);
+        if self.is_primary() {
+            self.try_propose(now, out);
+        }
+    }
+
+    /// AUTH-REQS: every request of one group commit of `f`'s, judged each as an AUTH-REQ;
+    /// the primary proposes once they are all in.
+    pub(crate) fn on_auth_reqs(
+        &mut self,
+        now: Micros,
+        f: AuthId,
+        reqs: Vec<Vouched>,
+        out: &mut Vec<Action>,
+    ) {
+        if reqs.len() > AUTH_REQS_MAX {
+            self.counters.dropped(DropReason::AuthReqsTooMany);
+            return;
+        }
+        for v in reqs {
+            self.on_vouched(now, f, v.core, v.macs, out);
+        }
+        if self.is_primary() {
+            self.try_propose(now, out);
+        }
+    }
+
+    /// Authentication replica `f` vouches for `core` with `macs`: collected if authentic.
+    fn on_vouched(
         &mut self,
         now: Micros,
         f: AuthId,
@@ -66,9 +105,6 @@ impl OrderReplica {
         if newly_pending {
             self.arm_heartbeat(out);
             self.note_busy(now);
-        }
-        if self.is_primary() {
-            self.try_propose(now, out);
         }
     }
 

@@ -319,6 +319,9 @@ impl OrderReplica {
             (Principal::Auth(f), Message::AuthReq { core, macs }) => {
                 self.on_auth_req(now, f, core, macs, out)
             }
+            (Principal::Auth(f), Message::AuthReqs { reqs }) => {
+                self.on_auth_reqs(now, f, reqs, out)
+            }
             (
                 Principal::Order(j),
                 Message::PrePrepare {

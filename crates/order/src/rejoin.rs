@@ -90,6 +90,7 @@ fn useful_while_rejoining(msg: &Message) -> bool {
             | Message::Committed { .. }
             | Message::OrderState { .. }
             | Message::AuthReq { .. }
+            | Message::AuthReqs { .. }
             | Message::CpToken { .. }
     )
 }

@@ -30,6 +30,53 @@ fn ol1_requests_are_ordered_and_sent_to_execution() {
     }
 }
 
+/// An AUTH-REQS is judged request by request, as AUTH-REQs: a wrong MAC on one entry costs that
+/// entry alone, and the others are ordered. One longer than `AUTH_REQS_MAX` is dropped whole.
+#[test]
+fn auth_reqs_are_judged_one_request_at_a_time_and_bounded() {
+    let mut h = Harness::new(1, 1, 8);
+    let ops: Vec<(u32, u64, &[u8])> = (0..4).map(|c| (c, 1, &b"op"[..])).collect();
+    h.requests_bundled(&ops, Some(2));
+    h.advance(50_000);
+    let ordered: Vec<u32> = h
+        .exec_seen
+        .values()
+        .flat_map(|b| b.requests.iter().map(|r| r.client))
+        .collect();
+    let mut sorted = ordered.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        [0, 1, 3],
+        "every entry but the one with the bad MAC: {ordered:?}"
+    );
+    for i in 0..4 {
+        let drops = h
+            .replica(OrderId(i))
+            .counters()
+            .drops(plumb_core::DropReason::BadAuthenticator);
+        assert_eq!(drops, 4, "o{i}: one per auth replica's bad entry");
+    }
+
+    let mut h = Harness::new(1, 1, 8);
+    let many: Vec<(u32, u64, &[u8])> = (0..=plumb_wire::AUTH_REQS_MAX as u32)
+        .map(|c| (c, 1, &b"op"[..]))
+        .collect();
+    h.requests_bundled(&many, None);
+    h.advance(50_000);
+    assert!(
+        h.exec_seen.is_empty(),
+        "nothing ordered from an oversized AUTH-REQS"
+    );
+    assert_eq!(
+        h.replica(OrderId(0))
+            .counters()
+            .drops(plumb_core::DropReason::AuthReqsTooMany),
+        4,
+        "one per auth replica"
+    );
+}
+
 #[test]
 fn with_tentative_agreement_every_replica_sends_each_batch_it_prepared_tentatively_and_once() {
     let mut h = Harness::with_config(1, 1, 8, |c| c.tentative_agreement = true);

@@ -307,6 +307,12 @@ impl<S: Stage + Send + 'static, H: Host<S> + 'static> Runner<S, H> {
     }
 
     fn begin_sync(&mut self) {
+        // What the stage kept back for the group's sync goes out behind it (`wanted` is still
+        // set, so its sends are held for this sync).
+        let mut out = std::mem::take(&mut self.actions);
+        self.stage.before_sync(wall_micros(), &mut out);
+        self.carry_out(&mut out);
+        self.actions = out;
         self.syncs.wanted = false;
         self.syncs.begun += 1;
         if !self.store.sync() {

@@ -99,6 +99,13 @@ pub fn describe<A: SimApp>(app: &A, msg: &Message) -> String {
             short(life),
             op_text(op)
         ),
+        Message::AuthReqs { reqs } => format!(
+            "auth-reqs {}",
+            reqs.iter()
+                .map(|v| format!("c{}:{}", v.core.client, v.core.nc))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
         Message::AuthReq { core, .. } => format!(
             "auth-req c{} nc={} {:?}",
             core.client,

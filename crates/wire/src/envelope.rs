@@ -311,7 +311,7 @@ mod tests {
         /// answer, decode to an error or a message, never a panic; a genuine one round-trips.
         #[test]
         fn reply_and_last_request_decoding_never_panics(
-            which in 0u8..10,
+            which in 0u8..11,
             nc in any::<u64>(),
             result in proptest::collection::vec(any::<u8>(), 0..64),
             cut in 0usize..200,
@@ -328,6 +328,7 @@ mod tests {
                 5 => Message::EarlyRequest { life: crate::Life(nc >> 3), nc: ReqNo(nc), op: result },
                 6 => Message::EarlyReply { nc: ReqNo(nc), req, result },
                 8 => Message::ReplyDigest { nc: ReqNo(nc), req, result: plumb_crypto::Digest::of(&result), at: crate::Position { seq: Seq(nc / 5), index: (nc % 3) as u32 } },
+                9 => Message::AuthReqs { reqs: vec![crate::Vouched { core: ReqCore { client: (nc % 9) as u32, life: crate::Life(nc), nc: ReqNo(nc), body: Body::Inline(result.clone()) }, macs: vec![plumb_crypto::Mac([3; 16]); (nc % 5) as usize] }; (nc % 3) as usize] },
                 7 => Message::ExecReport { reports: vec![crate::BatchReport { seq: Seq(nc), replies: req, writes: (nc % 2 == 0).then_some(req), history: None }; (nc % 4) as usize] },
                 _ => Message::LastRequest { nc: ReqNo(nc) },
             };

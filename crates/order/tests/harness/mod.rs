@@ -344,6 +344,44 @@ impl Harness {
         }
     }
 
+    /// Every auth replica vouches for `requests` (client, number, operation) in one AUTH-REQS
+    /// to every order replica, with a wrong MAC on the entry at `bad_mac` if asked.
+    pub fn requests_bundled(&mut self, requests: &[(u32, u64, &[u8])], bad_mac: Option<usize>) {
+        let q = self.q();
+        for a in 0..q.auth as u16 {
+            let ring = &self.rings[&Principal::Auth(AuthId(a))];
+            let reqs = requests
+                .iter()
+                .enumerate()
+                .map(|(i, (c, nc, op))| {
+                    let core = ReqCore {
+                        client: *c,
+                        life: plumb_wire::Life::default(),
+                        nc: ReqNo(*nc),
+                        body: Body::Inline(op.to_vec()),
+                    };
+                    let macs = (0..q.order as u16)
+                        .map(|o| {
+                            let mut mac = ring
+                                .mac_for(Principal::Order(OrderId(o)), &core.id_digest().0)
+                                .unwrap();
+                            if bad_mac == Some(i) {
+                                mac.0[0] ^= 1;
+                            }
+                            mac
+                        })
+                        .collect();
+                    plumb_wire::Vouched { core, macs }
+                })
+                .collect();
+            let msg = Message::AuthReqs { reqs };
+            for o in 0..q.order as u16 {
+                let frame = ring.seal(Principal::Order(OrderId(o)), &msg).unwrap();
+                self.queue.push_back((Principal::Order(OrderId(o)), frame));
+            }
+        }
+    }
+
     pub fn cp_tokens(&mut self, seq: Seq) {
         for e in 0..self.q().exec as u16 {
             self.cp_token_from(ExecId(e), seq, Digest::of(&seq.to_le_bytes()));

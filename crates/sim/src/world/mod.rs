@@ -454,7 +454,7 @@ impl<'a, A: SimApp> World<'a, A> {
         self.nodes.iter().map(|n| side.contains(&n.p)).collect()
     }
 
-    fn deliver(&mut self, to: usize, from: usize, frame: Vec<u8>) {
+    fn deliver(&mut self, to: usize, from: usize, mut frame: Vec<u8>) {
         if self.nodes[to].stage.is_none() {
             self.stats.dropped_at_down_node += 1;
             return;
@@ -462,10 +462,11 @@ impl<'a, A: SimApp> World<'a, A> {
         let p = self.nodes[to].p;
         let keys = self.keys.clone();
         if let (Some(adv), Some(ring)) = (&mut self.nodes[to].adversary, keys.ring(p)) {
-            if !adv.accepts(ring, &frame) {
+            let Some(accepted) = adv.accepts(ring, frame) else {
                 self.stats.byzantine_lies += 1;
                 return;
-            }
+            };
+            frame = accepted;
             // A NEW-VIEW racer acts on what it receives, not only on what it sends.
             for (dest, extra) in adv.incoming(ring, &frame) {
                 if let Some(d) = self.index(dest) {
@@ -571,6 +572,28 @@ impl<'a, A: SimApp> World<'a, A> {
             self.check_invariants(i, kind);
         }
         self.carry_out(i, &mut actions);
+        self.actions = actions;
+    }
+
+    /// Node `i` is about to begin a sync: its stage's [`Stage::before_sync`], carried out
+    /// like a step's actions but without beginning a sync (the caller begins it).
+    fn before_sync(&mut self, i: usize) {
+        let local = self.nodes[i].clock.local(self.now);
+        let mut actions = std::mem::take(&mut self.actions);
+        actions.clear();
+        let Some(stage) = self.nodes[i].stage.as_mut() else {
+            self.actions = actions;
+            return;
+        };
+        stage.stage().before_sync(local, &mut actions);
+        if self.nodes[i].correct {
+            self.check_invariants(i, "before-sync");
+        }
+        for action in actions.drain(..) {
+            if let Some(action) = self.nodes[i].syncs.hold(action) {
+                self.perform(i, action);
+            }
+        }
         self.actions = actions;
     }
 

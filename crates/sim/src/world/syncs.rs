@@ -83,6 +83,9 @@ impl<A: SimApp> World<'_, A> {
         if !node.syncs.wanted || node.syncs.begun > node.syncs.done || node.stage.is_none() {
             return;
         }
+        // What the stage kept back for this sync, held behind it (`wanted` is still set).
+        self.before_sync(i);
+        let node = &mut self.nodes[i];
         node.syncs.wanted = false;
         node.syncs.begun += 1;
         let life = node.incarnation;
