@@ -165,6 +165,10 @@ pub struct Outcome {
     pub episodes: Vec<Episode>,
     /// Faults not run here, and why (partitions without root).
     pub skipped: Vec<String>,
+    /// Nodes still out of the cluster's view (or behind it) 60 s after a fault healed: which,
+    /// before which fault, and where their `/status` and `/metrics` of that moment were saved
+    /// (docs/robustness.md, "a node that stays out of the cluster's view").
+    pub left_behind: Vec<String>,
     /// Operations in the history, and how many have no answer (errors, timeouts).
     pub operations: usize,
     pub unanswered: usize,
@@ -198,7 +202,15 @@ pub fn run(o: &Options) -> Result<Outcome, String> {
     processes.start_all()?;
     let recorder = Recorder::new();
     let load = Load::start(&recorder, processes.resp_port, o.clients);
-    let result = episodes(o, &mut processes, firewall.as_ref(), &recorder, &load);
+    let mut left_behind = Vec::new();
+    let result = episodes(
+        o,
+        &mut processes,
+        firewall.as_ref(),
+        &recorder,
+        &load,
+        &mut left_behind,
+    );
     load.stop();
     let episodes = result?;
     load::final_reads(
@@ -217,6 +229,7 @@ pub fn run(o: &Options) -> Result<Outcome, String> {
         shape: format!("u{}r{}", o.u, o.r),
         episodes,
         skipped,
+        left_behind,
         operations,
         unanswered,
         linearizability_failure: (!outcome.is_linearizable()).then(|| outcome.to_string()),
@@ -229,6 +242,7 @@ fn episodes(
     firewall: Option<&Firewall>,
     recorder: &Recorder,
     load: &Load,
+    left_behind: &mut Vec<String>,
 ) -> Result<Vec<Episode>, String> {
     let mut episodes = Vec::new();
     for &fault in &o.faults {
@@ -240,11 +254,16 @@ fn episodes(
             if !behind.is_empty() {
                 // A liveness miss, reported, not a reason to stop: the harness fails on safety
                 // (a violation, a dead process) only. The next fault is then a second one.
-                eprintln!(
-                    "nemesis: {behind} after 60 s; going on with the next fault ({} {})",
+                // What the nodes say of themselves now is kept for finding out why.
+                let saved = save_left_behind(o, processes, &behind, fault, role);
+                let line = format!(
+                    "nemesis: {} after 60 s, before {} {}; {saved}",
+                    behind.description,
                     fault.name(),
                     role.name()
                 );
+                eprintln!("{line}; going on with the next fault");
+                left_behind.push(line);
             }
             std::thread::sleep(o.baseline);
             let baseline_from = recorder.now() - o.baseline.as_nanos() as Nanos;
@@ -329,12 +348,84 @@ fn view(processes: &Processes) -> u64 {
         .unwrap_or(0)
 }
 
+/// Nodes [`settle`] gave up waiting for: which, and how they differed from the others.
+#[derive(Default)]
+struct Behind {
+    nodes: Vec<usize>,
+    description: String,
+}
+
+impl Behind {
+    fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+}
+
+/// Every node's `/status` and `/metrics` as they are now, in one file of the cluster's
+/// directory beside the logs, for the nodes `behind` left behind; what to print of it.
+fn save_left_behind(
+    o: &Options,
+    processes: &Processes,
+    behind: &Behind,
+    fault: Fault,
+    role: Role,
+) -> String {
+    let mut text = String::new();
+    for n in 0..processes.node_count() {
+        let mark = if behind.nodes.contains(&n) {
+            " (left behind)"
+        } else {
+            ""
+        };
+        let get = |path| {
+            processes::http_get(
+                processes.admin(n),
+                path,
+                Duration::from_secs(1),
+                Duration::from_secs(2),
+            )
+            .unwrap_or_else(|| "(no answer)".to_string())
+        };
+        text.push_str(&format!(
+            "==== node {n}{mark}: /status\n{}\n==== node {n}: /metrics\n{}\n",
+            get("/status"),
+            get("/metrics")
+        ));
+    }
+    let path = o
+        .dir
+        .join(format!("left-behind-{}-{}.txt", fault.name(), role.name()));
+    let why: Vec<String> = behind
+        .nodes
+        .iter()
+        .map(|&n| {
+            let last = processes
+                .status(n)
+                .and_then(|s| s.get("last_view_change")?.as_str().map(str::to_string))
+                .unwrap_or_else(|| "none".to_string());
+            format!("node {n}'s last view change asked for: {last}")
+        })
+        .collect();
+    match std::fs::write(&path, text) {
+        Ok(()) => format!(
+            "{}; status and metrics in {}",
+            why.join(", "),
+            path.display()
+        ),
+        Err(e) => format!(
+            "{} (could not save {}: {e})",
+            why.join(", "),
+            path.display()
+        ),
+    }
+}
+
 /// Waits until every node answers, has committed as far as the furthest one had when the
 /// wait began, and works in the same view as the others (a node back from a fault has caught
 /// up and votes again: catching up on committed batches alone is not that, and a node still
 /// in an old view made the next fault a second one). Returns how long it took, and after 60 s
 /// of waiting, which nodes were still behind and how (empty if none).
-fn settle(processes: &mut Processes) -> Result<(Duration, String), String> {
+fn settle(processes: &mut Processes) -> Result<(Duration, Behind), String> {
     let start = Instant::now();
     let target = (0..processes.node_count())
         .filter_map(|n| processes.last_committed(n))
@@ -353,7 +444,7 @@ fn settle(processes: &mut Processes) -> Result<(Duration, String), String> {
             .filter(|&n| statuses[n].is_none_or(|(c, v)| c < target || Some(v) != top_view))
             .collect();
         if behind.is_empty() {
-            return Ok((start.elapsed(), String::new()));
+            return Ok((start.elapsed(), Behind::default()));
         }
         if start.elapsed() > Duration::from_secs(60) {
             let how: Vec<String> = behind
@@ -365,10 +456,13 @@ fn settle(processes: &mut Processes) -> Result<(Duration, String), String> {
                 .collect();
             return Ok((
                 start.elapsed(),
-                format!(
-                    "{} (the others reached sequence {target} and view {top_view:?})",
-                    how.join(", ")
-                ),
+                Behind {
+                    description: format!(
+                        "{} (the others reached sequence {target} and view {top_view:?})",
+                        how.join(", ")
+                    ),
+                    nodes: behind,
+                },
             ));
         }
         std::thread::sleep(Duration::from_millis(100));

@@ -49,7 +49,10 @@ pub fn nemesis_cmd(a: &BenchArgs, faults: &str) -> ExitCode {
         MAX_BACK_TO_HALF.as_millis()
     );
     let result = plumb_nemesis::run(&o);
-    if !keep {
+    // A node left out of the cluster's view is a liveness miss whose cause is open: its logs,
+    // status and metrics are kept whatever `--dir` says.
+    let left_behind = result.as_ref().is_ok_and(|r| !r.left_behind.is_empty());
+    if !keep && !left_behind {
         let _ = std::fs::remove_dir_all(&dir);
     }
     let outcome = match result {
@@ -72,6 +75,12 @@ pub fn nemesis_cmd(a: &BenchArgs, faults: &str) -> ExitCode {
     }
     for s in &outcome.skipped {
         out!("{s}");
+    }
+    for l in &outcome.left_behind {
+        out!("{l}");
+    }
+    if left_behind {
+        out!("the cluster's logs are kept in {}", dir.display());
     }
     let met = outcome
         .episodes
